@@ -1,0 +1,33 @@
+# Two entry points, each self-contained on a fresh machine:
+#   make reproduce   offline reproduction of all five papers' notebooks -> figures/ and runs/
+#   make test        lint + the whole test suite
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+# torch is pinned to the release known to work with this package; pip picks the CPU or CUDA wheel.
+TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
+STAMP := $(VENV)/.installed
+
+.PHONY: reproduce test install lint clean-venv
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $(TORCH_PINS)
+	$(BIN)/python -m pip install --quiet -e '.[all]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+reproduce: $(STAMP)
+	$(BIN)/vlamb-nb reproduce
+
+lint: $(STAMP)
+	$(BIN)/ruff check vlamb_nb tests benchmarks
+
+test: $(STAMP)
+	$(BIN)/ruff check vlamb_nb tests benchmarks
+	$(BIN)/python -m pytest -q
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,152 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from vlamb_nb.errors import StoreError
+from vlamb_nb.store import PredictionStore, TornLineWarning, request_key
+
+KEY_ARGS = dict(model_id="m", revision=None, quantization="4bit", benchmark="vague", setting="vlm",
+                prompt={"messages": [{"role": "user", "content": "hi"}]}, image_digests=["abc"],
+                params={"max_new_tokens": 8})
+
+
+def test_request_key_changes_with_each_field():
+    base = request_key(**KEY_ARGS)
+    for field, other in [("model_id", "m2"), ("revision", "r1"), ("quantization", None), ("benchmark", "mucar"),
+                         ("setting", "lm"), ("prompt", {"messages": []}), ("image_digests", ["abd"]),
+                         ("params", {"max_new_tokens": 9})]:
+        assert request_key(**{**KEY_ARGS, field: other}) != base, field
+
+
+def test_request_key_stable_across_processes():
+    code = textwrap.dedent(f"""
+        from vlamb_nb.store import request_key
+        print(request_key(**{KEY_ARGS!r}))
+    """)
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": str(s)}).stdout.strip() for s in (1, 2)}
+    assert outs == {request_key(**KEY_ARGS)}
+
+
+def test_append_and_resume(tmp_path):
+    p = tmp_path / "preds.jsonl"
+    with PredictionStore(p, run_meta={"seed": 1}) as st:
+        st.append({"key": "a", "text": "x"})
+        st.append({"key": "b", "text": "y", "error": "boom"})
+    st2 = PredictionStore(p)
+    assert st2.keys() == {"a"}  # the failed one is retried on resume
+    assert st2.failed_keys() == {"b"}
+    assert st2.get("a")["run"] == {"seed": 1}
+    with st2:
+        st2.append({"key": "b", "text": "ok"})
+    st3 = PredictionStore(p)
+    assert st3.keys() == {"a", "b"} and len(st3) == 2
+
+
+def test_torn_last_line_dropped_with_warning(tmp_path):
+    p = tmp_path / "preds.jsonl"
+    with PredictionStore(p) as st:
+        st.append({"key": "a", "text": "x"})
+    with open(p, "ab") as fh:
+        fh.write(b'{"key": "b", "te')
+    with pytest.warns(TornLineWarning):
+        st = PredictionStore(p)
+    assert st.keys() == {"a"}
+    with pytest.warns(TornLineWarning), st:  # opening for writing repairs the file
+        st.append({"key": "c", "text": "z"})
+    lines = p.read_text().splitlines()
+    assert [json.loads(x)["key"] for x in lines] == ["a", "c"]
+
+
+def test_corrupt_middle_line_is_an_error(tmp_path):
+    p = tmp_path / "preds.jsonl"
+    p.write_text('{"key": "a"}\nnot json\n{"key": "b"}\n')
+    with pytest.raises(StoreError, match="line 2"):
+        PredictionStore(p)
+
+
+def test_second_writer_refused(tmp_path):
+    p = tmp_path / "preds.jsonl"
+    with PredictionStore(p):
+        with pytest.raises(StoreError, match="another process"):
+            PredictionStore(p).open()
+    with PredictionStore(p) as st:  # released on close
+        st.append({"key": "a"})
+
+
+def test_second_writer_refused_across_processes(tmp_path):
+    p = tmp_path / "preds.jsonl"
+    code = textwrap.dedent(f"""
+        import time
+        from vlamb_nb.store import PredictionStore
+        with PredictionStore({str(p)!r}):
+            print("locked", flush=True)
+            time.sleep(30)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "locked"
+        with pytest.raises(StoreError, match=f"pid {proc.pid}"):
+            PredictionStore(p).open()
+    finally:
+        proc.kill()
+        proc.wait()
+    with PredictionStore(p) as st:  # the kernel dropped the dead writer's lock
+        st.append({"key": "after"})
+
+
+WRITER = textwrap.dedent("""
+    import sys, time
+    from vlamb_nb.store import PredictionStore
+    path, n = sys.argv[1], int(sys.argv[2])
+    with PredictionStore(path) as st:
+        done = st.keys()
+        for i in range(n):
+            k = f"req-{i}"
+            if k in done:
+                continue
+            st.append({"key": k, "text": "x" * 2000, "i": i})
+            print(k, flush=True)
+            time.sleep(0.002)
+""")
+
+
+def test_sigkill_mid_run_loses_nothing_finished(tmp_path):
+    p = tmp_path / "preds.jsonl"
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    proc = subprocess.Popen([sys.executable, str(script), str(p), "400"], stdout=subprocess.PIPE, text=True)
+    printed = []
+    for line in proc.stdout:
+        printed.append(line.strip())
+        if len(printed) == 60:
+            proc.send_signal(signal.SIGKILL)
+            break
+    proc.wait()
+    time.sleep(0.05)
+    with _maybe_warns():
+        survived = PredictionStore(p).keys()
+    assert set(printed) <= survived  # every record reported finished is there
+    subprocess.run([sys.executable, str(script), str(p), "400"], check=True, capture_output=True)
+    keys = [json.loads(x)["key"] for x in p.read_text().splitlines()]
+    assert sorted(keys) == sorted(f"req-{i}" for i in range(400))  # each exactly once
+
+
+class _maybe_warns:
+    """A torn line may or may not exist depending on where the kill landed."""
+
+    def __enter__(self):
+        import warnings
+
+        self._cm = warnings.catch_warnings()
+        self._cm.__enter__()
+        warnings.simplefilter("ignore", TornLineWarning)
+
+    def __exit__(self, *exc):
+        return self._cm.__exit__(*exc)

@@ -1,0 +1,27 @@
+"""vlamb_nb: reproduce and extend five papers on how VLMs handle ambiguity.
+
+Importing the package is cheap on purpose: torch and transformers are imported only
+when a model is built, so notebooks and the CLI start fast.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+PAPERS = ("vague", "mucar", "vflute", "refadv", "racquet")
+
+__all__ = ["PAPERS", "__version__", "get_benchmark", "list_benchmarks"]
+
+
+def get_benchmark(name: str):
+    """Return the benchmark module registered under ``name`` (see ``vlamb_nb.benchmarks``)."""
+    from vlamb_nb.benchmarks import get_benchmark as _get
+
+    return _get(name)
+
+
+def list_benchmarks() -> list[str]:
+    """Names of the registered benchmarks."""
+    from vlamb_nb.benchmarks import list_benchmarks as _list
+
+    return _list()

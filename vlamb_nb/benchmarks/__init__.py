@@ -1,0 +1,35 @@
+"""Benchmark registry: ``get_benchmark(name)`` imports the module lazily and returns its instance."""
+
+from __future__ import annotations
+
+import importlib
+
+from vlamb_nb.errors import NotAvailableError, SettingError
+
+# name -> module; each module defines ``BENCHMARK``, an instance of ``Benchmark``
+_MODULES = {
+    "vague": "vlamb_nb.benchmarks.vague",
+    "mucar": "vlamb_nb.benchmarks.mucar",
+    "vflute": "vlamb_nb.benchmarks.vflute",
+    "refadv": "vlamb_nb.benchmarks.refadv",
+    "racquet": "vlamb_nb.benchmarks.racquet",
+}
+
+ALIASES = {"v-flute": "vflute", "ref-adv": "refadv", "ref-adv-s": "refadv"}
+
+
+def list_benchmarks() -> list[str]:
+    return list(_MODULES)
+
+
+def get_benchmark(name: str):
+    key = ALIASES.get(name.lower(), name.lower())
+    if key not in _MODULES:
+        raise SettingError(f"unknown benchmark {name!r}; choose one of {', '.join(_MODULES)}")
+    try:
+        mod = importlib.import_module(_MODULES[key])
+    except ModuleNotFoundError as e:
+        if e.name == _MODULES[key]:
+            raise NotAvailableError(f"benchmark {key!r} is not implemented yet") from None
+        raise
+    return mod.BENCHMARK

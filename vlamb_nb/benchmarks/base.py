@@ -1,0 +1,139 @@
+"""The shape every benchmark module follows, so a reader who knows one knows all five.
+
+::
+
+    items  = bench.load(source)                    # DataFrame, one row per item
+    reqs   = bench.requests(items, setting)        # list[Request]
+    gens   = runner.run(model, reqs, store)        # DataFrame, one row per request (cached, resumable)
+    preds  = bench.predictions(items, gens)        # items joined to outputs, parsed by bench.parse
+    scored = bench.score(preds)                    # per-item correctness columns
+    tables = bench.tables(scored)                  # {table id: DataFrame} in the paper's layout
+
+Short example (offline, with a scripted stand-in model)::
+
+    from vlamb_nb import get_benchmark
+    from vlamb_nb.models import ScriptedModel
+    bench = get_benchmark("vague")
+    items = bench.load(bench.make_sample(tmp_dir))
+    scored = bench.evaluate(ScriptedModel(lambda r: "A"), items, setting="vlm")
+
+``evaluate`` does the whole chain; multi-step settings (a caption then an answer, a repair
+turn) override it. The CLI (``vlamb-nb data stats|score|reference check``) calls
+``data_stats``, ``score_file`` and ``reference_check``, so every benchmark gets the same commands.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+from vlamb_nb.errors import NotAvailableError, SettingError
+from vlamb_nb.meta import Deviation
+from vlamb_nb.models.base import VLM, ModelInfo, Request
+
+
+class Benchmark(ABC):
+    """Base class of the five benchmarks. Subclasses set the class attributes and the abstract steps."""
+
+    name: str = ""
+    paper: str = ""  # short citation
+    settings: tuple[str, ...] = ()
+    default_setting: str = ""
+
+    # -- the pipeline ------------------------------------------------------------------------------
+    @abstractmethod
+    def load(self, source: str | os.PathLike | None = None, **kwargs: Any):
+        """Items as a DataFrame, one row per item, from a hub id, a local file or folder."""
+
+    @abstractmethod
+    def requests(self, items, setting: str, **kwargs: Any) -> list[Request]:
+        """Model requests for ``items`` under ``setting`` (prompts ported verbatim)."""
+
+    @abstractmethod
+    def parse(self, text: str, item: Any) -> dict[str, Any]:
+        """Parse one raw output into answer fields (e.g. ``{"letter": "C", "valid": True}``)."""
+
+    @abstractmethod
+    def score(self, predictions):
+        """Add per-item correctness columns to parsed predictions."""
+
+    @abstractmethod
+    def tables(self, scored) -> dict[str, Any]:
+        """The paper's tables recomputed from scored predictions, keyed by table id."""
+
+    # -- shared helpers ----------------------------------------------------------------------------
+    def check_setting(self, setting: str) -> str:
+        if setting not in self.settings:
+            raise SettingError(f"unknown {self.name} setting {setting!r}; choose one of {', '.join(self.settings)}")
+        return setting
+
+    def predictions(self, items, generations, *, id_column: str = "id"):
+        """Join generations to items by request meta ``item_id`` (or ``request_id``) and parse each output.
+
+        Failed generations stay as rows with ``valid=False`` so they count as wrong, never vanish.
+        """
+        import pandas as pd
+
+        gens = generations.copy()
+        if "item_id" not in gens.columns:
+            gens["item_id"] = gens["request_id"].astype(str).str.split("::").str[0]
+        merged = gens.merge(items, left_on="item_id", right_on=id_column, how="left", suffixes=("", "_item"))
+        parsed = []
+        for _, row in merged.iterrows():
+            if row.get("error"):
+                parsed.append({"valid": False, "parse_error": "generation_failed"})
+            else:
+                parsed.append(self.parse(row.get("text") or "", row))
+        return pd.concat([merged.reset_index(drop=True), pd.DataFrame(parsed)], axis=1)
+
+    def evaluate(self, model: VLM, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
+                 batch_size: int = 8, limit: int | None = None, progress: bool = True, **kwargs: Any):
+        """load → requests → run → parse → score for a single-step setting."""
+        from vlamb_nb import runner
+
+        setting = self.check_setting(setting or self.default_setting)
+        reqs = self.requests(items, setting, **kwargs)
+        gens = runner.run(model, reqs, store, batch_size=batch_size, limit=limit, progress=progress,
+                          run_meta=self.run_meta(model.info, setting))
+        return self.score(self.predictions(items, gens))
+
+    def deviations(self, model: ModelInfo, setting: str) -> list[Deviation]:
+        """Ways a run with ``model`` under ``setting`` differs from the paper's setup."""
+        out: list[Deviation] = []
+        if model.quantization:
+            out.append(Deviation("quantization", "full/half precision weights", model.quantization, "all"))
+        if model.backend == "scripted":
+            out.append(Deviation("model", "a real VLM", "a scripted stand-in (pipeline demonstration only)", "all"))
+        return out
+
+    def run_meta(self, model: ModelInfo, setting: str, seed: int | None = None) -> dict[str, Any]:
+        from vlamb_nb.meta import RunMeta
+
+        return RunMeta(benchmark=self.name, setting=setting, model=model.to_dict(), seed=seed,
+                       deviations=self.deviations(model, setting)).to_dict()
+
+    # -- reference numbers and CLI hooks -----------------------------------------------------------
+    def reference(self, table: str | None = None):
+        """The paper's published numbers (each with table id and provenance)."""
+        from vlamb_nb import reference
+
+        return reference.load(self.name, table=table)
+
+    def data_stats(self, items) -> dict[str, Any]:
+        """Dataset statistics for ``vlamb-nb data stats``."""
+        raise NotAvailableError(f"data stats for {self.name} are not implemented yet")
+
+    def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
+                   **options: Any) -> dict[str, Any]:
+        """Score a predictions file for ``vlamb-nb score``; returns JSON-ready results."""
+        raise NotAvailableError(f"scoring files for {self.name} is not implemented yet")
+
+    def reference_check(self) -> list[dict[str, Any]]:
+        """Recompute derivable published cells; one finding per checked cell (see ``reference.Finding``)."""
+        raise NotAvailableError(f"the reference check for {self.name} is not implemented yet")
+
+    def make_sample(self, directory: str | os.PathLike, n: int = 8, seed: int = 0) -> Path:
+        """Write a small generated sample in the benchmark's released format; return what ``load`` takes."""
+        raise NotAvailableError(f"sample generation for {self.name} is not implemented yet")

@@ -1,0 +1,210 @@
+"""``vlamb-nb``: dataset statistics, scoring, runs, reference checks and the one-command reproduction.
+
+Every subcommand dispatches to the benchmark's own methods, so the CLI adds no logic of
+its own. Expected failures (bad input, missing feature) print one line and exit non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from vlamb_nb.errors import NotAvailableError, VlambError
+
+EXIT_ERROR = 2
+EXIT_NOT_AVAILABLE = 3
+
+
+def _kv(items: Sequence[str] | None) -> dict[str, Any]:
+    """``key=value`` pairs; values parsed as YAML scalars (numbers, booleans, null, lists)."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for it in items or []:
+        if "=" not in it:
+            raise VlambError(f"expected key=value, got {it!r}")
+        k, v = it.split("=", 1)
+        out[k.strip()] = yaml.safe_load(v) if v != "" else ""
+    return out
+
+
+def _emit(obj: Any, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+        return
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            print(f"{k}: {json.dumps(v, ensure_ascii=False, default=str) if isinstance(v, (dict, list)) else v}")
+    elif isinstance(obj, list):
+        for row in obj:
+            print(json.dumps(row, ensure_ascii=False, default=str))
+    else:
+        print(obj)
+
+
+def cmd_data_stats(a: argparse.Namespace) -> int:
+    from vlamb_nb import get_benchmark
+
+    bench = get_benchmark(a.benchmark)
+    items = bench.load(a.source, **_kv(a.option))
+    _emit(bench.data_stats(items), a.json)
+    return 0
+
+
+def cmd_score(a: argparse.Namespace) -> int:
+    from vlamb_nb import get_benchmark
+
+    bench = get_benchmark(a.benchmark)
+    opts = _kv(a.option)
+    if a.scorer is not None:
+        opts["scorer"] = a.scorer
+    _emit(bench.score_file(a.predictions, source=a.source, **opts), a.json)
+    return 0
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    from vlamb_nb import get_benchmark, runner
+    from vlamb_nb.models import load_model
+
+    bench = get_benchmark(a.benchmark)
+    setting = bench.check_setting(a.setting or bench.default_setting)
+    items = bench.load(a.source)
+    model = load_model(a.model, quantization=None if a.quant == "none" else a.quant)
+    opts = _kv(a.option)
+    if hasattr(bench, "run"):  # benchmarks with multi-step settings own their run
+        out = bench.run(model, items, setting, store=a.out, limit=a.limit, batch_size=a.batch_size, **opts)
+    else:
+        reqs = bench.requests(items, setting, **opts)
+        out = runner.run(model, reqs, a.out, batch_size=a.batch_size, limit=a.limit,
+                         run_meta=bench.run_meta(model.info, setting))
+    n_err = int(out["error"].notna().sum()) if "error" in out.columns else 0
+    print(f"{len(out)} requests, {n_err} failed; predictions in {a.out}")
+    return 0
+
+
+def cmd_reference(a: argparse.Namespace) -> int:
+    from vlamb_nb import get_benchmark, reference
+
+    if a.action == "show":
+        df = reference.load(a.paper, table=a.table)
+        if a.json:
+            _emit(df.drop(columns=["value_num"]).to_dict(orient="records"), True)
+        else:
+            print(df.drop(columns=["value_num"]).to_string(index=False))
+        return 0
+    findings = get_benchmark(a.paper).reference_check()
+    rows = [f.to_dict() if hasattr(f, "to_dict") else dict(f) for f in findings]
+    if a.json:
+        _emit({"paper": a.paper, "checked": len(rows), "mismatches": sum(not r["ok"] for r in rows),
+               "findings": rows}, True)
+    else:
+        bad = [r for r in rows if not r["ok"]]
+        print(f"{a.paper}: {len(rows)} cells checked, {len(bad)} mismatches")
+        for r in bad:
+            print(f"  {r['table']} | {r['row']} | {r['column']}: published {r['published']}, "
+                  f"recomputed {r['recomputed']} ({r['kind']}) {r['note']}")
+    return 0
+
+
+def cmd_reproduce(a: argparse.Namespace) -> int:
+    try:
+        from vlamb_nb.reproduce import reproduce
+    except ImportError:
+        raise NotAvailableError("reproduce is not implemented yet") from None
+    return reproduce(a.papers or None, params=_kv(a.param), run_id=a.run_id, out_dir=a.out)
+
+
+def cmd_make_tiny(a: argparse.Namespace) -> int:
+    try:
+        from vlamb_nb.models.tiny import build_tiny
+    except ImportError:
+        raise NotAvailableError("tiny checkpoints are not implemented yet") from None
+    path = build_tiny(a.family, a.dir, seed=a.seed)
+    print(path)
+    return 0
+
+
+def cmd_sweep(a: argparse.Namespace) -> int:
+    try:
+        from vlamb_nb.sweep import sweep
+    except ImportError:
+        raise NotAvailableError("sweep is not implemented yet") from None
+    return sweep(a.config)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="vlamb-nb", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    data = sub.add_parser("data", help="dataset utilities").add_subparsers(dest="data_command", required=True)
+    ds = data.add_parser("stats", help="statistics of a benchmark's data")
+    ds.add_argument("benchmark")
+    ds.add_argument("--source", help="hub id, file or folder (default: the benchmark's default source)")
+    ds.add_argument("-o", "--option", action="append", metavar="KEY=VALUE", help="loader option")
+    ds.add_argument("--json", action="store_true")
+    ds.set_defaults(func=cmd_data_stats)
+
+    sc = sub.add_parser("score", help="score a predictions file")
+    sc.add_argument("benchmark")
+    sc.add_argument("--predictions", required=True)
+    sc.add_argument("--source", help="the benchmark data the predictions refer to")
+    sc.add_argument("--scorer", help="explanation scorer (V-FLUTE): name, or 'none'")
+    sc.add_argument("-o", "--option", action="append", metavar="KEY=VALUE")
+    sc.add_argument("--json", action="store_true")
+    sc.set_defaults(func=cmd_score)
+
+    rn = sub.add_parser("run", help="generate predictions for a benchmark with a model")
+    rn.add_argument("benchmark")
+    rn.add_argument("--model", required=True, help="hub id, local checkpoint, tiny:FAMILY or openai:MODEL")
+    rn.add_argument("--setting")
+    rn.add_argument("--source")
+    rn.add_argument("--quant", default="4bit", choices=["4bit", "8bit", "none"])
+    rn.add_argument("--limit", type=int)
+    rn.add_argument("--batch-size", type=int, default=8)
+    rn.add_argument("--out", required=True, help="prediction store (JSONL); rerunning resumes it")
+    rn.add_argument("-o", "--option", action="append", metavar="KEY=VALUE")
+    rn.set_defaults(func=cmd_run)
+
+    rf = sub.add_parser("reference", help="published numbers: show them, or audit the paper's arithmetic")
+    rf.add_argument("action", choices=["show", "check"])
+    rf.add_argument("paper")
+    rf.add_argument("--table")
+    rf.add_argument("--json", action="store_true")
+    rf.set_defaults(func=cmd_reference)
+
+    rp = sub.add_parser("reproduce", help="execute the paper notebooks and write figures/ and a report")
+    rp.add_argument("papers", nargs="*")
+    rp.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="notebook parameter")
+    rp.add_argument("--run-id")
+    rp.add_argument("--out", default="runs")
+    rp.set_defaults(func=cmd_reproduce)
+
+    mt = sub.add_parser("make-tiny-model", help="build a tiny random checkpoint (tests, offline demos)")
+    mt.add_argument("family")
+    mt.add_argument("dir")
+    mt.add_argument("--seed", type=int, default=0)
+    mt.set_defaults(func=cmd_make_tiny)
+
+    sw = sub.add_parser("sweep", help="run models × benchmarks × settings from a YAML config")
+    sw.add_argument("config")
+    sw.set_defaults(func=cmd_sweep)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except NotAvailableError as e:
+        print(f"vlamb-nb: {e}", file=sys.stderr)
+        return EXIT_NOT_AVAILABLE
+    except (VlambError, FileNotFoundError, KeyError) as e:
+        print(f"vlamb-nb: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""Exception types that carry enough context (file, row, field) to fix the input."""
+
+from __future__ import annotations
+
+
+class VlambError(Exception):
+    """Base class: every error the package raises on purpose derives from it."""
+
+
+class DataError(VlambError, ValueError):
+    """A malformed record or file; the message names the file, the row/line and the field."""
+
+    def __init__(self, message: str, *, source: str | None = None, row: int | str | None = None,
+                 field: str | None = None) -> None:
+        where = []
+        if source is not None:
+            where.append(str(source))
+        if row is not None:
+            where.append(f"row {row}")
+        if field is not None:
+            where.append(f"field {field!r}")
+        prefix = (", ".join(where) + ": ") if where else ""
+        super().__init__(prefix + message)
+        self.source, self.row, self.field = source, row, field
+
+
+class ImageError(VlambError, ValueError):
+    """An image that is missing, corrupt, or outside the dataset root."""
+
+
+class SettingError(VlambError, ValueError):
+    """An unknown setting, prompt wording, model family or option."""
+
+
+class StoreError(VlambError, RuntimeError):
+    """The prediction store is locked by another writer or damaged beyond the last line."""
+
+
+class NotAvailableError(VlambError, RuntimeError):
+    """A feature whose dependency (package, file, network access) is missing here."""

@@ -1,0 +1,60 @@
+"""Run metadata: what produced a result, and every way the run deviates from the paper's setup."""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """One difference from a paper's setup, printed under every table it affects."""
+
+    what: str  # e.g. "quantization"
+    paper: str  # what the paper did, e.g. "fp16"
+    ours: str  # what this run did, e.g. "4-bit NF4 (bitsandbytes)"
+    affects: str = ""  # table ids or "all"
+
+    def __str__(self) -> str:
+        tail = f" [affects {self.affects}]" if self.affects else ""
+        return f"{self.what}: paper {self.paper}; here {self.ours}{tail}"
+
+
+def _versions() -> dict[str, str]:
+    from vlamb_nb import __version__
+
+    out = {"vlamb_nb": __version__, "python": sys.version.split()[0], "platform": platform.platform()}
+    # report heavy libraries only if something already imported them (never import them here)
+    for name in ("torch", "transformers", "bitsandbytes", "numpy", "pandas"):
+        mod = sys.modules.get(name)
+        if mod is not None:
+            out[name] = getattr(mod, "__version__", "?")
+    return out
+
+
+@dataclass
+class RunMeta:
+    benchmark: str = ""
+    setting: str = ""
+    model: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    deviations: list[Deviation] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=_versions)
+    started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def deviation_lines(self) -> list[str]:
+        return [str(d) for d in self.deviations]
+
+
+def format_deviations(deviations: list[Deviation] | list[dict[str, Any]]) -> str:
+    """The footnote printed under an affected table."""
+    items = [d if isinstance(d, Deviation) else Deviation(**d) for d in deviations]
+    if not items:
+        return "Deviations from the paper's setup: none."
+    return "Deviations from the paper's setup:\n" + "\n".join(f"  - {d}" for d in items)

@@ -1,0 +1,135 @@
+"""The papers' published numbers, stored as data with their table ids and provenance.
+
+Each paper has ``reference/<paper>.csv`` with one published cell per row::
+
+    paper,table,row,column,value,unit,provenance,flag
+
+``value`` is the number as printed (text kept for non-numeric cells); ``flag`` names a
+known inconsistency of the paper in that cell (empty when none). Paper numbers are
+reference data, never results: :func:`compare` puts ours beside them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from vlamb_nb.errors import DataError, SettingError
+
+COLUMNS = ["paper", "table", "row", "column", "value", "unit", "provenance", "flag"]
+
+
+def available() -> list[str]:
+    root = resources.files(__name__)
+    return sorted(p.name[:-4] for p in root.iterdir() if p.name.endswith(".csv"))
+
+
+@cache
+def _load_paper(paper: str):
+    import pandas as pd
+
+    res = resources.files(__name__) / f"{paper}.csv"
+    if not res.is_file():
+        raise SettingError(f"no reference numbers for {paper!r}; available: {', '.join(available()) or 'none'}")
+    with res.open("r", encoding="utf-8") as fh:
+        df = pd.read_csv(fh, dtype=str, keep_default_na=False)
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise DataError(f"missing columns {missing}", source=f"reference/{paper}.csv")
+    bad = df[df["paper"] != paper]
+    if len(bad):
+        raise DataError(f"rows name paper {bad['paper'].iloc[0]!r}", source=f"reference/{paper}.csv",
+                        row=int(bad.index[0]) + 2)
+    dup = df.duplicated(["table", "row", "column"], keep=False)
+    if dup.any():
+        r = df[dup].iloc[0]
+        raise DataError(f"duplicate cell {r['table']}/{r['row']}/{r['column']}", source=f"reference/{paper}.csv")
+    df["value_num"] = pd.to_numeric(df["value"].str.replace("%", "", regex=False).str.strip(), errors="coerce")
+    return df
+
+
+def load(paper: str, table: str | None = None):
+    """Published cells of ``paper`` (optionally one table) as a DataFrame (``value_num`` is numeric)."""
+    df = _load_paper(paper).copy()
+    if table is not None:
+        df = df[df["table"] == table]
+        if df.empty:
+            tables = ", ".join(sorted(_load_paper(paper)["table"].unique()))
+            raise SettingError(f"{paper} has no reference table {table!r}; tables: {tables}")
+    return df.reset_index(drop=True)
+
+
+def cell(paper: str, table: str, row: str, column: str) -> float:
+    """One published number (raises if the cell is not stored or not numeric)."""
+    df = _load_paper(paper)
+    hit = df[(df["table"] == table) & (df["row"] == row) & (df["column"] == column)]
+    if hit.empty:
+        raise KeyError(f"{paper} {table} has no cell row={row!r} column={column!r}")
+    v = hit["value_num"].iloc[0]
+    if v != v:  # NaN
+        raise ValueError(f"{paper} {table} {row}/{column} is not numeric: {hit['value'].iloc[0]!r}")
+    return float(v)
+
+
+def table_wide(paper: str, table: str):
+    """One table back in its printed layout (rows × columns) with numeric values."""
+    df = load(paper, table)
+    wide = df.pivot(index="row", columns="column", values="value_num")
+    order_r = list(dict.fromkeys(df["row"]))
+    order_c = list(dict.fromkeys(df["column"]))
+    return wide.loc[order_r, order_c]
+
+
+def compare(ours, paper: str, *, table: str | None = None, tol: float = 0.05):
+    """Side by side: ours vs published, difference, match within ``tol``, CI coverage, known flags.
+
+    ``ours`` is a DataFrame with ``table, row, column, value`` and optional ``ci_low, ci_high``.
+    """
+    import pandas as pd
+
+    need = {"table", "row", "column", "value"}
+    if not need <= set(ours.columns):
+        raise DataError(f"compare() needs columns {sorted(need)}, got {sorted(ours.columns)}")
+    ref = load(paper, table)[["table", "row", "column", "value_num", "flag", "provenance"]]
+    ours = ours.copy()
+    if table is not None:
+        ours = ours[ours["table"] == table]
+    out = ours.merge(ref, on=["table", "row", "column"], how="left")
+    out = out.rename(columns={"value": "ours", "value_num": "paper"})
+    out["ours"] = pd.to_numeric(out["ours"], errors="coerce")
+    out["diff"] = out["ours"] - out["paper"]
+    out["match"] = out["diff"].abs() <= tol
+    if {"ci_low", "ci_high"} <= set(out.columns):
+        out["paper_in_ci"] = (out["paper"] >= out["ci_low"]) & (out["paper"] <= out["ci_high"])
+    out["flag"] = out["flag"].fillna("")
+    out.loc[out["paper"].isna(), "flag"] = "not in the paper"
+    cols = ["table", "row", "column", "paper", "ours", "diff", "match"]
+    cols += [c for c in ("ci_low", "ci_high", "paper_in_ci") if c in out.columns]
+    return out[cols + ["flag"]].reset_index(drop=True)
+
+
+@dataclass
+class Finding:
+    """One audited published cell: what the paper prints vs what its own numbers imply."""
+
+    paper: str
+    table: str
+    row: str
+    column: str
+    published: Any
+    recomputed: Any
+    kind: str  # e.g. "sum", "rounding", "denominator", "gain", "impossible", "statistic"
+    ok: bool
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def findings_frame(findings: list[Finding] | list[dict[str, Any]]):
+    import pandas as pd
+
+    rows = [f.to_dict() if isinstance(f, Finding) else dict(f) for f in findings]
+    return pd.DataFrame(rows, columns=list(Finding.__dataclass_fields__))
