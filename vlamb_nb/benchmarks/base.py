@@ -99,6 +99,15 @@ class Benchmark(ABC):
                           run_meta=self.run_meta(model.info, setting))
         return self.score(self.predictions(items, gens))
 
+    def summary(self, scored) -> dict[str, Any]:
+        """Headline numbers of one scored run (sweep summaries); benchmarks override with their metric."""
+        out: dict[str, Any] = {"n": int(len(scored))}
+        if "valid" in scored.columns:
+            out["invalid"] = int((~scored["valid"].fillna(False).astype(bool)).sum())
+        if "correct" in scored.columns and len(scored):
+            out["accuracy"] = round(100.0 * float(scored["correct"].fillna(False).astype(float).mean()), 2)
+        return out
+
     def deviations(self, model: ModelInfo, setting: str) -> list[Deviation]:
         """Ways a run with ``model`` under ``setting`` differs from the paper's setup."""
         out: list[Deviation] = []

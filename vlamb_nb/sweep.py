@@ -1,0 +1,245 @@
+"""Sweeps: models × quantizations × benchmarks × settings from one YAML file.
+
+One job per (model, quantization) loads the model once and runs every benchmark and setting,
+each into its own prediction store, so an interrupted sweep resumes without redoing finished
+items. Jobs go through submitit: ``executor: local`` runs them one after another on this
+machine (the same job code as on a cluster), ``executor: slurm`` submits them to SLURM.
+
+Example::
+
+    name: qwen-vs-llava
+    executor: local            # or slurm
+    out_dir: sweeps/qwen-vs-llava
+    batch_size: 8
+    quantization: [4bit]       # default for models that do not say
+    slurm: {partition: gpu, gpus_per_node: 1, timeout_min: 240, mem_gb: 64, cpus_per_task: 8}
+    models:
+      - Qwen/Qwen2.5-VL-7B-Instruct
+      - {spec: llava-hf/llava-1.5-7b-hf, quantization: [4bit, none], name: llava15}
+    benchmarks:
+      - {name: vague, source: HazelNam/vague-bench, settings: [vlm, lm], limit: 100}
+      - {name: refadv, settings: [direct]}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vlamb_nb.errors import DataError, SettingError
+
+TOP_KEYS = {"name", "executor", "out_dir", "batch_size", "quantization", "slurm", "models", "benchmarks", "progress"}
+MODEL_KEYS = {"spec", "quantization", "name", "options"}
+BENCH_KEYS = {"name", "source", "settings", "limit", "options"}
+SLURM_KEYS = {"partition", "gpus_per_node", "timeout_min", "mem_gb", "cpus_per_task", "account", "qos",
+              "constraint", "array_parallelism"}
+
+
+@dataclass
+class BenchmarkSpec:
+    name: str
+    source: str | None = None
+    settings: list[str] = field(default_factory=list)
+    limit: int | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SweepJob:
+    """Everything one job needs; plain data so it pickles to a cluster node."""
+
+    model: str
+    model_name: str
+    quantization: str | None
+    benchmarks: list[BenchmarkSpec]
+    out_dir: str
+    batch_size: int = 8
+    model_options: dict[str, Any] = field(default_factory=dict)
+    progress: bool = True
+
+    @property
+    def slug(self) -> str:
+        return f"{_slug(self.model_name)}__{self.quantization or 'none'}"
+
+
+@dataclass
+class SweepConfig:
+    name: str
+    executor: str
+    out_dir: Path
+    jobs: list[SweepJob]
+    slurm: dict[str, Any] = field(default_factory=dict)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "model"
+
+
+def _as_list(v: Any) -> list[Any]:
+    return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
+def _quant(v: Any) -> str | None:
+    if v in (None, "none", "None", False):
+        return None
+    if v not in ("4bit", "8bit"):
+        raise SettingError(f"unknown quantization {v!r}; use 4bit, 8bit or none")
+    return str(v)
+
+
+def load_config(path: str | os.PathLike) -> SweepConfig:
+    """Read and validate a sweep YAML; unknown keys, settings and benchmarks are errors up front."""
+    import yaml
+
+    from vlamb_nb.benchmarks import get_benchmark
+
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError("sweep config not found", source=str(path)) from None
+    except yaml.YAMLError as e:
+        raise DataError(f"not valid YAML: {e}", source=str(path)) from None
+    if not isinstance(raw, dict):
+        raise DataError("a sweep config is a mapping", source=str(path))
+    bad = set(raw) - TOP_KEYS
+    if bad:
+        raise DataError(f"unknown key(s) {sorted(bad)}; allowed: {sorted(TOP_KEYS)}", source=str(path))
+    executor = raw.get("executor", "local")
+    if executor not in ("local", "slurm"):
+        raise DataError(f"executor must be local or slurm, got {executor!r}", source=str(path), field="executor")
+    slurm = dict(raw.get("slurm") or {})
+    if set(slurm) - SLURM_KEYS:
+        raise DataError(f"unknown slurm key(s) {sorted(set(slurm) - SLURM_KEYS)}", source=str(path), field="slurm")
+    out_dir = Path(raw.get("out_dir") or Path("sweeps") / _slug(raw.get("name") or path.stem))
+    if not out_dir.is_absolute():
+        out_dir = (path.parent / out_dir).resolve()
+    default_q = _as_list(raw.get("quantization", "4bit"))
+
+    benches: list[BenchmarkSpec] = []
+    for i, b in enumerate(raw.get("benchmarks") or []):
+        b = {"name": b} if isinstance(b, str) else dict(b)
+        if set(b) - BENCH_KEYS:
+            raise DataError(f"unknown key(s) {sorted(set(b) - BENCH_KEYS)}", source=str(path), row=f"benchmarks[{i}]")
+        bench = get_benchmark(b["name"])
+        settings = [str(s) for s in _as_list(b.get("settings") or [bench.default_setting])]
+        for s in settings:
+            bench.check_setting(s)
+        benches.append(BenchmarkSpec(bench.name, b.get("source"), settings, b.get("limit"), dict(b.get("options") or {})))
+    if not benches:
+        raise DataError("no benchmarks listed", source=str(path), field="benchmarks")
+
+    jobs: list[SweepJob] = []
+    for i, m in enumerate(raw.get("models") or []):
+        m = {"spec": m} if isinstance(m, str) else dict(m)
+        if set(m) - MODEL_KEYS or "spec" not in m:
+            raise DataError(f"a model needs 'spec' and may have {sorted(MODEL_KEYS)}", source=str(path), row=f"models[{i}]")
+        for q in _as_list(m.get("quantization", default_q)):
+            jobs.append(SweepJob(model=str(m["spec"]), model_name=str(m.get("name") or m["spec"]), quantization=_quant(q),
+                                 benchmarks=benches, out_dir=str(out_dir), batch_size=int(raw.get("batch_size", 8)),
+                                 model_options=dict(m.get("options") or {}), progress=bool(raw.get("progress", True))))
+    if not jobs:
+        raise DataError("no models listed", source=str(path), field="models")
+    slugs = [j.slug for j in jobs]
+    if len(set(slugs)) != len(slugs):
+        raise DataError("two models share a name; give them distinct 'name's", source=str(path), field="models")
+    return SweepConfig(str(raw.get("name") or path.stem), executor, out_dir, jobs, slurm)
+
+
+def store_path(job: SweepJob, bench: str, setting: str) -> Path:
+    return Path(job.out_dir) / "predictions" / job.slug / f"{bench}__{_slug(setting)}.jsonl"
+
+
+def run_job(job: SweepJob) -> list[dict[str, Any]]:
+    """Load the model once, then run every benchmark × setting into its store; return summary rows."""
+    from vlamb_nb.benchmarks import get_benchmark
+    from vlamb_nb.models import load_model
+
+    model = load_model(job.model, quantization=job.quantization, **job.model_options)
+    rows = []
+    for spec in job.benchmarks:
+        bench = get_benchmark(spec.name)
+        items = bench.load(spec.source)
+        for setting in spec.settings:
+            scored = bench.evaluate(model, items, setting, store=store_path(job, spec.name, setting),
+                                    limit=spec.limit, batch_size=job.batch_size, progress=job.progress,
+                                    **spec.options)
+            row = {"model": job.model_name, "quantization": job.quantization or "none", "benchmark": spec.name,
+                   "setting": setting}
+            row.update(bench.summary(scored))
+            rows.append(row)
+    out = Path(job.out_dir) / "summaries" / f"{job.slug}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=2, default=str), encoding="utf-8")
+    return rows
+
+
+def _executor(cfg: SweepConfig):
+    import submitit
+
+    folder = cfg.out_dir / "submitit" / "%j"
+    if cfg.executor == "local":
+        ex = submitit.AutoExecutor(folder=folder, cluster="local")
+        ex.update_parameters(timeout_min=int(cfg.slurm.get("timeout_min", 24 * 60)), name=f"vlamb-{cfg.name}")
+        return ex
+    ex = submitit.AutoExecutor(folder=folder, cluster="slurm")
+    params = {"timeout_min": cfg.slurm.get("timeout_min", 240), "gpus_per_node": cfg.slurm.get("gpus_per_node", 1),
+              "mem_gb": cfg.slurm.get("mem_gb", 64), "cpus_per_task": cfg.slurm.get("cpus_per_task", 8),
+              "name": f"vlamb-{cfg.name}"}
+    for k in ("partition", "account", "qos", "constraint", "array_parallelism"):
+        if k in cfg.slurm:
+            params[f"slurm_{k}"] = cfg.slurm[k]
+    ex.update_parameters(**params)
+    return ex
+
+
+def sweep(config: str | os.PathLike, *, quiet: bool = False) -> int:
+    """Run a sweep; write ``summary.csv`` and ``summary.md``; return the number of failed jobs."""
+    import pandas as pd
+
+    cfg = load_config(config)
+    cfg.out_dir.mkdir(parents=True, exist_ok=True)
+    (cfg.out_dir / "config.json").write_text(json.dumps([asdict(j) for j in cfg.jobs], indent=2, default=str))
+    ex = _executor(cfg)
+    rows: list[dict[str, Any]] = []
+    failures: list[str] = []
+
+    def collect(job: SweepJob, handle) -> None:
+        try:
+            rows.extend(handle.result())
+        except Exception as e:  # noqa: BLE001 - one failed job must not stop the sweep
+            failures.append(f"{job.slug}: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}")
+
+    if cfg.executor == "local":  # one after another: a local machine has one accelerator at most
+        for job in cfg.jobs:
+            if not quiet:
+                print(f"[sweep] {job.slug}", flush=True)
+            collect(job, ex.submit(run_job, job))
+    else:
+        handles = ex.map_array(run_job, cfg.jobs)
+        if not quiet:
+            print(f"[sweep] submitted {len(handles)} job(s): {', '.join(h.job_id for h in handles)}", flush=True)
+        for job, h in zip(cfg.jobs, handles, strict=True):
+            collect(job, h)
+    table = pd.DataFrame(rows)
+    table.to_csv(cfg.out_dir / "summary.csv", index=False)
+    md = table.to_markdown(index=False) if len(table) and _has_tabulate() else table.to_string(index=False)
+    text = f"# Sweep {cfg.name}\n\n{md}\n"
+    if failures:
+        text += "\n## Failed jobs\n\n" + "".join(f"- {f}\n" for f in failures)
+    (cfg.out_dir / "summary.md").write_text(text, encoding="utf-8")
+    if not quiet:
+        print(text)
+    return len(failures)
+
+
+def _has_tabulate() -> bool:
+    try:
+        import tabulate  # noqa: F401
+    except ImportError:
+        return False
+    return True
