@@ -1,0 +1,47 @@
+"""``load_model(spec)``: one entry point from a spec string to a backend.
+
+- ``tiny:FAMILY`` builds (once, cached per user) a tiny random checkpoint and loads it with
+  :class:`~vlamb_nb.models.hf.HFModel`, the same class and code path as a hub model;
+- ``openai:MODEL`` talks to an OpenAI-compatible endpoint (``base_url=``, ``api_key_env=``);
+- anything else is a Hugging Face hub id or a local checkpoint folder.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vlamb_nb.errors import SettingError
+
+
+def load_model(spec: str, quantization: str | None = None, **kwargs: Any):
+    """Build the backend named by ``spec`` (see the module docstring)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise SettingError(f"model spec must be a non-empty string, got {spec!r}")
+    spec = spec.strip()
+    if spec.startswith("tiny:"):
+        from vlamb_nb.models.hf import HFModel
+        from vlamb_nb.models.tiny import TINY_VERSION, tiny_path
+
+        family = spec.split(":", 1)[1]
+        seed = int(kwargs.pop("seed", 0))
+        path = tiny_path(family, seed=seed, cache_dir=kwargs.pop("cache_dir", None))
+        kwargs.setdefault("revision_label", f"tiny-v{TINY_VERSION}-seed{seed}")
+        label = kwargs.pop("revision_label")
+        model = HFModel(path, quantization=quantization, display_id=spec, **kwargs)
+        model.info = _with_revision(model.info, label)
+        return model
+    if spec.startswith("openai:"):
+        from vlamb_nb.models.openai_compat import OpenAIModel
+
+        if quantization not in (None, "none"):
+            kwargs.setdefault("quantization_label", quantization)
+        return OpenAIModel(spec.split(":", 1)[1], **kwargs)
+    from vlamb_nb.models.hf import HFModel
+
+    return HFModel(spec, quantization=quantization, **kwargs)
+
+
+def _with_revision(info: Any, revision: str) -> Any:
+    from dataclasses import replace
+
+    return replace(info, revision=revision)

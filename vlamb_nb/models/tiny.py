@@ -1,0 +1,199 @@
+"""Tiny random checkpoints, built offline, for tests and demos of the real model path.
+
+A tiny checkpoint is a real Hugging Face folder (``config.json``, ``model.safetensors``,
+tokenizer, processor and chat template) whose weights are random and whose sizes are small,
+so ``HFModel`` loads it through exactly the code path it uses for a hub model. Each family
+gets its real config class, its real processor and image processor, a byte-level BPE tokenizer
+trained on the fly with the family's special tokens, and a chat template that places the
+family's image tokens. Hidden sizes are multiples of 64 so bitsandbytes 4-bit quantization
+(block size 64) applies to every linear layer.
+
+Builds are atomic (written to a temporary folder, then renamed), so concurrent builders of
+the same family never see a half-written checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from vlamb_nb.errors import SettingError
+
+TINY_VERSION = 4  # bump when a builder changes, so cached checkpoints are rebuilt
+VOCAB_SIZE = 512  # multiple of 64; the BPE vocabulary is padded up to it
+
+# A few sentences in the style of the benchmarks' prompts and answers, so the BPE merges are plausible.
+_CORPUS = [
+    "Answer with the option's letter from the given choices directly.",
+    "What does the person in the image mean? (A) yes (B) no (C) maybe (D) not sure",
+    "Does the image entail or contradict the claim? Answer: Entailment. Explanation: the sky is dark.",
+    '{"bbox_2d": [12, 34, 56, 78], "label": "the red cup on the left"}',
+    "The object is on the table next to the window. It is small, round and blue.",
+    "Please ask a clarifying question about the ambiguous referent in the picture.",
+    "0123456789 ,.;:!?'\"()[]{}<>/-_=+*&%$#@ abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+]
+
+
+def default_cache_dir() -> Path:
+    """``$VLAMB_CACHE`` or ``~/.cache/vlamb_nb``: a per-user folder, never inside the repository."""
+    env = os.environ.get("VLAMB_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "vlamb_nb"
+
+
+def _train_tokenizer(special_tokens: list[str], *, bos: str | None, eos: str, pad: str,
+                     extra: dict[str, Any] | None = None):
+    """A byte-level BPE tokenizer trained on ``_CORPUS``, padded to exactly ``VOCAB_SIZE`` tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    n_fill = 8  # room for filler tokens so the total lands exactly on VOCAB_SIZE
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE - len(special_tokens) - n_fill,
+                                  special_tokens=[], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(_CORPUS * 4, trainer=trainer)
+    tok.add_special_tokens(special_tokens)
+    fill = VOCAB_SIZE - tok.get_vocab_size()
+    if fill < 0:
+        raise AssertionError(f"tiny tokenizer too large: {tok.get_vocab_size()} > {VOCAB_SIZE}")
+    tok.add_tokens([f"<|fill_{i}|>" for i in range(fill)])
+    kw: dict[str, Any] = {"eos_token": eos, "pad_token": pad}
+    if bos is not None:
+        kw["bos_token"] = bos
+    kw.update(extra or {})
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, **kw)
+    fast.padding_side = "left"
+    return fast
+
+
+# --------------------------------------------------------------------------------------------------
+# Qwen2.5-VL
+# --------------------------------------------------------------------------------------------------
+QWEN_TEMPLATE = (
+    "{% set image_count = namespace(value=0) %}"
+    "{% for message in messages %}"
+    "{% if loop.first and message['role'] != 'system' %}<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}"
+    "<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}<|im_end|>\n"
+    "{% else %}{% for content in message['content'] %}"
+    "{% if content['type'] == 'image' or 'image' in content or 'image_url' in content %}"
+    "{% set image_count.value = image_count.value + 1 %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif 'text' in content %}{{ content['text'] }}{% endif %}"
+    "{% endfor %}<|im_end|>\n{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def _build_qwen2_5_vl(out: Path, seed: int) -> None:
+    from transformers import (
+        Qwen2_5_VLConfig,
+        Qwen2_5_VLForConditionalGeneration,
+        Qwen2_5_VLProcessor,
+        Qwen2VLImageProcessor,
+        Qwen2VLVideoProcessor,
+    )
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+                "<|image_pad|>", "<|video_pad|>"]
+    tok = _train_tokenizer(specials, bos=None, eos="<|im_end|>", pad="<|endoftext|>")
+    ids = {t: tok.convert_tokens_to_ids(t) for t in specials}
+    text = dict(vocab_size=VOCAB_SIZE, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+                initializer_range=0.25, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
+                                 "mrope_section": [2, 3, 3]},
+                bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],
+                pad_token_id=ids["<|endoftext|>"])
+    vision = dict(depth=2, hidden_size=64, intermediate_size=128, num_heads=4, out_hidden_size=64,
+                  patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
+                  fullatt_block_indexes=[1])
+    config = Qwen2_5_VLConfig(text_config=text, vision_config=vision, image_token_id=ids["<|image_pad|>"],
+                              video_token_id=ids["<|video_pad|>"], vision_start_token_id=ids["<|vision_start|>"],
+                              vision_end_token_id=ids["<|vision_end|>"], tie_word_embeddings=True)
+    size = {"shortest_edge": 28 * 28 * 4, "longest_edge": 28 * 28 * 16}  # 56x56 .. 112x112 pixels
+    processor = Qwen2_5_VLProcessor(image_processor=Qwen2VLImageProcessor(size=size),
+                                    video_processor=Qwen2VLVideoProcessor(size=size),
+                                    tokenizer=tok, chat_template=QWEN_TEMPLATE)
+    _save(Qwen2_5_VLForConditionalGeneration, config, processor, out, seed)
+
+
+# --------------------------------------------------------------------------------------------------
+# shared saving and the public entry points
+# --------------------------------------------------------------------------------------------------
+def _save(model_cls: Any, config: Any, processor: Any, out: Path, seed: int) -> None:
+    import torch
+
+    torch.manual_seed(seed)
+    model = model_cls(config).eval()
+    tok = processor.tokenizer
+    gen = model.generation_config
+    gen.eos_token_id = tok.eos_token_id
+    gen.pad_token_id = tok.pad_token_id
+    gen.do_sample = False
+    gen.max_new_tokens = 16
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    (out / "vlamb_tiny.json").write_text(json.dumps({"tiny_version": TINY_VERSION, "seed": seed}))
+
+
+BUILDERS: dict[str, Callable[[Path, int], None]] = {
+    "qwen2_5_vl": _build_qwen2_5_vl,
+}
+
+
+def families() -> list[str]:
+    return sorted(BUILDERS)
+
+
+def build_tiny(family: str, directory: str | os.PathLike, *, seed: int = 0, overwrite: bool = False) -> Path:
+    """Build a tiny random checkpoint of ``family`` into ``directory`` (atomically); return the folder."""
+    if family not in BUILDERS:
+        raise SettingError(f"no tiny builder for family {family!r}; available: {', '.join(families())}")
+    out = Path(directory)
+    if out.exists() and _is_complete(out, seed):
+        if not overwrite:
+            return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+    try:
+        BUILDERS[family](tmp, seed)
+        if out.exists():
+            if not overwrite and _is_complete(out, seed):  # another builder finished first
+                shutil.rmtree(tmp, ignore_errors=True)
+                return out
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            os.replace(out, old / "ckpt")
+            shutil.rmtree(old, ignore_errors=True)
+        try:
+            os.replace(tmp, out)
+        except OSError:  # a concurrent builder renamed its copy into place first
+            if not _is_complete(out, seed):
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def _is_complete(path: Path, seed: int) -> bool:
+    marker = path / "vlamb_tiny.json"
+    try:
+        meta = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return False
+    return meta.get("tiny_version") == TINY_VERSION and meta.get("seed") == seed
+
+
+def tiny_path(family: str, *, seed: int = 0, cache_dir: str | os.PathLike | None = None) -> Path:
+    """The cached tiny checkpoint of ``family``, built on first use."""
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    name = family if seed == 0 else f"{family}-seed{seed}"
+    return build_tiny(family, root / "tiny" / f"v{TINY_VERSION}" / name, seed=seed)
