@@ -1,0 +1,505 @@
+"""Ref-Adv (Dong et al., ICLR 2026): referring expression comprehension with hard distractors.
+
+Read top to bottom: prompts → per-family grounding styles → ablation text generators → the
+benchmark (load, requests, parse, score, a run with the official repair turn, tables) → the
+paper audit. Data loading lives in ``refadv_data``, the official parser in ``refadv_parse``,
+metrics and the official report in ``refadv_metrics``, figures in ``refadv_plots``.
+
+::
+
+    bench = get_benchmark("refadv")
+    items = bench.load(folder_or_parquet_or_hub_id)
+    scored = bench.run(model, items, "cot", store="runs/refadv_cot.jsonl")
+    bench.tables(scored)["Ref-Adv-s"]
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vlamb_nb import boxes
+from vlamb_nb.benchmarks import refadv_data as data
+from vlamb_nb.benchmarks import refadv_metrics as metrics
+from vlamb_nb.benchmarks.base import Benchmark
+from vlamb_nb.benchmarks.refadv_parse import (
+    BACKEND_ERROR,
+    EMPTY_RESPONSE,
+    FOLLOWUP_TEXT,
+    NO_BBOX_FOUND,
+    load_last_json_candidate,
+    parse_bracket_boxes,
+    parse_json_boxes,
+)
+from vlamb_nb.errors import DataError, SettingError
+from vlamb_nb.meta import Deviation
+from vlamb_nb.models.base import (
+    IMAGE_SLOT,
+    DecodingParams,
+    ModelInfo,
+    Request,
+    assistant_message,
+    user_message,
+)
+from vlamb_nb.reference import Finding
+
+# -- prompts (verbatim from the official configs/qwen.yaml, as YAML parses them) ------------------------------
+PROMPTS = {
+    "direct": '<image>\nLocate every object that matches the description "{ref_sentence}" in the image. '
+              "Report bbox coordinates in JSON format.",
+    "cot": '<image>\nLocate every object that matches the description "{ref_sentence}" in the image.\n'
+           "Think first, then answer.\nFinally report bbox coordinates in JSON format.",
+}
+# InternVL's own REC prompt (InternVL evaluate_grounding.py) and CogVLM's grounding question form
+INTERNVL_PROMPT = "Please provide the bounding box coordinate of the region this sentence describes: <ref>{ref_sentence}</ref>"
+COGVLM_PROMPT = "Where is {ref_sentence}? answer in [[x0,y0,x1,y1]] format."
+FIXED_EXPRESSION = "the one"  # Table 2 model-bias test
+
+# official decoding: temperature 0, top_p 1, seed 7, max_tokens 1024 (the repair turn too)
+OFFICIAL_MAX_TOKENS = 1024
+OFFICIAL_SEED = 7
+
+
+@dataclass(frozen=True)
+class GroundingStyle:
+    """How one model family is asked for a box and how its answer is read, declared once."""
+
+    name: str
+    box_format: str  # what the model's numbers mean (see vlamb_nb.boxes formats)
+    prompt: str = "official"  # official | internvl | cogvlm
+    parser: str = "json"  # json (official) | bracket | json+bracket
+    resized_pixels: bool = False  # absolute pixels of the processor-resized image (Qwen2/2.5-VL)
+    keep_image_tag: bool = True  # keep the literal "<image>" of the official prompt
+    supports_cot: bool = True
+    note: str = ""
+
+
+STYLES: dict[str, GroundingStyle] = {s.name: s for s in (
+    GroundingStyle("official", "abs_xyxy", note="the official runner as released (Qwen2.5-VL via a vLLM server)"),
+    GroundingStyle("qwen2_5_vl", "abs_xyxy", resized_pixels=True,
+                   note="absolute pixels of the resized image, mapped back to the original size"),
+    GroundingStyle("qwen3_vl", "norm_1000_xyxy", note="0-1000 grid (official config)"),
+    GroundingStyle("internvl", "norm_1000_xyxy", prompt="internvl", parser="bracket",
+                   note="InternVL REC prompt with <ref>; [[x1,y1,x2,y2]] on a 0-1000 grid"),
+    GroundingStyle("cogvlm", "norm_1000_xyxy", prompt="cogvlm", parser="bracket", supports_cot=False,
+                   note="'Where is ...?' question; [[x0,y0,x1,y1]] on a 0-1000 grid; no CoT (paper)"),
+    GroundingStyle("glm4v", "norm_1000_xyxy", parser="json+bracket",
+                   note="official JSON prompt; box tokens <|begin_of_box|> accepted when no JSON box is found"),
+    GroundingStyle("generic", "norm_1_xyxy", keep_image_tag=False,
+                   note="official JSON prompt without the literal <image> (an image token for these processors)"),
+)}
+FAMILY_STYLE = {"qwen2_vl": "qwen2_5_vl", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl",
+                "qwen3_vl_moe": "qwen3_vl", "internvl": "internvl", "internvl_chat": "internvl",
+                "cogvlm": "cogvlm", "glm4v": "glm4v", "glm4v_moe": "glm4v"}
+
+
+def style_for(model: ModelInfo | None, style: str | GroundingStyle | None = None) -> GroundingStyle:
+    """The grounding style: explicit, else from the model family (scripted models: the official one)."""
+    if isinstance(style, GroundingStyle):
+        return style
+    if style is not None:
+        if style not in STYLES:
+            raise SettingError(f"unknown grounding style {style!r}; choose one of {', '.join(STYLES)}")
+        return STYLES[style]
+    if model is None or model.backend in ("scripted", "openai"):
+        return STYLES["official"]
+    return STYLES[FAMILY_STYLE.get(str(model.family or ""), "generic")]
+
+
+def prompt_text(expression: str, style: GroundingStyle, mode: str = "direct") -> str:
+    """The user prompt for one expression (CoT always uses the official CoT template)."""
+    if mode not in PROMPTS:
+        raise SettingError(f"unknown prompt mode {mode!r}; choose direct or cot")
+    if mode == "cot" and not style.supports_cot:
+        raise SettingError(f"the {style.name} grounding style does not support CoT (as in the paper)")
+    if mode == "direct" and style.prompt == "internvl":
+        return INTERNVL_PROMPT.format(ref_sentence=expression)
+    if mode == "direct" and style.prompt == "cogvlm":
+        return COGVLM_PROMPT.format(ref_sentence=expression)
+    text = PROMPTS[mode].format(ref_sentence=expression)
+    return text if style.keep_image_tag else text.removeprefix("<image>\n")
+
+
+# -- ablation text generators -----------------------------------------------------------------------------------
+def bag_of_words(expression: str, seed: int, key: str = "") -> str:
+    """Table 3: the expression's whitespace tokens in a seeded random order (one RNG per item)."""
+    toks = str(expression).split()
+    random.Random(f"{seed}:{key}").shuffle(toks)
+    return " ".join(toks)
+
+
+# Table 4 descriptor deletion. The paper used Qwen2.5-72B without publishing its prompts; these are ours.
+EXTRACT_PROMPT = (
+    "List every descriptor in the referring expression below. A descriptor is a word or phrase that narrows "
+    "down which object is meant: an attribute of the object itself (colour, size, pose, state, position) or "
+    "its relation to another object.\n"
+    'Expression: "{expression}"\n'
+    "Answer with a JSON list of strings, each copied exactly from the expression, and nothing else."
+)
+REWRITE_PROMPT = (
+    'Rewrite the referring expression below so that it no longer contains the descriptor "{descriptor}". '
+    "Keep every other descriptor and keep the wording as close to the original as possible.\n"
+    'Expression: "{expression}"\n'
+    "Answer with the rewritten expression only."
+)
+
+
+def parse_descriptors(text: str, expression: str) -> list[str]:
+    """Descriptors from the extractor's JSON list; only phrases that occur in the expression count."""
+    obj = load_last_json_candidate(text or "")
+    if not isinstance(obj, list):
+        return []
+    low = expression.lower()
+    return [s.strip() for s in obj if isinstance(s, str) and s.strip() and s.strip().lower() in low]
+
+
+def clean_rewrite(text: str) -> str:
+    line = next((ln for ln in str(text or "").strip().splitlines() if ln.strip()), "")
+    return line.strip().strip('"').strip()
+
+
+# -- the benchmark ----------------------------------------------------------------------------------------------
+class RefAdv(Benchmark):
+    name = "refadv"
+    paper = "Dong et al. 2026, Ref-Adv: Exploring MLLM Visual Reasoning in Referring Expression Tasks (ICLR)"
+    settings = ("direct", "cot", "bow", "fixed", "deletion")
+    default_setting = "direct"
+
+    # -- load ------------------------------------------------------------------------------------
+    def load(self, source: str | os.PathLike | None = None, **kwargs: Any):
+        """Hub id (default ``dddraxxx/ref-adv-s``), a parquet, the demo folder, or a RefCOCO folder/parquet."""
+        return data.load_any(source, **kwargs)
+
+    def make_sample(self, directory: str | os.PathLike, n: int = 8, seed: int = 0) -> Path:
+        return data.make_sample(directory, n=n, seed=seed)
+
+    def data_stats(self, items) -> dict[str, Any]:
+        return data.dataset_stats(items)
+
+    # -- ask -------------------------------------------------------------------------------------
+    def expressions(self, items, setting: str, *, seed: int = 0) -> list[str]:
+        """The text each item is asked with under ``setting`` (ablations rewrite the expression)."""
+        self.check_setting(setting)
+        if setting == "bow":
+            return [bag_of_words(e, seed, str(i)) for e, i in zip(items["expression"], items["id"], strict=True)]
+        if setting == "fixed":
+            return [FIXED_EXPRESSION] * len(items)
+        if setting == "deletion":
+            if "deleted_expression" not in items.columns:
+                raise SettingError("the deletion setting needs rewritten expressions: call "
+                                   "bench.delete_descriptors(items, rewriter) first, or pass rewriter= to run()")
+            return list(items["deleted_expression"])
+        return list(items["expression"])
+
+    def requests(self, items, setting: str, *, style: str | GroundingStyle | None = None, model: ModelInfo | None = None,
+                 prompt_mode: str | None = None, seed: int = 0, max_new_tokens: int = OFFICIAL_MAX_TOKENS,
+                 **kwargs: Any) -> list[Request]:
+        """One request per item: prompt text first, then the image (as the official runner sends it)."""
+        if kwargs:
+            raise SettingError(f"unknown refadv request option(s): {', '.join(kwargs)}")
+        self.check_setting(setting)
+        st = style_for(model, style)
+        mode = prompt_mode or ("cot" if setting == "cot" else "direct")
+        params = DecodingParams(max_new_tokens=max_new_tokens, do_sample=False, temperature=1.0, top_p=1.0,
+                                seed=OFFICIAL_SEED)
+        tag = f"{setting}:{st.name}:{mode}" + (f":seed{seed}" if setting == "bow" else "")
+        reqs = []
+        for (_, item), expr in zip(items.iterrows(), self.expressions(items, setting, seed=seed), strict=True):
+            reqs.append(Request(id=f"{item['id']}::{setting}", messages=[user_message(prompt_text(expr, st, mode),
+                                                                                   IMAGE_SLOT)],
+                                images=[official_image(item["image"])], params=params, benchmark=self.name,
+                                setting=tag, meta={"item_id": str(item["id"]), "expression_asked": expr}))
+        return reqs
+
+    def repair_request(self, first: Request, first_text: str) -> Request:
+        """The one follow-up turn: [user prompt + image, the first reply, the verbatim repair text]."""
+        messages = [*first.messages, assistant_message(first_text), user_message(FOLLOWUP_TEXT)]
+        return Request(id=first.id.replace("::", "::repair-", 1), messages=messages, images=list(first.images),
+                       params=first.params, benchmark=first.benchmark, setting=first.setting + ":repair",
+                       meta=dict(first.meta))
+
+    # -- parse / score ------------------------------------------------------------------------------
+    def parse(self, text: str, item: Any) -> dict[str, Any]:
+        """Boxes in absolute original-image xyxy with the official error code; the first box is scored.
+
+        ``item`` may carry ``box_format``, ``parser`` and, for resized-pixel styles, ``processed_image_sizes``.
+        """
+        fmt = item.get("box_format") or "abs_xyxy"
+        parser = item.get("parser") or "json"
+        w, h = float(item["width"]), float(item["height"])
+        size = _processed_size(item) if item.get("resized_pixels") and fmt == "abs_xyxy" else None
+        pw, ph = size or (w, h)
+        fn = parse_bracket_boxes if parser == "bracket" else parse_json_boxes
+        found, err = fn(text, pw, ph, fmt)
+        if parser == "json+bracket" and err == NO_BBOX_FOUND:
+            found, err = parse_bracket_boxes(text, pw, ph, fmt)
+        if size is not None and size != (w, h):
+            found = [list(boxes.clip(boxes.rescale(b, size, (w, h)), w, h)) for b in found]
+        return {"pred_boxes": found, "pred_xyxy": found[0] if found else [], "parse_error": err, "valid": not err,
+                "n_boxes": len(found)}
+
+    def score(self, predictions):
+        """First-box IoU with the GT and Acc@0.5 hit; parse failures score IoU 0 and stay counted."""
+        out = predictions.copy()
+        out["iou"] = [metrics.first_iou(p, g) for p, g in zip(out["pred_xyxy"], out["gt_xyxy"], strict=True)]
+        out["hit"] = out["iou"] >= 0.5
+        out["correct"] = out["hit"]
+        return out
+
+    def summary(self, scored) -> dict[str, Any]:
+        s = metrics.summary(scored)
+        return {k: (round(100 * v, 2) if isinstance(v, float) and not k.startswith("n_") else v) for k, v in s.items()}
+
+    # -- run (two turns: the answer, and the repair turn when it has no box) -------------------------
+    def run(self, model, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
+            limit: int | None = None, batch_size: int = 8, progress: bool = True,
+            style: str | GroundingStyle | None = None, prompt_mode: str | None = None, seed: int = 0,
+            max_new_tokens: int = OFFICIAL_MAX_TOKENS, repair: bool = True, rewriter=None,
+            rewriter_store: str | os.PathLike | None = None):
+        """Generate, parse, repair once, score. Returns one row per item (runner columns kept)."""
+        import pandas as pd
+
+        from vlamb_nb import runner
+
+        setting = self.check_setting(setting or self.default_setting)
+        items = items.head(limit).reset_index(drop=True) if limit is not None else items.reset_index(drop=True)
+        st = style_for(model.info, style)
+        if setting == "deletion" and "deleted_expression" not in items.columns:
+            if rewriter is None:
+                raise SettingError("the deletion setting needs rewriter=<a text model> (or pre-rewritten items)")
+            items = self.delete_descriptors(items, rewriter, seed=seed, store=rewriter_store, progress=progress)
+        reqs = self.requests(items, setting, style=st, prompt_mode=prompt_mode, seed=seed,
+                             max_new_tokens=max_new_tokens)
+        meta = self.run_meta(model.info, setting, seed)
+        meta["style"] = st.name
+        meta["deviations"] += [d.__dict__ for d in self.style_deviations(st, model.info, max_new_tokens)]
+        gens = runner.run(model, reqs, store, batch_size=batch_size, progress=progress, run_meta=meta,
+                          desc=f"refadv {setting}")
+        rows = [self._row(item, req, gen, st) for (_, item), req, (_, gen)
+                in zip(items.iterrows(), reqs, gens.iterrows(), strict=True)]
+        todo = [i for i, r in enumerate(rows) if r["parse_error"] in (EMPTY_RESPONSE, NO_BBOX_FOUND)]
+        if repair and todo:
+            reqs2 = [self.repair_request(reqs[i], rows[i]["text"] or "") for i in todo]
+            gens2 = runner.run(model, reqs2, store, batch_size=batch_size, progress=progress, run_meta=meta,
+                               desc=f"refadv {setting} repair")
+            for i, req2, (_, gen2) in zip(todo, reqs2, gens2.iterrows(), strict=True):
+                first_text = rows[i]["text"]
+                rows[i] = self._row(items.iloc[i], req2, gen2, st)
+                rows[i].update(retry_used=True, first_text=first_text)
+        out = pd.DataFrame(rows)
+        out["model"] = model.info.model_id
+        out["prompt_id"] = prompt_mode or ("cot" if setting == "cot" else "direct")
+        out["setting"] = setting
+        return self.score(out)
+
+    def _row(self, item, req: Request, gen, st: GroundingStyle) -> dict[str, Any]:
+        row = {c: item[c] for c in data.ITEM_COLUMNS if c != "image" and c in item.index}
+        for extra in ("deleted_expression", "deleted_descriptor"):
+            if extra in item.index:
+                row[extra] = item[extra]
+        row.update(request_id=req.id, expression_asked=req.meta.get("expression_asked"), text=gen.get("text"),
+                   error=gen.get("error"), finish_reason=gen.get("finish_reason"), cached=gen.get("cached"),
+                   processed_image_sizes=gen.get("processed_image_sizes"), retry_used=False,
+                   box_format=st.box_format, parser=st.parser, resized_pixels=st.resized_pixels)
+        if gen.get("error"):  # the official runner: any backend exception → backend_error, no retry
+            row.update(pred_boxes=[], pred_xyxy=[], parse_error=BACKEND_ERROR, valid=False, n_boxes=0)
+        else:
+            row.update(self.parse(gen.get("text") or "", row))
+        return row
+
+    def evaluate(self, model, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
+                 batch_size: int = 8, limit: int | None = None, progress: bool = True, **kwargs: Any):
+        return self.run(model, items, setting, store=store, batch_size=batch_size, limit=limit, progress=progress,
+                        **kwargs)
+
+    # -- ablation: descriptor deletion through a text model ----------------------------------------
+    def delete_descriptors(self, items, rewriter, *, seed: int = 0, store: str | os.PathLike | None = None,
+                           batch_size: int = 8, progress: bool = True, max_new_tokens: int = 128):
+        """Table 4: extract descriptors, delete one at random (seeded per item), rewrite without it.
+
+        Adds ``deleted_descriptor`` and ``deleted_expression``; an item whose extraction or rewrite
+        fails keeps its original expression and ``deletion_ok=False`` (counted, never dropped).
+        """
+        from vlamb_nb import runner
+
+        params = DecodingParams(max_new_tokens=max_new_tokens, do_sample=False, seed=OFFICIAL_SEED)
+        ex_reqs = [Request(id=f"{i}::extract", messages=[user_message(EXTRACT_PROMPT.format(expression=e))],
+                           params=params, benchmark=self.name, setting="deletion:extract", meta={"item_id": str(i)})
+                   for i, e in zip(items["id"], items["expression"], strict=True)]
+        ex = runner.run(rewriter, ex_reqs, store, batch_size=batch_size, progress=progress, desc="extract descriptors")
+        chosen: list[str | None] = []
+        for (i, e), text in zip(zip(items["id"], items["expression"], strict=True), ex["text"], strict=True):
+            desc = parse_descriptors(text or "", e)
+            chosen.append(random.Random(f"{seed}:{i}").choice(desc) if desc else None)
+        todo = [k for k, d in enumerate(chosen) if d]
+        rw_reqs = [Request(id=f"{items['id'].iloc[k]}::rewrite",
+                           messages=[user_message(REWRITE_PROMPT.format(descriptor=chosen[k],
+                                                                        expression=items["expression"].iloc[k]))],
+                           params=params, benchmark=self.name, setting="deletion:rewrite",
+                           meta={"item_id": str(items["id"].iloc[k])}) for k in todo]
+        rw = runner.run(rewriter, rw_reqs, store, batch_size=batch_size, progress=progress, desc="rewrite")
+        out = items.copy()
+        out["deleted_descriptor"] = chosen
+        out["deleted_expression"] = list(items["expression"])
+        out["deletion_ok"] = False
+        for k, text in zip(todo, rw["text"], strict=True):
+            new = clean_rewrite(text)
+            if new and new.lower() != str(items["expression"].iloc[k]).strip().lower():
+                out.loc[out.index[k], "deleted_expression"] = new
+                out.loc[out.index[k], "deletion_ok"] = True
+        return out
+
+    # -- report --------------------------------------------------------------------------------------
+    def tables(self, scored) -> dict[str, Any]:
+        """The official Ref-Adv-s report row and a Table 6-layout row (plus our mAcc) for one run."""
+        import pandas as pd
+
+        s = metrics.summary(scored)
+        model = str(scored["model"].iloc[0]) if "model" in scored.columns and len(scored) else "ours"
+        prompt = str(scored["prompt_id"].iloc[0]) if "prompt_id" in scored.columns and len(scored) else "direct"
+        t6 = {"Acc0.5": s["acc@0.5"], "Acc0.75": s["acc@0.75"], "Acc0.9": s["acc@0.9"], "mAcc": s["macc"],
+              "Neg": s["neg"], "No-Neg": s["no_neg"], "2-3": s["2-3"], "4-6": s["4-6"], ">=7": s[">=7"]}
+        return {"Ref-Adv-s": pd.DataFrame([metrics.report_row(scored, model=model, prompt=prompt)]),
+                "Table 6": pd.DataFrame([{k: (round(100 * v, 1) if v is not None else None) for k, v in t6.items()}],
+                                        index=[f"{model} ({prompt})"])}
+
+    def deviations(self, model: ModelInfo, setting: str) -> list[Deviation]:
+        out = super().deviations(model, setting)
+        if model.backend == "hf":
+            out.append(Deviation("inference backend", "vLLM OpenAI-compatible server (bf16)",
+                                 "transformers generate", "all"))
+        if setting == "bow":
+            out.append(Deviation("BoW tokenization", "unspecified", "whitespace tokens, seeded shuffle per item",
+                                 "Table 3"))
+        if setting == "deletion":
+            out.append(Deviation("descriptor deletion", "Qwen2.5-72B with unpublished prompts",
+                                 "our extract/rewrite prompts through the model protocol", "Table 4"))
+        return out
+
+    def style_deviations(self, st: GroundingStyle, model: ModelInfo, max_new_tokens: int) -> list[Deviation]:
+        out = []
+        if max_new_tokens != OFFICIAL_MAX_TOKENS:
+            out.append(Deviation("max new tokens", str(OFFICIAL_MAX_TOKENS), str(max_new_tokens), "all"))
+        if st.resized_pixels:
+            out.append(Deviation("box rescale", "none (official code reads resized-image pixels as original)",
+                                 "resized-image pixels mapped to the original size", "all"))
+        if not st.keep_image_tag:
+            out.append(Deviation("prompt", "literal '<image>' line before the instruction",
+                                 "dropped (an image token for this processor)", "all"))
+        if st.name not in ("official", "qwen2_5_vl", "qwen3_vl"):
+            out.append(Deviation("grounding style", "per-model best-practice prompts (unpublished)", st.note, "all"))
+        return out
+
+    # -- CLI hooks -------------------------------------------------------------------------------------
+    def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
+                   **options: Any) -> dict[str, Any]:
+        """Score an official per-row prediction JSONL, or one of our prediction stores (needs ``source``)."""
+        path = Path(predictions)
+        if not path.is_file():
+            raise DataError("file not found", source=str(path))
+        if _is_official(path):
+            scored = metrics.read_official_predictions(path)
+            check = metrics.check_official(scored)
+            kind = "official"
+        else:
+            scored = self.score_store(path, source=source, **options)
+            check, kind = None, "store"
+        s = metrics.summary(scored)
+        out: dict[str, Any] = {"benchmark": self.name, "predictions": str(path), "format": kind,
+                               "summary": {k: (round(100 * v, 2) if isinstance(v, float) and k not in ("parse_fail_rate",)
+                                               else v) for k, v in s.items()},
+                               "report": metrics.report_row(scored, model=str(scored["model"].iloc[0]),
+                                                            prompt=str(scored["prompt_id"].iloc[0]),
+                                                            source=path.name)}
+        if check is not None:
+            out["official_check"] = check
+        return out
+
+    def score_store(self, path: str | os.PathLike, *, source: str | os.PathLike | None = None,
+                    style: str | None = None, **_: Any):
+        """Re-parse and score a prediction store written by :meth:`run` against the items in ``source``."""
+        import pandas as pd
+
+        from vlamb_nb.store import PredictionStore
+
+        if source is None:
+            raise DataError("scoring a prediction store needs --source (the data the predictions refer to)",
+                            source=str(path))
+        items = self.load(source).set_index("id", drop=False)
+        recs = list(PredictionStore(path).records())
+        if not recs:
+            raise DataError("no records", source=str(path))
+        st = STYLES[style] if style else style_for(ModelInfo(**recs[0]["model"]) if "model" in recs[0] else None)
+        latest: dict[str, dict[str, Any]] = {}
+        for r in recs:  # the repair turn (if any) supersedes the first answer
+            rid = str(r.get("request_id", ""))
+            item_id, _, suffix = rid.partition("::")
+            if item_id not in items.index:
+                raise DataError(f"request {rid!r} names an item not in the source", source=str(path))
+            if suffix.startswith("repair-") or item_id not in latest:
+                latest[item_id] = dict(r, retry_used=suffix.startswith("repair-"))
+        rows = []
+        for item_id, r in latest.items():
+            item = items.loc[item_id]
+            row = {c: item[c] for c in data.ITEM_COLUMNS if c != "image"}
+            row.update(text=r.get("text"), retry_used=r["retry_used"], box_format=st.box_format, parser=st.parser,
+                       resized_pixels=st.resized_pixels, processed_image_sizes=r.get("processed_image_sizes"),
+                       model=(r.get("model") or {}).get("model_id", ""), prompt_id=_prompt_of(r.get("setting", "")))
+            if r.get("error"):
+                row.update(pred_boxes=[], pred_xyxy=[], parse_error=BACKEND_ERROR, valid=False, n_boxes=0)
+            else:
+                row.update(self.parse(r.get("text") or "", row))
+            rows.append(row)
+        return self.score(pd.DataFrame(rows))
+
+    def reference_check(self) -> list[Finding]:
+        from vlamb_nb.benchmarks.refadv_audit import audit
+
+        return audit()
+
+
+def _is_official(path: Path) -> bool:
+    import json
+
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    raise DataError("first line is not JSON", source=str(path)) from None
+                return isinstance(rec, dict) and "first_iou" in rec and "pred_box_xyxy_first" in rec
+    raise DataError("empty file", source=str(path))
+
+
+def _prompt_of(setting_tag: str) -> str:
+    parts = str(setting_tag).split(":")
+    return parts[2] if len(parts) > 2 else "direct"
+
+
+def _processed_size(item: Any) -> tuple[float, float] | None:
+    sizes = item.get("processed_image_sizes")
+    if sizes is None or (hasattr(sizes, "__len__") and len(sizes) == 0):
+        return None
+    first = sizes[0]
+    try:
+        return float(first[0]), float(first[1])
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def official_image(src: Any) -> bytes:
+    """The image as the official runner sends it: RGB, re-encoded as JPEG quality 95."""
+    from vlamb_nb.images import load_image
+
+    img = load_image(src)
+    buf = io.BytesIO()
+    img.convert("RGB").save(buf, format="JPEG", quality=95)
+    return buf.getvalue()
+
+
+BENCHMARK = RefAdv()

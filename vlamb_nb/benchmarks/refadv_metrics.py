@@ -1,0 +1,267 @@
+"""Ref-Adv metrics: first-box IoU, Acc@t, slices, the official report table, and failure-mode analyses.
+
+A *scored frame* has one row per item with at least ``iou``, ``parse_error``, ``distractor_count``,
+``use_negation``, ``human_authored``, ``image_source`` (plus ``pred_xyxy``/``gt_xyxy`` for drawings).
+Official prediction JSONL files and our own runs both become scored frames, so one set of
+functions reports both.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from vlamb_nb import boxes
+from vlamb_nb.benchmarks.refadv_data import BINS, in_bin
+from vlamb_nb.errors import DataError
+
+THRESHOLDS = (0.5, 0.75, 0.9)
+# our mAcc: COCO-style mean over IoU 0.50:0.05:0.95 (the paper's definition is not reproducible)
+MACC_THRESHOLDS = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
+NEAR_MISS = (0.3, 0.5)
+OFFICIAL_FIELDS = ("row_idx", "distractor_count", "gt_bbox_xyxy", "pred_box_xyxy_first", "first_iou", "first_hit",
+                   "parse_error")
+REPORT_COLUMNS = ["Model", "Variant", "Prompt", "Rows", "ParseFail", "Acc@0.5", "Acc@0.75", "Acc@0.9", "2-3",
+                  "d(2-3)", "4-6", "d(4-6)", ">=7", "d(>=7)", "Source"]
+
+
+# -- basic metrics ---------------------------------------------------------------------------------------
+def first_iou(pred: Any, gt: Any) -> float:
+    """IoU of the first predicted box with the GT (0 when there is no 4-number prediction), as ``run.py``."""
+    pred = list(pred) if pred is not None else []
+    gt = list(gt) if gt is not None else []
+    if len(pred) != 4 or len(gt) != 4:
+        return 0.0
+    return boxes.iou(gt, pred)
+
+
+def acc_at(ious, threshold: float) -> float:
+    """Share of rows with IoU >= threshold; parse failures (IoU 0) stay in the denominator."""
+    vals = [float(v) for v in ious]
+    return sum(v >= threshold for v in vals) / len(vals) if vals else 0.0
+
+
+def macc(ious, thresholds: tuple[float, ...] = MACC_THRESHOLDS) -> float:
+    """Mean of Acc@t over ``thresholds`` (our documented definition; not the paper's)."""
+    return sum(acc_at(ious, t) for t in thresholds) / len(thresholds)
+
+
+def pct(x: float) -> str:
+    """``report.py`` rounding: ``f"{x*100:.1f}"``."""
+    return f"{x * 100:.1f}"
+
+
+def summary(scored) -> dict[str, Any]:
+    """Every Ref-Adv number for one run (fractions, unrounded): Acc@t, mAcc, and all slices."""
+    ious = scored["iou"].astype(float)
+    a50 = acc_at(ious, 0.5)
+    out: dict[str, Any] = {"rows": int(len(scored)),
+                           "parse_fail": int((scored["parse_error"].fillna("").astype(str).str.strip() != "").sum())}
+    out["parse_fail_rate"] = out["parse_fail"] / out["rows"] if out["rows"] else 0.0
+    for t in THRESHOLDS:
+        out[f"acc@{t}"] = acc_at(ious, t)
+    out["macc"] = macc(ious)
+    out["macc_3thr"] = sum(out[f"acc@{t}"] for t in THRESHOLDS) / len(THRESHOLDS)
+
+    def sub(mask) -> tuple[float | None, int]:
+        n = int(mask.sum())
+        return (acc_at(ious[mask], 0.5) if n else None), n
+
+    slices = {
+        "neg": scored["use_negation"].astype(bool),
+        "no_neg": ~scored["use_negation"].astype(bool),
+        "human": scored["human_authored"].astype(bool),
+        "llm": ~scored["human_authored"].astype(bool),
+        "coco": scored["image_source"].astype(str).str.startswith("coco"),
+        "openimages": scored["image_source"].astype(str) == "openimages",
+    }
+    for b in BINS:
+        slices[b] = scored["distractor_count"].map(lambda d, b=b: in_bin(int(d), b)).astype(bool)
+    for name, mask in slices.items():
+        out[name], out[f"n_{name}"] = sub(mask)
+    for b in BINS:
+        out[f"d({b})"] = (out[b] if out[b] is not None else 0.0) - a50
+    lo, hi = NEAR_MISS
+    out["near_miss"] = int(((ious >= lo) & (ious < hi)).sum())
+    return out
+
+
+def report_row(scored, *, model: str, prompt: str, source: str = "", variant: str | None = None) -> dict[str, str]:
+    """One row of the official ``report.py`` table: same columns, same rounding (empty bin → 0.0)."""
+    s = summary(scored)
+    a50 = s["acc@0.5"]
+    row = {"Model": model.replace("Qwen/", ""),
+           "Variant": variant or ("Thinking" if "thinking" in model.lower() else "Instruct"),
+           "Prompt": prompt, "Rows": str(s["rows"]), "ParseFail": str(s["parse_fail"]),
+           "Acc@0.5": pct(a50), "Acc@0.75": pct(s["acc@0.75"]), "Acc@0.9": pct(s["acc@0.9"])}
+    for b in BINS:
+        v = s[b] if s[b] is not None else 0.0
+        row[b] = pct(v)
+        row[f"d({b})"] = f"{(v - a50) * 100:+.1f}"
+    row["Source"] = f"`{source}`" if source else ""
+    return row
+
+
+def report(runs: dict[str, Any]) -> Any:
+    """The official report for several runs (``{source name: scored frame}``), sorted like ``report.py``."""
+    import pandas as pd
+
+    rows = []
+    for name in sorted(runs):
+        sc = runs[name]
+        model = str(sc["model"].iloc[0]) if "model" in sc.columns and len(sc) else name
+        prompt = str(sc["prompt_id"].iloc[0]) if "prompt_id" in sc.columns and len(sc) else ""
+        rows.append(report_row(sc, model=model, prompt=prompt, source=name))
+    return pd.DataFrame(rows, columns=REPORT_COLUMNS)
+
+
+def report_markdown(table) -> str:
+    """The report as ``report.py`` prints it (markdown, right-aligned numbers)."""
+    lines = ["| " + " | ".join(REPORT_COLUMNS) + " |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for _, r in table.iterrows():
+        lines.append("| " + " | ".join(str(r[c]) for c in REPORT_COLUMNS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+# -- official prediction files ---------------------------------------------------------------------------
+def read_official_predictions(path: str | os.PathLike):
+    """An official ``*_predictions.jsonl`` as a scored frame, IoU recomputed from the boxes.
+
+    Adds ``iou`` (ours, from ``pred_box_xyxy_first`` and ``gt_bbox_xyxy``) beside the file's
+    ``first_iou``; :func:`check_official` compares them.
+    """
+    import pandas as pd
+
+    path = Path(path)
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for ln, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError as e:
+                raise DataError(f"invalid JSON: {e}", source=str(path), row=f"line {ln}") from None
+            for f in OFFICIAL_FIELDS:
+                if f not in rec:
+                    raise DataError("missing field", source=str(path), row=f"line {ln}", field=f)
+            pred, gt = rec["pred_box_xyxy_first"] or [], rec["gt_bbox_xyxy"]
+            if len(gt) != 4 or (pred and len(pred) != 4):
+                raise DataError("boxes must have 4 numbers", source=str(path), row=f"line {ln}",
+                                field="pred_box_xyxy_first" if pred and len(pred) != 4 else "gt_bbox_xyxy")
+            rows.append({
+                "id": str(rec["row_idx"]), "row_idx": int(rec["row_idx"]), "file_name": rec.get("file_name", ""),
+                "expression": rec.get("normal_caption", ""), "image_source": rec.get("image_source", ""),
+                "human_authored": bool(rec.get("human_authored", False)),
+                "use_negation": bool(rec.get("use_negation", False)),
+                "distractor_count": int(rec["distractor_count"]), "gt_xyxy": list(gt), "pred_xyxy": list(pred),
+                "iou": first_iou(pred, gt), "official_iou": float(rec["first_iou"]),
+                "official_hit": bool(rec["first_hit"]), "parse_error": str(rec.get("parse_error") or ""),
+                "retry_used": bool(rec.get("retry_followup_used", False)),
+                "model": rec.get("model_full_name", ""), "prompt_id": rec.get("prompt_id", ""),
+                "box_format": rec.get("pred_box_expected_format", ""),
+            })
+    if not rows:
+        raise DataError("no prediction rows", source=str(path))
+    df = pd.DataFrame(rows)
+    df["hit"] = df["iou"] >= 0.5
+    return df
+
+
+def check_official(scored, *, tol: float = 1e-9) -> dict[str, Any]:
+    """Recomputed IoU/hit vs the file's ``first_iou``/``first_hit``: counts of disagreeing rows."""
+    diff = (scored["iou"] - scored["official_iou"]).abs()
+    return {"rows": int(len(scored)), "iou_mismatches": int((diff > tol).sum()), "max_abs_iou_diff": float(diff.max()),
+            "hit_mismatches": int((scored["hit"] != scored["official_hit"]).sum())}
+
+
+def run_name(path: str | os.PathLike) -> str:
+    return Path(path).name.replace("_predictions.jsonl", "")
+
+
+def official_runs(folder: str | os.PathLike) -> dict[str, Any]:
+    """Every ``*_predictions.jsonl`` in ``folder`` as ``{run name: scored frame}``."""
+    files = sorted(Path(folder).glob("*_predictions.jsonl"))
+    return {run_name(p): read_official_predictions(p) for p in files}
+
+
+# -- failure modes ---------------------------------------------------------------------------------------
+def failure_breakdown(scored) -> dict[str, int]:
+    """Hits, near misses (0.3 <= IoU < 0.5), other misses with a box, and parse failures."""
+    ious = scored["iou"].astype(float)
+    failed = scored["parse_error"].fillna("").astype(str).str.strip() != ""
+    lo, hi = NEAR_MISS
+    return {"hit": int((ious >= hi).sum()), "near_miss": int(((ious >= lo) & (ious < hi) & ~failed).sum()),
+            "miss": int(((ious < lo) & ~failed).sum()), "parse_failure": int(failed.sum())}
+
+
+def accuracy_by(scored, column: str, bins: list[tuple[float, float, str]]) -> Any:
+    """Acc@0.5 and n per bin of ``column`` (bins are ``(low, high_exclusive, label)``)."""
+    import pandas as pd
+
+    rows = []
+    for lo, hi, label in bins:
+        m = (scored[column] >= lo) & (scored[column] < hi)
+        n = int(m.sum())
+        rows.append({"bin": label, "n": n, "acc@0.5": acc_at(scored.loc[m, "iou"], 0.5) if n else float("nan")})
+    return pd.DataFrame(rows)
+
+
+LENGTH_BINS = [(1, 4, "1-3"), (4, 7, "4-6"), (7, 10, "7-9"), (10, 13, "10-12"), (13, 16, "13-15"),
+               (16, 20, "16-19"), (20, math.inf, ">=20")]
+DISTRACTOR_BINS = [(0, 2, "0-1"), (2, 4, "2-3"), (4, 7, "4-6"), (7, 10, "7-9"), (10, math.inf, ">=10")]
+
+
+def with_length(scored):
+    out = scored.copy()
+    out["n_words"] = out["expression"].astype(str).str.split().str.len()
+    return out
+
+
+def hard_distractor_picks(scored, instances: str | os.PathLike | dict[str, Any], *, match_iou: float = 0.9,
+                          pick_iou: float = 0.5) -> dict[str, Any]:
+    """For COCO rows: where misses land, using COCO ``instances_val2017.json`` (an approximation).
+
+    The GT box is matched to a COCO instance (IoU >= ``match_iou``) to get its category; a miss is
+    a *same-category pick* if the predicted box overlaps another instance of that category with
+    IoU >= ``pick_iou``, an *other-category pick* if it overlaps another instance, else *no instance*.
+    """
+    data = instances if isinstance(instances, dict) else json.loads(Path(instances).read_text(encoding="utf-8"))
+    by_name = {im["file_name"]: im["id"] for im in data.get("images", [])}
+    anns: dict[int, list[dict[str, Any]]] = {}
+    for a in data.get("annotations", []):
+        anns.setdefault(a["image_id"], []).append(a)
+    counts = {"coco_rows": 0, "matched": 0, "misses": 0, "same_category_pick": 0, "other_category_pick": 0,
+              "no_instance": 0, "parse_failure": 0}
+    for _, r in scored.iterrows():
+        if not str(r["image_source"]).startswith("coco") or r["file_name"] not in by_name:
+            continue
+        counts["coco_rows"] += 1
+        image_anns = [(a, boxes.xywh_to_xyxy(a["bbox"])) for a in anns.get(by_name[r["file_name"]], [])]
+        best = max(image_anns, key=lambda ab: boxes.iou(ab[1], r["gt_xyxy"]), default=None)
+        if best is None or boxes.iou(best[1], r["gt_xyxy"]) < match_iou:
+            continue
+        counts["matched"] += 1
+        if r["iou"] >= 0.5:
+            continue
+        counts["misses"] += 1
+        pred = list(r["pred_xyxy"]) if r["pred_xyxy"] is not None else []
+        if len(pred) != 4:
+            counts["parse_failure"] += 1
+            continue
+        others = [(a, b) for a, b in image_anns if a is not best[0]]
+        same = [b for a, b in others if a["category_id"] == best[0]["category_id"]]
+        if any(boxes.iou(pred, b) >= pick_iou for b in same):
+            counts["same_category_pick"] += 1
+        elif any(boxes.iou(pred, b) >= pick_iou for _, b in others):
+            counts["other_category_pick"] += 1
+        else:
+            counts["no_instance"] += 1
+    with_box = counts["misses"] - counts["parse_failure"]
+    counts["same_category_share_of_misses"] = counts["same_category_pick"] / counts["misses"] if counts["misses"] else None
+    counts["same_category_share_of_box_misses"] = counts["same_category_pick"] / with_box if with_box else None
+    return counts
