@@ -90,13 +90,18 @@ def fold_context(context: str | None, question: str, mode: str = "prefix") -> st
     """The text of the ``[QUESTION HERE]`` slot: context folded into the question (or either alone)."""
     if mode not in CONTEXT_MODES:
         raise SettingError(f"unknown context mode {mode!r}; choose one of {', '.join(CONTEXT_MODES)}")
-    context = (context or "").strip()
-    question = (question or "").strip()
+    context = _text(context)
+    question = _text(question)
     if not context:
         return question
     if not question:
         return context
     return CONTEXT_MODES[mode].format(context=context, question=question)
+
+
+def _text(value: Any) -> str:
+    """A text cell as a stripped string (missing values from a DataFrame become ``""``)."""
+    return value.strip() if isinstance(value, str) else ""
 
 
 def format_options(options: list[str], *, sep: str = " ", style: str = "raw") -> str:
@@ -124,7 +129,7 @@ def build_prompt(item: Any, setting: str, *, context_mode: str = "prefix", optio
     elif layout not in ("flat", "lines"):
         raise SettingError(f"unknown layout {layout!r}; choose flat or lines")
     if setting == "c_ambiguous":
-        return template.replace("[SENTENCE HERE]", (item["context"] or "").strip())
+        return template.replace("[SENTENCE HERE]", _text(item["context"]))
     context = item["context"] if s.context else None
     question = item["question"] if s.question else ""
     slot = fold_context(context, question, context_mode)
@@ -138,7 +143,7 @@ def applicable(item: Any, setting: str) -> tuple[bool, str]:
     if setting == "c_ambiguous":
         if item["context_embedded"]:
             return False, "context embedded in the question (schema B)"
-        if not (item["context"] or "").strip():
+        if not _text(item["context"]):
             return False, "empty context"
         return True, ""
     if (not s.context or not s.question) and item["context_embedded"]:
