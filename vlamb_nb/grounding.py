@@ -1,0 +1,172 @@
+"""Pluggable text-to-box grounding: which image region does a phrase describe?
+
+RACQUET grounds each single-referent answer with text-prompted SAM (lang-segment-anything,
+whose box comes from Grounding DINO). Here a grounder is anything with
+``ground(image, text) -> list[Detection]``. The default, :class:`ZeroShotDetector`, runs a
+transformers zero-shot detector (Grounding DINO or OWLv2) from a local folder or hub id;
+:class:`TableGrounder` replays boxes from a table (another tool's output, or tests).
+
+Choices the paper leaves open are parameters: the text prompt (the whole response or a
+phrase), the thresholds (lang-sam's defaults 0.3 / 0.25), and which detection is taken
+(the highest score; none above threshold means "not grounded", which is counted).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from vlamb_nb.errors import NotAvailableError, SettingError
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One box in absolute xyxy pixels of the original image, with its score and matched phrase."""
+
+    box: tuple[float, float, float, float]
+    score: float
+    label: str = ""
+
+
+@runtime_checkable
+class Grounder(Protocol):
+    name: str
+
+    def ground(self, image: Any, text: str, key: str | None = None) -> list[Detection]:
+        """Detections for ``text`` in ``image`` (PIL), best first; ``key`` names the row (for replayed boxes)."""
+        ...
+
+
+def best_box(detections: Sequence[Detection]) -> tuple[float, float, float, float] | None:
+    """The highest-scoring box, or None when nothing was detected."""
+    if not detections:
+        return None
+    return max(detections, key=lambda d: d.score).box
+
+
+def prompt_text(text: str, *, max_words: int = 40) -> str:
+    """A detector prompt from a response: whitespace-normalised, cut to ``max_words`` (text encoders are short)."""
+    words = str(text).split()
+    return " ".join(words[:max_words])
+
+
+class TableGrounder:
+    """Boxes looked up by key (e.g. the response id), or computed by a function of (image, text)."""
+
+    name = "table"
+
+    def __init__(self, boxes: Mapping[str, Sequence[float] | None] | Callable[[Any, str], Any]) -> None:
+        self._boxes = boxes
+
+    def ground(self, image: Any, text: str, key: str | None = None) -> list[Detection]:
+        if callable(self._boxes):
+            box = self._boxes(image, text)
+        else:
+            box = self._boxes.get(key if key is not None else text)
+        if box is None:
+            return []
+        return [Detection(tuple(float(v) for v in box), 1.0, text)]  # type: ignore[arg-type]
+
+
+class ZeroShotDetector:
+    """A transformers zero-shot object detector (Grounding DINO, OWLv2, OWL-ViT) behind :class:`Grounder`.
+
+    ``model`` is a hub id or a local folder; the weights are loaded lazily on first use.
+    Grounding DINO prompts are lower-cased and end with "." as lang-sam does.
+    """
+
+    def __init__(self, model: str | os.PathLike = "IDEA-Research/grounding-dino-base", *,
+                 box_threshold: float = 0.3, text_threshold: float = 0.25, device: str = "cpu",
+                 max_words: int = 40) -> None:
+        self.model_id = str(model)
+        self.name = f"zero-shot:{self.model_id}"
+        self.box_threshold = box_threshold
+        self.text_threshold = text_threshold
+        self.device = device
+        self.max_words = max_words
+        self._model = None
+        self._processor = None
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        try:
+            from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
+        except ImportError:
+            raise NotAvailableError("grounding needs transformers (pip install 'vlamb_nb[models]')") from None
+        self._processor = AutoProcessor.from_pretrained(self.model_id)
+        self._model = AutoModelForZeroShotObjectDetection.from_pretrained(self.model_id).to(self.device).eval()
+
+    @property
+    def kind(self) -> str:
+        self._load()
+        return str(self._model.config.model_type)  # type: ignore[union-attr]
+
+    def ground(self, image: Any, text: str, key: str | None = None) -> list[Detection]:
+        import torch
+
+        self._load()
+        phrase = prompt_text(text, max_words=self.max_words)
+        if not phrase:
+            return []
+        proc, model = self._processor, self._model
+        w, h = image.size
+        if self.kind == "grounding-dino":
+            phrase = phrase.lower().rstrip(".") + "."
+            inputs = proc(images=image, text=phrase, return_tensors="pt", truncation=True)
+        else:  # OWL-ViT / OWLv2 take a list of queries per image
+            inputs = proc(images=image, text=[[phrase]], return_tensors="pt", truncation=True)
+        inputs = {k: v.to(self.device) if hasattr(v, "to") else v for k, v in inputs.items()}
+        with torch.no_grad():
+            out = model(**inputs)  # type: ignore[misc]
+        if self.kind == "grounding-dino":
+            res = proc.post_process_grounded_object_detection(  # type: ignore[union-attr]
+                out, inputs["input_ids"], threshold=self.box_threshold, text_threshold=self.text_threshold,
+                target_sizes=[(h, w)])[0]
+            labels = res.get("text_labels", res.get("labels", []))
+        else:
+            res = proc.post_process_grounded_object_detection(  # type: ignore[union-attr]
+                out, threshold=self.box_threshold, target_sizes=[(h, w)])[0]
+            labels = [phrase] * len(res["scores"])
+        dets = [Detection(tuple(float(v) for v in b), float(s), str(lab))  # type: ignore[arg-type]
+                for b, s, lab in zip(res["boxes"].tolist(), res["scores"].tolist(), labels, strict=False)]
+        return sorted(dets, key=lambda d: -d.score)
+
+
+def get_grounder(spec: str | Grounder | None = None, **kwargs: Any) -> Grounder:
+    """A grounder from an instance, a model id / local folder, or None for the default detector."""
+    if spec is None:
+        return ZeroShotDetector(**kwargs)
+    if isinstance(spec, str | os.PathLike):
+        return ZeroShotDetector(spec, **kwargs)
+    if hasattr(spec, "ground"):
+        return spec
+    raise SettingError(f"not a grounder: {spec!r}")
+
+
+def ground_rows(grounder: Grounder, rows, *, image_column: str = "image", text_column: str = "response",
+                key_column: str | None = None, loader: Callable[[Any], Any] | None = None,
+                progress: bool = True):
+    """Ground each row's text in its image; adds ``response_box`` (xyxy or None) and ``ground_score``."""
+    from tqdm.auto import tqdm
+
+    from vlamb_nb.images import load_image
+
+    load = loader or load_image
+    boxes, scores = [], []
+    cache: dict[Any, Any] = {}
+    for _, r in tqdm(list(rows.iterrows()), disable=not progress, desc=f"ground {grounder.name}"):
+        src = r[image_column]
+        ck = src if isinstance(src, str) else id(src)
+        if ck not in cache:
+            cache = {ck: load(src)}  # keep one decoded image: rows of one image are usually adjacent
+        dets = grounder.ground(cache[ck], str(r[text_column]), key=str(r[key_column]) if key_column else None)
+        b = best_box(dets)
+        boxes.append(b)
+        scores.append(max((d.score for d in dets), default=None))
+    out = rows.copy()
+    out["response_box"] = boxes
+    out["ground_score"] = scores
+    return out
