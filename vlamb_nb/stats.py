@@ -403,6 +403,8 @@ def _interval(boot: np.ndarray, estimate: float, alpha: float, method: str,
     if len(boot) == 0:
         return _NAN, _NAN, method
     q = [alpha / 2, 1 - alpha / 2]
+    if boot.min() == boot.max():
+        return float(boot[0]), float(boot[0]), f"{method} (degenerate: every resample gives the same value)"
     if method == "percentile":
         lo, hi = np.quantile(boot, q)
         return float(lo), float(hi), "percentile"

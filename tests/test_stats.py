@@ -1,0 +1,282 @@
+"""vlamb_nb.stats against known values, simulations with known truth, and its own loop path."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from vlamb_nb import metrics, stats
+from vlamb_nb.errors import DataError, SettingError
+
+
+def _systems(n: int, acc_a: float, acc_b: float, seed: int, k: int = 2):
+    rng = np.random.default_rng(seed)
+    gold = rng.integers(0, k, n)
+    wrong = (gold + rng.integers(1, k, n)) % k
+    pa = np.where(rng.random(n) < acc_a, gold, wrong)
+    pb = np.where(rng.random(n) < acc_b, gold, wrong)
+    return gold, pa, pb
+
+
+# ----------------------------------------------------------------------------- known values
+
+
+def test_wilson_matches_hand_computation():
+    # k=7, n=20, z=1.959964: centre=(0.35+z^2/40)/(1+z^2/20), half=z*sqrt(.35*.65/20+z^2/1600)/(1+z^2/20)
+    z = 1.959963984540054
+    denom = 1 + z * z / 20
+    centre = (0.35 + z * z / 40) / denom
+    half = z * math.sqrt(0.35 * 0.65 / 20 + z * z / 1600) / denom
+    r = stats.wilson(7, 20)
+    assert r.estimate == pytest.approx(0.35)
+    assert r.ci_low == pytest.approx(centre - half, abs=1e-12)
+    assert r.ci_high == pytest.approx(centre + half, abs=1e-12)
+    assert (round(r.ci_low, 4), round(r.ci_high, 4)) == (0.1812, 0.5671)  # textbook table value
+
+
+def test_wilson_agrees_with_statsmodels_and_edges():
+    from statsmodels.stats.proportion import proportion_confint
+
+    for k, n in [(0, 10), (10, 10), (3, 1279), (674, 1279)]:
+        r = stats.wilson(k, n, alpha=0.1)
+        lo, hi = proportion_confint(k, n, alpha=0.1, method="wilson")
+        assert (r.ci_low, r.ci_high) == pytest.approx((lo, hi), abs=1e-12)
+    assert stats.wilson(0, 10).ci_low == 0.0
+    with pytest.raises(DataError):
+        stats.wilson(11, 10)
+    with pytest.raises(DataError):
+        stats.wilson(1.5, 10)
+    fp = stats.wilson_from_percent(52.70, 1279)
+    assert fp.extra["k"] == 674 and abs(fp.extra["residual"]) < 0.01
+
+
+@pytest.mark.parametrize("table", [[[30, 3], [9, 58]], [[500, 40], [70, 390]], [[5, 0], [0, 5]]])
+def test_mcnemar_matches_statsmodels(table):
+    from statsmodels.stats.contingency_tables import mcnemar as sm
+
+    b, c = table[0][1], table[1][0]
+    exact = b + c < 25
+    r = stats.mcnemar_table(table)
+    expected = sm(np.array(table), exact=exact, correction=True).pvalue if b + c else 1.0
+    assert r.p == pytest.approx(expected)
+    assert r.method.startswith("mcnemar exact" if exact else "mcnemar chi2")
+    n = np.sum(table)
+    assert r.estimate == pytest.approx((b - c) / n)
+
+
+def test_mcnemar_from_correctness_builds_the_paired_table():
+    a = np.array([1] * 30 + [1] * 3 + [0] * 9 + [0] * 58)
+    b = np.array([1] * 30 + [0] * 3 + [1] * 9 + [0] * 58)
+    r = stats.mcnemar(a, b)
+    assert r.extra["discordant_a_only"] == 3 and r.extra["discordant_b_only"] == 9
+    assert r.p == pytest.approx(stats.mcnemar_table([[30, 3], [9, 58]]).p)
+    with pytest.raises(DataError):
+        stats.mcnemar(a, b[:-1])
+    with pytest.raises(DataError):
+        stats.mcnemar(a * 2, b)
+
+
+def test_cohen_kappa_matches_sklearn_and_statsmodels():
+    from sklearn.metrics import cohen_kappa_score
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    rng = np.random.default_rng(3)
+    r1 = rng.choice(["a", "b", "c"], 200)
+    r2 = np.where(rng.random(200) < 0.6, r1, rng.choice(["a", "b", "c"], 200))
+    res = stats.cohen_kappa(r1, r2)
+    assert res.estimate == pytest.approx(cohen_kappa_score(r1, r2))
+    labels = ["a", "b", "c"]
+    table = np.array([[np.sum((r1 == x) & (r2 == y)) for y in labels] for x in labels])
+    sm = cohens_kappa(table)
+    assert (res.ci_low, res.ci_high) == pytest.approx((sm["kappa_low"], sm["kappa_upp"]))
+    assert res.p == pytest.approx(sm["pvalue_two_sided"])
+    assert np.isnan(stats.cohen_kappa(["x"] * 5, ["x"] * 5).estimate)  # undefined, not a crash
+    with pytest.raises(DataError):
+        stats.cohen_kappa(["a", None], ["a", "b"])
+
+
+def test_fleiss_kappa_matches_statsmodels_and_has_a_ci():
+    from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
+
+    rng = np.random.default_rng(4)
+    truth = rng.integers(0, 3, 150)
+    ratings = np.column_stack([np.where(rng.random(150) < 0.7, truth, rng.integers(0, 3, 150))
+                               for _ in range(4)])
+    table = stats.ratings_to_table(ratings)
+    r = stats.fleiss_kappa(table, n_resamples=1000)
+    assert r.estimate == pytest.approx(sm_fleiss(table))
+    assert r.ci_low < r.estimate < r.ci_high and r.p < 1e-6
+    with pytest.raises(DataError):
+        stats.fleiss_kappa([[2, 1], [1, 1]])  # unequal raters
+
+
+def test_holm_and_bh_match_statsmodels():
+    from statsmodels.stats.multitest import multipletests
+
+    p = [0.01, 0.04, 0.03, 0.2, 0.001, 0.04]
+    assert stats.holm(p) == pytest.approx(multipletests(p, method="holm")[1])
+    assert stats.benjamini_hochberg(p) == pytest.approx(multipletests(p, method="fdr_bh")[1])
+    res = [stats.Result(0.1, p=x, name=str(i)) for i, x in enumerate(p)]
+    adj = stats.adjust(res, "bh")
+    assert [r.p for r in adj] == pytest.approx(list(stats.benjamini_hochberg(p)))
+    with pytest.raises(DataError):
+        stats.holm([0.1, float("nan")])
+    with pytest.raises(SettingError):
+        stats.adjust(res, "bonferonni")
+
+
+# ----------------------------------------------------------------------------- bootstrap behaviour
+
+
+def test_bootstrap_is_deterministic_and_matches_the_loop_distribution():
+    rng = np.random.default_rng(5)
+    x = (rng.random(400) < 0.65).astype(int)
+    a = stats.bootstrap_ci(x, seed=7, n_resamples=4000)
+    assert a == stats.bootstrap_ci(x, seed=7, n_resamples=4000)
+    assert a != stats.bootstrap_ci(x, seed=8, n_resamples=4000)
+    loop = stats.bootstrap_ci(x, lambda idx: x[idx].mean(), seed=7, n_resamples=4000)
+    assert a.estimate == loop.estimate == pytest.approx(x.mean())
+    se = math.sqrt(x.mean() * (1 - x.mean()) / len(x))
+    assert a.ci_low == pytest.approx(x.mean() - 1.96 * se, abs=0.2 * se)
+    assert loop.ci_high == pytest.approx(a.ci_high, abs=0.25 * se)
+    assert "loop" in loop.method and "loop" not in a.method
+
+
+def test_vectorized_macro_f1_matches_sklearn_including_single_class_quirk():
+    from sklearn.metrics import f1_score
+
+    gold, pa, _ = _systems(300, 0.7, 0.6, 6, k=3)
+    stat = stats.macro_f1_statistic(gold)
+    assert stat.value(pa) == pytest.approx(f1_score(gold, pa, average="macro"))
+    # V-FLUTE NYCartoons: gold all "entailment", some predictions "contradiction"
+    g = np.array(["entailment"] * 10)
+    p = np.array(["entailment"] * 8 + ["contradiction"] * 2)
+    assert stats.macro_f1_statistic(g).value(p) == pytest.approx(f1_score(g, p, average="macro"))
+    # a resample = weights; check a random weight row against sklearn's sample_weight
+    rng = np.random.default_rng(0)
+    w = rng.integers(0, 3, (1, 300)).astype(float)
+    got = stat(pa, w, y_true=gold)[0]
+    assert got == pytest.approx(f1_score(gold, pa, average="macro", sample_weight=w[0],
+                                         labels=np.unique(np.r_[gold[w[0] > 0], pa[w[0] > 0]])))
+
+
+def test_bca_differs_from_percentile_on_skewed_data_and_falls_back_when_degenerate():
+    rng = np.random.default_rng(9)
+    x = rng.exponential(size=60) ** 2
+    pct = stats.bootstrap_ci(x, n_resamples=4000)
+    bca = stats.bootstrap_ci(x, n_resamples=4000, method="bca")
+    assert bca.method.startswith("bootstrap bca")
+    assert bca.ci_high > pct.ci_high  # right skew moves BCa upwards
+    loop_bca = stats.bootstrap_ci(x, lambda idx: x[idx].mean(), n_resamples=4000, method="bca")
+    assert loop_bca.ci_high == pytest.approx(bca.ci_high, rel=0.15)
+    const = stats.bootstrap_ci(np.ones(20), method="bca", n_resamples=200)
+    assert (const.ci_low, const.ci_high) == (1.0, 1.0) and "degenerate" in const.method
+
+
+def test_cluster_bootstrap_is_wider_when_clusters_are_perfectly_correlated():
+    rng = np.random.default_rng(10)
+    per_cluster = (rng.random(150) < 0.5).astype(int)
+    x = np.repeat(per_cluster, 4)
+    clusters = np.repeat(np.arange(150), 4)
+    item = stats.bootstrap_ci(x, n_resamples=4000)
+    clus = stats.bootstrap_ci(x, n_resamples=4000, clusters=clusters)
+    width_item, width_clus = item.ci_high - item.ci_low, clus.ci_high - clus.ci_low
+    assert width_clus > 1.6 * width_item  # about sqrt(4) = 2 times wider
+    assert clus.extra["n_clusters"] == 150
+    # the loop path resamples the same clusters
+    loop = stats.bootstrap_ci(x, lambda idx: x[idx].mean(), n_resamples=2000, clusters=clusters)
+    assert loop.ci_high - loop.ci_low == pytest.approx(width_clus, rel=0.2)
+
+
+def test_group_accuracy_statistic_equals_metric_and_is_resampled_by_group():
+    rng = np.random.default_rng(11)
+    groups = np.repeat([f"q{i}" for i in range(200)], 2)
+    correct = (rng.random(400) < 0.7).astype(int)
+    stat = stats.group_accuracy_statistic(groups)
+    r = stats.bootstrap_ci(correct, stat, clusters=groups, n_resamples=3000)
+    assert r.estimate == pytest.approx(metrics.group_accuracy(correct, groups))
+    _, ok = metrics.group_correct(correct, groups)
+    direct = stats.bootstrap_ci(ok.astype(int), n_resamples=3000)
+    assert (r.ci_high - r.ci_low) == pytest.approx(direct.ci_high - direct.ci_low, rel=0.15)
+
+
+def test_bad_inputs_raise_clear_errors():
+    with pytest.raises(DataError, match="NaN"):
+        stats.bootstrap_ci([1.0, float("nan")])
+    with pytest.raises(DataError, match="needs numbers"):
+        stats.bootstrap_ci(["a", "b"])
+    with pytest.raises(DataError, match="same items"):
+        stats.paired_bootstrap([1, 0], [1])
+    with pytest.raises(SettingError):
+        stats.bootstrap_ci([1, 0], method="studentized")
+    with pytest.raises(DataError, match="no items"):
+        stats.bootstrap_ci(np.array([]))
+    with pytest.raises(DataError):
+        stats.bootstrap_ci([1, 0, 1], clusters=[1, 2])
+    with pytest.raises(DataError):
+        stats.bootstrap_ci([1, 0, 1], stats.macro_f1_statistic([1, 0]))
+
+
+def test_result_renders_in_frame_and_json():
+    r = stats.bootstrap_ci([1, 0, 1, 1], n_resamples=100, name="acc")
+    d = r.to_dict()
+    json.dumps(d)  # NaN p became None
+    assert d["p"] is None and d["name"] == "acc" and d["seed"] == 0
+    df = stats.results_frame({"x": stats.wilson(3, 4), "y": r})
+    assert list(df["name"]) == ["x", "acc"] and df["estimate"].dtype == float
+    assert r.scaled(100).estimate == pytest.approx(75.0)
+    lo, hi = r.yerr
+    assert lo >= 0 and hi >= 0
+
+
+# ----------------------------------------------------------------------------- paired tests
+
+
+def test_paired_bootstrap_on_macro_f1_vectorized_agrees_with_loop():
+    gold, pa, pb = _systems(500, 0.75, 0.65, 12)
+    vec = stats.paired_bootstrap(pa, pb, stats.macro_f1_statistic(gold), n_resamples=2000)
+    loop = stats.paired_bootstrap(pa, pb, lambda v, idx: metrics.macro_f1(gold[idx], v[idx]), n_resamples=500)
+    assert vec.estimate == pytest.approx(metrics.macro_f1(gold, pa) - metrics.macro_f1(gold, pb))
+    assert vec.estimate == pytest.approx(loop.estimate)
+    assert vec.ci_low == pytest.approx(loop.ci_low, abs=0.02)
+    assert vec.p < 0.01 and loop.p < 0.01
+    assert vec.extra["metric_a"] > vec.extra["metric_b"]
+
+
+def test_permutation_vectorized_agrees_with_loop():
+    gold, pa, pb = _systems(200, 0.7, 0.62, 13)
+    ca, cb = (pa == gold).astype(int), (pb == gold).astype(int)
+    vec = stats.permutation_test(ca, cb, n_resamples=4000, seed=1)
+    loop = stats.permutation_test(ca, cb, lambda v, idx: v[idx].mean(), n_resamples=2000, seed=1)
+    assert vec.estimate == pytest.approx(loop.estimate)
+    assert vec.p == pytest.approx(loop.p, abs=0.03)
+    assert vec.p == pytest.approx(stats.mcnemar(ca, cb, exact=False).p, abs=0.04)
+    f1 = stats.permutation_test(pa, pb, stats.macro_f1_statistic(gold), n_resamples=2000,
+                                clusters=np.arange(200) // 2)
+    assert 0 < f1.p <= 1 and "cluster" in f1.method
+
+
+def _rejection_rate(effect: float, n_sets: int, n: int, seed: int) -> float:
+    rng = np.random.default_rng(seed)
+    rejections = 0
+    for i in range(n_sets):
+        base = rng.random(n) < 0.7
+        a = (rng.random(n) < 0.7 + effect).astype(int)
+        b = np.where(rng.random(n) < 0.5, a, base).astype(int)  # correlated, paired systems
+        rejections += stats.paired_bootstrap(a, b, n_resamples=1000, seed=i).p < 0.05
+    return rejections / n_sets
+
+
+def test_paired_bootstrap_size_and_power_by_simulation():
+    null = _rejection_rate(0.0, 400, 200, seed=20)
+    assert 0.02 <= null <= 0.085, null
+    power = _rejection_rate(0.25, 100, 200, seed=21)
+    assert power >= 0.95, power
+
+
+def test_percentile_ci_coverage_for_a_proportion():
+    cover = stats.proportion_coverage(0.3, 150, n_datasets=300, n_resamples=1000, seed=3)
+    assert 0.92 <= cover <= 0.98, cover
