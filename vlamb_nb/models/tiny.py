@@ -125,6 +125,118 @@ def _build_qwen2_5_vl(out: Path, seed: int) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
+# LLaVA-1.5 (CLIP vision tower + Llama), LLaVA-OneVision (SigLIP + Qwen2, any-resolution), Idefics3
+# --------------------------------------------------------------------------------------------------
+_TEXT = dict(vocab_size=VOCAB_SIZE, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048, initializer_range=0.25)
+_VISION = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4)
+
+LLAVA_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{% if message['role'] != 'system' %}{{ message['role'].upper() + ': ' }}{% endif %}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'image') %}{{ '<image>\n' }}{% endfor %}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}{{ content['text'] + ' ' }}"
+    "{% endfor %}{% endfor %}{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}"
+)
+
+
+def _build_llava(out: Path, seed: int) -> None:
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
+
+    tok = _train_tokenizer(["<unk>", "<s>", "</s>", "<pad>", "<image>"], bos="<s>", eos="</s>", pad="<pad>",
+                           extra={"unk_token": "<unk>"})
+    ids = {t: tok.convert_tokens_to_ids(t) for t in ["<s>", "</s>", "<pad>", "<image>"]}
+    text = LlamaConfig(**_TEXT, bos_token_id=ids["<s>"], eos_token_id=ids["</s>"], pad_token_id=ids["<pad>"])
+    vision = CLIPVisionConfig(**_VISION, image_size=56, patch_size=14, projection_dim=64)
+    config = LlavaConfig(vision_config=vision, text_config=text, image_token_index=ids["<image>"],
+                         image_seq_length=16, vision_feature_select_strategy="default", vision_feature_layer=-2)
+    image_processor = CLIPImageProcessor(size={"shortest_edge": 56}, crop_size={"height": 56, "width": 56})
+    processor = LlavaProcessor(image_processor=image_processor, tokenizer=tok, patch_size=14,
+                               vision_feature_select_strategy="default", num_additional_image_tokens=1,
+                               chat_template=LLAVA_TEMPLATE)
+    _save(LlavaForConditionalGeneration, config, processor, out, seed)
+
+
+ONEVISION_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'image') %}{{ '<image>\n' }}{% endfor %}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}{{ content['text'] }}"
+    "{% endfor %}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def _build_llava_onevision(out: Path, seed: int) -> None:
+    from transformers import (
+        LlavaOnevisionConfig,
+        LlavaOnevisionForConditionalGeneration,
+        LlavaOnevisionImageProcessor,
+        LlavaOnevisionProcessor,
+        LlavaOnevisionVideoProcessor,
+        Qwen2Config,
+        SiglipVisionConfig,
+    )
+
+    tok = _train_tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>", "<video>"], bos=None,
+                           eos="<|im_end|>", pad="<|endoftext|>")
+    ids = {t: tok.convert_tokens_to_ids(t) for t in ["<|endoftext|>", "<|im_end|>", "<image>", "<video>"]}
+    text = Qwen2Config(**_TEXT, bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],
+                       pad_token_id=ids["<|endoftext|>"])
+    vision = SiglipVisionConfig(**_VISION, image_size=56, patch_size=14)
+    pinpoints = [[56, 56], [56, 112], [112, 56], [112, 112]]
+    config = LlavaOnevisionConfig(vision_config=vision, text_config=text, image_token_index=ids["<image>"],
+                                  video_token_index=ids["<video>"], image_grid_pinpoints=pinpoints,
+                                  vision_feature_select_strategy="full", vision_feature_layer=-1,
+                                  vision_aspect_ratio="anyres_max_9")
+    size = {"height": 56, "width": 56}
+    processor = LlavaOnevisionProcessor(
+        image_processor=LlavaOnevisionImageProcessor(size=size, image_grid_pinpoints=pinpoints),
+        video_processor=LlavaOnevisionVideoProcessor(size=size), tokenizer=tok, num_image_tokens=16,
+        vision_feature_select_strategy="full", chat_template=ONEVISION_TEMPLATE)
+    _save(LlavaOnevisionForConditionalGeneration, config, processor, out, seed)
+
+
+IDEFICS3_TEMPLATE = (
+    "<|begin_of_text|>{% for message in messages %}{{ message['role'] | capitalize }}"
+    "{% if message['content'][0]['type'] == 'image' %}{{ ':' }}{% else %}{{ ': ' }}{% endif %}"
+    "{% for line in message['content'] %}{% if line['type'] == 'text' %}{{ line['text'] }}"
+    "{% elif line['type'] == 'image' %}{{ '<image>' }}{% endif %}{% endfor %}<end_of_utterance>\n{% endfor %}"
+    "{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}"
+)
+
+
+def _build_idefics3(out: Path, seed: int) -> None:
+    from transformers import (
+        Idefics3Config,
+        Idefics3ForConditionalGeneration,
+        Idefics3ImageProcessor,
+        Idefics3Processor,
+        Idefics3VisionConfig,
+        LlamaConfig,
+    )
+
+    specials = ["<|begin_of_text|>", "<|end_of_text|>", "<fake_token_around_image>", "<image>",
+                "<end_of_utterance>", "<global-img>"]
+    tok = _train_tokenizer(specials, bos="<|begin_of_text|>", eos="<end_of_utterance>", pad="<|end_of_text|>")
+    ids = {t: tok.convert_tokens_to_ids(t) for t in specials}
+    text = LlamaConfig(**_TEXT, bos_token_id=ids["<|begin_of_text|>"], eos_token_id=ids["<end_of_utterance>"],
+                       pad_token_id=ids["<|end_of_text|>"])
+    vision = Idefics3VisionConfig(**_VISION, image_size=56, patch_size=14)
+    config = Idefics3Config(vision_config=vision, text_config=text, image_token_id=ids["<image>"], scale_factor=2,
+                            pad_token_id=ids["<|end_of_text|>"])
+    image_processor = Idefics3ImageProcessor(size={"longest_edge": 112}, max_image_size={"longest_edge": 56})
+    processor = Idefics3Processor(image_processor=image_processor, tokenizer=tok, image_seq_len=4,
+                                  chat_template=IDEFICS3_TEMPLATE)
+    _save(Idefics3ForConditionalGeneration, config, processor, out, seed)
+
+
+# --------------------------------------------------------------------------------------------------
 # shared saving and the public entry points
 # --------------------------------------------------------------------------------------------------
 def _save(model_cls: Any, config: Any, processor: Any, out: Path, seed: int) -> None:
@@ -145,6 +257,9 @@ def _save(model_cls: Any, config: Any, processor: Any, out: Path, seed: int) -> 
 
 BUILDERS: dict[str, Callable[[Path, int], None]] = {
     "qwen2_5_vl": _build_qwen2_5_vl,
+    "llava": _build_llava,
+    "llava_onevision": _build_llava_onevision,
+    "idefics3": _build_idefics3,
 }
 
 
