@@ -1,0 +1,307 @@
+"""V-FLUTE (Saakyan et al., NAACL 2025): explainable visual entailment over figurative meaning.
+
+Read top to bottom::
+
+    items  = BENCHMARK.load(folder)                        # official JSON/CSV, HF parquet, or the gated hub id
+    reqs   = BENCHMARK.requests(items, "zero_shot")        # Table 8 instruction, claim in double quotes
+    gens   = runner.run(model, reqs, store)                # beam 3, greedy, 256 new tokens (paper App. D)
+    scored = BENCHMARK.score(BENCHMARK.predictions(items, gens), scorer="minilm")
+    BENCHMARK.tables(scored)                               # Table 4 row, per-dataset F1, F1@t curve
+
+Settings: ``zero_shot``; ``hypothesis_only`` (a white square instead of the image, the −Image
+ablation); ``scene_graph`` (compositional CoT: a scene graph first, then the answer, two steps —
+use ``run``/``evaluate``); ``few_shot`` (``k`` seeded training examples, rule in
+``vflute_prompts``). Parsing is the official extraction (``vflute_parse``); metrics are the
+official F1@ExplanationScore (``vflute_metrics``) with pluggable scorers
+(``vlamb_nb.explanation_scores``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from vlamb_nb.benchmarks.base import Benchmark
+from vlamb_nb.benchmarks.vflute_data import DATASETS, HUB_ID, load_items, write_sample
+from vlamb_nb.benchmarks.vflute_metrics import REPORTED, f1_at_ci, f1_curve, fill_unparsed
+from vlamb_nb.benchmarks.vflute_parse import parse_output
+from vlamb_nb.benchmarks.vflute_prompts import (
+    assigned_prompt,
+    choose_shots,
+    fill_claim,
+    sg_first_prompt,
+    sg_second_prompt,
+    target_text,
+)
+from vlamb_nb.errors import DataError, ImageError, SettingError
+from vlamb_nb.meta import Deviation
+from vlamb_nb.models.base import (
+    IMAGE_SLOT,
+    DecodingParams,
+    ModelInfo,
+    Request,
+    assistant_message,
+    user_message,
+)
+from vlamb_nb.reference import Finding
+
+WHITE_SIZE = (336, 336)  # the -Image ablation's white square; LLaVA-1.5's input size (the paper gives none)
+PAPER_DECODING = DecodingParams(max_new_tokens=256, do_sample=False, num_beams=3, seed=42)
+
+
+def white_image(size: tuple[int, int] = WHITE_SIZE):
+    from PIL import Image
+
+    return Image.new("RGB", size, (255, 255, 255))
+
+
+def item_image(row: Any) -> Any:
+    """The image source of an item: HF bytes as they are, or a checked path under the item's image root."""
+    img = row["image"]
+    if isinstance(img, dict):
+        return img
+    if not isinstance(img, str) or not img:
+        raise ImageError(f"item {row['id']}: no image reference")
+    from vlamb_nb.images import safe_join
+
+    root = row.get("image_root")
+    if root is None or (isinstance(root, float) and root != root):
+        raise ImageError(f"item {row['id']}: image {img!r} is relative but no image root is known")
+    path = safe_join(root, img)
+    if not path.is_file():
+        raise ImageError(f"item {row['id']}: image file not found: {path} (expected layout "
+                         "{source}/{split}/{i}.{png|jpg} under the data folder)")
+    return str(path)
+
+
+class VFlute(Benchmark):
+    name = "vflute"
+    paper = "Saakyan et al., Understanding Figurative Meaning through Explainable Visual Entailment (NAACL 2025)"
+    settings = ("zero_shot", "hypothesis_only", "scene_graph", "few_shot")
+    default_setting = "zero_shot"
+
+    # -- load --------------------------------------------------------------------------------------
+    def load(self, source: str | os.PathLike | None = None, *, split: str = "test",
+             image_root: str | None = None, token_env: str = "HF_TOKEN", **kwargs: Any):
+        """Items from a folder/file in the official formats or the gated hub dataset (default ``HUB_ID``)."""
+        if kwargs:
+            raise SettingError(f"unknown V-FLUTE loader option(s): {', '.join(kwargs)}")
+        return load_items(HUB_ID if source is None else source, split=split, image_root=image_root,
+                          token_env=token_env)
+
+    # -- ask ---------------------------------------------------------------------------------------
+    @staticmethod
+    def instruction(row: Any, prompt_source: str = "released") -> str:
+        """The instruction template: the released one (``prompt`` column) or the official seeded draw."""
+        if prompt_source not in ("released", "seeded"):
+            raise SettingError("prompt_source must be 'released' or 'seeded'")
+        p = row.get("prompt")
+        if prompt_source == "released" and isinstance(p, str) and p:
+            return p
+        return assigned_prompt(row["split"], int(row["index"]))
+
+    def requests(self, items, setting: str, *, prompt_source: str = "released", k: int = 5, train=None,
+                 shot_seed: int = 42, params: DecodingParams | None = None, **kwargs: Any) -> list[Request]:
+        """One request per item (``scene_graph``: the first, scene-graph step)."""
+        if kwargs:
+            raise SettingError(f"unknown V-FLUTE request option(s): {', '.join(kwargs)}")
+        setting = self.check_setting(setting)
+        params = params or PAPER_DECODING
+        shots = self._shot_table(train, items, k, shot_seed) if setting == "few_shot" else None
+        out = []
+        for _, row in items.iterrows():
+            filled = fill_claim(self.instruction(row, prompt_source), row["claim"])
+            meta = {"item_id": row["id"], "dataset": row["dataset"]}
+            if setting == "scene_graph":
+                out.append(Request(id=f"{row['id']}::sg", messages=[user_message(IMAGE_SLOT, sg_first_prompt(filled))],
+                                   images=[item_image(row)], params=params, benchmark=self.name, setting=setting,
+                                   meta={**meta, "step": "scene_graph", "question": filled}))
+                continue
+            image = white_image() if setting == "hypothesis_only" else item_image(row)
+            messages, images = [], []
+            if shots is not None:
+                for shot in shots[row["id"]]:
+                    messages += [user_message(IMAGE_SLOT, fill_claim(self.instruction(shot, prompt_source),
+                                                                     shot["claim"])),
+                                 assistant_message(target_text(shot["explanation"], shot["label"]))]
+                    images.append(item_image(shot))
+                meta["shots"] = [s["id"] for s in shots[row["id"]]]
+            messages.append(user_message(IMAGE_SLOT, filled))
+            images.append(image)
+            out.append(Request(id=str(row["id"]), messages=messages, images=images, params=params,
+                               benchmark=self.name, setting=setting, meta=meta))
+        return out
+
+    def _shot_table(self, train, items, k: int, seed: int) -> dict[str, list[Any]]:
+        if train is None:
+            raise SettingError("few_shot needs train= (the training split: a DataFrame or a folder/file to load)")
+        if not hasattr(train, "iterrows"):
+            train = self.load(train, split="train")
+        by_id = {r["id"]: r for _, r in train.iterrows()}
+        return {iid: [by_id[s] for s in choose_shots(iid, list(by_id), k, seed)] for iid in items["id"]}
+
+    def run(self, model, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
+            limit: int | None = None, batch_size: int = 8, progress: bool = True, **opts: Any):
+        """Generate for a setting; ``scene_graph`` runs its two steps (both cached in the same store)."""
+        import pandas as pd
+
+        from vlamb_nb import runner
+
+        setting = self.check_setting(setting or self.default_setting)
+        if limit is not None:
+            items = items.head(limit)
+        meta = self.run_meta(model.info, setting)
+        reqs = self.requests(items, setting, **opts)
+        gens = runner.run(model, reqs, store, batch_size=batch_size, progress=progress, run_meta=meta,
+                          desc=f"vflute {setting}" + (" (scene graphs)" if setting == "scene_graph" else ""))
+        if setting != "scene_graph":
+            return gens
+        graphs = dict(zip(gens["request_id"], zip(gens["text"], gens["error"], strict=True), strict=True))
+        second, failed = [], []
+        for r in reqs:
+            text, err = graphs[r.id]
+            iid = r.meta["item_id"]
+            if err:
+                failed.append({"request_id": f"{iid}::answer", "error": f"scene graph step failed: {err}",
+                               "setting": setting, "benchmark": self.name})
+                continue
+            second.append(Request(id=f"{iid}::answer", messages=[user_message(IMAGE_SLOT, sg_second_prompt(
+                text or "", r.meta["question"]))], images=list(r.images), params=r.params, benchmark=self.name,
+                setting=setting, meta={"item_id": iid, "step": "answer"}))
+        answers = runner.run(model, second, store, batch_size=batch_size, progress=progress, run_meta=meta,
+                             desc="vflute scene_graph (answers)")
+        out = pd.concat([answers, pd.DataFrame(failed, columns=answers.columns)], ignore_index=True) \
+            if failed else answers
+        sg_text = {rid.split("::")[0]: t for rid, (t, _) in graphs.items()}
+        out["scene_graph"] = out["request_id"].str.split("::").str[0].map(sg_text)
+        return out
+
+    def evaluate(self, model, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
+                 batch_size: int = 8, limit: int | None = None, progress: bool = True, scorer: Any = "auto",
+                 **kwargs: Any):
+        """run → parse → score (with the given explanation scorer)."""
+        gens = self.run(model, items, setting, store=store, limit=limit, batch_size=batch_size, progress=progress,
+                        **kwargs)
+        used = items[items["id"].isin(gens["request_id"].str.split("::").str[0])]
+        scored = self.score(self.predictions(used, gens), scorer=scorer)
+        scored.attrs["deviations"] = [d.__dict__ for d in self.deviations(model.info, setting or self.default_setting,
+                                                                           scored.attrs.get("scorer"))]
+        return scored
+
+    # -- parse and score ---------------------------------------------------------------------------
+    def parse(self, text: str, item: Any) -> dict[str, Any]:
+        """The official extraction; scene-graph answers get the official SG normalisation."""
+        return parse_output(text, scene_graph=item.get("setting") == "scene_graph")
+
+    def predictions(self, items, generations, *, id_column: str = "id"):
+        """Join and parse; a failed generation parses as unparsed (counted wrong) with an empty explanation."""
+        preds = super().predictions(items, generations, id_column=id_column)
+        missing = preds["id"].isna()
+        if missing.any():
+            raise DataError(f"{int(missing.sum())} generation(s) name items that are not in the data, e.g. "
+                            f"{preds.loc[missing, 'item_id'].iloc[0]!r}")
+        if "label_pred" not in preds.columns:
+            preds["label_pred"] = None
+        preds["label_pred"] = preds["label_pred"].astype(object).where(preds["label_pred"].notna(), None)
+        if "explanation_pred" not in preds.columns:
+            preds["explanation_pred"] = ""
+        preds["explanation_pred"] = preds["explanation_pred"].fillna("")
+        return preds
+
+    def score(self, predictions, *, scorer: Any = "auto"):
+        """Gold vs parsed labels (unparsed → wrong) and the ExplanationScore of every explanation."""
+        from vlamb_nb.explanation_scores import get_scorer, scorer_info
+
+        df = predictions.copy()
+        if df.empty:
+            raise DataError("no predictions to score")
+        sc = get_scorer(scorer)
+        df["label_pred_filled"] = fill_unparsed(df["label_true"].to_numpy(), df["label_pred"].tolist())
+        df["correct"] = df["label_pred_filled"] == df["label_true"]
+        df["explanation_pred"] = df["explanation_pred"].fillna("").astype(str)
+        df["explanation_score"] = sc.score(df["explanation_pred"].tolist(), df["explanation"].astype(str).tolist())
+        df["explanation_scorer"] = sc.name
+        df.attrs["scorer"] = scorer_info(sc)
+        return df
+
+    # -- report ------------------------------------------------------------------------------------
+    def tables(self, scored, *, model: str = "ours", ci: bool = False, n_resamples: int = 2000) -> dict[str, Any]:
+        """Table 4 row (F1@0/53/60 ×100), the per-dataset breakdown (Table 7 layout), the F1@t curve, Fig. 6 drops."""
+        import pandas as pd
+
+        curve = f1_curve(scored, model=model)
+        wide = curve[curve["pct"].isin(REPORTED)].pivot(index="dataset", columns="pct", values="f1") * 100
+        wide.columns = [f"F1@{p}" for p in wide.columns]
+        order = ["overall"] + [d for d in DATASETS if d in wide.index]
+        wide = wide.loc[order]
+        table4 = wide.loc[["overall"]].rename(index={"overall": model})
+        if ci:
+            for p in REPORTED:
+                r = f1_at_ci(scored["label_true"], scored["label_pred_filled"], scored["explanation_score"], p,
+                             n_resamples=n_resamples)
+                table4[f"F1@{p} CI"] = f"[{100 * r['ci_low']:.2f}, {100 * r['ci_high']:.2f}]"
+        by_ds = wide.rename(index={d: DATASETS.get(d, d) for d in wide.index})
+        drop = pd.DataFrame({"dataset": [DATASETS[d] for d in order[1:]],
+                             "drop_pct": [_drop(wide.loc[d, "F1@0"], wide.loc[d, "F1@60"]) for d in order[1:]]})
+        return {"Table 4": table4.round(2), "By dataset": by_ds.round(2), "F1 curve": curve, "Fig. 6": drop}
+
+    def comparison_rows(self, scored, *, row: str, table: str = "Table 4"):
+        """Our F1@0/53/60 in the reference layout (``table,row,column,value``) for ``reference.compare``."""
+        import pandas as pd
+
+        t4 = self.tables(scored)["Table 4"]
+        names = {"F1@0": "F1@0", "F1@53": "F1@53", "F1@60": "F1@60"}
+        return pd.DataFrame([{"table": table, "row": row, "column": names[c], "value": float(t4.iloc[0][c])}
+                             for c in names])
+
+    def deviations(self, model: ModelInfo, setting: str, scorer: dict[str, Any] | None = None) -> list[Deviation]:
+        out = super().deviations(model, setting)
+        if scorer and scorer.get("substitute"):
+            out.append(Deviation("explanation score", "mean of BERTScore-F1 (deberta-xlarge-mnli) and BLEURT-20",
+                                 scorer["description"], "Table 4 F1@53/F1@60, per-dataset F1@t"))
+        if scorer and scorer.get("name") == "none":
+            out.append(Deviation("explanation score", "ExplanationScore thresholds", "none (label-only F1)",
+                                 "Table 4 F1@53/F1@60"))
+        if setting == "few_shot":
+            out.append(Deviation("few-shot examples", "not described", "k seeded training examples per item "
+                                 "(random.Random(f'{seed}:{item id}'))", "Table 4 5-shot rows"))
+        if setting == "hypothesis_only":
+            out.append(Deviation("-Image ablation", "fine-tuned and evaluated on white.png (size not given)",
+                                 f"evaluation with a {WHITE_SIZE[0]}x{WHITE_SIZE[1]} white square", "Table 4"))
+        return out
+
+    # -- CLI hooks ---------------------------------------------------------------------------------
+    def data_stats(self, items) -> dict[str, Any]:
+        from vlamb_nb.benchmarks import vflute_data as vd
+
+        counts = vd.split_counts(items)
+        return {"n": int(len(items)), "by_label": {k: int(v) for k, v in items["label"].value_counts().items()},
+                "by_dataset": {k: int(v) for k, v in vd.dataset_counts(items).items()},
+                "by_source_phenomenon_label": {f"{s}/{p}": {c: int(counts.loc[(s, p), c]) for c in counts.columns}
+                                               for s, p in counts.index},
+                "mean_chars": vd.length_table(items).to_dict(orient="index"),
+                "distinct_prompts": int(items["prompt"].nunique())}
+
+    def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
+                   **options: Any) -> dict[str, Any]:
+        from vlamb_nb.benchmarks.vflute_files import score_prediction_file
+
+        return score_prediction_file(self, predictions, source=source, **options)
+
+    def reference_check(self) -> list[Finding]:
+        from vlamb_nb.benchmarks.vflute_files import reference_findings
+
+        return reference_findings()
+
+    def make_sample(self, directory: str | os.PathLike, n: int = 16, seed: int = 0) -> Path:
+        """A generated test split (+ a small train split for few-shot) in the official JSON/CSV format with images."""
+        return write_sample(directory, n, seed)
+
+
+def _drop(f0: float, f60: float) -> float:
+    """Fig. 6's % drop from F1@0 to F1@0.6 (NaN when F1@0 is 0)."""
+    return float("nan") if f0 == 0 else float((f0 - f60) / f0 * 100)
+
+
+BENCHMARK = VFlute()

@@ -1,0 +1,185 @@
+"""V-FLUTE metrics: macro-F1, F1@ExplanationScore thresholds, bootstrap CIs, paired tests, PR analysis.
+
+F1@t follows the official rule (``eval/compute_metrics_bscore_bleurt.py``): an item whose
+ExplanationScore is ``<= t`` is made wrong (its prediction is set to ``1 - gold``), then macro-F1
+over the classes present in gold ∪ predictions is computed, exactly like scikit-learn's
+``f1_score(average="macro")``. That is why NYCartoons (all gold labels entailment) is capped
+at 0.5 as soon as one item is predicted or forced to contradiction.
+
+Thresholds are indexed by integer percent ``i`` (t = i/100, i = 0..100), never by float
+equality: the official script looked thresholds up by ``== 0.7`` in ``np.arange(0, 1.01, 0.01)``,
+which fails for 0.7.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from vlamb_nb.errors import DataError, SettingError
+
+PERCENTS = np.arange(101)  # threshold i/100 for i = 0..100
+REPORTED = (0, 53, 60)  # Table 4's F1@0, F1@53, F1@60
+
+
+def threshold(pct: int) -> float:
+    """The threshold value for integer percent ``pct`` (0..100)."""
+    if not 0 <= int(pct) <= 100 or int(pct) != pct:
+        raise SettingError(f"threshold percent must be an integer 0..100, got {pct!r}")
+    return int(pct) / 100
+
+
+def macro_f1(y_true: Sequence[int], y_pred: Sequence[int]) -> float:
+    """Binary macro-F1 over the labels present in ``y_true ∪ y_pred`` (scikit-learn's behaviour)."""
+    t = np.asarray(y_true, dtype=int)
+    p = np.asarray(y_pred, dtype=int)
+    if t.shape != p.shape:
+        raise DataError(f"{t.size} gold labels but {p.size} predictions")
+    if t.size == 0:
+        return 0.0
+    return float(_macro_f1_matrix(t, p[None, :])[0])
+
+
+def _macro_f1_matrix(t: np.ndarray, preds: np.ndarray) -> np.ndarray:
+    """Macro-F1 of each row of ``preds`` (shape k × n) against ``t`` (n), binary labels 0/1."""
+    out = np.zeros(preds.shape[0])
+    n_present = np.zeros(preds.shape[0])
+    for c in (0, 1):
+        tc = (t == c)[None, :]
+        pc = preds == c
+        tp = (tc & pc).sum(axis=1)
+        denom = tc.sum() + pc.sum(axis=1)  # 2TP + FP + FN
+        present = denom > 0
+        f1 = np.where(present, 2 * tp / np.where(denom == 0, 1, denom), 0.0)
+        out += f1
+        n_present += present
+    return np.where(n_present > 0, out / np.maximum(n_present, 1), 0.0)
+
+
+def adjusted_predictions(label_true: np.ndarray, label_pred: np.ndarray, scores: np.ndarray,
+                         pct: int) -> np.ndarray:
+    """Official rule: ExplanationScore ``<= t`` → the prediction becomes wrong (``1 - gold``)."""
+    return np.where(scores <= threshold(pct), 1 - label_true, label_pred)
+
+
+def f1_curve_arrays(label_true: Sequence[int], label_pred: Sequence[int], scores: Sequence[float],
+                    percents: Sequence[int] = PERCENTS) -> np.ndarray:
+    """Macro-F1 at each threshold percent, vectorised over thresholds."""
+    t = np.asarray(label_true, dtype=int)
+    p = np.asarray(label_pred, dtype=int)
+    s = np.asarray(scores, dtype=float)
+    if not (t.shape == p.shape == s.shape):
+        raise DataError(f"lengths differ: {t.size} gold, {p.size} predictions, {s.size} scores")
+    if np.isnan(s).any():
+        raise DataError("explanation scores contain NaN")
+    th = np.array([threshold(int(i)) for i in percents])
+    if t.size == 0:
+        return np.zeros(len(th))
+    adjusted = np.where(s[None, :] <= th[:, None], 1 - t[None, :], p[None, :])
+    return _macro_f1_matrix(t, adjusted)
+
+
+def fill_unparsed(label_true: np.ndarray, label_pred: Sequence[Any]) -> np.ndarray:
+    """Unparsed labels (None/NaN) become wrong, as in the official script."""
+    t = np.asarray(label_true, dtype=int)
+    p = np.array([np.nan if v is None else float(v) for v in label_pred])
+    return np.where(np.isnan(p), 1 - t, p).astype(int)
+
+
+def f1_curve(scored, *, by_dataset: bool = True, model: str = "", percents: Sequence[int] = PERCENTS):
+    """Long DataFrame ``model, dataset, pct, threshold, f1`` (``dataset='overall'`` plus each V-FLUTE dataset)."""
+    import pandas as pd
+
+    groups = [("overall", scored)]
+    if by_dataset:
+        groups += [(d, g) for d, g in scored.groupby("dataset", sort=False)]
+    rows = []
+    for name, g in groups:
+        f1s = f1_curve_arrays(g["label_true"], g["label_pred_filled"], g["explanation_score"], percents)
+        rows += [{"model": model, "dataset": name, "pct": int(i), "threshold": threshold(int(i)), "f1": float(f)}
+                 for i, f in zip(percents, f1s, strict=True)]
+    return pd.DataFrame(rows)
+
+
+# -- uncertainty ---------------------------------------------------------------------------------
+def _stats():
+    try:
+        from vlamb_nb import stats
+    except ImportError:  # pragma: no cover - the statistics module ships with the package
+        return None
+    return stats
+
+
+def f1_at_ci(label_true, label_pred, scores, pct: int, *, n_resamples: int = 2000, seed: int = 0,
+             alpha: float = 0.05) -> dict[str, Any]:
+    """F1@t with a percentile bootstrap CI over items (resampling the test set)."""
+    t = np.asarray(label_true, dtype=int)
+    adj = adjusted_predictions(t, np.asarray(label_pred, dtype=int), np.asarray(scores, dtype=float), pct)
+    est = macro_f1(t, adj)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, t.size, size=(n_resamples, t.size))
+    boots = np.array([macro_f1(t[i], adj[i]) for i in idx])
+    lo, hi = np.quantile(boots, [alpha / 2, 1 - alpha / 2])
+    return {"name": f"F1@{pct}", "estimate": est, "ci_low": float(lo), "ci_high": float(hi), "n": int(t.size),
+            "method": "percentile bootstrap over items", "n_resamples": n_resamples, "seed": seed}
+
+
+def paired_bootstrap_f1(label_true, pred_a, pred_b, *, n_resamples: int = 10000, seed: int = 0,
+                        statistic: Callable[[np.ndarray, np.ndarray], float] | None = None) -> dict[str, Any]:
+    """Koehn (2004) paired bootstrap on macro-F1: resample items with replacement, count B ≥ A.
+
+    ``p`` is the two-sided p-value ``2 * min(P(Δ* ≤ 0), P(Δ* ≥ 0))``; ``p_one_sided`` is the share of
+    resamples where A does not beat B (Koehn's original "wins" count). The paper does not give its
+    number of resamples; 10,000 is used here.
+    """
+    stat = statistic or macro_f1
+    t = np.asarray(label_true, dtype=int)
+    a = np.asarray(pred_a, dtype=int)
+    b = np.asarray(pred_b, dtype=int)
+    if not (t.shape == a.shape == b.shape):
+        raise DataError("paired bootstrap needs predictions of both systems on the same items")
+    rng = np.random.default_rng(seed)
+    deltas = np.empty(n_resamples)
+    for k in range(n_resamples):
+        i = rng.integers(0, t.size, size=t.size)
+        deltas[k] = stat(t[i], a[i]) - stat(t[i], b[i])
+    est = stat(t, a) - stat(t, b)
+    p_le = float((deltas <= 0).mean())
+    p_ge = float((deltas >= 0).mean())
+    return {"estimate": float(est), "p": min(1.0, 2 * min(p_le, p_ge)), "p_one_sided": p_le if est > 0 else p_ge,
+            "n": int(t.size), "n_resamples": n_resamples, "seed": seed, "method": "paired bootstrap (Koehn 2004)"}
+
+
+# -- ExplanationScore vs human adequacy ------------------------------------------------------------
+def adequacy_pr(scores: Sequence[float], adequate: Sequence[bool]) -> dict[str, Any]:
+    """PR curve, PR-AUC, the max-F1 threshold, and the best threshold with P and R both ≥ 0.75 (paper §5.3)."""
+    from sklearn.metrics import auc, precision_recall_curve
+
+    s = np.asarray(scores, dtype=float)
+    y = np.asarray(adequate, dtype=bool)
+    if s.shape != y.shape or s.size == 0:
+        raise DataError("adequacy analysis needs one human label per explanation score")
+    if y.all() or not y.any():
+        raise DataError("adequacy labels must contain both adequate and inadequate explanations")
+    prec, rec, thr = precision_recall_curve(y, s)
+    f1 = np.where(prec + rec > 0, 2 * prec * rec / np.where(prec + rec == 0, 1, prec + rec), 0)[:-1]
+    best = int(np.argmax(f1))
+    both = np.where((prec[:-1] >= 0.75) & (rec[:-1] >= 0.75))[0]
+    bal = int(both[np.argmax(f1[both])]) if both.size else None
+    return {"pr_auc": float(auc(rec, prec)), "max_f1": float(f1[best]), "max_f1_threshold": float(thr[best]),
+            "p75_r75_threshold": None if bal is None else float(thr[bal]),
+            "p75_r75_f1": None if bal is None else float(f1[bal]),
+            "curve": {"precision": prec.tolist(), "recall": rec.tolist(), "thresholds": thr.tolist()}}
+
+
+def cohen_kappa(r1: Sequence[Any], r2: Sequence[Any]) -> dict[str, Any]:
+    """Cohen's κ between two annotators (the statistics module's, when present)."""
+    st = _stats()
+    if st is not None and hasattr(st, "cohen_kappa"):
+        res = st.cohen_kappa(list(r1), list(r2))
+        return res.to_dict() if hasattr(res, "to_dict") else dict(res)
+    from sklearn.metrics import cohen_kappa_score
+
+    return {"name": "cohen_kappa", "estimate": float(cohen_kappa_score(list(r1), list(r2))), "n": len(list(r1))}
