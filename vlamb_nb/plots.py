@@ -60,3 +60,216 @@ def save_figure(fig, paper: str, name: str, *, directory: str | Path | None = No
         fig.savefig(p, format=fmt, metadata=meta, bbox_inches="tight")
         paths.append(p)
     return paths
+
+
+# --------------------------------------------------------------------------- error-bar helpers
+# Every bar and point these helpers draw carries its interval: an estimate without its
+# uncertainty is exactly what the papers print, and what this package exists to improve on.
+
+
+def _ci_triplet(value: Any) -> tuple[float, float, float]:
+    """(estimate, low, high) from a stats.Result, a mapping/Series with those keys, or a number."""
+    import math
+
+    if hasattr(value, "estimate"):
+        est, lo, hi = value.estimate, value.ci_low, value.ci_high
+    elif hasattr(value, "get") and value.get("estimate") is not None:
+        est, lo, hi = value.get("estimate"), value.get("ci_low"), value.get("ci_high")
+    else:
+        est, lo, hi = value, None, None
+    est = float(est)
+    lo = float(lo) if lo is not None and math.isfinite(float(lo)) else est
+    hi = float(hi) if hi is not None and math.isfinite(float(hi)) else est
+    return est, lo, hi
+
+
+def _labelled(results: Any) -> list[tuple[str, Any]]:
+    """(label, value) pairs from a mapping, a DataFrame (``name`` column), or a list of Results."""
+    if hasattr(results, "iterrows"):
+        label_col = "name" if "name" in results.columns else None
+        return [(str(row[label_col]) if label_col else str(idx), row) for idx, row in results.iterrows()]
+    if hasattr(results, "items"):
+        return [(str(k), v) for k, v in results.items()]
+    return [(str(getattr(r, "name", "") or i), r) for i, r in enumerate(results)]
+
+
+def _yerr(triplets: list[tuple[float, float, float]], scale: float):
+    import numpy as np
+
+    est = np.array([t[0] for t in triplets]) * scale
+    lo = np.array([t[1] for t in triplets]) * scale
+    hi = np.array([t[2] for t in triplets]) * scale
+    return est, np.vstack([np.clip(est - lo, 0, None), np.clip(hi - est, 0, None)])
+
+
+def _axes(ax, width: float, height: float):
+    if ax is None:
+        return new_figure(width, height)
+    apply_style()
+    return ax.figure, ax
+
+
+def bar_with_ci(results: Any, *, ax=None, title: str | None = None, ylabel: str | None = None,
+                scale: float = 1.0, reference: Any = None, reference_label: str = "paper",
+                color: str | None = None, annotate: bool = False, ylim: tuple[float, float] | None = None):
+    """One bar per result with its CI as an error bar; optional paper values as markers.
+
+    ``results``: mapping label -> Result, a list of Results (labels from ``name``) or a
+    ``stats.results_frame``. ``reference``: mapping label -> published number (drawn as a
+    black tick so "paper vs ours" reads at a glance). ``scale=100`` shows percentages.
+    """
+    import numpy as np
+
+    pairs = _labelled(results)
+    if not pairs:
+        raise ValueError("bar_with_ci needs at least one result")
+    labels = [p[0] for p in pairs]
+    est, yerr = _yerr([_ci_triplet(p[1]) for p in pairs], scale)
+    fig, ax = _axes(ax, max(3.0, 0.6 * len(labels) + 1.5), 3.5)
+    x = np.arange(len(labels))
+    ax.bar(x, est, yerr=yerr, capsize=3, color=color or PALETTE[0], ecolor="#333333", zorder=2)
+    if reference is not None:
+        ref = reference if hasattr(reference, "get") else dict(zip(labels, reference, strict=False))
+        pts = [(i, ref.get(lab)) for i, lab in enumerate(labels) if ref.get(lab) is not None]
+        if pts:
+            ax.scatter([p[0] for p in pts], [float(p[1]) for p in pts], marker="_", s=300, color="black",
+                       zorder=3, label=reference_label)
+            ax.legend()
+    if annotate:
+        for xi, e in zip(x, est, strict=True):
+            ax.annotate(f"{e:.1f}" if scale != 1 else f"{e:.3f}", (xi, e), ha="center", va="bottom",
+                        fontsize=7, xytext=(0, 2), textcoords="offset points")
+    ax.set_xticks(x, labels, rotation=30 if max(len(s) for s in labels) > 8 else 0, ha="right"
+                  if max(len(s) for s in labels) > 8 else "center")
+    _finish(ax, title, ylabel, ylim)
+    return fig
+
+
+def grouped_bars(results: Any, *, ax=None, title: str | None = None, ylabel: str | None = None,
+                 scale: float = 1.0, series_order: list[str] | None = None,
+                 group_order: list[str] | None = None, ylim: tuple[float, float] | None = None,
+                 legend_title: str | None = None):
+    """Bars grouped on the x axis (e.g. categories) with one bar per series (e.g. models).
+
+    ``results``: nested mapping ``{group: {series: Result}}`` or a DataFrame with columns
+    ``group``, ``series``, ``estimate``, ``ci_low``, ``ci_high``. Missing cells leave a gap.
+    """
+    import numpy as np
+
+    nested = _nested(results)
+    groups = group_order or list(nested)
+    series = series_order or list(dict.fromkeys(s for g in nested.values() for s in g))
+    if not groups or not series:
+        raise ValueError("grouped_bars needs at least one group and one series")
+    fig, ax = _axes(ax, max(4.0, 0.35 * len(groups) * len(series) + 2.0), 3.5)
+    width = 0.8 / len(series)
+    x = np.arange(len(groups))
+    for j, s in enumerate(series):
+        cells = [(i, nested.get(g, {}).get(s)) for i, g in enumerate(groups)]
+        cells = [(i, v) for i, v in cells if v is not None]
+        if not cells:
+            continue
+        est, yerr = _yerr([_ci_triplet(v) for _, v in cells], scale)
+        xs = x[[i for i, _ in cells]] - 0.4 + width * (j + 0.5)
+        ax.bar(xs, est, width=width * 0.95, yerr=yerr, capsize=2, label=str(s),
+               color=PALETTE[j % len(PALETTE)], ecolor="#333333", zorder=2)
+    ax.set_xticks(x, [str(g) for g in groups])
+    ax.legend(title=legend_title, ncols=min(len(series), 4), fontsize=7)
+    _finish(ax, title, ylabel, ylim)
+    return fig
+
+
+def stacked_bars(shares: Any, *, ax=None, title: str | None = None, ylabel: str | None = None,
+                 scale: float = 1.0, segment_order: list[str] | None = None,
+                 bar_order: list[str] | None = None, horizontal: bool = False):
+    """Stacked shares per bar (e.g. answer classes per model) with each segment's CI.
+
+    ``shares``: ``{bar: {segment: Result}}`` (or a long DataFrame like ``grouped_bars``). Each
+    segment's interval is drawn at its upper edge, so every segment carries its uncertainty.
+    """
+    import numpy as np
+
+    nested = _nested(shares)
+    bars = bar_order or list(nested)
+    segments = segment_order or list(dict.fromkeys(s for b in nested.values() for s in b))
+    if not bars or not segments:
+        raise ValueError("stacked_bars needs at least one bar and one segment")
+    fig, ax = _axes(ax, max(3.5, 0.6 * len(bars) + 2.5), 3.5)
+    pos = np.arange(len(bars))
+    bottom = np.zeros(len(bars))
+    for j, s in enumerate(segments):
+        trip = [_ci_triplet(nested.get(b, {}).get(s, 0.0)) for b in bars]
+        est, err = _yerr(trip, scale)
+        color = PALETTE[j % len(PALETTE)]
+        if horizontal:
+            ax.barh(pos, est, left=bottom, color=color, label=str(s), zorder=2)
+            ax.errorbar(bottom + est, pos + (j - len(segments) / 2) * 0.04, xerr=err, fmt="none",
+                        ecolor="#333333", capsize=2, zorder=3)
+        else:
+            ax.bar(pos, est, bottom=bottom, color=color, label=str(s), zorder=2)
+            ax.errorbar(pos + (j - len(segments) / 2) * 0.04, bottom + est, yerr=err, fmt="none",
+                        ecolor="#333333", capsize=2, zorder=3)
+        bottom = bottom + est
+    if horizontal:
+        ax.set_yticks(pos, [str(b) for b in bars])
+    else:
+        ax.set_xticks(pos, [str(b) for b in bars])
+    ax.legend(bbox_to_anchor=(1.01, 1), loc="upper left", fontsize=7)
+    _finish(ax, title, ylabel if not horizontal else None, None)
+    if horizontal and ylabel:
+        ax.set_xlabel(ylabel)
+    return fig
+
+
+def forest_plot(results: Any, *, ax=None, title: str | None = None, xlabel: str | None = None,
+                scale: float = 1.0, null: float | None = 0.0, mark_significant: bool = True):
+    """Points with CIs, one row per comparison (paired differences); a line at ``null``.
+
+    Significant results (``p < alpha``) are filled, others hollow, so a reader sees which
+    differences are real.
+    """
+    import math
+
+    import numpy as np
+
+    pairs = _labelled(results)
+    if not pairs:
+        raise ValueError("forest_plot needs at least one result")
+    est, err = _yerr([_ci_triplet(v) for _, v in pairs], scale)
+    fig, ax = _axes(ax, 5.0, max(2.0, 0.35 * len(pairs) + 1.0))
+    y = np.arange(len(pairs))[::-1]
+    for yi, e, lo, hi, (_, v) in zip(y, est, err[0], err[1], pairs, strict=True):
+        p, a = getattr(v, "p", float("nan")), getattr(v, "alpha", 0.05)
+        filled = not mark_significant or (math.isfinite(p) and p < a)
+        ax.errorbar([e], [yi], xerr=[[lo], [hi]], fmt="o", color=PALETTE[0], capsize=3,
+                    markerfacecolor=PALETTE[0] if filled else "white", zorder=3)
+    if null is not None:
+        ax.axvline(null * scale, color="#888888", linestyle="--", linewidth=1, zorder=1)
+    ax.set_yticks(y, [p[0] for p in pairs])
+    if title:
+        ax.set_title(title)
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    return fig
+
+
+def _nested(results: Any) -> dict[str, dict[str, Any]]:
+    if hasattr(results, "iterrows"):
+        need = {"group", "series", "estimate"}
+        missing = need - set(results.columns)
+        if missing:
+            raise ValueError(f"frame needs columns {sorted(need)} (missing {sorted(missing)})")
+        out: dict[str, dict[str, Any]] = {}
+        for _, row in results.iterrows():
+            out.setdefault(str(row["group"]), {})[str(row["series"])] = row
+        return out
+    return {str(g): {str(s): v for s, v in inner.items()} for g, inner in results.items()}
+
+
+def _finish(ax, title: str | None, ylabel: str | None, ylim: tuple[float, float] | None) -> None:
+    if title:
+        ax.set_title(title)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    if ylim:
+        ax.set_ylim(*ylim)

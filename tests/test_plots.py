@@ -1,0 +1,106 @@
+"""Error-bar helpers: every bar/point carries exactly the interval of its Result."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.container import ErrorbarContainer  # noqa: E402
+
+from vlamb_nb import plots, stats  # noqa: E402
+
+
+def _segments(ax) -> np.ndarray:
+    """(low, high) of every vertical error bar drawn on ``ax``, one row per bar."""
+    out = []
+    for c in ax.containers:
+        if isinstance(c, ErrorbarContainer):
+            for coll in c.lines[2]:
+                for seg in coll.get_segments():
+                    out.append((float(seg[:, 1].min()), float(seg[:, 1].max())))
+    return np.array(out).reshape(-1, 2)
+
+
+def _result(k: int, n: int, name: str = "") -> stats.Result:
+    return stats.wilson(k, n, name=name)
+
+
+def test_bar_with_ci_draws_each_interval_and_reference_markers(tmp_path):
+    res = {"GPT-4o": _result(70, 100), "Qwen": _result(40, 100), "Random": _result(50, 100)}
+    fig = plots.bar_with_ci(res, scale=100, reference={"GPT-4o": 71.2}, ylabel="Acc (%)")
+    ax = fig.axes[0]
+    bars = [p.get_height() for p in ax.patches]
+    assert bars == pytest.approx([70.0, 40.0, 50.0])
+    want = [(r.ci_low * 100, r.ci_high * 100) for r in res.values()]
+    assert _segments(ax) == pytest.approx(np.array(want))
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(res)
+    assert any(c.get_offsets().shape[0] == 1 for c in ax.collections if hasattr(c, "get_offsets"))
+    paths = plots.save_figure(fig, "stats", "bar", directory=tmp_path)
+    assert all(p.exists() and p.stat().st_size > 0 for p in paths)
+
+
+def test_bar_with_ci_accepts_a_results_frame_and_missing_intervals():
+    frame = stats.results_frame([_result(3, 10, "a"), stats.Result(0.5, name="b")])
+    fig = plots.bar_with_ci(frame)
+    ax = fig.axes[0]
+    segs = _segments(ax)
+    assert segs[0] == pytest.approx((frame.ci_low[0], frame.ci_high[0]))
+    assert segs[1] == pytest.approx((0.5, 0.5))  # no CI: a zero-length bar, not a crash
+    with pytest.raises(ValueError):
+        plots.bar_with_ci({})
+
+
+def test_grouped_bars_put_every_series_in_every_group_with_its_ci():
+    nested = {cat: {m: _result(k, 50) for m, k in [("m1", 20 + i), ("m2", 30 - i)]}
+              for i, cat in enumerate(["Polysemy", "Grammar", "Cultural"])}
+    fig = plots.grouped_bars(nested, ylabel="Acc_q")
+    ax = fig.axes[0]
+    assert len(ax.patches) == 6
+    segs = np.sort(_segments(ax), axis=0)
+    want = np.sort([(r.ci_low, r.ci_high) for g in nested.values() for r in g.values()], axis=0)
+    assert segs == pytest.approx(want)
+    # the long-frame form gives the same heights
+    import pandas as pd
+
+    rows = [{"group": g, "series": s, "estimate": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high}
+            for g, inner in nested.items() for s, r in inner.items()]
+    fig2 = plots.grouped_bars(pd.DataFrame(rows))
+    assert sorted(p.get_height() for p in fig2.axes[0].patches) == pytest.approx(
+        sorted(p.get_height() for p in ax.patches))
+    with pytest.raises(ValueError, match="columns"):
+        plots.grouped_bars(pd.DataFrame({"group": ["a"]}))
+
+
+def test_stacked_bars_stack_shares_and_draw_segment_intervals_at_their_tops():
+    labels = np.array(["largest"] * 5 + ["central"] * 3 + ["other"] * 2)
+    shares = {}
+    for model in ["A", "B"]:
+        shares[model] = {c: stats.bootstrap_ci((labels == c).astype(int), n_resamples=500, name=c)
+                         for c in ["largest", "central", "other"]}
+    fig = plots.stacked_bars(shares, ylabel="share")
+    ax = fig.axes[0]
+    heights = [p.get_height() for p in ax.patches]
+    assert sum(heights) == pytest.approx(2.0)  # two bars of total share 1
+    segs = _segments(ax)
+    assert len(segs) == 6
+    # segment j of each bar is centred at the cumulative share 0.5, 0.8, 1.0 (up to CI asymmetry)
+    for (lo, hi), top in zip(segs.tolist(), [0.5, 0.5, 0.8, 0.8, 1.0, 1.0], strict=True):
+        assert lo <= top <= hi and hi - lo > 0.1
+    fig_h = plots.stacked_bars(shares, horizontal=True, ylabel="share")
+    assert len(fig_h.axes[0].patches) == 6
+
+
+def test_forest_plot_marks_significance():
+    sig = stats.Result(0.1, 0.05, 0.15, p=0.001, name="CoT - Direct")
+    ns = stats.Result(0.01, -0.03, 0.05, p=0.6, name="Neg - NoNeg")
+    fig = plots.forest_plot([sig, ns], scale=100, xlabel="difference (points)")
+    ax = fig.axes[0]
+    faces = [c.lines[0].get_markerfacecolor() for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert faces[0] != faces[1]
+    rows = {t.get_text(): y for t, y in zip(ax.get_yticklabels(), ax.get_yticks(), strict=True)}
+    assert rows["CoT - Direct"] > rows["Neg - NoNeg"]  # first result on top
+    xs = [c.lines[0].get_xdata()[0] for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert xs == pytest.approx([10.0, 1.0])
