@@ -74,6 +74,9 @@ def outcome(row: Any) -> str:
 def score_predictions(preds):
     """``correct`` per query (invalid answers count as wrong, never dropped) and an ``outcome`` label."""
     out = preds.copy()
+    for col, default in (("letter", None), ("valid", False), ("parse_method", None)):
+        if col not in out:
+            out[col] = default
     valid = out["valid"].fillna(False).astype(bool) if "valid" in out else False
     if "setting" in out and (out["setting"] == "c_ambiguous").any():
         amb = out["setting"] == "c_ambiguous"
@@ -232,18 +235,50 @@ def run_judge(model: VLM, scored, *, store: str | os.PathLike | None = None, bat
 
 
 def agreement(a, b) -> dict[str, Any]:
-    """Percent agreement (Table 7's statistic) and Cohen's kappa (an addition) over items both label."""
+    """Percent agreement (Table 7's statistic) and Cohen's kappa with its CI (an addition), on items both label."""
     import pandas as pd
+
+    from vlamb_nb.stats import cohen_kappa
 
     x, y = pd.Series(list(a), dtype=float), pd.Series(list(b), dtype=float)
     both = x.notna() & y.notna()
     x, y = x[both].astype(int).to_numpy(), y[both].astype(int).to_numpy()
     if len(x) == 0:
         raise DataError("no item has both labels; cannot compute agreement")
-    po = float((x == y).mean())
-    pe = float(x.mean() * y.mean() + (1 - x.mean()) * (1 - y.mean()))
-    kappa = (po - pe) / (1 - pe) if pe < 1 else float("nan")
-    return {"n": int(len(x)), "percent_agreement": round(100 * po, 2), "cohen_kappa": round(kappa, 4)}
+    k = cohen_kappa(x, y, ci=True)
+    return {"n": int(len(x)), "percent_agreement": round(100 * float((x == y).mean()), 2),
+            "cohen_kappa": k.estimate, "kappa_ci": [k.ci_low, k.ci_high]}
+
+
+def paper_table_with_ci(table: str, items, *, alpha: float = 0.05):
+    """A published Table 2/9/12 in long form with Wilson CIs over the released denominators (an addition).
+
+    Denominators: queries (Acc_q) and groups (Acc_p) per category in ``items``; the paper's own
+    denominators differ by model (notes §3.5), so the intervals are approximate.
+    """
+    import pandas as pd
+
+    from vlamb_nb import reference
+    from vlamb_nb.stats import wilson_from_percent
+
+    groups = group_frame(items.assign(correct=True))
+    nq = items.groupby("category").size().to_dict()
+    ng = groups.groupby("category").size().to_dict()
+    six = [c for c in CATEGORY_ORDER if c != "Dual-ambiguity"]
+    overall_q = sum(nq[c] for c in (six if table == "Table 12" else CATEGORY_ORDER))
+    overall_g = sum(ng[c] for c in (six if table == "Table 12" else CATEGORY_ORDER))
+    rows = []
+    for _, r in reference.load(NAME, table).iterrows():
+        cat, metric = r["column"].rsplit(" ", 1)
+        if metric not in ("Acc_p", "Acc_q") or r["value_num"] != r["value_num"]:
+            continue
+        n = (overall_q if metric == "Acc_q" else overall_g) if cat == "Overall" else \
+            (nq if metric == "Acc_q" else ng).get(cat)
+        res = wilson_from_percent(float(r["value_num"]), int(n), alpha) if n else None
+        rows.append({"table": table, "row": r["row"], "column": r["column"], "value": r["value_num"], "n": n,
+                     "ci_low": None if res is None else round(100 * res.ci_low, 2),
+                     "ci_high": None if res is None else round(100 * res.ci_high, 2), "flag": r["flag"]})
+    return pd.DataFrame(rows)
 
 
 # -- figures -------------------------------------------------------------------------------------
@@ -369,7 +404,11 @@ class Mucar(Benchmark):
         return score_predictions(predictions)
 
     def predictions(self, items, generations, *, id_column: str = "uid"):
-        return super().predictions(items, generations, id_column=id_column)
+        """The base join, after turning missing ``error`` cells (NaN) into ``""`` so they are not failures."""
+        gens = generations.copy()
+        if "error" in gens:
+            gens["error"] = [e if isinstance(e, str) else "" for e in gens["error"]]
+        return super().predictions(items, gens, id_column=id_column)
 
     def evaluate(self, model: VLM, items, setting: str | None = None, **kwargs: Any):
         scored = super().evaluate(model, items, setting, **kwargs)

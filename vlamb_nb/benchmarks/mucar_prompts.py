@@ -156,7 +156,7 @@ REFUSAL = re.compile(
     r"(I'?m sorry|I am sorry|I cannot|I can't|I can not|I'm unable|I am unable|unable to (?:determine|answer|help)"
     r"|cannot (?:determine|be determined)|can't assist|抱歉|对不起|无法(?:回答|确定|判断|提供)|不能回答"
     r"|Maaf|tidak dapat (?:menjawab|menentukan|membantu))", re.IGNORECASE)
-_ANSWER = re.compile(r"(?:Answer|答案|回答|Jawapan)\s*(?:is)?\s*[:：]?\s*[\[(（【]?\s*([A-Ea-e])\s*(?:[\])）】.．,，:：;；]|\s|$)")
+_ANSWER = re.compile(r"(?i:answer|答案|回答|jawapan)\s*(?i:is)?\s*[:：]?\s*[\[(（【]?\s*([A-E])\s*(?:[\])）】.．,，:：;；。]|\s|$)")
 _LONE = re.compile(r"^\s*[\[(（【]?\s*([A-Ea-e])\s*[\])）】.．]?\s*$")
 _LEADING = re.compile(r"^\s*[\[(（【]?\s*([A-E])\s*[\])）】.．:：、]")
 
@@ -189,6 +189,9 @@ def parse_answer(text: str | None, options: list[str]) -> dict[str, Any]:
         texts = [_norm(split_option(o)[1]) for o in options]
         hit = [letters[i] for i, x in enumerate(texts) if x and x in norm_t]
         hit = [h for h in hit if texts.count(texts[letters.index(h)]) == 1]
+        # "chicken feed" contains "chicken": keep only the longest matching option text
+        hit = [h for h in hit if not any(texts[letters.index(h)] in texts[letters.index(o)] and h != o
+                                         for o in hit)]
         if len(hit) == 1:
             found, method = hit[0], "option_text"
     if found is None:

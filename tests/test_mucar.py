@@ -1,0 +1,428 @@
+"""MUCAR: loader on the real release and on generated samples, prompts, parser, Acc_p/Acc_q, audit, CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vlamb_nb import cli
+from vlamb_nb.benchmarks import mucar
+from vlamb_nb.benchmarks import mucar_audit as audit
+from vlamb_nb.benchmarks import mucar_data as data
+from vlamb_nb.benchmarks import mucar_prompts as prompts
+from vlamb_nb.errors import DataError, ImageError, SettingError
+from vlamb_nb.models import ScriptedModel
+
+B = mucar.BENCHMARK
+
+
+@pytest.fixture(scope="module")
+def release(shared_data):
+    path = shared_data / "mucar" / "data-all.json"
+    if not path.is_file():
+        pytest.skip("MUCAR release data-all.json not found")
+    return B.load(path)
+
+
+@pytest.fixture()
+def sample(tmp_path):
+    return B.load(B.make_sample(tmp_path / "mucar"))
+
+
+# -- the real release ----------------------------------------------------------------------------
+def test_release_counts(release):
+    stats = B.data_stats(release)
+    assert stats["queries"] == 1278
+    assert stats["per_schema"] == {"A": 906, "B": 162, "C": 210}
+    assert stats["per_language"] == {"Chinese": 345, "English": 601, "Malay": 332}
+    assert stats["per_category"] == {"Polysemy": 179, "Homonymy": 250, "Grammar": 214, "Semantics": 84,
+                                     "Specialized": 94, "Cultural": 85, "Dual-ambiguity": 372}
+    # first-six pair counts equal the denominators the notes derive from Table 2
+    assert stats["groups_per_category"]["Homonymy"] == 117
+    assert stats["groups_per_category"]["Grammar"] == 107
+    assert {1, 2, 4, 6} <= set(stats["group_sizes"])
+    assert stats["options_per_query"][2] == 1241
+
+
+def test_release_gold_letters_all_resolve(release):
+    assert release["gold"].isin(list("ABCDE")).all()
+    assert (release["gold"].map("ABCDE".index) < release["n_options"]).all()
+    odd = release[release["gold_method"] != "exact"].set_index("record_id")
+    assert odd.loc[180, "gold"] == "A"  # "A.是。" vs option "A.是"
+    assert odd.loc[316, ["gold", "gold_method"]].tolist() == ["A", "text"]  # no letter in the answer
+    assert odd.loc[525, "gold"] == "B"  # gold text differs from the option: the letter wins
+
+
+def test_release_schemas_and_translations(release):
+    r = release.set_index("record_id")
+    assert r.loc[1026, "schema"] == "C" and r.loc[1026, "image_ambiguity"] == "Temporal Information"
+    assert r.loc[936, "schema"] == "B" and r.loc[936, "context_embedded"] and pd.isna(r.loc[936, "context"])
+    assert r.loc[1255, "language"] == "Malay" and r.loc[1255, "old_id"] == 121
+    assert r.loc[0, "context"].startswith("I saw the man with a telescope")
+    # question_id collides across schemas B and C, but groups never merge them
+    assert r.loc[1026, "group"] != r.loc[935, "group"]
+
+
+def test_release_quirks(release):
+    q = B.data_stats(release)["quirks"]
+    assert q["singleton_group"] >= 6 and q["mixed_category_group"] == 2
+    qs = data.quirks(release)
+    assert [935] in qs.loc[qs["kind"] == "answer_in_question", "record_ids"].tolist()
+    dup = {i for ids in qs.loc[qs["kind"] == "duplicate_options", "record_ids"] for i in ids}
+    assert {1170, 1171} <= dup
+
+
+def test_table5_recomputed_vs_paper(release):
+    tab = data.category_language_counts(release)
+    assert tab.loc["Overall", "Total"] == 1278
+    f = pd.DataFrame([x.to_dict() for x in audit.table5_vs_release(release)])
+    zh = f[(f["row"] == "Overall") & (f["column"] == "Chinese")].iloc[0]
+    assert zh["published"] == 364 and zh["recomputed"] == 345 and not zh["ok"]
+
+
+# -- loader on generated and malformed files -----------------------------------------------------
+def test_sample_has_all_three_schemas_and_loads_images(sample):
+    assert set(sample["schema"]) == {"A", "B", "C"}
+    assert {1, 2, 4} <= set(data.group_sizes(sample))
+    assert (sample["gold_method"] == "letter").sum() == 1  # the injected gold typo
+    res = data.ImageResolver(sample.attrs["images"])
+    assert res.load("malay/1-1").size == (96, 72)
+
+
+def _write(tmp_path, recs):
+    p = tmp_path / "data-all.json"
+    p.write_text(json.dumps(recs), encoding="utf-8")
+    return p
+
+
+def test_malformed_records_name_row_and_field(tmp_path, sample):
+    recs = json.loads((tmp_path / "mucar" / "data-all.json").read_text(encoding="utf-8"))
+    bad = [dict(r) for r in recs]
+    del bad[3]["options"]
+    with pytest.raises(DataError, match=r"row 3.*'options'"):
+        B.load(_write(tmp_path, bad))
+    bad = [dict(r) for r in recs]
+    bad[2]["answer"] = "Z.nothing"
+    with pytest.raises(DataError, match=r"row 2.*'answer'"):
+        B.load(_write(tmp_path, bad))
+    bad = [dict(r) for r in recs]
+    bad[1]["tags"] = {"category": 9, "language": 1}
+    with pytest.raises(DataError, match="category code 9"):
+        B.load(_write(tmp_path, bad))
+    (tmp_path / "x.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(DataError, match="not valid JSON"):
+        B.load(tmp_path / "x.json")
+    with pytest.raises(DataError, match="not found"):
+        B.load(tmp_path / "missing.json")
+    with pytest.raises(SettingError, match="grouping"):
+        B.load(tmp_path / "mucar", grouping="nope")
+
+
+def test_grouping_rules(sample):
+    by_pair = B.load(sample.attrs["source"], grouping="pair_id")
+    dual = sample[sample["category"] == "Dual-ambiguity"]
+    # translations are separate groups by default and merged by pair_id alone
+    assert dual["group"].nunique() > by_pair[by_pair["category"] == "Dual-ambiguity"]["group"].nunique()
+
+
+def test_image_resolver_errors_and_parquet(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    from vlamb_nb.images import encode_png
+
+    root = tmp_path / "hub"
+    (root / "data").mkdir(parents=True)
+    png = encode_png(Image.new("RGB", (5, 7), (9, 9, 9)))
+    table = pa.table({"image": pa.array([{"bytes": png, "path": "malay/131.png"}],
+                                        type=pa.struct([("bytes", pa.binary()), ("path", pa.string())]))})
+    pq.write_table(table, root / "data" / "train-00000.parquet")
+    res = data.ImageResolver(root)
+    assert res.load("malay/131").size == (5, 7)
+    with pytest.raises(ImageError, match=r"tried .*7-1\.jpg"):
+        res.resolve("7-1")
+    with pytest.raises(ImageError, match="unsafe"):
+        res.resolve("../../etc/passwd")
+    with pytest.raises(ImageError, match="not available locally|neither"):
+        data.ImageResolver.from_spec("no-such-owner/no-such-dataset-xyz")
+
+
+# -- prompts -------------------------------------------------------------------------------------
+def _notes_block(shared_data, heading: str) -> str:
+    notes = (shared_data.parent / "papers" / "notes" / "mucar.md")
+    if not notes.is_file():
+        pytest.skip("paper notes not found")
+    text = notes.read_text(encoding="utf-8")
+    i = text.index(heading)
+    return re.search(r"```\n(.*?)\n```", text[i:], re.S).group(1)
+
+
+@pytest.mark.parametrize("heading,template", [
+    ("**Main experiment (English):**", prompts.PROMPT_EN),
+    ("**Ablation, Chinese:**", prompts.PROMPT_ZH),
+    ("**Ablation, Malay:**", prompts.PROMPT_MS),
+    ("**Ablation, only input (𝒞, 𝒬)** (no image):", prompts.PROMPT_TEXT_ONLY),
+    ("**Ablation, \"Is 𝒞 ambiguous?\":**", prompts.PROMPT_IS_AMBIGUOUS),
+])
+def test_templates_verbatim(shared_data, heading, template):
+    assert _notes_block(shared_data, heading) == template
+
+
+def test_build_prompt_settings():
+    item = {"context": "I'm going to the bank.", "question": "Is there a misunderstanding?",
+            "options": ["A.Yes.", "B.No."], "context_embedded": False}
+    full = prompts.build_prompt(item, "full")
+    assert full.endswith("Question: I'm going to the bank. Is there a misunderstanding? Options: A.Yes. B.No.")
+    assert "Question: Is there a misunderstanding? Options" in prompts.build_prompt(item, "q_i")
+    assert "Question: I'm going to the bank. Options" in prompts.build_prompt(item, "c_i")
+    assert prompts.build_prompt(item, "c_q").startswith("Please answer my question.")
+    assert prompts.build_prompt(item, "full_zh").endswith("选项: A.Yes. B.No.")
+    assert prompts.build_prompt(item, "c_ambiguous").endswith("Sentence: I'm going to the bank.")
+    spaced = prompts.build_prompt(item, "full", option_sep="\n", option_style="spaced", context_mode="newline")
+    assert spaced.endswith("bank.\nIs there a misunderstanding? Options: A. Yes.\nB. No.")
+    with pytest.raises(SettingError):
+        prompts.build_prompt(item, "nope")
+
+
+# -- parser --------------------------------------------------------------------------------------
+OPTS = ["A.Chicken.", "B.Chicken feed."]
+
+
+@pytest.mark.parametrize("text,letter,method", [
+    ("Answer: B", "B", "answer_tag"),
+    ("answer:(A)", "A", "answer_tag"),
+    ("The answer is B.", "B", "answer_tag"),
+    ("The image shows a farm... so the chicken eats feed.\nAnswer: B", "B", "answer_tag"),
+    ("Answer: A\nWait, reconsider. Answer: B", "B", "answer_tag"),
+    ("答案：B", "B", "answer_tag"),
+    ("Answer：A。", "A", "answer_tag"),
+    ("Jawapan: B", "B", "answer_tag"),
+    ("B", "B", "lone_letter"),
+    ("(A)", "A", "lone_letter"),
+    ("A. Chicken.", "A", "leading_letter"),
+    ("B.鸡饲料", "B", "leading_letter"),
+    ("It is chicken feed.", "B", "option_text"),
+])
+def test_parser_valid(text, letter, method):
+    p = prompts.parse_answer(text, OPTS)
+    assert (p["letter"], p["valid"], p["parse_method"]) == (letter, True, method)
+
+
+@pytest.mark.parametrize("text,method", [
+    ("I'm sorry, but I can't provide assistance with that request.", "refusal"),
+    ("抱歉，我无法回答这个问题。", "refusal"),
+    ("Maaf, saya tidak dapat menjawab soalan ini.", "refusal"),
+    ("Answer: D", "out_of_range"),
+    ("", "empty"),
+    ("ĠĠ ð?? zxq 0.31 tokens<unk>", "unparsed"),
+])
+def test_parser_invalid(text, method):
+    p = prompts.parse_answer(text, OPTS)
+    assert not p["valid"] and p["parse_method"] == method
+
+
+def test_parser_never_matches_template_echo_or_duplicate_options():
+    echo = "Answer: [ONLY the option letter; not a complete sentence]"
+    assert not prompts.parse_answer(echo, OPTS)["valid"]
+    assert not prompts.parse_answer("是的。", ["A. 是的。", "B. 是的。"])["valid"]
+
+
+def test_yes_no_and_judge_rules():
+    assert prompts.parse_yes_no("Yes.")["yes_no"] == "yes"
+    assert prompts.parse_yes_no("no")["yes_no"] == "no"
+    assert not prompts.parse_yes_no("maybe")["valid"]
+    assert prompts.parse_judge("Right.") == 1 and prompts.parse_judge("wrong") == 0
+    assert prompts.parse_judge("not right") == 1  # CODIS's substring rule, kept as released
+    assert prompts.parse_judge("not right", "strict") is None
+
+
+# -- Acc_p / Acc_q -------------------------------------------------------------------------------
+def _hand_scored():
+    # groups of 1, 4 and 6 queries (sizes in the release), correctness chosen by hand
+    spec = [("g1", "Polysemy", "English", [1]),
+            ("g4", "Polysemy", "English", [1, 1, 1, 0]),
+            ("g6", "Homonymy", "Chinese", [1, 1, 1, 1, 1, 1]),
+            ("g2", "Homonymy", "Malay", [0, 1])]
+    rows, rid = [], 0
+    for g, cat, lang, cs in spec:
+        for c in cs:
+            rows.append({"record_id": rid, "group": g, "category": cat, "language": lang, "correct": bool(c)})
+            rid += 1
+    return pd.DataFrame(rows)
+
+
+def test_acc_p_acc_q_hand_built():
+    s = _hand_scored()
+    tot = mucar.pair_accuracy(s, None, n_resamples=0).set_index("metric")["value"]
+    assert tot["Acc_q"] == pytest.approx(100 * 11 / 13)
+    assert tot["Acc_p"] == pytest.approx(100 * 2 / 4)
+    per = mucar.pair_accuracy(s, "category", n_resamples=0)
+    poly = per[per["category"] == "Polysemy"].set_index("metric")
+    assert poly.loc["Acc_q", "value"] == pytest.approx(80.0) and poly.loc["Acc_p", "value"] == pytest.approx(50.0)
+    assert poly.loc["Acc_p", "n_groups"] == 2 and poly.loc["Acc_q", "n_queries"] == 5
+    lang = mucar.pair_accuracy(s, "language", n_resamples=0).set_index(["language", "metric"])["value"]
+    assert lang[("Malay", "Acc_p")] == 0.0 and lang[("Chinese", "Acc_p")] == 100.0
+
+
+def test_overall_acc_q_is_micro_not_macro():
+    s = _hand_scored()
+    per = mucar.pair_accuracy(s, "category", n_resamples=0)
+    macro = per[per["metric"] == "Acc_q"]["value"].mean()
+    tot = mucar.pair_accuracy(s, None, n_resamples=0).set_index("metric")["value"]["Acc_q"]
+    assert tot != pytest.approx(macro)
+
+
+def test_group_category_is_first_member():
+    s = pd.DataFrame({"record_id": [2, 1], "group": ["g", "g"], "category": ["Grammar", "Polysemy"],
+                      "language": ["Malay", "Malay"], "correct": [True, True]})
+    per = mucar.pair_accuracy(s, "category", n_resamples=0)
+    assert set(per["category"].astype(str)) == {"Polysemy"}
+
+
+def test_bootstrap_resamples_groups():
+    rng = np.random.default_rng(1)
+    rows = [{"record_id": i, "group": f"g{i // 2}", "category": "Grammar", "language": "English",
+             "correct": bool(rng.integers(0, 2))} for i in range(200)]
+    s = pd.DataFrame(rows)
+    res = mucar.pair_accuracy(s, None, n_resamples=500, seed=3).set_index("metric")
+    for m in ("Acc_q", "Acc_p"):
+        assert res.loc[m, "ci_low"] < res.loc[m, "value"] < res.loc[m, "ci_high"]
+    again = mucar.pair_accuracy(s, None, n_resamples=500, seed=3).set_index("metric")
+    assert again.loc["Acc_p", "ci_low"] == res.loc["Acc_p", "ci_low"]
+
+
+def test_constant_answer_is_image_insensitive(sample):
+    scored = B.evaluate(ScriptedModel(lambda r: "Answer: A"), sample, "full", progress=False)
+    fs = mucar.failure_summary(scored)
+    assert fs["image_insensitive_groups"] == fs["groups_with_distinct_golds"] > 0
+    distinct = scored.groupby("group").filter(lambda d: d["gold"].nunique() > 1)
+    assert mucar.pair_accuracy(distinct, None, n_resamples=0).set_index("metric")["value"]["Acc_p"] == 0.0
+    assert fs["Acc_q"] > 30
+
+
+# -- the pipeline --------------------------------------------------------------------------------
+def _oracle(items):
+    gold = dict(zip(items["uid"], items["gold"], strict=True))
+    return ScriptedModel(lambda r: f"Answer: {gold[r.meta['item_id']]}", model_id="oracle")
+
+
+def test_pipeline_oracle_and_resume(sample, tmp_path):
+    store = tmp_path / "preds.jsonl"
+    model = _oracle(sample)
+    scored = B.evaluate(model, sample, "full", store=store, progress=False)
+    assert scored["correct"].all() and len(scored) == len(sample)
+    t = B.tables(scored, n_resamples=200)
+    assert t["Table 2"].loc["oracle", "Overall Acc_p"] == 100.0
+    calls = model.calls
+    B.evaluate(model, sample, "full", store=store, progress=False)
+    assert model.calls == calls  # every request came from the store
+
+
+def test_requests_need_images_and_known_settings(sample):
+    no_img = sample.copy()
+    no_img.attrs = {**sample.attrs, "images": None}
+    with pytest.raises(SettingError, match="needs images"):
+        B.requests(no_img, "full")
+    assert all(not r.images for r in B.requests(no_img, "c_q"))
+    with pytest.raises(SettingError, match="unknown mucar setting"):
+        B.requests(sample, "nope")
+    amb = B.requests(sample, "c_ambiguous")
+    assert len(amb) == len(sample) - B.skipped(sample, "c_ambiguous")["context embedded in the question (schema B)"]
+
+
+def test_failed_generation_counts_as_wrong(sample):
+    def flaky(r):
+        if r.meta["item_id"] == "mucar-0":
+            raise RuntimeError("backend down")
+        return "Answer: A"
+
+    scored = B.evaluate(ScriptedModel(flaky), sample, "full", progress=False)
+    row = scored.set_index("uid").loc["mucar-0"]
+    assert row["outcome"] == "generation_failed" and not row["correct"]
+    assert len(scored) == len(sample)
+
+
+def test_judge_and_agreement(sample):
+    scored = B.evaluate(ScriptedModel(lambda r: "Answer: A"), sample, "c_q", progress=False)
+    judge = ScriptedModel(lambda r: "right" if "groundtruth: A." in r.prompt_text else "wrong", model_id="judge")
+    judged = mucar.run_judge(judge, scored, progress=False)
+    assert (judged["judge_correct"] == judged["correct"].astype(float)).all()
+    ag = mucar.agreement(judged["judge_correct"], judged["correct"].astype(float))
+    assert ag["percent_agreement"] == 100.0
+    assert "Here is the output: Answer: A" in judge_spec_prompt(judged)
+
+
+def judge_spec_prompt(judged):
+    spec = mucar.judge_spec()
+    r = judged.iloc[0]
+    return spec.prompt(question="q", groundtruth=r["groundtruth"], output=r["output"])
+
+
+# -- audit and CLI -------------------------------------------------------------------------------
+def test_fits_fraction():
+    assert audit.fits_fraction(60.0, 95, 95) == (57, 95)
+    assert audit.fits_fraction(60.0, 94, 94) is None
+    assert audit.fits_fraction(69.91, 42, 85) is None
+
+
+def test_audit_flags_paper_inconsistencies():
+    f = pd.DataFrame([x.to_dict() for x in audit.audit(None)])
+    bad = f[~f["ok"]]
+    zh = bad[(bad["table"] == "Table 5") & (bad["column"] == "Chinese")].iloc[0]
+    assert zh["recomputed"] == 369
+    imp = bad[bad["kind"] == "impossible"]
+    assert set(imp["row"]) == {"MiniCPM-o 2.6", "mPLUG-Owl3-7B-240728"}
+    dups = bad[bad["kind"] == "duplicate"]["row"].tolist()
+    assert "Llama-3.2-Vision-11B" in dups and "LLaVA-v1.6-mistral-7b" in dups
+    micro = f[(f["kind"] == "micro-average") & (f["column"] == "Overall Acc_q")]
+    assert micro["ok"].all() and set(micro["recomputed"]) == {52.7, 60.13}
+    assert f[f["kind"] == "gain"]["ok"].all()
+
+
+def test_cli_stats_score_and_check(release, tmp_path, capsys):
+    assert cli.main(["data", "stats", "mucar", "--source", release.attrs["source"], "--json"]) == 0
+    st = json.loads(capsys.readouterr().out)
+    assert st["queries"] == 1278 and st["per_schema"]["C"] == 210
+    preds = tmp_path / "p.jsonl"
+    with preds.open("w") as fh:
+        for uid, g in zip(release["uid"], release["gold"], strict=True):
+            fh.write(json.dumps({"id": int(uid.split("-")[1]), "output": f"Answer: {g}"}) + "\n")
+    assert cli.main(["score", "mucar", "--predictions", str(preds), "--source", release.attrs["source"],
+                     "-o", "n_resamples=0", "--json"]) == 0
+    sc = json.loads(capsys.readouterr().out)
+    assert {r["metric"]: r["value"] for r in sc["overall"]} == {"Acc_q": 100.0, "Acc_p": 100.0}
+    assert cli.main(["reference", "check", "mucar", "--json"]) == 0
+    chk = json.loads(capsys.readouterr().out)
+    assert chk["mismatches"] > 0
+    assert any(r["kind"] == "release" and not r["ok"] for r in chk["findings"])
+
+
+def test_score_file_release_layout_and_bad_ids(sample, tmp_path):
+    recs = json.loads((tmp_path / "mucar" / "data-all.json").read_text(encoding="utf-8"))
+    for r in recs[:4]:
+        r["eval"]["models"]["GPT_4o"]["output"] = "Answer: B"
+    p = tmp_path / "filled.json"
+    p.write_text(json.dumps(recs), encoding="utf-8")
+    out = B.score_file(p, source=tmp_path / "mucar", n_resamples=0)
+    assert out["n_predictions"] == 4 and out["missing_items"] == len(sample) - 4
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 99999, "output": "A"}\n')
+    with pytest.raises(DataError, match="not in the data"):
+        B.score_file(bad, source=tmp_path / "mucar")
+
+
+@pytest.mark.slow
+def test_tiny_4bit_model_garbage_is_counted(sample, tmp_path):
+    from vlamb_nb.models import load_model
+
+    model = load_model("tiny:qwen2_5_vl", quantization="4bit")
+    scored = B.evaluate(model, sample.head(4), "full", store=tmp_path / "s.jsonl", progress=False,
+                        params=None)
+    assert len(scored) == 4
+    assert set(scored["outcome"]) <= {"correct", "wrong", "unparsed", "refusal", "out_of_range",
+                                      "generation_failed"}
