@@ -316,6 +316,30 @@ class Explainer:
         return SaliencyMap(heat, method, images[image_index], getattr(request, "prompt_text", ""), text, target,
                            scores, layout, time.perf_counter() - t0, details)
 
+    def image_embeddings(self, request: Any) -> tuple[list[ImageLayout], np.ndarray]:
+        """The layouts of the request's images and the embeddings the language model receives at every
+        image token (rows in prompt order). Lets a user (and the tests) check which tokens an image edit moves.
+        """
+        import torch
+
+        inputs, images = self.prepare(request)
+        layouts = image_layouts(self.hf.config, self.processor, inputs, images)
+        captured: dict[str, Any] = {}
+
+        def grab(module, args, kwargs):
+            captured["emb"] = kwargs.get("inputs_embeds")
+
+        handle = self._language_model().register_forward_pre_hook(grab, with_kwargs=True)
+        try:
+            with torch.no_grad():
+                self.hf(**self._to_device(dict(inputs)), use_cache=False)
+        finally:
+            handle.remove()
+        if captured.get("emb") is None:
+            raise SettingError(f"{self.family}: the language model was not called with inputs_embeds")
+        pos = np.concatenate([lay.positions for lay in layouts])
+        return layouts, captured["emb"][0, torch.as_tensor(pos)].float().cpu().numpy()
+
     def _attentions(self, batch: dict[str, Any]) -> list[Any]:
         """Per-layer attention of the language model (eager attention switched on for this call)."""
         import torch
