@@ -374,13 +374,25 @@ def _aux_columns(stat: Any, n: int) -> dict[str, Any]:
 
 
 def _boot_stats(design: _Design, rng: np.random.Generator, n_resamples: int,
-                evaluate: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+                evaluate: Callable[[np.ndarray], np.ndarray],
+                gather: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+    """Resampled statistic values; ``gather(idx)`` (item indices, (B, n)) is used instead of
+    count weights when items barely compress and no clusters are given (a plain mean of
+    continuous values), because indexing then beats building count vectors."""
     out = np.empty(n_resamples)
     step = design.chunk()
+    use_gather = gather is not None and design.cluster_items is None and 8 * design.n_atoms > design.n
     for start in range(0, n_resamples, step):
         size = min(step, n_resamples - start)
-        out[start:start + size] = evaluate(design.atom_weights(design.draw(rng, size)))
+        if use_gather:
+            out[start:start + size] = gather(rng.integers(0, design.n, size=(size, design.n)))
+        else:
+            out[start:start + size] = evaluate(design.atom_weights(design.draw(rng, size)))
     return out
+
+
+def _is_mean(stat: Any) -> bool:
+    return isinstance(stat, Statistic) and stat.fn is _weighted_mean
 
 
 def _jackknife(design: _Design, evaluate: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -487,7 +499,9 @@ def bootstrap_ci(values: Any, statistic: Any = None, *, n_resamples: int = 10000
             return stat(v_u, w, **aux_u)
 
         estimate = float(evaluate(design.mult[None, :])[0])
-        boot = _boot_stats(design, rng, n_resamples, evaluate)
+        num = arr.astype(float) if _is_mean(stat) else None
+        boot = _boot_stats(design, rng, n_resamples, evaluate,
+                           (lambda idx: num[idx].mean(axis=1)) if num is not None else None)
         jack = _jackknife(design, evaluate) if method == "bca" else None
         label = stat.name
     else:
@@ -543,7 +557,9 @@ def paired_bootstrap(a: Any, b: Any, statistic: Any = None, *, n_resamples: int 
             return stat(a_u, w, **aux_u), stat(b_u, w, **aux_u)
 
         ma, mb = (float(x[0]) for x in both(design.mult[None, :]))
-        deltas = _boot_stats(design, rng, n_resamples, lambda w: np.subtract(*both(w)))
+        fa, fb = (a_arr.astype(float), b_arr.astype(float)) if _is_mean(stat) else (None, None)
+        deltas = _boot_stats(design, rng, n_resamples, lambda w: np.subtract(*both(w)),
+                             (lambda idx: fa[idx].mean(axis=1) - fb[idx].mean(axis=1)) if fa is not None else None)
     else:
         design = _design({"item": np.arange(n)}, clusters, n)
         ma, mb = float(stat(a_arr, np.arange(n))), float(stat(b_arr, np.arange(n)))
