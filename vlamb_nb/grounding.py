@@ -13,9 +13,11 @@ phrase), the thresholds (lang-sam's defaults 0.3 / 0.25), and which detection is
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from vlamb_nb.errors import NotAvailableError, SettingError
@@ -135,10 +137,82 @@ class ZeroShotDetector:
         return sorted(dets, key=lambda d: -d.score)
 
 
+TINY_DETECTOR_VERSION = 1
+_TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "'", "the", "a", "is", "are", "on", "in", "of",
+               "and", "left", "right", "middle", "center", "red", "blue", "green", "yellow", "white", "black", "bus",
+               "car", "dog", "person", "man", "woman", "umbrella", "wearing", "color", "shirt", "t", "-", "one",
+               "other", "two", "there", "which"]
+
+
+def build_tiny_detector(directory: str | os.PathLike, *, seed: int = 0) -> Path:
+    """A tiny random Grounding DINO checkpoint (real config, processor and tokenizer classes), built offline.
+
+    It exercises exactly the code path of ``IDEA-Research/grounding-dino-*``; its boxes are
+    random, so it demonstrates the pipeline and never measures anything. Written atomically.
+    """
+    import shutil
+    import tempfile
+
+    import torch
+    from transformers import (
+        BertConfig,
+        BertTokenizerFast,
+        GroundingDinoConfig,
+        GroundingDinoForObjectDetection,
+        GroundingDinoImageProcessor,
+        GroundingDinoProcessor,
+        SwinConfig,
+    )
+
+    out = Path(directory)
+    marker = out / "vlamb_tiny.json"
+    if marker.is_file() and json.loads(marker.read_text()).get("version") == TINY_DETECTOR_VERSION:
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+    try:
+        (tmp / "vocab.txt").write_text("\n".join(_TINY_VOCAB) + "\n", encoding="utf-8")
+        tok = BertTokenizerFast(vocab_file=str(tmp / "vocab.txt"))
+        proc = GroundingDinoProcessor(image_processor=GroundingDinoImageProcessor(
+            size={"shortest_edge": 64, "longest_edge": 96}), tokenizer=tok)
+        backbone = SwinConfig(image_size=64, patch_size=4, embed_dim=8, depths=[1, 1, 1, 1], num_heads=[1, 1, 1, 1],
+                              window_size=2, out_features=["stage2", "stage3", "stage4"])
+        text = BertConfig(vocab_size=len(_TINY_VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                          intermediate_size=32, max_position_embeddings=64)
+        cfg = GroundingDinoConfig(backbone_config=backbone, text_config=text, d_model=32, encoder_layers=1,
+                                  decoder_layers=2, encoder_ffn_dim=32, decoder_ffn_dim=32, encoder_attention_heads=2,
+                                  decoder_attention_heads=2, num_queries=10, num_feature_levels=4, encoder_n_points=2,
+                                  decoder_n_points=2, max_text_len=32, use_timm_backbone=False)
+        torch.manual_seed(seed)
+        GroundingDinoForObjectDetection(cfg).save_pretrained(tmp)
+        proc.save_pretrained(tmp)
+        (tmp / "vlamb_tiny.json").write_text(json.dumps({"version": TINY_DETECTOR_VERSION, "seed": seed}))
+        if out.exists():
+            shutil.rmtree(out, ignore_errors=True)
+        try:
+            os.replace(tmp, out)
+        except OSError:  # a concurrent builder finished first
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def tiny_detector_path(*, seed: int = 0, cache_dir: str | os.PathLike | None = None) -> Path:
+    """The cached tiny detector (built on first use) under the package's per-user cache."""
+    from vlamb_nb.models.tiny import default_cache_dir
+
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    return build_tiny_detector(root / "tiny" / f"grounding-dino-v{TINY_DETECTOR_VERSION}-seed{seed}", seed=seed)
+
+
 def get_grounder(spec: str | Grounder | None = None, **kwargs: Any) -> Grounder:
-    """A grounder from an instance, a model id / local folder, or None for the default detector."""
+    """A grounder from an instance, ``"tiny"`` (a tiny random detector), a model id / folder, or None (default)."""
     if spec is None:
         return ZeroShotDetector(**kwargs)
+    if spec == "tiny":
+        return ZeroShotDetector(tiny_detector_path(), **kwargs)
     if isinstance(spec, str | os.PathLike):
         return ZeroShotDetector(spec, **kwargs)
     if hasattr(spec, "ground"):

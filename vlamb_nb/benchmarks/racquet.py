@@ -742,3 +742,90 @@ def score_predictions_file(bench: Racquet, path: str | os.PathLike, *, source: s
 
 
 BENCHMARK = Racquet()
+
+
+# -- saliency analysis (Table 1), comparisons and figures ----------------------------------------------
+def saliency_analysis(scored, grounder, *, by: str = "model", labels: tuple[str, ...] = ("B", "C"), seed: int = 0,
+                      min_iou: float = 0.0, normalized: bool = False, progress: bool = True):
+    """Table 1: ground each Implicit/High Risk response and test largest-or-centermost against chance.
+
+    Returns ``(per_response, table)``. Responses without candidate boxes or a local image are
+    counted in ``table["skipped"]``; the grounder's choices are documented in :mod:`vlamb_nb.grounding`.
+    """
+    import pandas as pd
+
+    from vlamb_nb.benchmarks.racquet_saliency import saliency_table
+    from vlamb_nb.grounding import ground_rows
+    from vlamb_nb.images import load_image
+
+    df = scored[scored["label"].isin(labels)].copy()
+    if "subset" in df:
+        df = df[df["subset"] == "general"]
+    usable = df["candidate_boxes"].map(lambda b: isinstance(b, list | tuple) and len(b) > 0) & df["image"].notna()
+    skipped = df[~usable].groupby(by).size().to_dict() if len(df) else {}
+    df = df[usable].reset_index(drop=True)
+    if df.empty:
+        return df, pd.DataFrame(columns=[by, "responses", "scored", "unmatched", "skipped"])
+    sizes = {}
+    for src in df["image"].unique():
+        sizes[src] = load_image(src).size
+    df["width"] = [w if isinstance(w, float) and w == w else sizes[s][0] for w, s in zip(df["width"], df["image"],
+                                                                                       strict=True)]
+    df["height"] = [h if isinstance(h, float) and h == h else sizes[s][1] for h, s in zip(df["height"], df["image"],
+                                                                                         strict=True)]
+    key = "request_id" if "request_id" in df.columns else "id"
+    grounded = ground_rows(grounder, df, text_column="response", key_column=key, progress=progress)
+    per, table = saliency_table(grounded, by=by, seed=seed, min_iou=min_iou, normalized=normalized)
+    table["skipped"] = table[by].map(lambda k: int(skipped.get(k, 0)))
+    return per, table
+
+
+def table1_frame(table, *, by: str = "model", names: dict[str, str] | None = None):
+    """Table 1 in the reference layout (``table,row,column,value``) for :func:`vlamb_nb.reference.compare`."""
+    import pandas as pd
+
+    rows = []
+    for _, r in table.iterrows():
+        col = (names or {}).get(r[by], r[by])
+        for row in ("Responses", "Random"):
+            if row in r and r[row] == r[row]:
+                rows.append({"table": "Table 1", "row": row, "column": col, "value": round(float(r[row]), 1)})
+    return pd.DataFrame(rows, columns=["table", "row", "column", "value"])
+
+
+def dataset_frame(stats: dict[str, Any]):
+    """Dataset statistics in the reference layout, for comparison with the paper's numbers."""
+    import pandas as pd
+
+    rows = []
+    g, b = stats.get("general"), stats.get("bias")
+    if g:
+        rows += [("GENERAL", "pairs", g["rows"]), ("GENERAL", "unique images", g["image_blocks"]),
+                 ("GENERAL", "questions per image", round(g["questions_per_image_block"], 2)),
+                 ("GENERAL", "question length mean", round(g["question_length_mean"], 1)),
+                 ("GENERAL", "question length SD", round(g["question_length_sd"], 2)),
+                 ("GENERAL", "colour or attire questions", round(g["color_share"], 1))]
+        n = g["rows"]
+        for t, col in (("person", "subject person"), ("people", "subject other people terms"),
+                       ("object", "subject objects")):
+            rows.append(("GENERAL", col, round(100.0 * g["subject_types"].get(t, 0) / n)))
+    if b:
+        rows += [("BIAS", "pairs", b["rows"]), ("BIAS", "images", b["unique_image_urls"])]
+        rows += [("BIAS", f"{c} pairs", b["rows_per_category"].get(c, 0)) for c in ("gender", "ethnicity", "disability")]
+    if g and b:
+        rows.append(("RACQUET", "pairs", g["rows"] + b["rows"]))
+    return pd.DataFrame([{"table": "Dataset", "row": r, "column": c, "value": v} for r, c, v in rows])
+
+
+def share_figure(shares, *, bar: tuple[str, ...] = ("model", "setting"), title: str | None = None,
+                 labels: tuple[str, ...] = ("Explicit", "Implicit", "High Risk")):
+    """Fig. 3/4/7-style horizontal stacked bars of class shares with each segment's CI."""
+    from vlamb_nb.plots import stacked_bars
+
+    df = shares.copy()
+    cols = [c for c in bar if c in df.columns]
+    df["group"] = df[cols].astype(str).agg(" / ".join, axis=1) if cols else "all"
+    df["series"] = df["class_name"]
+    df["estimate"] = df["share"]
+    df = df[df["series"].isin(labels)]
+    return stacked_bars(df, title=title, ylabel="% of responses", segment_order=list(labels), horizontal=True)
