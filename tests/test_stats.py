@@ -280,3 +280,37 @@ def test_paired_bootstrap_size_and_power_by_simulation():
 def test_percentile_ci_coverage_for_a_proportion():
     cover = stats.proportion_coverage(0.3, 150, n_datasets=300, n_resamples=1000, seed=3)
     assert 0.92 <= cover <= 0.98, cover
+
+
+def test_bca_agrees_with_scipy_and_labels_work_as_values():
+    from scipy.stats import bootstrap as sp_bootstrap
+
+    rng = np.random.default_rng(14)
+    x = rng.lognormal(size=80)
+    ours = stats.bootstrap_ci(x, method="bca", n_resamples=8000, seed=1)
+    ref = sp_bootstrap((x,), np.mean, method="BCa", n_resamples=8000, random_state=1).confidence_interval
+    width = ref.high - ref.low
+    assert ours.ci_low == pytest.approx(ref.low, abs=0.1 * width)
+    assert ours.ci_high == pytest.approx(ref.high, abs=0.1 * width)
+    gold = np.array(["yes", "no"] * 100)
+    pred = np.where(rng.random(200) < 0.8, gold, np.where(gold == "yes", "no", "yes"))
+    r = stats.bootstrap_ci(pred, stats.macro_f1_statistic(gold), n_resamples=2000, method="bca",
+                           clusters=np.arange(200) // 4)
+    assert r.estimate == pytest.approx(metrics.macro_f1(gold, pred))
+    assert r.ci_low < r.estimate < r.ci_high and "cluster" in r.method
+
+
+def test_paired_group_accuracy_with_clusters_matches_per_group_paired_test():
+    rng = np.random.default_rng(15)
+    groups = np.repeat(np.arange(150), 2)
+    a = (rng.random(300) < 0.8).astype(int)
+    b = (rng.random(300) < 0.6).astype(int)
+    stat = stats.group_accuracy_statistic(groups)
+    r = stats.paired_bootstrap(a, b, stat, clusters=groups, n_resamples=3000)
+    _, ga = metrics.group_correct(a, groups)
+    _, gb = metrics.group_correct(b, groups)
+    direct = stats.paired_bootstrap(ga.astype(int), gb.astype(int), n_resamples=3000)
+    assert r.estimate == pytest.approx(direct.estimate)
+    assert r.ci_high - r.ci_low == pytest.approx(direct.ci_high - direct.ci_low, rel=0.15)
+    perm = stats.permutation_test(a, b, stat, clusters=groups, n_resamples=2000)
+    assert perm.estimate == pytest.approx(direct.estimate) and perm.p < 0.01
