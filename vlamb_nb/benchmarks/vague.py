@@ -146,7 +146,8 @@ _LEAD = re.compile(r"^\W{0,3}\(?([A-D])(?:\s*[:).]|\s*$|\s+-)")
 _PHRASE = re.compile(r"(?:answer|option|choice)\s*(?:is|would\s+be|:)?\s*[:\-]?\s*\(?\*{0,2}([A-D])\b(?![a-z'])",
                      re.I)
 _MARKED = re.compile(r"\(([A-D])\)|\b([A-D])\s*[:)]")
-_BARE = re.compile(r"(?<![A-Za-z'])([A-D])(?![A-Za-z'])(?!\s+[a-z])")
+# a bare capital letter, unless it is the article "A" starting a phrase ("A man ...", but not "A or B")
+_BARE = re.compile(r"(?<![A-Za-z'])([A-D])(?![A-Za-z'])(?!\s+(?!(?:or|and)\b)[a-z])")
 
 
 def _letter_in(segment: str, options: dict[str, str] | None, ordering: Sequence[str] | None) -> tuple[str | None, str]:

@@ -90,7 +90,8 @@ def normalize_record(rec: dict[str, Any], *, source: str, row: int, image: Any =
     meta = rec.get("meta") or {}
     if not isinstance(meta, dict):
         raise DataError("expected an object", source=source, row=row, field="meta")
-    keys = MCQ_KEYS_V2 if all(k in mcq for k in MCQ_KEYS_V2[1:]) else MCQ_KEYS_V1
+    is_v1 = any(k in mcq for k in MCQ_KEYS_V1[1:]) and not any(k in mcq for k in MCQ_KEYS_V2[1:])
+    keys = MCQ_KEYS_V1 if is_v1 else MCQ_KEYS_V2
     options = {}
     for cat, key in zip(CATEGORIES, keys, strict=True):
         text = mcq.get(key)

@@ -1,0 +1,511 @@
+"""VAGUE: loader, prompts (golden text), parser, metrics against the published counts, pipeline, CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vlamb_nb.benchmarks import vague_audit, vague_data
+from vlamb_nb.benchmarks.vague import (
+    BENCHMARK,
+    SETTINGS,
+    accuracy_pct,
+    bleu1,
+    parse_free_form,
+    parse_letter,
+    read_captions,
+    round_half_up,
+)
+from vlamb_nb.errors import DataError, ImageError, SettingError
+from vlamb_nb.models import ScriptedModel
+
+EXAMPLE_NAME = "0013_Halloween_00.15.15.492-00.15.17.652@0"
+UTT = "Hey person1, spot the difference, this parking's a bit too special, isn't it?"
+OPTS = ("A: The speaker wants person1 to admire the unusually decorated motorcycle in the parking lot.\n"
+        "B: The speaker wants Person1 to enjoy playing a puzzle game and spot differences.\n"
+        "C: The speaker wants person1 to move the sedan because it's in a handicapped parking spot.\n"
+        "D: The speaker wants person1 to move the sedan because it's parked in front of a fire hydrant.")
+CAP = ("A man in a business suit stands near a beige sedan parked in a handicapped parking spot. The area is "
+       "surrounded by greenery and a building entrance is visible in the background.")
+
+
+@pytest.fixture(scope="module")
+def example(shared_data, tmp_path_factory):
+    """The official README record, with a stand-in image file so the VLM settings can be built."""
+    from PIL import Image
+
+    src = shared_data / "vague" / "example_record.json"
+    if not src.is_file():
+        pytest.skip("the VAGUE example record is not in the released data folder")
+    img_dir = tmp_path_factory.mktemp("vague_example_images")
+    Image.new("RGB", (64, 32), (10, 20, 30)).save(img_dir / f"{EXAMPLE_NAME}_annot.jpg")
+    return BENCHMARK.load(src, image_dir=img_dir)
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    d = tmp_path_factory.mktemp("vague_sample")
+    return BENCHMARK.load(BENCHMARK.make_sample(d, n=9, seed=3))
+
+
+# -- the official example record ---------------------------------------------------------------------
+def test_example_record_gold_and_categories(example):
+    item = example.iloc[0]
+    assert item["gold"] == "C"
+    assert item["letter_category"] == {"C": "correct", "A": "FS", "B": "SU", "D": "NE"}
+    assert item["addressee"] == "person1"
+    assert item["subset"] == "VCR"
+    assert item["indirect"] == UTT  # trailing spaces stripped
+    assert item["indirect_raw"].endswith("?  ")
+
+
+def test_example_prompt_lm_paper(example):
+    (req,) = BENCHMARK.requests(example, "lm")
+    assert req.images == []
+    assert req.prompt_text == (
+        "Select the option that best explains the underlying intention of the speaker's utterance.\n\n"
+        "We assume that the speaker wants the listener to take a specific action.\n\n"
+        f"Utterance: {UTT}\n\n[Choices]\n\n{OPTS}\n\n"
+        "Your answer: (Output only the letter among A, B, C, and D)")
+
+
+def test_example_prompt_vlm_paper(example):
+    (req,) = BENCHMARK.requests(example, "vlm")
+    assert len(req.images) == 1 and req.messages[0]["content"][0] == {"type": "image"}
+    assert req.prompt_text == (
+        "Select the option that best explains the underlying intention of the speaker's utterance based on the "
+        "given image.\n\nMake sure any possible situation outside of the image SHOULD NOT affect your choice.\n\n"
+        "We assume that the speaker wants the listener to take a specific action appropriate to the situation.\n\n"
+        f"Utterance: {UTT}\n\n[Choices]\n\n{OPTS}\n\n"
+        "Your answer: (Output only the letter among A, B, C, and D)")
+
+
+def test_example_prompt_sm_and_cot_paper(example):
+    (sm,) = BENCHMARK.requests(example, "sm", captions={EXAMPLE_NAME: "CAPTION X"})
+    assert sm.images == []
+    assert sm.prompt_text == (
+        "Select the option that best explains the underlying intention of the speaker's utterance based on the "
+        "description of the scene.\n\nMake sure any possible situation outside of the scene SHOULD NOT affect "
+        "your choice.\n\nWe assume that the speaker wants the listener to take a specific action appropriate to "
+        "the situation.\n\nScene Description: CAPTION X\n\n"
+        f"Utterance: {UTT}\n\n[Choices]\n\n{OPTS}\n\n"
+        "Your answer: (Output only the letter among A, B, C, and D)")
+    (cot,) = BENCHMARK.requests(example, "vlm_cot")
+    assert cot.prompt_text.endswith(
+        "Also, explain reasoning process of your answer.\n\n"
+        f"Utterance: {UTT}\n\n[Choices]\n\n{OPTS}\n\n"
+        "Your answer1 (reasoning): (Output your reasoning process in 2~3 sentences, which starts with "
+        "\"Let's think step by step.\")\n\nYour answer2 (intention): (Output only the letter among A, B, C, "
+        "and D)")
+    (smcot,) = BENCHMARK.requests(example, "sm_cot", captions="dataset")
+    assert f"Scene Description: {CAP}\n\nUtterance: {UTT}" in smcot.prompt_text
+
+
+def test_example_prompt_free_form_paper(example):
+    (ff,) = BENCHMARK.requests(example, "lm_ff")
+    assert ff.prompt_text == (
+        "What do you think is the underlying intention of the speaker's utterance?\n"
+        "We assume that the speaker wants the listener to take a specific action.\n"
+        "Your answer SHOULD NOT exceed 15 words.\n\n"
+        f"Utterance: {UTT}\n\n"
+        "Your answer: (Start your sentence with \"The speaker wants person1 to...\")")
+    (vff,) = BENCHMARK.requests(example, "vlm_cot_ff")
+    assert vff.prompt_text.endswith(
+        "Your answer\u2082 (intention): (Start your sentence with \"The speaker wants person1 to...\" and do "
+        "not exceed 15 words.)")
+
+
+def test_example_prompt_code_wording(example):
+    (lm,) = BENCHMARK.requests(example, "lm", wording="code")
+    assert lm.prompt_text == (
+        "\nSelect the option that best explains the intention of the speaker's utterance. \n"
+        "We assume that the speaker wants the listener to take a specific action. \n\n"
+        f"Utterance : {UTT}  \n[Choices]\n{OPTS}\n\n"
+        "Your answer : (Output only the letter among A,B,C and D)\n    ")
+    (sm,) = BENCHMARK.requests(example, "sm_cot_ff", wording="code", captions="dataset")
+    # the released SM+CoT free-form template starts with the MCQ wording (kept as released)
+    assert sm.prompt_text.startswith("\nSelect the option that best explains")
+    assert f"Scene Description : {CAP}\nUtterance : {UTT}  \n\nYour answer1 (reasoning) :" in sm.prompt_text
+
+
+def test_all_settings_build_requests(example):
+    for s in SETTINGS:
+        reqs = BENCHMARK.requests(example, s, captions="dataset")
+        assert len(reqs) == 1 and reqs[0].id == f"{EXAMPLE_NAME}::{s}"
+        assert reqs[0].meta["item_id"] == EXAMPLE_NAME
+        assert bool(reqs[0].images) == s.startswith("vlm")
+
+
+def test_prompt_errors(example):
+    with pytest.raises(SettingError, match="wording"):
+        BENCHMARK.requests(example, "lm", wording="fancy")
+    with pytest.raises(SettingError, match="unknown vague setting"):
+        BENCHMARK.requests(example, "vlm_cot_cot")
+    with pytest.raises(SettingError, match="needs captions"):
+        BENCHMARK.requests(example, "sm")
+    with pytest.raises(SettingError, match="MCQ settings only"):
+        BENCHMARK.requests(example, "lm_ff", reading="loglik")
+
+
+def test_missing_image_is_a_clear_error(shared_data):
+    src = shared_data / "vague" / "example_record.json"
+    items = BENCHMARK.load(src)
+    BENCHMARK.requests(items, "lm")  # text-only settings need no image
+    with pytest.raises(ImageError, match=EXAMPLE_NAME):
+        BENCHMARK.requests(items, "vlm")
+
+
+# -- parser -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("text,letter", [
+    ("C", "C"), (" c ", None), ("C.", "C"), ("(C)", "C"), ("C)", "C"), ("C: The speaker wants person1 to move", "C"),
+    ("(B) The speaker wants", "B"), ("**D**", "D"), ("The answer is B.", "B"), ("Answer: (A)", "A"),
+    ("Option D is the best fit.", "D"), ("I think C: the sedan one.", "C"),
+    ("A man is standing near the car.", None), ("A or B", None), ("", None),
+])
+def test_parse_letter_forms(text, letter):
+    out = parse_letter(text)
+    assert out["letter"] == letter
+    assert out["valid"] is (letter is not None)
+
+
+@pytest.mark.parametrize("text", ["I don't know.", "I cannot determine the intention from this.",
+                                  "Sorry, I am unable to answer.", "None of the options fit."])
+def test_refusals_are_invalid(text):
+    out = parse_letter(text)
+    assert out == {"letter": None, "valid": False, "parse": "refusal"}
+
+
+def test_parse_cot_answer2():
+    text = ("Your answer1 (reasoning): Let's think step by step. Option A mentions a motorcycle, but the "
+            "image shows a sedan in a handicapped spot (option C).\nYour answer2 (intention): C")
+    assert parse_letter(text, cot=True)["letter"] == "C"
+    # the reasoning names A and C; without the answer2 marker nothing is certain
+    assert parse_letter(text.split("\nYour answer2")[0], cot=True)["letter"] is None
+    assert parse_letter("answer1 (reasoning): Let's think step by step. ...\nanswer2 (intention): (D)",
+                        cot=True)["letter"] == "D"
+    assert parse_letter("Let's think step by step. It is about parking.\nD", cot=True)["letter"] == "D"
+
+
+def test_parse_option_text_and_category(example):
+    item = example.iloc[0].copy()
+    item["setting"] = "vlm"
+    out = BENCHMARK.parse("The speaker wants person1 to move the sedan because it's in a handicapped parking "
+                          "spot.", item)
+    assert out["letter"] == "C" and out["category"] == "correct"
+    for letter, cat in (("A", "FS"), ("B", "SU"), ("D", "NE")):
+        assert BENCHMARK.parse(letter, item)["category"] == cat
+    assert BENCHMARK.parse("\x00\ufffd<|fill_1|>", item)["valid"] is False  # garbage from a random model
+
+
+def test_parse_free_form():
+    out = parse_free_form("Sure! The speaker wants person1 to move the car. It is blocking the spot.")
+    assert out["answer"] == "The speaker wants person1 to move the car."
+    cot = parse_free_form("Your answer1 (reasoning): Let's think. The speaker wants fun.\n"
+                          "Your answer2 (intention): The speaker wants person1 to park elsewhere.", cot=True)
+    assert cot["answer"] == "The speaker wants person1 to park elsewhere."
+    assert parse_free_form("   ")["valid"] is False
+
+
+# -- metrics against the published counts -------------------------------------------------------------
+def test_half_up_rounding_matches_table2():
+    # Table 2 prints 44.3 / 60.3 / 62.3 / 72.3; Python's round() gives 44.2 for the first
+    assert [accuracy_pct(k, 400) for k in (177, 241, 249, 289)] == [44.3, 60.3, 62.3, 72.3]
+    assert round(100 * 177 / 400, 1) == 44.2
+    assert round_half_up(0.05, 1) == 0.1
+    assert accuracy_pct(3, 0) != accuracy_pct(3, 0)  # NaN for an empty denominator
+
+
+def test_j5_j6_accuracies_from_counts():
+    pc = vague_audit.published_counts()
+    assert len(pc) == 72
+    ok = pc[~pc["model"].eq("InternVL-3 (38B)")]
+    recomputed = [accuracy_pct(c, n) for c, n in zip(ok["correct"], ok["N"], strict=True)]
+    assert recomputed == ok["printed_acc"].tolist()
+    gem = pc[(pc["model"] == "Gemini-1.5-Pro") & (pc["subset"] == "Ego4D") & (pc["type"] == "SM")].iloc[0]
+    assert gem["valid"] == 528 and accuracy_pct(gem["correct"], 533) == gem["printed_acc"]  # refusals stay in N
+
+
+def test_combined_counts_are_j5_plus_j6():
+    f4 = vague_audit.fig4_data().set_index(["model", "type"])
+    phi = f4.loc[("Phi3.5-Vision-Instruct (4B)", "SM")]
+    assert (phi["FS"], phi["SU"], phi["NE"], phi["correct"], phi["accuracy"]) == (292, 678, 137, 570, 34.0)
+    gpt = f4.loc[("GPT-4o", "SM")]
+    assert (gpt["correct"], gpt["accuracy"]) == (1155, 68.9)
+
+
+def test_audit_surfaces_the_known_inconsistencies():
+    findings = vague_audit.audit()
+    bad = {(f.table, f.row, f.column) for f in findings if not f.ok}
+    expected = {
+        ("Table 1", "Ovis2 (16B)", "VCR VLM gain"), ("Table 1", "GPT-4o", "Ego4D VLM gain"),
+        ("Table 1", "Qwen2.5-VL-Instruct (72B)", "VCR SM"),
+        ("Table 2", "Human", "Acc"), ("Table 2", "Human", "FS+SU+NE+Correct"),
+    }
+    for subset_table, types in (("Table J5", ("SM", "LM")), ("Table J6", ("VLM", "SM", "LM"))):
+        for t in types:
+            expected |= {(subset_table, f"InternVL-3 (38B) | {t}", "Acc"),
+                         (subset_table, f"InternVL-3 (38B) | {t}", "Valid")}
+    assert bad == expected
+    by_key = {(f.table, f.row, f.column): f for f in findings}
+    f = by_key[("Table J5", "InternVL-3 (38B) | SM", "Acc")]
+    assert (f.published, f.recomputed, f.kind) == (47.6, 47.2, "denominator") and "540/1135" in f.note
+    assert by_key[("Table 1", "Ovis2 (16B)", "VCR VLM gain")].recomputed == 2.6
+    assert by_key[("Table G4", "Phi3.5-Vision-Instruct (4B) | SM", "FS")].ok
+    assert len(findings) > 350
+
+
+def test_bleu1():
+    assert bleu1("the speaker wants x", "the speaker wants x") == pytest.approx(1.0)
+    assert bleu1("open the window", "close the window") == pytest.approx(2 / 3)
+    assert bleu1("", "anything") == 0.0
+
+
+# -- loader --------------------------------------------------------------------------------------------
+def test_generated_parquet_has_hub_layout(tmp_path):
+    import pyarrow.parquet as pq
+
+    root = BENCHMARK.make_sample(tmp_path, n=6)
+    shard = root / "data" / "train-00000-of-00001.parquet"
+    schema = pq.read_schema(shard)
+    assert str(schema.field("image").type) == "struct<bytes: binary, path: string>"
+    assert "ordering" in [f.name for f in schema.field("mcq").type]
+    assert b"huggingface" in schema.metadata
+
+
+def test_parquet_loader_and_images(sample):
+    assert len(sample) == 9
+    assert sample.attrs["subset_counts"] == {"VCR": 6, "Ego4D": 3}
+    for _, item in sample.iterrows():
+        assert sorted(item["ordering"]) == ["A", "B", "C", "D"]
+        assert item["letter_category"][item["gold"]] == "correct"
+        img = vague_data.item_image(item)
+        assert img.size == (320, 200)
+        assert len(item["person_bbox"]) >= 1
+
+
+def test_hub_and_local_go_through_the_same_loader(tmp_path, monkeypatch):
+    import huggingface_hub
+
+    root = BENCHMARK.make_sample(tmp_path / "snap", n=4)
+    calls = []
+
+    def fake_snapshot(repo_id, **kw):
+        calls.append((repo_id, kw.get("repo_type")))
+        return str(root)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot)
+    hub = BENCHMARK.load()  # default source: the hub id
+    local = BENCHMARK.load(root)
+    assert calls == [("HazelNam/vague-bench", "dataset")]
+    assert hub.drop(columns=["image"]).equals(local.drop(columns=["image"]))
+
+
+def test_hub_offline_is_a_clear_error(monkeypatch):
+    import huggingface_hub
+
+    def offline(*a, **k):
+        raise OSError("offline")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    from vlamb_nb.errors import NotAvailableError
+
+    with pytest.raises(NotAvailableError, match="local parquet"):
+        BENCHMARK.load("HazelNam/vague-bench")
+
+
+def test_json_release_and_v1_keys(tmp_path):
+    root = BENCHMARK.make_sample(tmp_path, n=6, fmt="json")
+    items = BENCHMARK.load(root)
+    assert items.attrs["subset_counts"] == {"VCR": 4, "Ego4D": 2}
+    assert vague_data.item_image(items.iloc[0]).size == (320, 200)
+    # 1.0 key names
+    recs = json.loads((root / "vcr_1144_final.json").read_text())
+    for r in recs:
+        m = r["mcq"]
+        m["2_incorrect_fake_scene"] = m.pop("2_fake_scene")
+        m["3_incorrect_surface_understanding"] = m.pop("3_surface_understanding")
+        m["4_incorrect_entity"] = m.pop("4_wrong_entity")
+    v1 = tmp_path / "v1.json"
+    v1.write_text(json.dumps(recs))
+    old = BENCHMARK.load(v1, image_dir=root / "images")
+    assert old["options"].tolist() == items[items["subset"] == "VCR"]["options"].tolist()
+
+
+@pytest.mark.parametrize("mutate,field", [
+    (lambda r: r["mcq"].update(ordering=["A", "A", "B", "C"]), "mcq.ordering"),
+    (lambda r: r["mcq"].pop("ordering"), "mcq.ordering"),
+    (lambda r: r["mcq"].pop("4_wrong_entity"), "mcq.4_wrong_entity"),
+    (lambda r: r.update(solution="person1 moves the car"), "solution"),
+    (lambda r: r.pop("indirect"), "indirect"),
+])
+def test_bad_records_name_file_row_field(tmp_path, mutate, field):
+    recs = [rec for rec, _ in vague_data.sample_records(3, seed=1)]
+    mutate(recs[2])
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(recs))
+    with pytest.raises(DataError) as e:
+        BENCHMARK.load(p)
+    assert "bad.json" in str(e.value) and "row 2" in str(e.value) and field in str(e.value)
+
+
+def test_corrupt_embedded_image(tmp_path):
+    recs = vague_data.sample_records(2, seed=0)
+    recs[1] = (recs[1][0], b"not a jpeg")
+    vague_data.write_hub_parquet(recs, tmp_path / "x.parquet")
+    items = BENCHMARK.load(tmp_path / "x.parquet")
+    with pytest.raises(ImageError, match=items.iloc[1]["id"]):
+        BENCHMARK.requests(items, "vlm")
+
+
+def test_full_release_counts_are_checked(tmp_path, monkeypatch):
+    monkeypatch.setattr(vague_data, "EXPECTED_COUNTS", {"VCR": 2, "Ego4D": 2})
+    recs = [rec for rec, _ in vague_data.sample_records(4, seed=0)]  # 3 VCR-style, 1 Ego4D-style
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(recs))
+    with pytest.raises(DataError, match="expected"):
+        BENCHMARK.load(p)
+    assert len(BENCHMARK.load(p, strict_counts=False)) == 4
+
+
+def test_data_stats(sample):
+    st = BENCHMARK.data_stats(sample)
+    assert st["subset_counts"] == {"VCR": 6, "Ego4D": 3}
+    vcr = sample[sample["subset"] == "VCR"]
+    assert st["table_b1"]["VAGUE-VCR"]["Average people counts"] == pytest.approx(
+        vcr["person_bbox"].map(len).mean(), abs=0.005)
+    assert sum(c for _, c in st["top_verbs"]["VCR"]) == 6
+
+
+# -- pipeline ------------------------------------------------------------------------------------------
+def _gold_model(items, pick="correct"):
+    """Answers with the letter of the option of category ``pick`` (found from the prompt's options)."""
+    lookup = {row["id"]: row for _, row in items.iterrows()}
+
+    def respond(req):
+        if req.id.endswith("::caption"):
+            return f"A scene for {req.meta['item_id']}."
+        item = lookup[req.meta["item_id"]]
+        letter = next(k for k, v in item["letter_category"].items() if v == pick)
+        return f"answer2 (intention): {letter}" if "cot" in req.setting else letter
+
+    return ScriptedModel(respond)
+
+
+@pytest.mark.parametrize("setting", ["lm", "vlm", "sm", "sm_cot", "vlm_cot"])
+def test_pipeline_counts_every_category(sample, tmp_path, setting):
+    for pick in ("correct", "FS"):
+        scored = BENCHMARK.evaluate(_gold_model(sample, pick), sample, setting, store=tmp_path / f"{pick}.jsonl",
+                                    progress=False)
+        assert len(scored) == len(sample)
+        assert scored["correct"].all() == (pick == "correct")
+        assert (scored["category"] == pick).all()
+    b = BENCHMARK.breakdown(scored)
+    allrow = b[b["subset"] == "All"].iloc[0]
+    assert (allrow["FS"], allrow["correct"], allrow["accuracy"]) == (9, 0, 0.0)
+
+
+def test_sm_captions_come_from_the_model_and_resume(sample, tmp_path):
+    model = _gold_model(sample)
+    store = tmp_path / "s.jsonl"
+    gens = BENCHMARK.run(model, sample, "sm", store=store, progress=False)
+    assert model.calls == 2 * len(sample)
+    caps = gens[gens["request_id"].str.endswith("::caption")]
+    assert len(caps) == len(sample)
+    reqs = BENCHMARK.requests(sample, "sm", captions={i: f"A scene for {i}." for i in sample["id"]})
+    assert f"Scene Description: A scene for {sample.iloc[0]['id']}." in reqs[0].prompt_text
+    BENCHMARK.run(model, sample, "sm", store=store, progress=False)  # all cached
+    assert model.calls == 2 * len(sample)
+
+
+def test_external_captions_file(sample, tmp_path):
+    p = tmp_path / "caps.json"
+    p.write_text(json.dumps({f"{i}_annot.jpg": f"gpt caption {k}" for k, i in enumerate(sample["id"])}))
+    assert read_captions(p)[sample.iloc[1]["id"]] == "gpt caption 1"
+    reqs = BENCHMARK.requests(sample, "sm_ext", captions=str(p))
+    assert "Scene Description: gpt caption 0\n" in reqs[0].prompt_text
+    p.write_text(json.dumps({"nobody_annot.jpg": "x"}))
+    with pytest.raises(DataError, match="no caption"):
+        BENCHMARK.requests(sample, "sm_ext", captions=str(p))
+
+
+def test_failed_and_garbage_generations_count_as_wrong(sample, tmp_path):
+    def respond(req):
+        if sample.iloc[0]["id"] in req.id:
+            raise RuntimeError("backend down")
+        return "\ufffd<|fill|> lett"
+
+    scored = BENCHMARK.evaluate(ScriptedModel(respond), sample, "lm", progress=False)
+    assert len(scored) == len(sample) and not scored["correct"].any() and not scored["valid"].any()
+    assert BENCHMARK.breakdown(scored).query("subset == 'All'")["accuracy"].iloc[0] == 0.0
+
+
+def test_loglik_reading(sample):
+    def score(req, options):
+        item = sample.set_index("id").loc[req.meta["item_id"]]
+        return [0.0 if o == item["gold"] else -5.0 for o in options]
+
+    model = ScriptedModel(lambda r: "Z", score=score)
+    scored = BENCHMARK.evaluate(model, sample, "vlm", reading="loglik", progress=False)
+    assert scored["correct"].all()
+    assert any(d["what"] == "answer reading" for d in scored.attrs["deviations"])
+
+
+def test_free_form_scores_bleu_against_correct_option(sample):
+    model = ScriptedModel(lambda r: "The speaker wants person1 to do something. Extra.")
+    scored = BENCHMARK.evaluate(model, sample, "lm_ff", bertscore=None, progress=False)
+    assert scored["valid"].all()
+    ref0 = sample.iloc[0]["options"]["correct"]
+    assert scored.iloc[0]["bleu1"] == pytest.approx(bleu1("The speaker wants person1 to do something.", ref0))
+    assert "BLEU-1" in BENCHMARK.breakdown(scored).columns
+
+
+# -- CLI ------------------------------------------------------------------------------------------------
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "vlamb_nb.cli", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_cli_reference_check():
+    r = _cli("reference", "check", "vague", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["mismatches"] == 15 and out["checked"] > 350
+    bad = [f for f in out["findings"] if not f["ok"]]
+    assert {"table", "row", "column", "published", "recomputed"} <= set(bad[0])
+
+
+def test_cli_data_stats_and_score(tmp_path):
+    root = BENCHMARK.make_sample(tmp_path / "d", n=6)
+    r = _cli("data", "stats", "vague", "--source", str(root), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["subset_counts"] == {"VCR": 4, "Ego4D": 2}
+    items = BENCHMARK.load(root)
+    # the released inference script's output format and file name
+    preds = {f"{row['id']}_annot.jpg": {"model_output": row["gold"] if k % 2 == 0 else "I don't know",
+                                        "true_answer": row["gold"]} for k, (_, row) in enumerate(items.iterrows())}
+    pf = tmp_path / "mymodel_VLM_mcq.json"
+    pf.write_text(json.dumps(preds))
+    r = _cli("score", "vague", "--predictions", str(pf), "--source", str(root), "--json")
+    assert r.returncode == 0, r.stderr
+    rows = {(x["setting"], x["subset"]): x for x in json.loads(r.stdout)["rows"]}
+    assert rows[("vlm", "All")]["correct"] == 3 and rows[("vlm", "All")]["valid"] == 3
+    assert rows[("vlm", "All")]["accuracy"] == 50.0
+    bad = tmp_path / "noformat.json"
+    bad.write_text(json.dumps(preds))
+    r = _cli("score", "vague", "--predictions", str(bad), "--source", str(root))
+    assert r.returncode != 0 and "setting" in r.stderr
+
+
+def test_reference_csv_is_well_formed():
+    from vlamb_nb import reference
+
+    ref = reference.load("vague")
+    assert set(ref["table"]) == {"Table 1", "Table 2", "Table 3", "Table B1", "Table F3", "Table G4", "Table J5",
+                                 "Table J6"}
+    assert ref["value_num"].notna().all()
+    assert reference.cell("vague", "Table G4", "InternVL-2.5-MPO (26B) | VLM+CoT", "FS") == 17
+    assert Path(reference.__file__).parent.joinpath("vague.csv").is_file()
