@@ -127,7 +127,7 @@ class ZeroShotDetector:
             res = proc.post_process_grounded_object_detection(  # type: ignore[union-attr]
                 out, inputs["input_ids"], threshold=self.box_threshold, text_threshold=self.text_threshold,
                 target_sizes=[(h, w)])[0]
-            labels = res.get("text_labels", res.get("labels", []))
+            labels = res["text_labels"] if "text_labels" in res else res.get("labels", [])
         else:
             res = proc.post_process_grounded_object_detection(  # type: ignore[union-attr]
                 out, threshold=self.box_threshold, target_sizes=[(h, w)])[0]
