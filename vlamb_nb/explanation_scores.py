@@ -92,6 +92,10 @@ class BertScoreScorer:
 
     def score(self, predictions: Sequence[str], references: Sequence[str]) -> list[float]:
         preds, refs = _check_pairs(predictions, references)
+        for p, r in zip(preds, refs, strict=True):
+            if not p.strip() or not r.strip():
+                # bert-score sets the score of an empty sentence to 0 (and crashes on "" with transformers 5)
+                self._cache[(p, r)] = 0.0
         todo = sorted({(p, r) for p, r in zip(preds, refs, strict=True) if (p, r) not in self._cache})
         if todo:
             self.check_available()

@@ -1,0 +1,414 @@
+"""V-FLUTE: loaders (released split, official formats, HF parquet), prompts, official parser, F1@t, scoring files."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import f1_score
+
+from vlamb_nb import get_benchmark
+from vlamb_nb.benchmarks import vflute_data as vd
+from vlamb_nb.benchmarks import vflute_metrics as vm
+from vlamb_nb.benchmarks import vflute_prompts as vp
+from vlamb_nb.benchmarks.vflute_parse import (
+    extract_label_and_explanation,
+    normalize_sg_explanation,
+    parse_output,
+)
+from vlamb_nb.errors import DataError, ImageError, SettingError
+from vlamb_nb.models import ScriptedModel
+
+BENCH = get_benchmark("vflute")
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    d = tmp_path_factory.mktemp("vflute")
+    return BENCH.make_sample(d, n=16, seed=3)
+
+
+# -- the released test split -------------------------------------------------------------------------
+RELEASED = {  # notes §2.5, counted from the released file: (source, phenomenon) -> (entailment, contradiction)
+    ("vismet", "metaphor"): (28, 31), ("vismet", "simile"): (16, 26), ("irfl", "metaphor"): (33, 33),
+    ("irfl", "simile"): (26, 28), ("irfl", "idiom"): (51, 49), ("muse", "sarcasm"): (53, 53),
+    ("memecap", "humor"): (98, 98), ("nycartoons", "humor"): (100, 0),
+}
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_released_test_split_counts(shared_data, fmt):
+    items = BENCH.load(shared_data / "vflute" / f"vflute-v2-test.{fmt}")
+    assert len(items) == 723
+    assert items["label"].value_counts().to_dict() == {"entailment": 405, "contradiction": 318}
+    counts = vd.split_counts(items)
+    got = {k: (int(r["entailment"]), int(r["contradiction"])) for k, r in counts.iterrows()}
+    assert got == RELEASED
+    # Table 3's test column, by reporting unit (IRFL split by phenomenon)
+    t3 = {"vismet": 101, "irfl_metaphor_simile": 120, "irfl_idiom": 100, "muse": 106, "memecap": 196,
+          "nycartoons": 100}
+    assert vd.dataset_counts(items).to_dict() == t3
+    assert set(items["prompt"]) <= set(vp.PROMPTS) and items["prompt"].nunique() == 21
+
+
+def test_json_and_csv_agree(shared_data):
+    a = BENCH.load(shared_data / "vflute" / "vflute-v2-test.json").set_index("id").sort_index()
+    b = BENCH.load(shared_data / "vflute" / "vflute-v2-test.csv").set_index("id").sort_index()
+    cols = ["source_dataset", "phenomenon", "claim", "label", "explanation", "prompt", "image"]
+    pd.testing.assert_frame_equal(a[cols], b[cols])
+
+
+def test_released_conversations_match_our_prompt_filling(shared_data):
+    recs = json.loads((shared_data / "vflute" / "vflute-v2-test.json").read_text())
+    for r in recs:
+        assert r["conversations"][0]["value"] == "<image>\n" + vp.fill_claim(r["prompt"], r["claim"])
+        assert r["conversations"][1]["value"] == vp.target_text(r["explanation"], r["label"])
+
+
+def test_released_outputs_parse_to_gold(shared_data):
+    """The official target format parses back to the gold label through the ported rules."""
+    recs = json.loads((shared_data / "vflute" / "vflute-v2-test.json").read_text())
+    labels = [extract_label_and_explanation(r["conversations"][1]["value"])[0] for r in recs]
+    assert labels == [1 if r["label"] == "entailment" else 0 for r in recs]
+
+
+def test_reference_check_against_release(shared_data):
+    findings = BENCH.reference_check()
+    bad = [(f.table, f.row, f.column) for f in findings if not f.ok]
+    assert bad == [("Table 4", "LLaVA-ZS-7B", "F1@53")]  # the App. H text vs Table 4 inconsistency
+    released = [f for f in findings if f.kind == "released data"]
+    assert len(released) == 7 and all(f.ok for f in released)
+
+
+def test_reference_check_detects_wrong_release_counts():
+    counts = {name: 0 for name in vd.DATASETS.values()} | {"Total": 10}
+    findings = vm_findings = __import__("vlamb_nb.benchmarks.vflute_files", fromlist=["x"]).reference_findings(counts)
+    assert sum(not f.ok for f in vm_findings if f.kind == "released data") == 7
+    assert len(findings) > 20
+
+
+# -- prompts --------------------------------------------------------------------------------------
+def test_prompts_are_table8():
+    assert len(vp.PROMPTS) == 21 == len(set(vp.PROMPTS))
+    assert sorted(vp.TABLE8_NUMBER.values()) == list(range(1, 22))
+    assert all("REPLACE_CLAIM" in p and p.rstrip(".").endswith("entailment or contradiction") for p in vp.PROMPTS)
+    assert vp.fill_claim(vp.PROMPTS[0], "  It rains. ").startswith('Does the image entail or contradict the claim '
+                                                                  '"It rains."? ')
+
+
+def test_seeded_assignment_is_stable():
+    a = vp.seeded_assignment()
+    assert [len(a[s]) for s in vp.SPLIT_ORDER] == [4578, 726, 723]
+    # pinned: the first draws of random.seed(42) + random.choice over the repository's list order
+    assert [vp.TABLE8_NUMBER[p] for p in a["train"][:6]] == [21, 20, 19, 18, 17, 17]
+    assert [vp.TABLE8_NUMBER[p] for p in a["test"][:6]] == [18, 5, 8, 14, 10, 4]
+    assert vp.assigned_prompt("test", 3) == a["test"][3]
+    with pytest.raises(SettingError):
+        vp.assigned_prompt("test", 723)
+
+
+def test_scene_graph_prompts():
+    filled = vp.fill_claim(vp.PROMPTS[13], "Cats rule.")
+    first = vp.sg_first_prompt(filled)
+    # the official cut keeps the question before the last "?" and drops the instruction after it
+    assert first.split("\n")[0] == 'Question: Does the image agree with or dispute the claim "Cats rule."'
+    assert first.endswith("\nScene Graph:") and first.count("For the provided image") == 1
+    second = vp.sg_second_prompt('{"objects": []}', filled)
+    assert second == ('Scene Graph:\n{"objects": []}\nUse the image and scene graph as context and answer the '
+                      f"following question:\nQuestion:\n{filled}")
+
+
+def test_shots_are_per_item_and_exclude_the_item():
+    pool = [f"t{i}" for i in range(30)]
+    s1 = vp.choose_shots("x", pool, 5)
+    assert s1 == vp.choose_shots("x", list(reversed(pool)) and pool, 5) and len(set(s1)) == 5
+    assert vp.choose_shots("y", pool, 5) != s1
+    assert "t3" not in vp.choose_shots("t3", pool, 29)
+    with pytest.raises(SettingError):
+        vp.choose_shots("x", pool[:3], 5)
+
+
+# -- the official parser --------------------------------------------------------------------------
+PARSE_TABLE = [
+    # (raw output, label, explanation)
+    ("The image shows a storm.\nLABEL: contradiction", 0, "The image shows a storm."),
+    ("The sky is blue.\nLabel: Entailment", 1, "The sky is blue."),
+    ("Sun.\nlabel: entails", 1, "Sun."),
+    ("It is unclear.\nLABEL: neither entailment nor contradiction", None, "It is unclear."),
+    ("Something.\nLABEL: unsure", None, "Something."),
+    # marker wins over heuristics; the label text decides, contradict before entail
+    ("This entails it.\nLABEL: contradiction (not entailment)", 0, "This entails it."),
+    # "Label: x\nExplanation" shape: explanation after the first label word
+    ("Label: Entailment\nThe dog is happy.", 1, "The dog is happy."),
+    ("LABEL: Contradiction. The dog is sad.", 0, ". The dog is sad."),  # official quirk: the cut keeps the "."
+    ("LABEL: entailment", 1, "LABEL: entailment"),  # nothing else: the whole output
+    # heuristics (no marker): undecided phrases first, then entail, then contradict
+    ("The image entails the claim and does not contradict it.", 1,
+     "The image entails the claim and does not contradict it."),
+    ("The picture contradicts the claim.", 0, "The picture contradicts the claim."),
+    ("It is in harmony with the statement.", 1, "It is in harmony with the statement."),
+    ("The image appears to contest the claim.", 0, "The image appears to contest the claim."),
+    ("Choose entailment or contradiction: it contradicts.", None,
+     "Choose entailment or contradiction: it contradicts."),
+    ("Neither applies; it contradicts nothing.", None, "Neither applies; it contradicts nothing."),
+    ("A cat on a mat.", None, "A cat on a mat."),
+    ("", None, ""),
+    # cleaning: label words removed, cut before the last "Therefore,"
+    ("Entailment. The sun shines. Therefore, warm. Therefore, it entails.", 1, "The sun shines. Therefore, warm."),
+    ("Contradiction: Dark sky.\nLABEL: contradiction", 0, "Dark sky."),
+]
+
+
+@pytest.mark.parametrize("raw,label,expl", PARSE_TABLE)
+def test_official_parser(raw, label, expl):
+    got_label, got_expl, _ = extract_label_and_explanation(raw)
+    assert (got_label, got_expl) == (label, expl)
+
+
+def test_parser_missing_and_garbage():
+    assert extract_label_and_explanation(None)[:2] == (None, None)
+    assert extract_label_and_explanation(float("nan"))[:2] == (None, None)
+    p = parse_output("ĠĠ<unk> zz qq 🙂 LABEL LABEL")
+    assert p["valid"] is False and p["label_pred"] is None
+
+
+def test_scene_graph_normalisation():
+    x = "The image and the scene graph show a red_car near a tree. The scene graph shows smiley_emoji."
+    assert normalize_sg_explanation(x) == "The image show a red car near a tree. The image shows smiley_emoji."
+    assert normalize_sg_explanation("no graph here a_b") == "no graph here a_b"
+    assert parse_output("The scene graph shows a cat.\nLABEL: entailment", scene_graph=True)["explanation_pred"] \
+        == "The image shows a cat."
+
+
+# -- metrics -------------------------------------------------------------------------------------
+def _official_f1_at(t, p, s, thr):
+    adjusted = np.where(s <= thr, 1 - t, p)
+    return f1_score(t, adjusted, average="macro")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_f1_curve_matches_sklearn(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 60))
+    t = rng.integers(0, 2, n)
+    p = rng.integers(0, 2, n)
+    s = rng.uniform(-0.2, 1.0, n).round(2)  # ties at exact thresholds included
+    curve = vm.f1_curve_arrays(t, p, s)
+    expected = [_official_f1_at(t, p, s, i / 100) for i in range(101)]
+    np.testing.assert_allclose(curve, expected, atol=1e-12)
+
+
+def test_single_class_gold_matches_sklearn():
+    t = np.ones(10, dtype=int)  # NYCartoons: entailment only
+    for p in (np.ones(10, dtype=int), np.r_[np.ones(9, dtype=int), 0], np.zeros(10, dtype=int)):
+        assert vm.macro_f1(t, p) == pytest.approx(f1_score(t, p, average="macro"))
+    assert vm.macro_f1(t, np.r_[np.ones(9, dtype=int), 0]) <= 0.5
+
+
+def test_threshold_indexing_has_no_float_equality_trap():
+    assert np.arange(0, 1.01, 0.01)[70] != 0.7  # the official script's lookup failure
+    assert vm.threshold(70) == 0.7
+    t = np.array([1, 0, 1, 0])
+    p = t.copy()
+    s = np.array([0.7, 0.71, 0.69, 0.9])
+    f = vm.f1_curve_arrays(t, p, s, percents=[70])[0]
+    assert f == pytest.approx(_official_f1_at(t, p, s, 0.7))
+    assert vm.adjusted_predictions(t, p, s, 70).tolist() == [0, 0, 0, 0]  # score == t counts as wrong
+    with pytest.raises(SettingError):
+        vm.threshold(0.7)
+
+
+def test_unparsed_labels_are_wrong():
+    t = np.array([1, 0, 1])
+    assert vm.fill_unparsed(t, [None, None, 1]).tolist() == [0, 1, 1]
+
+
+def test_paired_bootstrap_and_ci():
+    rng = np.random.default_rng(0)
+    t = rng.integers(0, 2, 200)
+    good = np.where(rng.uniform(size=200) < 0.9, t, 1 - t)
+    bad = np.where(rng.uniform(size=200) < 0.55, t, 1 - t)
+    r = vm.paired_bootstrap_f1(t, good, bad, n_resamples=500)
+    assert r["estimate"] > 0.2 and r["p"] < 0.01
+    same = vm.paired_bootstrap_f1(t, good, good, n_resamples=200)
+    assert same["estimate"] == 0 and same["p"] == 1.0
+    ci = vm.f1_at_ci(t, good, np.ones(200), 0, n_resamples=300)
+    assert ci["ci_low"] < ci["estimate"] < ci["ci_high"]
+
+
+def test_adequacy_pr():
+    rng = np.random.default_rng(1)
+    y = rng.uniform(size=300) < 0.5
+    s = np.where(y, rng.normal(0.65, 0.08, 300), rng.normal(0.45, 0.08, 300))
+    r = vm.adequacy_pr(s, y)
+    assert r["pr_auc"] > 0.8 and 0.45 < r["max_f1_threshold"] < 0.65
+    with pytest.raises(DataError):
+        vm.adequacy_pr(s, np.ones(300, dtype=bool))
+
+
+# -- loaders and bad input -----------------------------------------------------------------------
+def test_sample_loads_in_both_formats(sample):
+    a = BENCH.load(sample)
+    b = BENCH.load(sample / "vflute-v2-test.csv")
+    assert len(a) == len(b) == 16
+    assert set(a["dataset"]) == set(vd.DATASETS)
+    assert (a.loc[a["source_dataset"] == "nycartoons", "label"] == "entailment").all()
+    train = BENCH.load(sample, split="train")
+    assert len(train) == 12 and train["split"].eq("train").all()
+
+
+def test_hf_parquet_roundtrip(sample, tmp_path):
+    items = BENCH.load(sample)
+    vd.write_hf_parquet(items, tmp_path / "data" / "test-00000-of-00001.parquet")
+    hf = BENCH.load(tmp_path)
+    assert hf["id"].tolist() == [f"{s}-test-{i}" for i, s in enumerate(items["source_dataset"])]
+    assert hf["image"].map(lambda im: im["path"].rsplit(".", 1)[1]).tolist() == \
+        items["image"].str.rsplit(".", n=1).str[1].tolist()  # jpg iff JPEG bytes, as the official conversion
+    assert hf["prompt"].tolist() == [vp.assigned_prompt("test", i) for i in range(len(hf))]
+    reqs = BENCH.requests(hf, "zero_shot")
+    assert isinstance(reqs[0].images[0], dict) and reqs[0].images[0]["bytes"]
+
+
+def test_bad_records_name_row_and_field(tmp_path, sample):
+    recs = json.loads((sample / "vflute-v2-test.json").read_text())
+    recs[2]["label"] = "neutral"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(recs))
+    with pytest.raises(DataError, match=r"bad.json, row 2, field 'label'"):
+        BENCH.load(bad)
+    recs[2]["label"] = "entailment"
+    del recs[4]["claim"]
+    bad.write_text(json.dumps(recs))
+    with pytest.raises(DataError, match="field 'claim'"):
+        BENCH.load(bad)
+    bad.write_text("{not json")
+    with pytest.raises(DataError, match="not valid JSON"):
+        BENCH.load(bad)
+    with pytest.raises(DataError):
+        BENCH.load(tmp_path / "nothing-here")
+    with pytest.raises(SettingError):
+        BENCH.load(sample, split="dev-2")
+
+
+def test_missing_and_unsafe_images(sample, tmp_path):
+    items = BENCH.load(sample).head(2).copy()
+    items.loc[0, "image"] = "vismet/test/999.png"
+    with pytest.raises(ImageError, match="vismet-test-0"):
+        BENCH.requests(items, "zero_shot")
+    items.loc[0, "image"] = "../../etc/passwd"
+    with pytest.raises(ImageError, match="unsafe"):
+        BENCH.requests(items, "zero_shot")
+    # the -Image ablation needs no image at all
+    assert len(BENCH.requests(items, "hypothesis_only")) == 2
+    with pytest.raises(SettingError):
+        BENCH.requests(items, "ten_shot")
+
+
+# -- requests and the pipeline --------------------------------------------------------------------
+def test_requests_per_setting(sample):
+    items = BENCH.load(sample)
+    zs = BENCH.requests(items, "zero_shot")
+    assert zs[0].messages[0]["content"][1]["text"] == vp.fill_claim(items["prompt"][0], items["claim"][0])
+    assert zs[0].params.num_beams == 3 and zs[0].params.max_new_tokens == 256 and not zs[0].params.do_sample
+    seeded = BENCH.requests(items, "zero_shot", prompt_source="seeded")
+    assert seeded[5].prompt_text == vp.fill_claim(vp.assigned_prompt("test", 5), items["claim"][5])
+    ho = BENCH.requests(items, "hypothesis_only")
+    assert ho[0].images[0].size == (336, 336) and ho[0].images[0].getpixel((5, 5)) == (255, 255, 255)
+    fs = BENCH.requests(items, "few_shot", train=sample, k=3)
+    assert len(fs[0].images) == 4 and len(fs[0].messages) == 7
+    assert fs[0].messages[1]["content"][0]["text"].endswith(("LABEL: entailment", "LABEL: contradiction"))
+    assert fs[0].meta["shots"] == BENCH.requests(items.iloc[::-1], "few_shot", train=sample, k=3)[-1].meta["shots"]
+    with pytest.raises(SettingError):
+        BENCH.requests(items, "few_shot")
+
+
+def _oracle(items):
+    gold = dict(zip(items["claim"], zip(items["explanation"], items["label"], strict=True), strict=True))
+
+    def respond(req):
+        claim = next(c for c in gold if f'"{c}"' in req.prompt_text)
+        expl, label = gold[claim]
+        return f"{expl}\nLABEL: {label}"
+    return respond
+
+
+def test_oracle_pipeline_scores_perfectly(sample, tmp_path):
+    items = BENCH.load(sample)
+    model = ScriptedModel(_oracle(items))
+    scored = BENCH.evaluate(model, items, "zero_shot", store=tmp_path / "zs.jsonl", progress=False, scorer="none")
+    t = BENCH.tables(scored)
+    assert t["Table 4"].iloc[0].tolist() == [100.0, 100.0, 100.0]
+    assert scored["valid"].all()
+    # a rerun is served from the store
+    calls = model.calls
+    BENCH.evaluate(model, items, "zero_shot", store=tmp_path / "zs.jsonl", progress=False, scorer="none")
+    assert model.calls == calls
+
+
+def test_scene_graph_runs_two_steps(sample, tmp_path):
+    items = BENCH.load(sample).head(4)
+    seen = []
+
+    def respond(req):
+        seen.append(req.prompt_text)
+        if "Scene Graph:" in req.prompt_text and "Use the image" not in req.prompt_text:
+            return '{"objects": ["cat_emoji", "red_car"]}'
+        return "The scene graph shows a red_car.\nLABEL: contradiction"
+    out = BENCH.run(ScriptedModel(respond), items, "scene_graph", store=tmp_path / "sg.jsonl", progress=False)
+    assert len(out) == 4 and len(seen) == 8
+    assert out["scene_graph"].str.contains("red_car").all()
+    scored = BENCH.score(BENCH.predictions(items, out), scorer="none")
+    assert (scored["explanation_pred"] == "The image shows a red car.").all()
+
+
+def test_failures_count_as_wrong(sample, tmp_path):
+    items = BENCH.load(sample).head(6)
+
+    def respond(req):
+        if req.meta["item_id"].endswith("-0"):
+            raise RuntimeError("backend down")
+        return "blah ĠĠ"
+    scored = BENCH.evaluate(ScriptedModel(respond), items, "zero_shot", store=tmp_path / "f.jsonl",
+                            progress=False, scorer="none")
+    assert len(scored) == 6 and (~scored["correct"]).all() and scored["label_pred"].isna().all()
+
+
+# -- scoring files ---------------------------------------------------------------------------------
+def test_score_file_official_shapes(sample, tmp_path):
+    items = BENCH.load(sample)
+    rng = random.Random(0)
+    raw = pd.DataFrame({"id": items["id"], "output": [f"{e}\nLABEL: {rng.choice(vd.LABELS)}"
+                                                       for e in items["explanation"]]})
+    raw.to_csv(tmp_path / "preds.csv", index=False)
+    res = BENCH.score_file(tmp_path / "preds.csv", source=sample, scorer="none", n_resamples=200)
+    labels = [1 if o.endswith("entailment") else 0 for o in raw["output"]]
+    assert res["f1"]["overall"]["F1@0"] == round(100 * f1_score(items["label_true"], labels, average="macro"), 2)
+    assert res["f1"]["overall"]["F1@53"] == res["f1"]["overall"]["F1@0"]  # 'none': every explanation passes
+    assert res["n_missing"] == 0 and res["scorer"]["name"] == "none"
+    # id,label,explanation with text labels, a missing label and a missing row
+    norm = pd.DataFrame({"id": items["id"][1:], "label": ["entailment", None] + [str(x) for x in labels[3:]],
+                         "explanation": items["explanation"][1:]})
+    norm.to_csv(tmp_path / "norm.csv", index=False)
+    res2 = BENCH.score_file(tmp_path / "norm.csv", source=sample, scorer="none", ci=False)
+    assert res2["n_missing"] == 1 and res2["n_unparsed"] == 2
+    pd.DataFrame({"id": ["nope-test-1"], "output": ["x"]}).to_csv(tmp_path / "alien.csv", index=False)
+    with pytest.raises(DataError, match="not in the gold data"):
+        BENCH.score_file(tmp_path / "alien.csv", source=sample, scorer="none")
+
+
+def test_score_file_store_and_cli(sample, tmp_path, capsys):
+    from vlamb_nb.cli import main
+
+    items = BENCH.load(sample)
+    BENCH.run(ScriptedModel(_oracle(items)), items, "zero_shot", store=tmp_path / "run.jsonl", progress=False)
+    rc = main(["score", "vflute", "--predictions", str(tmp_path / "run.jsonl"), "--source", str(sample),
+               "--scorer", "none", "--json", "-o", "n_resamples=100"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["f1"]["overall"]["F1@0"] == 100.0 and out["n"] == 16
+    rc = main(["data", "stats", "vflute", "--source", str(sample), "--json"])
+    stats = json.loads(capsys.readouterr().out)
+    assert rc == 0 and stats["n"] == 16 and sum(stats["by_dataset"].values()) == 16
