@@ -382,6 +382,8 @@ def _boot_stats(design: _Design, rng: np.random.Generator, n_resamples: int,
     out = np.empty(n_resamples)
     step = design.chunk()
     use_gather = gather is not None and design.cluster_items is None and 8 * design.n_atoms > design.n
+    if use_gather:  # small blocks keep the index matrix in cache
+        step = max(1, 262_144 // design.n)
     for start in range(0, n_resamples, step):
         size = min(step, n_resamples - start)
         if use_gather:
