@@ -2,12 +2,14 @@
 
 Finished requests (by request hash) are skipped, each new generation is written to the
 store as soon as its batch returns, and a failure inside a batch is recorded per item
-instead of stopping the run.
+instead of stopping the run. Out-of-memory during a batch halves the batch size (kept for
+the rest of the run) and retries, down to 1; an item that fails alone is recorded as failed.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -33,12 +35,35 @@ def _record(req: Request, key: str, gen: Generation, model: VLM) -> dict[str, An
     return rec
 
 
-def generate_batch(model: VLM, batch: Sequence[Request]) -> list[Generation]:
-    """Call the backend; an exception fails every item of the batch with the error, never the run."""
+def is_oom(exc: BaseException) -> bool:
+    """CUDA (or other accelerator) out-of-memory, recognised without importing torch."""
+    return type(exc).__name__ == "OutOfMemoryError" or "out of memory" in str(exc).lower()
+
+
+def _release_memory() -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+class _BatchOOM(Exception):
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(str(original))
+        self.original = original
+
+
+def generate_batch(model: VLM, batch: Sequence[Request], *, raise_oom: bool = False) -> list[Generation]:
+    """Call the backend; an exception fails every item of the batch with the error, never the run.
+
+    With ``raise_oom`` an out-of-memory error is raised (as ``_BatchOOM``) so the caller can retry smaller.
+    """
     t0 = time.perf_counter()
     try:
         gens = model.generate(list(batch))
     except Exception as e:  # noqa: BLE001 - recorded per item
+        if raise_oom and is_oom(e):
+            _release_memory()
+            raise _BatchOOM(e) from e
         dt = time.perf_counter() - t0
         return [Generation(request_id=r.id, error=f"{type(e).__name__}: {e}", finish_reason="error",
                            seconds=dt / max(len(batch), 1)) for r in batch]
@@ -51,7 +76,11 @@ def generate_batch(model: VLM, batch: Sequence[Request]) -> list[Generation]:
 def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | os.PathLike | None = None, *,
         batch_size: int = 8, limit: int | None = None, progress: bool = True, retry_failed: bool = True,
         run_meta: dict[str, Any] | None = None, desc: str = "generate"):
-    """Generate for every request not already finished in ``store``; return one row per request."""
+    """Generate for every request not already finished in ``store``; return one row per request.
+
+    The returned frame's ``attrs`` hold ``batch_size`` (after any out-of-memory halving),
+    ``oom_events`` and ``model_calls`` (batches sent to the backend).
+    """
     import pandas as pd
 
     if batch_size < 1:
@@ -60,7 +89,7 @@ def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | 
     if isinstance(store, PredictionStore):
         st = store
     elif store is not None:
-        st = PredictionStore(store, run_meta=run_meta)
+        st = PredictionStore(store, run_meta=run_meta if run_meta is not None else default_run_meta(model))
     else:
         st = None
     keys = [r.key(model.info) for r in reqs]
@@ -72,17 +101,31 @@ def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | 
     owns = st is not None and st._fh is None
     if st is not None and todo:
         st.open()
+    size, oom_events, calls = batch_size, 0, 0
     try:
         bar = _progress(len(todo), progress and bool(todo), desc)
-        for i in range(0, len(todo), batch_size):
-            chunk = todo[i: i + batch_size]
-            gens = generate_batch(model, [r for r, _ in chunk])
+        i = 0
+        while i < len(todo):
+            chunk = todo[i: i + size]
+            calls += 1
+            try:
+                gens = generate_batch(model, [r for r, _ in chunk], raise_oom=True)
+            except _BatchOOM as oom:
+                oom_events += 1
+                if size > 1:
+                    size = max(1, size // 2)
+                    bar.write(f"out of memory with {len(chunk)} requests per batch; retrying with {size}")
+                    continue
+                gens = [Generation(request_id=r.id, finish_reason="error",
+                                   error=f"{type(oom.original).__name__} at batch size 1: {oom.original}")
+                        for r, _ in chunk]
             for (r, k), g in zip(chunk, gens, strict=True):
                 rec = _record(r, k, g, model)
                 if st is not None:
                     rec = st.append(rec)
                 fresh[k] = rec
             bar.update(len(chunk))
+            i += len(chunk)
         bar.close()
     finally:
         if owns and st is not None:
@@ -96,4 +139,17 @@ def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | 
         row = {c: rec.get(c) for c in RESULT_COLUMNS if c in rec}
         row.update(request_id=r.id, key=k, benchmark=r.benchmark, setting=r.setting, cached=cached)
         rows.append(row)
-    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    out = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    out.attrs.update(batch_size=size, oom_events=oom_events, model_calls=calls)
+    return out
+
+
+def default_run_meta(model: VLM) -> dict[str, Any]:
+    """Metadata for a run no benchmark described: the model and its quantization deviation."""
+    from vlamb_nb.meta import Deviation, RunMeta
+
+    info = model.info
+    devs = []
+    if info.quantization:
+        devs.append(Deviation("quantization", "full/half precision weights", info.quantization, "all"))
+    return RunMeta(model=info.to_dict(), deviations=devs).to_dict()

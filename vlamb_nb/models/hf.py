@@ -77,7 +77,13 @@ class HFModel:
                 from None
 
         source = str(model_id)
-        config = AutoConfig.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code)
+        try:
+            config = AutoConfig.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code)
+        except ValueError as e:
+            if "trust_remote_code" in str(e) and not trust_remote_code:
+                raise SettingError(f"{source}: this checkpoint runs code from the hub; pass "
+                                   "trust_remote_code=True to allow it (recorded in the run metadata)") from None
+            raise
         self.family: Family = family_for(getattr(config, "model_type", None))
         if self.family.trust_remote_code and not trust_remote_code:
             raise SettingError(f"{source}: family {self.family.name!r} runs code from the hub; "
@@ -85,12 +91,19 @@ class HFModel:
         self.device_map = _resolve_device_map(device_map, quantization)
         self.dtype = dtype if dtype is not None else default_dtype()
         pkw = dict(processor_kwargs or {})
-        if max_pixels is not None:
-            if self.family.max_pixels_kwarg is None:
-                raise SettingError(f"family {self.family.name!r} has no pixel budget setting (max_pixels)")
-            pkw.setdefault("size", {})[self.family.max_pixels_kwarg] = int(max_pixels)
         self.processor = AutoProcessor.from_pretrained(source, revision=revision,
                                                        trust_remote_code=trust_remote_code, **pkw)
+        if max_pixels is not None:  # reload with the checkpoint's size settings plus the new budget
+            key = self.family.max_pixels_kwarg
+            if key is None:
+                raise SettingError(f"family {self.family.name!r} has no pixel budget setting (max_pixels)")
+            size = {k: v for k, v in dict(self.processor.image_processor.size).items() if v is not None}
+            size[key] = int(max_pixels)
+            if "shortest_edge" in size and key == "longest_edge":
+                size["shortest_edge"] = min(size["shortest_edge"], int(max_pixels))
+            self.processor = AutoProcessor.from_pretrained(source, revision=revision,
+                                                           trust_remote_code=trust_remote_code,
+                                                           **{**pkw, "size": size})
         tok = self.tokenizer
         tok.padding_side = "left"  # decoder-only batching: prompts end where generation starts
         if tok.pad_token is None:
