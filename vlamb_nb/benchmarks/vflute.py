@@ -185,8 +185,13 @@ class VFlute(Benchmark):
                         **kwargs)
         used = items[items["id"].isin(gens["request_id"].str.split("::").str[0])]
         scored = self.score(self.predictions(used, gens), scorer=scorer)
-        scored.attrs["deviations"] = [d.__dict__ for d in self.deviations(model.info, setting or self.default_setting,
-                                                                           scored.attrs.get("scorer"))]
+        devs = self.deviations(model.info, setting or self.default_setting, scored.attrs.get("scorer"))
+        params = kwargs.get("params")
+        if params is not None and params != PAPER_DECODING:
+            devs.append(Deviation("decoding", "beam 3, greedy, 256 new tokens, seed 42",
+                                  f"num_beams={params.num_beams}, max_new_tokens={params.max_new_tokens}, "
+                                  f"do_sample={params.do_sample}", "all"))
+        scored.attrs["deviations"] = [d.__dict__ for d in devs]
         return scored
 
     # -- parse and score ---------------------------------------------------------------------------

@@ -138,7 +138,7 @@ def score_prediction_file(bench, predictions: str | os.PathLike, *, source: str 
         "mean_explanation_score": float(scored["explanation_score"].mean()),
     }
     if ci:
-        out["ci"] = {f"F1@{p}": {k: (round(100 * v, 2) if isinstance(v, float) else v)
+        out["ci"] = {f"F1@{p}": {k: (round(100 * v, 2) if k in ("estimate", "ci_low", "ci_high") else v)
                                  for k, v in f1_at_ci(scored["label_true"], scored["label_pred_filled"],
                                                       scored["explanation_score"], p,
                                                       n_resamples=n_resamples).items()}

@@ -13,7 +13,7 @@ which fails for 0.7.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -104,52 +104,44 @@ def f1_curve(scored, *, by_dataset: bool = True, model: str = "", percents: Sequ
 
 
 # -- uncertainty ---------------------------------------------------------------------------------
-def _stats():
-    try:
-        from vlamb_nb import stats
-    except ImportError:  # pragma: no cover - the statistics module ships with the package
-        return None
-    return stats
-
-
 def f1_at_ci(label_true, label_pred, scores, pct: int, *, n_resamples: int = 2000, seed: int = 0,
-             alpha: float = 0.05) -> dict[str, Any]:
-    """F1@t with a percentile bootstrap CI over items (resampling the test set)."""
+             alpha: float = 0.05, method: str = "percentile") -> dict[str, Any]:
+    """F1@t with a bootstrap CI over items (``vlamb_nb.stats.bootstrap_ci`` with a vectorized macro-F1)."""
+    from vlamb_nb import stats
+
     t = np.asarray(label_true, dtype=int)
     adj = adjusted_predictions(t, np.asarray(label_pred, dtype=int), np.asarray(scores, dtype=float), pct)
-    est = macro_f1(t, adj)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, t.size, size=(n_resamples, t.size))
-    boots = np.array([macro_f1(t[i], adj[i]) for i in idx])
-    lo, hi = np.quantile(boots, [alpha / 2, 1 - alpha / 2])
-    return {"name": f"F1@{pct}", "estimate": est, "ci_low": float(lo), "ci_high": float(hi), "n": int(t.size),
-            "method": "percentile bootstrap over items", "n_resamples": n_resamples, "seed": seed}
+    res = stats.bootstrap_ci(adj, stats.macro_f1_statistic(t), n_resamples=n_resamples, alpha=alpha,
+                             method=method, seed=seed, name=f"F1@{pct}")
+    out = res.to_dict()
+    out["n_resamples"] = n_resamples
+    return out
 
 
 def paired_bootstrap_f1(label_true, pred_a, pred_b, *, n_resamples: int = 10000, seed: int = 0,
-                        statistic: Callable[[np.ndarray, np.ndarray], float] | None = None) -> dict[str, Any]:
-    """Koehn (2004) paired bootstrap on macro-F1: resample items with replacement, count B ≥ A.
+                        scores_a=None, scores_b=None, pct: int = 0) -> dict[str, Any]:
+    """Koehn (2004) paired bootstrap on macro-F1@t of two systems over the same items.
 
-    ``p`` is the two-sided p-value ``2 * min(P(Δ* ≤ 0), P(Δ* ≥ 0))``; ``p_one_sided`` is the share of
-    resamples where A does not beat B (Koehn's original "wins" count). The paper does not give its
-    number of resamples; 10,000 is used here.
+    With explanation scores given, predictions are first adjusted by the F1@t rule. The paper does
+    not give its number of resamples; 10,000 is the default here. ``p`` is two-sided; Koehn's
+    one-sided share is in ``extra["koehn_p"]``.
     """
-    stat = statistic or macro_f1
+    from vlamb_nb import stats
+
     t = np.asarray(label_true, dtype=int)
     a = np.asarray(pred_a, dtype=int)
     b = np.asarray(pred_b, dtype=int)
     if not (t.shape == a.shape == b.shape):
         raise DataError("paired bootstrap needs predictions of both systems on the same items")
-    rng = np.random.default_rng(seed)
-    deltas = np.empty(n_resamples)
-    for k in range(n_resamples):
-        i = rng.integers(0, t.size, size=t.size)
-        deltas[k] = stat(t[i], a[i]) - stat(t[i], b[i])
-    est = stat(t, a) - stat(t, b)
-    p_le = float((deltas <= 0).mean())
-    p_ge = float((deltas >= 0).mean())
-    return {"estimate": float(est), "p": min(1.0, 2 * min(p_le, p_ge)), "p_one_sided": p_le if est > 0 else p_ge,
-            "n": int(t.size), "n_resamples": n_resamples, "seed": seed, "method": "paired bootstrap (Koehn 2004)"}
+    if scores_a is not None:
+        a = adjusted_predictions(t, a, np.asarray(scores_a, dtype=float), pct)
+    if scores_b is not None:
+        b = adjusted_predictions(t, b, np.asarray(scores_b, dtype=float), pct)
+    res = stats.paired_bootstrap(a, b, stats.macro_f1_statistic(t), n_resamples=n_resamples, seed=seed,
+                                 name=f"F1@{pct} A - B")
+    out = res.to_dict()
+    out["n_resamples"] = n_resamples
+    return out
 
 
 # -- ExplanationScore vs human adequacy ------------------------------------------------------------
@@ -176,10 +168,6 @@ def adequacy_pr(scores: Sequence[float], adequate: Sequence[bool]) -> dict[str, 
 
 def cohen_kappa(r1: Sequence[Any], r2: Sequence[Any]) -> dict[str, Any]:
     """Cohen's κ between two annotators (the statistics module's, when present)."""
-    st = _stats()
-    if st is not None and hasattr(st, "cohen_kappa"):
-        res = st.cohen_kappa(list(r1), list(r2))
-        return res.to_dict() if hasattr(res, "to_dict") else dict(res)
-    from sklearn.metrics import cohen_kappa_score
+    from vlamb_nb import stats
 
-    return {"name": "cohen_kappa", "estimate": float(cohen_kappa_score(list(r1), list(r2))), "n": len(list(r1))}
+    return stats.cohen_kappa(list(r1), list(r2)).to_dict()

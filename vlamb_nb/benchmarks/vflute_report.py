@@ -1,0 +1,97 @@
+"""V-FLUTE figures and notebook helpers (the notebook only calls these).
+
+Figures: Figs. 8-9 (claim / explanation length by source), Fig. 6 (% drop F1@0 → F1@0.6 by
+dataset), Fig. 11 (F1 vs ExplanationScore threshold per dataset).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from vlamb_nb.benchmarks.vflute_data import DATASETS, SOURCE_NAMES
+
+
+def resolve_source(source: str | os.PathLike | None, *, n: int = 16, seed: int = 0) -> tuple[Path, str]:
+    """The data folder and a label: ``source`` when given, else a generated sample in the official format."""
+    from vlamb_nb.benchmarks.vflute import BENCHMARK
+
+    if source is not None:
+        return Path(source), "given files"
+    folder = Path(tempfile.mkdtemp(prefix="vflute-sample-"))
+    return BENCHMARK.make_sample(folder, n=n, seed=seed), f"generated sample (n={n}, seed={seed})"
+
+
+def plot_lengths(items):
+    """Figs. 8-9: claim and explanation length (characters) by source dataset."""
+    from vlamb_nb.plots import new_figure
+
+    fig, axes = new_figure(9, 3.2, ncols=2)
+    sources = [s for s in SOURCE_NAMES if s in set(items["source_dataset"])]
+    for ax, col, title in ((axes[0], "claim", "Fig. 8: caption length"),
+                           (axes[1], "explanation", "Fig. 9: explanation length")):
+        data = [items.loc[items["source_dataset"] == s, col].str.len().to_numpy() for s in sources]
+        ax.boxplot(data, tick_labels=[SOURCE_NAMES[s] for s in sources])
+        ax.set_title(title)
+        ax.set_ylabel("characters")
+        ax.tick_params(axis="x", rotation=30)
+    fig.tight_layout()
+    return fig
+
+
+def plot_drop(drops: dict[str, Any]):
+    """Fig. 6: % drop in F1 from threshold 0 to 0.6, per dataset, one bar group per model."""
+    import numpy as np
+
+    from vlamb_nb.plots import new_figure
+
+    fig, ax = new_figure(8, 3.5)
+    names = list(DATASETS.values())
+    x = np.arange(len(names))
+    width = 0.8 / max(len(drops), 1)
+    for k, (model, df) in enumerate(drops.items()):
+        vals = df.set_index("dataset")["drop_pct"].reindex(names)
+        ax.bar(x + k * width - 0.4 + width / 2, vals.fillna(0).to_numpy(), width, label=model)
+    ax.set_xticks(x, names, rotation=20)
+    ax.set_ylabel("Drop in F1 score (%)")
+    ax.set_title("Fig. 6: drop in F1 from ExplanationScore threshold 0 to 0.6")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def plot_f1_curves(curves: dict[str, Any], *, min_threshold: float = 0.4):
+    """Fig. 11: F1 vs threshold (≥ ``min_threshold``) per dataset, one line per model."""
+    from vlamb_nb.plots import new_figure
+
+    fig, axes = new_figure(10, 5.5, nrows=2, ncols=3, sharey=True)
+    for ax, (key, name) in zip(axes.ravel(), DATASETS.items(), strict=True):
+        for model, c in curves.items():
+            g = c[(c["dataset"] == key) & (c["threshold"] >= min_threshold)]
+            if len(g):
+                ax.plot(g["threshold"], g["f1"], label=model)
+        ax.set_title(name)
+        ax.set_xlabel("ExplanationScore threshold")
+    axes[0, 0].set_ylabel("macro-F1")
+    axes[0, 0].legend()
+    fig.suptitle("Fig. 11: F1 vs explanation-score threshold by dataset")
+    fig.tight_layout()
+    return fig
+
+
+def demo_model(spec: str, quantization: str | None = "4bit"):
+    """A model for the notebook's pipeline demonstration (``tiny:FAMILY`` builds a tiny random checkpoint)."""
+    from vlamb_nb.models import load_model
+
+    return load_model(spec, quantization=quantization)
+
+
+def comparison(bench, scored, row: str):
+    """Paper vs ours for one Table 4 row (None when ``row`` is not a published row)."""
+    from vlamb_nb import reference
+
+    if not row:
+        return None
+    return reference.compare(bench.comparison_rows(scored, row=row), "vflute", table="Table 4")
