@@ -305,7 +305,7 @@ class RefAdv(Benchmark):
                    error=gen.get("error"), finish_reason=gen.get("finish_reason"), cached=gen.get("cached"),
                    processed_image_sizes=gen.get("processed_image_sizes"), retry_used=False,
                    box_format=st.box_format, parser=st.parser, resized_pixels=st.resized_pixels)
-        if gen.get("error"):  # the official runner: any backend exception → backend_error, no retry
+        if _failed(gen.get("error")):  # the official runner: any backend exception → backend_error, no retry
             row.update(pred_boxes=[], pred_xyxy=[], parse_error=BACKEND_ERROR, valid=False, n_boxes=0)
         else:
             row.update(self.parse(gen.get("text") or "", row))
@@ -449,7 +449,7 @@ class RefAdv(Benchmark):
             row.update(text=r.get("text"), retry_used=r["retry_used"], box_format=st.box_format, parser=st.parser,
                        resized_pixels=st.resized_pixels, processed_image_sizes=r.get("processed_image_sizes"),
                        model=(r.get("model") or {}).get("model_id", ""), prompt_id=_prompt_of(r.get("setting", "")))
-            if r.get("error"):
+            if _failed(r.get("error")):
                 row.update(pred_boxes=[], pred_xyxy=[], parse_error=BACKEND_ERROR, valid=False, n_boxes=0)
             else:
                 row.update(self.parse(r.get("text") or "", row))
@@ -460,6 +460,11 @@ class RefAdv(Benchmark):
         from vlamb_nb.benchmarks.refadv_audit import audit
 
         return audit()
+
+
+def _failed(error: Any) -> bool:
+    """A generation error is a non-empty string (pandas gives NaN/None for none)."""
+    return isinstance(error, str) and bool(error)
 
 
 def _is_official(path: Path) -> bool:

@@ -1,0 +1,289 @@
+"""Ref-Adv: official parser (table of raw replies), repair turn, box formats, loaders, metrics, audit."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from vlamb_nb import boxes, get_benchmark
+from vlamb_nb.benchmarks import refadv_analysis as analysis
+from vlamb_nb.benchmarks import refadv_data as data
+from vlamb_nb.benchmarks import refadv_metrics as metrics
+from vlamb_nb.benchmarks.refadv import PROMPTS, RefAdv, bag_of_words, prompt_text, style_for
+from vlamb_nb.benchmarks.refadv_parse import (
+    FOLLOWUP_TEXT,
+    PRIORITY_KEYS,
+    collect_boxes,
+    parse_bracket_boxes,
+    parse_distractor_count,
+    parse_json_boxes,
+)
+from vlamb_nb.errors import DataError, SettingError
+from vlamb_nb.models import ModelInfo, ScriptedModel
+
+W, H = 640, 480
+
+# (reply, expected first box in absolute xyxy for abs_xyxy, expected error)
+PARSER_TABLE = [
+    ('```json\n{"bboxes": [[10, 20, 110, 220]]}\n```', [10, 20, 110, 220], ""),
+    ('[{"bbox_2d": [5, 6, 50, 60], "label": "cup"}]', [5, 6, 50, 60], ""),
+    ('[[1, 2, 3, 4], [5, 6, 7, 8]]', [1, 2, 3, 4], ""),
+    # fenced blocks are tried last to first; the last loadable one wins
+    ('```json\n{"bbox": [1, 1, 2, 2]}\n```\ntext\n```json\n{"bbox": [3, 3, 9, 9]}\n```', [3, 3, 9, 9], ""),
+    ('```json\n{"bbox": [1, 1, 2, 2]}\n```\n```json\n{broken\n```', [1, 1, 2, 2], ""),
+    # thinking text before an unfenced JSON value that ends the reply
+    ('Let me think. The [left] one is a cup {maybe}. Answer: {"boxes": [[30, 40, 130, 140]]}', [30, 40, 130, 140], ""),
+    # unfenced JSON that does not end the reply is not accepted
+    ('{"bbox": [1, 2, 3, 4]} and some trailing words', None, "no_bbox_found"),
+    # corners sorted and clipped to the image
+    ('{"bbox": [700, 500, -10, 100]}', [0, 100, 640, 480], ""),
+    # duplicates removed (first kept), nested dicts recurse
+    ('{"results": {"objects": [{"coordinates": [9, 9, 19, 19]}, {"coordinates": [9, 9, 19, 19]}]}}', [9, 9, 19, 19], ""),
+    ("", None, "empty_response"),
+    ("   \n", None, "empty_response"),
+    ("I cannot see any such object.", None, "no_bbox_found"),
+    ('```json\n{"label": "cup"}\n```', None, "no_bbox_found"),
+    ('{"bboxes": [[1, 2, 3]]}', None, "no_bbox_found"),
+]
+
+
+@pytest.mark.parametrize("reply,first,error", PARSER_TABLE)
+def test_official_parser_table(reply, first, error):
+    found, err = parse_json_boxes(reply, W, H, "abs_xyxy")
+    assert err == error
+    assert (found[0] if found else None) == first
+
+
+@pytest.mark.parametrize("key", PRIORITY_KEYS)
+def test_priority_key_beats_earlier_other_keys(key):
+    obj = {"zzz_other": [1, 1, 2, 2], key: [[10, 10, 20, 20]]}
+    assert collect_boxes(obj)[0] == [10.0, 10.0, 20.0, 20.0]
+
+
+def test_priority_order_between_priority_keys():
+    obj = {"coordinates": [7, 7, 8, 8], "bbox_2d": [5, 5, 6, 6], "bboxes": [[1, 1, 2, 2]]}
+    assert collect_boxes(obj) == [[1, 1, 2, 2], [5, 5, 6, 6], [7, 7, 8, 8]]
+
+
+def test_collect_boxes_caps_at_100():
+    assert len(collect_boxes([[i, i, i + 1, i + 1] for i in range(150)])) == 100
+
+
+def test_normalised_formats_convert_to_absolute():
+    found, _ = parse_json_boxes('{"bbox": [500, 500, 1000, 1000]}', W, H, "norm_1000_xyxy")
+    assert found[0] == [320.0, 240.0, 640.0, 480.0]
+    found, _ = parse_json_boxes('{"bbox": [0.25, 0.5, 0.5, 1.0]}', W, H, "norm_1_xyxy")
+    assert found[0] == [160.0, 240.0, 320.0, 480.0]
+
+
+def test_family_parsers():
+    assert parse_bracket_boxes("<ref>cup</ref><box>[[100, 200, 300, 400]]</box>", 1000, 1000, "norm_1000_xyxy")[0][0] == \
+        [100.0, 200.0, 300.0, 400.0]
+    assert parse_bracket_boxes("<|begin_of_box|>[500,500,1000,1000]<|end_of_box|>", W, H, "norm_1000_xyxy")[0][0] == \
+        [320.0, 240.0, 640.0, 480.0]
+    assert parse_bracket_boxes("no box", W, H, "norm_1000_xyxy") == ([], "no_bbox_found")
+
+
+@pytest.mark.parametrize("value,expected", [("5", 5), (5, 5), ([1, 2, 3], 3), ('[4, 5]', 2), (None, 0), ("", 0),
+                                            ("a, b and c 7", 1), (-3, 0)])
+def test_distractor_count_forms(value, expected):
+    assert parse_distractor_count(value) == expected
+
+
+def test_prompts_are_official_and_text_comes_first():
+    st = style_for(None)
+    assert prompt_text("the red cup", st, "direct") == (
+        '<image>\nLocate every object that matches the description "the red cup" in the image. '
+        "Report bbox coordinates in JSON format.")
+    assert prompt_text("x", st, "cot").endswith("Think first, then answer.\nFinally report bbox coordinates in JSON format.")
+    assert "<ref>x</ref>" in prompt_text("x", style_for(None, "internvl"))
+    assert prompt_text("x", style_for(None, "cogvlm")).startswith("Where is x?")
+    with pytest.raises(SettingError):
+        prompt_text("x", style_for(None, "cogvlm"), "cot")
+    assert not prompt_text("x", style_for(ModelInfo("m", family="llava")), "direct").startswith("<image>")
+    assert style_for(ModelInfo("m", family="qwen2_5_vl")).resized_pixels
+    assert set(PROMPTS) == {"direct", "cot"}
+
+
+def test_bag_of_words_is_seeded_permutation():
+    e = "a red ball with yellow stripes near the left wall"
+    s0, s0b, s1 = bag_of_words(e, 0, "7"), bag_of_words(e, 0, "7"), bag_of_words(e, 1, "7")
+    assert s0 == s0b and sorted(s0.split()) == sorted(e.split())
+    assert s0 != s1 or s0 != e
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    bench = get_benchmark("refadv")
+    path = bench.make_sample(tmp_path_factory.mktemp("refadv"), n=6, seed=3)
+    return bench, bench.load(path), path
+
+
+def test_sample_is_hub_layout_and_loads(sample):
+    import pyarrow.parquet as pq
+
+    bench, items, path = sample
+    schema = pq.read_schema(path)
+    assert schema.field("image").type.names == ["bytes", "path"]
+    assert len(items) == 6 and items["distractor_count"].min() >= 2
+    assert bench.data_stats(items)["instances"] == 6
+
+
+def test_repair_turn_is_a_second_chat_turn(sample, tmp_path):
+    bench, items, path = sample
+    seen = []
+
+    def respond(req):
+        seen.append(req)
+        item = items.set_index("id").loc[req.meta["item_id"]]
+        if len(req.messages) == 1:
+            return "I think it is the one on the left."  # no JSON: triggers the repair turn
+        x1, y1, x2, y2 = item["gt_xyxy"]
+        return f'```json\n{{"bboxes": [[{x1}, {y1}, {x2}, {y2}]]}}\n```'
+
+    scored = bench.run(ScriptedModel(respond), items, "direct", store=tmp_path / "s.jsonl", progress=False)
+    assert scored["retry_used"].all() and scored["hit"].all()
+    repair = [r for r in seen if len(r.messages) == 3]
+    assert len(repair) == len(items)
+    assert repair[0].messages[1]["role"] == "assistant"
+    assert repair[0].messages[2]["content"][0]["text"] == FOLLOWUP_TEXT
+    assert [p["type"] for p in repair[0].messages[0]["content"]] == ["text", "image"]
+    # the store re-scores to the same numbers
+    again = bench.score_store(tmp_path / "s.jsonl", source=path, style="official")
+    assert again["hit"].all() and again["retry_used"].all()
+
+
+def test_garbage_and_backend_errors_are_counted(sample):
+    bench, items, _ = sample
+
+    def respond(req):
+        if req.meta["item_id"] == items["id"].iloc[0]:
+            raise RuntimeError("server down")
+        return "\x00garbage ]]{{"
+
+    scored = bench.run(ScriptedModel(respond), items, "cot", progress=False)
+    assert len(scored) == len(items)
+    assert (scored["iou"] == 0).all()
+    assert scored["parse_error"].iloc[0] == "backend_error" and not scored["retry_used"].iloc[0]
+    assert set(scored["parse_error"].iloc[1:]) == {"no_bbox_found"}
+
+
+def test_qwen25_resized_pixels_mapped_back():
+    item = {"width": 640, "height": 480, "box_format": "abs_xyxy", "parser": "json", "resized_pixels": True,
+            "processed_image_sizes": [(320, 240)]}
+    out = RefAdv().parse('{"bbox_2d": [10, 20, 30, 40]}', item)
+    assert out["pred_xyxy"] == [20.0, 40.0, 60.0, 80.0]
+
+
+def test_unknown_setting_and_unsafe_demo_path(tmp_path):
+    with pytest.raises(SettingError):
+        RefAdv().check_setting("nope")
+    (tmp_path / "images").mkdir()
+    (tmp_path / "demo_samples.json").write_text(json.dumps([{"image": "x/0000.jpg", "caption": "c", "width": 5}]))
+    with pytest.raises(DataError, match="row 0.*field 'bbox'"):
+        data.load_demo(tmp_path)
+
+
+def test_refer_pickle_needs_opt_in_and_explodes_sentences(tmp_path):
+    import pickle
+
+    refs = [{"ref_id": 0, "ann_id": 11, "image_id": 1, "split": "testA", "category_id": 1,
+             "sentences": [{"sent_id": 0, "sent": "man left"}, {"sent_id": 1, "sent": "man not right"}]}]
+    inst = {"images": [{"id": 1, "file_name": "COCO_train2014_000000000001.jpg", "width": 100, "height": 80}],
+            "annotations": [{"id": 11, "image_id": 1, "category_id": 1, "bbox": [10, 10, 20, 30]},
+                            {"id": 12, "image_id": 1, "category_id": 1, "bbox": [50, 10, 20, 30]},
+                            {"id": 13, "image_id": 1, "category_id": 2, "bbox": [0, 0, 5, 5]}]}
+    (tmp_path / "refs(unc).p").write_bytes(pickle.dumps(refs))
+    (tmp_path / "instances.json").write_text(json.dumps(inst))
+    with pytest.raises(DataError, match="allow_pickle"):
+        data.load_refcoco_refer(tmp_path)
+    items = data.load_refcoco_refer(tmp_path, allow_pickle=True, splits=("testA",))
+    assert len(items) == 2 and items["gt_xyxy"].iloc[0] == [10.0, 10.0, 30.0, 40.0]
+    assert items["distractor_count"].tolist() == [1, 1] and items["use_negation"].tolist() == [False, True]
+
+
+def test_lmms_parquet_loader(tmp_path):
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 48)).save(buf, format="PNG")
+    rec = {"question_id": "q1", "image": {"bytes": buf.getvalue(), "path": None}, "question": "",
+           "answer": ["left dog", "left dog", "brown dog"], "segmentation": [0.0], "bbox": [1.0, 2.0, 10.0, 20.0],
+           "iscrowd": 0, "file_name": "COCO_train2014_000000000009.jpg"}
+    pq.write_table(pa.Table.from_pylist([rec]), tmp_path / "val.parquet")
+    items = data.load_any(tmp_path / "val.parquet")
+    assert len(items) == 2 and items["gt_xyxy"].iloc[0] == [1.0, 2.0, 11.0, 22.0] and items["width"].iloc[0] == 64
+
+
+def test_metrics_thresholds_and_bins():
+    sc = pd.DataFrame({"iou": [0.5, 0.49, 0.75, 0.9, 0.0], "parse_error": ["", "", "", "", "no_bbox_found"],
+                       "distractor_count": [2, 3, 5, 8, 1], "use_negation": [True, False, False, False, True],
+                       "human_authored": [True] * 5, "image_source": ["coco_val2017"] * 5})
+    s = metrics.summary(sc)
+    assert s["acc@0.5"] == pytest.approx(0.6) and s["acc@0.9"] == pytest.approx(0.2)
+    assert s["2-3"] == pytest.approx(0.5) and s["n_>=7"] == 1 and s["parse_fail"] == 1 and s["near_miss"] == 1
+    assert s["macc"] == pytest.approx(sum(metrics.acc_at(sc["iou"], t) for t in metrics.MACC_THRESHOLDS) / 10)
+    row = metrics.report_row(sc, model="Qwen/X-Thinking", prompt="direct")
+    assert row["Variant"] == "Thinking" and row["d(2-3)"] == "-10.0" and row["Model"] == "X-Thinking"
+
+
+def test_box_conversions_roundtrip():
+    b = (10.0, 20.0, 110.0, 220.0)
+    for fmt in boxes.FORMATS:
+        assert boxes.to_abs_xyxy(boxes.from_abs_xyxy(b, W, H, fmt), W, H, fmt) == pytest.approx(b)
+
+
+def test_reference_audit_flags_known_inconsistencies():
+    findings = {(f.table, f.row, f.column): f for f in get_benchmark("refadv").reference_check()}
+    assert not findings[("Table 6", "LLaVA-OneVision-1.5-4B (CoT)", "Acc0.5 vs Neg/No-Neg")].ok
+    assert findings[("Table 6", "GPT-4o (CoT)", "Acc0.5 vs Neg/No-Neg")].ok
+    assert not findings[("Table 6", "Qwen2.5-VL-72B (CoT)", "mAcc")].ok
+    assert not findings[("Table 3", "InternVL-3-14B", "RefCOCO+ Orig")].ok
+    assert findings[("Table 2", "Qwen2.5-VL-72B", "RefCOCO Δ")].ok
+    assert all(f.ok for k, f in findings.items() if k[0] == "Ref-Adv-s")
+    assert not findings[("Table 9", "InternVL-3-7B (Direct)", "all cells")].ok
+
+
+# -- the released files --------------------------------------------------------------------------------
+def test_official_files_rescore_exactly(shared_data):
+    folder = shared_data / "refadv" / "predictions"
+    files = sorted(folder.glob("*_predictions.jsonl"))
+    assert files
+    for p in files:
+        sc = metrics.read_official_predictions(p)
+        check = metrics.check_official(sc)
+        assert check["iou_mismatches"] == 0 and check["hit_mismatches"] == 0, p.name
+        assert (sc["hit"] == sc["official_hit"]).all()
+
+
+def test_official_table_matches_published(shared_data):
+    rep = analysis.official_reproduction(shared_data / "refadv" / "predictions", n_resamples=200)
+    cmp = rep["comparison"]
+    assert len(cmp) >= 9 and cmp["match"].all(), cmp[~cmp["match"]]
+
+
+def test_cli_score_official_file(shared_data, capsys):
+    from vlamb_nb.cli import main
+
+    p = shared_data / "refadv" / "predictions" / "qwen25a72b_direct_predictions.jsonl"
+    assert main(["score", "refadv", "--predictions", str(p), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["report"]["Acc@0.5"] == "54.0" and out["official_check"]["iou_mismatches"] == 0
+
+
+def test_demo_loads_with_real_images(shared_data):
+    from vlamb_nb.images import load_image
+
+    items = data.load_demo(shared_data / "refadv" / "demo")
+    assert len(items) == 31
+    img = load_image(items["image"].iloc[0])
+    assert img.size == (items["width"].iloc[0], items["height"].iloc[0])
+    preds = metrics.read_official_predictions(shared_data / "refadv" / "predictions" / "qwen25a3b_direct_predictions.jsonl")
+    joined = items.merge(preds, on="row_idx", suffixes=("", "_pred"))
+    assert len(joined) == 31 and (joined["expression"] == joined["expression_pred"]).all()

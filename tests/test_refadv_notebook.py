@@ -1,0 +1,27 @@
+"""The Ref-Adv notebook runs top to bottom with default parameters (papermill)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from vlamb_nb.notebook import collect_results
+
+
+@pytest.mark.slow
+def test_refadv_notebook_defaults(repo_root, tmp_path, monkeypatch):
+    papermill = pytest.importorskip("papermill")
+    monkeypatch.setenv("VLAMB_FIGURES_DIR", str(tmp_path / "figures"))
+    out = tmp_path / "refadv.ipynb"
+    papermill.execute_notebook(str(repo_root / "notebooks" / "refadv.ipynb"), str(out), kernel_name="python3",
+                               cwd=str(tmp_path), progress_bar=False)
+    res = collect_results(json.loads(out.read_text()))
+    assert res["audit"]["checked"] > 200 and res["audit"]["mismatches"] > 0
+    assert {r["setting"] for r in res["pipeline_ablation"]} == {"direct", "cot", "bow", "fixed"}
+    assert all(r["n"] > 0 for r in res["pipeline_ablation"])
+    assert any(d["what"] == "quantization" for d in res["deviations"])
+    assert (tmp_path / "figures" / "refadv" / "iou_histogram.png").is_file()
+    if "refadv_s_matches" in res:  # released predictions present
+        assert res["refadv_s_matches"]["matched"] == res["refadv_s_matches"]["cells"] > 0
+        assert all(c["iou_mismatches"] == 0 for c in res["official_iou_checks"].values())
