@@ -386,6 +386,7 @@ class Explainer:
             kwargs["inputs_embeds"] = leaf
             return args, kwargs
 
+        _unpack_bnb_cpu_weights(self.hf)
         handle = self._language_model().register_forward_pre_hook(grab, with_kwargs=True)
         try:
             with torch.enable_grad():
@@ -401,6 +402,28 @@ class Explainer:
             handle.remove()
         pos = torch.as_tensor(image_pos)
         return gradient_x_input(grad[0, pos], captured["emb"][0, pos], mode)
+
+
+def _unpack_bnb_cpu_weights(model: Any) -> int:
+    """Undo bitsandbytes' CPU inference packing of 4-bit weights so gradients can flow through them.
+
+    On CPU, bitsandbytes repacks 4-bit weights for a fast kernel on the first no-grad forward pass
+    (generation does one), and that kernel has no backward. Its own ``_save_to_state_dict`` undoes the
+    packing the same way; the next no-grad pass packs again. Returns the number of layers unpacked.
+    """
+    try:
+        from bitsandbytes.nn import Linear4bit
+        from bitsandbytes.nn.modules import _convert_weight_packed_for_cpu_inverse
+    except ImportError:
+        return 0
+    n = 0
+    for mod in model.modules():
+        w = getattr(mod, "weight", None)
+        qs = getattr(w, "quant_state", None)
+        if isinstance(mod, Linear4bit) and qs is not None and getattr(qs, "packing_format_for_cpu", False):
+            w.data, w.quant_state = _convert_weight_packed_for_cpu_inverse(w.data, qs)
+            n += 1
+    return n
 
 
 def saliency_map(model: Any, request: Any, method: str = "gradient", **kwargs: Any) -> SaliencyMap:

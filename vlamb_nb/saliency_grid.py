@@ -83,6 +83,25 @@ def _check_count(family: str, expected: int, got: int, detail: str) -> None:
                            f"holds {got}; this processor configuration is not supported by the saliency mapper")
 
 
+def select_best_resolution(original_size: Sequence[int], resolutions: Sequence[Sequence[int]]) -> tuple[int, int]:
+    """(height, width) of the anyres canvas: most effective pixels, then least waste.
+
+    The same rule as ``transformers.image_processing_utils.select_best_resolution`` (the tests check they
+    agree), written out here so mapping a layout never imports torch.
+    """
+    oh, ow = original_size
+    best, best_eff, best_waste = None, 0, float("inf")
+    for h, w in resolutions:
+        scale = min(w / ow, h / oh)
+        eff = min(int(ow * scale) * int(oh * scale), ow * oh)
+        waste = w * h - eff
+        if eff > best_eff or (eff == best_eff and waste < best_waste):
+            best, best_eff, best_waste = (int(h), int(w)), eff, waste
+    if best is None:
+        raise SettingError("no anyres grid pinpoints to choose from")
+    return best
+
+
 def qwen_segments(size: tuple[int, int], n_tokens: int, grid_thw: Sequence[int], merge: int) -> list[GridSegment]:
     """Qwen2(.5)-VL: the resized image is the whole image; merged tokens row-major, frames averaged."""
     t, h, w = (int(v) for v in grid_thw)
@@ -127,8 +146,6 @@ def anyres_segments(size: tuple[int, int], n_tokens: int, *, tile: int, patch: i
                     pinpoints: Sequence[Sequence[int]], max_patches: int | None, base_tokens: int,
                     family: str) -> list[GridSegment]:
     """LLaVA-NeXT / OneVision: base grid, then the un-padded high-resolution grid with a newline per row."""
-    from transformers.image_processing_utils import select_best_resolution
-
     p = tile // patch
     width, height = size
     full = _full(size)

@@ -1,0 +1,225 @@
+"""Saliency math, token-grid geometry, rendering, box mass and overlays, on synthetic inputs (no model)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vlamb_nb.errors import SettingError
+from vlamb_nb.saliency import attention_rollout, attention_scores, gradient_x_input
+from vlamb_nb.saliency_analysis import (
+    box_mass,
+    box_records,
+    compare_correct_wrong,
+    plot_overlay,
+    pointing_hit,
+    records_frame,
+    summarize,
+)
+from vlamb_nb.saliency_grid import (
+    GridSegment,
+    ImageLayout,
+    anyres_segments,
+    idefics3_segments,
+    llava_segments,
+    map_shape,
+    qwen_segments,
+    render,
+    token_cell,
+)
+
+
+def _random_attn(rng, layers=3, heads=2, n=7):
+    a = rng.random((layers, heads, n, n)) * np.tril(np.ones((n, n)))
+    return [x / x.sum(-1, keepdims=True) for x in a]
+
+
+# -- attention and rollout -------------------------------------------------------------------------
+def test_attention_scores_average_chosen_layers_and_heads():
+    rng = np.random.default_rng(0)
+    attn = _random_attn(rng)
+    q, k = [5, 6], [1, 2, 3]
+    want = np.mean([attn[li][h][np.ix_(q, k)].mean(0) for li in (0, 2) for h in (1,)], axis=0)
+    np.testing.assert_allclose(attention_scores(attn, q, k, layers=[0, -1], heads=1), want)
+    full = np.mean([attn[li][:, q][:, :, k].mean((0, 1)) for li in range(3)], axis=0)
+    np.testing.assert_allclose(attention_scores(attn, q, k), full)
+    with pytest.raises(SettingError, match="layer 5 out of range"):
+        attention_scores(attn, q, k, layers=5)
+
+
+def test_attention_scores_find_the_attended_key():
+    n = 6
+    a = np.full((2, n, n), 0.01)
+    a[:, 5, 2] = 0.9
+    assert int(np.argmax(attention_scores([a, a], [5], [0, 1, 2, 3]))) == 2
+
+
+def test_rollout_equals_the_full_matrix_product():
+    rng = np.random.default_rng(1)
+    attn = _random_attn(rng, layers=4)
+    mats = []
+    for a in attn:
+        m = 0.5 * a.mean(0) + 0.5 * np.eye(a.shape[-1])
+        mats.append(m / m.sum(-1, keepdims=True))
+    full = mats[3] @ mats[2] @ mats[1] @ mats[0]  # last layer applied first to the query row
+    q, k = [6], [0, 1, 2]
+    np.testing.assert_allclose(attention_rollout(attn, q, k), full[np.ix_(q, k)].mean(0))
+    sub = mats[2] @ mats[1]
+    np.testing.assert_allclose(attention_rollout(attn, q, k, layers=[1, 2]), sub[np.ix_(q, k)].mean(0))
+    # pure residual: nothing flows from the query to other tokens
+    np.testing.assert_allclose(attention_rollout(attn, q, k, residual=1.0), 0.0)
+    with pytest.raises(SettingError):
+        attention_rollout(attn, q, k, residual=1.5)
+
+
+def test_gradient_x_input_modes():
+    g = np.array([[1.0, 2.0], [-1.0, 0.0], [0.5, 0.5]])
+    e = np.array([[1.0, 1.0], [3.0, 1.0], [-2.0, 0.0]])
+    np.testing.assert_allclose(gradient_x_input(g, e), [3.0, 3.0, 1.0])
+    np.testing.assert_allclose(gradient_x_input(g, e, "positive"), [3.0, 0.0, 0.0])
+    with pytest.raises(SettingError):
+        gradient_x_input(g, e, "signed")
+
+
+# -- family geometry ---------------------------------------------------------------------------------
+def test_qwen_grid_is_merged_row_major_over_the_whole_image():
+    segs = qwen_segments((300, 200), 6, (1, 4, 6), merge=2)
+    assert segs[0].shape == (2, 3) and segs[0].region == (0.0, 0.0, 300.0, 200.0)
+    with pytest.raises(SettingError, match="predicts 6 image tokens"):
+        qwen_segments((300, 200), 7, (1, 4, 6), merge=2)
+
+
+def test_llava_center_crop_region_in_original_pixels():
+    ip = SimpleNamespace(do_pad=False, do_resize=True, size={"shortest_edge": 336}, do_center_crop=True,
+                         crop_size={"height": 336, "width": 336})
+    (seg,) = llava_segments((600, 400), 576, ip, patch=14)
+    assert seg.shape == (24, 24)
+    np.testing.assert_allclose(seg.region, (100.0, 0.0, 500.0, 400.0))  # the central 400x400 square
+    (cls,) = llava_segments((600, 400), 577, ip, patch=14)  # "full" strategy: CLS first
+    assert cls.indices[0] == 1
+    padded = SimpleNamespace(**{**vars(ip), "do_pad": True})
+    (pad,) = llava_segments((600, 400), 576, padded, patch=14)
+    np.testing.assert_allclose(pad.region, (0.0, -100.0, 600.0, 500.0), atol=1e-9)  # square pad beyond the image
+    with pytest.raises(SettingError):
+        llava_segments((600, 400), 500, ip, patch=14)
+
+
+def test_anyres_layout_skips_newlines_and_matches_token_count():
+    pin = [[384, 384], [384, 768], [768, 384], [768, 768]]
+    # 768x384 (w x h) image: best resolution 384x768 (h x w) -> 1x2 tiles of 27x27, no padding
+    segs = anyres_segments((768, 384), 27 * 27 + 27 * 55, tile=384, patch=14, pinpoints=pin, max_patches=9,
+                           base_tokens=27 * 27, family="llava_onevision")
+    base, hi = segs
+    assert base.shape == (27, 27) and hi.shape == (27, 54)
+    assert hi.indices[54] == 27 * 27 + 55  # the newline after row 0 is skipped
+    with pytest.raises(SettingError, match="llava_onevision"):
+        anyres_segments((768, 384), 27 * 27 + 10, tile=384, patch=14, pinpoints=pin, max_patches=9,
+                        base_tokens=27 * 27, family="llava_onevision")
+
+
+def test_idefics3_tiles_then_global():
+    segs = idefics3_segments((200, 100), 3 * 9, rows=1, cols=2, seq_len=9)
+    assert [s.name for s in segs] == ["tile r1c1", "tile r1c2", "global"]
+    assert segs[1].region == (100.0, 0.0, 200.0, 100.0) and segs[2].indices[0] == 18
+    with pytest.raises(SettingError):
+        idefics3_segments((200, 100), 20, rows=1, cols=2, seq_len=9)
+
+
+# -- rendering ------------------------------------------------------------------------------------
+def _layout(size, segments, n):
+    return ImageLayout(0, size, np.arange(100, 100 + n), segments)
+
+
+def test_render_keeps_aspect_and_puts_mass_where_the_token_looks():
+    size = (400, 200)
+    lay = _layout(size, qwen_segments(size, 8, (1, 4, 8), merge=2), 8)  # 2 x 4 grid
+    scores = np.zeros(8)
+    scores[token_cell(lay, "frame0", 1, 2)] = 3.0
+    heat = render(scores, lay, max_side=100)
+    assert heat.shape == map_shape(size, 100) == (50, 100)
+    assert heat.sum() == pytest.approx(1.0)
+    assert box_mass(heat, (200, 100, 300, 200), size) == pytest.approx(1.0)
+    assert pointing_hit(heat, (200, 100, 300, 200), size) and not pointing_hit(heat, (0, 0, 200, 100), size)
+
+
+def test_render_adds_tiles_and_global_and_handles_degenerate_input():
+    size = (200, 100)
+    lay = _layout(size, idefics3_segments(size, 3 * 4, rows=1, cols=2, seq_len=4), 12)
+    scores = np.zeros(12)
+    scores[token_cell(lay, "tile r1c2", 0, 0)] = 1.0  # top-left cell of the right tile
+    scores[token_cell(lay, "global", 1, 0)] = 1.0  # bottom-left quarter of the whole image
+    heat = render(scores, lay, max_side=None)
+    assert box_mass(heat, (100, 0, 150, 50), size) == pytest.approx(0.5)
+    assert box_mass(heat, (0, 50, 100, 100), size) == pytest.approx(0.5)
+    uniform = render(np.zeros(12), lay, max_side=None)
+    np.testing.assert_allclose(uniform, 1.0 / uniform.size)
+    with pytest.raises(SettingError):
+        render(-scores, lay)
+    with pytest.raises(SettingError):
+        render(np.ones(5), lay)
+
+
+def test_mass_outside_the_image_is_dropped():
+    size = (600, 400)
+    ip = SimpleNamespace(do_pad=True, do_resize=True, size={"shortest_edge": 4}, do_center_crop=True,
+                         crop_size={"height": 4, "width": 4})
+    lay = _layout(size, llava_segments(size, 4, ip, patch=2), 4)  # 2x2 over a 600x600 padded square
+    heat = render(np.array([1.0, 1.0, 1.0, 1.0]), lay, max_side=None)
+    assert heat.sum() == pytest.approx(1.0)
+    assert box_mass(heat, (0, 0, 600, 200), size) == pytest.approx(0.5)
+
+
+def test_segment_checks_its_token_count():
+    with pytest.raises(SettingError):
+        GridSegment("x", np.arange(5), (2, 3), (0, 0, 1, 1))
+
+
+# -- box mass and aggregation ----------------------------------------------------------------------
+def test_box_mass_fractional_coverage_and_formats():
+    heat = np.full((10, 20), 1 / 200)
+    size = (200, 100)
+    assert box_mass(heat, (0, 0, 100, 100), size) == pytest.approx(0.5)
+    assert box_mass(heat, (5, 5, 10, 10), size) == pytest.approx(25 / 20000)  # a box smaller than one pixel
+    assert box_mass(heat, (0.0, 0.0, 0.5, 1.0), size, fmt="norm_1_xyxy") == pytest.approx(0.5)
+    recs = box_records(heat, size, {"gold": (0, 0, 50, 50), "distractor": None}, item_id="a", correct=True)
+    assert len(recs) == 1 and recs[0]["ratio"] == pytest.approx(1.0)
+
+
+def test_summarize_and_correct_vs_wrong_gap():
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(60):
+        ok = i % 2 == 0
+        rows.append({"item_id": str(i), "benchmark": "b", "method": "gradient", "role": "gold", "correct": ok,
+                     "mass": float(np.clip(rng.normal(0.6 if ok else 0.3, 0.05), 0, 1)), "area_share": 0.2,
+                     "ratio": 1.0, "hit": ok})
+    frame = records_frame(rows)
+    s = summarize(frame, n_resamples=500)
+    assert s.loc[0, "n"] == 60 and s.loc[0, "ci_low"] < s.loc[0, "mass"] < s.loc[0, "ci_high"]
+    assert s.loc[0, "pointing"] == pytest.approx(0.5)
+    gap = compare_correct_wrong(frame, role="gold", n_resamples=500)
+    assert 0.25 < gap.loc[0, "gap"] < 0.35 and gap.loc[0, "ci_low"] > 0 and gap.loc[0, "p"] < 0.01
+    same = frame.assign(mass=rng.random(60))
+    gap0 = compare_correct_wrong(same, role="gold", n_resamples=500)
+    assert gap0.loc[0, "ci_low"] < 0 < gap0.loc[0, "ci_high"] or gap0.loc[0, "p"] > 0.01
+    one_sided = compare_correct_wrong(frame.assign(correct=True), role="gold")
+    assert "gap" not in one_sided.columns or pd.isna(one_sided.loc[0].get("gap"))
+
+
+def test_overlay_figure_saves_png_and_pdf(tmp_path):
+    from PIL import Image
+
+    from vlamb_nb.plots import save_figure
+    from vlamb_nb.saliency import SaliencyMap
+
+    size = (120, 80)
+    lay = _layout(size, qwen_segments(size, 6, (1, 4, 6), merge=2), 6)
+    heat = render(np.arange(6, dtype=float), lay, max_side=None)
+    smap = SaliencyMap(heat, "gradient", Image.new("RGB", size), "Which cup?", "the left one", "generated",
+                       np.arange(6.0), lay)
+    fig = plot_overlay(smap, boxes={"gold": (0, 0, 60, 40), "distractor": (60, 40, 120, 80)})
+    paths = save_figure(fig, "saliency", "overlay-test", directory=tmp_path)
+    assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 0 for p in paths)

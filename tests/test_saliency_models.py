@@ -1,0 +1,149 @@
+"""Saliency maps on tiny random checkpoints of four families (built locally, cached per user)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vlamb_nb.errors import SettingError
+
+pytestmark = pytest.mark.slow
+
+FAMILIES = ["qwen2_5_vl", "llava", "llava_onevision", "idefics3"]
+SIZES = [(100, 60), (60, 110)]  # landscape and portrait, so a transposed grid cannot pass
+
+
+@pytest.fixture(scope="module")
+def explainers():
+    from vlamb_nb.models import load_model
+    from vlamb_nb.saliency import Explainer
+
+    cache: dict[str, Explainer] = {}
+
+    def get(family: str) -> Explainer:
+        if family not in cache:
+            cache[family] = Explainer(load_model(f"tiny:{family}"), max_side=128)
+        return cache[family]
+
+    return get
+
+
+def _request(img, question="Which one? (A) cat (B) dog"):
+    from vlamb_nb.models import IMAGE_SLOT, Request, user_message
+
+    return Request("item-1", [user_message(IMAGE_SLOT, question)], images=[img])
+
+
+def _image(size, seed=0, value=None):
+    from PIL import Image
+
+    w, h = size
+    if value is not None:
+        return Image.fromarray(np.full((h, w, 3), value, np.uint8))
+    return Image.fromarray((np.random.default_rng(seed).random((h, w, 3)) * 255).astype(np.uint8))
+
+
+def _cell(seg, r, c, shrink=0.0):
+    x0, y0, x1, y1 = seg.region
+    cw, ch = (x1 - x0) / seg.shape[1], (y1 - y0) / seg.shape[0]
+    return (x0 + (c + shrink) * cw, y0 + (r + shrink) * ch, x0 + (c + 1 - shrink) * cw, y0 + (r + 1 - shrink) * ch)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_method_gives_a_normalised_map_with_the_image_aspect(explainers, family):
+    ex = explainers(family)
+    for size in SIZES:
+        req = _request(_image(size))
+        for method in ("attention", "rollout", "gradient"):
+            m = ex.explain(req, method, max_new_tokens=4)
+            rows, cols = m.heatmap.shape
+            assert m.heatmap.sum() == pytest.approx(1.0)
+            assert np.all(m.heatmap >= 0)
+            assert abs(rows / cols - size[1] / size[0]) < 2.0 / min(rows, cols)
+            assert m.token_scores.shape == (m.layout.n_tokens,) and m.token_scores.sum() > 0
+            assert m.answer  # garbage text from a random model is fine; it must exist
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_gradient_puts_the_mass_on_the_only_patch_the_answer_depends_on(explainers, family):
+    """Hide every image token but one from the language model: the answer then depends on that patch only."""
+    ex = explainers(family)
+    for size in SIZES:
+        req = _request(_image(size, seed=1))
+        layout = ex.explain(req, "attention", max_new_tokens=1).layout
+        for seg in (layout.segments[0], layout.segments[-1]):
+            r, c = seg.shape[0] - 1, seg.shape[1] // 2  # an off-centre, asymmetric cell
+            k = int(seg.indices[r * seg.shape[1] + c])
+            m = ex.explain(req, "gradient", answer="B", visible_tokens=[k])
+            assert m.target == "option"
+            assert int(np.argmax(m.token_scores)) == k
+            cell = _cell(seg, r, c)
+            assert m.box_mass(cell) > 0.9
+            x, y = m.peak()
+            assert cell[0] <= x <= cell[2] and cell[1] <= y <= cell[3]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_token_regions_match_what_the_vision_tower_sees(explainers, family):
+    """Brighten the middle of one cell of the image: the token mapped to that cell changes most."""
+    ex = explainers(family)
+    size = SIZES[0]
+    base = np.asarray(_image(size, value=120)).copy()
+    layouts, e0 = ex.image_embeddings(_request(_image(size, value=120)))
+    from PIL import Image
+
+    for seg in layouts[0].segments:
+        gh, gw = seg.shape
+        for r, c in {(0, 0), (gh - 1, gw - 1), (gh - 1, 0)}:
+            x0, y0, x1, y1 = _cell(seg, r, c, shrink=0.25)
+            arr = base.copy()
+            arr[max(0, int(y0)): int(np.ceil(y1)), max(0, int(x0)): int(np.ceil(x1))] = 255
+            _, e1 = ex.image_embeddings(_request(Image.fromarray(arr)))
+            moved = np.linalg.norm(e1 - e0, axis=1)[seg.indices].reshape(gh, gw)
+            assert np.unravel_index(int(np.argmax(moved)), moved.shape) == (r, c), (seg.name, r, c)
+
+
+def test_layers_and_heads_are_selectable(explainers):
+    ex = explainers("qwen2_5_vl")
+    req = _request(_image(SIZES[0]))
+    a = ex.explain(req, "attention", answer="A", layers=[0], heads=[0])
+    b = ex.explain(req, "attention", answer="A", layers=[-1], heads=[1])
+    assert a.details["n_layers"] >= 2 and not np.allclose(a.token_scores, b.token_scores)
+    with pytest.raises(SettingError, match="out of range"):
+        ex.explain(req, "rollout", answer="A", layers=[99])
+    with pytest.raises(SettingError, match="unknown saliency method"):
+        ex.explain(req, "occlusion")
+
+
+def test_option_contrast_and_4bit_gradients():
+    from vlamb_nb.models import load_model
+    from vlamb_nb.saliency import Explainer, contrast
+
+    ex = Explainer(load_model("tiny:llava", quantization="4bit"), max_side=64)
+    req = _request(_image(SIZES[1]))
+    a = ex.explain(req, "gradient", answer="A")
+    b = ex.explain(req, "gradient", answer="B")
+    for m in (a, b):
+        assert m.heatmap.sum() == pytest.approx(1.0) and np.isfinite(m.token_scores).all()
+    d = contrast(a, b)
+    assert d.sum() == pytest.approx(0.0, abs=1e-9) and np.abs(d).sum() > 0
+
+
+def test_non_hf_backends_are_refused():
+    from vlamb_nb.models import ScriptedModel
+    from vlamb_nb.saliency import Explainer
+
+    with pytest.raises(SettingError, match="local Hugging Face model"):
+        Explainer(ScriptedModel(lambda r: "A"))
+
+
+def test_our_best_resolution_rule_matches_transformers():
+    from transformers.image_processing_utils import select_best_resolution as theirs
+
+    from vlamb_nb.saliency_grid import select_best_resolution as ours
+
+    pins = [[384, 384], [384, 768], [768, 384], [768, 768], [1152, 384], [384, 1152], [1152, 1152]]
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        size = [int(v) for v in rng.integers(20, 3000, 2)]
+        assert tuple(ours(size, pins)) == tuple(theirs(size, pins))
