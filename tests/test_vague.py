@@ -509,3 +509,16 @@ def test_reference_csv_is_well_formed():
     assert ref["value_num"].notna().all()
     assert reference.cell("vague", "Table G4", "InternVL-2.5-MPO (26B) | VLM+CoT", "FS") == 17
     assert Path(reference.__file__).parent.joinpath("vague.csv").is_file()
+
+
+@pytest.mark.slow
+def test_bertscore_minilm_substitute():
+    from vlamb_nb.benchmarks.vague import MINILM_LABEL, bertscore_f1, bertscore_label
+
+    same, opposite, unrelated = bertscore_f1(
+        ["The speaker wants person1 to move the car.", "open the window", "bananas are yellow"],
+        ["The speaker wants person1 to move the car.", "close the window", "The speaker wants person1 to sit."],
+        model="minilm")
+    assert same == pytest.approx(1.0, abs=1e-4)
+    assert 0 < unrelated < opposite < same
+    assert "substitute" in bertscore_label("minilm") and bertscore_label("minilm") == MINILM_LABEL

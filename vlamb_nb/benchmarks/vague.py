@@ -18,6 +18,7 @@ log-likelihood of each option letter (``reading="loglik"``).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -263,28 +264,34 @@ def minilm_path() -> Path:
     return path
 
 
+@functools.cache
+def _bert_scorer(model: str):
+    """One scorer per model per process: loading the encoder dominates the cost of scoring."""
+    try:
+        from bert_score import BERTScorer
+    except ImportError:
+        raise NotAvailableError("BERTScore needs the bert-score package") from None
+    if model == "minilm":
+        kwargs: dict[str, Any] = {"model_type": str(minilm_path()), "num_layers": 6}
+    elif model == "roberta-large":
+        kwargs = {"lang": "en"}
+    else:
+        kwargs = {"model_type": model}
+    try:
+        return BERTScorer(**kwargs)
+    except OSError as e:
+        raise NotAvailableError(f"BERTScore model {model!r} is not available offline ({e}); "
+                                f"use bertscore='minilm' (a labelled substitute) or None") from None
+
+
 def bertscore_f1(candidates: Sequence[str], references: Sequence[str], model: str = "roberta-large",
                  batch_size: int = 32) -> list[float]:
     """BERTScore F1 per pair. ``roberta-large`` is bert-score's default for English (the paper's tooling);
     ``minilm`` uses the locally shipped all-MiniLM-L6-v2 (layer 6), a labelled substitute."""
     if not candidates:
         return []
-    try:
-        from bert_score import score as _score
-    except ImportError:
-        raise NotAvailableError("BERTScore needs the bert-score package") from None
-    kwargs: dict[str, Any] = {"batch_size": batch_size, "verbose": False}
-    if model == "minilm":
-        kwargs.update(model_type=str(minilm_path()), num_layers=6)
-    elif model == "roberta-large":
-        kwargs.update(lang="en")
-    else:
-        kwargs.update(model_type=model)
-    try:
-        _, _, f1 = _score(list(candidates), list(references), **kwargs)
-    except OSError as e:
-        raise NotAvailableError(f"BERTScore model {model!r} is not available offline ({e}); "
-                                f"use bertscore='minilm' (a labelled substitute) or None") from None
+    scorer = _bert_scorer(model)
+    _, _, f1 = scorer.score(list(candidates), list(references), batch_size=batch_size)
     return [float(x) for x in f1]
 
 

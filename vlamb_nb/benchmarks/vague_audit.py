@@ -8,6 +8,7 @@ half-up rounding), and each check becomes a :class:`vlamb_nb.reference.Finding`.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -61,11 +62,19 @@ def _ref():
     return reference.load(PAPER)
 
 
+@functools.cache
+def _cells() -> dict[tuple[str, str, str], float]:
+    ref = _ref()
+    return {(t, r, c): float(v) for t, r, c, v in zip(ref["table"], ref["row"], ref["column"], ref["value_num"],
+                                                      strict=True)}
+
+
 def _cell(ref, table: str, row: str, column: str) -> float:
-    hit = ref[(ref["table"] == table) & (ref["row"] == row) & (ref["column"] == column)]
-    if hit.empty:
-        raise KeyError(f"{table} {row} {column}")
-    return float(hit["value_num"].iloc[0])
+    """One published number (``ref`` is kept for call-site readability; lookups use a cached index)."""
+    try:
+        return _cells()[(table, row, column)]
+    except KeyError:
+        raise KeyError(f"vague reference has no cell {table} / {row} / {column}") from None
 
 
 def models(ref=None) -> list[str]:

@@ -34,8 +34,10 @@ def example_record_path() -> Path | None:
     return p if p is not None and p.is_file() else None
 
 
-def example_prompts(path: str | os.PathLike, wording: str = "paper") -> dict[str, str]:
+def example_prompts(path: str | os.PathLike | None, wording: str = "paper") -> dict[str, str]:
     """Exact text-only prompts (LM, SM with the record's caption, and free-form) for one released record."""
+    if path is None:
+        return {}
     items = BENCHMARK.load(path)
     out = {}
     for s in ("lm", "sm", "lm_ff", "sm_ff", "sm_cot"):
@@ -171,3 +173,72 @@ def check_subsets(items) -> dict[str, int]:
     if not sum(counts.values()):
         raise SettingError("no items")
     return counts
+
+
+def resolve_source(source: str | os.PathLike | None, workdir: str | os.PathLike, *, n: int = 4,
+                   seed: int = 0) -> tuple[str | Path, str]:
+    """``source`` as given, or (when None) the released data beside the checkout, else a generated sample."""
+    if source is not None:
+        return source, str(source)
+    return default_source(workdir, n=n, seed=seed)
+
+
+def verbs_by_subset(items, k: int = 20) -> dict[str, list[tuple[str, int]]]:
+    return {s: vague_audit.top_verbs(items, s, k) for s in SUBSETS}
+
+
+def evaluate(model_spec: str | None, quant: str | None, items, settings: list[str], *,
+             predictions: str | os.PathLike | None = None, store: str | os.PathLike | None = None,
+             limit: int | None = None, bertscore: str | None = "roberta-large", max_new_tokens: int | None = None,
+             captions_file: str | os.PathLike | None = None, progress: bool = True):
+    """Score a prediction file when given, else load the model and run every requested setting.
+
+    Returns (scored, model id, deviations by setting).
+    """
+    if predictions is not None:
+        scored = score_predictions(predictions, items, bertscore=bertscore)
+        return scored, str(scored["model"].iloc[0]), {}
+    if not model_spec:
+        raise SettingError("give a model spec or a predictions file")
+    from vlamb_nb.models import load_model
+
+    model = load_model(model_spec, quantization=None if quant in (None, "none") else quant)
+    scored, devs = run_settings(model, items, settings, store=store, limit=limit, bertscore=bertscore,
+                                captions_file=captions_file, max_new_tokens=max_new_tokens, progress=progress)
+    return scored, model.info.model_id, devs
+
+
+def all_deviations(devs: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Distinct deviations over all settings (each names the tables it affects)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for lst in devs.values():
+        for d in lst:
+            seen.setdefault(json_key(d), d)
+    return list(seen.values())
+
+
+def json_key(d: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(d, sort_keys=True)
+
+
+def mcq_rows(breakdown):
+    return breakdown[breakdown["setting"].isin(BASE_SETTINGS)].reset_index(drop=True)
+
+
+def recomputed_vs_paper(alpha: float = 0.05):
+    """Tables 1, J5 and J6 accuracies recomputed from the published counts (Correct/N, Wilson CI) beside
+    the printed values: the rows where they differ are the paper's own inconsistencies."""
+    import pandas as pd
+
+    from vlamb_nb import reference
+
+    ci = vague_audit.published_with_ci(alpha)
+    rows = []
+    for _, r in ci[ci["subset"] != "All"].iterrows():
+        cell = {"value": r["accuracy"], "ci_low": r["ci_low"], "ci_high": r["ci_high"]}
+        rows.append({"table": vague_audit.J_TABLE[r["subset"]], "row": f"{r['model']} | {r['type']}",
+                     "column": "Acc", **cell})
+        rows.append({"table": "Table 1", "row": r["model"], "column": f"{r['subset']} {r['type']}", **cell})
+    return reference.compare(pd.DataFrame(rows), "vague")

@@ -1,0 +1,46 @@
+"""The VAGUE notebook runs top to bottom offline with its default parameters (papermill)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def test_vague_notebook_defaults(tmp_path, repo_root, monkeypatch):
+    papermill = pytest.importorskip("papermill")
+    from vlamb_nb.notebook import collect_results
+
+    monkeypatch.setenv("VLAMB_FIGURES_DIR", str(tmp_path / "figures"))
+    out = tmp_path / "vague.ipynb"
+    papermill.execute_notebook(str(repo_root / "notebooks" / "vague.ipynb"), str(out), kernel_name="python3",
+                               cwd=str(tmp_path), progress_bar=False)
+    results = collect_results(json.loads(out.read_text()))
+
+    # the audit surfaces the paper's known inconsistencies
+    assert results["audit_findings"]["mismatches"] == 15
+    bad = {(m["table"], m["row"], m["column"]) for m in results["audit_mismatches"]}
+    assert ("Table 1", "Ovis2 (16B)", "VCR VLM gain") in bad
+    assert ("Table J5", "InternVL-3 (38B) | SM", "Acc") in bad
+    assert ("Table 2", "Human", "Acc") in bad
+    # paper vs recomputed-from-counts: every printed accuracy inside its Wilson interval, mismatches flagged
+    cmp = results["paper_vs_recomputed"]
+    assert len(cmp) == 144 and all(r["paper_in_ci"] for r in cmp)
+    assert all(r["flag"] for r in cmp if not r["match"])
+    f4 = {(r["model"], r["type"]): r for r in results["fig4_counts"]}
+    assert f4[("GPT-4o", "SM")]["correct"] == 1155
+    # the pipeline ran every setting on the generated sample with the tiny 4-bit model
+    assert results["run"]["settings"] and len(results["run"]["settings"]) == 12
+    rows = results["ours_breakdown"]
+    assert {r["setting"] for r in rows} == set(results["run"]["settings"])
+    mcq_all = [r for r in rows if r["subset"] == "All" and not r["setting"].endswith("_ff")]
+    assert all(r["N"] == results["run"]["items"] for r in mcq_all)
+    assert all(r["valid"] + 0 <= r["N"] for r in mcq_all)
+    what = {d["what"] for d in results["deviations"]}
+    assert {"quantization", "BERTScore model", "decoding"} <= what
+    assert {(p["a"], p["b"]) for p in results["paired_tests"]} >= {("vlm", "lm"), ("vlm_cot", "vlm")}
+    assert results["data"]["subset_counts"]["VCR"] >= 1
+    for name in ("fig4_incorrect_choices", "figB1_top_verbs", "item_viewer", "ours_accuracy"):
+        assert (tmp_path / "figures" / "vague" / f"{name}.png").is_file()
