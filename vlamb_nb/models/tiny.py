@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from vlamb_nb.errors import SettingError
 
 TINY_VERSION = 4  # bump when a builder changes, so cached checkpoints are rebuilt
 VOCAB_SIZE = 512  # multiple of 64; the BPE vocabulary is padded up to it
+_INIT_LOCK = threading.Lock()  # random init uses torch's global generator: one seeded init at a time
 
 # A few sentences in the style of the benchmarks' prompts and answers, so the BPE merges are plausible.
 _CORPUS = [
@@ -242,8 +244,9 @@ def _build_idefics3(out: Path, seed: int) -> None:
 def _save(model_cls: Any, config: Any, processor: Any, out: Path, seed: int) -> None:
     import torch
 
-    torch.manual_seed(seed)
-    model = model_cls(config).eval()
+    with _INIT_LOCK:
+        torch.manual_seed(seed)
+        model = model_cls(config).eval()
     tok = processor.tokenizer
     gen = model.generation_config
     gen.eos_token_id = tok.eos_token_id
