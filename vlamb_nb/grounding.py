@@ -212,7 +212,9 @@ def get_grounder(spec: str | Grounder | None = None, **kwargs: Any) -> Grounder:
     if spec is None:
         return ZeroShotDetector(**kwargs)
     if spec == "tiny":
-        return ZeroShotDetector(tiny_detector_path(), **kwargs)
+        det = ZeroShotDetector(tiny_detector_path(), **kwargs)
+        det.name = "zero-shot:tiny random Grounding DINO"
+        return det
     if isinstance(spec, str | os.PathLike):
         return ZeroShotDetector(spec, **kwargs)
     if hasattr(spec, "ground"):

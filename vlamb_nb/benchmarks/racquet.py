@@ -745,10 +745,11 @@ BENCHMARK = Racquet()
 
 
 # -- saliency analysis (Table 1), comparisons and figures ----------------------------------------------
-def saliency_analysis(scored, grounder, *, by: str = "model", labels: tuple[str, ...] = ("B", "C"), seed: int = 0,
+def saliency_analysis(scored, grounder, *, by: str = "model", labels: tuple[str, ...] | None = ("B", "C"), seed: int = 0,
                       min_iou: float = 0.0, normalized: bool = False, progress: bool = True):
     """Table 1: ground each Implicit/High Risk response and test largest-or-centermost against chance.
 
+    ``labels=None`` grounds every valid response (a demonstration population, not the paper's).
     Returns ``(per_response, table)``. Responses without candidate boxes or a local image are
     counted in ``table["skipped"]``; the grounder's choices are documented in :mod:`vlamb_nb.grounding`.
     """
@@ -758,7 +759,7 @@ def saliency_analysis(scored, grounder, *, by: str = "model", labels: tuple[str,
     from vlamb_nb.grounding import ground_rows
     from vlamb_nb.images import load_image
 
-    df = scored[scored["label"].isin(labels)].copy()
+    df = scored[scored["label"].isin(labels)].copy() if labels is not None else scored[scored["valid"]].copy()
     if "subset" in df:
         df = df[df["subset"] == "general"]
     usable = df["candidate_boxes"].map(lambda b: isinstance(b, list | tuple) and len(b) > 0) & df["image"].notna()
@@ -829,3 +830,82 @@ def share_figure(shares, *, bar: tuple[str, ...] = ("model", "setting"), title: 
     df["estimate"] = df["share"]
     df = df[df["series"].isin(labels)]
     return stacked_bars(df, title=title, ylabel="% of responses", segment_order=list(labels), horizontal=True)
+
+
+# -- notebook helpers: whole steps, so the notebook only calls ---------------------------------------
+def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | os.PathLike | None = None,
+                  n: int = 6, seed: int = 0, **load_options: Any) -> dict[str, Any]:
+    """Items for the notebook: the release for statistics, and a pipeline set (with images) to run models on.
+
+    With ``source`` None the statistics use the release beside the checkout when present and
+    the pipeline a generated sample; with ``source`` given both use it.
+    """
+    import tempfile
+
+    out: dict[str, Any] = {}
+    if source is not None:
+        items = BENCHMARK.load(source, **load_options)
+        return {"release": items, "release_kind": "source", "pipeline": items, "pipeline_kind": "source"}
+    try:
+        out.update(release=BENCHMARK.load(None), release_kind="release")
+    except NotAvailableError:
+        out.update(release=None, release_kind="none")
+    folder = Path(sample_dir) if sample_dir is not None else Path(tempfile.mkdtemp(prefix="racquet-sample-"))
+    sample = BENCHMARK.load(BENCHMARK.make_sample(folder, n=n, seed=seed))
+    if out["release"] is None:
+        out.update(release=sample, release_kind="sample")
+    out.update(pipeline=sample, pipeline_kind="sample")
+    return out
+
+
+def run_conditions(model, items, settings: tuple[str, ...] | list[str] = ("direct", "clarify", "cot"), *,
+                   store_dir: str | os.PathLike | None = None, limit: int | None = None, progress: bool = True,
+                   batch_size: int = 8, subset: str = "general", **request_options: Any):
+    """Run every prompting condition on one subset; one predictions frame (``model``, ``setting``) for all.
+
+    ``control`` asks the unambiguous question once per image of the subset.
+    """
+    import pandas as pd
+
+    frames = []
+    for s in settings:
+        store = Path(store_dir) / f"{_slug(model.info.model_id)}-{subset}-{s}.jsonl" if store_dir else None
+        part = items[items["subset"] == subset]
+        gens = BENCHMARK.run(model, part, s, store=store, limit=limit, progress=progress, batch_size=batch_size,
+                             **request_options)
+        preds = BENCHMARK.predictions(items, gens)
+        preds["model"] = model.info.model_id
+        frames.append(preds)
+    return pd.concat(frames, ignore_index=True)
+
+
+def judge_conditions(judge_model, predictions, *, store_dir: str | os.PathLike | None = None, progress: bool = True,
+                     max_new_tokens: int | None = None, batch_size: int = 8) -> dict[str, Any]:
+    """A/B/C judge on every response and the YES/NO judge on CoT responses; scored frames."""
+    def store(kind: str):
+        return Path(store_dir) / f"judge-{_slug(judge_model.info.model_id)}-{kind}.jsonl" if store_dir else None
+
+    judged = BENCHMARK.judge(judge_model, predictions, kind="abc", store=store("abc"), progress=progress,
+                             max_new_tokens=max_new_tokens, batch_size=batch_size)
+    out = {"scored": BENCHMARK.score(judged)}
+    cot = predictions[predictions["setting"] == "cot"]
+    if len(cot):
+        out["cot_mentions"] = BENCHMARK.judge(judge_model, cot, kind="cot", store=store("cot"), progress=progress,
+                                              max_new_tokens=max_new_tokens, batch_size=batch_size)
+    return out
+
+
+def records(frame) -> list[dict[str, Any]]:
+    """Rows as JSON-safe dicts (NaN and inf become None) for ``vlamb_nb.notebook.record``."""
+    import math
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        return v.item() if hasattr(v, "item") and not isinstance(v, str | bytes) else v
+
+    return [{k: clean(v) for k, v in r.items()} for r in frame.to_dict(orient="records")]
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", s)
