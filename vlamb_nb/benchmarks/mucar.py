@@ -573,3 +573,85 @@ def _is_number(s: str) -> bool:
 
 BENCHMARK = Mucar()
 PROMPT_LANGUAGES = PROMPT_LANGUAGE
+
+
+# -- notebook helpers (the notebook only calls these) -----------------------------------------------
+def notebook_data(source: str | os.PathLike | None = None, images: str | os.PathLike | None = None, *,
+                  sample_dir: str | os.PathLike | None = None, n: int = 4, seed: int = 0) -> dict[str, Any]:
+    """Data for the notebook: the release for statistics/audit, and the items the pipeline runs on.
+
+    ``source`` given: the pipeline uses it (with ``images``). Otherwise statistics use the release
+    beside the checkout when present, and the pipeline a generated sample (same schema, generated images).
+    """
+    import tempfile
+
+    release = None
+    try:
+        release = load_items(source)
+    except DataError:
+        if source is not None:
+            raise
+    if source is not None:
+        return {"release": release, "pipeline": load_items(source, images=images), "pipeline_kind": "source"}
+    folder = Path(sample_dir) if sample_dir is not None else Path(tempfile.mkdtemp(prefix="mucar-sample-"))
+    sample = load_items(make_sample(folder, n=n, seed=seed))
+    return {"release": release if release is not None else sample, "pipeline": sample, "pipeline_kind": "sample",
+            "release_kind": "release" if release is not None else "sample"}
+
+
+def constant_model(letter: str = "A"):
+    """A scripted stand-in that always answers ``letter``: the image-insensitive failure, on purpose."""
+    from vlamb_nb.models import ScriptedModel
+
+    return ScriptedModel(lambda r: f"Answer: {letter}", model_id=f"constant-{letter}")
+
+
+def run_settings(model: VLM, items, settings: list[str], *, store_dir: str | os.PathLike | None = None,
+                 batch_size: int = 8, limit: int | None = None, progress: bool = True,
+                 max_new_tokens: int | None = None) -> dict[str, Any]:
+    """Evaluate ``model`` under several settings (one resumable store per setting)."""
+    params = DecodingParams(max_new_tokens=max_new_tokens) if max_new_tokens else None
+    out = {}
+    for s in settings:
+        store = Path(store_dir) / f"mucar-{_safe(model.info.model_id)}-{s}.jsonl" if store_dir else None
+        out[s] = BENCHMARK.evaluate(model, items, s, store=store, batch_size=batch_size, limit=limit,
+                                    progress=progress, params=params)
+    return out
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def settings_frame(runs: dict[str, Any], *, label: str | None = None, n_resamples: int = 1000, seed: int = 0):
+    """Overall Acc_q / Acc_p with CIs per setting (Fig. 4 / Table 3 / Table 12 layout), long format."""
+    import pandas as pd
+
+    from vlamb_nb.benchmarks.mucar_prompts import SETTINGS as _S
+
+    rows = []
+    for s, scored in runs.items():
+        if s == "c_ambiguous":
+            continue
+        r = pair_accuracy(scored, None, n_resamples=n_resamples, seed=seed)
+        r.insert(0, "setting", s)
+        r.insert(1, "input", _S[s].description)
+        r.insert(0, "label", label or str(scored["model"].iloc[0]))
+        rows.append(r)
+    return pd.concat(rows, ignore_index=True)
+
+
+def paper_vs_ours(scored, paper_row: str, *, table: str = "Table 2a", n_resamples: int = 1000, seed: int = 0,
+                  categories: list[str] | None = None):
+    """``reference.compare`` of one run against one published row (paper value, ours, CI, flags)."""
+    from vlamb_nb import reference
+
+    long = results_long(scored, paper_row, table, n_resamples=n_resamples, seed=seed, categories=categories)
+    return reference.compare(long[["table", "row", "column", "value", "ci_low", "ci_high"]], NAME, table=table)
+
+
+def audit_frame(items=None):
+    from vlamb_nb.benchmarks.mucar_audit import audit
+    from vlamb_nb.reference import findings_frame
+
+    return findings_frame(audit(items))
