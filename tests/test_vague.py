@@ -522,3 +522,28 @@ def test_bertscore_minilm_substitute():
     assert same == pytest.approx(1.0, abs=1e-4)
     assert 0 < unrelated < opposite < same
     assert "substitute" in bertscore_label("minilm") and bertscore_label("minilm") == MINILM_LABEL
+
+
+def test_score_file_counts_missing_predictions_as_invalid(tmp_path, sample):
+    ids = list(sample["id"])
+    pf = tmp_path / "m_LLM_mcq.json"
+    pf.write_text(json.dumps({f"{i}_annot.jpg": {"model_output": sample.set_index("id").loc[i, "gold"],
+                                                 "true_answer": "?"} for i in ids[:3]}))
+    src = tmp_path / "src"
+    vague_data.write_hub_parquet(vague_data.sample_records(9, seed=3), src / "data" / "train-00000-of-00001.parquet")
+    out = BENCHMARK.score_file(pf, source=src)
+    assert out["missing_predictions"] == {"m/lm": 6}
+    allrow = next(r for r in out["rows"] if r["subset"] == "All")
+    assert (allrow["N"], allrow["correct"], allrow["valid"], allrow["accuracy"]) == (9, 3, 3, 33.3)
+    skipped = BENCHMARK.score_file(pf, source=src, missing="skip")
+    assert next(r for r in skipped["rows"] if r["subset"] == "All")["accuracy"] == 100.0
+    with pytest.raises(SettingError, match="missing"):
+        BENCHMARK.score_file(pf, source=src, missing="maybe")
+
+
+def test_human_subset_approximation(sample):
+    sub = vague_data.human_subset_approximation(sample, n=4, seed=0)
+    score = sample["rating_direct"] + sample["rating_indirect"]
+    assert len(sub) == 4
+    assert (sub["rating_direct"] + sub["rating_indirect"]).min() >= sorted(score, reverse=True)[3]
+    assert sub["id"].tolist() == vague_data.human_subset_approximation(sample, n=4, seed=0)["id"].tolist()

@@ -561,24 +561,51 @@ class Vague(Benchmark):
         """Score a prediction file: the official ``{"<name>_annot.jpg": {"model_output", "true_answer"}}`` JSON
         (``setting=`` option, or taken from the ``{model}_{format}_{answer_type}.json`` file name) or a
         prediction store (JSONL) written by ``vlamb-nb run``."""
+
         from vlamb_nb.benchmarks.vague_audit import predictions_frame
 
-        items = self.load(source) if source is not None else None
         setting = options.pop("setting", None)
         bertscore = options.pop("bertscore", None)
+        missing_mode = options.pop("missing", "wrong")
         if options:
             raise SettingError(f"unknown vague score option(s): {', '.join(options)}")
-        gens = predictions_frame(predictions, setting=setting)
-        if items is None:
+        if source is None:
             raise SettingError("vague scoring needs --source (the data the predictions refer to)")
+        items = self.load(source)
+        gens = predictions_frame(predictions, setting=setting)
+        scored, missing = self.score_generations(items, gens, bertscore=bertscore, missing=missing_mode,
+                                                 label=str(predictions))
+        b = self.breakdown(scored)
+        return {"source": str(source), "predictions": str(predictions), "items_in_source": len(items),
+                "missing_predictions": missing, "missing_counted_as": "invalid" if missing_mode == "wrong" else
+                "skipped", "scored": len(scored), "rows": b.to_dict(orient="records")}
+
+    def score_generations(self, items, gens, *, bertscore: str | None = None, missing: str = "wrong",
+                          label: str = "predictions"):
+        """Score generations read from a file against ``items``. Items without a prediction count as invalid
+        (``missing="wrong"``, the paper's denominator N) or are left out (``"skip"``); returns (scored, counts)."""
+        import pandas as pd
+
+        if missing not in ("wrong", "skip"):
+            raise SettingError(f"missing must be 'wrong' (count as invalid, as the paper's N) or 'skip', "
+                               f"got {missing!r}")
         unknown = sorted(set(gens["item_id"]) - set(items["id"]))
         if unknown:
             raise DataError(f"{len(unknown)} prediction(s) name items not in the source, e.g. {unknown[0]!r}",
-                            source=str(predictions))
-        scored = self.score(self.predictions(items, gens), bertscore=bertscore)
-        b = self.breakdown(scored)
-        return {"source": str(source), "predictions": str(predictions), "items_in_source": len(items),
-                "scored": len(scored), "rows": b.to_dict(orient="records")}
+                            source=label)
+        if "model" not in gens.columns:
+            gens = gens.assign(model=Path(label).stem)
+        counts, fill = {}, []
+        for (model, s), g in gens.groupby(["model", "setting"], sort=False):
+            have = set(g["item_id"])
+            lost = [i for i in items["id"] if i not in have]
+            counts[f"{model}/{s}"] = len(lost)
+            if missing == "wrong":
+                fill += [{"request_id": f"{i}::{s}", "item_id": i, "setting": s, "model": model, "text": "",
+                          "error": "no prediction for this item"} for i in lost]
+        if fill:
+            gens = pd.concat([gens, pd.DataFrame(fill)], ignore_index=True)
+        return self.score(self.predictions(items, gens), bertscore=bertscore), counts
 
     def reference_check(self) -> list[Any]:
         from vlamb_nb.benchmarks.vague_audit import audit

@@ -317,7 +317,8 @@ def predictions_frame(path: str | os.PathLike, *, setting: str | None = None):
 
         recs = [r for r in read_records(p) if not str(r.get("request_id", "")).endswith("::caption")]
         df = pd.DataFrame([{"request_id": r.get("request_id"), "setting": r.get("setting"), "text": r.get("text"),
-                            "error": r.get("error")} for r in recs])
+                            "error": r.get("error"), "model": (r.get("model") or {}).get("model_id", p.stem)}
+                           for r in recs])
         if setting is not None:
             df = df[df["setting"] == setting]
     else:
@@ -330,12 +331,14 @@ def predictions_frame(path: str | os.PathLike, *, setting: str | None = None):
             raise SettingError(f"cannot tell the setting of {p.name}; pass -o setting=<one of {', '.join(SETTINGS)}>")
         if not isinstance(data, dict):
             raise DataError("expected {image file: {model_output, true_answer}}", source=p.name)
+        m = re.match(r"(.+?)_(?:VLM|SM_gpt|SM|LLM|zeroshot_cot_SM|zeroshot_cot)_(?:mcq|da)\.json$", p.name)
+        model = m.group(1) if m else p.stem
         rows = []
         for i, (k, v) in enumerate(data.items()):
             if not isinstance(v, dict) or "model_output" not in v:
                 raise DataError("missing model_output", source=p.name, row=i, field=str(k))
             item = str(k).removesuffix(IMAGE_SUFFIX)
-            rows.append({"request_id": f"{item}::{setting}", "setting": setting,
+            rows.append({"request_id": f"{item}::{setting}", "setting": setting, "model": model,
                          "text": "" if v["model_output"] is None else str(v["model_output"]), "error": None})
         df = pd.DataFrame(rows)
     if df.empty:

@@ -422,3 +422,17 @@ def make_sample(directory: str | os.PathLike, n: int = 8, seed: int = 0, fmt: st
     from vlamb_nb.errors import SettingError
 
     raise SettingError(f"unknown sample format {fmt!r}; choose parquet or json")
+
+
+def human_subset_approximation(items, n: int = 400, seed: int = 0):
+    """An approximation of Table 2's 400-item subset (its id list is not released): the highest-rated items
+    (direct + indirect rating), ties broken at random with ``seed``, as the paper describes the selection.
+
+    Not the paper's subset; numbers on it are comparable to Table 2 only loosely.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    score = items["rating_direct"].fillna(0).astype(float) + items["rating_indirect"].fillna(0).astype(float)
+    order = np.lexsort((rng.random(len(items)), -score.to_numpy()))
+    return items.iloc[order[: min(n, len(items))]].reset_index(drop=True)

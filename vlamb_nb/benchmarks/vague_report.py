@@ -163,8 +163,7 @@ def score_predictions(path: str | os.PathLike, items, *, setting: str | None = N
                       bertscore: str | None = None):
     """Scored rows from a prediction file (official result JSON or a store) against ``items``."""
     gens = vague_audit.predictions_frame(path, setting=setting)
-    scored = BENCHMARK.score(BENCHMARK.predictions(items, gens), bertscore=bertscore)
-    scored["model"] = Path(path).stem
+    scored, _ = BENCHMARK.score_generations(items, gens, bertscore=bertscore, label=str(path))
     return scored
 
 
