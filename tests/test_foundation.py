@@ -115,3 +115,26 @@ def test_cli_reference_show_json(capsys):
     assert cli.main(["reference", "show", papers[0], "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows and {"table", "row", "column", "value"} <= set(rows[0])
+
+
+def test_predictions_treat_missing_error_as_success():
+    """A runner frame without a store holds NaN in ``error``; only a real message marks a failure."""
+    import numpy as np
+
+    from vlamb_nb.benchmarks.base import Benchmark
+
+    class Echo(Benchmark):
+        name = "echo"
+        settings = ("s",)
+        load = requests = score = tables = None  # type: ignore[assignment]
+
+        def parse(self, text, item):
+            return {"valid": True, "answer": text}
+
+    Echo.__abstractmethods__ = frozenset()
+    items = pd.DataFrame({"id": ["a", "b", "c"]})
+    gens = pd.DataFrame({"request_id": ["a", "b", "c"], "text": ["x", "y", ""],
+                         "error": [np.nan, None, "RuntimeError: boom"]})
+    out = Echo().predictions(items, gens)
+    assert list(out["valid"]) == [True, True, False]
+    assert out.loc[2, "parse_error"] == "generation_failed"

@@ -82,7 +82,8 @@ class Benchmark(ABC):
         merged = gens.merge(items, left_on="item_id", right_on=id_column, how="left", suffixes=("", "_item"))
         parsed = []
         for _, row in merged.iterrows():
-            if row.get("error"):
+            err = row.get("error")
+            if isinstance(err, str) and err:
                 parsed.append({"valid": False, "parse_error": "generation_failed"})
             else:
                 parsed.append(self.parse(row.get("text") or "", row))
