@@ -1,0 +1,44 @@
+"""notebooks/racquet.ipynb runs top to bottom under papermill with its default parameters."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from vlamb_nb.notebook import collect_results
+
+pytestmark = pytest.mark.slow
+
+
+def test_racquet_notebook_defaults(tmp_path, repo_root, monkeypatch):
+    papermill = pytest.importorskip("papermill")
+    monkeypatch.setenv("VLAMB_FIGURES_DIR", str(tmp_path / "figures"))
+    out = tmp_path / "racquet.ipynb"
+    papermill.execute_notebook(str(repo_root / "notebooks" / "racquet.ipynb"), str(out), kernel_name="python3",
+                               cwd=str(tmp_path), parameters={"store_dir": str(tmp_path / "runs")}, progress_bar=False)
+    res = collect_results(json.loads(out.read_text()))
+
+    cmp = res["paper_vs_ours"]
+    assert cmp and {r["row"] for r in cmp} >= {"GENERAL", "BIAS"}
+    if res["data_stats"]["general"]["rows"] == 500:  # statistics ran on the real release
+        ok = {(r["row"], r["column"]): r["match"] for r in cmp}
+        assert ok[("GENERAL", "unique images")] and ok[("GENERAL", "question length mean")]
+        assert ok[("BIAS", "pairs")] and ok[("RACQUET", "pairs")]
+    assert res["audit"]["mismatches"] == len(res["audit_mismatches"]) >= 3
+
+    n_resp = sum(v["size"] for k, v in res["responses"].items())
+    judged = res["judge_parse"]
+    assert judged["n"] == n_resp and judged["parsed"] + judged["unparsed"] == n_resp
+    shares = res["class_shares"]
+    for setting in ("direct", "clarify", "cot", "sampling", "control"):
+        rows = [r for r in shares if r["setting"] == setting]
+        assert rows and sum(r["share"] for r in rows) == pytest.approx(100.0)
+    assert any("quantization" in d for d in res["deviations"])
+    assert any("grounder" in d for d in res["table1_deviations"])
+    assert res["bias_annotation_progress"][1] == 16
+    t1 = res["table1"][0]
+    assert t1["responses"] == sum(v["sum"] for v in res["responses"].values())  # every valid response grounded
+    assert sum(res["table1_status"].values()) == t1["responses"]
+    assert (tmp_path / "figures" / "racquet" / "fig3-4-class-shares-pipeline.png").is_file()
+    assert (tmp_path / "runs" / "racquet-bias-labels.csv").exists() is False  # nothing labelled, nothing written
