@@ -75,6 +75,16 @@ def _train_tokenizer(special_tokens: list[str], *, bos: str | None, eos: str, pa
     return fast
 
 
+def text_size(width: int = 64, layers: int = 2) -> dict[str, Any]:
+    """Language-model sizes: head size 16, grouped-query attention with half as many KV heads."""
+    if width % 64 or width < 64 or layers < 1:
+        raise SettingError(f"text width must be a positive multiple of 64 and layers >= 1, got {width}, {layers}")
+    heads = width // 16
+    return dict(vocab_size=VOCAB_SIZE, hidden_size=width, intermediate_size=2 * width, num_hidden_layers=layers,
+                num_attention_heads=heads, num_key_value_heads=heads // 2, max_position_embeddings=2048,
+                initializer_range=0.25)
+
+
 # --------------------------------------------------------------------------------------------------
 # Qwen2.5-VL
 # --------------------------------------------------------------------------------------------------
@@ -94,7 +104,7 @@ QWEN_TEMPLATE = (
 )
 
 
-def _build_qwen2_5_vl(out: Path, seed: int) -> None:
+def _build_qwen2_5_vl(out: Path, seed: int, size: dict[str, Any]) -> None:
     from transformers import (
         Qwen2_5_VLConfig,
         Qwen2_5_VLForConditionalGeneration,
@@ -107,21 +117,19 @@ def _build_qwen2_5_vl(out: Path, seed: int) -> None:
                 "<|image_pad|>", "<|video_pad|>"]
     tok = _train_tokenizer(specials, bos=None, eos="<|im_end|>", pad="<|endoftext|>")
     ids = {t: tok.convert_tokens_to_ids(t) for t in specials}
-    text = dict(vocab_size=VOCAB_SIZE, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
-                initializer_range=0.25, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
+    text = dict(**size, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
                                  "mrope_section": [2, 3, 3]},
                 bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],
                 pad_token_id=ids["<|endoftext|>"])
-    vision = dict(depth=2, hidden_size=64, intermediate_size=128, num_heads=4, out_hidden_size=64,
+    vision = dict(depth=2, hidden_size=64, intermediate_size=128, num_heads=4, out_hidden_size=size["hidden_size"],
                   patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
                   fullatt_block_indexes=[1])
     config = Qwen2_5_VLConfig(text_config=text, vision_config=vision, image_token_id=ids["<|image_pad|>"],
                               video_token_id=ids["<|video_pad|>"], vision_start_token_id=ids["<|vision_start|>"],
                               vision_end_token_id=ids["<|vision_end|>"], tie_word_embeddings=True)
-    size = {"shortest_edge": 28 * 28 * 4, "longest_edge": 28 * 28 * 16}  # 56x56 .. 112x112 pixels
-    processor = Qwen2_5_VLProcessor(image_processor=Qwen2VLImageProcessor(size=size),
-                                    video_processor=Qwen2VLVideoProcessor(size=size),
+    pixels = {"shortest_edge": 28 * 28 * 4, "longest_edge": 28 * 28 * 16}  # 56x56 .. 112x112 pixels
+    processor = Qwen2_5_VLProcessor(image_processor=Qwen2VLImageProcessor(size=pixels),
+                                    video_processor=Qwen2VLVideoProcessor(size=pixels),
                                     tokenizer=tok, chat_template=QWEN_TEMPLATE)
     _save(Qwen2_5_VLForConditionalGeneration, config, processor, out, seed)
 
@@ -129,8 +137,6 @@ def _build_qwen2_5_vl(out: Path, seed: int) -> None:
 # --------------------------------------------------------------------------------------------------
 # LLaVA-1.5 (CLIP vision tower + Llama), LLaVA-OneVision (SigLIP + Qwen2, any-resolution), Idefics3
 # --------------------------------------------------------------------------------------------------
-_TEXT = dict(vocab_size=VOCAB_SIZE, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048, initializer_range=0.25)
 _VISION = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4)
 
 LLAVA_TEMPLATE = (
@@ -142,7 +148,7 @@ LLAVA_TEMPLATE = (
 )
 
 
-def _build_llava(out: Path, seed: int) -> None:
+def _build_llava(out: Path, seed: int, size: dict[str, Any]) -> None:
     from transformers import (
         CLIPImageProcessor,
         CLIPVisionConfig,
@@ -155,8 +161,8 @@ def _build_llava(out: Path, seed: int) -> None:
     tok = _train_tokenizer(["<unk>", "<s>", "</s>", "<pad>", "<image>"], bos="<s>", eos="</s>", pad="<pad>",
                            extra={"unk_token": "<unk>"})
     ids = {t: tok.convert_tokens_to_ids(t) for t in ["<s>", "</s>", "<pad>", "<image>"]}
-    text = LlamaConfig(**_TEXT, bos_token_id=ids["<s>"], eos_token_id=ids["</s>"], pad_token_id=ids["<pad>"])
-    vision = CLIPVisionConfig(**_VISION, image_size=56, patch_size=14, projection_dim=64)
+    text = LlamaConfig(**size, bos_token_id=ids["<s>"], eos_token_id=ids["</s>"], pad_token_id=ids["<pad>"])
+    vision = CLIPVisionConfig(**_VISION, image_size=56, patch_size=14, projection_dim=size["hidden_size"])
     config = LlavaConfig(vision_config=vision, text_config=text, image_token_index=ids["<image>"],
                          image_seq_length=16, vision_feature_select_strategy="default", vision_feature_layer=-2)
     image_processor = CLIPImageProcessor(size={"shortest_edge": 56}, crop_size={"height": 56, "width": 56})
@@ -174,7 +180,7 @@ ONEVISION_TEMPLATE = (
 )
 
 
-def _build_llava_onevision(out: Path, seed: int) -> None:
+def _build_llava_onevision(out: Path, seed: int, size: dict[str, Any]) -> None:
     from transformers import (
         LlavaOnevisionConfig,
         LlavaOnevisionForConditionalGeneration,
@@ -188,7 +194,7 @@ def _build_llava_onevision(out: Path, seed: int) -> None:
     tok = _train_tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>", "<video>"], bos=None,
                            eos="<|im_end|>", pad="<|endoftext|>")
     ids = {t: tok.convert_tokens_to_ids(t) for t in ["<|endoftext|>", "<|im_end|>", "<image>", "<video>"]}
-    text = Qwen2Config(**_TEXT, bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],
+    text = Qwen2Config(**size, bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],
                        pad_token_id=ids["<|endoftext|>"])
     vision = SiglipVisionConfig(**_VISION, image_size=56, patch_size=14)
     pinpoints = [[56, 56], [56, 112], [112, 56], [112, 112]]
@@ -196,10 +202,10 @@ def _build_llava_onevision(out: Path, seed: int) -> None:
                                   video_token_index=ids["<video>"], image_grid_pinpoints=pinpoints,
                                   vision_feature_select_strategy="full", vision_feature_layer=-1,
                                   vision_aspect_ratio="anyres_max_9")
-    size = {"height": 56, "width": 56}
+    pixels = {"height": 56, "width": 56}
     processor = LlavaOnevisionProcessor(
-        image_processor=LlavaOnevisionImageProcessor(size=size, image_grid_pinpoints=pinpoints),
-        video_processor=LlavaOnevisionVideoProcessor(size=size), tokenizer=tok, num_image_tokens=16,
+        image_processor=LlavaOnevisionImageProcessor(size=pixels, image_grid_pinpoints=pinpoints),
+        video_processor=LlavaOnevisionVideoProcessor(size=pixels), tokenizer=tok, num_image_tokens=16,
         vision_feature_select_strategy="full", chat_template=ONEVISION_TEMPLATE)
     _save(LlavaOnevisionForConditionalGeneration, config, processor, out, seed)
 
@@ -213,7 +219,7 @@ IDEFICS3_TEMPLATE = (
 )
 
 
-def _build_idefics3(out: Path, seed: int) -> None:
+def _build_idefics3(out: Path, seed: int, size: dict[str, Any]) -> None:
     from transformers import (
         Idefics3Config,
         Idefics3ForConditionalGeneration,
@@ -227,7 +233,7 @@ def _build_idefics3(out: Path, seed: int) -> None:
                 "<end_of_utterance>", "<global-img>"]
     tok = _train_tokenizer(specials, bos="<|begin_of_text|>", eos="<end_of_utterance>", pad="<|end_of_text|>")
     ids = {t: tok.convert_tokens_to_ids(t) for t in specials}
-    text = LlamaConfig(**_TEXT, bos_token_id=ids["<|begin_of_text|>"], eos_token_id=ids["<end_of_utterance>"],
+    text = LlamaConfig(**size, bos_token_id=ids["<|begin_of_text|>"], eos_token_id=ids["<end_of_utterance>"],
                        pad_token_id=ids["<|end_of_text|>"])
     vision = Idefics3VisionConfig(**_VISION, image_size=56, patch_size=14)
     config = Idefics3Config(vision_config=vision, text_config=text, image_token_id=ids["<image>"], scale_factor=2,
@@ -255,10 +261,13 @@ def _save(model_cls: Any, config: Any, processor: Any, out: Path, seed: int) -> 
     gen.max_new_tokens = 16
     model.save_pretrained(out)
     processor.save_pretrained(out)
-    (out / "vlamb_tiny.json").write_text(json.dumps({"tiny_version": TINY_VERSION, "seed": seed}))
+    text = config.get_text_config()
+    (out / "vlamb_tiny.json").write_text(json.dumps({"tiny_version": TINY_VERSION, "seed": seed,
+                                                     "text_width": text.hidden_size,
+                                                     "text_layers": text.num_hidden_layers}))
 
 
-BUILDERS: dict[str, Callable[[Path, int], None]] = {
+BUILDERS: dict[str, Callable[[Path, int, dict[str, Any]], None]] = {
     "qwen2_5_vl": _build_qwen2_5_vl,
     "llava": _build_llava,
     "llava_onevision": _build_llava_onevision,
@@ -270,20 +279,27 @@ def families() -> list[str]:
     return sorted(BUILDERS)
 
 
-def build_tiny(family: str, directory: str | os.PathLike, *, seed: int = 0, overwrite: bool = False) -> Path:
-    """Build a tiny random checkpoint of ``family`` into ``directory`` (atomically); return the folder."""
+def build_tiny(family: str, directory: str | os.PathLike, *, seed: int = 0, overwrite: bool = False,
+               text_width: int = 64, text_layers: int = 2) -> Path:
+    """Build a tiny random checkpoint of ``family`` into ``directory`` (atomically); return the folder.
+
+    ``text_width``/``text_layers`` grow the language model (e.g. to make linear layers dominate
+    the weights when measuring quantization); the defaults keep load + generation to seconds.
+    """
     if family not in BUILDERS:
         raise SettingError(f"no tiny builder for family {family!r}; available: {', '.join(families())}")
+    size = text_size(text_width, text_layers)
+    want = {"seed": seed, "text_width": text_width, "text_layers": text_layers}
     out = Path(directory)
-    if out.exists() and _is_complete(out, seed):
+    if out.exists() and _is_complete(out, want):
         if not overwrite:
             return out
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
     try:
-        BUILDERS[family](tmp, seed)
+        BUILDERS[family](tmp, seed, size)
         if out.exists():
-            if not overwrite and _is_complete(out, seed):  # another builder finished first
+            if not overwrite and _is_complete(out, want):  # another builder finished first
                 shutil.rmtree(tmp, ignore_errors=True)
                 return out
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
@@ -292,7 +308,7 @@ def build_tiny(family: str, directory: str | os.PathLike, *, seed: int = 0, over
         try:
             os.replace(tmp, out)
         except OSError:  # a concurrent builder renamed its copy into place first
-            if not _is_complete(out, seed):
+            if not _is_complete(out, want):
                 raise
             shutil.rmtree(tmp, ignore_errors=True)
     except BaseException:
@@ -301,13 +317,14 @@ def build_tiny(family: str, directory: str | os.PathLike, *, seed: int = 0, over
     return out
 
 
-def _is_complete(path: Path, seed: int) -> bool:
+def _is_complete(path: Path, want: dict[str, Any]) -> bool:
+    """A finished build of the wanted version and sizes (the marker is the last file written)."""
     marker = path / "vlamb_tiny.json"
     try:
         meta = json.loads(marker.read_text())
     except (OSError, ValueError):
         return False
-    return meta.get("tiny_version") == TINY_VERSION and meta.get("seed") == seed
+    return meta.get("tiny_version") == TINY_VERSION and all(meta.get(k) == v for k, v in want.items())
 
 
 def tiny_path(family: str, *, seed: int = 0, cache_dir: str | os.PathLike | None = None) -> Path:
