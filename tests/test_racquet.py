@@ -274,3 +274,41 @@ def test_score_file_cli(sample, tmp_path, capsys):
     pd.DataFrame({"id": ["general-0"], "label": ["Z"]}).to_csv(bad, index=False)
     assert cli.main(["score", "racquet", "--predictions", str(bad), "--source", str(sample)]) == 2
     assert "row 1" in capsys.readouterr().err
+
+
+def test_score_a_judge_store_and_agreement_with_humans(sample, tmp_path, capsys):
+    items = BENCH.load(sample, subset="general")
+    vlm = ScriptedModel(lambda r: "The one on the left.", model_id="vlm")
+    preds = BENCH.predictions(items, BENCH.run(vlm, items, "direct", progress=False))
+    verdicts = {0: "CLASS A", 1: "so CLASS B", 2: "no idea"}
+    jm = ScriptedModel(lambda r: verdicts[int(r.id.split("::")[0].split("-")[1]) % 3], model_id="judge")
+    store = tmp_path / "judge.jsonl"
+    judged = BENCH.judge(jm, preds, store=store, progress=False)
+    assert cli.main(["score", "racquet", "--predictions", str(store), "--source", str(sample), "-o", "model=vlm",
+                     "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    counts = {r["label"]: r["count"] for r in out["class_shares"]}
+    n = len(items)
+    assert counts["A"] == len(range(0, n, 3)) and counts["B"] == len(range(1, n, 3))
+    assert counts.get("unlabelled", 0) == len(range(2, n, 3)) and out["unlabelled"] == counts.get("unlabelled", 0)
+    assert {r["model"] for r in out["class_shares"]} == {"vlm"}
+    # agreement with human labels (Cohen's kappa with CI) on the responses both labelled
+    pytest.importorskip("vlamb_nb.stats")
+    scored = BENCH.score(judged)
+    humans = scored[["id", "model", "setting", "label"]].copy()
+    humans["label"] = humans["label"].fillna("C")
+    k = R.agreement_with_labels(scored, humans, on=("id", "model", "setting"))
+    assert k.estimate == pytest.approx(1.0) and k.n == scored["label"].notna().sum()
+    humans.loc[humans["label"] == "A", "label"] = "C"
+    assert R.agreement_with_labels(scored, humans, on=("id",)).estimate < 0.5
+
+
+def test_run_resolves_images_from_a_folder_given_at_run_time(sample, tmp_path):
+    items = BENCH.load(sample / "racquet_general.jsonl")  # the folder's images/ is found next to the file
+    assert items["image"].notna().all()
+    bare = items.assign(image=None)
+    m = ScriptedModel(lambda r: "x")
+    with pytest.raises(ImageError):
+        BENCH.run(m, bare, "direct", progress=False)
+    out = BENCH.run(m, bare, "direct", progress=False, images=sample / "images")
+    assert len(out) == len(items) and out["error"].isna().all()

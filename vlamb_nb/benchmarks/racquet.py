@@ -430,11 +430,22 @@ class Racquet(Benchmark):
         return out
 
     def run(self, model, items, setting: str, *, store=None, limit: int | None = None, batch_size: int = 8,
-            progress: bool = True, **opts: Any):
-        """Generate for ``setting`` and return the runner frame with ``model`` and ``item_id`` columns."""
+            progress: bool = True, images: str | os.PathLike | None = None, subset: str | None = None, **opts: Any):
+        """Generate for ``setting`` and return the runner frame with ``model`` and ``item_id`` columns.
+
+        ``images`` (a folder) re-resolves the items' images, so ``vlamb-nb run racquet -o images=DIR``
+        works on the read-only release; ``subset`` restricts to general or bias.
+        """
         from vlamb_nb import runner
 
         setting = self.check_setting(setting)
+        if subset is not None:
+            items = items[items["subset"] == subset]
+        if images is not None:
+            items = items.copy()
+            items["image"] = [resolve_image(u, Path(images)) or resolve_image(c, Path(images)) if c else
+                              resolve_image(u, Path(images)) for u, c in zip(items["image_url"], items["coco_url"],
+                                                                              strict=True)]
         reqs = self.requests(items, setting, **opts)
         gens = runner.run(model, reqs, store, batch_size=batch_size, limit=limit, progress=progress,
                           run_meta=self.run_meta(model.info, setting, seed=opts.get("seed")))
@@ -688,8 +699,13 @@ def agreement_with_labels(judged, labels, *, on: tuple[str, ...] = ("id",), ci: 
 
 
 def score_predictions_file(bench: Racquet, path: str | os.PathLike, *, source: str | os.PathLike | None = None,
-                           n_resamples: int = 2000, seed: int = 0, **options: Any) -> dict[str, Any]:
-    """``vlamb-nb score racquet``: class shares (and BIAS shares/ratios) from a labelled file."""
+                           n_resamples: int = 2000, seed: int = 0, model: str | None = None,
+                           **options: Any) -> dict[str, Any]:
+    """``vlamb-nb score racquet``: class shares (and BIAS shares/ratios) from a labelled file.
+
+    Accepts a labels CSV/JSONL (``id``, ``label``; optional ``model``, ``setting``), a file with raw
+    ``judge_text``, or the A/B/C judge's prediction store (``-o model=NAME`` names the evaluated model).
+    """
     import pandas as pd
 
     from vlamb_nb import judge as J
@@ -705,14 +721,31 @@ def score_predictions_file(bench: Racquet, path: str | os.PathLike, *, source: s
         raise DataError(f"cannot read predictions ({e})", source=str(path)) from None
     if "id" not in df.columns and "item_id" in df.columns:
         df["id"] = df["item_id"]
+    if "id" not in df.columns and "request_id" in df.columns:
+        df["id"] = df["request_id"].astype(str).str.split("::").str[0]
+    if "model" in df.columns and df["model"].map(lambda v: isinstance(v, dict)).any():
+        df = df.drop(columns=["model"])  # a store's model record describes the judge, not the evaluated model
+    if model is not None:
+        df["model"] = model
     if "id" not in df.columns:
         raise DataError("predictions need an 'id' (or 'item_id') column", source=str(path), field="id")
     df["id"] = df["id"].astype(str)
+    if "label" not in df.columns and "judge_text" not in df.columns and "text" in df.columns \
+            and "request_id" in df.columns:  # a judge prediction store: <item>::<setting>::judge-racquet-abc
+        parts = df["request_id"].astype(str).str.split("::")
+        if not parts.str[-1].eq("judge-racquet-abc").all():
+            raise DataError("a store given to score must come from the racquet A/B/C judge", source=str(path),
+                            field="request_id")
+        df["judge_text"] = df["text"]
+        df["setting"] = parts.str[1]
+        if "judge_error" not in df.columns and "error" in df.columns:
+            df["judge_error"] = df["error"]
     if "label" not in df.columns:
         if "judge_text" not in df.columns:
             raise DataError("predictions need a 'label' or a 'judge_text' column", source=str(path), field="label")
         spec = judge_spec("abc")
-        df["label"] = J.parse_outputs(spec, df["judge_text"].fillna("").tolist())["label"].to_numpy()
+        errors = df["judge_error"].tolist() if "judge_error" in df.columns else None
+        df["label"] = J.parse_outputs(spec, df["judge_text"].fillna("").tolist(), errors)["label"].to_numpy()
     if "subset" not in df.columns:
         df["subset"] = df["id"].map(lambda s: "bias" if s.startswith("bias-") else "general")
     for c, v in (("model", "model"), ("setting", "direct")):
