@@ -23,7 +23,7 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
@@ -404,6 +404,8 @@ class Vague(Benchmark):
         if limit is not None:
             items = items.iloc[:limit]
         meta = self.run_meta(model.info, setting)
+        meta["deviations"] = [asdict(d) for d in self.deviations(model.info, setting, reading=reading,
+                                                                 captions=captions, **opts)]
         frames = []
         if spec.captions == "self" and captions is None:
             cap_params = decoding("caption", opts.get("decoding_mode", "greedy"), opts.get("max_new_tokens"))
@@ -430,7 +432,7 @@ class Vague(Benchmark):
         scored = self.score(self.predictions(items, answers), bertscore=bertscore)
         scored["model"] = model.info.model_id
         scored.attrs["captions"] = captions_from_run(gens)
-        scored.attrs["deviations"] = [d.__dict__ for d in self.deviations(model.info, setting, bertscore=bertscore,
+        scored.attrs["deviations"] = [asdict(d) for d in self.deviations(model.info, setting, bertscore=bertscore,
                                                                           **kwargs)]
         return scored
 

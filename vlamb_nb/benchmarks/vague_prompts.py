@@ -1,6 +1,8 @@
 """VAGUE prompts, ported verbatim: the paper's figures (J15–J24) and the released code's wording.
 
-``paper`` is the default. ``code`` reproduces ``utils/exp_prompts.py`` character for character
+``paper`` is the default and keeps each figure's text as printed: the MCQ figures put a blank line
+between lines (possibly a typesetting artefact; the released code is single-spaced) and Figs. J23/J24
+write "answer₁"/"answer₂" with subscripts. ``code`` reproduces ``utils/exp_prompts.py`` character for character
 (leading newline, trailing spaces, ``Utterance :`` with a space, "the intention" in the LM
 prompts, and the SM+CoT free-form template that begins with the MCQ wording).
 """
