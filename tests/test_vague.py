@@ -547,3 +547,30 @@ def test_human_subset_approximation(sample):
     assert len(sub) == 4
     assert (sub["rating_direct"] + sub["rating_indirect"]).min() >= sorted(score, reverse=True)[3]
     assert sub["id"].tolist() == vague_data.human_subset_approximation(sample, n=4, seed=0)["id"].tolist()
+
+
+def test_paper_templates_equal_the_paper_figures(shared_data):
+    """Every paper-wording template equals the prompt box of its figure (J15–J24) in the paper text."""
+    from vlamb_nb.benchmarks.vague_prompts import PAPER
+
+    txt = shared_data.parent / "papers" / "vague.txt"
+    if not txt.is_file():
+        pytest.skip("the paper text is not beside the released data")
+    lines = txt.read_text(encoding="utf-8").split("\n")
+    heads = {"VLM Multiple-Choice Question Answering": "vlm", "SM Multiple-Choice Question Answering": "sm",
+             "LM Multiple-Choice Question Answering": "lm", "VLM Free-form Answering": "vlm_ff",
+             "SM Free-form Answering": "sm_ff", "LM Free-form Answering": "lm_ff",
+             "VLM+CoT Multiple-Choice Question Answering": "vlm_cot",
+             "SM+CoT Multiple-Choice Question Answering": "sm_cot", "VLM+CoT Free-form Answering": "vlm_cot_ff",
+             "SM+CoT Free-form Answering": "sm_cot_ff"}
+    seen = set()
+    for i, line in enumerate(lines):
+        key = heads.get(line.removeprefix("Prompt for "))
+        if key is None or not line.startswith("Prompt for "):
+            continue
+        j = i + 2
+        while not lines[j].startswith("Figure J"):
+            j += 1
+        assert "\n".join(lines[i + 2: j]).strip("\n") == PAPER[key], key
+        seen.add(key)
+    assert seen == set(PAPER)
