@@ -574,3 +574,50 @@ def test_paper_templates_equal_the_paper_figures(shared_data):
         assert "\n".join(lines[i + 2: j]).strip("\n") == PAPER[key], key
         seen.add(key)
     assert seen == set(PAPER)
+
+
+def test_all_settings_tables_cis_and_paired_tests(sample, tmp_path):
+    from vlamb_nb.benchmarks import vague_report as report
+
+    lookup = sample.set_index("id")
+
+    def respond(req):  # right with the image, wrong (SU) without it
+        if req.id.endswith("::caption"):
+            return "A caption."
+        item = lookup.loc[req.meta["item_id"]]
+        want = "correct" if req.setting.startswith("vlm") else "SU"
+        letter = next(k for k, v in item["letter_category"].items() if v == want)
+        return "The speaker wants person1 to go." if req.setting.endswith("_ff") else letter
+
+    scored, devs = report.run_settings(ScriptedModel(respond), sample, report.parse_settings("all"),
+                                       store=tmp_path / "s.jsonl", bertscore=None, progress=False)
+    assert set(devs) == set(SETTINGS)
+    tables = BENCHMARK.tables(scored)
+    assert {"Table 1", "Table J5", "Table J6", "Table 3/G4", "Table F3", "Fig. 4"} <= set(tables)
+    t1 = tables["Table 1"]
+    assert t1[("VCR", "vlm")].iloc[0] == 100.0 and t1[("VCR", "vlm gain")].iloc[0] == 100.0
+    assert t1[("Ego4D", "sm gain")].iloc[0] == 0.0
+    fig4 = tables["Fig. 4"].set_index("setting")
+    assert fig4.loc["lm", "SU"] == len(sample) and fig4.loc["vlm", "SU"] == 0
+    ci = report.breakdown_with_ci(scored, n_resamples=500)
+    row = ci[(ci["setting"] == "lm") & (ci["subset"] == "All")].iloc[0]
+    assert row["ci_low"] == row["ci_high"] == 0.0
+    tests = report.paired_tests(scored, n_resamples=500).set_index(["a", "b"])
+    assert tests.loc[("vlm", "lm"), "diff_pts"] == 100.0 and tests.loc[("vlm", "lm"), "p_mcnemar"] < 0.01
+    assert tests.loc[("sm", "lm"), "diff_pts"] == 0.0
+    assert len(tests) == len(report.PAIRS)
+
+
+def test_paper_vs_ours_matches_paper_rows():
+    import pandas as pd
+
+    from vlamb_nb.benchmarks import vague_report as report
+
+    bd = pd.DataFrame([{"model": "m", "setting": "vlm", "subset": "VCR", "N": 1144, "valid": 1144, "correct": 535,
+                        "FS": 134, "SU": 438, "NE": 37, "accuracy": accuracy_pct(535, 1144), "ci_low": 44.0,
+                        "ci_high": 50.0}])
+    cmp = report.paper_vs_ours(bd, "Qwen/Qwen2.5-VL-7B-Instruct")
+    acc = cmp[(cmp["table"] == "Table J5") & (cmp["column"] == "Acc")].iloc[0]
+    assert acc["row"] == "Qwen2.5-VL-Instruct (7B) | VLM" and acc["paper"] == 46.8 and acc["match"]
+    assert cmp[cmp["table"] == "Table 1"].iloc[0]["paper"] == 46.8
+    assert cmp[cmp["column"] == "WE"].iloc[0]["paper"] == 37
