@@ -60,7 +60,7 @@ def figB1(verbs: dict[str, list[tuple[str, int]]], *, title: str = "Top solution
         ax.bar(theta, counts, width=2 * np.pi / len(words) * 0.85, color=PALETTE[: len(words)] * 3,
                alpha=0.85)
         ax.set_xticks(theta)
-        ax.set_xticklabels(words, fontsize=7)
+        ax.set_xticklabels([f"{w} ({c})" for w, c in zip(words, counts, strict=True)], fontsize=7)
         ax.set_yticklabels([])
         ax.set_title(f"VAGUE-{subset}", pad=14)
     fig.suptitle(title)
