@@ -217,6 +217,10 @@ def _audit_combined(ref, pc) -> list[Finding]:
                 out.append(Finding(PAPER, tid, row, "implied unparsed", None, unparsed, "impossible",
                                    unparsed >= 0, f"1677 - round(Acc x 1677) - (FS+SU+NE) = {unparsed}; "
                                                   "CoT counts need not sum to 1,677"))
+    for (model, typ), c in comb.iterrows():  # Fig. 4 prints bars only: its data, derived for the record
+        for col in ("FS", "SU", "NE", "correct"):
+            out.append(Finding(PAPER, "Fig. 4", f"{model} | {typ}", col, None, int(c[col]), "derived", True,
+                               "J5 + J6 sum over 1,677 items (the figure prints bars, no numbers)"))
     f3 = ref[ref["table"] == "Table F3"]
     for row in dict.fromkeys(f3["row"]):
         model = ALIASES.get(row, row)
