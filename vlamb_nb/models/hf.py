@@ -66,7 +66,8 @@ class HFModel:
                  device_map: str | dict[str, Any] | None = "auto", dtype: Any = None,
                  trust_remote_code: bool = False, max_pixels: int | None = None,
                  processor_kwargs: dict[str, Any] | None = None, model_kwargs: dict[str, Any] | None = None,
-                 display_id: str | None = None, score_in_generate: bool = True) -> None:
+                 display_id: str | None = None, score_in_generate: bool = True,
+                 adapter: str | os.PathLike | None = None, skip_modules: Sequence[str] = ()) -> None:
         if quantization not in QUANTIZATIONS:
             raise SettingError(f"unknown quantization {quantization!r}; use '4bit', '8bit' or None")
         try:
@@ -109,17 +110,26 @@ class HFModel:
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
         mkw: dict[str, Any] = dict(model_kwargs or {})
-        qc = quantization_config(quantization, compute_dtype=self.dtype, skip_modules=self.family.bnb_skip_modules)
+        skip = tuple(self.family.bnb_skip_modules)
+        if skip_modules:  # an explicit list replaces transformers' default skips, so keep the output head too
+            skip += tuple(m for m in (*skip_modules, "lm_head") if m not in skip)
+        qc = quantization_config(quantization, compute_dtype=self.dtype, skip_modules=skip)
         if qc is not None:
             mkw["quantization_config"] = qc
         self.model = AutoModelForImageTextToText.from_pretrained(
             source, revision=revision, dtype=self.dtype, device_map=self.device_map,
             trust_remote_code=trust_remote_code, **mkw).eval()
+        self.adapter = None
+        if adapter is not None:  # a LoRA adapter (e.g. from vlamb_nb.finetune) on top of the (quantized) base
+            self.model, self.adapter = _load_adapter(self.model, adapter)
         self.quantization = quantization
         self.max_pixels = max_pixels
         self.score_in_generate = score_in_generate
         commit = getattr(config, "_commit_hash", None)
-        self.info = ModelInfo(model_id=display_id or source, revision=revision or commit, quantization=quantization,
+        shown = display_id or source
+        if self.adapter is not None:  # part of the cache key: adapter outputs never reuse the base's
+            shown = f"{shown}+adapter@{self.adapter['digest']}"
+        self.info = ModelInfo(model_id=shown, revision=revision or commit, quantization=quantization,
                               backend="hf", family=self.family.name, dtype=str(self.dtype).replace("torch.", ""),
                               trust_remote_code=trust_remote_code)
         self._torch = torch
@@ -279,6 +289,25 @@ class HFModel:
             logp = torch.log_softmax(logits[0, -n - 1:-1].float(), dim=-1)
             scores.append(float(logp.gather(1, opt_ids[0].unsqueeze(1)).sum()))
         return scores
+
+
+def _load_adapter(model: Any, adapter: str | os.PathLike) -> tuple[Any, dict[str, Any]]:
+    """Wrap ``model`` with the peft adapter saved in folder ``adapter``; its weights' digest names it."""
+    import hashlib
+
+    path = Path(adapter).expanduser()
+    if not (path / "adapter_config.json").is_file():
+        raise SettingError(f"{path}: not a saved adapter (no adapter_config.json)")
+    try:
+        from peft import PeftModel
+    except ImportError as e:  # pragma: no cover - peft is part of the models extra
+        raise NotAvailableError(f"loading an adapter needs peft: {e}") from None
+    h = hashlib.sha256()
+    for f in sorted(path.glob("adapter_*")):
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    wrapped = PeftModel.from_pretrained(model, str(path), is_trainable=False).eval()
+    return wrapped, {"path": str(path), "digest": h.hexdigest()[:12]}
 
 
 def _resolve_device_map(device_map: Any, quantization: str | None) -> Any:
