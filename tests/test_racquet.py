@@ -312,3 +312,14 @@ def test_run_resolves_images_from_a_folder_given_at_run_time(sample, tmp_path):
         BENCH.run(m, bare, "direct", progress=False)
     out = BENCH.run(m, bare, "direct", progress=False, images=sample / "images")
     assert len(out) == len(items) and out["error"].isna().all()
+
+
+def test_share_figure_draws_one_bar_per_group():
+    df = pd.DataFrame({"model": ["m1"] * 4 + ["m2"] * 4, "setting": "direct", "image_url": list("abcdabcd"),
+                       "label": ["A", "A", "B", "C", "C", "C", "C", "B"]})
+    shares = R.class_shares(df, n_resamples=200)
+    fig = R.share_figure(shares, title="t")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["m2 / direct", "m1 / direct"]
+    widths = sorted(round(p.get_width()) for p in ax.patches)
+    assert widths == sorted([50, 25, 25, 0, 25, 75])

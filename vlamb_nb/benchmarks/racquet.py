@@ -453,6 +453,21 @@ class Racquet(Benchmark):
         gens["model"] = model.info.model_id
         return gens
 
+    def evaluate(self, model, items, setting: str | None = None, *, store=None, batch_size: int = 8,
+                 limit: int | None = None, progress: bool = True, judge=None, judge_store=None, **kwargs: Any):
+        """conditions → responses → (with ``judge``, a model) A/B/C judge → scored rows.
+
+        Without a judge the responses come back unlabelled: RACQUET has no gold answer to score against.
+        """
+        setting = self.check_setting(setting or self.default_setting)
+        gens = self.run(model, items, setting, store=store, limit=limit, batch_size=batch_size, progress=progress,
+                        **kwargs)
+        preds = self.predictions(items, gens)
+        preds["model"] = model.info.model_id
+        if judge is not None:
+            preds = self.judge(judge, preds, store=judge_store, batch_size=batch_size, progress=progress)
+        return self.score(preds)
+
     # -- parse / score --------------------------------------------------------------------------------
     def parse(self, text: str, item: Any) -> dict[str, Any]:
         """A VLM response has no answer to extract; an empty one is invalid (it cannot be judged)."""
@@ -827,6 +842,18 @@ def table1_frame(table, *, by: str = "model", names: dict[str, str] | None = Non
     return pd.DataFrame(rows, columns=["table", "row", "column", "value"])
 
 
+def table2_frame(shares, *, names: dict[str, str] | None = None, setting: str = "sampling"):
+    """Table 2 (class shares of sampled outputs) in the reference layout; ``names`` maps model ids to paper columns."""
+    import pandas as pd
+
+    rows = []
+    sub = shares[shares["setting"] == setting] if "setting" in shares else shares
+    for _, r in sub[sub["label"].isin(["A", "B", "C"])].iterrows():
+        rows.append({"table": "Table 2", "row": f"CLASS {r['label']}", "column": (names or {}).get(r["model"], r["model"]),
+                     "value": round(float(r["share"]), 1), "ci_low": r["ci_low"], "ci_high": r["ci_high"]})
+    return pd.DataFrame(rows, columns=["table", "row", "column", "value", "ci_low", "ci_high"])
+
+
 def dataset_frame(stats: dict[str, Any]):
     """Dataset statistics in the reference layout, for comparison with the paper's numbers."""
     import pandas as pd
@@ -862,7 +889,10 @@ def share_figure(shares, *, bar: tuple[str, ...] = ("model", "setting"), title: 
     df["series"] = df["class_name"]
     df["estimate"] = df["share"]
     df = df[df["series"].isin(labels)]
-    return stacked_bars(df, title=title, ylabel="% of responses", segment_order=list(labels), horizontal=True)
+    order = list(dict.fromkeys(df["group"]))[::-1]  # horizontal bars stack upwards: first group on top
+    present = [x for x in labels if x in set(df["series"])]
+    return stacked_bars(df, title=title, ylabel="% of responses", segment_order=present, bar_order=order,
+                        horizontal=True)
 
 
 # -- notebook helpers: whole steps, so the notebook only calls ---------------------------------------
