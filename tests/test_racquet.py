@@ -323,3 +323,19 @@ def test_share_figure_draws_one_bar_per_group():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["m2 / direct", "m1 / direct"]
     widths = sorted(round(p.get_width()) for p in ax.patches)
     assert widths == sorted([50, 25, 25, 0, 25, 75])
+
+
+def test_bad_box_files_and_question_idx(tmp_path, sample):
+    bad = tmp_path / "b.json"
+    bad.write_text('{"0": [[1, 2, 3]]}')
+    with pytest.raises(DataError, match="field '0'"):
+        BENCH.load(sample, boxes=bad)
+    bad.write_text("[1, 2]")
+    with pytest.raises(DataError, match="expected an object"):
+        BENCH.load(sample, boxes=bad)
+    with pytest.raises(DataError, match="no such boxes file"):
+        BENCH.load(sample, boxes=tmp_path / "missing.csv")
+    f = tmp_path / "racquet_general.jsonl"
+    f.write_text('{"id": 0, "image_url": "u", "question": "q", "question_idx": "one"}\n')
+    with pytest.raises(DataError, match="question_idx"):
+        BENCH.load(f)

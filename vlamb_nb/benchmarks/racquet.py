@@ -101,6 +101,10 @@ def read_jsonl(path: str | os.PathLike, subset: str) -> list[dict[str, Any]]:
                 raise DataError("empty question", source=str(path), row=line_no, field="question")
             if not isinstance(rec["image_url"], str) or not rec["image_url"].strip():
                 raise DataError("empty image_url", source=str(path), row=line_no, field="image_url")
+            qi = rec["question_idx"]
+            if not isinstance(qi, int) or isinstance(qi, bool) or qi < 1:
+                raise DataError(f"question_idx must be a positive integer, got {qi!r}", source=str(path), row=line_no,
+                                field="question_idx")
             if rec["id"] in seen:
                 raise DataError(f"duplicate id {rec['id']} (first on line {seen[rec['id']]})", source=str(path),
                                 row=line_no, field="id")
@@ -223,11 +227,20 @@ def read_boxes_file(path: str | os.PathLike) -> dict[str, list[tuple[float, floa
         s = str(v).strip()
         return f"general-{s}" if s.isdigit() else s
 
+    if not path.is_file():
+        raise DataError("no such boxes file", source=str(path))
     if path.suffix.lower() == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise DataError(f"not valid JSON ({e.msg})", source=str(path)) from None
+        if not isinstance(data, dict):
+            raise DataError("expected an object {id: [[x1, y1, x2, y2], ...]}", source=str(path))
         for k, bs in data.items():
             try:
                 out[key(k)] = [tuple(float(x) for x in b) for b in bs]  # type: ignore[misc]
+                if any(len(b) != 4 for b in out[key(k)]):
+                    raise ValueError("not 4 numbers")
             except (TypeError, ValueError):
                 raise DataError("boxes must be lists of 4 numbers", source=str(path), field=str(k)) from None
         return out
