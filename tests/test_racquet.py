@@ -73,6 +73,8 @@ def test_cli_stats_and_reference_check(shared_data, capsys, monkeypatch):
     assert ok[("Dataset", "GENERAL", "colour or attire questions")]
     assert not ok[("Fig. 3", "GPT-4o", "Explicit")]  # 43.3% of 500 is not a whole number of responses
     assert ok[("Fig. 3", "Humans", "Explicit")]
+    grid = [f for f in out["findings"] if f["kind"] == "release"]
+    assert len(grid) == 3 and all(f["ok"] for f in grid)  # every adjective x every image of its category
 
 
 # -- loader -------------------------------------------------------------------------------------------

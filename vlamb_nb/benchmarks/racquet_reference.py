@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from vlamb_nb import reference
+from vlamb_nb.benchmarks import racquet as R
 from vlamb_nb.reference import Finding
 
 PAPER = "racquet"
@@ -77,6 +78,15 @@ def dataset_findings(bench) -> list[Finding]:
         out.append(_f("Dataset", "BIAS", f"{cat} pairs", n, "statistic",
                       n == _cell("Dataset", "BIAS", f"{cat} pairs"),
                       f"ids {b['id_range_per_category'].get(cat)}, {b['images_per_category'].get(cat)} images"))
+    bias_items = items[items["subset"] == "bias"]
+    for cat, (lo, hi) in R.BIAS_CATEGORY_IDS.items():
+        part = bias_items[bias_items["category"] == cat]
+        grid = part.groupby("adjective")["image_url"].nunique()
+        adjs = sorted(R.STEREOTYPE_TARGET[cat])
+        full = sorted(grid.index) == adjs and (grid == 15).all() and len(part) == 15 * len(adjs)
+        out.append(_f("Dataset", "BIAS", f"{cat} pairs", f"ids {lo}-{hi}: {len(grid)} adjectives x "
+                      f"{part['image_url'].nunique()} images", "release", bool(full),
+                      f"App. I.2 adjectives {adjs}, each asked about all 15 images of the category"))
     return out
 
 
