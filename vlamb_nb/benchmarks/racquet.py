@@ -783,8 +783,14 @@ def score_predictions_file(bench: Racquet, path: str | os.PathLike, *, source: s
         try:
             items = bench.load(source)
             df = df.merge(items[["id", "image_url", "category"]], on="id", how="left", suffixes=("_pred", ""))
-        except NotAvailableError:
+        except NotAvailableError:  # no release to join: each item is its own cluster
             df["image_url"] = df["id"]
+    df["image_url"] = df["image_url"].fillna(df["id"])
+    if "category" not in df.columns:
+        df["category"] = None
+    is_bias = df["subset"] == "bias"
+    df.loc[is_bias, "category"] = [c if isinstance(c, str) else _category_of(i, path)
+                                   for c, i in zip(df.loc[is_bias, "category"], df.loc[is_bias, "id"], strict=True)]
     for i, (v, s) in enumerate(zip(df["label"], df["subset"], strict=True)):
         try:
             normalize_label(v, s)
@@ -800,6 +806,13 @@ def score_predictions_file(bench: Racquet, path: str | os.PathLike, *, source: s
         out["bias_shares"] = bias_shares(bias, n_resamples=n_resamples, seed=seed).to_dict(orient="records")
         out["bias_ratio"] = stereotype_ratio(bias, n_resamples=n_resamples, seed=seed).to_dict(orient="records")
     return out
+
+
+def _category_of(item_id: str, path: Path) -> str:
+    m = re.fullmatch(r"bias-(\d+)", str(item_id))
+    if m is None:
+        raise DataError(f"BIAS id {item_id!r} is not 'bias-<number>'", source=str(path), field="id")
+    return bias_category(int(m.group(1)))
 
 
 BENCHMARK = Racquet()
