@@ -341,3 +341,16 @@ def test_bad_box_files_and_question_idx(tmp_path, sample):
     f.write_text('{"id": 0, "image_url": "u", "question": "q", "question_idx": "one"}\n')
     with pytest.raises(DataError, match="question_idx"):
         BENCH.load(f)
+
+
+def test_evaluate_with_a_judge_keeps_bias_rows_unlabelled(sample):
+    items = BENCH.load(sample)
+    vlm = ScriptedModel(lambda r: "Two of them: red and blue.")
+    jm = ScriptedModel(lambda r: "plural nouns, CLASS A")
+    scored = BENCH.evaluate(vlm, items, "direct", judge=jm, progress=False)
+    assert len(scored) == len(items)
+    gen, bias = scored[scored["subset"] == "general"], scored[scored["subset"] == "bias"]
+    assert (gen["label"] == "A").all() and bias["label"].isna().all()
+    assert BENCH.summary(scored)["labelled"] == len(gen)
+    no_judge = BENCH.evaluate(vlm, items, "clarify", progress=False)
+    assert no_judge["label"].isna().all() and no_judge["response"].str.len().gt(0).all()

@@ -456,9 +456,9 @@ class Racquet(Benchmark):
             items = items[items["subset"] == subset]
         if images is not None:
             items = items.copy()
-            items["image"] = [resolve_image(u, Path(images)) or resolve_image(c, Path(images)) if c else
-                              resolve_image(u, Path(images)) for u, c in zip(items["image_url"], items["coco_url"],
-                                                                              strict=True)]
+            folder = Path(images)
+            items["image"] = [resolve_image(u, folder) or (resolve_image(c, folder) if isinstance(c, str) else None)
+                              for u, c in zip(items["image_url"], items["coco_url"], strict=True)]
         reqs = self.requests(items, setting, **opts)
         gens = runner.run(model, reqs, store, batch_size=batch_size, limit=limit, progress=progress,
                           run_meta=self.run_meta(model.info, setting, seed=opts.get("seed")))
@@ -478,7 +478,11 @@ class Racquet(Benchmark):
         preds = self.predictions(items, gens)
         preds["model"] = model.info.model_id
         if judge is not None:
-            preds = self.judge(judge, preds, store=judge_store, batch_size=batch_size, progress=progress)
+            import pandas as pd
+
+            judged = self.judge(judge, preds, store=judge_store, batch_size=batch_size, progress=progress)
+            by_hand = preds[preds["subset"] != "general"]  # BIAS is labelled by hand: kept, unlabelled
+            preds = pd.concat([judged, by_hand], ignore_index=True) if len(by_hand) else judged
         return self.score(preds)
 
     # -- parse / score --------------------------------------------------------------------------------
@@ -518,7 +522,7 @@ class Racquet(Benchmark):
 
         The judge sees the question as the model saw it (with any suffix) and the response,
         never the image. Unparsed outputs stay as rows with ``judge_valid=False``. Only
-        GENERAL rows are judged by default: the paper labels RACQUET-BIAS by hand
+        GENERAL rows are judged (and returned) by default: the paper labels RACQUET-BIAS by hand
         (:mod:`vlamb_nb.annotate`); a judge's CLASS A on BIAS still means Explicit.
         """
         from vlamb_nb import judge as J
