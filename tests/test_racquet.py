@@ -354,3 +354,15 @@ def test_evaluate_with_a_judge_keeps_bias_rows_unlabelled(sample):
     assert BENCH.summary(scored)["labelled"] == len(gen)
     no_judge = BENCH.evaluate(vlm, items, "clarify", progress=False)
     assert no_judge["label"].isna().all() and no_judge["response"].str.len().gt(0).all()
+
+
+def test_fetch_images_into_a_cache_records_failures(sample, tmp_path):
+    items = BENCH.load(sample, subset="general").head(3).copy()
+    src = sample / "images"
+    names = [u.rsplit("/", 1)[1] for u in items["image_url"]]
+    items["coco_url"] = [f"file://{src / n}" for n in names[:2]] + [f"file://{tmp_path / 'gone.jpg'}"]
+    items["image_url"] = items["image_url"].where(items.index < 2, "file:///nonexistent/x.jpg")
+    got = R.fetch_images(items.assign(image=None), tmp_path / "cache", progress=False)
+    assert got["image"].iloc[:2].notna().all() and got["image_error"].iloc[:2].isna().all()
+    assert got["image"].iloc[2] is None and "x.jpg" in got["image_error"].iloc[2]  # both URLs tried, last error kept
+    assert R.resolve_image(items["coco_url"].iloc[0], tmp_path / "cache") == got["image"].iloc[0]
