@@ -364,5 +364,5 @@ def test_fetch_images_into_a_cache_records_failures(sample, tmp_path):
     items["image_url"] = items["image_url"].where(items.index < 2, "file:///nonexistent/x.jpg")
     got = R.fetch_images(items.assign(image=None), tmp_path / "cache", progress=False)
     assert got["image"].iloc[:2].notna().all() and got["image_error"].iloc[:2].isna().all()
-    assert got["image"].iloc[2] is None and "x.jpg" in got["image_error"].iloc[2]  # both URLs tried, last error kept
+    assert pd.isna(got["image"].iloc[2]) and "x.jpg" in got["image_error"].iloc[2]  # both URLs tried, last error kept
     assert R.resolve_image(items["coco_url"].iloc[0], tmp_path / "cache") == got["image"].iloc[0]
