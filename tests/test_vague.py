@@ -621,3 +621,12 @@ def test_paper_vs_ours_matches_paper_rows():
     assert acc["row"] == "Qwen2.5-VL-Instruct (7B) | VLM" and acc["paper"] == 46.8 and acc["match"]
     assert cmp[cmp["table"] == "Table 1"].iloc[0]["paper"] == 46.8
     assert cmp[cmp["column"] == "WE"].iloc[0]["paper"] == 37
+
+
+@pytest.mark.slow
+def test_free_form_bertscore_substitute_is_labelled_in_the_table(sample):
+    model = ScriptedModel(lambda r: "The speaker wants person1 to do something.")
+    scored = BENCHMARK.evaluate(model, sample, "vlm_ff", bertscore="minilm", progress=False)
+    row = BENCHMARK.breakdown(scored).query("subset == 'All'").iloc[0]
+    assert 0 < row["BERT F1"] < 1 and "substitute" in row["BERTScore model"]
+    assert any(d["what"] == "BERTScore model" for d in scored.attrs["deviations"])

@@ -431,6 +431,7 @@ class Vague(Benchmark):
         answers = gens[~gens["request_id"].astype(str).str.endswith("::caption")].reset_index(drop=True)
         scored = self.score(self.predictions(items, answers), bertscore=bertscore)
         scored["model"] = model.info.model_id
+        scored["reading"] = kwargs.get("reading", "generate")  # "loglik" marks the alternative MCQ reading
         scored.attrs["captions"] = captions_from_run(gens)
         scored.attrs["deviations"] = [asdict(d) for d in self.deviations(model.info, setting, bertscore=bertscore,
                                                                           **kwargs)]
@@ -467,6 +468,7 @@ class Vague(Benchmark):
             df.loc[ff, "bleu1"] = [bleu1(c, r) for c, r in zip(cands, refs, strict=True)]
             if bertscore is not None:
                 df.loc[ff, "bertscore_f1"] = bertscore_f1(list(cands), list(refs), model=bertscore)
+                df.loc[ff, "bertscore_model"] = bertscore_label(bertscore)  # a substitute says so on every row
                 df.attrs["bertscore_model"] = bertscore_label(bertscore)
             df["correct"] = df["correct"].astype(object)
             df.loc[ff, "correct"] = None  # free-form has no single correct answer
@@ -490,8 +492,9 @@ class Vague(Benchmark):
                                        "valid": int(s["valid"].sum())}
                 if setting_spec(setting).free_form:
                     row["BLEU-1"] = float(s["bleu1"].mean())
-                    if "bertscore_f1" in s.columns:
+                    if "bertscore_f1" in s.columns and s["bertscore_f1"].notna().any():
                         row["BERT F1"] = float(s["bertscore_f1"].mean())
+                        row["BERTScore model"] = str(s["bertscore_model"].dropna().iloc[0])
                 else:
                     for cat in CATEGORIES:
                         row[cat] = int((s["category"] == cat).sum())
