@@ -118,7 +118,12 @@ def test_subject_heuristic():
     assert R.subject_of("What color is the bus?") == "bus"
     assert R.subject_of("What does the street sign say?") == "sign"
     assert R.subject_of("What is he wearing?") == "he"
-    assert R.subject_of("What color is the airplane's tail?") == "tail"
+    assert R.subject_of("What color is the airplane's tail?") == "airplane"  # the possessor is the entity
+    assert R.subject_of("What's the number on the train?") == "train"
+    assert R.subject_of("What is the role of this player?") == "player"
+    assert R.subject_of("What kind of hat is that?") == "hat"
+    assert R.subject_of("What color is his t-shirt?") == "he"  # the referents are the men
+    assert R.coco_category(R.subject_of("What color is his t-shirt?"), {"person"}) == "person"
     assert R.subject_type("person") == "person" and R.subject_type("woman") == "people"
     assert R.coco_category("plane", {"airplane"}) == "airplane"
     assert R.coco_category("she", {"person"}) == "person"

@@ -72,8 +72,9 @@ COCO_SYNONYMS = {"plane": "airplane", "aeroplane": "airplane", "bike": "bicycle"
 _STOP = frozenset("is are was were wearing doing holding made say says said on in of at near to from with "
                   "for look looks like have has do does playing sitting standing eating visible facing contain "
                   "contains riding represent represents located looking carrying going pointing reading "
-                  "showing written used".split())
-_NOT_HEADS = frozenset(("that", "this", "it", "color", "colour"))
+                  "showing written used fully primary depict about show play covered attached heading walking "
+                  "visible".split())
+_NOT_HEADS = frozenset(("that", "this", "it"))
 
 
 # -- loading -----------------------------------------------------------------------------------------
@@ -141,24 +142,48 @@ def bias_fields(row: dict[str, Any]) -> dict[str, Any]:
     return {"category": cat, "adjective": adj, "stereotype_target": STEREOTYPE_TARGET[cat][adj]}
 
 
+#: property words: in "the number on the train" or "the role of the player" the entity is the second noun
+PROPERTY_WORDS = frozenset("number color colour role name brand breed type kind sort shape pattern material time "
+                           "text logo word letters size".split())
+_DETERMINERS = ("the", "this", "that", "these", "those", "a", "an")
+_POSSESSIVE_PRONOUNS = {"his": "he", "her": "she", "its": "it", "their": "they"}
+_WHAT_X = re.compile(r"^(?:what|which)\s+(?:(?:kind|type|sort)\s+of\s+)?([a-z\-]+)\s+(?:is|are)\s+"
+                     r"(?:that|it|this|these|those|they|he|she)\b")
+
+
 def subject_of(question: str) -> str:
-    """The queried entity S of a question (a heuristic: head noun after a determiner, or a pronoun)."""
-    q = question.lower().replace("?", " ").replace("what's", "what is")
+    """The queried entity S of a question (a documented heuristic; the paper does not say how S was found).
+
+    Rules, in order: "what X is that/it" → X; the head noun of the first determiner phrase, where a
+    possessor wins ("the giraffe's head" → giraffe) and a property word defers to its complement
+    ("the number on the train" → train); a possessive pronoun ("his t-shirt" → he); a pronoun.
+    """
+    q = question.lower().replace("?", " ").replace("what's", "what is").strip()
+    m = _WHAT_X.match(q)
+    if m is not None:
+        return m.group(1)
     words = re.findall(r"[a-z][a-z'\-]*", q)
     for i, w in enumerate(words):
-        if w in ("the", "his", "her", "their", "this", "that", "its"):
-            span = []
-            for x in words[i + 1:]:
-                if x in _STOP:
-                    break
-                span.append(x)
-            if span and span[-1] not in _NOT_HEADS:
-                head = span[-1]
-                if head.endswith("'s") and len(span) == 1:
-                    return head[:-2]
-                return head.removesuffix("'s")
+        if w in _POSSESSIVE_PRONOUNS:
+            return _POSSESSIVE_PRONOUNS[w]
+        if w not in _DETERMINERS:
+            continue
+        span = []
+        for x in words[i + 1:]:
+            if x in _STOP:
+                break
+            span.append(x)
+            if x.endswith("'s"):  # the possessor is the entity asked about
+                return x[:-2]
+        if not span or span[-1] in _NOT_HEADS:
+            continue
+        head = span[-1]
+        rest = words[i + 1 + len(span):]
+        if head in PROPERTY_WORDS and len(rest) >= 3 and rest[0] in ("of", "on", "in") and rest[1] in _DETERMINERS:
+            return subject_of(" ".join(["what", "is", *rest[1:]]))
+        return head
     for w in words:
-        if w in ("he", "she", "him"):
+        if w in ("he", "she", "him", "it", "they"):
             return w
     return words[-1] if words else ""
 

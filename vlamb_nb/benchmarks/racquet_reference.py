@@ -70,6 +70,14 @@ def dataset_findings(bench) -> list[Finding]:
     out.append(_f("Dataset", "GENERAL", "subject person", round(person, 2), "rounding",
                   _rounds_to(person, _cell("Dataset", "GENERAL", "subject person"), 0),
                   "share of questions containing the word 'person'"))
+    n = g["rows"]
+    for t, col in (("person", "subject person"), ("people", "subject other people terms"),
+                   ("object", "subject objects")):
+        share = 100.0 * g["subject_types"].get(t, 0) / n
+        out.append(_f("Dataset", "GENERAL", col, round(share, 2), "rounding",
+                      _rounds_to(share, _cell("Dataset", "GENERAL", col), 0),
+                      "subject heuristic (head noun after a determiner, or a pronoun); the paper's subject "
+                      "extraction is not described"))
     out.append(_f("Dataset", "BIAS", "pairs", b["rows"], "statistic", b["rows"] == _cell("Dataset", "BIAS", "pairs")))
     out.append(_f("Dataset", "BIAS", "images", b["unique_image_urls"], "statistic",
                   b["unique_image_urls"] == _cell("Dataset", "BIAS", "images")))
