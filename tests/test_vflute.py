@@ -239,6 +239,66 @@ def test_paired_bootstrap_and_ci():
     assert ci["ci_low"] < ci["estimate"] < ci["ci_high"]
 
 
+def _plain_macro_f1(t, p):
+    """Macro-F1 over the classes present, written out (scikit-learn's rule; sklearn itself is too slow here)."""
+    return float(np.mean([2 * np.sum((t == c) & (p == c)) / (np.sum(t == c) + np.sum(p == c))
+                          for c in np.union1d(t, p)]))
+
+
+def _loop_bootstrap_f1(t, pred, n_resamples, seed=1):
+    """The straightforward version: resample items, recompute scikit-learn's macro-F1, take percentiles."""
+    rng = np.random.default_rng(seed)
+    n = len(t)
+    vals = []
+    for _ in range(n_resamples):
+        idx = rng.integers(0, n, n)
+        vals.append(_plain_macro_f1(t[idx], pred[idx]))
+    return np.percentile(vals, [2.5, 97.5]), np.asarray(vals)
+
+
+def test_vectorized_f1_ci_agrees_with_a_plain_loop():
+    rng = np.random.default_rng(3)
+    n = 240
+    t = rng.integers(0, 2, n)
+    p = np.where(rng.uniform(size=n) < 0.75, t, 1 - t)
+    s = rng.uniform(size=n)
+    adj = np.where(s <= 0.53, 1 - t, p)  # F1@53 by hand
+    assert _plain_macro_f1(t, adj) == pytest.approx(f1_score(t, adj, average="macro"))
+    (lo, hi), _ = _loop_bootstrap_f1(t, adj, 3000)
+    ci = vm.f1_at_ci(t, p, s, 53, n_resamples=3000)
+    assert ci["estimate"] == pytest.approx(f1_score(t, adj, average="macro"))
+    assert ci["ci_low"] == pytest.approx(lo, abs=0.012)  # Monte Carlo error of a 2.5% quantile ~0.003
+    assert ci["ci_high"] == pytest.approx(hi, abs=0.012)
+    # single-class gold (NYCartoons): the loop and the vectorized statistic agree on the 0.5 cap too
+    t1 = np.ones(60, dtype=int)
+    p1 = np.where(rng.uniform(size=60) < 0.8, 1, 0)
+    (lo1, hi1), _ = _loop_bootstrap_f1(t1, p1, 2000)
+    ci1 = vm.f1_at_ci(t1, p1, np.ones(60), 0, n_resamples=2000)
+    assert ci1["estimate"] == pytest.approx(f1_score(t1, p1, average="macro"))
+    assert ci1["ci_low"] == pytest.approx(lo1, abs=0.02) and ci1["ci_high"] == pytest.approx(hi1, abs=0.02)
+
+
+def test_vectorized_paired_bootstrap_agrees_with_a_plain_loop():
+    rng = np.random.default_rng(4)
+    n = 200
+    t = rng.integers(0, 2, n)
+    a = np.where(rng.uniform(size=n) < 0.8, t, 1 - t)
+    b = np.where(rng.uniform(size=n) < 0.72, t, 1 - t)
+    sa, sb = rng.uniform(size=n), rng.uniform(size=n)
+    aa, bb = np.where(sa <= 0.3, 1 - t, a), np.where(sb <= 0.3, 1 - t, b)
+    loop_rng = np.random.default_rng(5)
+    diffs = []
+    for _ in range(2000):
+        idx = loop_rng.integers(0, n, n)
+        diffs.append(_plain_macro_f1(t[idx], aa[idx]) - _plain_macro_f1(t[idx], bb[idx]))
+    diffs = np.asarray(diffs)
+    r = vm.paired_bootstrap_f1(t, a, b, scores_a=sa, scores_b=sb, pct=30, n_resamples=2000)
+    assert r["estimate"] == pytest.approx(f1_score(t, aa, average="macro") - f1_score(t, bb, average="macro"))
+    lo, hi = np.percentile(diffs, [2.5, 97.5])
+    assert r["ci_low"] == pytest.approx(lo, abs=0.015) and r["ci_high"] == pytest.approx(hi, abs=0.015)
+    assert (r["p"] < 0.05) == (lo > 0 or hi < 0)
+
+
 def test_adequacy_pr():
     rng = np.random.default_rng(1)
     y = rng.uniform(size=300) < 0.5

@@ -60,8 +60,15 @@ def _macro_f1_matrix(t: np.ndarray, preds: np.ndarray) -> np.ndarray:
 
 def adjusted_predictions(label_true: np.ndarray, label_pred: np.ndarray, scores: np.ndarray,
                          pct: int) -> np.ndarray:
-    """Official rule: ExplanationScore ``<= t`` → the prediction becomes wrong (``1 - gold``)."""
-    return np.where(scores <= threshold(pct), 1 - label_true, label_pred)
+    """Official rule: ExplanationScore ``<= t`` → the prediction becomes wrong (``1 - gold``).
+
+    The rule lives in ``vlamb_nb.metrics.explanation_adjusted``; the classes are fixed to 0/1 so
+    a subset with one class present (NYCartoons) is still adjusted.
+    """
+    from vlamb_nb import metrics
+
+    return metrics.explanation_adjusted(np.asarray(label_true, dtype=int), np.asarray(label_pred, dtype=int),
+                                        np.asarray(scores, dtype=float), threshold(pct), labels=(0, 1))
 
 
 def f1_curve_arrays(label_true: Sequence[int], label_pred: Sequence[int], scores: Sequence[float],
@@ -106,7 +113,11 @@ def f1_curve(scored, *, by_dataset: bool = True, model: str = "", percents: Sequ
 # -- uncertainty ---------------------------------------------------------------------------------
 def f1_at_ci(label_true, label_pred, scores, pct: int, *, n_resamples: int = 2000, seed: int = 0,
              alpha: float = 0.05, method: str = "percentile") -> dict[str, Any]:
-    """F1@t with a bootstrap CI over items (``vlamb_nb.stats.bootstrap_ci`` with a vectorized macro-F1)."""
+    """F1@t with a bootstrap CI over items.
+
+    Predictions are adjusted once by the F1@t rule, then ``vlamb_nb.stats.bootstrap_ci`` resamples
+    them with a vectorized macro-F1 (all resamples in a few matrix products, no Python loop).
+    """
     from vlamb_nb import stats
 
     t = np.asarray(label_true, dtype=int)
