@@ -208,7 +208,8 @@ class Explainer:
         return inputs, images
 
     def answer_ids(self, inputs: Any, answer: str | None, max_new_tokens: int) -> tuple[list[int], str]:
-        """Token ids of ``answer`` (an option) or of the model's greedy answer; and the target kind."""
+        """Token ids of ``answer`` (an option or a stored output; its first ``max_new_tokens`` tokens)
+        or of the model's greedy answer; and the target kind."""
         import torch
 
         tok = self.processor.tokenizer
@@ -216,7 +217,7 @@ class Explainer:
             ids = tok(answer, add_special_tokens=False)["input_ids"]
             if not ids:
                 raise SettingError("the answer to explain is empty")
-            return list(ids), "option"
+            return list(ids)[:max_new_tokens], "option"
         with torch.no_grad():
             out = self.hf.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
         new = out[0, inputs["input_ids"].shape[1]:].tolist()
@@ -275,7 +276,9 @@ class Explainer:
                 visible_tokens: Sequence[int] | None = None) -> SaliencyMap:
         """A saliency map for ``request``'s answer (greedy, or ``answer`` teacher-forced) on one image.
 
-        ``visible_tokens``: indices within the image's token run the language model may see (others hidden).
+        ``max_new_tokens`` bounds the greedy answer and truncates a given one (long outputs would
+        otherwise dominate the cost). ``visible_tokens``: indices within the image's token run the
+        language model may see (others hidden).
         """
         import torch
 
@@ -297,7 +300,7 @@ class Explainer:
             keep[np.asarray(list(visible_tokens), dtype=np.int64)] = True
             batch = self._hide(batch, layout.positions[~keep])
         details: dict[str, Any] = {"family": self.family, "n_image_tokens": layout.n_tokens,
-                                   "answer_tokens": len(ids)}
+                                   "answer_tokens": len(ids), "image_index": image_index}
         if method == "gradient":
             scores = self._gradient(batch, answer_pos, layout.positions, gradient_mode)
             details["gradient_mode"] = gradient_mode

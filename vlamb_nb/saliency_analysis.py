@@ -186,6 +186,8 @@ def plot_overlay(smap: Any, *, boxes: Mapping[str, Sequence[float]] | None = Non
     ax.set_xticks([])
     ax.set_yticks([])
     ax.grid(False)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
     ax.set_title(title or f"{smap.method} saliency", loc="left")
     if show_text:
         ax.set_xlabel(_wrap(f"Q: {smap.prompt}") + "\n" + _wrap(f"A: {smap.answer}", max_lines=2), fontsize=7,
@@ -234,3 +236,168 @@ def plot_box_mass(summary, *, role_order: Sequence[str] | None = None, value: st
     ax.set_title(title, loc="left")
     ax.legend()
     return fig
+
+
+# --------------------------------------------------------------------------------------------------
+# target boxes from benchmark rows (by column, never by benchmark internals)
+# --------------------------------------------------------------------------------------------------
+def _box_like(v: Any) -> bool:
+    try:
+        return len(v) == 4 and all(np.isfinite(float(x)) for x in v)
+    except (TypeError, ValueError):
+        return False
+
+
+def _boxes_list(v: Any) -> list[Sequence[float]]:
+    if _box_like(v):
+        return [v]
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return [b for b in v if _box_like(b)]
+    return []
+
+
+def reference_size(row: Mapping[str, Any]) -> tuple[float, float] | None:
+    """(width, height) the row's boxes are expressed in, from ``width``/``height`` or ``img_size``."""
+    w, h = row.get("width"), row.get("height")
+    size = row.get("img_size")
+    if isinstance(size, Mapping):
+        w, h = size.get("width", w), size.get("height", h)
+    try:
+        w, h = float(w), float(h)
+    except (TypeError, ValueError):
+        return None
+    return (w, h) if np.isfinite(w) and np.isfinite(h) and w > 0 and h > 0 else None
+
+
+def target_boxes(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Named target boxes (absolute xyxy, in the row's reference size) found in a benchmark row.
+
+    - ``gt_xyxy`` (Ref-Adv): ``gold``; ``pred_xyxy``: ``predicted`` (first box, as the official scorer);
+      any ``*distractor*`` box column (a user annotation; the release has none): ``distractor``;
+    - ``person_bbox`` + ``addressee`` (VAGUE): ``addressee`` and ``other people`` (a list);
+    - ``candidate_boxes`` (RACQUET): ``largest``, ``centermost`` and ``candidates`` (a list).
+    A list-valued role reports the mean mass per box and a hit if the peak is in any of them.
+    """
+    out: dict[str, Any] = {}
+    if _box_like(row.get("gt_xyxy")):
+        out["gold"] = row["gt_xyxy"]
+    for col, val in row.items():
+        if "distractor" in str(col) and _boxes_list(val):
+            out["distractor"] = _boxes_list(val)[0]
+    pred = _boxes_list(row.get("pred_xyxy"))
+    if pred:
+        out["predicted"] = pred[0]
+    people = _boxes_list(row.get("person_bbox"))
+    who = str(row.get("addressee") or "")
+    if people and who.startswith("person") and who[6:].isdigit():
+        k = int(who[6:]) - 1
+        if 0 <= k < len(people):
+            out["addressee"] = people[k]
+            others = [b for i, b in enumerate(people) if i != k]
+            if others:
+                out["other people"] = others
+    cands = _boxes_list(row.get("candidate_boxes"))
+    if cands:
+        areas = [max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1]) for b in cands]
+        out["largest"] = cands[int(np.argmax(areas))]
+        size = reference_size(row)
+        if size is not None:
+            cx, cy = size[0] / 2, size[1] / 2
+            dist = [np.hypot((b[0] + b[2]) / 2 - cx, (b[1] + b[3]) / 2 - cy) for b in cands]
+            out["centermost"] = cands[int(np.argmin(dist))]
+        out["candidates"] = cands
+    return out
+
+
+def _scale_boxes(boxes: Mapping[str, Any], ref: tuple[float, float] | None,
+                 size: tuple[int, int]) -> dict[str, Any]:
+    from vlamb_nb.boxes import rescale
+
+    if ref is None or (abs(ref[0] - size[0]) < 0.5 and abs(ref[1] - size[1]) < 0.5):
+        return dict(boxes)
+    return {k: ([rescale(b, ref, size) for b in v] if not _box_like(v) else rescale(v, ref, size))
+            for k, v in boxes.items()}
+
+
+def role_records(smap: Any, boxes: Mapping[str, Any], **fields: Any) -> list[dict[str, Any]]:
+    """Box records for one map; list-valued roles give mean mass per box and 'any' hit."""
+    single = {k: v for k, v in boxes.items() if _box_like(v)}
+    out = box_records(smap.heatmap, smap.size, single, method=smap.method, **fields)
+    for role, group in boxes.items():
+        if _box_like(group) or not group:
+            continue
+        recs = box_records(smap.heatmap, smap.size, {str(i): b for i, b in enumerate(group)},
+                           method=smap.method, **fields)
+        out.append({**recs[0], "role": role, "mass": float(np.mean([r["mass"] for r in recs])),
+                    "area_share": float(np.mean([r["area_share"] for r in recs])),
+                    "ratio": float(np.nanmean([r["ratio"] for r in recs])),
+                    "hit": any(r["hit"] for r in recs)})
+    return out
+
+
+def cap_new_tokens(requests: Sequence[Any], max_new_tokens: int) -> list[Any]:
+    """Copies of ``requests`` generating at most ``max_new_tokens`` (for quick demos on tiny models;
+    record it as a deviation, since it changes the cache key and can cut answers short)."""
+    import dataclasses
+
+    return [dataclasses.replace(r, params=dataclasses.replace(r.params, max_new_tokens=min(
+        r.params.max_new_tokens, max_new_tokens))) for r in requests]
+
+
+def explain_items(model: Any, requests: Sequence[Any], items: Any, *, benchmark: str = "",
+                  methods: Sequence[str] = ("gradient",), scored: Any = None, limit: int | None = None,
+                  id_column: str = "id", progress: bool = True, **explain_kwargs: Any):
+    """Saliency maps for benchmark requests and the mass each map puts in the item's target boxes.
+
+    ``scored``: the benchmark's scored predictions: a ``correct`` column joined by item id, and the
+    stored output (``text`` by ``request_id``), which is explained as given (teacher-forced) so the map
+    is about the answer that was scored, not a fresh generation.
+    Returns ``(records DataFrame, {(request id, method): SaliencyMap})``. A request that fails
+    (e.g. an unreadable image) is recorded in ``records.attrs["failures"]``, never dropped silently.
+    """
+    from tqdm.auto import tqdm
+
+    from vlamb_nb.saliency import Explainer
+
+    ex = model if isinstance(model, Explainer) else Explainer(model)
+    rows = {str(r[id_column]): r for _, r in items.iterrows()}
+    correct: dict[str, Any] = {}
+    if scored is not None and "correct" in scored.columns:
+        key = "item_id" if "item_id" in scored.columns else id_column
+        correct = {str(k): v for k, v in zip(scored[key], scored["correct"], strict=True)}
+    outputs: dict[str, str] = {}
+    if scored is not None and {"request_id", "text"} <= set(scored.columns):
+        outputs = {str(k): t for k, t in zip(scored["request_id"], scored["text"], strict=True)
+                   if isinstance(t, str) and t.strip()}
+    reqs = list(requests)[: limit if limit is not None else None]
+    records: list[dict[str, Any]] = []
+    maps: dict[tuple[str, str], Any] = {}
+    failures: list[dict[str, str]] = []
+    bar = tqdm(total=len(reqs) * len(methods), disable=not progress, desc="saliency", unit="map")
+    for req in reqs:
+        item_id = str(req.meta.get("item_id", str(req.id).split("::")[0]))
+        row = rows.get(item_id)
+        if row is None:
+            failures.append({"request_id": req.id, "error": f"item {item_id!r} not in the items"})
+            bar.update(len(methods))
+            continue
+        ok = correct.get(item_id)
+        ok = None if ok is None or (isinstance(ok, float) and np.isnan(ok)) else bool(ok)
+        for method in methods:
+            try:
+                kw = dict(explain_kwargs)
+                if str(req.id) in outputs and "answer" not in kw:
+                    kw["answer"] = outputs[str(req.id)]
+                smap = ex.explain(req, method, **kw)
+            except Exception as e:  # noqa: BLE001 - counted per request, the run goes on
+                failures.append({"request_id": req.id, "method": method, "error": f"{type(e).__name__}: {e}"})
+                bar.update(1)
+                continue
+            maps[(req.id, method)] = smap
+            boxes = _scale_boxes(target_boxes(row), reference_size(row), smap.size)
+            records += role_records(smap, boxes, item_id=item_id, benchmark=benchmark, correct=ok)
+            bar.update(1)
+    bar.close()
+    frame = records_frame(records)
+    frame.attrs["failures"] = failures
+    return frame, maps

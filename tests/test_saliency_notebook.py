@@ -1,0 +1,40 @@
+"""The saliency notebook runs under papermill with default parameters and records its results."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def test_saliency_notebook_runs_with_defaults(tmp_path, repo_root, monkeypatch):
+    import papermill as pm
+
+    from vlamb_nb.notebook import collect_results
+
+    monkeypatch.setenv("VLAMB_FIGURES_DIR", str(tmp_path / "figures"))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    out = tmp_path / "saliency.ipynb"
+    pm.execute_notebook(str(repo_root / "notebooks" / "saliency.ipynb"), str(out), kernel_name="python3",
+                        progress_bar=False, cwd=str(tmp_path))
+    res = collect_results(json.loads(out.read_text()))
+
+    check = res["one_patch_check"]
+    assert check["peak_in_cell"] and check["mass_in_cell"] > 0.9
+    assert res["saliency_failures"] == {"refadv": 0, "vague": 0, "racquet": 0}
+    rows = res["box_mass"]
+    assert {r["benchmark"] for r in rows} == {"refadv", "vague", "racquet"}
+    assert {r["method"] for r in rows} == {"attention", "rollout", "gradient"}
+    assert {"gold", "addressee", "other people", "largest", "centermost"} <= {r["role"] for r in rows}
+    for r in rows:
+        assert 0.0 <= r["ci_low"] <= r["mass"] <= r["ci_high"] <= 1.0
+    assert all(r["n_correct"] + r["n_wrong"] > 0 for r in res["correct_vs_wrong"])
+    assert res["paper_vs_ours"] == [] and res["audit"] == {"findings": 0, "mismatches": 0}
+    assert any("max_new_tokens" in d for d in res["deviations"])
+    assert res["explorer_counts"]["n"] == res["explorer_counts"]["of"] > 0
+    figs = sorted(p.name for p in (tmp_path / "figures" / "saliency").iterdir())
+    for b in ("refadv", "vague", "racquet"):
+        for kind in ("box-mass", "methods"):
+            assert f"{b}-{kind}.png" in figs and f"{b}-{kind}.pdf" in figs
