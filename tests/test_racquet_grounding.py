@@ -56,6 +56,16 @@ def test_saliency_analysis_with_the_detector(detector_dir, tmp_path):
     assert 0.0 <= table["Random"].iloc[0] <= 100.0
 
 
+def test_tiny_owlv2_path(tmp_path):
+    d = build_tiny_detector(tmp_path / "owl", kind="owlv2")
+    g = ZeroShotDetector(d, box_threshold=0.0)
+    assert g.kind == "owlv2"
+    dets = g.ground(Image.new("RGB", (120, 60), (0, 0, 200)), "the dog on the left")
+    assert dets and all(0 <= d.box[0] <= d.box[2] <= 120 and 0 <= d.box[1] <= d.box[3] <= 60 for d in dets)
+    with pytest.raises(SettingError):
+        build_tiny_detector(tmp_path / "x", kind="yolo")
+
+
 def test_helpers():
     assert best_box([]) is None
     assert best_box([Detection((0, 0, 1, 1), 0.2), Detection((1, 1, 2, 2), 0.9)]) == (1, 1, 2, 2)
