@@ -1,0 +1,134 @@
+"""The explorer's filtering and navigation, as plain Python state (no browser, no widgets)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vlamb_nb.errors import ImageError, SettingError
+from vlamb_nb.explorer import MISSING, Explorer, ExplorerState, failure_type
+
+
+def _frame():
+    return pd.DataFrame({
+        "item_id": [f"i{k}" for k in range(8)],
+        "setting": ["direct", "cot"] * 4,
+        "language": ["en", "en", "zh", "zh", "en", None, "zh", "en"],
+        "category": ["a", "b", "a", "b", "a", "b", "a", "b"],
+        "prompt": [f"question {k}" for k in range(8)],
+        "text": ["(A)", "(B)", "", "garbage", "(C)", "(A)", "(B)", "(D)"],
+        "letter": ["A", "B", None, None, "C", "A", "B", "D"],
+        "gold": ["A", "A", "B", "B", "C", "C", "B", "B"],
+        "valid": [True, True, False, False, True, True, True, True],
+        "parse_error": [None, None, "generation_failed", "no_letter", None, None, None, None],
+        "error": [None, None, "RuntimeError: boom", None, None, None, None, None],
+        "correct": [True, False, False, False, True, False, True, False],
+        "gt_box": [[1, 2, 30, 40]] * 8,
+        "image": [None] * 8,
+    })
+
+
+def test_failure_types_are_derived_per_row():
+    st = ExplorerState(_frame())
+    assert st.frame["failure_type"].tolist() == ["correct", "wrong", "generation_failed", "unparsed: no_letter",
+                                                 "correct", "wrong", "correct", "wrong"]
+    assert failure_type({"correct": None}) == "unscored"
+    assert failure_type({"failure": "refusal", "correct": False}) == "refusal"
+
+
+def test_filters_combine_and_clear():
+    st = ExplorerState(_frame())
+    assert set(st.filter_columns) == {"setting", "correct", "failure", "language", "category"}
+    assert st.options("language") == [MISSING, "en", "zh"]
+    assert st.set_filter("setting", "direct") == 4
+    assert st.set_filter("correct", [True]) == 3  # i0, i4, i6
+    assert st.view["item_id"].tolist() == ["i0", "i4", "i6"]
+    assert st.set_filter("language", ["zh"]) == 1
+    assert st.set_filter("language", None) == 3
+    assert st.set_filter("failure", ["wrong", "unparsed: no_letter"]) == 0
+    assert st.current() is None and st.details()["empty"]
+    assert st.clear_filters() == 8
+    assert st.set_filter("language", [MISSING]) == 1 and st.current()["item_id"] == "i5"
+    with pytest.raises(SettingError, match="unknown filter"):
+        st.set_filter("colour", "red")
+
+
+def test_navigation_wraps_and_stays_on_the_item_when_filters_change():
+    st = ExplorerState(_frame())
+    assert st.next() == 1 and st.next(3) == 4 and st.current()["item_id"] == "i4"
+    assert st.prev(5) == 7  # wraps backwards
+    st.goto_id("i4")
+    st.set_filter("setting", ["direct"])  # i4 survives: stay on it
+    assert st.current()["item_id"] == "i4" and st.position == 2
+    st.set_filter("setting", ["cot"])  # i4 filtered out: first match
+    assert st.current()["item_id"] == "i1" and st.position == 0
+    with pytest.raises(SettingError):
+        st.goto(10)
+    with pytest.raises(SettingError):
+        st.goto_id("i4")
+
+
+def test_details_and_counts_for_the_current_item():
+    st = ExplorerState(_frame())
+    st.set_filter("setting", "cot")
+    st.goto_id("i3")
+    d = st.details()
+    assert d["prompt"] == "question 3" and d["raw"] == "garbage" and d["parsed"] is None and d["gold"] == "B"
+    assert d["failure_type"] == "unparsed: no_letter" and d["correct"] is False
+    assert d["boxes"] == {"gt_box": [1, 2, 30, 40]}
+    assert d["filters"]["language"] == "zh" and (d["position"], d["n"]) == (1, 4)
+    c = st.counts()
+    assert c["n"] == 4 and c["of"] == 8 and c["accuracy"] == pytest.approx(0.0)
+    with pytest.raises(ImageError, match="no image"):
+        st.image()
+
+
+def test_images_load_relative_to_a_root_and_bad_paths_are_refused(tmp_path):
+    from PIL import Image
+
+    Image.new("RGB", (20, 10), "red").save(tmp_path / "a.png")
+    frame = _frame().assign(image=["a.png", "../outside.png"] + ["missing.png"] * 6)
+    st = ExplorerState(frame, image_root=tmp_path)
+    assert st.image().size == (20, 10)
+    st.next()
+    with pytest.raises(ImageError, match="unsafe"):
+        st.image()
+    st.next()
+    with pytest.raises(ImageError, match="not found"):
+        st.image()
+
+
+def test_explicit_filters_and_bad_input():
+    st = ExplorerState(_frame(), filters=["category"])
+    assert list(st.filter_columns) == ["category"]
+    with pytest.raises(SettingError):
+        ExplorerState(_frame(), filters=["nope"])
+    with pytest.raises(SettingError):
+        ExplorerState([1, 2, 3])
+    with pytest.raises(SettingError, match="image column"):
+        ExplorerState(_frame(), image_column="picture")
+
+
+def test_widget_is_built_only_when_asked_and_follows_the_state():
+    ex = Explorer(_frame())
+    assert ex._widget is None  # nothing built at construction
+    box = ex.widget()
+    selectors = box.children[0].children
+    assert [s.description for s in selectors] == list(ex.state.filter_columns)
+    setting = next(s for s in selectors if s.description == "setting")
+    setting.value = ("cot",)
+    assert len(ex.state) == 4
+    prev_b, next_b, sal_b, counter = box.children[1].children
+    next_b.click()
+    assert ex.state.position == 1 and counter.value.startswith("<b>2 / 4</b>")
+    assert sal_b.disabled  # no model given
+    with pytest.raises(SettingError, match="saliency needs"):
+        ex.saliency()
+
+
+def test_numpy_bool_and_list_values_are_filterable():
+    frame = _frame().assign(correct=np.array([True, False] * 4), tags=[["x"], ["y"]] * 4)
+    st = ExplorerState(frame)
+    assert st.set_filter("correct", [np.True_]) == 4
+    assert st.set_filter("tags", ["['x']"]) == 4
