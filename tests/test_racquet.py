@@ -371,3 +371,15 @@ def test_fetch_images_into_a_cache_records_failures(sample, tmp_path):
     assert got["image"].iloc[:2].notna().all() and got["image_error"].iloc[:2].isna().all()
     assert pd.isna(got["image"].iloc[2]) and "x.jpg" in got["image_error"].iloc[2]  # both URLs tried, last error kept
     assert R.resolve_image(items["coco_url"].iloc[0], tmp_path / "cache") == got["image"].iloc[0]
+
+
+def test_reference_numbers_are_stored_with_their_tables():
+    from vlamb_nb import reference
+
+    t1 = reference.table_wide("racquet", "Table 1")
+    assert t1.loc["Responses", "GPT-4o"] == 77.5 and t1.loc["Random", "LLaVA-34B"] == 51.5
+    t2 = reference.table_wide("racquet", "Table 2")
+    assert t2["Molmo 7B-D"].sum() == pytest.approx(99.9)
+    tv = R.text_values()
+    assert {"Fig. 3", "Fig. 4", "§5 control", "Agreement"} <= set(tv["table"])
+    assert not tv["table"].isin(["Table 1", "Table 2", "Dataset"]).any()

@@ -944,6 +944,15 @@ def table2_frame(shares, *, names: dict[str, str] | None = None, setting: str = 
     return pd.DataFrame(rows, columns=["table", "row", "column", "value", "ci_low", "ci_high"])
 
 
+def text_values():
+    """The figure values and statements the paper gives only in its text (notes §6), and its kappas."""
+    from vlamb_nb import reference
+
+    ref = reference.load("racquet")
+    keep = ~ref["table"].isin(["Table 1", "Table 2", "Dataset"])
+    return ref.loc[keep, ["table", "row", "column", "value", "unit", "flag"]].reset_index(drop=True)
+
+
 def dataset_frame(stats: dict[str, Any]):
     """Dataset statistics in the reference layout, for comparison with the paper's numbers."""
     import pandas as pd
