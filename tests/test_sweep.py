@@ -78,8 +78,9 @@ def test_sweep_two_tiny_models_two_benchmarks_resumes(tmp_path):
     benches = []
     for name in BENCHES:
         bench = _bench_or_skip(name)
-        src = bench.make_sample(tmp_path / f"{name}-data", n=6, seed=0)
-        benches.append({"name": name, "source": str(src), "settings": [bench.default_setting]})
+        src = bench.make_sample(tmp_path / f"{name}-data", n=4, seed=0)
+        benches.append({"name": name, "source": str(src), "settings": [bench.default_setting],
+                        "options": {"max_new_tokens": 8}})
     out = tmp_path / "sweep-out"
     cfg = _write(tmp_path, {"name": "t", "executor": "local", "out_dir": str(out), "batch_size": 2,
                             "progress": False, "models": list(MODELS), "benchmarks": benches})

@@ -351,13 +351,18 @@ class Mucar(Benchmark):
 
     def requests(self, items, setting: str, *, images: str | os.PathLike | None = None,
                  context_mode: str = "prefix", option_sep: str = " ", option_style: str = "raw",
-                 layout: str = "flat", params: DecodingParams | None = None, **kwargs: Any) -> list[Request]:
+                 layout: str = "flat", params: DecodingParams | None = None, max_new_tokens: int | None = None,
+                 **kwargs: Any) -> list[Request]:
         """One request per query (per applicable context for 'c_ambiguous'); images from ``images``.
+
+        ``max_new_tokens`` overrides the default generation budget (a config-friendly shortcut for ``params``).
 
         ``images``: a folder or ``kevindragon221/MUCAR`` (a local hub snapshot); default the loader's.
         """
         if kwargs:
             raise SettingError(f"unknown MUCAR request option(s): {', '.join(kwargs)}")
+        if params is None and max_new_tokens is not None:
+            params = DecodingParams(max_new_tokens=int(max_new_tokens))
         self.check_setting(setting)
         spec = SETTINGS[setting]
         resolver = None
