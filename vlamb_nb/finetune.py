@@ -501,7 +501,8 @@ def train(model: Any, items, out_dir: str | os.PathLike, config: QLoRAConfig | N
     if ckpt is not None:
         step, history, eval_losses = _load_checkpoint(ckpt, net, optimizer, scheduler)
         resumed_from = step
-    torch.manual_seed(config.seed + step)
+    else:
+        torch.manual_seed(config.seed)  # dropout masks; a resumed run restores the saved generator state
     bar = _progress(total, step, progress)
     net.train()
     while step < total:
@@ -549,7 +550,17 @@ def train(model: Any, items, out_dir: str | os.PathLike, config: QLoRAConfig | N
                                     "config": config.to_dict(), "made": made, "history": history,
                                     "eval_losses": eval_losses, "deviations": [asdict(d) for d in devs],
                                     "paper_recipe": [asdict(h) for h in PAPER_RECIPE]})
+    _name_after_adapter(hf, adapter_dir)
     return TrainResult(adapter_dir, history, config, devs, hf, eval_losses, resumed_from)
+
+
+def _name_after_adapter(hf, adapter_dir: Path) -> None:
+    """Give the trained in-memory model the identity a reload gets, so cached outputs never mix with the base's."""
+    from vlamb_nb.models.hf import adapter_digest
+
+    digest = adapter_digest(adapter_dir)
+    hf.adapter = {"path": str(adapter_dir), "digest": digest}
+    hf.info = replace(hf.info, model_id=f"{hf.info.model_id}+adapter@{digest}")
 
 
 def evaluate_loss(hf, examples: Sequence[Example], config: QLoRAConfig) -> float:
@@ -683,3 +694,72 @@ def evaluate(adapter_dir: str | os.PathLike, items, *, setting: str | None = Non
 def with_overrides(config: QLoRAConfig, **overrides: Any) -> QLoRAConfig:
     """A copy of ``config`` with some settings changed (``None`` values are ignored)."""
     return replace(config, **{k: v for k, v in overrides.items() if v is not None})
+
+
+# --------------------------------------------------------------------------------------------------
+# small helpers for the notebook
+# --------------------------------------------------------------------------------------------------
+def demo_splits(source: str | os.PathLike | None = None, *, n_train: int | None = 8, n_test: int | None = 4,
+                seed: int = 0) -> tuple[Any, Any, str]:
+    """(train items, test items, label): the given V-FLUTE files, else a generated sample with images.
+
+    The released data beside the checkout holds only the test split, so the default is a sample.
+    """
+    import tempfile
+
+    from vlamb_nb.benchmarks.vflute import BENCHMARK
+
+    if source is None:
+        n = max(4, n_test or 4)
+        folder = BENCHMARK.make_sample(Path(tempfile.mkdtemp(prefix="vflute-qlora-")), n=n, seed=seed)
+        label = f"generated sample (seed={seed})"
+    else:
+        folder, label = Path(source), "given files"
+    train_items = BENCHMARK.load(folder, split="train")
+    test_items = BENCHMARK.load(folder, split="test")
+    if n_train is not None:
+        train_items = train_items.head(n_train)
+    if n_test is not None:
+        test_items = test_items.head(n_test)
+    return train_items.reset_index(drop=True), test_items.reset_index(drop=True), label
+
+
+def plot_losses(result: TrainResult):
+    """Training loss (and learning rate) per optimizer step."""
+    from vlamb_nb.plots import new_figure
+
+    fig, ax = new_figure(6, 3.2)
+    df = result.frame()
+    ax.plot(df["step"], df["loss"], marker="o", label="training loss")
+    if result.eval_losses:
+        ev = [e["step"] for e in result.eval_losses], [e["loss"] for e in result.eval_losses]
+        ax.plot(*ev, marker="s", label="validation loss")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("loss (answer tokens)")
+    lr = ax.twinx()
+    lr.plot(df["step"], df["lr"], color="grey", linestyle=":", label="learning rate")
+    lr.set_ylabel("learning rate")
+    ax.legend(loc="upper right")
+    fig.tight_layout()
+    return fig
+
+
+def reload_check(result: TrainResult, items, *, max_new_tokens: int = 8) -> dict[str, Any]:
+    """Reload the saved adapter onto a fresh base and compare logits and greedy text with the trained model."""
+    import torch
+
+    from vlamb_nb.models import DecodingParams, Request
+
+    hf = result.model
+    example = training_examples(items.head(1), setting=result.config.setting)[0]
+    batch = {k: v for k, v in encode_batch(hf, [example]).items() if k != "labels"}
+    reloaded = load_finetuned(result.adapter_dir)
+    with torch.no_grad():
+        before = hf.model(**batch).logits
+        after = reloaded.model(**batch).logits
+    prompt = _requests(example)[0]
+    req = Request(id=example.id, messages=prompt.messages, images=prompt.images,
+                  params=DecodingParams(max_new_tokens=max_new_tokens))
+    same_text = hf.generate([req])[0].text == reloaded.generate([req])[0].text
+    return {"max_abs_logit_diff": float((before - after).abs().max()), "same_text": bool(same_text),
+            "model_id": reloaded.info.model_id, "same_identity": reloaded.info.model_id == hf.info.model_id}

@@ -293,8 +293,6 @@ class HFModel:
 
 def _load_adapter(model: Any, adapter: str | os.PathLike) -> tuple[Any, dict[str, Any]]:
     """Wrap ``model`` with the peft adapter saved in folder ``adapter``; its weights' digest names it."""
-    import hashlib
-
     path = Path(adapter).expanduser()
     if not (path / "adapter_config.json").is_file():
         raise SettingError(f"{path}: not a saved adapter (no adapter_config.json)")
@@ -302,12 +300,19 @@ def _load_adapter(model: Any, adapter: str | os.PathLike) -> tuple[Any, dict[str
         from peft import PeftModel
     except ImportError as e:  # pragma: no cover - peft is part of the models extra
         raise NotAvailableError(f"loading an adapter needs peft: {e}") from None
+    wrapped = PeftModel.from_pretrained(model, str(path), is_trainable=False).eval()
+    return wrapped, {"path": str(path), "digest": adapter_digest(path)}
+
+
+def adapter_digest(path: str | os.PathLike) -> str:
+    """A short hash of an adapter's config and weights (names the model in cache keys)."""
+    import hashlib
+
     h = hashlib.sha256()
-    for f in sorted(path.glob("adapter_*")):
+    for f in sorted(Path(path).glob("adapter_*")):
         h.update(f.name.encode())
         h.update(f.read_bytes())
-    wrapped = PeftModel.from_pretrained(model, str(path), is_trainable=False).eval()
-    return wrapped, {"path": str(path), "digest": h.hexdigest()[:12]}
+    return h.hexdigest()[:12]
 
 
 def _resolve_device_map(device_map: Any, quantization: str | None) -> Any:

@@ -1,0 +1,36 @@
+"""The QLoRA notebook runs under papermill with default parameters (offline) and records its key results."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from vlamb_nb.notebook import collect_results
+
+pytestmark = pytest.mark.slow
+
+
+def test_notebook_defaults(repo_root, tmp_path, monkeypatch):
+    papermill = pytest.importorskip("papermill")
+    pytest.importorskip("peft")
+    monkeypatch.setenv("VLAMB_FIGURES_DIR", str(tmp_path / "figures"))
+    out = tmp_path / "vflute_qlora.out.ipynb"
+    papermill.execute_notebook(str(repo_root / "notebooks" / "vflute_qlora.ipynb"), str(out), kernel_name="python3",
+                               parameters={"out_dir": str(tmp_path / "run")}, cwd=str(tmp_path), progress_bar=False)
+    res = collect_results(json.loads(out.read_text()))
+    assert res["data_source"].startswith("generated sample") and res["n_train"] == 8
+    summary = res["train_summary"]
+    assert summary["steps"] == 6 and summary["loss_fell"] is True
+    assert res["losses"][-1] < res["losses"][0]
+    assert res["reload_check"]["max_abs_logit_diff"] < 1e-5 and res["reload_check"]["same_text"]
+    assert res["reload_check"]["same_identity"] is True
+    names = {r["name"] for r in res["paper_recipe"]}
+    assert {"lora_r", "lora_alpha", "learning_rate", "warmup_ratio", "lr_scheduler", "epochs"} <= names
+    whats = {d["what"] for d in res["deviations"]}
+    assert {"fine-tuning precision", "learning_rate", "training length", "decoding"} <= whats
+    row = res["ours_table4"][0]
+    assert 0 <= row["F1@0"] <= 100
+    assert [r["column"] for r in res["paper_vs_ours"]] == ["F1@0", "F1@53", "F1@60"]
+    assert (tmp_path / "figures" / "vflute_qlora" / "loss_curve.png").is_file()
+    assert (tmp_path / "run" / "adapter" / "adapter_model.safetensors").is_file()
