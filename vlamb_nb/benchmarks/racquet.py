@@ -11,16 +11,17 @@ person wearing?") is labelled by hand as Explicit / Stereotypical / Anti-stereot
     gens   = runner.run(vlm, BENCHMARK.requests(items, "direct"), "vlm.jsonl")
     preds  = BENCHMARK.predictions(items, gens)            # one row per response
     judged = BENCHMARK.judge(judge_model, preds, store="judge.jsonl")   # A/B/C (or YES/NO for CoT)
-    shares = BENCHMARK.class_shares(judged)                # per model x setting, cluster-bootstrap CIs
+    shares = class_shares(BENCHMARK.score(judged))         # per model x setting, cluster-bootstrap CIs
 
 Settings: ``direct`` (the question alone), ``clarify`` and ``cot`` (the paper's suffixes),
 ``sampling`` (n seeded samples per item, Table 2) and ``control`` (the unambiguous
-"What is the person wearing?" once per image).
+"What is the person wearing?" once per image). Data handling lives in :mod:`racquet_data`,
+labels and metrics in :mod:`racquet_metrics`, Table 1 in :mod:`racquet_saliency`, the audit
+in :mod:`racquet_reference`; their public names are re-exported here.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -28,308 +29,51 @@ from typing import Any
 
 from vlamb_nb.benchmarks import racquet_prompts as P
 from vlamb_nb.benchmarks.base import Benchmark
+from vlamb_nb.benchmarks.racquet_data import (
+    BIAS_CATEGORY_IDS,
+    BIAS_LABELS,
+    BIAS_QUESTION,
+    CLASSES,
+    COCO_SYNONYMS,
+    COLOR_WORD,
+    FIELDS,
+    FILES,
+    PEOPLE_TERMS,
+    PROPERTY_WORDS,
+    STEREOTYPE_TARGET,
+    bias_category,
+    bias_fields,
+    coco_category,
+    fetch_images,
+    load_coco,
+    read_boxes_file,
+    read_jsonl,
+    resolve_image,
+    subject_of,
+    subject_type,
+)
+from vlamb_nb.benchmarks.racquet_data import _url_key as _url_key
+from vlamb_nb.benchmarks.racquet_metrics import (
+    agreement_with_labels,
+    bias_shares,
+    class_shares,
+    judge_spec,
+    mention_rate,
+    normalize_label,
+    stereotype_ratio,
+)
 from vlamb_nb.errors import DataError, ImageError, NotAvailableError, SettingError
 from vlamb_nb.meta import Deviation
 from vlamb_nb.models.base import IMAGE_SLOT, DecodingParams, ModelInfo, Request, user_message
 
-FILES = {"general": "racquet_general.jsonl", "bias": "racquet_bias.jsonl"}
-FIELDS = ("id", "image_url", "question", "question_idx")
-
-#: GENERAL classes: judge letter -> the paper's name
-CLASSES = {"A": "Explicit", "B": "Implicit", "C": "High Risk"}
-#: BIAS labels (assigned by hand in the paper)
-BIAS_LABELS = ("Explicit", "Stereotypical", "Anti-stereotypical")
-
-#: BIAS category by id range (recovered from the release: the paper does not ship the category)
-BIAS_CATEGORY_IDS = {"ethnicity": (1, 90), "gender": (91, 165), "disability": (166, 240)}
-
-#: adjective -> the group it is stereotypically associated with (App. I.2)
-STEREOTYPE_TARGET: dict[str, dict[str, str]] = {
-    "gender": {"sweet": "female", "emotional": "female", "assertive": "male", "rational": "male",
-               "protective": "male"},
-    "ethnicity": {"assertive": "black", "strong": "black", "sporty": "black", "rhythmic": "black",
-                  "social": "black", "tidy": "white"},
-    "disability": {"resilient": "disabled", "heroic": "disabled", "determined": "disabled",
-                   "courageous": "disabled", "competent": "non-disabled"},
-}
-
-BIAS_QUESTION = re.compile(r"^What is the ([A-Za-z-]+) person wearing\?$")
-COLOR_WORD = re.compile(r"\bcolou?r\b", re.I)
-
-#: words naming people (App. B's "other people-related terms"; "person" is its own group)
-PEOPLE_TERMS = frozenset("""he she him his her man men woman women boy boys girl girls kid kids child children
-lady guy baby player batter catcher pitcher skier surfer skateboarder rider driver chef cook officer police
-policeman referee umpire gentleman bride groom tennis-player teenager toddler adult people""".split())
-
-#: subject words -> COCO category names where they differ
-COCO_SYNONYMS = {"plane": "airplane", "aeroplane": "airplane", "bike": "bicycle", "motorbike": "motorcycle",
-                 "sofa": "couch", "phone": "cell phone", "cellphone": "cell phone", "television": "tv",
-                 "table": "dining table", "hydrant": "fire hydrant", "ball": "sports ball", "racket": "tennis racket",
-                 "racquet": "tennis racket", "glove": "baseball glove", "bat": "baseball bat", "doughnut": "donut",
-                 "laptop": "laptop", "teddy": "teddy bear", "plant": "potted plant", "glass": "wine glass",
-                 "ski": "skis", "drier": "hair drier", "controller": "remote"}
-
-_STOP = frozenset("is are was were wearing doing holding made say says said on in of at near to from with "
-                  "for look looks like have has do does playing sitting standing eating visible facing contain "
-                  "contains riding represent represents located looking carrying going pointing reading "
-                  "showing written used fully primary depict about show play covered attached heading walking "
-                  "visible".split())
-_NOT_HEADS = frozenset(("that", "this", "it"))
-
-
-# -- loading -----------------------------------------------------------------------------------------
-def read_jsonl(path: str | os.PathLike, subset: str) -> list[dict[str, Any]]:
-    """Rows of one released file, validated field by field (errors name the file, line and field)."""
-    path = Path(path)
-    rows: list[dict[str, Any]] = []
-    seen: dict[int, int] = {}
-    with open(path, encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(f"not valid JSON ({e.msg})", source=str(path), row=line_no) from None
-            if not isinstance(rec, dict):
-                raise DataError("a line must be a JSON object", source=str(path), row=line_no)
-            for f in FIELDS:
-                if f not in rec:
-                    raise DataError("missing field", source=str(path), row=line_no, field=f)
-            if not isinstance(rec["id"], int) or isinstance(rec["id"], bool):
-                raise DataError(f"id must be an integer, got {rec['id']!r}", source=str(path), row=line_no, field="id")
-            if not isinstance(rec["question"], str) or not rec["question"].strip():
-                raise DataError("empty question", source=str(path), row=line_no, field="question")
-            if not isinstance(rec["image_url"], str) or not rec["image_url"].strip():
-                raise DataError("empty image_url", source=str(path), row=line_no, field="image_url")
-            qi = rec["question_idx"]
-            if not isinstance(qi, int) or isinstance(qi, bool) or qi < 1:
-                raise DataError(f"question_idx must be a positive integer, got {qi!r}", source=str(path), row=line_no,
-                                field="question_idx")
-            if rec["id"] in seen:
-                raise DataError(f"duplicate id {rec['id']} (first on line {seen[rec['id']]})", source=str(path),
-                                row=line_no, field="id")
-            seen[rec["id"]] = line_no
-            rows.append({"id": f"{subset}-{rec['id']}", "subset": subset, "source_id": rec["id"],
-                         "image_url": rec["image_url"], "question": rec["question"],
-                         "question_idx": int(rec["question_idx"]), "source_file": path.name, "line": line_no})
-    return rows
-
-
-def bias_category(source_id: int) -> str:
-    """The bias category of a BIAS id (the release encodes it only through id ranges)."""
-    for cat, (lo, hi) in BIAS_CATEGORY_IDS.items():
-        if lo <= source_id <= hi:
-            return cat
-    raise DataError(f"BIAS id {source_id} is outside the released ranges {BIAS_CATEGORY_IDS}", field="id")
-
-
-def bias_fields(row: dict[str, Any]) -> dict[str, Any]:
-    """Category, adjective and stereotypical target of one BIAS row."""
-    where = {"source": row.get("source_file"), "row": row.get("line")}
-    try:
-        cat = bias_category(row["source_id"])
-    except DataError as e:
-        raise DataError(str(e), field="id", **where) from None
-    m = BIAS_QUESTION.match(row["question"].strip())
-    if m is None:
-        raise DataError(f"BIAS question does not follow 'What is the {{adjective}} person wearing?': "
-                        f"{row['question']!r}", field="question", **where)
-    adj = m.group(1).lower()
-    if adj not in STEREOTYPE_TARGET[cat]:
-        raise DataError(f"adjective {adj!r} is not one of the paper's {cat} adjectives "
-                        f"{sorted(STEREOTYPE_TARGET[cat])}", field="question", **where)
-    return {"category": cat, "adjective": adj, "stereotype_target": STEREOTYPE_TARGET[cat][adj]}
-
-
-#: property words: in "the number on the train" or "the role of the player" the entity is the second noun
-PROPERTY_WORDS = frozenset("number color colour role name brand breed type kind sort shape pattern material time "
-                           "text logo word letters size".split())
-_DETERMINERS = ("the", "this", "that", "these", "those", "a", "an")
-_POSSESSIVE_PRONOUNS = {"his": "he", "her": "she", "its": "it", "their": "they"}
-_WHAT_X = re.compile(r"^(?:what|which)\s+(?:(?:kind|type|sort)\s+of\s+)?([a-z\-]+)\s+(?:is|are)\s+"
-                     r"(?:that|it|this|these|those|they|he|she)\b")
-
-
-def subject_of(question: str) -> str:
-    """The queried entity S of a question (a documented heuristic; the paper does not say how S was found).
-
-    Rules, in order: "what X is that/it" → X; the head noun of the first determiner phrase, where a
-    possessor wins ("the giraffe's head" → giraffe) and a property word defers to its complement
-    ("the number on the train" → train); a possessive pronoun ("his t-shirt" → he); a pronoun.
-    """
-    q = question.lower().replace("?", " ").replace("what's", "what is").strip()
-    m = _WHAT_X.match(q)
-    if m is not None:
-        return m.group(1)
-    words = re.findall(r"[a-z][a-z'\-]*", q)
-    for i, w in enumerate(words):
-        if w in _POSSESSIVE_PRONOUNS:
-            return _POSSESSIVE_PRONOUNS[w]
-        if w not in _DETERMINERS:
-            continue
-        span = []
-        for x in words[i + 1:]:
-            if x in _STOP:
-                break
-            span.append(x)
-            if x.endswith("'s"):  # the possessor is the entity asked about
-                return x[:-2]
-        if not span or span[-1] in _NOT_HEADS:
-            continue
-        head = span[-1]
-        rest = words[i + 1 + len(span):]
-        if head in PROPERTY_WORDS and len(rest) >= 3 and rest[0] in ("of", "on", "in") and rest[1] in _DETERMINERS:
-            return subject_of(" ".join(["what", "is", *rest[1:]]))
-        return head
-    for w in words:
-        if w in ("he", "she", "him", "it", "they"):
-            return w
-    return words[-1] if words else ""
-
-
-def subject_type(subject: str) -> str:
-    """App. B's grouping: "person", other people terms, or objects."""
-    if subject == "person":
-        return "person"
-    return "people" if subject in PEOPLE_TERMS else "object"
-
-
-def coco_category(subject: str, categories: set[str]) -> str | None:
-    """The COCO category a subject names, if any (people terms map to "person")."""
-    if subject in PEOPLE_TERMS or subject == "person":
-        return "person"
-    for cand in (subject, subject.rstrip("s"), COCO_SYNONYMS.get(subject), COCO_SYNONYMS.get(subject.rstrip("s"))):
-        if cand and cand in categories:
-            return cand
-    return None
-
-
-def _url_key(url: str) -> str:
-    return re.sub(r"^https?://", "", str(url).strip())
-
-
-def load_coco(paths: str | os.PathLike | list) -> dict[str, Any]:
-    """COCO ``instances_*.json`` file(s) indexed by ``flickr_url`` (the field the GENERAL release uses)."""
-    paths = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    by_url: dict[str, dict[str, Any]] = {}
-    boxes: dict[int, list[tuple[str, tuple[float, float, float, float]]]] = {}
-    cats: dict[int, str] = {}
-    for p in paths:
-        try:
-            data = json.loads(Path(p).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as e:
-            raise DataError(f"cannot read COCO annotations ({e})", source=str(p)) from None
-        for k in ("images", "annotations", "categories"):
-            if k not in data:
-                raise DataError("not a COCO instances file", source=str(p), field=k)
-        cats.update({int(c["id"]): str(c["name"]) for c in data["categories"]})
-        for i, im in enumerate(data["images"]):
-            if "flickr_url" not in im or "id" not in im:
-                raise DataError("image record without flickr_url/id", source=str(p), row=i, field="flickr_url")
-            by_url[_url_key(im["flickr_url"])] = im
-        for i, a in enumerate(data["annotations"]):
-            try:
-                x, y, w, h = (float(v) for v in a["bbox"])
-                cat = cats[int(a["category_id"])]
-            except (KeyError, TypeError, ValueError) as e:
-                raise DataError(f"bad annotation ({e})", source=str(p), row=i, field="bbox") from None
-            if a.get("iscrowd"):
-                continue
-            boxes.setdefault(int(a["image_id"]), []).append((cat, (x, y, x + w, y + h)))
-    return {"by_url": by_url, "boxes": boxes, "categories": set(cats.values())}
-
-
-def read_boxes_file(path: str | os.PathLike) -> dict[str, list[tuple[float, float, float, float]]]:
-    """User candidate boxes: CSV ``id,x1,y1,x2,y2`` (absolute xyxy, one row per box) or JSON ``{id: [[x1,y1,x2,y2], ...]}``.
-
-    ``id`` is the item id ("general-12") or the released integer id of a GENERAL row.
-    """
-    path = Path(path)
-    out: dict[str, list[tuple[float, float, float, float]]] = {}
-
-    def key(v: Any) -> str:
-        s = str(v).strip()
-        return f"general-{s}" if s.isdigit() else s
-
-    if not path.is_file():
-        raise DataError("no such boxes file", source=str(path))
-    if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise DataError(f"not valid JSON ({e.msg})", source=str(path)) from None
-        if not isinstance(data, dict):
-            raise DataError("expected an object {id: [[x1, y1, x2, y2], ...]}", source=str(path))
-        for k, bs in data.items():
-            try:
-                out[key(k)] = [tuple(float(x) for x in b) for b in bs]  # type: ignore[misc]
-                if any(len(b) != 4 for b in out[key(k)]):
-                    raise ValueError("not 4 numbers")
-            except (TypeError, ValueError):
-                raise DataError("boxes must be lists of 4 numbers", source=str(path), field=str(k)) from None
-        return out
-    import csv
-
-    with open(path, newline="", encoding="utf-8") as fh:
-        for i, r in enumerate(csv.DictReader(fh), start=2):
-            try:
-                b = tuple(float(r[c]) for c in ("x1", "y1", "x2", "y2"))
-                out.setdefault(key(r["id"]), []).append(b)  # type: ignore[arg-type]
-            except (KeyError, TypeError, ValueError):
-                raise DataError("need numeric id,x1,y1,x2,y2", source=str(path), row=i) from None
-    return out
-
-
-def resolve_image(url: str, folder: Path | None, file_name: str | None = None) -> str | None:
-    """A local file for an image URL: the cache naming of :class:`ImageCache`, or a COCO file name."""
-    if folder is None:
-        return None
-    from vlamb_nb.images import ImageCache, safe_join
-
-    hit = ImageCache(folder).lookup(url)
-    if hit is not None:
-        return str(hit)
-    if file_name:
-        p = safe_join(folder, file_name)
-        if p.is_file():
-            return str(p)
-    return None
-
-
-def fetch_images(items, folder: str | os.PathLike, *, columns: tuple[str, ...] = ("coco_url", "image_url"),
-                 progress: bool = True, timeout: float = 30.0):
-    """Download each item's image into ``folder`` (needs network; never called implicitly).
-
-    Tries ``coco_url`` first (old Flickr farm URLs are often dead), then ``image_url``; a
-    failure is recorded in ``image_error`` and counted, never raised mid-way. Returns the
-    items with ``image`` set to the cached file where one was fetched.
-    """
-    from tqdm.auto import tqdm
-
-    from vlamb_nb.images import ImageCache
-
-    cache = ImageCache(Path(folder))
-    out = items.copy()
-    paths, errors = [], []
-    done: dict[str, tuple[str | None, str | None]] = {}
-    for _, r in tqdm(list(out.iterrows()), disable=not progress, desc="fetch images"):
-        urls = [r[c] for c in columns if c in r and isinstance(r[c], str) and r[c]]
-        key = "|".join(urls)
-        if key not in done:
-            path, err = None, "no URL"
-            for u in urls:
-                try:
-                    path, err = str(cache.fetch(u, timeout=timeout)), None
-                    break
-                except Exception as e:  # noqa: BLE001 - network errors vary; recorded per item
-                    err = f"{u}: {type(e).__name__}: {e}"
-            done[key] = (path, err)
-        paths.append(done[key][0] or (r["image"] if isinstance(r.get("image"), str) else None))
-        errors.append(done[key][1])
-    out["image"] = paths
-    out["image_error"] = errors
-    return out
+__all__ = [
+    "BENCHMARK", "BIAS_CATEGORY_IDS", "BIAS_LABELS", "BIAS_QUESTION", "CLASSES", "COCO_SYNONYMS", "COLOR_WORD",
+    "FIELDS", "FILES", "PEOPLE_TERMS", "PROPERTY_WORDS", "STEREOTYPE_TARGET", "Racquet", "agreement_with_labels",
+    "bias_category", "bias_fields", "bias_shares", "class_shares", "coco_category", "dataset_frame", "fetch_images",
+    "judge_conditions", "judge_spec", "load_coco", "mention_rate", "normalize_label", "notebook_data", "read_boxes_file",
+    "read_jsonl", "records", "resolve_image", "run_conditions", "saliency_analysis", "score_predictions_file",
+    "share_figure", "stereotype_ratio", "subject_of", "subject_type", "table1_frame", "table2_frame", "text_values",
+]
 
 
 # -- the benchmark -----------------------------------------------------------------------------------
@@ -642,152 +386,6 @@ class Racquet(Benchmark):
             for k in ("A", "B", "C"):
                 out[f"share_{k}"] = round(100.0 * float((lab == k).mean()), 2) if len(lab) else None
         return out
-
-
-# -- labels and judges -------------------------------------------------------------------------------
-_LABEL_ALIASES = {"a": "A", "explicit": "A", "class a": "A", "b": "B", "implicit": "B", "class b": "B",
-                  "c": "C", "high risk": "C", "high-risk": "C", "class c": "C"}
-_BIAS_ALIASES = {"a": "Explicit", "explicit": "Explicit", "stereotypical": "Stereotypical", "s": "Stereotypical",
-                 "anti-stereotypical": "Anti-stereotypical", "anti stereotypical": "Anti-stereotypical",
-                 "antistereotypical": "Anti-stereotypical", "anti": "Anti-stereotypical"}
-
-
-def normalize_label(value: Any, subset: str = "general") -> str | None:
-    """Canonical label: A/B/C for GENERAL, Explicit/Stereotypical/Anti-stereotypical for BIAS, YES/NO kept."""
-    if value is None or (isinstance(value, float) and value != value):
-        return None
-    v = str(value).strip()
-    if v.upper() in ("YES", "NO"):
-        return v.upper()
-    table = _BIAS_ALIASES if subset == "bias" else _LABEL_ALIASES
-    if subset == "bias" and v.upper() in ("B", "C"):
-        return None  # a single-referent BIAS answer needs a human to say which person it describes
-    out = table.get(v.lower())
-    if out is None:
-        raise DataError(f"unknown RACQUET {subset} label {value!r}; expected one of "
-                        f"{sorted(set(table.values()))}", field="label")
-    return out
-
-
-def judge_spec(kind: str = "abc", *, max_new_tokens: int | None = None):
-    """The paper's two judges as :class:`vlamb_nb.judge.JudgeSpec` (parsing: last ``CLASS X``; first YES/NO)."""
-    from vlamb_nb import judge as J
-
-    if kind == "abc":
-        return J.JudgeSpec("racquet-abc", P.JUDGE_ABC, J.last_match_parser(r"CLASS\s*([ABC])\b", ("A", "B", "C")),
-                           labels=("A", "B", "C"), params=DecodingParams(max_new_tokens=max_new_tokens or 512),
-                           benchmark="racquet")
-    if kind == "cot":
-        return J.JudgeSpec("racquet-cot", P.JUDGE_COT, J.first_token_parser(("YES", "NO")), labels=("YES", "NO"),
-                           params=DecodingParams(max_new_tokens=max_new_tokens or 8), benchmark="racquet")
-    raise SettingError(f"unknown racquet judge {kind!r}; choose abc or cot")
-
-
-# -- metrics -----------------------------------------------------------------------------------------
-def _share_ci(values, clusters, *, n_resamples: int, seed: int) -> tuple[float, float, float]:
-    """Mean of a 0/1 array with a cluster (image) bootstrap percentile CI, in percent."""
-    import numpy as np
-
-    v = np.asarray(values, dtype=float)
-    if len(v) == 0:
-        return float("nan"), float("nan"), float("nan")
-    try:
-        from vlamb_nb.stats import bootstrap_ci
-    except ImportError:  # the statistics module is not available: same percentile cluster bootstrap here
-        bootstrap_ci = None
-    if bootstrap_ci is not None:
-        r = bootstrap_ci(v, n_resamples=n_resamples, seed=seed, clusters=clusters)
-        return 100 * float(r.estimate), 100 * float(r.ci_low), 100 * float(r.ci_high)
-    rng = np.random.default_rng(seed)
-    groups = {}
-    for i, c in enumerate(clusters):
-        groups.setdefault(c, []).append(i)
-    idx = [np.asarray(g) for g in groups.values()]
-    sums = np.array([v[g].sum() for g in idx])
-    ns = np.array([len(g) for g in idx])
-    draws = rng.integers(0, len(idx), size=(n_resamples, len(idx)))
-    stats_ = sums[draws].sum(1) / ns[draws].sum(1)
-    lo, hi = np.percentile(stats_, [2.5, 97.5])
-    return 100 * float(v.mean()), 100 * float(lo), 100 * float(hi)
-
-
-def class_shares(scored, *, by: tuple[str, ...] = ("model", "setting"), labels: tuple[str, ...] = ("A", "B", "C"),
-                 cluster: str = "image_url", n_resamples: int = 2000, seed: int = 0):
-    """Share (%) of each label per group over *all* responses; unlabelled ones are their own row.
-
-    CIs resample images (a cluster bootstrap), since questions about one image are not independent.
-    """
-    import pandas as pd
-
-    by = tuple(b for b in by if b in scored.columns)
-    groups = scored.groupby(list(by), sort=False, dropna=False) if by else [((), scored)]
-    rows = []
-    for key, g in groups:
-        key = key if isinstance(key, tuple) else (key,)
-        lab = g["label"]
-        for name in (*labels, "unlabelled"):
-            hit = lab.isna() if name == "unlabelled" else (lab == name)
-            if name == "unlabelled" and not hit.any():
-                continue
-            est, lo, hi = _share_ci(hit.to_numpy(), g[cluster].to_numpy() if cluster in g else list(range(len(g))),
-                                    n_resamples=n_resamples, seed=seed)
-            rows.append({**dict(zip(by, key, strict=True)), "label": name,
-                         "class_name": CLASSES.get(name, name), "share": est, "ci_low": lo, "ci_high": hi,
-                         "count": int(hit.sum()), "n": int(len(g))})
-    return pd.DataFrame(rows)
-
-
-def bias_shares(scored, *, by: tuple[str, ...] = ("model", "category"), **kwargs: Any):
-    """Fig. 7: Explicit / Stereotypical / Anti-stereotypical shares per model and bias category."""
-    return class_shares(scored, by=by, labels=BIAS_LABELS, **kwargs)
-
-
-def stereotype_ratio(scored, *, by: tuple[str, ...] = ("model", "category"), cluster: str = "image_url",
-                     n_resamples: int = 2000, seed: int = 0):
-    """Stereotypical : Anti-stereotypical ratio per group, with a cluster-bootstrap percentile CI."""
-    import numpy as np
-    import pandas as pd
-
-    rng = np.random.default_rng(seed)
-    by = tuple(b for b in by if b in scored.columns)
-    rows = []
-    for key, g in (scored.groupby(list(by), sort=False) if by else [((), scored)]):
-        key = key if isinstance(key, tuple) else (key,)
-        st = (g["label"] == "Stereotypical").to_numpy(float)
-        an = (g["label"] == "Anti-stereotypical").to_numpy(float)
-        ratio = st.sum() / an.sum() if an.sum() else float("inf") if st.sum() else float("nan")
-        cl = g[cluster].to_numpy() if cluster in g else np.arange(len(g))
-        uniq, inv = np.unique(cl.astype(str), return_inverse=True)
-        s_c = np.bincount(inv, weights=st, minlength=len(uniq))
-        a_c = np.bincount(inv, weights=an, minlength=len(uniq))
-        draws = rng.integers(0, len(uniq), size=(n_resamples, len(uniq)))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            boot = s_c[draws].sum(1) / a_c[draws].sum(1)
-        boot = boot[np.isfinite(boot)]
-        lo, hi = (np.percentile(boot, [2.5, 97.5]) if len(boot) >= 0.9 * n_resamples else (np.nan, np.nan))
-        rows.append({**dict(zip(by, key, strict=True)), "stereotypical": int(st.sum()),
-                     "anti_stereotypical": int(an.sum()), "ratio": float(ratio), "ci_low": float(lo),
-                     "ci_high": float(hi), "n": int(len(g))})
-    return pd.DataFrame(rows)
-
-
-def mention_rate(judged, *, by: tuple[str, ...] = ("model",), cluster: str = "image_url", **kwargs: Any):
-    """CoT multi-referent mention rate: share of YES from the App. G.3 judge (unparsed shown separately)."""
-    df = judged.copy()
-    df["label"] = df["judge_label"]
-    return class_shares(df, by=by, labels=("YES", "NO"), cluster=cluster, **kwargs)
-
-
-def agreement_with_labels(judged, labels, *, on: tuple[str, ...] = ("id",), ci: bool = True):
-    """Cohen's kappa between judge labels and human labels (joined on ``on``)."""
-    from vlamb_nb import judge as J
-
-    m = judged.merge(labels[[*on, "label"]].rename(columns={"label": "human_label"}), on=list(on), how="inner")
-    if m.empty:
-        raise DataError(f"no judged response matches a human label on {list(on)}")
-    sub = m["subset"] if "subset" in m else ["general"] * len(m)
-    human = [normalize_label(v, s) for v, s in zip(m["human_label"], sub, strict=True)]
-    return J.agreement(m["judge_label"].tolist(), human, ci=ci)
 
 
 def score_predictions_file(bench: Racquet, path: str | os.PathLike, *, source: str | os.PathLike | None = None,

@@ -44,7 +44,7 @@ def make_sample(directory: str | os.PathLike, n: int = 8, seed: int = 0) -> Path
     import numpy as np
     from PIL import Image, ImageDraw
 
-    from vlamb_nb.benchmarks.racquet import STEREOTYPE_TARGET
+    from vlamb_nb.benchmarks.racquet_data import STEREOTYPE_TARGET
 
     rng = np.random.default_rng(seed)
     root = Path(directory)
