@@ -383,3 +383,14 @@ def test_reference_numbers_are_stored_with_their_tables():
     tv = R.text_values()
     assert {"Fig. 3", "Fig. 4", "§5 control", "Agreement"} <= set(tv["table"])
     assert not tv["table"].isin(["Table 1", "Table 2", "Dataset"]).any()
+
+
+def test_corrupt_image_is_named_before_any_generation(sample, tmp_path):
+    items = BENCH.load(sample, subset="general").head(2).copy()
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(b"not an image")
+    items["image"] = [items["image"].iloc[0], str(bad)]
+    with pytest.raises(ImageError, match=f"{items['id'].iloc[1]}.*corrupt"):
+        BENCH.requests(items, "direct")
+    reqs = BENCH.requests(items.head(1), "sampling", n_samples=2)
+    assert reqs[0].images == [items["image"].iloc[0]] and reqs[0].key(ScriptedModel(str).info)

@@ -227,11 +227,19 @@ class Racquet(Benchmark):
                 first.setdefault(r["image_url"], r)
             rows = list(first.values())
         out: list[Request] = []
+        checked: set[str] = set()
         for r in rows:
-            if not r.get("image"):
+            img = r.get("image")
+            if not isinstance(img, str) or not img:
                 raise ImageError(f"racquet item {r['id']}: no local image for {r['image_url']}; pass images=FOLDER "
                                  "to load() (files named as ImageCache names URLs, or COCO file names)")
-            img = load_image(r["image"])
+            if img not in checked:  # decode once up front: a corrupt file fails here, naming the item
+                try:
+                    load_image(img)
+                except ImageError as e:
+                    raise ImageError(f"racquet item {r['id']}: {e}") from None
+                checked.add(img)
+            # the request carries the path: backends decode it, and 10 samples share no pixel copies
             msgs = [user_message(IMAGE_SLOT, self.prompt(r["question"], setting))]
             meta = {"item_id": r["id"], "subset": r["subset"], "image_url": r["image_url"]}
             if setting == "sampling":
