@@ -47,6 +47,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--evaluate", action="store_true", help="score the adapter on the test split afterwards")
     p.add_argument("--scorer", default="auto", help="explanation scorer for --evaluate (auto, paper, minilm, none)")
     p.add_argument("--eval-limit", type=int, default=None)
+    p.add_argument("--max-new-tokens", type=int, default=256, help="evaluation decoding (paper: 256)")
+    p.add_argument("--num-beams", type=int, default=3, help="evaluation decoding (paper: 3)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     return p.parse_args(argv)
 
@@ -55,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     from vlamb_nb import finetune as ft
     from vlamb_nb.benchmarks.vflute import BENCHMARK
     from vlamb_nb.meta import format_deviations
+    from vlamb_nb.models import DecodingParams
 
     args = parse_args(argv)
     out = Path(args.out)
@@ -72,10 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     summary = result.summary()
     if args.evaluate:
         test_items = BENCHMARK.load(source, split=args.test_split)
+        params = DecodingParams(max_new_tokens=args.max_new_tokens, num_beams=args.num_beams, seed=42)
         scored = ft.evaluate(result.adapter_dir, test_items, store=out / "predictions.jsonl", scorer=args.scorer,
-                             limit=args.eval_limit, model=result.model)
+                             limit=args.eval_limit, model=result.model, params=params)
         summary["table4"] = BENCHMARK.tables(scored)["Table 4"].reset_index().to_dict(orient="records")
-    summary["deviations"] = [d.__dict__ for d in result.deviations]
+        summary["deviations"] = scored.attrs["deviations"]
+    else:
+        summary["deviations"] = [d.__dict__ for d in result.deviations]
     if args.json:
         print(json.dumps(summary, indent=1, default=str))
     else:

@@ -95,6 +95,7 @@ def test_saved_adapter_reloads_with_the_same_logits(trained, train_items):
             base = hf.model(**inputs).logits
     reloaded = ft.load_finetuned(trained.adapter_dir)
     assert "+adapter@" in reloaded.info.model_id and reloaded.info.quantization == "4bit"
+    assert reloaded.info.model_id == hf.info.model_id  # same cache identity, never the base model's
     with torch.no_grad():
         after = reloaded.model(**inputs).logits
     assert torch.allclose(before, after, atol=1e-5), float((before - after).abs().max())
@@ -178,3 +179,24 @@ def test_bad_input_is_a_clear_error(train_items, tmp_path):
         ft.QLoRAConfig(batch_size=0)
     with pytest.raises(SettingError, match="not an adapter"):
         ft.load_finetuned(tmp_path)
+
+
+@pytest.mark.slow
+def test_cli_script_trains_and_evaluates(repo_root, tmp_path, capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("qlora_vflute", repo_root / "scripts" / "qlora_vflute.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    rc = script.main(["--model", FAMILY, "--sample", "--out", str(tmp_path / "run"), "--limit", "4",
+                      "--max-steps", "2", "--batch-size", "2", "--grad-accum", "1", "--lr", "1e-3",
+                      "--no-gradient-checkpointing", "--evaluate", "--scorer", "none", "--eval-limit", "2",
+                      "--max-new-tokens", "4", "--num-beams", "1", "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["steps"] == 2 and (tmp_path / "run" / "adapter" / ft.RECIPE_FILE).is_file()
+    assert 0 <= out["table4"][0]["F1@0"] <= 100
+    whats = {d["what"] for d in out["deviations"]}
+    assert {"fine-tuning precision", "decoding", "training length"} <= whats
+    with pytest.raises(SystemExit):
+        script.main(["--model", FAMILY, "--out", str(tmp_path / "x")])  # no data source given
