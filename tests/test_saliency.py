@@ -223,3 +223,36 @@ def test_overlay_figure_saves_png_and_pdf(tmp_path):
     fig = plot_overlay(smap, boxes={"gold": (0, 0, 60, 40), "distractor": (60, 40, 120, 80)})
     paths = save_figure(fig, "saliency", "overlay-test", directory=tmp_path)
     assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 0 for p in paths)
+
+
+# -- target boxes from benchmark rows ------------------------------------------------------------------
+def test_target_boxes_from_benchmark_columns():
+    from vlamb_nb.saliency_analysis import _scale_boxes, reference_size, target_boxes
+
+    ref = target_boxes({"gt_xyxy": [1, 2, 3, 4], "pred_xyxy": [[5, 6, 7, 8], [0, 0, 1, 1]], "distractor_count": 3})
+    assert ref == {"gold": [1, 2, 3, 4], "predicted": [5, 6, 7, 8]}  # a count is not a distractor box
+    vague = target_boxes({"person_bbox": [[0, 0, 10, 10], [20, 20, 40, 40], [50, 0, 60, 5]], "addressee": "person2"})
+    assert vague["addressee"] == [20, 20, 40, 40] and len(vague["other people"]) == 2
+    assert "addressee" not in target_boxes({"person_bbox": [[0, 0, 1, 1]], "addressee": "person7"})
+    row = {"candidate_boxes": [(0, 0, 50, 50), (45, 45, 55, 55), (60, 0, 100, 20)], "width": 100.0, "height": 100.0}
+    rq = target_boxes(row)
+    assert rq["largest"] == (0, 0, 50, 50) and rq["centermost"] == (45, 45, 55, 55) and len(rq["candidates"]) == 3
+    assert reference_size({"img_size": {"width": 320.0, "height": 200.0}}) == (320.0, 200.0)
+    assert reference_size({"width": float("nan"), "height": 3}) is None
+    scaled = _scale_boxes({"a": (0, 0, 160, 100), "b": [(0, 0, 32, 20)]}, (320.0, 200.0), (160, 100))
+    assert scaled["a"] == (0.0, 0.0, 80.0, 50.0) and scaled["b"] == [(0.0, 0.0, 16.0, 10.0)]
+
+
+def test_role_records_average_list_roles():
+    from vlamb_nb.saliency import SaliencyMap
+    from vlamb_nb.saliency_analysis import role_records
+
+    size = (100, 100)
+    lay = _layout(size, qwen_segments(size, 4, (1, 4, 4), merge=2), 4)
+    heat = render(np.array([1.0, 0.0, 0.0, 0.0]), lay, max_side=None)  # all mass top-left quarter
+    smap = SaliencyMap(heat, "gradient", None, "", "", "option", np.zeros(4), lay)
+    recs = {r["role"]: r for r in role_records(smap, {"one": (0, 0, 50, 50),
+                                                      "many": [(0, 0, 50, 50), (50, 50, 100, 100)]},
+                                               item_id="x", benchmark="b", correct=False)}
+    assert recs["one"]["mass"] == pytest.approx(1.0) and recs["one"]["ratio"] == pytest.approx(4.0)
+    assert recs["many"]["mass"] == pytest.approx(0.5) and recs["many"]["hit"]

@@ -147,3 +147,27 @@ def test_our_best_resolution_rule_matches_transformers():
     for _ in range(200):
         size = [int(v) for v in rng.integers(20, 3000, 2)]
         assert tuple(ours(size, pins)) == tuple(theirs(size, pins))
+
+
+def test_explain_items_counts_failures_and_joins_correctness(explainers):
+    import pandas as pd
+
+    from vlamb_nb.saliency_analysis import explain_items
+
+    good = _request(_image((80, 60)))
+    broken = _request(b"not an image")
+    broken.id = "item-2::direct"
+    orphan = _request(_image((80, 60)))
+    orphan.id = "item-9::direct"
+    items = pd.DataFrame({"id": ["item-1", "item-2"], "gt_xyxy": [[0, 0, 40, 30], [0, 0, 1, 1]],
+                          "width": [80, 80], "height": [60, 60]})
+    scored = pd.DataFrame({"item_id": ["item-1", "item-2"], "request_id": ["item-1", "item-2::direct"],
+                           "text": ["B", "A"], "correct": [True, False]})
+    frame, maps = explain_items(explainers("llava"), [good, broken, orphan], items, benchmark="t",
+                                methods=("gradient", "attention"), scored=scored, progress=False)
+    assert set(maps) == {("item-1", "gradient"), ("item-1", "attention")}
+    assert maps[("item-1", "gradient")].answer.strip() == "B"  # the stored output is what gets explained
+    assert frame["correct"].tolist() == [True, True] and set(frame["role"]) == {"gold"}
+    fails = frame.attrs["failures"]
+    assert len(fails) == 3 and {f["request_id"] for f in fails} == {"item-2::direct", "item-9::direct"}
+    assert any("ImageError" in f["error"] for f in fails)
