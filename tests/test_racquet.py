@@ -394,3 +394,19 @@ def test_corrupt_image_is_named_before_any_generation(sample, tmp_path):
         BENCH.requests(items, "direct")
     reqs = BENCH.requests(items.head(1), "sampling", n_samples=2)
     assert reqs[0].images == [items["image"].iloc[0]] and reqs[0].key(ScriptedModel(str).info)
+
+
+def test_failed_generations_reach_the_judge_as_counted_rows(sample):
+    items = BENCH.load(sample, subset="general")
+
+    def respond(r):
+        if r.id.startswith(items["id"].iloc[0] + "::"):
+            raise RuntimeError("CUDA out of memory")
+        return "The one on the right."
+
+    preds = BENCH.predictions(items, BENCH.run(ScriptedModel(respond), items, "direct", progress=False))
+    judged = BENCH.judge(ScriptedModel(lambda r: "CLASS B"), preds, progress=False)
+    assert len(judged) == len(items)
+    failed = judged[judged["id"] == items["id"].iloc[0]].iloc[0]
+    assert not failed["judge_valid"] and failed["judge_parse_error"] == "no response: generation failed"
+    assert (judged["judge_label"] == "B").sum() == len(items) - 1

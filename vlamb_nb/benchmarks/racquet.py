@@ -350,15 +350,20 @@ class Racquet(Benchmark):
             df["question_asked"] = [self.prompt(q, s) if s in self.settings else q
                                     for q, s in zip(df["question"], df.get("setting", ["direct"] * len(df)),
                                                     strict=True)]
-        ok = df["response"].astype(str).str.len() > 0
+        ok = df["response"].map(lambda v: isinstance(v, str) and bool(v.strip())).astype(bool)
+        if "error" in df.columns:  # a failed generation has no response to judge
+            ok &= ~df["error"].map(lambda v: isinstance(v, str) and bool(v))
         judged = J.run_judge(model, spec, df[ok], id_column="request_id",
                              field_map={"question": "question_asked", "response": "response"}, store=store,
                              batch_size=batch_size, progress=progress)
         empty = df[~ok].copy()
-        if len(empty):  # an empty response cannot be judged: counted as unparsed, never dropped
+        if len(empty):  # no response to judge (empty, or generation failed): counted as unparsed, never dropped
             for c, v in (("judge_model", model.info.model_id), ("judge_text", ""), ("judge_error", None),
-                         ("judge_label", None), ("judge_valid", False), ("judge_parse_error", "empty response")):
+                         ("judge_label", None), ("judge_valid", False)):
                 empty[c] = v
+            errors = empty["error"].tolist() if "error" in empty else [None] * len(empty)
+            empty["judge_parse_error"] = ["no response: generation failed" if isinstance(e, str) and e
+                                          else "no response: empty" for e in errors]
         import pandas as pd
 
         return pd.concat([judged, empty], ignore_index=True) if len(empty) else judged
