@@ -508,7 +508,8 @@ def saliency_analysis(scored, grounder, *, by: str = "model", labels: tuple[str,
     from vlamb_nb.grounding import ground_rows
     from vlamb_nb.images import load_image
 
-    df = scored[scored["label"].isin(labels)].copy() if labels is not None else scored[scored["valid"]].copy()
+    valid = scored["valid"].fillna(False).astype(bool) if "valid" in scored else scored["label"].notna()
+    df = scored[scored["label"].isin(labels)].copy() if labels is not None else scored[valid].copy()
     if "subset" in df:
         df = df[df["subset"] == "general"]
     usable = df["candidate_boxes"].map(lambda b: isinstance(b, list | tuple) and len(b) > 0) & df["image"].notna()
