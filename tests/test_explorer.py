@@ -25,6 +25,7 @@ def _frame():
         "error": [None, None, "RuntimeError: boom", None, None, None, None, None],
         "correct": [True, False, False, False, True, False, True, False],
         "gt_box": [[1, 2, 30, 40]] * 8,
+        "pred_xyxy": [[[0, 0, 5, 5]], None] * 4,
         "image": [None] * 8,
     })
 
@@ -76,7 +77,8 @@ def test_details_and_counts_for_the_current_item():
     d = st.details()
     assert d["prompt"] == "question 3" and d["raw"] == "garbage" and d["parsed"] is None and d["gold"] == "B"
     assert d["failure_type"] == "unparsed: no_letter" and d["correct"] is False
-    assert d["boxes"] == {"gt_box": [1, 2, 30, 40]}
+    assert st.box_columns == ["gt_box", "pred_xyxy"]
+    assert d["boxes"] == {"gt_box": [1, 2, 30, 40]}  # no predicted box for this item
     assert d["filters"]["language"] == "zh" and (d["position"], d["n"]) == (1, 4)
     c = st.counts()
     assert c["n"] == 4 and c["of"] == 8 and c["accuracy"] == pytest.approx(0.0)
@@ -132,3 +134,23 @@ def test_numpy_bool_and_list_values_are_filterable():
     st = ExplorerState(frame)
     assert st.set_filter("correct", [np.True_]) == 4
     assert st.set_filter("tags", ["['x']"]) == 4
+
+
+def test_item_columns_are_joined_and_items_are_drawn(tmp_path):
+    from PIL import Image
+
+    Image.new("RGB", (40, 20), "blue").save(tmp_path / "x.png")
+    preds = _frame().drop(columns=["image", "gt_box", "pred_xyxy"])
+    items = pd.DataFrame({"id": [f"i{k}" for k in range(8)], "image": ["x.png"] * 8,
+                          "person_bbox": [[[0, 0, 80, 40], [10, 10, 20, 20]]] * 8,
+                          "img_size": [{"width": 80.0, "height": 40.0}] * 8})
+    ex = Explorer(preds, items=items, image_root=tmp_path)
+    d = ex.state.details()
+    assert d["image"] == "x.png" and d["box_size"] == (80.0, 40.0)
+    assert list(d["boxes"]) == ["person_bbox"]  # a list of boxes (person tags) is drawable
+    fig = ex._figure(ex.state.image(), d["boxes"], d["box_size"])
+    (ax,) = fig.axes
+    assert len(ax.patches) == 2 and ax.patches[0].get_width() == pytest.approx(40.0)  # scaled 80 -> 40 px
+    ex._show_item()  # renders without a browser
+    with pytest.raises(SettingError, match="'id' column"):
+        ExplorerState(preds, items=items.rename(columns={"id": "key"}))

@@ -171,3 +171,18 @@ def test_explain_items_counts_failures_and_joins_correctness(explainers):
     fails = frame.attrs["failures"]
     assert len(fails) == 3 and {f["request_id"] for f in fails} == {"item-2::direct", "item-9::direct"}
     assert any("ImageError" in f["error"] for f in fails)
+
+
+def test_explorer_computes_the_current_items_saliency_on_demand():
+    import pandas as pd
+
+    from vlamb_nb.explorer import Explorer
+    from vlamb_nb.models import load_model
+
+    reqs = {f"i{k}": _request(_image((90, 50), seed=k)) for k in range(3)}
+    frame = pd.DataFrame({"item_id": list(reqs), "request_id": list(reqs), "correct": [True, False, True]})
+    ex = Explorer(frame, model=load_model("tiny:idefics3"), request_for=lambda row: reqs[row["request_id"]])
+    ex.state.set_filter("correct", [False])
+    m = ex.saliency()
+    assert m.image is reqs["i1"].images[0] or m.image.size == (90, 50)
+    assert m.heatmap.sum() == pytest.approx(1.0) and not ex.widget().children[1].children[2].disabled

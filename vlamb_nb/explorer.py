@@ -85,6 +85,21 @@ def failure_type(row: Any) -> str:
     return "correct" if bool(ok) else "wrong"
 
 
+def _with_item_columns(frame: Any, items: Any) -> Any:
+    """Add the item columns a predictions frame lacks (e.g. the image), joined on item id = ``id``."""
+    if "id" not in items.columns:
+        raise SettingError("items need an 'id' column to be joined to the predictions")
+    key = "item_id" if "item_id" in frame.columns else "id"
+    if key not in frame.columns:
+        raise SettingError("the predictions need an 'item_id' or 'id' column to join the items")
+    extra = [c for c in items.columns if c not in frame.columns and c != "id"]
+    if not extra:
+        return frame
+    lookup = items.assign(_key=items["id"].astype(str)).drop_duplicates("_key").set_index("_key")[extra]
+    joined = lookup.reindex(frame[key].astype(str).to_numpy()).reset_index(drop=True)
+    return frame.join(joined)
+
+
 def _box_like(v: Any) -> bool:
     try:
         return len(v) == 4 and all(isinstance(float(x), float) for x in v)
@@ -95,14 +110,16 @@ def _box_like(v: Any) -> bool:
 class ExplorerState:
     """Filters, the filtered view and the current position over a predictions DataFrame."""
 
-    def __init__(self, frame: Any, *, filters: Sequence[str] | None = None, box_columns: Sequence[str] | None = None,
-                 image_column: str | None = None, image_root: str | os.PathLike | None = None,
-                 box_format: str = "abs_xyxy") -> None:
+    def __init__(self, frame: Any, *, items: Any = None, filters: Sequence[str] | None = None,
+                 box_columns: Sequence[str] | None = None, image_column: str | None = None,
+                 image_root: str | os.PathLike | None = None, box_format: str = "abs_xyxy") -> None:
         import pandas as pd
 
         if not isinstance(frame, pd.DataFrame):
             raise SettingError(f"the explorer needs a DataFrame of predictions, got {type(frame).__name__}")
         self.frame = frame.reset_index(drop=True).copy()
+        if items is not None:
+            self.frame = _with_item_columns(self.frame, items)
         self.frame["failure_type"] = [failure_type(r) for _, r in self.frame.iterrows()]
         self.filter_columns = self._filter_columns(filters)
         self.show_columns = {k: _first(self.frame.columns, v) for k, v in SHOW_CANDIDATES.items()}
@@ -134,7 +151,7 @@ class ExplorerState:
     def _box_columns(self) -> list[str]:
         out = []
         for c in self.frame.columns:
-            if "box" not in c.lower():
+            if not any(t in c.lower() for t in ("box", "xyxy")):
                 continue
             vals = [v for v in self.frame[c].head(20) if not _is_missing(v)]
             if vals and all(_box_like(v) or (isinstance(v, (list, tuple)) and v and all(_box_like(b) for b in v))
@@ -239,6 +256,9 @@ class ExplorerState:
         out["failure_type"] = row["failure_type"]
         out["correct"] = None if "correct" not in row or _is_missing(row.get("correct")) else bool(row["correct"])
         out["boxes"] = {c: row[c] for c in self.box_columns if not _is_missing(row.get(c))}
+        from vlamb_nb.saliency_analysis import reference_size
+
+        out["box_size"] = reference_size(row)  # the size the boxes are expressed in, when the row says
         out["filters"] = {name: _key(row[col]) for name, col in self.filter_columns.items()}
         return out
 
@@ -368,12 +388,12 @@ class Explorer:
         except Exception as e:  # noqa: BLE001 - shown to the user, the explorer keeps working
             display(HTML(f"<i>image unavailable: {html.escape(str(e))}</i>"))
             return
-        display(self._figure(img, d["boxes"]))
+        display(self._figure(img, d["boxes"], d.get("box_size")))
 
-    def _figure(self, img: Any, boxes: dict[str, Any]):
+    def _figure(self, img: Any, boxes: dict[str, Any], box_size: Any = None):
         import matplotlib.pyplot as plt
 
-        from vlamb_nb.boxes import to_abs_xyxy
+        from vlamb_nb.boxes import rescale, to_abs_xyxy
         from vlamb_nb.plots import PALETTE, new_figure
         from vlamb_nb.saliency_analysis import _rect
 
@@ -383,6 +403,8 @@ class Explorer:
         for i, (name, val) in enumerate(boxes.items()):
             group = val if (isinstance(val, (list, tuple)) and val and _box_like(val[0])) else [val]
             for b in group:
+                if box_size is not None and self.state.box_format.startswith("abs"):
+                    b = rescale(b, box_size, (w, h))
                 x0, y0, x1, y1 = to_abs_xyxy(b, w, h, self.state.box_format)
                 ax.add_patch(_rect(x0, y0, x1 - x0, y1 - y0, PALETTE[i % len(PALETTE)]))
             ax.text(0, -4 - 12 * i, name, color=PALETTE[i % len(PALETTE)], fontsize=8)
@@ -399,7 +421,11 @@ class Explorer:
         d = self.state.details()
         import matplotlib.pyplot as plt
 
-        fig = plot_overlay(smap, boxes={k: v for k, v in d["boxes"].items() if _box_like(v)},
-                           fmt=self.state.box_format)
+        from vlamb_nb.saliency_analysis import _scale_boxes
+
+        boxes = {k: v for k, v in d["boxes"].items() if _box_like(v)}
+        if self.state.box_format.startswith("abs"):
+            boxes = _scale_boxes(boxes, d.get("box_size"), smap.size)
+        fig = plot_overlay(smap, boxes=boxes, fmt=self.state.box_format)
         plt.close(fig)
         display(fig)
