@@ -200,3 +200,14 @@ def test_cli_script_trains_and_evaluates(repo_root, tmp_path, capsys):
     assert {"fine-tuning precision", "decoding", "training length"} <= whats
     with pytest.raises(SystemExit):
         script.main(["--model", FAMILY, "--out", str(tmp_path / "x")])  # no data source given
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["llava", "llava_onevision", "idefics3"])
+def test_other_families_train_and_reload(family, train_items, tmp_path):
+    cfg = ft.QLoRAConfig(**{**FAST, "max_steps": 2, "gradient_checkpointing": False})
+    res = ft.train(f"tiny:{family}", train_items, tmp_path, cfg, progress=False)
+    made = ft.read_adapter_record(res.adapter_dir)["made"]
+    assert made["lora_targets"] == 14 and len(made["projector"]) == 1  # 2 layers x 7 linear; the projector
+    check = ft.reload_check(res, train_items)
+    assert check["max_abs_logit_diff"] < 1e-5 and check["same_text"] and check["same_identity"]
