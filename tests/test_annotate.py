@@ -21,7 +21,7 @@ def test_labels_append_and_resume_where_it_stopped(tmp_path):
     a.label("Stereotypical")
     a.label("Explicit")
     assert a.progress() == (2, 4)
-    # a new session (kernel restart) starts at the first unlabelled row
+    # a new annotator on the same file (a kernel restart) starts at the first unlabelled row
     b = Annotator(_rows(), path)
     assert b.current["id"] == "bias-3" and b.progress() == (2, 4)
     b.label("Anti-stereotypical")
