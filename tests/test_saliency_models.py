@@ -186,3 +186,48 @@ def test_explorer_computes_the_current_items_saliency_on_demand():
     m = ex.saliency()
     assert m.image is reqs["i1"].images[0] or m.image.size == (90, 50)
     assert m.heatmap.sum() == pytest.approx(1.0) and not ex.widget().children[1].children[2].disabled
+
+
+def test_two_images_in_one_qwen_prompt_each_get_their_own_map(explainers):
+    from vlamb_nb.models import IMAGE_SLOT, Request, user_message
+
+    a, b = _image((100, 60), seed=3), _image((50, 110), seed=4)
+    req = Request("two", [user_message(IMAGE_SLOT, "left", IMAGE_SLOT, "right: which differs?")], images=[a, b])
+    ex = explainers("qwen2_5_vl")
+    m0 = ex.explain(req, "gradient", answer="A", image_index=0)
+    m1 = ex.explain(req, "gradient", answer="A", image_index=1)
+    assert m0.size == (100, 60) and m1.size == (50, 110)
+    assert set(m0.layout.positions).isdisjoint(m1.layout.positions)
+    assert m1.heatmap.shape[0] > m1.heatmap.shape[1] and m1.heatmap.sum() == pytest.approx(1.0)
+    with pytest.raises(SettingError, match="image_index 2"):
+        ex.explain(req, "gradient", answer="A", image_index=2)
+
+
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "idefics3"])
+def test_layerwise_reduction_matches_the_full_attention_tensors(explainers, family):
+    """The hooks keep only reduced per-layer weights; the result equals the pure functions on all weights."""
+    import torch
+
+    from vlamb_nb.saliency import attention_rollout, attention_scores
+
+    ex = explainers(family)
+    req = _request(_image((100, 60), seed=5))
+    att = ex.explain(req, "attention", answer="A B", layers=[0, -1], heads=[1, 2])
+    rol = ex.explain(req, "rollout", answer="A B", residual=0.3)
+    inputs, _ = ex.prepare(req)
+    ids, _ = ex.answer_ids(inputs, "A B", 16)
+    batch = ex._to_device(ex._with_answer(inputs, ids))
+    n = inputs["input_ids"].shape[1]
+    queries = np.arange(n - 1, n - 1 + len(ids))
+    previous = ex.hf.config._attn_implementation
+    ex.hf.set_attn_implementation("eager")
+    try:
+        with torch.no_grad():
+            full = ex.hf(**batch, output_attentions=True, use_cache=False).attentions
+    finally:
+        ex.hf.set_attn_implementation(previous)
+    keys = att.layout.positions
+    np.testing.assert_allclose(att.token_scores, attention_scores(full, queries, keys, layers=[0, -1], heads=[1, 2]),
+                               rtol=1e-5, atol=1e-9)
+    np.testing.assert_allclose(rol.token_scores, attention_rollout(full, queries, keys, residual=0.3),
+                               rtol=1e-5, atol=1e-9)

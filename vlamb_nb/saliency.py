@@ -87,9 +87,9 @@ def attention_rollout(attentions: Sequence[Any], queries: Sequence[int], keys: S
     q = np.asarray(queries)
     rows = None
     for li in reversed(lay):
-        a = mats[li][hd].mean(axis=0)
-        a = (1.0 - residual) * a + residual * np.eye(a.shape[0])
-        a = a / a.sum(axis=1, keepdims=True)
+        a = (1.0 - residual) * mats[li][hd].mean(axis=0)
+        a[np.diag_indices_from(a)] += residual
+        a /= a.sum(axis=1, keepdims=True)
         rows = a[q] if rows is None else rows @ a
     return rows[:, np.asarray(keys)].mean(axis=0)
 
@@ -280,7 +280,6 @@ class Explainer:
         otherwise dominate the cost). ``visible_tokens``: indices within the image's token run the
         language model may see (others hidden).
         """
-        import torch
 
         if method not in METHODS:
             raise SettingError(f"unknown saliency method {method!r}; choose one of {', '.join(METHODS)}")
@@ -305,14 +304,10 @@ class Explainer:
             scores = self._gradient(batch, answer_pos, layout.positions, gradient_mode)
             details["gradient_mode"] = gradient_mode
         else:
-            attn = self._attentions(batch)
-            details["n_layers"], details["n_heads"] = len(attn), int(attn[0].shape[1])
-            details["layers"] = "all" if layers is None else layers
-            details["heads"] = "all" if heads is None else heads
-            fn = attention_scores if method == "attention" else attention_rollout
-            kw = {"residual": residual} if method == "rollout" else {}
-            with torch.no_grad():
-                scores = fn(attn, queries, layout.positions, layers=layers, heads=heads, **kw)
+            scores, n_layers, n_heads = self._attention_method(batch, method, queries, layout.positions,
+                                                               layers, heads, residual)
+            details.update(n_layers=n_layers, n_heads=n_heads, layers="all" if layers is None else layers,
+                           heads="all" if heads is None else heads)
         scores = np.clip(np.nan_to_num(scores, nan=0.0), 0.0, None)
         heat = render(scores, layout, max_side=self.max_side)
         text = self.processor.tokenizer.decode(ids, skip_special_tokens=False)
@@ -343,24 +338,70 @@ class Explainer:
         pos = np.concatenate([lay.positions for lay in layouts])
         return layouts, captured["emb"][0, torch.as_tensor(pos)].float().cpu().numpy()
 
-    def _attentions(self, batch: dict[str, Any]) -> list[Any]:
-        """Per-layer attention of the language model (eager attention switched on for this call)."""
+    def _attention_method(self, batch: dict[str, Any], method: str, queries: np.ndarray, keys: np.ndarray,
+                          layers: Any, heads: Any, residual: float) -> tuple[np.ndarray, int, int]:
+        """Attention or rollout scores, reducing each layer's weights as soon as the layer has run.
+
+        Keeping every layer's (heads x seq x seq) weights, as ``output_attentions`` does, needs tens of
+        GB for a 7B model and a high-resolution image; a forward hook on each attention module keeps only
+        the head-averaged matrix (rollout) or the answer rows over the image tokens (attention).
+        """
         import torch
 
+        mods = self._attention_modules()
+        n_layers = len(mods)
+        chosen = _select(n_layers, layers, "layer")
+        n_heads = int(getattr(self._text_config(), "num_attention_heads", 0)) or None
+        hd = _select(n_heads, heads, "head") if n_heads else None
+        q = torch.as_tensor(queries)
+        k = torch.as_tensor(keys)
+        kept: dict[int, np.ndarray] = {}
+
+        def hook_for(index: int):
+            def hook(module, args, output):
+                w = output[1] if isinstance(output, tuple) and len(output) > 1 else None
+                if w is None:
+                    return
+                w = w[0] if hd is None else w[0, hd]
+                if method == "attention":
+                    kept[index] = w[:, q][:, :, k].float().mean(dim=(0, 1)).cpu().numpy()
+                else:
+                    kept[index] = w.float().mean(dim=0).cpu().numpy()[None]
+            return hook
+
+        wanted = chosen if method == "attention" else range(min(chosen), max(chosen) + 1)
+        handles = [mods[i].register_forward_hook(hook_for(i)) for i in wanted]
         previous = getattr(self.hf.config, "_attn_implementation", None)
         switch = previous != "eager" and hasattr(self.hf, "set_attn_implementation")
         if switch:
             self.hf.set_attn_implementation("eager")
         try:
             with torch.no_grad():
-                out = self.hf(**batch, output_attentions=True, use_cache=False)
+                self.hf(**batch, use_cache=False)
         finally:
+            for h in handles:
+                h.remove()
             if switch and previous:
                 self.hf.set_attn_implementation(previous)
-        attn = getattr(out, "attentions", None)
-        if not attn or attn[0] is None:
-            raise SettingError(f"{self.family}: the model returned no attention weights")
-        return [a.float() for a in attn]
+        if len(kept) != len(list(wanted)):
+            raise SettingError(f"{self.family}: the attention modules returned no weights")
+        if method == "attention":
+            return np.mean([kept[i] for i in chosen], axis=0), n_layers, n_heads or 0
+        mats = [kept[i] for i in sorted(kept) if i in chosen]
+        return attention_rollout(mats, queries, keys, residual=residual), n_layers, n_heads or 0
+
+    def _text_config(self):
+        cfg = self.hf.config
+        return getattr(cfg, "text_config", None) or cfg
+
+    def _attention_modules(self) -> list[Any]:
+        """The self-attention module of each language-model layer, in order."""
+        lm = self._language_model()
+        layers = getattr(lm, "layers", None)
+        mods = [getattr(layer, "self_attn", None) for layer in (layers or [])]
+        if not mods or any(m is None for m in mods):
+            raise SettingError(f"{self.family}: cannot find the language model's attention layers")
+        return mods
 
     def _language_model(self):
         for getter in (lambda m: m.model.language_model, lambda m: m.model.text_model,
