@@ -138,3 +138,17 @@ def test_predictions_treat_missing_error_as_success():
     out = Echo().predictions(items, gens)
     assert list(out["valid"]) == [True, True, False]
     assert out.loc[2, "parse_error"] == "generation_failed"
+
+
+def test_cli_output_into_closed_pipe_is_not_an_error():
+    """`vlamb-nb ... | head` must not print a traceback when head exits early."""
+    code = ("import sys; from vlamb_nb import cli; "
+            "sys.exit(cli.main(['reference', 'show', sys.argv[1]]))")
+    papers = reference.available()
+    if not papers:
+        pytest.skip("no reference tables yet")
+    proc = subprocess.Popen([sys.executable, "-c", code, papers[0]], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 0 and "Traceback" not in err

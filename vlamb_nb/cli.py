@@ -198,6 +198,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:  # output piped into `head` and closed early: not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except NotAvailableError as e:
         print(f"vlamb-nb: {e}", file=sys.stderr)
         return EXIT_NOT_AVAILABLE
