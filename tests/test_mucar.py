@@ -296,6 +296,57 @@ def test_bootstrap_resamples_groups():
     assert again.loc["Acc_p", "ci_low"] == res.loc["Acc_p", "ci_low"]
 
 
+def _correlated(n_groups: int = 40, size: int = 4, seed: int = 0):
+    # every query of a group has the same correctness: the case where queries are not independent
+    rng = np.random.default_rng(seed)
+    ok = rng.random(n_groups) < 0.6
+    rows = [{"record_id": g * size + j, "group": f"g{g}", "category": "Grammar", "language": "English",
+             "correct": bool(ok[g])} for g in range(n_groups) for j in range(size)]
+    return pd.DataFrame(rows)
+
+
+def test_acc_p_ci_resamples_whole_groups():
+    from vlamb_nb.stats import bootstrap_ci, group_accuracy_statistic
+
+    s = _correlated()
+    res = mucar.pair_accuracy(s, None, n_resamples=2000, seed=5).set_index("metric")
+    width = {m: res.loc[m, "ci_high"] - res.loc[m, "ci_low"] for m in ("Acc_q", "Acc_p")}
+    # all-or-nothing groups of equal size: Acc_q == Acc_p in every group resample
+    assert res.loc["Acc_q", "value"] == res.loc["Acc_p", "value"]
+    assert width["Acc_q"] == pytest.approx(width["Acc_p"], rel=0.2)
+    correct = s["correct"].to_numpy(float)
+    items = bootstrap_ci(correct, n_resamples=2000, seed=5).scaled(100)
+    items_p = bootstrap_ci(correct, group_accuracy_statistic(s["group"].to_numpy()), n_resamples=2000,
+                           seed=5).scaled(100)
+    # resampling single queries pretends to have 4x the data: about half as wide (1/sqrt(4))
+    assert width["Acc_q"] > 1.6 * (items.ci_high - items.ci_low)
+    assert width["Acc_p"] > 1.6 * (items_p.ci_high - items_p.ci_low)
+    # and the group bootstrap matches the binomial spread over 40 groups
+    p = res.loc["Acc_p", "value"] / 100
+    assert width["Acc_p"] == pytest.approx(100 * 2 * 1.96 * np.sqrt(p * (1 - p) / 40), rel=0.2)
+
+
+def test_single_group_or_no_resamples_gives_no_interval():
+    s = _correlated(n_groups=1)
+    res = mucar.pair_accuracy(s, None, n_resamples=200).set_index("metric")
+    assert res["ci_low"].isna().all() and res["ci_high"].isna().all()
+
+
+def test_compare_runs_paired_over_groups():
+    a = _correlated(seed=1).assign(uid=lambda d: "q" + d["record_id"].astype(str))
+    same = mucar.compare_runs(a, a, n_resamples=500).set_index("metric")
+    assert (same["difference"] == 0).all() and (same["p"] == 1).all()
+    worse = a.assign(correct=False)
+    d = mucar.compare_runs(a, worse, n_resamples=500, seed=2).set_index("metric")
+    acc = mucar.pair_accuracy(a, None, n_resamples=0).set_index("metric")["value"]
+    for m in ("Acc_q", "Acc_p"):
+        assert d.loc[m, "difference"] == pytest.approx(acc[m])
+        assert d.loc[m, "ci_low"] > 0 and d.loc[m, "p"] < 0.01
+    assert d.loc["Acc_p", "n_groups"] == 40
+    with pytest.raises(DataError, match="share no query"):
+        mucar.compare_runs(a, a.assign(uid="other"))
+
+
 def test_constant_answer_is_image_insensitive(sample):
     scored = B.evaluate(ScriptedModel(lambda r: "Answer: A"), sample, "full", progress=False)
     fs = mucar.failure_summary(scored)

@@ -54,7 +54,7 @@ from vlamb_nb.meta import Deviation
 from vlamb_nb.models.base import IMAGE_SLOT, VLM, DecodingParams, ModelInfo, Request, user_message
 
 __all__ = ["BENCHMARK", "HUB_IMAGES", "Mucar", "category_language_counts", "failure_summary", "pair_accuracy",
-           "quirk_counts", "quirks", "score_predictions", "table2", "results_long"]
+           "quirk_counts", "quirks", "score_predictions", "table2", "results_long", "compare_runs"]
 
 NAME = "mucar"
 DEFAULT_PARAMS = DecodingParams(max_new_tokens=64)  # the paper gives no decoding settings; greedy here
@@ -100,20 +100,26 @@ def group_frame(scored):
     return out.reset_index()
 
 
-def _bootstrap(k: np.ndarray, n: np.ndarray, n_resamples: int, seed: int, alpha: float):
-    """Percentile CIs of Acc_q (ratio of sums) and Acc_p (share of full groups) from resampled groups."""
-    if n_resamples <= 0 or len(k) < 2:
-        return (np.nan, np.nan), (np.nan, np.nan)
-    rng = np.random.default_rng(seed)
-    qs, ps = [], []
-    full = (k == n).astype(float)
-    for start in range(0, n_resamples, 1000):  # chunks keep memory flat for large sets
-        idx = rng.integers(0, len(k), size=(min(1000, n_resamples - start), len(k)))
-        qs.append(k[idx].sum(1) / n[idx].sum(1))
-        ps.append(full[idx].mean(1))
-    lo, hi = 100 * alpha / 2, 100 * (1 - alpha / 2)
-    q, p = np.concatenate(qs), np.concatenate(ps)
-    return tuple(100 * np.percentile(q, [lo, hi])), tuple(100 * np.percentile(p, [lo, hi]))
+def _interval(correct: np.ndarray, groups: np.ndarray, statistic: Any, n_resamples: int, seed: int,
+              alpha: float) -> tuple[float, float]:
+    """Percentile CI (percent) of one statistic when whole groups are resampled (``vlamb_nb.stats``)."""
+    from vlamb_nb.stats import bootstrap_ci
+
+    if n_resamples <= 0 or len(set(groups.tolist())) < 2:
+        return np.nan, np.nan
+    res = bootstrap_ci(correct, statistic, n_resamples=n_resamples, seed=seed, alpha=alpha,
+                       clusters=groups).scaled(100)
+    return res.ci_low, res.ci_high
+
+
+def _query_frame(scored, groups):
+    """Per-query correctness with each query placed under its group's (first query's) category / language."""
+    g = groups.set_index("group")
+    out = scored[["group", "correct"]].copy()
+    out["correct"] = out["correct"].astype(float)
+    out["category"] = out["group"].map(g["category"])
+    out["language"] = out["group"].map(g["language"])
+    return out
 
 
 def pair_accuracy(scored, by: str | list[str] | None = None, *, n_resamples: int = 2000, seed: int = 0,
@@ -122,8 +128,12 @@ def pair_accuracy(scored, by: str | list[str] | None = None, *, n_resamples: int
 
     Long format: the ``by`` columns, ``metric`` (Acc_q / Acc_p), ``value``, ``ci_low``, ``ci_high``,
     ``n_queries``, ``n_groups``. "Overall" rows are micro averages over all queries / all groups.
+    CIs resample whole groups (``stats.bootstrap_ci(..., clusters=groups)``): Acc_p is defined on
+    groups, and the queries of one group share an image set, so they are not independent.
     """
     import pandas as pd
+
+    from vlamb_nb.stats import group_accuracy_statistic, mean_statistic
 
     if scored.empty:
         raise DataError("no scored predictions to aggregate")
@@ -132,21 +142,51 @@ def pair_accuracy(scored, by: str | list[str] | None = None, *, n_resamples: int
     bad = [k for k in keys if k not in ("category", "language")]
     if bad:
         raise SettingError(f"pair_accuracy groups by category and/or language, not {bad}")
-    parts = [((), groups)] if not keys else list(groups.groupby(keys, sort=False))
+    queries = _query_frame(scored, groups)
+    parts = [((), queries)] if not keys else list(queries.groupby(keys, sort=False))
     rows = []
     for i, (vals, df) in enumerate(parts):
         vals = vals if isinstance(vals, tuple) else (vals,)
-        k, n = df["n_correct"].to_numpy(float), df["size"].to_numpy(float)
-        ci_q, ci_p = _bootstrap(k, n, n_resamples, seed + i, alpha)
-        base = dict(zip(keys, vals, strict=True)) | {"n_queries": int(n.sum()), "n_groups": int(len(df))}
-        rows.append(base | {"metric": "Acc_q", "value": 100 * k.sum() / n.sum(), "ci_low": ci_q[0], "ci_high": ci_q[1]})
-        rows.append(base | {"metric": "Acc_p", "value": 100 * float((k == n).mean()), "ci_low": ci_p[0],
+        correct, gid = df["correct"].to_numpy(float), df["group"].to_numpy()
+        acc_p = group_accuracy_statistic(gid)
+        ci_q = _interval(correct, gid, mean_statistic(), n_resamples, seed + i, alpha)
+        ci_p = _interval(correct, gid, acc_p, n_resamples, seed + i, alpha)
+        base = dict(zip(keys, vals, strict=True)) | {"n_queries": int(len(df)), "n_groups": int(df["group"].nunique())}
+        rows.append(base | {"metric": "Acc_q", "value": 100 * float(correct.mean()), "ci_low": ci_q[0],
+                            "ci_high": ci_q[1]})
+        rows.append(base | {"metric": "Acc_p", "value": 100 * acc_p.value(correct), "ci_low": ci_p[0],
                             "ci_high": ci_p[1]})
     out = pd.DataFrame(rows, columns=keys + ["metric", "value", "ci_low", "ci_high", "n_queries", "n_groups"])
     order = {"category": CATEGORY_ORDER, "language": LANGUAGE_ORDER}
     for key in keys:
         out[key] = pd.Categorical(out[key], [c for c in order[key] if c in set(out[key])])
     return out.sort_values(keys + ["metric"], ascending=[True] * len(keys) + [False]).reset_index(drop=True)
+
+
+def compare_runs(a, b, *, n_resamples: int = 2000, seed: int = 0, alpha: float = 0.05):
+    """Paired difference a − b (percentage points) of Acc_q and Acc_p over the queries both runs scored.
+
+    A paired bootstrap (Koehn 2004) that resamples whole groups of the shared queries, so a setting
+    ablation or a model-vs-model gap comes with a CI and a two-sided p-value.
+    """
+    import pandas as pd
+
+    from vlamb_nb.stats import group_accuracy_statistic, mean_statistic, paired_bootstrap
+
+    left = a[["uid", "group", "correct"]].drop_duplicates("uid")
+    both = left.merge(b[["uid", "correct"]].drop_duplicates("uid"), on="uid", suffixes=("_a", "_b"))
+    if both.empty:
+        raise DataError("the two runs share no query (uid); nothing to compare")
+    gid = both["group"].to_numpy()
+    xa, xb = both["correct_a"].to_numpy(float), both["correct_b"].to_numpy(float)
+    rows = []
+    for metric, stat in (("Acc_q", mean_statistic()), ("Acc_p", group_accuracy_statistic(gid))):
+        r = paired_bootstrap(xa, xb, stat, n_resamples=max(int(n_resamples), 1), seed=seed, alpha=alpha,
+                             clusters=gid, name=metric)
+        rows.append({"metric": metric, "a": 100 * r.extra["metric_a"], "b": 100 * r.extra["metric_b"],
+                     "difference": 100 * r.estimate, "ci_low": 100 * r.ci_low, "ci_high": 100 * r.ci_high,
+                     "p": r.p, "n_queries": int(len(both)), "n_groups": int(len(set(gid.tolist())))})
+    return pd.DataFrame(rows)
 
 
 def table2(scored, label: str = "ours", *, n_resamples: int = 0, seed: int = 0):
