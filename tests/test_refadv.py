@@ -287,3 +287,191 @@ def test_demo_loads_with_real_images(shared_data):
     preds = metrics.read_official_predictions(shared_data / "refadv" / "predictions" / "qwen25a3b_direct_predictions.jsonl")
     joined = items.merge(preds, on="row_idx", suffixes=("", "_pred"))
     assert len(joined) == 31 and (joined["expression"] == joined["expression_pred"]).all()
+
+
+# -- Gemini's [ymin, xmin, ymax, xmax] 0-1000 convention (a declared family format) --------------------
+def test_gemini_yxyx_1000_format():
+    from vlamb_nb.benchmarks.refadv_parse import BOX_FORMATS, to_abs
+
+    assert "norm_1000_yxyx" in BOX_FORMATS
+    found, err = parse_json_boxes('[{"box_2d": [500, 250, 1000, 500], "label": "cup"}]', W, H, "norm_1000_yxyx")
+    assert err == "" and found == [[160.0, 240.0, 320.0, 480.0]]
+    # the same numbers read as xyxy give a different box: the order matters
+    assert parse_json_boxes('{"box_2d": [500, 250, 1000, 500]}', W, H, "norm_1000_xyxy")[0][0] == \
+        [320.0, 120.0, 640.0, 240.0]
+    assert list(to_abs([100, 900, 0, 1000], W, H, "norm_1000_yxyx")) == [576.0, 0.0, 640.0, 48.0]  # sorted
+    with pytest.raises(SettingError, match="unknown box format"):
+        to_abs([1, 2, 3, 4], W, H, "yxyx")
+    with pytest.raises(SettingError, match="unknown box format"):
+        RefAdv().parse('{"bbox": [1, 2, 3, 4]}', {"width": W, "height": H, "box_format": "abs_yxyx"})
+
+
+def test_gemini_style_is_declared_and_chosen():
+    from vlamb_nb.benchmarks.refadv import GroundingStyle
+
+    st = style_for(None, "gemini")
+    assert st.box_format == "norm_1000_yxyx" and not prompt_text("x", st).startswith("<image>")
+    assert style_for(ModelInfo("gemini-2.5-flash", backend="openai")).name == "gemini"
+    assert style_for(ModelInfo("gpt-4o", backend="openai")).name == "official"
+    with pytest.raises(SettingError, match="unknown box format"):
+        GroundingStyle("mine", "abs_yxyx")
+    devs = RefAdv().style_deviations(st, ModelInfo("gemini-2.5-flash", backend="openai"), 1024)
+    assert any(d.what == "grounding style" and "ymin" in d.ours for d in devs)
+
+
+def test_gemini_run_end_to_end(sample):
+    bench, items, _ = sample
+    by_id = items.set_index("id")
+
+    def respond(req):  # answers the GT in Gemini's own convention
+        item = by_id.loc[req.meta["item_id"]]
+        x1, y1, x2, y2 = boxes.from_abs_xyxy(item["gt_xyxy"], item["width"], item["height"], "norm_1000_xyxy")
+        return json.dumps([{"box_2d": [round(y1, 3), round(x1, 3), round(y2, 3), round(x2, 3)], "label": "box"}])
+
+    gem = ScriptedModel(respond, model_id="gemini-2.5-flash")
+    assert bench.run(gem, items, "direct", style="gemini", progress=False)["hit"].all()
+    assert not bench.run(gem, items, "direct", style="official", progress=False)["hit"].all()
+
+
+# -- descriptor deletion (Table 4) through a scripted text model --------------------------------------
+EXTRACTS = {"0": RuntimeError("server down"), "1": "I am not sure.",
+            "2": '```json\n["yellow", "rightmost", "striped"]\n```', "3": '["red", "number 4 from the left"]',
+            "4": '["green"]', "5": '["red"]'}
+
+
+def _rewriter(items):
+    import re
+
+    expr_to_id = dict(zip(items["expression"], items["id"], strict=True))
+
+    def respond(req):
+        text = req.messages[0]["content"][0]["text"]
+        expr = re.search(r'Expression: "(.*)"', text).group(1)
+        item_id = expr_to_id[expr]
+        if text.startswith("List every descriptor"):
+            out = EXTRACTS[item_id]
+        else:
+            desc = re.search(r'contains the descriptor "(.*?)"', text).group(1)
+            out = {"3": expr, "4": "", "5": RuntimeError("timeout")}.get(
+                item_id, '"' + " ".join(expr.replace(desc, "").split()) + '"\nThat is all.')
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+    return ScriptedModel(respond, model_id="rewriter")
+
+
+def test_descriptor_deletion_outcomes(sample):
+    bench, items, _ = sample
+    out = bench.delete_descriptors(items, _rewriter(items), progress=False).set_index("id")
+    status = out["deletion_status"].to_dict()
+    assert status == {"0": "generation_failed", "1": "no_descriptor", "2": "ok", "3": "unchanged",
+                      "4": "empty_rewrite", "5": "generation_failed"}
+    assert out["deletion_ok"].sum() == 1 and len(out) == len(items)
+    # failures keep the original expression, never "nan" or an empty string
+    for i in ("0", "1", "3", "4", "5"):
+        assert out.loc[i, "deleted_expression"] == items.set_index("id").loc[i, "expression"]
+    assert pd.isna(out.loc["0", "deleted_descriptor"]) and pd.isna(out.loc["1", "deleted_descriptor"])
+    # the deleted descriptor is one the extractor found *in* the expression, and is gone after the rewrite
+    desc = out.loc["2", "deleted_descriptor"]
+    assert desc in ("yellow", "rightmost")
+    assert desc not in out.loc["2", "deleted_expression"]
+    assert ({"yellow", "rightmost"} - {desc}).pop() in out.loc["2", "deleted_expression"]
+
+
+def test_descriptor_choice_is_seeded(sample):
+    bench, items, _ = sample
+    picks = [bench.delete_descriptors(items, _rewriter(items), seed=s, progress=False).set_index("id")
+             .loc["2", "deleted_descriptor"] for s in range(12)]
+    again = bench.delete_descriptors(items, _rewriter(items), seed=5, progress=False).set_index("id")
+    assert again.loc["2", "deleted_descriptor"] == picks[5]
+    assert set(picks) == {"yellow", "rightmost"}  # the seed decides; both descriptors get deleted
+
+
+def test_deletion_setting_runs_through_the_grounder(sample, tmp_path):
+    bench, items, _ = sample
+    asked = {}
+
+    def ground(req):
+        asked[req.meta["item_id"]] = req.meta["expression_asked"]
+        return '{"bbox": [0, 0, 10, 10]}'
+
+    with pytest.raises(SettingError, match="rewriter"):
+        bench.run(ScriptedModel(ground), items, "deletion", progress=False)
+    rewriter = _rewriter(items)
+    scored = bench.run(ScriptedModel(ground), items, "deletion", rewriter=rewriter,
+                       rewriter_store=tmp_path / "rw.jsonl", progress=False)
+    assert len(scored) == len(items) and scored["deletion_status"].notna().all()
+    ok = scored.set_index("id")
+    assert asked["2"] == ok.loc["2", "deleted_expression"] != items.set_index("id").loc["2", "expression"]
+    assert asked["1"] == items.set_index("id").loc["1", "expression"]
+    calls = rewriter.calls
+    bench.run(ScriptedModel(ground), items, "deletion", rewriter=rewriter, rewriter_store=tmp_path / "rw.jsonl",
+              progress=False)
+    assert rewriter.calls == calls + 2  # only the two failed generations are asked again; the rest is stored
+    assert any(d.what == "descriptor deletion" for d in bench.deviations(ModelInfo("m"), "deletion"))
+
+
+# -- hard-distractor picks from a hand-built COCO instances file -----------------------------------------
+INSTANCES = {
+    "images": [{"id": 1, "file_name": "000000000001.jpg"}, {"id": 2, "file_name": "000000000002.jpg"}],
+    "annotations": [
+        {"id": 10, "image_id": 1, "category_id": 1, "bbox": [10, 10, 100, 200]},   # person A  -> [10,10,110,210]
+        {"id": 11, "image_id": 1, "category_id": 1, "bbox": [300, 10, 100, 200]},  # person B  -> [300,10,400,210]
+        {"id": 12, "image_id": 1, "category_id": 2, "bbox": [10, 300, 200, 100]},  # a dog     -> [10,300,210,400]
+        {"id": 20, "image_id": 2, "category_id": 3, "bbox": [0, 0, 50, 50]},
+    ],
+}
+A, B_, DOG = [10, 10, 110, 210], [300, 10, 400, 210], [10, 300, 210, 400]
+
+
+def _picks_frame():
+    rows = [("000000000001.jpg", "coco_val2017", A, A),                      # hit
+            ("000000000001.jpg", "coco_val2017", A, B_),                     # same-category pick
+            ("000000000001.jpg", "coco_val2017", B_, [12, 12, 108, 205]),    # same-category pick (B asked)
+            ("000000000001.jpg", "coco_val2017", A, DOG),                    # other-category pick
+            ("000000000001.jpg", "coco_val2017", A, [500, 400, 600, 470]),   # lands on no instance
+            ("000000000001.jpg", "coco_val2017", A, []),                     # parse failure
+            ("000000000001.jpg", "coco_val2017", [200, 200, 260, 260], A),   # GT matches no instance
+            ("000000000002.jpg", "openimages", [0, 0, 50, 50], [0, 0, 9, 9]),  # not COCO
+            ("000000000099.jpg", "coco_val2017", A, B_)]                     # image not in the file
+    df = pd.DataFrame(rows, columns=["file_name", "image_source", "gt_xyxy", "pred_xyxy"])
+    df["iou"] = [metrics.first_iou(p, g) for p, g in zip(df["pred_xyxy"], df["gt_xyxy"], strict=True)]
+    return df
+
+
+def test_hard_distractor_picks_known_answers(tmp_path):
+    path = tmp_path / "instances.json"
+    path.write_text(json.dumps(INSTANCES))
+    got = metrics.hard_distractor_picks(_picks_frame(), path)
+    assert {k: got[k] for k in ("coco_rows", "matched", "misses", "same_category_pick", "other_category_pick",
+                                "no_instance", "parse_failure")} == \
+        {"coco_rows": 7, "matched": 6, "misses": 5, "same_category_pick": 2, "other_category_pick": 1,
+         "no_instance": 1, "parse_failure": 1}
+    assert got["same_category_share_of_misses"] == pytest.approx(2 / 5)
+    assert got["same_category_share_of_box_misses"] == pytest.approx(2 / 4)
+    # a stricter overlap rule turns the loose pick on person A into "no instance"
+    strict = metrics.hard_distractor_picks(_picks_frame(), INSTANCES, pick_iou=0.95)
+    assert strict["same_category_pick"] == 1 and strict["no_instance"] == 2
+
+
+@pytest.mark.parametrize("bad,match", [
+    ({"images": []}, "annotations"),
+    ({"images": [{"id": 1}], "annotations": []}, "file_name"),
+    ({"images": [], "annotations": [{"image_id": 1, "bbox": [1, 2, 3, 4]}]}, "category_id"),
+    ({"images": [], "annotations": [{"image_id": 1, "category_id": 1, "bbox": [1, 2]}]}, "bbox"),
+    ([1, 2], "COCO instances"),
+])
+def test_hard_distractor_picks_bad_instances(bad, match, tmp_path):
+    path = tmp_path / "instances.json"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(DataError, match=match):
+        metrics.hard_distractor_picks(_picks_frame(), path)
+
+
+def test_hard_distractor_picks_missing_or_broken_file(tmp_path):
+    with pytest.raises(DataError, match="not found"):
+        metrics.hard_distractor_picks(_picks_frame(), tmp_path / "nope.json")
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(DataError, match="not valid JSON"):
+        metrics.hard_distractor_picks(_picks_frame(), tmp_path / "broken.json")

@@ -28,6 +28,7 @@ from vlamb_nb.benchmarks import refadv_metrics as metrics
 from vlamb_nb.benchmarks.base import Benchmark
 from vlamb_nb.benchmarks.refadv_parse import (
     BACKEND_ERROR,
+    BOX_FORMATS,
     EMPTY_RESPONSE,
     FOLLOWUP_TEXT,
     NO_BBOX_FOUND,
@@ -69,13 +70,17 @@ class GroundingStyle:
     """How one model family is asked for a box and how its answer is read, declared once."""
 
     name: str
-    box_format: str  # what the model's numbers mean (see vlamb_nb.boxes formats)
+    box_format: str  # what the model's numbers mean (refadv_parse.BOX_FORMATS)
     prompt: str = "official"  # official | internvl | cogvlm
     parser: str = "json"  # json (official) | bracket | json+bracket
     resized_pixels: bool = False  # absolute pixels of the processor-resized image (Qwen2/2.5-VL)
     keep_image_tag: bool = True  # keep the literal "<image>" of the official prompt
     supports_cot: bool = True
     note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.box_format not in BOX_FORMATS:
+            raise SettingError(f"unknown box format {self.box_format!r}; choose one of {', '.join(BOX_FORMATS)}")
 
 
 STYLES: dict[str, GroundingStyle] = {s.name: s for s in (
@@ -89,12 +94,15 @@ STYLES: dict[str, GroundingStyle] = {s.name: s for s in (
                    note="'Where is ...?' question; [[x0,y0,x1,y1]] on a 0-1000 grid; no CoT (paper)"),
     GroundingStyle("glm4v", "norm_1000_xyxy", parser="json+bracket",
                    note="official JSON prompt; box tokens <|begin_of_box|> accepted when no JSON box is found"),
+    GroundingStyle("gemini", "norm_1000_yxyx", keep_image_tag=False,
+                   note="official JSON prompt; Gemini's documented [ymin, xmin, ymax, xmax] on a 0-1000 grid "
+                        "(e.g. box_2d); the paper does not state how Gemini's boxes were read"),
     GroundingStyle("generic", "norm_1_xyxy", keep_image_tag=False,
                    note="official JSON prompt without the literal <image> (an image token for these processors)"),
 )}
 FAMILY_STYLE = {"qwen2_vl": "qwen2_5_vl", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl",
                 "qwen3_vl_moe": "qwen3_vl", "internvl": "internvl", "internvl_chat": "internvl",
-                "cogvlm": "cogvlm", "glm4v": "glm4v", "glm4v_moe": "glm4v"}
+                "cogvlm": "cogvlm", "glm4v": "glm4v", "glm4v_moe": "glm4v", "gemini": "gemini"}
 
 
 def style_for(model: ModelInfo | None, style: str | GroundingStyle | None = None) -> GroundingStyle:
@@ -105,6 +113,8 @@ def style_for(model: ModelInfo | None, style: str | GroundingStyle | None = None
         if style not in STYLES:
             raise SettingError(f"unknown grounding style {style!r}; choose one of {', '.join(STYLES)}")
         return STYLES[style]
+    if model is not None and model.backend == "openai" and "gemini" in str(model.model_id).lower():
+        return STYLES["gemini"]  # Gemini through its OpenAI-compatible endpoint keeps its own box order
     if model is None or model.backend in ("scripted", "openai"):
         return STYLES["official"]
     return STYLES[FAMILY_STYLE.get(str(model.family or ""), "generic")]
@@ -298,7 +308,7 @@ class RefAdv(Benchmark):
 
     def _row(self, item, req: Request, gen, st: GroundingStyle) -> dict[str, Any]:
         row = {c: item[c] for c in data.ITEM_COLUMNS if c != "image" and c in item.index}
-        for extra in ("deleted_expression", "deleted_descriptor"):
+        for extra in ("deleted_expression", "deleted_descriptor", "deletion_status"):
             if extra in item.index:
                 row[extra] = item[extra]
         row.update(request_id=req.id, expression_asked=req.meta.get("expression_asked"), text=gen.get("text"),
@@ -321,36 +331,45 @@ class RefAdv(Benchmark):
                            batch_size: int = 8, progress: bool = True, max_new_tokens: int = 128):
         """Table 4: extract descriptors, delete one at random (seeded per item), rewrite without it.
 
-        Adds ``deleted_descriptor`` and ``deleted_expression``; an item whose extraction or rewrite
-        fails keeps its original expression and ``deletion_ok=False`` (counted, never dropped).
+        Adds ``deleted_descriptor``, ``deleted_expression``, ``deletion_ok`` and ``deletion_status``
+        (``ok``, ``generation_failed``, ``no_descriptor``, ``empty_rewrite``, ``unchanged``). An item
+        whose extraction or rewrite fails keeps its original expression (counted, never dropped).
         """
         from vlamb_nb import runner
 
         params = DecodingParams(max_new_tokens=max_new_tokens, do_sample=False, seed=OFFICIAL_SEED)
+        ids, exprs = [str(i) for i in items["id"]], [str(e) for e in items["expression"]]
         ex_reqs = [Request(id=f"{i}::extract", messages=[user_message(EXTRACT_PROMPT.format(expression=e))],
-                           params=params, benchmark=self.name, setting="deletion:extract", meta={"item_id": str(i)})
-                   for i, e in zip(items["id"], items["expression"], strict=True)]
+                           params=params, benchmark=self.name, setting="deletion:extract", meta={"item_id": i})
+                   for i, e in zip(ids, exprs, strict=True)]
         ex = runner.run(rewriter, ex_reqs, store, batch_size=batch_size, progress=progress, desc="extract descriptors")
+        status = ["generation_failed" if _failed(err) else "no_descriptor" for err in ex["error"]]
         chosen: list[str | None] = []
-        for (i, e), text in zip(zip(items["id"], items["expression"], strict=True), ex["text"], strict=True):
-            desc = parse_descriptors(text or "", e)
+        for k, (i, e, text) in enumerate(zip(ids, exprs, ex["text"], strict=True)):
+            desc = [] if _failed(ex["error"].iloc[k]) else parse_descriptors(_text(text), e)
             chosen.append(random.Random(f"{seed}:{i}").choice(desc) if desc else None)
         todo = [k for k, d in enumerate(chosen) if d]
-        rw_reqs = [Request(id=f"{items['id'].iloc[k]}::rewrite",
-                           messages=[user_message(REWRITE_PROMPT.format(descriptor=chosen[k],
-                                                                        expression=items["expression"].iloc[k]))],
+        rw_reqs = [Request(id=f"{ids[k]}::rewrite",
+                           messages=[user_message(REWRITE_PROMPT.format(descriptor=chosen[k], expression=exprs[k]))],
                            params=params, benchmark=self.name, setting="deletion:rewrite",
-                           meta={"item_id": str(items["id"].iloc[k])}) for k in todo]
+                           meta={"item_id": ids[k]}) for k in todo]
         rw = runner.run(rewriter, rw_reqs, store, batch_size=batch_size, progress=progress, desc="rewrite")
         out = items.copy()
         out["deleted_descriptor"] = chosen
-        out["deleted_expression"] = list(items["expression"])
-        out["deletion_ok"] = False
-        for k, text in zip(todo, rw["text"], strict=True):
-            new = clean_rewrite(text)
-            if new and new.lower() != str(items["expression"].iloc[k]).strip().lower():
+        out["deleted_expression"] = exprs
+        for k, text, err in zip(todo, rw["text"], rw["error"], strict=True):
+            new = "" if _failed(err) else clean_rewrite(_text(text))
+            if _failed(err):
+                status[k] = "generation_failed"
+            elif not new:
+                status[k] = "empty_rewrite"
+            elif new.lower() == exprs[k].strip().lower():
+                status[k] = "unchanged"
+            else:
+                status[k] = "ok"
                 out.loc[out.index[k], "deleted_expression"] = new
-                out.loc[out.index[k], "deletion_ok"] = True
+        out["deletion_status"] = status
+        out["deletion_ok"] = [st == "ok" for st in status]
         return out
 
     # -- report --------------------------------------------------------------------------------------
@@ -460,6 +479,11 @@ class RefAdv(Benchmark):
         from vlamb_nb.benchmarks.refadv_audit import audit
 
         return audit()
+
+
+def _text(text: Any) -> str:
+    """A generation's text; a missing cell (None / NaN from a store) is empty, never the string "nan"."""
+    return text if isinstance(text, str) else ""
 
 
 def _failed(error: Any) -> bool:

@@ -230,18 +230,14 @@ def hard_distractor_picks(scored, instances: str | os.PathLike | dict[str, Any],
     a *same-category pick* if the predicted box overlaps another instance of that category with
     IoU >= ``pick_iou``, an *other-category pick* if it overlaps another instance, else *no instance*.
     """
-    data = instances if isinstance(instances, dict) else json.loads(Path(instances).read_text(encoding="utf-8"))
-    by_name = {im["file_name"]: im["id"] for im in data.get("images", [])}
-    anns: dict[int, list[dict[str, Any]]] = {}
-    for a in data.get("annotations", []):
-        anns.setdefault(a["image_id"], []).append(a)
+    by_name, anns = _instances_index(instances)
     counts = {"coco_rows": 0, "matched": 0, "misses": 0, "same_category_pick": 0, "other_category_pick": 0,
               "no_instance": 0, "parse_failure": 0}
     for _, r in scored.iterrows():
         if not str(r["image_source"]).startswith("coco") or r["file_name"] not in by_name:
             continue
         counts["coco_rows"] += 1
-        image_anns = [(a, boxes.xywh_to_xyxy(a["bbox"])) for a in anns.get(by_name[r["file_name"]], [])]
+        image_anns = anns.get(by_name[r["file_name"]], [])
         best = max(image_anns, key=lambda ab: boxes.iou(ab[1], r["gt_xyxy"]), default=None)
         if best is None or boxes.iou(best[1], r["gt_xyxy"]) < match_iou:
             continue
@@ -265,3 +261,43 @@ def hard_distractor_picks(scored, instances: str | os.PathLike | dict[str, Any],
     counts["same_category_share_of_misses"] = counts["same_category_pick"] / counts["misses"] if counts["misses"] else None
     counts["same_category_share_of_box_misses"] = counts["same_category_pick"] / with_box if with_box else None
     return counts
+
+
+def _instances_index(instances: str | os.PathLike | dict[str, Any]):
+    """``{file_name: image id}`` and ``{image id: [(annotation, xyxy box)]}`` from a COCO instances file.
+
+    A malformed file is a :class:`DataError` naming the record, not a silently empty analysis.
+    """
+    source = "instances" if isinstance(instances, dict) else str(instances)
+    if isinstance(instances, dict):
+        data = instances
+    else:
+        path = Path(instances)
+        if not path.is_file():
+            raise DataError("COCO instances file not found", source=source)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as e:
+            raise DataError(f"not valid JSON: {e}", source=source) from None
+    if not isinstance(data, dict):
+        raise DataError("expected a COCO instances object with 'images' and 'annotations'", source=source)
+    for key in ("images", "annotations"):
+        if not isinstance(data.get(key), list):
+            raise DataError(f"missing list {key!r} (expected COCO instances format)", source=source, field=key)
+    by_name: dict[str, Any] = {}
+    for i, im in enumerate(data["images"]):
+        if not isinstance(im, dict) or "file_name" not in im or "id" not in im:
+            raise DataError("image record needs 'id' and 'file_name'", source=source, row=f"images[{i}]")
+        by_name[str(im["file_name"])] = im["id"]
+    anns: dict[Any, list[tuple[dict[str, Any], Any]]] = {}
+    for i, a in enumerate(data["annotations"]):
+        missing = [k for k in ("image_id", "bbox", "category_id") if not isinstance(a, dict) or k not in a]
+        if missing:
+            raise DataError("annotation is missing a field", source=source, row=f"annotations[{i}]",
+                            field=missing[0])
+        try:
+            box = boxes.xywh_to_xyxy(a["bbox"])
+        except (TypeError, ValueError) as e:
+            raise DataError(str(e), source=source, row=f"annotations[{i}]", field="bbox") from None
+        anns.setdefault(a["image_id"], []).append((a, box))
+    return by_name, anns

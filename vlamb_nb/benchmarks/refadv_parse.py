@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from vlamb_nb import boxes
+from vlamb_nb.errors import SettingError
 
 # verbatim from the official configs/qwen.yaml (retry_followup_text) and run.py DEFAULT_FOLLOWUP
 FOLLOWUP_TEXT = (
@@ -39,6 +40,13 @@ BACKEND_ERROR = "backend_error"
 PARSE_ERRORS = ("", EMPTY_RESPONSE, NO_BBOX_FOUND, BACKEND_ERROR)
 
 OFFICIAL_FORMATS = ("abs_xyxy", "norm_1000_xyxy", "norm_1_xyxy")
+# Family formats the official converter lacks: (the official format after reordering, the reorder).
+# Gemini's documented convention is [ymin, xmin, ymax, xmax] on a 0-1000 grid (notes §1.2, inferred:
+# the paper does not say how Gemini's boxes were read).
+FAMILY_FORMATS: dict[str, tuple[str, tuple[int, int, int, int]]] = {
+    "norm_1000_yxyx": ("norm_1000_xyxy", (1, 0, 3, 2)),
+}
+BOX_FORMATS = (*boxes.FORMATS, *FAMILY_FORMATS)  # every format a grounding style may declare
 
 
 def load_last_json_candidate(text: str) -> Any | None:
@@ -88,12 +96,22 @@ def collect_boxes(obj: Any, out: list[list[float]] | None = None, *, max_boxes: 
     return out
 
 
+def to_abs(box: list[float], width: float, height: float, fmt: str) -> tuple[float, float, float, float]:
+    """One box in any declared format (official or family) as absolute xyxy, sorted and clipped."""
+    if fmt in FAMILY_FORMATS:
+        base, order = FAMILY_FORMATS[fmt]
+        box, fmt = [box[i] for i in order], base
+    elif fmt not in boxes.FORMATS:
+        raise SettingError(f"unknown box format {fmt!r}; choose one of {', '.join(BOX_FORMATS)}")
+    return boxes.to_abs_xyxy(box, width, height, fmt)
+
+
 def to_abs_boxes(raw: list[list[float]], width: float, height: float, fmt: str) -> list[list[float]]:
     """Convert, sort corners, clip and dedupe (coordinates rounded to 6 decimals), keeping order."""
     out: list[list[float]] = []
     seen: set[tuple[float, ...]] = set()
     for b in raw:
-        bb = list(boxes.to_abs_xyxy(b, width, height, fmt))
+        bb = list(to_abs(b, width, height, fmt))
         key = tuple(round(v, 6) for v in bb)
         if key in seen:
             continue
