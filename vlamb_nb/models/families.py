@@ -1,9 +1,11 @@
 """The one table of per-family quirks, so the model wrapper has no scattered ``if family == ...``.
 
-A family is found from the checkpoint's ``config.model_type`` (hub id or local folder alike).
-Each row says how the family wants its prompt built (chat template or plain text, system role,
-image placement), how its processor expresses a pixel budget, how to read the resized image
-size back from the processor output, and whether it needs ``trust_remote_code``.
+A family is found from the checkpoint's config (hub id or local folder alike): its ``model_type``
+first, then, for types not in the table, whether the config describes a text-only causal LM.
+Each row says which transformers classes load it, how the family wants its prompt built (chat
+template or plain text, system role, image placement, string or list message content), how its
+processor expresses a pixel budget, how to read the resized image size back from the processor
+output, and whether it needs ``trust_remote_code``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ class Family:
     bnb_skip_modules: tuple[str, ...] = ()  # modules kept unquantized in 4/8-bit (known to break otherwise)
     notes: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    # text-only language models (LLM judges) load through the same wrapper with other classes
+    accepts_images: bool = True  # False: a request with images fails (counted) instead of reaching the model
+    string_content: bool = False  # the chat template wants each message's content as one string
+    auto_model: str = "AutoModelForImageTextToText"  # transformers auto class of the weights
+    auto_processor: str = "AutoProcessor"  # transformers auto class of the processor (or tokenizer)
+    encode_kwargs: dict[str, Any] = field(default_factory=dict)  # for the processor call on templated prompts
 
 
 FAMILIES: tuple[Family, ...] = (
@@ -84,15 +92,65 @@ FAMILIES: tuple[Family, ...] = (
     Family("mplug_owl3", ("mplug_owl3",), ("mPLUG/mPLUG-Owl3-7B-240728",), trust_remote_code=True),
 )
 
+# Text-only causal LMs (LLM judges such as Llama-3-70B-Instruct). Their chat templates take string
+# content and already write the special tokens, so the tokenizer must not add a second BOS.
+_TEXT_LM = dict(accepts_images=False, string_content=True, auto_model="AutoModelForCausalLM",
+                auto_processor="AutoTokenizer", size_rule="none",
+                encode_kwargs={"add_special_tokens": False, "return_token_type_ids": False})
+
+TEXT_FAMILIES: tuple[Family, ...] = (
+    Family("text", ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3", "olmo2",
+                    "granite", "cohere", "cohere2", "gemma3_text", "smollm3"),
+           ("meta-llama/Meta-Llama-3-70B-Instruct", "Qwen/Qwen2.5-72B-Instruct"), **_TEXT_LM,
+           notes="text-only causal LM; unknown text-only configs (no vision part, *ForCausalLM) land here too"),
+    Family("text_gemma", ("gemma", "gemma2"), ("google/gemma-2-27b-it",), system_role=False, **_TEXT_LM,
+           notes="text-only Gemma: the chat template rejects a system turn, so it is merged into the first user turn"),
+)
+
 GENERIC = Family("generic", (), size_rule="none", notes="unknown model_type: transformers defaults")
 
-_BY_TYPE = {t: f for f in FAMILIES for t in f.model_types}
-_BY_NAME = {f.name: f for f in FAMILIES}
+_BY_TYPE = {t: f for f in (*FAMILIES, *TEXT_FAMILIES) for t in f.model_types}
+_BY_NAME = {f.name: f for f in (*FAMILIES, *TEXT_FAMILIES)}
+TEXT = _BY_NAME["text"]
+
+# config attributes that mean "this model has a vision part", in native and remote-code configs
+_VISION_KEYS = ("vision_config", "vision_tower", "mm_vision_tower", "visual", "img_processor", "vision_encoder")
 
 
 def family_for(model_type: str | None) -> Family:
     """The family row for a config ``model_type`` (the generic row when unknown)."""
     return _BY_TYPE.get(model_type or "", GENERIC)
+
+
+def family_for_config(config: Any) -> Family:
+    """The family row for a loaded config: by ``model_type``, else text-only LM or generic VLM.
+
+    A config whose type is not in the table is a text-only causal LM when it has no vision part
+    and transformers maps it (or its ``architectures``) to a causal LM but not to an
+    image-text-to-text model; anything else keeps the generic VLM row.
+    """
+    model_type = getattr(config, "model_type", None)
+    if model_type in _BY_TYPE:
+        return _BY_TYPE[model_type]
+    return TEXT if is_text_only_config(config) else GENERIC
+
+
+def is_text_only_config(config: Any) -> bool:
+    """True when the config describes a causal LM without any vision part."""
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES,
+    )
+
+    model_type = getattr(config, "model_type", None)
+    if model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
+        return False
+    if any(getattr(config, k, None) is not None for k in _VISION_KEYS):
+        return False
+    archs = list(getattr(config, "architectures", None) or [])
+    if archs:
+        return all(a.endswith(("ForCausalLM", "LMHeadModel")) for a in archs)
+    return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
 
 def get_family(name: str) -> Family:
@@ -103,4 +161,4 @@ def get_family(name: str) -> Family:
 
 
 def family_names() -> list[str]:
-    return [f.name for f in FAMILIES]
+    return [f.name for f in (*FAMILIES, *TEXT_FAMILIES)]

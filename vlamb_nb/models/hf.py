@@ -1,9 +1,12 @@
-"""A Hugging Face vision-language model behind the ``VLM`` protocol.
+"""A Hugging Face vision-language model (or text-only LM) behind the ``VLM`` protocol.
 
 ``AutoModelForImageTextToText`` + ``AutoProcessor`` + the checkpoint's chat template, optionally
 quantized with bitsandbytes (4-bit NF4 with double quantization, or 8-bit). Requests are batched
 for real (left padding, one ``generate`` call per batch); text-only requests take the same path
 without images. Family quirks come from :mod:`vlamb_nb.models.families`, never from ifs here.
+A text-only causal LM (an LLM judge) is detected from its config and loads through the same
+class with ``AutoModelForCausalLM`` + ``AutoTokenizer`` (the family row names the classes);
+requests with images then fail one by one with a clear error.
 
 A hub id, a local folder and a tiny random checkpoint all load through :class:`HFModel`.
 """
@@ -19,7 +22,7 @@ from typing import Any
 from vlamb_nb.errors import NotAvailableError, SettingError
 from vlamb_nb.meta import Deviation
 from vlamb_nb.models.base import DecodingParams, Generation, ModelInfo, Request
-from vlamb_nb.models.families import Family, family_for
+from vlamb_nb.models.families import Family, family_for_config
 
 QUANTIZATIONS = ("4bit", "8bit", None)
 
@@ -72,7 +75,8 @@ class HFModel:
             raise SettingError(f"unknown quantization {quantization!r}; use '4bit', '8bit' or None")
         try:
             import torch
-            from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
+            import transformers
+            from transformers import AutoConfig
         except ImportError as e:  # pragma: no cover - the models extra is not installed
             raise NotAvailableError(f"HFModel needs torch and transformers (pip install 'vlamb_nb[models]'): {e}") \
                 from None
@@ -85,14 +89,16 @@ class HFModel:
                 raise SettingError(f"{source}: this checkpoint runs code from the hub; pass "
                                    "trust_remote_code=True to allow it (recorded in the run metadata)") from None
             raise
-        self.family: Family = family_for(getattr(config, "model_type", None))
+        self.family: Family = family_for_config(config)
+        model_cls = getattr(transformers, self.family.auto_model)
+        processor_cls = getattr(transformers, self.family.auto_processor)
         if self.family.trust_remote_code and not trust_remote_code:
             raise SettingError(f"{source}: family {self.family.name!r} runs code from the hub; "
                                "pass trust_remote_code=True to allow it (recorded in the run metadata)")
         self.device_map = _resolve_device_map(device_map, quantization)
         self.dtype = dtype if dtype is not None else default_dtype()
         pkw = dict(processor_kwargs or {})
-        self.processor = AutoProcessor.from_pretrained(source, revision=revision,
+        self.processor = processor_cls.from_pretrained(source, revision=revision,
                                                        trust_remote_code=trust_remote_code, **pkw)
         if max_pixels is not None:  # reload with the checkpoint's size settings plus the new budget
             key = self.family.max_pixels_kwarg
@@ -102,7 +108,7 @@ class HFModel:
             size[key] = int(max_pixels)
             if "shortest_edge" in size and key == "longest_edge":
                 size["shortest_edge"] = min(size["shortest_edge"], int(max_pixels))
-            self.processor = AutoProcessor.from_pretrained(source, revision=revision,
+            self.processor = processor_cls.from_pretrained(source, revision=revision,
                                                            trust_remote_code=trust_remote_code,
                                                            **{**pkw, "size": size})
         tok = self.tokenizer
@@ -116,7 +122,7 @@ class HFModel:
         qc = quantization_config(quantization, compute_dtype=self.dtype, skip_modules=skip)
         if qc is not None:
             mkw["quantization_config"] = qc
-        self.model = AutoModelForImageTextToText.from_pretrained(
+        self.model = model_cls.from_pretrained(
             source, revision=revision, dtype=self.dtype, device_map=self.device_map,
             trust_remote_code=trust_remote_code, **mkw).eval()
         self.adapter = None
@@ -154,6 +160,7 @@ class HFModel:
     def prompt(self, request: Request, *, add_generation_prompt: bool = True) -> str:
         """The exact prompt string the model sees, built from the family's chat template."""
         fam = self.family
+        _check_images_accepted(request, fam)
         if not fam.chat_template:
             return request.prompt_text
         messages = _apply_quirks(request.messages, fam)
@@ -173,7 +180,7 @@ class HFModel:
         reqs = list(requests)
         imgs = images if images is not None else [self._images(r) for r in reqs]
         texts = [self.prompt(r) for r in reqs]
-        kw: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
+        kw: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True, **self.family.encode_kwargs}
         if any(imgs):
             if not all(imgs):
                 raise SettingError("prepare(): mix of text-only and image requests in one batch")
@@ -211,6 +218,7 @@ class HFModel:
         loaded: dict[int, list[Any]] = {}
         for i, r in enumerate(reqs):
             try:
+                _check_images_accepted(r, self.family)
                 loaded[i] = self._images(r)
             except Exception as e:  # noqa: BLE001 - a bad image fails its own request only
                 results[i] = Generation(request_id=r.id, error=f"{type(e).__name__}: {e}", finish_reason="error")
@@ -268,6 +276,7 @@ class HFModel:
         torch = self._torch
         if not options:
             raise SettingError(f"request {request.id}: no options to score")
+        _check_images_accepted(request, self.family)
         imgs = images if images is not None else self._images(request)
         base = self.prepare([request], images=[imgs])
         ids = base["input_ids"]
@@ -324,6 +333,13 @@ def _resolve_device_map(device_map: Any, quantization: str | None) -> Any:
     return device_map
 
 
+def _check_images_accepted(request: Request, fam: Family) -> None:
+    """A text-only model cannot see images: say so instead of silently dropping them."""
+    if request.images and not fam.accepts_images:
+        raise SettingError(f"request {request.id}: {len(request.images)} image(s) sent to a text-only model "
+                           f"(family {fam.name!r}); send text-only requests or use a vision-language model")
+
+
 def _apply_quirks(messages: list[dict[str, Any]], fam: Family) -> list[dict[str, Any]]:
     """Rewrite a chat for the family: merge the system turn, move images first, normalise content."""
     msgs = []
@@ -344,6 +360,9 @@ def _apply_quirks(messages: list[dict[str, Any]], fam: Family) -> list[dict[str,
             imgs = [p for p in m["content"] if p.get("type") == "image"]
             if imgs:
                 m["content"] = imgs + [p for p in m["content"] if p.get("type") != "image"]
+    if fam.string_content:  # text LM templates (e.g. Llama-3) concatenate content as a string
+        for m in msgs:
+            m["content"] = "".join(p["text"] for p in m["content"] if p.get("type") == "text")
     return msgs
 
 

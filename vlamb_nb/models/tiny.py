@@ -5,7 +5,8 @@ tokenizer, processor and chat template) whose weights are random and whose sizes
 so ``HFModel`` loads it through exactly the code path it uses for a hub model. Each family
 gets its real config class, its real processor and image processor, a byte-level BPE tokenizer
 trained on the fly with the family's special tokens, and a chat template that places the
-family's image tokens. Hidden sizes are multiples of 64 so bitsandbytes 4-bit quantization
+family's image tokens. A text-only family (``llama_text``, a Llama-3-style chat LM for judge
+tests) has a tokenizer instead of a processor. Hidden sizes are multiples of 64 so bitsandbytes 4-bit quantization
 (block size 64) applies to every linear layer.
 
 Builds are atomic (written to a temporary folder, then renamed), so concurrent builders of
@@ -47,9 +48,12 @@ def default_cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "vlamb_nb"
 
 
-def _train_tokenizer(special_tokens: list[str], *, bos: str | None, eos: str, pad: str,
+def _train_tokenizer(special_tokens: list[str], *, bos: str | None, eos: str, pad: str | None,
                      extra: dict[str, Any] | None = None):
-    """A byte-level BPE tokenizer trained on ``_CORPUS``, padded to exactly ``VOCAB_SIZE`` tokens."""
+    """A byte-level BPE tokenizer trained on ``_CORPUS``, padded to exactly ``VOCAB_SIZE`` tokens.
+
+    ``pad=None`` leaves the pad token unset, as in Llama-3 releases (the wrapper falls back to EOS).
+    """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -66,7 +70,9 @@ def _train_tokenizer(special_tokens: list[str], *, bos: str | None, eos: str, pa
     if fill < 0:
         raise AssertionError(f"tiny tokenizer too large: {tok.get_vocab_size()} > {VOCAB_SIZE}")
     tok.add_tokens([f"<|fill_{i}|>" for i in range(fill)])
-    kw: dict[str, Any] = {"eos_token": eos, "pad_token": pad}
+    kw: dict[str, Any] = {"eos_token": eos}
+    if pad is not None:
+        kw["pad_token"] = pad
     if bos is not None:
         kw["bos_token"] = bos
     kw.update(extra or {})
@@ -245,17 +251,52 @@ def _build_idefics3(out: Path, seed: int, size: dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
+# Llama-3-style text-only chat LM (stands in for an LLM judge such as Meta-Llama-3-70B-Instruct)
+# --------------------------------------------------------------------------------------------------
+# The chat template of Meta-Llama-3-8B/70B-Instruct as released: content is a string, BOS comes from the template.
+LLAMA3_TEMPLATE = (
+    "{% set loop_messages = messages %}{% for message in loop_messages %}"
+    "{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'"
+    "+ message['content'] | trim + '<|eot_id|>' %}"
+    "{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}"
+)
+
+
+def _build_llama_text(out: Path, seed: int, size: dict[str, Any]) -> None:
+    from tokenizers import processors
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
+    # like the released tokenizer: no pad token, only input ids and attention mask, BOS added on plain encode
+    tok = _train_tokenizer(specials, bos="<|begin_of_text|>", eos="<|eot_id|>", pad=None,
+                           extra={"model_input_names": ["input_ids", "attention_mask"],
+                                  "chat_template": LLAMA3_TEMPLATE})
+    ids = {t: tok.convert_tokens_to_ids(t) for t in specials}
+    bos = "<|begin_of_text|>"
+    tok.backend_tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, ids[bos])])
+    size = {**size, "max_position_embeddings": 8192}  # Llama-3's context: the RACQUET judge prompt is ~2k tokens
+    config = LlamaConfig(**size, bos_token_id=ids[bos], eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]],
+                         rope_parameters={"rope_type": "default", "rope_theta": 500000.0})
+    _save(LlamaForCausalLM, config, tok, out, seed,
+          eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]])
+
+
+# --------------------------------------------------------------------------------------------------
 # shared saving and the public entry points
 # --------------------------------------------------------------------------------------------------
-def _save(model_cls: Any, config: Any, processor: Any, out: Path, seed: int) -> None:
+def _save(model_cls: Any, config: Any, processor: Any, out: Path, seed: int, *,
+          eos_token_id: int | list[int] | None = None) -> None:
+    """Save weights, processor (or, for text-only families, tokenizer) and the completion marker."""
     import torch
 
     with _INIT_LOCK:
         torch.manual_seed(seed)
         model = model_cls(config).eval()
-    tok = processor.tokenizer
+    tok = getattr(processor, "tokenizer", processor)
     gen = model.generation_config
-    gen.eos_token_id = tok.eos_token_id
+    gen.eos_token_id = tok.eos_token_id if eos_token_id is None else eos_token_id
     gen.pad_token_id = tok.pad_token_id
     gen.do_sample = False
     gen.max_new_tokens = 16
@@ -272,6 +313,7 @@ BUILDERS: dict[str, Callable[[Path, int, dict[str, Any]], None]] = {
     "llava": _build_llava,
     "llava_onevision": _build_llava_onevision,
     "idefics3": _build_idefics3,
+    "llama_text": _build_llama_text,
 }
 
 
