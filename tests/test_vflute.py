@@ -12,6 +12,7 @@ from sklearn.metrics import f1_score
 
 from vlamb_nb import get_benchmark
 from vlamb_nb.benchmarks import vflute_data as vd
+from vlamb_nb.benchmarks import vflute_files as vfiles
 from vlamb_nb.benchmarks import vflute_metrics as vm
 from vlamb_nb.benchmarks import vflute_prompts as vp
 from vlamb_nb.benchmarks.vflute_parse import (
@@ -472,3 +473,127 @@ def test_score_file_store_and_cli(sample, tmp_path, capsys):
     rc = main(["data", "stats", "vflute", "--source", str(sample), "--json"])
     stats = json.loads(capsys.readouterr().out)
     assert rc == 0 and stats["n"] == 16 and sum(stats["by_dataset"].values()) == 16
+
+
+# -- human adequacy labels (§5.3) ------------------------------------------------------------------
+class OverlapScorer:
+    """A tiny deterministic scorer for tests: token Jaccard overlap with the reference."""
+
+    name, substitute, description = "overlap", True, "token Jaccard overlap (test scorer)"
+
+    def score(self, predictions, references):
+        out = []
+        for p, r in zip(predictions, references, strict=True):
+            a, b = set(p.lower().split()), set(r.lower().split())
+            out.append(len(a & b) / len(a | b) if a | b else 0.0)
+        return out
+
+
+def _labels_csv(path, rows, header="id,adequate,adequate_2"):
+    path.write_text(header + "\n" + "\n".join(",".join(str(x) for x in r) for r in rows) + "\n")
+    return path
+
+
+def test_read_adequacy_labels(tmp_path):
+    one = vfiles.read_adequacy_labels(_labels_csv(tmp_path / "a.csv", [("x-1", 1), (" x-2 ", "0")], "id,adequate"))
+    assert one.to_dict("records") == [{"id": "x-1", "adequate": 1}, {"id": "x-2", "adequate": 0}]
+    two = vfiles.read_adequacy_labels(_labels_csv(tmp_path / "b.csv", [("x-1", 1, 0), ("x-2", 0, 0)]))
+    assert list(two.columns) == ["id", "adequate", "adequate_2"] and two["adequate_2"].tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("text,match", [
+    ("id,label\nx-1,1\n", "missing column"),
+    ("id,adequate\n", "no label rows"),
+    ("id,adequate\nx-1,yes\n", r"row 1, field 'adequate': expected 0 or 1"),
+    ("id,adequate,adequate_2\nx-1,1,1\nx-2,0,\n", r"row 2, field 'adequate_2'"),
+    ("id,adequate\nx-1,1\nx-1,0\n", "repeats row 1"),
+    ("id,adequate\n,1\n", "empty id"),
+])
+def test_read_adequacy_labels_errors(tmp_path, text, match):
+    (tmp_path / "l.csv").write_text(text)
+    with pytest.raises(DataError, match=match):
+        vfiles.read_adequacy_labels(tmp_path / "l.csv")
+    with pytest.raises(DataError, match="not found"):
+        vfiles.read_adequacy_labels(tmp_path / "missing.csv")
+
+
+def _judged(n_agree=20, seed=0):
+    # annotators agree on n_agree items, separable by score (adequate iff score > 0.5), and disagree on 6
+    # more whose scores would break the separation if they were (wrongly) counted with annotator 1's label
+    rng = np.random.default_rng(seed)
+    ade = np.arange(n_agree) % 2
+    score = np.where(ade == 1, rng.uniform(0.55, 0.95, n_agree), rng.uniform(0.05, 0.45, n_agree))
+    ids = [f"memecap-test-{i}" for i in range(n_agree + 6)]
+    a1 = list(ade) + [1, 1, 1, 0, 0, 0]
+    a2 = list(ade) + [0, 0, 0, 1, 1, 1]
+    scores = list(score) + [0.1, 0.15, 0.2, 0.9, 0.85, 0.8]
+    scored = pd.DataFrame({"id": ids + ["memecap-test-999"], "explanation_score": scores + [0.5]})
+    labels = pd.DataFrame({"id": ids, "adequate": a1, "adequate_2": a2})
+    return scored, labels
+
+
+def test_adequacy_report_uses_agreed_items_and_kappa():
+    from sklearn.metrics import cohen_kappa_score
+
+    scored, labels = _judged()
+    rep = vfiles.adequacy_report(scored, labels, n_resamples=200)
+    assert rep["n_labelled"] == 26 and rep["n_used"] == 20 and rep["n_adequate"] == 10
+    assert rep["pr_auc"] == pytest.approx(1.0) and rep["max_f1"] == pytest.approx(1.0)
+    lowest_adequate = scored["explanation_score"][:20][labels["adequate"][:20] == 1].min()
+    assert rep["max_f1_threshold"] == pytest.approx(lowest_adequate)
+    assert rep["p75_r75_threshold"] is not None
+    assert rep["cohen_kappa"]["estimate"] == pytest.approx(cohen_kappa_score(labels["adequate"], labels["adequate_2"]))
+    # one annotator only: the disagreement items now count and the separation is gone
+    single = vfiles.adequacy_report(scored, labels[["id", "adequate"]], n_resamples=0)
+    assert single["n_used"] == 26 and single["pr_auc"] < 0.95 and "cohen_kappa" not in single
+    assert "pr_auc_ci" not in single
+
+
+def test_adequacy_report_errors():
+    scored, labels = _judged()
+    with pytest.raises(DataError, match="not among the scored predictions"):
+        vfiles.adequacy_report(scored, pd.concat([labels, pd.DataFrame([{"id": "alien-1", "adequate": 1,
+                                                                          "adequate_2": 1}])]))
+    with pytest.raises(DataError, match="both adequate and inadequate"):
+        vfiles.adequacy_report(scored, labels.assign(adequate=1, adequate_2=1), n_resamples=0)
+
+
+def test_adequacy_comparison_and_figure():
+    from vlamb_nb.benchmarks import vflute_report as report
+
+    scored, labels = _judged()
+    rep = vfiles.adequacy_report(scored, labels, n_resamples=0)
+    cmp = vfiles.adequacy_comparison(rep).set_index("column")
+    assert cmp.loc["PR-AUC", "paper"] == 0.79 and cmp.loc["PR-AUC", "ours"] == pytest.approx(rep["pr_auc"])
+    assert cmp.loc["Cohen kappa", "paper"] == 0.47 and cmp.loc["max-F1 threshold", "paper"] == 0.53
+    fig = report.plot_adequacy_pr(rep)
+    assert len(fig.axes[0].lines) == 3  # the curve and the two threshold markers
+
+
+def test_score_file_with_labels(sample, tmp_path, capsys):
+    from sklearn.metrics import auc, precision_recall_curve
+
+    from vlamb_nb.cli import main
+
+    items = BENCH.load(sample)
+    rng = random.Random(1)
+    # half the explanations are the reference (adequate), half unrelated text (inadequate)
+    good = [i % 2 == 0 for i in range(len(items))]
+    expl = [e if g else f"something else entirely {rng.random()}" for e, g in zip(items["explanation"], good,
+                                                                                  strict=True)]
+    pd.DataFrame({"id": items["id"], "label": items["label"], "explanation": expl}).to_csv(tmp_path / "p.csv",
+                                                                                             index=False)
+    lab = pd.DataFrame({"id": items["id"], "adequate": [int(g) for g in good]})
+    lab.loc[1, "adequate"] = 1  # one judgement the score disagrees with
+    lab.to_csv(tmp_path / "labels.csv", index=False)
+    res = BENCH.score_file(tmp_path / "p.csv", source=sample, scorer=OverlapScorer(), n_resamples=100,
+                           labels=tmp_path / "labels.csv")
+    s = OverlapScorer().score(expl, list(items["explanation"]))
+    prec, rec, _ = precision_recall_curve(lab["adequate"].astype(bool), s)
+    assert res["adequacy"]["pr_auc"] == pytest.approx(auc(rec, prec))
+    assert res["adequacy"]["n_used"] == len(items) and "curve" not in res["adequacy"]
+    assert res["adequacy"]["scorer"] == "overlap" and res["adequacy"]["scorer_substitute"] is True
+    rc = main(["score", "vflute", "--predictions", str(tmp_path / "p.csv"), "--source", str(sample),
+               "--scorer", "none", "--json", "-o", "ci=false", "-o", f"labels={tmp_path / 'labels.csv'}"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["adequacy"]["n_labelled"] == len(items) and out["adequacy"]["annotators"] == 1

@@ -167,6 +167,7 @@ def adequacy_pr(scores: Sequence[float], adequate: Sequence[bool]) -> dict[str, 
     if y.all() or not y.any():
         raise DataError("adequacy labels must contain both adequate and inadequate explanations")
     prec, rec, thr = precision_recall_curve(y, s)
+    # sklearn's thresholds mean "score >= thr is adequate"; F1@t passes "score > t": the same cut up to ties
     f1 = np.where(prec + rec > 0, 2 * prec * rec / np.where(prec + rec == 0, 1, prec + rec), 0)[:-1]
     best = int(np.argmax(f1))
     both = np.where((prec[:-1] >= 0.75) & (rec[:-1] >= 0.75))[0]
@@ -175,6 +176,14 @@ def adequacy_pr(scores: Sequence[float], adequate: Sequence[bool]) -> dict[str, 
             "p75_r75_threshold": None if bal is None else float(thr[bal]),
             "p75_r75_f1": None if bal is None else float(f1[bal]),
             "curve": {"precision": prec.tolist(), "recall": rec.tolist(), "thresholds": thr.tolist()}}
+
+
+def pr_auc(scores: Sequence[float], adequate: Sequence[bool]) -> float:
+    """Area under the PR curve (trapezoidal, as :func:`adequacy_pr`) without the rest of the analysis."""
+    from sklearn.metrics import auc, precision_recall_curve
+
+    prec, rec, _ = precision_recall_curve(np.asarray(adequate, dtype=bool), np.asarray(scores, dtype=float))
+    return float(auc(rec, prec))
 
 
 def cohen_kappa(r1: Sequence[Any], r2: Sequence[Any]) -> dict[str, Any]:

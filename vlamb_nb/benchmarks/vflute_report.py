@@ -1,7 +1,8 @@
 """V-FLUTE figures and notebook helpers (the notebook only calls these).
 
 Figures: Figs. 8-9 (claim / explanation length by source), Fig. 6 (% drop F1@0 → F1@0.6 by
-dataset), Fig. 11 (F1 vs ExplanationScore threshold per dataset).
+dataset), Fig. 11 (F1 vs ExplanationScore threshold per dataset), and the §5.3 PR curve of
+ExplanationScore against human adequacy labels (when a labels file is given).
 """
 
 from __future__ import annotations
@@ -79,6 +80,49 @@ def plot_f1_curves(curves: dict[str, Any], *, min_threshold: float = 0.4):
     fig.suptitle("Fig. 11: F1 vs explanation-score threshold by dataset")
     fig.tight_layout()
     return fig
+
+
+def plot_adequacy_pr(report: dict[str, Any]):
+    """§5.3: precision-recall curve of ExplanationScore as a predictor of human adequacy.
+
+    Marks our max-F1 threshold and the best threshold with P and R >= 0.75; the paper's values
+    (PR-AUC 0.79, max F1 0.77 at 0.53, 0.6) are in the caption for comparison.
+    """
+    import numpy as np
+
+    from vlamb_nb.plots import new_figure
+
+    curve = report["curve"]
+    prec, rec, thr = (np.asarray(curve[k], dtype=float) for k in ("precision", "recall", "thresholds"))
+    fig, ax = new_figure(5.0, 4.0)
+    ax.plot(rec, prec, drawstyle="steps-post", label=f"ExplanationScore (PR-AUC {report['pr_auc']:.2f})")
+    for key, marker, text in (("max_f1_threshold", "o", "max F1"), ("p75_r75_threshold", "s", "P,R ≥ 0.75")):
+        t = report.get(key)
+        if t is None:
+            continue
+        i = int(np.flatnonzero(thr == t)[0])
+        ax.plot(rec[i], prec[i], marker, label=f"{text} at t={t:.3f}")
+    ax.set_xlabel("recall (adequate)")
+    ax.set_ylabel("precision (adequate)")
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(0, 1.02)
+    sub = " (substitute scorer)" if report.get("scorer_substitute") else ""
+    ax.set_title(f"ExplanationScore vs human adequacy, n={report['n_used']}{sub}\n"
+                 "paper: PR-AUC 0.79, max F1 0.77 at 0.53; P,R ≥ 0.75 at 0.6", fontsize=9)
+    ax.legend(loc="lower left", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def adequacy_section(scored, labels: str | os.PathLike | None, *, n_resamples: int = 1000) -> dict[str, Any] | None:
+    """The notebook's §5.3 section: None without a labels file, else the report and the paper comparison."""
+    from vlamb_nb.benchmarks.vflute_files import adequacy_comparison, adequacy_report, read_adequacy_labels
+
+    if labels is None:
+        return None
+    rep = adequacy_report(scored, read_adequacy_labels(labels), n_resamples=n_resamples)
+    return {"report": rep, "comparison": adequacy_comparison(rep),
+            "summary": {k: v for k, v in rep.items() if k != "curve"}}
 
 
 def demo_model(spec: str, quantization: str | None = "4bit"):
