@@ -32,6 +32,28 @@ def test_notebook_defaults(repo_root, tmp_path, monkeypatch):
     assert 0 <= row["F1@0"] <= 100 and row["F1@60"] <= row["F1@0"]
     for name in ("fig8_9_lengths", "fig6_f1_drop", "fig11_f1_vs_threshold"):
         assert (tmp_path / "figures" / "vflute" / f"{name}.png").is_file()
+    assert res["adequacy"] is None and not (tmp_path / "figures" / "vflute" / "adequacy_pr_curve.png").exists()
+
+
+def test_notebook_with_adequacy_labels(repo_root, tmp_path, monkeypatch):
+    import pandas as pd
+    from sklearn.metrics import cohen_kappa_score
+
+    from vlamb_nb import get_benchmark
+
+    bench = get_benchmark("vflute")
+    ids = bench.load(bench.make_sample(tmp_path / "sample", n=8, seed=0))["id"].head(8).tolist()  # the demo run
+    first = [1, 0, 1, 0, 1, 0, 1, 0]
+    second = [1, 0, 1, 0, 1, 1, 0, 0]  # disagrees on two items
+    pd.DataFrame({"id": ids, "adequate": first, "adequate_2": second}).to_csv(tmp_path / "labels.csv", index=False)
+    res = _run(repo_root, tmp_path, monkeypatch, n_resamples=100, labels=str(tmp_path / "labels.csv"))
+    ade = res["adequacy"]
+    assert ade["n_labelled"] == 8 and ade["n_used"] == 6 and ade["annotators"] == 2
+    assert ade["cohen_kappa"]["estimate"] == pytest.approx(cohen_kappa_score(first, second))
+    assert 0 <= ade["pr_auc"] <= 1 and ade["scorer_substitute"] is True
+    paper = {r["column"]: r["paper"] for r in res["adequacy_vs_paper"]}
+    assert paper["PR-AUC"] == 0.79 and paper["Cohen kappa"] == 0.47
+    assert (tmp_path / "figures" / "vflute" / "adequacy_pr_curve.png").is_file()
 
 
 def test_notebook_on_released_split(shared_data, repo_root, tmp_path, monkeypatch):

@@ -249,7 +249,7 @@ def adequacy_report(scored, labels, *, n_resamples: int = 1000, seed: int = 0) -
             return pr_auc(scores[idx], y[idx]) if 0 < y[idx].sum() < len(idx) else float("nan")
 
         ci = stats.bootstrap_ci(scores, auc_of, n_resamples=n_resamples, seed=seed, name="PR-AUC")
-        out["pr_auc_ci"] = [ci.ci_low, ci.ci_high]
+        out["pr_auc_ci"] = [v if np.isfinite(v) else None for v in (ci.ci_low, ci.ci_high)]
     scorer = scored.attrs.get("scorer") or {}
     out["scorer"] = scorer.get("name", "")
     out["scorer_substitute"] = bool(scorer.get("substitute", False))
