@@ -286,3 +286,20 @@ def test_racquet_judge_runs_on_a_tiny_text_lm(tmp_path):
     again = bench.judge(judge, preds, store=store, max_new_tokens=8, batch_size=2, progress=False)
     assert judge.calls == before
     assert again["judge_text"].tolist() == judged["judge_text"].tolist()
+
+
+@pytest.mark.slow
+def test_text_lm_over_http_matches_direct_calls():
+    """The same judge served as an OpenAI-compatible endpoint (as a vLLM server would) gives the same text."""
+    from vlamb_nb import runner
+    from vlamb_nb.models.serve import ChatServer
+
+    hf = text_lm("4bit")
+    reqs = [*_requests(n=3), _image_request()]
+    with ChatServer(hf).start(lifetime=120) as srv:
+        client = load_model("openai:tiny-judge", base_url=srv.base_url, concurrency=2, backoff=0.01, max_retries=1)
+        over_http = runner.run(client, reqs, None, batch_size=4, progress=False)
+    direct = [hf.generate([r])[0] for r in reqs]
+    assert list(over_http["text"])[:3] == [g.text for g in direct[:3]]
+    assert over_http["error"].iloc[:3].isna().all()
+    assert "text-only" in over_http["error"].iloc[3] and "text-only" in direct[3].error  # counted, not a crash
