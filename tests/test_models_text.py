@@ -123,7 +123,7 @@ def test_build_writes_a_text_lm_in_the_hub_layout(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("quantization", ["4bit", None])
+@pytest.mark.parametrize("quantization", ["4bit", "8bit", None])
 def test_load_and_generate_text_only(quantization):
     import bitsandbytes as bnb
 
@@ -132,7 +132,10 @@ def test_load_and_generate_text_only(quantization):
     assert m.info.quantization == quantization
     assert type(m.model).__name__ == "LlamaForCausalLM"
     assert any(isinstance(x, bnb.nn.Linear4bit) for x in m.model.modules()) == (quantization == "4bit")
-    assert [d.what for d in m.deviations()] == (["quantization"] if quantization else [])
+    assert any(isinstance(x, bnb.nn.Linear8bitLt) for x in m.model.modules()) == (quantization == "8bit")
+    devs = m.deviations()
+    assert [d.what for d in devs] == (["quantization"] if quantization else [])
+    assert all(quantization[0] in d.ours for d in devs)
     reqs = _requests()
     gens = m.generate(reqs)
     assert [g.request_id for g in gens] == [r.id for r in reqs]

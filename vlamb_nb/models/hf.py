@@ -63,7 +63,7 @@ def quantization_deviation(quantization: str | None, paper_precision: str = "fp1
 
 
 class HFModel:
-    """A transformers VLM; ``.model`` and ``.processor`` are exposed for saliency and inspection."""
+    """A transformers VLM or text-only LM; ``.model`` and ``.processor`` (a tokenizer for text LMs) are exposed."""
 
     def __init__(self, model_id: str | os.PathLike, *, quantization: str | None = None, revision: str | None = None,
                  device_map: str | dict[str, Any] | None = "auto", dtype: Any = None,
