@@ -23,7 +23,7 @@ from vlamb_nb.errors import SettingError
 from vlamb_nb.notebook import collect_results, repo_root
 
 # execution order: the five papers, then the cross-paper saliency notebook
-NOTEBOOKS = ("vague", "mucar", "vflute", "refadv", "racquet", "saliency")
+NOTEBOOKS = ("vague", "mucar", "vflute", "vflute_qlora", "refadv", "racquet", "saliency")
 
 
 @dataclass

@@ -1,0 +1,35 @@
+"""Static checks of every notebook: stored clean, parameters declared the way papermill reads them."""
+
+import re
+
+import nbformat
+import papermill
+import pytest
+
+from vlamb_nb.reproduce import NOTEBOOKS, notebooks_dir
+
+PATHS = sorted(notebooks_dir().glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_stored_without_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert not cell.get("outputs") and cell.get("execution_count") is None, path.name
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_first_code_cell_is_the_parameters_cell_and_papermill_reads_every_parameter(path):
+    nb = nbformat.read(path, as_version=4)
+    first = next(c for c in nb.cells if c.cell_type == "code")
+    assert "parameters" in first.metadata.get("tags", []), f"{path.name}: first code cell not tagged 'parameters'"
+    assigned = [m.group(1) for m in re.finditer(r"^(\w+)\s*(?::[^=]+)?=", first.source, re.M)]
+    declared = papermill.inspect_notebook(str(path))
+    assert assigned, f"{path.name}: no parameters"
+    missing = [n for n in assigned if n not in declared]
+    assert not missing, f"{path.name}: papermill cannot read parameter(s) {missing} (comments with '=' or quotes?)"
+
+
+def test_every_notebook_is_run_by_reproduce():
+    assert {p.stem for p in PATHS} <= set(NOTEBOOKS)
