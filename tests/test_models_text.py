@@ -306,3 +306,4 @@ def test_text_lm_over_http_matches_direct_calls():
     assert list(over_http["text"])[:3] == [g.text for g in direct[:3]]
     assert over_http["error"].iloc[:3].isna().all()
     assert "text-only" in over_http["error"].iloc[3] and "text-only" in direct[3].error  # counted, not a crash
+    assert "400" in over_http["error"].iloc[3]  # the client's fault: answered 400, so never retried

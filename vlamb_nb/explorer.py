@@ -343,7 +343,8 @@ class Explorer:
             c = st.counts()
             acc = f", accuracy {c['accuracy']:.1%}" if c.get("accuracy") is not None else ""
             counter.value = f"<b>{st.position + 1 if len(st) else 0} / {c['n']}</b> (of {c['of']}){acc}"
-            out.clear_output(wait=True)
+            # clear without wait=True: nbclient (papermill) can hang on a pending wait-clear in an Output widget
+            out.clear_output()
             with out:
                 self._show_item()
 

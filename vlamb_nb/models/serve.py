@@ -92,7 +92,10 @@ class ChatHandler(BaseHTTPRequestHandler):
         with self.server.model_lock:  # one generate at a time: the model is not thread-safe
             gen = self.server.model.generate([req])[0]
         if gen.error:
-            self._send(500, {"error": {"message": gen.error}})
+            # a request the model cannot take (e.g. images for a text-only model) is the client's error:
+            # 400 tells a well-behaved client not to retry it; anything else is the server's (500)
+            client_fault = gen.error.startswith(CLIENT_ERRORS)
+            self._send(400 if client_fault else 500, {"error": {"message": gen.error}})
             return
         self._send(200, {
             "id": f"chatcmpl-{req.id}", "object": "chat.completion", "created": int(time.time()),
@@ -102,6 +105,9 @@ class ChatHandler(BaseHTTPRequestHandler):
             "usage": {"prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
                       "total_tokens": (gen.prompt_tokens or 0) + (gen.completion_tokens or 0)},
         })
+
+
+CLIENT_ERRORS = ("SettingError", "ImageError", "DataError")
 
 
 class ChatServer(ThreadingHTTPServer):
