@@ -152,7 +152,9 @@ BOX_COLORS = {"gold": "#55A868", "target": "#55A868", "distractor": "#C44E52", "
 def _wrap(text: str, width: int = 70, max_lines: int = 4) -> str:
     import textwrap
 
-    lines = textwrap.wrap(" ".join(str(text).split()), width) or [""]
+    # model output may hold control or undecodable characters the font cannot draw: show them as '?'
+    shown = "".join(ch if ch.isprintable() and ch != "\ufffd" else "?" for ch in str(text))
+    lines = textwrap.wrap(" ".join(shown.split()), width) or [""]
     if len(lines) > max_lines:
         lines = lines[:max_lines]
         lines[-1] = lines[-1][: width - 1] + "…"
