@@ -22,6 +22,7 @@ def test_refadv_notebook_defaults(repo_root, tmp_path, monkeypatch):
     assert all(r["n"] > 0 for r in res["pipeline_ablation"])
     assert any(d["what"] == "quantization" for d in res["deviations"])
     assert (tmp_path / "figures" / "refadv" / "iou_histogram.png").is_file()
-    if "refadv_s_matches" in res:  # released predictions present
+    if "refadv_s_matches" in res:  # released data present: the pipeline covers every demo image
+        assert {r["n"] for r in res["pipeline_ablation"]} == {31}
         assert res["refadv_s_matches"]["matched"] == res["refadv_s_matches"]["cells"] > 0
         assert all(c["iou_mismatches"] == 0 for c in res["official_iou_checks"].values())
