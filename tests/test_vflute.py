@@ -333,6 +333,32 @@ def test_hf_parquet_roundtrip(sample, tmp_path):
     assert isinstance(reqs[0].images[0], dict) and reqs[0].images[0]["bytes"]
 
 
+def test_seeded_draw_is_not_the_released_assignment(shared_data):
+    """The documented match count must stay true: if the draw ever reproduced the release, the deviation is stale."""
+    items = BENCH.load(shared_data / "vflute" / "vflute-v2-test.json")
+    same = sum(vp.assigned_prompt("test", int(i)) == p for i, p in zip(items["index"], items["prompt"], strict=True))
+    assert (same, len(items)) == vp.SEEDED_RELEASE_MATCH
+    assert items["prompt_origin"].eq("released").all() and BENCH.seeded_prompt_count(items) == 0
+    assert BENCH.data_stats(items)["prompts_redrawn"] == 0
+
+
+def test_redrawn_instructions_are_a_deviation(sample, tmp_path):
+    items = BENCH.load(sample)
+    vd.write_hf_parquet(items, tmp_path / "data" / "test-00000-of-00001.parquet")
+    hf = BENCH.load(tmp_path)
+    assert hf["prompt_origin"].eq("seeded").all()
+    assert {r.meta["prompt_origin"] for r in BENCH.requests(hf, "zero_shot")} == {"seeded"}
+    assert {r.meta["prompt_origin"] for r in BENCH.requests(items, "zero_shot")} == {"released"}
+    assert {r.meta["prompt_origin"] for r in BENCH.requests(items, "zero_shot", prompt_source="seeded")} == {"seeded"}
+    scored = BENCH.evaluate(ScriptedModel(_oracle(items)), hf.head(3), "zero_shot", store=tmp_path / "hf.jsonl",
+                            progress=False, scorer="none")
+    devs = [d for d in scored.attrs["deviations"] if d["what"] == "instruction assignment"]
+    assert len(devs) == 1 and devs[0]["ours"].startswith("3 item(s) re-drawn")
+    released = BENCH.evaluate(ScriptedModel(_oracle(items)), items.head(3), "zero_shot",
+                              store=tmp_path / "rel.jsonl", progress=False, scorer="none")
+    assert not [d for d in released.attrs["deviations"] if d["what"] == "instruction assignment"]
+
+
 def test_bad_records_name_row_and_field(tmp_path, sample):
     recs = json.loads((sample / "vflute-v2-test.json").read_text())
     recs[2]["label"] = "neutral"

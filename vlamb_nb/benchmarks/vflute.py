@@ -27,6 +27,7 @@ from vlamb_nb.benchmarks.vflute_data import DATASETS, HUB_ID, load_items, write_
 from vlamb_nb.benchmarks.vflute_metrics import REPORTED, f1_at_ci, f1_curve, fill_unparsed
 from vlamb_nb.benchmarks.vflute_parse import parse_output
 from vlamb_nb.benchmarks.vflute_prompts import (
+    SEEDED_RELEASE_MATCH,
     assigned_prompt,
     choose_shots,
     fill_claim,
@@ -101,6 +102,19 @@ class VFlute(Benchmark):
             return p
         return assigned_prompt(row["split"], int(row["index"]))
 
+    @staticmethod
+    def prompt_origin(row: Any, prompt_source: str = "released") -> str:
+        """``"released"`` when the item's instruction is the one in the official files, else ``"seeded"``."""
+        p = row.get("prompt")
+        origin = row.get("prompt_origin")
+        if prompt_source == "released" and isinstance(p, str) and p and origin != "seeded":
+            return "released"
+        return "seeded"
+
+    def seeded_prompt_count(self, items, prompt_source: str = "released") -> int:
+        """How many items get a re-drawn instruction instead of the released one (a deviation when > 0)."""
+        return int(sum(self.prompt_origin(r, prompt_source) == "seeded" for _, r in items.iterrows()))
+
     def requests(self, items, setting: str, *, prompt_source: str = "released", k: int = 5, train=None,
                  shot_seed: int = 42, params: DecodingParams | None = None, **kwargs: Any) -> list[Request]:
         """One request per item (``scene_graph``: the first, scene-graph step)."""
@@ -112,7 +126,8 @@ class VFlute(Benchmark):
         out = []
         for _, row in items.iterrows():
             filled = fill_claim(self.instruction(row, prompt_source), row["claim"])
-            meta = {"item_id": row["id"], "dataset": row["dataset"]}
+            meta = {"item_id": row["id"], "dataset": row["dataset"],
+                    "prompt_origin": self.prompt_origin(row, prompt_source)}
             if setting == "scene_graph":
                 out.append(Request(id=f"{row['id']}::sg", messages=[user_message(IMAGE_SLOT, sg_first_prompt(filled))],
                                    images=[item_image(row)], params=params, benchmark=self.name, setting=setting,
@@ -185,7 +200,8 @@ class VFlute(Benchmark):
                         **kwargs)
         used = items[items["id"].isin(gens["request_id"].str.split("::").str[0])]
         scored = self.score(self.predictions(used, gens), scorer=scorer)
-        devs = self.deviations(model.info, setting or self.default_setting, scored.attrs.get("scorer"))
+        devs = self.deviations(model.info, setting or self.default_setting, scored.attrs.get("scorer"),
+                               seeded_prompts=self.seeded_prompt_count(used, kwargs.get("prompt_source", "released")))
         params = kwargs.get("params")
         if params is not None and params != PAPER_DECODING:
             devs.append(Deviation("decoding", "beam 3, greedy, 256 new tokens, seed 42",
@@ -260,8 +276,16 @@ class VFlute(Benchmark):
         return pd.DataFrame([{"table": table, "row": row, "column": names[c], "value": float(t4.iloc[0][c])}
                              for c in names])
 
-    def deviations(self, model: ModelInfo, setting: str, scorer: dict[str, Any] | None = None) -> list[Deviation]:
+    def deviations(self, model: ModelInfo, setting: str, scorer: dict[str, Any] | None = None, *,
+                   seeded_prompts: int = 0) -> list[Deviation]:
+        """Every way this run differs from the paper; ``seeded_prompts``: items with a re-drawn instruction."""
         out = super().deviations(model, setting)
+        if seeded_prompts:
+            hit, total = SEEDED_RELEASE_MATCH
+            out.append(Deviation("instruction assignment", "the released per-instance instruction (Table 8 pool)",
+                                 f"{seeded_prompts} item(s) re-drawn with the official random.seed(42) procedure, "
+                                 f"which matches only {hit} of the {total} released test instructions",
+                                 "all"))
         if scorer and scorer.get("substitute"):
             out.append(Deviation("explanation score", "mean of BERTScore-F1 (deberta-xlarge-mnli) and BLEURT-20",
                                  scorer["description"], "Table 4 F1@53/F1@60, per-dataset F1@t"))
@@ -286,7 +310,8 @@ class VFlute(Benchmark):
                 "by_source_phenomenon_label": {f"{s}/{p}": {c: int(counts.loc[(s, p), c]) for c in counts.columns}
                                                for s, p in counts.index},
                 "mean_chars": vd.length_table(items).to_dict(orient="index"),
-                "distinct_prompts": int(items["prompt"].nunique())}
+                "distinct_prompts": int(items["prompt"].nunique()),
+                "prompts_redrawn": self.seeded_prompt_count(items)}
 
     def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
                    **options: Any) -> dict[str, Any]:

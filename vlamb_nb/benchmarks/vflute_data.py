@@ -3,7 +3,12 @@
 Every loader returns the same item table (one row per instance)::
 
     id  split  index  source_dataset  dataset  dataset_name  phenomenon  claim  label  label_true
-    explanation  prompt  image  image_root
+    explanation  prompt  prompt_origin  image  image_root
+
+``prompt_origin`` is ``"released"`` when the instruction comes from the file's ``prompt`` field and
+``"seeded"`` when it had to be re-drawn (Hugging Face rows carry no instruction): the re-draw follows
+the official procedure but does not reproduce the released test instructions (see
+``vflute_prompts.SEEDED_RELEASE_MATCH``), so it is reported as a deviation.
 
 ``dataset`` is the unit the paper reports per dataset: the source, with IRFL split into
 ``irfl_idiom`` and ``irfl_metaphor_simile`` by ``phenomenon`` (``vismet`` is HAIVMet).
@@ -35,7 +40,7 @@ SPLIT_ALIASES = {"train": "train", "valid": "validation", "validation": "validat
                  "test": "test"}
 FILE_SPLIT = {"train": "train", "validation": "valid", "test": "test"}  # the repo's file names
 ITEM_COLUMNS = ["id", "split", "index", "source_dataset", "dataset", "dataset_name", "phenomenon", "claim", "label",
-                "label_true", "explanation", "prompt", "image", "image_root"]
+                "label_true", "explanation", "prompt", "prompt_origin", "image", "image_root"]
 
 
 def canonical_split(split: str) -> str:
@@ -98,7 +103,7 @@ def normalise_record(rec: dict[str, Any], *, src: str, row: int, split: str, ind
     return {"id": rid, "split": split, "index": int(index), "source_dataset": source, "dataset": d,
             "dataset_name": DATASETS[d], "phenomenon": phen, "claim": claim, "label": label,
             "label_true": 1 if label == "entailment" else 0, "explanation": expl, "prompt": prompt,
-            "image": image, "image_root": image_root}
+            "prompt_origin": "released" if prompt is not None else None, "image": image, "image_root": image_root}
 
 
 def _frame(rows: list[dict[str, Any]], src: str):
@@ -182,7 +187,9 @@ def read_parquet(paths: list[str | os.PathLike] | str | os.PathLike, *, split: s
         rec["image"] = {"bytes": img["bytes"],
                         "path": f"{str(rec.get('source_dataset', '')).lower()}/{FILE_SPLIT[split]}/{i}."
                                 f"{_image_ext(img['bytes'])}"}
-        rows.append(normalise_record(rec, src=src, row=i, split=split, index=i, image_root=None))
+        item = normalise_record(rec, src=src, row=i, split=split, index=i, image_root=None)
+        item["prompt_origin"] = "seeded"  # the hub rows carry no instruction
+        rows.append(item)
     return _frame(rows, src)
 
 
