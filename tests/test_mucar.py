@@ -226,6 +226,23 @@ def test_parser_invalid(text, method):
     assert not p["valid"] and p["parse_method"] == method
 
 
+@pytest.mark.parametrize("text,letter", [
+    ("**Answer: B**", "B"),
+    ("The answer is __A__.", "A"),
+    ("**答案：B**", "B"),
+])
+def test_parser_reads_through_markdown_emphasis(text, letter):
+    p = prompts.parse_answer(text, OPTS)
+    assert (p["letter"], p["valid"]) == (letter, True)
+
+
+@pytest.mark.parametrize("text", ["Answer: A or B", "Jawapan: A atau B", "Answer: (A)/(B)", "Answer: A and B"])
+def test_parser_hedged_answer_is_invalid(text):
+    p = prompts.parse_answer(text, OPTS)
+    assert not p["valid"] and p["parse_method"] == "ambiguous"
+    assert mucar.outcome({**p, "correct": False}) == "ambiguous"
+
+
 def test_parser_never_matches_template_echo_or_duplicate_options():
     echo = "Answer: [ONLY the option letter; not a complete sentence]"
     assert not prompts.parse_answer(echo, OPTS)["valid"]
@@ -476,4 +493,66 @@ def test_tiny_4bit_model_garbage_is_counted(sample, tmp_path):
                         params=None)
     assert len(scored) == 4
     assert set(scored["outcome"]) <= {"correct", "wrong", "unparsed", "refusal", "out_of_range",
-                                      "generation_failed"}
+                                      "generation_failed", "ambiguous"}
+
+
+def _filled(sample, tmp_path, uids):
+    """The sample's own file with correct outputs for ``uids`` (others left as empty placeholders)."""
+    recs = json.loads((tmp_path / "mucar" / "data-all.json").read_text(encoding="utf-8"))
+    gold = dict(zip(sample["uid"], sample["gold"], strict=True))
+    for r in recs:
+        uid = f"mucar-{r['id']}"
+        if uid in uids:
+            r["eval"]["models"]["GPT_4o"]["output"] = f"Answer: {gold[uid]}"
+    p = tmp_path / "filled.json"
+    p.write_text(json.dumps(recs), encoding="utf-8")
+    return p
+
+
+def test_score_file_partial_group_cannot_pass_acc_p(sample, tmp_path):
+    """A group answered only in part must not count as all-correct (it did before: 100% Acc_p)."""
+    big = sample.groupby("group")["uid"].agg(list)
+    big = big[big.map(len) >= 2].iloc[0]
+    p = _filled(sample, tmp_path, {big[0]})  # one correct answer out of a group of >= 2
+    out = B.score_file(p, source=tmp_path / "mucar", n_resamples=0)
+    overall = {r["metric"]: r for r in out["overall"]}
+    assert overall["Acc_p"]["value"] == 0.0 and overall["Acc_q"]["n_queries"] == len(sample)
+    assert out["missing_items"] == len(sample) - 1 and out["failures"]["outcomes"]["no_prediction"] == len(sample) - 1
+    with pytest.raises(DataError, match="no group has a prediction"):
+        B.score_file(p, source=tmp_path / "mucar", n_resamples=0, missing="skip")
+    with pytest.raises(SettingError, match="missing"):
+        B.score_file(p, source=tmp_path / "mucar", missing="drop")
+
+
+def test_score_file_skip_keeps_only_complete_groups(sample, tmp_path):
+    groups = sample.groupby("group")["uid"].agg(list)
+    complete = groups[groups.map(len) >= 2].iloc[0]
+    p = _filled(sample, tmp_path, set(complete) | {groups[groups.map(len) >= 2].iloc[1][0]})
+    out = B.score_file(p, source=tmp_path / "mucar", n_resamples=0, missing="skip")
+    overall = {r["metric"]: r for r in out["overall"]}
+    assert overall["Acc_p"]["value"] == 100.0 and overall["Acc_p"]["n_groups"] == 1
+    assert out["scored_queries"] == len(complete)
+
+
+def test_score_file_store_with_several_settings_needs_a_choice(sample, tmp_path):
+    store = tmp_path / "store.jsonl"
+    with store.open("w") as fh:
+        for uid, gold in zip(sample["uid"], sample["gold"], strict=True):
+            fh.write(json.dumps({"request_id": uid, "setting": "full", "text": f"Answer: {gold}"}) + "\n")
+            fh.write(json.dumps({"request_id": uid, "setting": "full_zh", "text": "Answer: E"}) + "\n")
+    with pytest.raises(SettingError, match="several settings"):
+        B.score_file(store, source=tmp_path / "mucar", n_resamples=0)
+    out = B.score_file(store, source=tmp_path / "mucar", n_resamples=0, setting="full")
+    assert {r["metric"]: r["value"] for r in out["overall"]} == {"Acc_q": 100.0, "Acc_p": 100.0}
+    out = B.score_file(store, source=tmp_path / "mucar", n_resamples=0, setting="full_zh")
+    assert {r["metric"]: r["value"] for r in out["overall"]} == {"Acc_q": 0.0, "Acc_p": 0.0}
+    with pytest.raises(SettingError, match="no predictions for setting"):
+        B.score_file(store, source=tmp_path / "mucar", setting="q_i")
+
+
+def test_score_file_conflicting_duplicate_outputs_are_an_error(sample, tmp_path):
+    p = tmp_path / "dup.jsonl"
+    uid = sample["uid"].iloc[0]
+    p.write_text(json.dumps({"id": uid, "output": "A"}) + "\n" + json.dumps({"id": uid, "output": "B"}) + "\n")
+    with pytest.raises(DataError, match="two different outputs"):
+        B.score_file(p, source=tmp_path / "mucar")

@@ -61,14 +61,19 @@ DEFAULT_PARAMS = DecodingParams(max_new_tokens=64)  # the paper gives no decodin
 
 
 # -- scoring -------------------------------------------------------------------------------------
+# a query a prediction file has no output for: scored wrong and labelled, never dropped
+NO_PREDICTION = {"letter": None, "valid": False, "parse_method": "no_prediction", "refusal": False}
+
+
 def outcome(row: Any) -> str:
-    """One label per query: correct, wrong, refusal, unparsed, out_of_range or generation_failed."""
+    """One label per query: correct, wrong, refusal, ambiguous (several letters), unparsed, out_of_range,
+    no_prediction or generation_failed."""
     if row.get("parse_error") == "generation_failed":
         return "generation_failed"
     if row.get("valid"):
         return "correct" if row.get("correct") else "wrong"
     method = row.get("parse_method")
-    return method if method in ("refusal", "out_of_range") else "unparsed"
+    return method if method in ("refusal", "ambiguous", "out_of_range", "no_prediction") else "unparsed"
 
 
 def score_predictions(preds):
@@ -504,29 +509,51 @@ class Mucar(Benchmark):
         return out
 
     def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
-                   grouping: str = "default", model: str | None = None, n_resamples: int = 2000,
-                   **options: Any) -> dict[str, Any]:
+                   grouping: str = "default", model: str | None = None, setting: str | None = None,
+                   missing: str = "wrong", n_resamples: int = 2000, **options: Any) -> dict[str, Any]:
         """Score raw outputs: JSON/JSONL/CSV rows with an id and an output, a prediction store, or the
-        release's own layout with ``eval.models.<model>.output`` filled in."""
+        release's own layout with ``eval.models.<model>.output`` filled in.
+
+        Queries without a prediction count as wrong (``missing="wrong"``, the paper's denominators), or
+        ``missing="skip"`` leaves out every group with a missing query: scoring only the answered part of a
+        group would let it pass Acc_p on fewer queries than it has.
+        """
         if options:
             raise SettingError(f"unknown MUCAR score option(s): {', '.join(options)}")
+        if setting is not None and setting not in SETTINGS:
+            raise SettingError(f"unknown MUCAR setting {setting!r}; choose one of {', '.join(SETTINGS)}")
+        if missing not in ("wrong", "skip"):
+            raise SettingError(f"missing must be 'wrong' (count as wrong) or 'skip' (leave out incomplete "
+                               f"groups), got {missing!r}")
         items = load_items(source, grouping=grouping)
-        outputs = read_predictions(predictions, model=model)
+        ok = [applicable(r, setting or "full")[0] for r in items.to_dict(orient="records")]
+        items = items[ok]  # queries the setting cannot be asked are not "missing" (see Mucar.skipped)
+        outputs = read_predictions(predictions, model=model, setting=setting)
         by_uid = dict(zip(items["uid"], items.index, strict=True))
-        missing = [u for u in outputs if u not in by_uid]
-        if missing:
-            raise DataError(f"{len(missing)} prediction id(s) not in the data, e.g. {missing[0]!r}",
+        unknown = [u for u in outputs if u not in by_uid]
+        if unknown:
+            raise DataError(f"{len(unknown)} prediction id(s) not in the data, e.g. {unknown[0]!r}",
                             source=str(predictions), field="id")
-        sub = items[items["uid"].isin(outputs)].copy()
+        have = items["uid"].isin(outputs)
+        incomplete = set(items.loc[~have, "group"])
+        if missing == "skip":
+            sub = items[~items["group"].isin(incomplete)].copy()
+            if sub.empty:
+                raise DataError("no group has a prediction for every query; use missing='wrong'",
+                                source=str(predictions))
+        else:
+            sub = items.copy()
+        sub["setting"] = setting or "full"
         sub["text"] = sub["uid"].map(outputs)
-        sub["setting"] = "full"
-        parsed = [self.parse(t, r) for t, r in zip(sub["text"], sub.to_dict(orient="records"), strict=True)]
+        parsed = [self.parse(t, r) if isinstance(t, str) else dict(NO_PREDICTION)
+                  for t, r in zip(sub["text"], sub.to_dict(orient="records"), strict=True)]
         import pandas as pd
 
         scored = score_predictions(pd.concat([sub.reset_index(drop=True), pd.DataFrame(parsed)], axis=1))
         return {
-            "n_predictions": int(len(scored)), "n_items": int(len(items)),
-            "missing_items": int(len(items) - len(scored)),
+            "n_predictions": int(len(outputs)), "n_items": int(len(items)),
+            "missing_items": int((~have).sum()), "missing_counted_as": "wrong" if missing == "wrong" else
+            "skipped (whole groups)", "incomplete_groups": len(incomplete), "scored_queries": int(len(scored)),
             "overall": _records(pair_accuracy(scored, None, n_resamples=n_resamples)),
             "per_category": _records(pair_accuracy(scored, "category", n_resamples=n_resamples)),
             "per_language": _records(pair_accuracy(scored, "language", n_resamples=n_resamples)),
@@ -553,8 +580,14 @@ def _records(df) -> list[dict[str, Any]]:
 _OUTPUT_FIELDS = ("output", "response", "text", "prediction", "pred")
 
 
-def read_predictions(path: str | os.PathLike, *, model: str | None = None) -> dict[str, str]:
-    """``{uid: raw output}`` from JSON / JSONL / CSV prediction files (see :meth:`Mucar.score_file`)."""
+def read_predictions(path: str | os.PathLike, *, model: str | None = None,
+                     setting: str | None = None) -> dict[str, str]:
+    """``{uid: raw output}`` from JSON / JSONL / CSV prediction files (see :meth:`Mucar.score_file`).
+
+    Rows carrying a ``setting`` (a prediction store) are filtered to ``setting``; a file holding several
+    settings, or two different outputs for one query, must be narrowed down (``setting=`` / ``model=``)
+    rather than letting the last row silently win.
+    """
     p = Path(path)
     if not p.is_file():
         raise DataError(f"predictions file not found: {p}")
@@ -577,11 +610,18 @@ def read_predictions(path: str | os.PathLike, *, model: str | None = None) -> di
             raise DataError(f"not valid JSON: {e}", source=p.name) from None
         if isinstance(rows, dict):
             rows = [{"id": k, "output": v} for k, v in rows.items()]
+    seen = {str(r["setting"]) for r in rows if isinstance(r, dict) and r.get("setting") and not r.get("_meta")}
+    if setting is None and len(seen) > 1:
+        raise SettingError(f"{p.name} holds several settings ({', '.join(sorted(seen))}); pass -o setting=NAME")
+    if setting is not None and seen and setting not in seen:
+        raise SettingError(f"{p.name} has no predictions for setting {setting!r}; it has {', '.join(sorted(seen))}")
     out: dict[str, str] = {}
     for i, r in enumerate(rows, 1):
         if not isinstance(r, dict):
             raise DataError("row is not an object", source=p.name, row=i)
-        if r.get("_meta"):
+        if r.get("_meta") or (setting is not None and r.get("setting") not in (None, setting)):
+            continue
+        if model is not None and isinstance(r.get("model"), dict) and r["model"].get("model_id") != model:
             continue
         rid = r.get("id", r.get("uid", r.get("request_id")))
         if rid is None:
@@ -600,9 +640,11 @@ def read_predictions(path: str | os.PathLike, *, model: str | None = None) -> di
                 continue  # an empty placeholder: this item was not run
         if text is None:
             raise DataError(f"row has none of {', '.join(_OUTPUT_FIELDS)}", source=p.name, row=i)
-        if r.get("error"):
-            text = ""
-        out[uid] = "" if text is None else str(text)
+        text = "" if r.get("error") or text is None else str(text)
+        if uid in out and out[uid] != text:
+            raise DataError(f"two different outputs for {uid}; narrow the file down with -o setting=/model=",
+                            source=p.name, row=i, field="id")
+        out[uid] = text
     if not out:
         raise DataError("no predictions found", source=p.name)
     return out

@@ -157,6 +157,8 @@ REFUSAL = re.compile(
     r"|cannot (?:determine|be determined)|can't assist|抱歉|对不起|无法(?:回答|确定|判断|提供)|不能回答"
     r"|Maaf|tidak dapat (?:menjawab|menentukan|membantu))", re.IGNORECASE)
 _ANSWER = re.compile(r"(?i:answer|答案|回答|jawapan)\s*(?i:is)?\s*[:：]?\s*[\[(（【]?\s*([A-E])\s*(?:[\])）】.．,，:：;；。]|\s|$)")
+_MARKUP = re.compile(r"[*_`]+")
+_HEDGE = re.compile(r"[A-E]\s*[\])）】.．]?\s*(?:(?i:or|and|atau|dan)|/|或|和)\s*[\[(（【]?\s*[A-E]\b")
 _LONE = re.compile(r"^\s*[\[(（【]?\s*([A-Ea-e])\s*[\])）】.．]?\s*$")
 _LEADING = re.compile(r"^\s*[\[(（【]?\s*([A-E])\s*[\])）】.．:：、]")
 
@@ -176,10 +178,14 @@ def parse_answer(text: str | None, options: list[str]) -> dict[str, Any]:
     if not t:
         out["parse_method"] = "empty"
         return out
+    t = _MARKUP.sub("", t)  # "**Answer: B**": markdown emphasis is not part of the answer
     found, method = None, None
-    hits = _ANSWER.findall(t)
+    hits = list(_ANSWER.finditer(t))
     if hits:
-        found, method = hits[-1].upper(), "answer_tag"
+        found, method = hits[-1].group(1).upper(), "answer_tag"
+        if _HEDGE.match(t, hits[-1].start(1)):  # "Answer: A or B" names no single option
+            out["parse_method"] = "ambiguous"
+            return out
     elif m := _LONE.match(t):
         found, method = m.group(1).upper(), "lone_letter"
     elif m := _LEADING.match(t):
