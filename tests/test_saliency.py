@@ -209,6 +209,24 @@ def test_summarize_and_correct_vs_wrong_gap():
     assert "gap" not in one_sided.columns or pd.isna(one_sided.loc[0].get("gap"))
 
 
+def test_summarize_keeps_clusters_aligned_when_values_are_undefined():
+    """A NaN ratio (empty box) must not silently switch the cluster bootstrap off for the whole group."""
+    from vlamb_nb import stats
+
+    rng = np.random.default_rng(1)
+    rows = [{"item_id": f"i{i // 3}", "benchmark": "b", "method": "gradient", "role": "candidates", "correct": True,
+             "mass": 0.1, "area_share": 0.1, "ratio": float(rng.random() + (i // 3)), "hit": False}
+            for i in range(30)]
+    rows[4]["ratio"] = float("nan")
+    frame = records_frame(rows)
+    got = summarize(frame, value="ratio", clusters="item_id", n_resamples=400)
+    keep = frame["ratio"].notna().to_numpy()
+    want = stats.bootstrap_ci(frame["ratio"].to_numpy()[keep], n_resamples=400, seed=0,
+                              clusters=frame["item_id"].to_numpy()[keep])
+    assert got.loc[0, "n"] == 29 and got.loc[0, "n_undefined"] == 1
+    assert (got.loc[0, "ci_low"], got.loc[0, "ci_high"]) == pytest.approx((want.ci_low, want.ci_high))
+
+
 def test_overlay_figure_saves_png_and_pdf(tmp_path):
     from PIL import Image
 

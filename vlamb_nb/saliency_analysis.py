@@ -88,17 +88,17 @@ def summarize(frame, by: Sequence[str] = ("benchmark", "method", "role"), *, val
     for key, g in frame.groupby(list(by), sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
         vals = g[value].to_numpy(dtype=float)
-        vals = vals[np.isfinite(vals)]
+        finite = np.isfinite(vals)  # e.g. ratio is NaN for an empty box; counted in n_undefined
+        vals = vals[finite]
         row = dict(zip(by, key, strict=True))
         if len(vals) == 0:
-            rows.append({**row, "n": 0})
+            rows.append({**row, "n": 0, "n_undefined": int((~finite).sum())})
             continue
-        cl = g[clusters].to_numpy() if clusters else None
-        r = stats.bootstrap_ci(vals, n_resamples=n_resamples, seed=seed, clusters=cl if cl is not None and
-                               len(cl) == len(vals) else None)
+        cl = g[clusters].to_numpy()[finite] if clusters else None  # clusters stay aligned with the kept values
+        r = stats.bootstrap_ci(vals, n_resamples=n_resamples, seed=seed, clusters=cl)
         hits = g["hit"].astype(bool)
         pg = stats.wilson(int(hits.sum()), int(len(hits)))
-        rows.append({**row, "n": int(len(vals)), value: r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high,
+        rows.append({**row, "n": int(len(vals)), "n_undefined": int((~finite).sum()), value: r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high,
                      "pointing": pg.estimate, "pointing_ci_low": pg.ci_low, "pointing_ci_high": pg.ci_high})
     return pd.DataFrame(rows)
 
