@@ -172,6 +172,9 @@ def test_official_parser(raw, label, expl):
 def test_parser_missing_and_garbage():
     assert extract_label_and_explanation(None)[:2] == (None, None)
     assert extract_label_and_explanation(float("nan"))[:2] == (None, None)
+    # pandas' missing markers (nullable string columns) are missing too, as `pd.notna` says officially
+    assert extract_label_and_explanation(pd.NA)[:2] == (None, None)
+    assert extract_label_and_explanation(pd.Series(["x", None], dtype="string")[1])[:2] == (None, None)
     p = parse_output("ĠĠ<unk> zz qq 🙂 LABEL LABEL")
     assert p["valid"] is False and p["label_pred"] is None
 

@@ -67,12 +67,19 @@ def clean_explanation(expl: str) -> str:
     return expl
 
 
+def _is_missing(v: Any) -> bool:
+    """The official ``not pd.notna(output)``: None, NaN, and pandas' NA/NaT (a nullable CSV column's empty cell)."""
+    if v is None or (isinstance(v, float) and v != v):
+        return True
+    return type(v).__name__ in ("NAType", "NaTType")
+
+
 def extract_label_and_explanation(output: Any) -> tuple[int | None, str | None, str]:
     """``(label, explanation, rule)`` from a raw model output; ``rule`` names the branch that decided.
 
     A missing output (None/NaN) gives ``(None, None, "missing")`` as in the official script.
     """
-    if output is None or (isinstance(output, float) and output != output):
+    if _is_missing(output):
         return None, None, "missing"
     output = str(output)
     label: int | None = None
