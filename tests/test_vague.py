@@ -528,7 +528,8 @@ def test_score_file_counts_missing_predictions_as_invalid(tmp_path, sample):
     ids = list(sample["id"])
     pf = tmp_path / "m_LLM_mcq.json"
     pf.write_text(json.dumps({f"{i}_annot.jpg": {"model_output": sample.set_index("id").loc[i, "gold"],
-                                                 "true_answer": "?"} for i in ids[:3]}))
+                                                 "true_answer": sample.set_index("id").loc[i, "gold"]}
+                              for i in ids[:3]}))
     src = tmp_path / "src"
     vague_data.write_hub_parquet(vague_data.sample_records(9, seed=3), src / "data" / "train-00000-of-00001.parquet")
     out = BENCHMARK.score_file(pf, source=src)
@@ -630,3 +631,49 @@ def test_free_form_bertscore_substitute_is_labelled_in_the_table(sample):
     row = BENCHMARK.breakdown(scored).query("subset == 'All'").iloc[0]
     assert 0 < row["BERT F1"] < 1 and "substitute" in row["BERTScore model"]
     assert any(d["what"] == "BERTScore model" for d in scored.attrs["deviations"])
+
+
+def _official_file(tmp_path, sample, name="m_VLM_mcq.json", outputs=None, truth=None):
+    by = sample.set_index("id")
+    outputs = outputs or {i: by.loc[i, "gold"] for i in sample["id"]}
+    pf = tmp_path / name
+    pf.write_text(json.dumps({f"{i}_annot.jpg": {"model_output": o, "true_answer": (truth or {}).get(i, by.loc[i, "gold"])}
+                              for i, o in outputs.items()}))
+    return pf
+
+
+def _sample_source(tmp_path):
+    src = tmp_path / "src"
+    vague_data.write_hub_parquet(vague_data.sample_records(9, seed=3), src / "data" / "train-00000-of-00001.parquet")
+    return src
+
+
+def test_score_file_rejects_true_answers_from_other_data(tmp_path, sample):
+    """An official result file whose true_answer letters disagree with the source was made on other data."""
+    first = sample["id"].iloc[0]
+    other = next(x for x in "ABCD" if x != sample.set_index("id").loc[first, "gold"])
+    pf = _official_file(tmp_path, sample, truth={first: other})
+    with pytest.raises(DataError, match="true_answer"):
+        BENCHMARK.score_file(pf, source=_sample_source(tmp_path))
+    ok = _official_file(tmp_path, sample, name="ok_VLM_mcq.json")
+    row = next(r for r in BENCHMARK.score_file(ok, source=_sample_source(tmp_path))["rows"] if r["subset"] == "All")
+    assert row["accuracy"] == 100.0
+
+
+def test_score_file_without_source_uses_the_files_true_answers(tmp_path, sample):
+    ids = list(sample["id"])
+    by = sample.set_index("id")
+    wrong = {i: next(x for x in "ABCD" if x != by.loc[i, "gold"]) for i in ids}
+    outputs = {ids[0]: by.loc[ids[0], "gold"], ids[1]: f"Answer: {by.loc[ids[1], 'gold']}", ids[2]: "I cannot tell",
+               **{i: wrong[i] for i in ids[3:]}}
+    pf = _official_file(tmp_path, sample, outputs=outputs)
+    out = BENCHMARK.score_file(pf)
+    allrow = next(r for r in out["rows"] if r["subset"] == "All")
+    assert (allrow["N"], allrow["correct"], allrow["valid"]) == (9, 2, 8)
+    assert allrow["accuracy"] == 22.2 and allrow["FS"] is None
+    subsets = {r["subset"]: r["N"] for r in out["rows"]}
+    assert sum(n for name, n in subsets.items() if name != "All") == 9
+    store = tmp_path / "s.jsonl"
+    store.write_text(json.dumps({"key": "k0", "request_id": f"{ids[0]}::vlm", "setting": "vlm", "text": "A"}) + "\n")
+    with pytest.raises(SettingError, match="--source"):
+        BENCHMARK.score_file(store)

@@ -574,10 +574,10 @@ class Vague(Benchmark):
         missing_mode = options.pop("missing", "wrong")
         if options:
             raise SettingError(f"unknown vague score option(s): {', '.join(options)}")
-        if source is None:
-            raise SettingError("vague scoring needs --source (the data the predictions refer to)")
-        items = self.load(source)
         gens = predictions_frame(predictions, setting=setting)
+        if source is None:
+            return self.score_answers_only(gens, predictions)
+        items = self.load(source)
         scored, missing = self.score_generations(items, gens, bertscore=bertscore, missing=missing_mode,
                                                  label=str(predictions))
         b = self.breakdown(scored)
@@ -598,6 +598,7 @@ class Vague(Benchmark):
         if unknown:
             raise DataError(f"{len(unknown)} prediction(s) name items not in the source, e.g. {unknown[0]!r}",
                             source=label)
+        check_true_answers(items, gens, label)
         if "model" not in gens.columns:
             gens = gens.assign(model=Path(label).stem)
         counts, fill = {}, []
@@ -612,10 +613,59 @@ class Vague(Benchmark):
             gens = pd.concat([gens, pd.DataFrame(fill)], ignore_index=True)
         return self.score(self.predictions(items, gens), bertscore=bertscore), counts
 
+    def score_answers_only(self, gens, label: str | os.PathLike) -> dict[str, Any]:
+        """Without the data: accuracy and valid count from the official file's own ``true_answer`` letters
+        (subsets by the ``@`` rule). FS/SU/NE need each item's ``ordering`` and so need ``--source``."""
+        if "true_answer" not in gens.columns or gens["true_answer"].isna().any():
+            raise SettingError("vague scoring needs --source (the data the predictions refer to) unless every "
+                               "prediction carries its true_answer (the official result JSON)")
+        rows = []
+        for (model, s), g in gens.groupby(["model", "setting"], sort=False):
+            spec = setting_spec(s)
+            if spec.free_form:
+                raise SettingError("free-form scores need --source (the reference answers come from the data)")
+            parsed = [parse_letter(t, cot=spec.cot) for t in g["text"].fillna("")]
+            valid = [p["valid"] for p in parsed]
+            correct = [p["letter"] == t for p, t in zip(parsed, g["true_answer"], strict=True)]
+            subset = g["item_id"].map(vague_data.subset_of)
+            for name in (*SUBSETS, "All"):
+                mask = (subset == name).to_numpy() if name != "All" else [True] * len(g)
+                n = int(sum(mask))
+                if n == 0:
+                    continue
+                k = sum(c for c, m in zip(correct, mask, strict=True) if m)
+                rows.append({"model": model, "setting": s, "subset": name, "N": n,
+                             "valid": sum(v for v, m in zip(valid, mask, strict=True) if m), "correct": k,
+                             "FS": None, "SU": None, "NE": None, "accuracy": accuracy_pct(k, n)})
+        return {"source": None, "predictions": str(label), "scored": len(gens),
+                "note": "no --source: N is the number of predictions in the file and FS/SU/NE need the data",
+                "rows": rows}
+
     def reference_check(self) -> list[Any]:
         from vlamb_nb.benchmarks.vague_audit import audit
 
         return audit()
+
+
+def check_true_answers(items, gens, label: str = "predictions") -> None:
+    """The official result files store each item's ``true_answer`` (gold letter, or the correct sentence for
+    free-form); one that disagrees with the source means the predictions were made on other data (e.g. the
+    1.0 release, whose option orders differ), and scoring them against this source would be silently wrong."""
+    if "true_answer" not in gens.columns:
+        return
+    by_id = items.set_index("id")
+    bad = []
+    for _, g in gens.dropna(subset=["true_answer"]).iterrows():
+        item = by_id.loc[g["item_id"]]
+        ff = setting_spec(g["setting"]).free_form
+        want = str(item["options"]["correct"]).strip() if ff else str(item["gold"])
+        if str(g["true_answer"]).strip() != want:
+            bad.append((g["item_id"], g["true_answer"], want))
+    if bad:
+        i, got, want = bad[0]
+        raise DataError(f"{len(bad)} prediction(s) carry a true_answer that differs from the source, e.g. "
+                        f"{i!r}: {got!r} vs {want!r}; were they made on another release of the data?",
+                        source=str(label), field="true_answer")
 
 
 BENCHMARK = Vague()

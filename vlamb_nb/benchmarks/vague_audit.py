@@ -342,8 +342,10 @@ def predictions_frame(path: str | os.PathLike, *, setting: str | None = None):
             if not isinstance(v, dict) or "model_output" not in v:
                 raise DataError("missing model_output", source=p.name, row=i, field=str(k))
             item = str(k).removesuffix(IMAGE_SUFFIX)
+            truth = v.get("true_answer")
             rows.append({"request_id": f"{item}::{setting}", "setting": setting, "model": model,
-                         "text": "" if v["model_output"] is None else str(v["model_output"]), "error": None})
+                         "text": "" if v["model_output"] is None else str(v["model_output"]), "error": None,
+                         "true_answer": None if truth is None else str(truth)})
         df = pd.DataFrame(rows)
     if df.empty:
         raise DataError("no predictions found", source=p.name)
