@@ -475,3 +475,58 @@ def test_hard_distractor_picks_missing_or_broken_file(tmp_path):
     (tmp_path / "broken.json").write_text("{")
     with pytest.raises(DataError, match="not valid JSON"):
         metrics.hard_distractor_picks(_picks_frame(), tmp_path / "broken.json")
+
+
+def test_store_with_several_runs_is_scored_per_run(sample, tmp_path):
+    """A store holding two settings must not mix them (the repair turn of one run overrode the other)."""
+    bench, items, path = sample
+    gt = items.set_index("id")["gt_xyxy"]
+
+    def respond(req):
+        if req.setting.startswith("direct"):
+            return "[{}, {}, {}, {}]".format(*gt[req.meta["item_id"]])
+        return "no idea"
+
+    store = tmp_path / "both.jsonl"
+    model = ScriptedModel(respond)
+    bench.run(model, items, "direct", store=store, progress=False)
+    bench.run(model, items, "fixed", store=store, progress=False)
+    with pytest.raises(DataError, match="several runs"):
+        bench.score_store(store, source=path)
+    direct = bench.score_store(store, source=path, setting="direct")
+    assert direct["hit"].all() and not direct["retry_used"].any() and len(direct) == len(items)
+    fixed = bench.score_store(store, source=path, setting="fixed")
+    assert not fixed["hit"].any() and fixed["retry_used"].all()
+    with pytest.raises(DataError, match="no run matches"):
+        bench.score_store(store, source=path, setting="cot")
+    out = bench.score_file(store, source=path, setting="direct")
+    assert out["summary"]["acc@0.5"] == 100.0
+
+
+def test_store_repair_only_replaces_a_failed_first_answer(sample, tmp_path):
+    """A newer first answer with a box wins over an older run's repair turn for the same item."""
+    bench, items, path = sample
+    gt = items.set_index("id")["gt_xyxy"]
+    store = tmp_path / "s.jsonl"
+    bench.run(ScriptedModel(lambda r: "nothing" if len(r.messages) == 1 else "[0, 0, 1, 1]"), items, "direct",
+              store=store, progress=False, max_new_tokens=16)
+    bench.run(ScriptedModel(lambda r: "[{}, {}, {}, {}]".format(*gt[r.meta["item_id"]])), items, "direct",
+              store=store, progress=False, max_new_tokens=17)  # other params: not served from the cache
+    again = bench.score_store(store, source=path)
+    assert again["hit"].all() and not again["retry_used"].any()
+
+
+@pytest.mark.parametrize("field,value", [("gt_bbox_xyxy", None), ("gt_bbox_xyxy", [1, 2, "x", 4]),
+                                         ("pred_box_xyxy_first", 5), ("distractor_count", "many"),
+                                         ("first_iou", None)])
+def test_malformed_official_row_names_the_field(tmp_path, field, value):
+    rec = {"row_idx": 0, "distractor_count": 3, "gt_bbox_xyxy": [0, 0, 10, 10], "pred_box_xyxy_first": [0, 0, 10, 10],
+           "first_iou": 1.0, "first_hit": True, "parse_error": ""}
+    good = tmp_path / "ok_predictions.jsonl"
+    good.write_text(json.dumps(rec) + "\n")
+    assert metrics.read_official_predictions(good)["iou"].iloc[0] == 1.0
+    bad = tmp_path / "bad_predictions.jsonl"
+    bad.write_text(json.dumps(rec) + "\n" + json.dumps(dict(rec, **{field: value})) + "\n")
+    with pytest.raises(DataError, match=field) as e:
+        metrics.read_official_predictions(bad)
+    assert "line 2" in str(e.value)

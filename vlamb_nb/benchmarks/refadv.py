@@ -439,8 +439,14 @@ class RefAdv(Benchmark):
         return out
 
     def score_store(self, path: str | os.PathLike, *, source: str | os.PathLike | None = None,
-                    style: str | None = None, **_: Any):
-        """Re-parse and score a prediction store written by :meth:`run` against the items in ``source``."""
+                    style: str | None = None, setting: str | None = None, model: str | None = None, **_: Any):
+        """Re-parse and score a prediction store written by :meth:`run` against the items in ``source``.
+
+        A store may hold several runs (settings, grounding styles, models): each is scored alone, so
+        ``setting``/``model`` must pick one when there are several (a mixed score would be silently
+        wrong). Per item the newest first answer counts, and its repair turn only when that answer
+        had no box, exactly as :meth:`run` decides.
+        """
         import pandas as pd
 
         from vlamb_nb.store import PredictionStore
@@ -452,28 +458,51 @@ class RefAdv(Benchmark):
         recs = list(PredictionStore(path).records())
         if not recs:
             raise DataError("no records", source=str(path))
-        st = STYLES[style] if style else style_for(ModelInfo(**recs[0]["model"]) if "model" in recs[0] else None)
-        latest: dict[str, dict[str, Any]] = {}
-        for r in recs:  # the repair turn (if any) supersedes the first answer
+        runs: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        for r in recs:
             rid = str(r.get("request_id", ""))
             item_id, _, suffix = rid.partition("::")
             if item_id not in items.index:
                 raise DataError(f"request {rid!r} names an item not in the source", source=str(path))
-            if suffix.startswith("repair-") or item_id not in latest:
-                latest[item_id] = dict(r, retry_used=suffix.startswith("repair-"))
+            run_setting = suffix.removeprefix("repair-")
+            if run_setting not in self.settings:  # e.g. descriptor-deletion rewriter calls in the same store
+                continue
+            tag = str(r.get("setting", "")).removesuffix(":repair")
+            runs.setdefault((run_setting, (r.get("model") or {}).get("model_id", ""), tag), []).append(
+                dict(r, item_id=item_id, is_repair=suffix.startswith("repair-")))
+        chosen = [k for k in runs if (setting is None or k[0] == setting) and (model is None or k[1] == model)]
+        if not chosen:
+            raise DataError(f"no run matches setting={setting!r} model={model!r}; the store holds "
+                            f"{_describe_runs(runs)}", source=str(path))
+        if len(chosen) > 1:
+            raise DataError(f"the store holds several runs ({_describe_runs({k: runs[k] for k in chosen})}); "
+                            "pick one with setting=... (and model=...)", source=str(path))
+        run_recs = runs[chosen[0]]
+        st = STYLES[style] if style else style_for(ModelInfo(**run_recs[0]["model"]) if "model" in run_recs[0] else None)
+        first: dict[str, dict[str, Any]] = {}
+        repair: dict[str, dict[str, Any]] = {}
+        for r in run_recs:  # append-only store: a later record is the newer answer
+            (repair if r["is_repair"] else first)[r["item_id"]] = r
         rows = []
-        for item_id, r in latest.items():
+        for item_id, r in first.items():
             item = items.loc[item_id]
-            row = {c: item[c] for c in data.ITEM_COLUMNS if c != "image"}
-            row.update(text=r.get("text"), retry_used=r["retry_used"], box_format=st.box_format, parser=st.parser,
-                       resized_pixels=st.resized_pixels, processed_image_sizes=r.get("processed_image_sizes"),
-                       model=(r.get("model") or {}).get("model_id", ""), prompt_id=_prompt_of(r.get("setting", "")))
-            if _failed(r.get("error")):
-                row.update(pred_boxes=[], pred_xyxy=[], parse_error=BACKEND_ERROR, valid=False, n_boxes=0)
-            else:
-                row.update(self.parse(r.get("text") or "", row))
+            row = self._store_row(item, r, st)
+            if row["parse_error"] in (EMPTY_RESPONSE, NO_BBOX_FOUND) and item_id in repair:
+                row = self._store_row(item, repair[item_id], st)
+                row.update(retry_used=True, first_text=r.get("text"))
             rows.append(row)
         return self.score(pd.DataFrame(rows))
+
+    def _store_row(self, item, r: dict[str, Any], st: GroundingStyle) -> dict[str, Any]:
+        row = {c: item[c] for c in data.ITEM_COLUMNS if c != "image"}
+        row.update(text=r.get("text"), retry_used=False, box_format=st.box_format, parser=st.parser,
+                   resized_pixels=st.resized_pixels, processed_image_sizes=r.get("processed_image_sizes"),
+                   model=(r.get("model") or {}).get("model_id", ""), prompt_id=_prompt_of(r.get("setting", "")))
+        if _failed(r.get("error")):
+            row.update(pred_boxes=[], pred_xyxy=[], parse_error=BACKEND_ERROR, valid=False, n_boxes=0)
+        else:
+            row.update(self.parse(r.get("text") or "", row))
+        return row
 
     def reference_check(self) -> list[Finding]:
         from vlamb_nb.benchmarks.refadv_audit import audit
@@ -503,6 +532,10 @@ def _is_official(path: Path) -> bool:
                     raise DataError("first line is not JSON", source=str(path)) from None
                 return isinstance(rec, dict) and "first_iou" in rec and "pred_box_xyxy_first" in rec
     raise DataError("empty file", source=str(path))
+
+
+def _describe_runs(runs: dict[tuple[str, str, str], list[Any]]) -> str:
+    return "; ".join(f"setting={s} model={m} [{tag}] ({len(v)} records)" for (s, m, tag), v in runs.items())
 
 
 def _prompt_of(setting_tag: str) -> str:

@@ -143,7 +143,7 @@ def significance(runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0
 
 def pipeline_demo(items, *, model: str = "tiny:qwen2_5_vl", quantization: str | None = "4bit",
                   settings: tuple[str, ...] = ("direct", "cot", "bow", "fixed"), store_dir: str | os.PathLike | None = None,
-                  max_new_tokens: int = 24, batch_size: int = 4, seed: int = 0, progress: bool = False) -> dict[str, Any]:
+                  max_new_tokens: int = 24, batch_size: int = 16, seed: int = 0, progress: bool = False) -> dict[str, Any]:
     """Run each setting on ``items`` with one model (cached stores, repair turn included)."""
     import tempfile
 

@@ -149,17 +149,21 @@ def read_official_predictions(path: str | os.PathLike):
             for f in OFFICIAL_FIELDS:
                 if f not in rec:
                     raise DataError("missing field", source=str(path), row=f"line {ln}", field=f)
-            pred, gt = rec["pred_box_xyxy_first"] or [], rec["gt_bbox_xyxy"]
-            if len(gt) != 4 or (pred and len(pred) != 4):
-                raise DataError("boxes must have 4 numbers", source=str(path), row=f"line {ln}",
-                                field="pred_box_xyxy_first" if pred and len(pred) != 4 else "gt_bbox_xyxy")
+            where = {"source": str(path), "row": f"line {ln}"}
+            pred = _official_box(rec["pred_box_xyxy_first"] or [], "pred_box_xyxy_first", allow_empty=True, **where)
+            gt = _official_box(rec["gt_bbox_xyxy"], "gt_bbox_xyxy", **where)
+            try:
+                n_distractors, official_iou = int(rec["distractor_count"]), float(rec["first_iou"])
+            except (TypeError, ValueError):
+                bad = "distractor_count" if not _is_int_like(rec["distractor_count"]) else "first_iou"
+                raise DataError(f"not a number: {rec[bad]!r}", field=bad, **where) from None
             rows.append({
                 "id": str(rec["row_idx"]), "row_idx": int(rec["row_idx"]), "file_name": rec.get("file_name", ""),
                 "expression": rec.get("normal_caption", ""), "image_source": rec.get("image_source", ""),
                 "human_authored": bool(rec.get("human_authored", False)),
                 "use_negation": bool(rec.get("use_negation", False)),
-                "distractor_count": int(rec["distractor_count"]), "gt_xyxy": list(gt), "pred_xyxy": list(pred),
-                "iou": first_iou(pred, gt), "official_iou": float(rec["first_iou"]),
+                "distractor_count": n_distractors, "gt_xyxy": gt, "pred_xyxy": pred,
+                "iou": first_iou(pred, gt), "official_iou": official_iou,
                 "official_hit": bool(rec["first_hit"]), "parse_error": str(rec.get("parse_error") or ""),
                 "retry_used": bool(rec.get("retry_followup_used", False)),
                 "model": rec.get("model_full_name", ""), "prompt_id": rec.get("prompt_id", ""),
@@ -170,6 +174,26 @@ def read_official_predictions(path: str | os.PathLike):
     df = pd.DataFrame(rows)
     df["hit"] = df["iou"] >= 0.5
     return df
+
+
+def _is_int_like(v: Any) -> bool:
+    try:
+        int(v)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _official_box(value: Any, field: str, *, source: str, row: str, allow_empty: bool = False) -> list[float]:
+    """A 4-number box from an official file (``[]`` allowed for a missing prediction), else a DataError."""
+    if allow_empty and isinstance(value, list) and not value:
+        return []
+    if not isinstance(value, list) or len(value) != 4:
+        raise DataError(f"a box must be a list of 4 numbers, got {value!r}", source=source, row=row, field=field)
+    try:
+        return [float(v) for v in value]
+    except (TypeError, ValueError):
+        raise DataError(f"box values must be numbers, got {value!r}", source=source, row=row, field=field) from None
 
 
 def check_official(scored, *, tol: float = 1e-9) -> dict[str, Any]:
