@@ -410,3 +410,19 @@ def test_failed_generations_reach_the_judge_as_counted_rows(sample):
     failed = judged[judged["id"] == items["id"].iloc[0]].iloc[0]
     assert not failed["judge_valid"] and failed["judge_parse_error"] == "no response: generation failed"
     assert (judged["judge_label"] == "B").sum() == len(items) - 1
+
+
+def test_agreement_joins_each_human_label_to_its_own_response():
+    """Two models answer the same items; a human label per (id, model) must not pair across models."""
+    pytest.importorskip("vlamb_nb.stats")
+    judged = pd.DataFrame({"id": ["g-0", "g-0", "g-1", "g-1", "g-2", "g-2"],
+                           "model": ["m1", "m2"] * 3, "setting": ["direct"] * 6, "subset": ["general"] * 6,
+                           "judge_label": ["A", "C", "B", "C", "A", "B"]})
+    humans = judged.rename(columns={"judge_label": "label"})[["id", "model", "setting", "label"]]
+    k = R.agreement_with_labels(judged, humans)
+    assert k.estimate == pytest.approx(1.0) and k.n == 6
+    # labels keyed by id only while the judged frame has two models per id: ambiguous, refused
+    with pytest.raises(DataError, match="repeat the key"):
+        R.agreement_with_labels(judged, humans, on=("id",))
+    with pytest.raises(DataError, match="missing column"):
+        R.agreement_with_labels(judged, humans[["id", "label"]], on=("id", "model"))

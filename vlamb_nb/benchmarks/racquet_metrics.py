@@ -149,10 +149,27 @@ def mention_rate(judged, *, by: tuple[str, ...] = ("model",), cluster: str = "im
     return class_shares(df, by=by, labels=("YES", "NO"), cluster=cluster, **kwargs)
 
 
-def agreement_with_labels(judged, labels, *, on: tuple[str, ...] = ("id",), ci: bool = True):
-    """Cohen's kappa between judge labels and human labels (joined on ``on``)."""
+def agreement_with_labels(judged, labels, *, on: tuple[str, ...] | None = None, ci: bool = True):
+    """Cohen's kappa between judge labels and human labels.
+
+    By default the join uses ``id`` plus ``model`` and ``setting`` whenever both frames have them: a
+    human label belongs to one response, and joining on ``id`` alone would pair it with every
+    model's response to that item. A join that still matches one response to several human labels
+    is an error rather than a silently inflated sample.
+    """
     from vlamb_nb import judge as J
 
+    if on is None:
+        on = ("id", *(c for c in ("model", "setting") if c in judged.columns and c in labels.columns))
+    on = tuple(on)
+    for c in on:
+        if c not in judged.columns or c not in labels.columns:
+            raise DataError(f"cannot join judge and human labels on {c!r}: missing column", field=c)
+    dup = labels.duplicated(list(on), keep=False)
+    if dup.any():
+        clash = labels.loc[dup, list(on)].iloc[0].to_dict()
+        raise DataError(f"human labels repeat the key {clash}; join on more columns (on=...)",
+                        row=int(dup.to_numpy().nonzero()[0][0]) + 1, field="label")
     m = judged.merge(labels[[*on, "label"]].rename(columns={"label": "human_label"}), on=list(on), how="inner")
     if m.empty:
         raise DataError(f"no judged response matches a human label on {list(on)}")
