@@ -100,3 +100,20 @@ def test_widget_buttons_drive_the_state_machine(tmp_path):
     box.buttons["Explicit"].click()
     assert a.finished and box.buttons["Explicit"].disabled
     assert read_labels(tmp_path / "l.csv")["label"].tolist() == ["Stereotypical", "Explicit"]
+
+
+def test_extra_key_columns_resume_and_are_stored(tmp_path):
+    """Sampled responses (several per item) are keyed by a sample index too: resume must see them."""
+    rows = pd.DataFrame({"id": ["1", "1", "2"], "model": ["m"] * 3, "setting": ["sampling"] * 3, "sample": [0, 1, 0],
+                         "question": ["q"] * 3, "response": ["a", "b", "c"]})
+    path = tmp_path / "labels.csv"
+    keys = ("id", "model", "setting", "sample")
+    first = Annotator(rows, path, key_columns=keys)
+    first.label("Explicit")
+    again = Annotator(rows, path, key_columns=keys)
+    assert again.progress() == (1, 3) and again.current["sample"] == 1
+    again.label("Stereotypical")
+    assert "sample" in path.read_text().splitlines()[0].split(",")
+    labels = read_labels(path, key_columns=keys)
+    assert dict(zip(labels["key"], labels["label"], strict=True)) == {"1|m|sampling|0": "Explicit",
+                                                                     "1|m|sampling|1": "Stereotypical"}

@@ -54,10 +54,16 @@ def read_labels(path: str | os.PathLike, *, labels: Sequence[str] | None = None,
     for c in ("id", "label"):
         if c not in df.columns:
             raise DataError("a labels file needs 'id' and 'label' columns", source=str(path), field=c)
+    missing_key_cols = [c for c in key_columns if c not in df.columns]
+    file_keys = df["key"].tolist() if "key" in df.columns else None
     for c in COLUMNS:
         if c not in df.columns:
             df[c] = ""
-    df["key"] = [row_key(r, key_columns) for r in df.to_dict(orient="records")]
+    computed = [row_key(r, key_columns) for r in df.to_dict(orient="records")]
+    # a key column the file lacks (an older file, or one written before extra key columns were stored):
+    # the file's own key column is the record of which response was labelled
+    df["key"] = ([fk or ck for fk, ck in zip(file_keys, computed, strict=True)]
+                 if missing_key_cols and file_keys is not None else computed)
     if labels is not None:
         bad = df[~df["label"].isin(list(labels))]
         if len(bad):
@@ -137,7 +143,8 @@ class Annotator:
             self.pos = self._next_from(self.pos)
             raise AlreadyLabelledError(f"{key!r} is labelled {self.done[key]!r} in {self.path}; not overwritten")
         row = self.rows.iloc[self.pos]
-        rec = {"key": key, **{c: ("" if row.get(c) is None else str(row.get(c, ""))) for c in KEY_COLUMNS},
+        rec = {"key": key, **{c: ("" if row.get(c) is None else str(row.get(c, "")))
+                              for c in dict.fromkeys((*KEY_COLUMNS, *self.key_columns))},
                "label": value, "annotator": self.annotator, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         self._append(rec)
         self.done[key] = value
@@ -161,7 +168,8 @@ class Annotator:
             with open(self.path, newline="", encoding="utf-8") as fh:
                 header = next(csv.reader(fh))
         else:
-            needs_nl, header = False, COLUMNS
+            # extra key columns (e.g. a sample index) are stored too, so the file alone identifies each label
+            needs_nl, header = False, [*COLUMNS, *(c for c in self.key_columns if c not in COLUMNS)]
         with open(self.path, "a", newline="", encoding="utf-8") as fh:
             if needs_nl:
                 fh.write("\n")
