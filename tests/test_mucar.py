@@ -556,3 +556,12 @@ def test_score_file_conflicting_duplicate_outputs_are_an_error(sample, tmp_path)
     p.write_text(json.dumps({"id": uid, "output": "A"}) + "\n" + json.dumps({"id": uid, "output": "B"}) + "\n")
     with pytest.raises(DataError, match="two different outputs"):
         B.score_file(p, source=tmp_path / "mucar")
+
+
+def test_decoding_deviation_names_the_budget_used():
+    from vlamb_nb.models.base import ModelInfo
+
+    info = ModelInfo(model_id="m")
+    text = [str(d) for d in B.deviations(info, "full", max_new_tokens=8) if d.what == "decoding"]
+    assert text and "8 new tokens" in text[0]
+    assert any("64 new tokens" in str(d) for d in B.deviations(info, "full"))

@@ -485,13 +485,15 @@ class Mucar(Benchmark):
         return {"n": s["n_queries"], "invalid": int((~scored["valid"].fillna(False).astype(bool)).sum()),
                 "Acc_q": s["Acc_q"], "Acc_p": s["Acc_p"], "image_insensitive_groups": s["image_insensitive_groups"]}
 
-    def deviations(self, model: ModelInfo, setting: str) -> list[Deviation]:
+    def deviations(self, model: ModelInfo, setting: str, *, max_new_tokens: int | None = None) -> list[Deviation]:
+        """What differs from the paper for this run; ``max_new_tokens`` is the budget actually used."""
         out = super().deviations(model, setting)
         out.append(Deviation("answer matching", "a GPT-4o right/wrong judge (prompt not released)",
                              "rule parser (Answer: X, then fallbacks); optional CODIS-prompt judge", "all"))
         out.append(Deviation("context placement", "not stated (templates have no context slot)",
                              "context prefixed to the question", "all"))
-        out.append(Deviation("decoding", "not reported", "greedy, at most 64 new tokens", "all"))
+        budget = max_new_tokens or DEFAULT_PARAMS.max_new_tokens
+        out.append(Deviation("decoding", "not reported", f"greedy, at most {budget} new tokens", "all"))
         out.append(Deviation("option set", "Table 2b/3/12 'with confusing options' (not released)",
                              "the released options only (Table 2a setting)", "Table 2b, Table 3, Table 12"))
         out.append(Deviation("Overall Acc_p", "aggregation rule not reconstructable",
