@@ -23,10 +23,10 @@ reproduce: $(STAMP)
 	$(BIN)/vlamb-nb reproduce
 
 lint: $(STAMP)
-	$(BIN)/ruff check vlamb_nb tests benchmarks
+	$(BIN)/ruff check vlamb_nb tests benchmarks scripts
 
 test: $(STAMP)
-	$(BIN)/ruff check vlamb_nb tests benchmarks
+	$(BIN)/ruff check vlamb_nb tests benchmarks scripts
 	$(BIN)/python -m pytest -q
 
 clean-venv:
