@@ -154,3 +154,21 @@ def test_item_columns_are_joined_and_items_are_drawn(tmp_path):
     ex._show_item()  # renders without a browser
     with pytest.raises(SettingError, match="'id' column"):
         ExplorerState(preds, items=items.rename(columns={"id": "key"}))
+
+
+def test_vflute_scored_predictions_show_the_parsed_label_and_filter_by_dataset(tmp_path):
+    """V-FLUTE's columns (label_text, dataset_name) are found: the parsed answer and a category filter."""
+    from vlamb_nb import get_benchmark
+    from vlamb_nb.models import ScriptedModel
+
+    bench = get_benchmark("vflute")
+    items = bench.load(bench.make_sample(tmp_path, n=8, seed=0))
+    model = ScriptedModel(lambda req: "The image shows a thing.\nLABEL: contradiction")
+    scored = bench.evaluate(model, items, "zero_shot", store=tmp_path / "s.jsonl", progress=False, scorer="none")
+    st = ExplorerState(scored, image_root=items["image_root"][0])
+    d = st.details()
+    assert d["parsed"] == "contradiction" and d["gold"] == items["label"][0]
+    assert st.filter_columns["category"] == "dataset_name"
+    n = st.set_filter("category", "HAIVMet")
+    assert n == int((items["dataset_name"] == "HAIVMet").sum()) > 0
+    assert st.image().size[0] > 0

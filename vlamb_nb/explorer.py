@@ -26,13 +26,14 @@ FILTER_CANDIDATES: dict[str, tuple[str, ...]] = {
     "correct": ("correct", "is_correct", "hit", "right"),
     "failure": ("failure", "failure_type", "outcome"),
     "language": ("language", "lang"),
-    "category": ("category", "subset", "type", "bias", "label_category", "subcategory"),
+    "category": ("category", "subset", "type", "bias", "label_category", "subcategory", "dataset_name"),
 }
 SHOW_CANDIDATES: dict[str, tuple[str, ...]] = {
     "id": ("item_id", "id", "request_id", "uid"),
     "prompt": ("prompt", "question", "expression", "query"),
     "raw": ("text", "response", "output", "raw"),
-    "parsed": ("letter", "answer", "pred", "prediction", "parsed", "pred_label", "judge_label", "pred_box"),
+    "parsed": ("letter", "answer", "pred", "prediction", "parsed", "pred_label", "judge_label", "pred_box",
+               "label_text"),
     "gold": ("gold", "gold_letter", "gold_text", "gold_label", "label", "target", "gt_box", "bbox"),
     "image": ("image", "image_path", "images", "image_file", "file_name", "img", "image_url"),
 }
