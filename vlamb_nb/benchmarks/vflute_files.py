@@ -20,6 +20,10 @@ Human adequacy labels (§5.3; the paper's own labels are not released) are a CSV
 
 Only judged items need a row; other columns are ignored. ``vlamb-nb score vflute --predictions FILE
 -o labels=LABELS.csv`` adds the analysis to the score.
+
+``-o compare=OTHER`` scores a second prediction file (any accepted shape) with the same scorer and
+adds the paired bootstrap (Koehn 2004) of F1@0/53/60, this file minus the other, as the paper
+reports its significance tests (notes §8).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from vlamb_nb.benchmarks.vflute_data import DATASETS, SPLIT_SIZES
-from vlamb_nb.benchmarks.vflute_metrics import REPORTED, f1_at_ci, f1_curve
+from vlamb_nb.benchmarks.vflute_metrics import PAPER_COMPARISONS, REPORTED, compare_runs, f1_at_ci, f1_curve
 from vlamb_nb.benchmarks.vflute_parse import _label_from_marker, parse_output
 from vlamb_nb.errors import DataError
 from vlamb_nb.reference import Finding
@@ -125,24 +129,20 @@ def _default_source():
 def score_prediction_file(bench, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
                           scorer: Any = "auto", split: str = "test", scene_graph: bool | None = None,
                           ci: bool = True, n_resamples: int = 2000,
-                          labels: str | os.PathLike | None = None) -> dict[str, Any]:
+                          labels: str | os.PathLike | None = None,
+                          compare: str | os.PathLike | None = None) -> dict[str, Any]:
     """F1@0/53/60 overall and per dataset for a prediction file, with bootstrap CIs overall.
 
     ``labels``: a human adequacy labels CSV (module doc); adds ExplanationScore-vs-adequacy (PR-AUC,
-    thresholds, kappa) under ``"adequacy"``.
+    thresholds, kappa) under ``"adequacy"``. ``compare``: a second prediction file; adds the paired
+    bootstrap of this file minus that one under ``"paired_bootstrap"``.
     """
+    from vlamb_nb.explanation_scores import get_scorer
+
     human = read_adequacy_labels(labels) if labels is not None else None
-    preds = read_predictions(predictions, scene_graph=scene_graph)
     items = bench.load(source if source is not None else _default_source(), split=split)
-    unknown = sorted(set(preds["id"]) - set(items["id"]))
-    if unknown:
-        raise DataError(f"{len(unknown)} prediction id(s) are not in the gold data (wrong --source?), e.g. "
-                        f"{unknown[0]!r}", source=str(predictions))
-    merged = items.merge(preds, on="id", how="left")
-    n_missing = int(merged["source_format"].isna().sum())
-    merged["label_pred"] = merged["label_pred"].astype(object).where(merged["label_pred"].notna(), None)
-    merged["explanation_pred"] = merged["explanation_pred"].fillna("")
-    scored = bench.score(merged, scorer=scorer)
+    scorer = get_scorer(scorer)  # one instance, so a compared file is scored alike (and its cache reused)
+    scored, n_missing = _score_file(bench, predictions, items, scorer, scene_graph)
     curve = f1_curve(scored)
     at = curve[curve["pct"].isin(REPORTED)]
     f1 = {d: {f"F1@{int(r.pct)}": round(100 * r.f1, 2) for r in g.itertuples()} for d, g in at.groupby("dataset",
@@ -167,7 +167,31 @@ def score_prediction_file(bench, predictions: str | os.PathLike, *, source: str 
         res = adequacy_report(scored, human, n_resamples=min(n_resamples, 1000) if ci else 0)
         res.pop("curve")
         out["adequacy"] = res
+    if compare is not None:
+        other, other_missing = _score_file(bench, compare, items, scorer, scene_graph)
+        tests = compare_runs(scored, other, n_resamples=n_resamples)
+        out["paired_bootstrap"] = {
+            "a": str(predictions), "b": str(compare), "b_n_missing": other_missing,
+            "b_n_unparsed": int(other["label_pred"].isna().sum()),
+            "tests": {f"F1@{r['pct']}": {k: (round(100 * v, 2) if k in ("estimate", "ci_low", "ci_high") else v)
+                                         for k, v in r.items()} for r in tests},
+            "paper_comparisons": list(PAPER_COMPARISONS)}
     return out
+
+
+def _score_file(bench, predictions: str | os.PathLike, items, scorer: Any,
+                scene_graph: bool | None) -> tuple[Any, int]:
+    """A prediction file joined to the gold items and scored; also how many items it has no prediction for."""
+    preds = read_predictions(predictions, scene_graph=scene_graph)
+    unknown = sorted(set(preds["id"]) - set(items["id"]))
+    if unknown:
+        raise DataError(f"{len(unknown)} prediction id(s) are not in the gold data (wrong --source?), e.g. "
+                        f"{unknown[0]!r}", source=str(predictions))
+    merged = items.merge(preds, on="id", how="left")
+    n_missing = int(merged["source_format"].isna().sum())
+    merged["label_pred"] = merged["label_pred"].astype(object).where(merged["label_pred"].notna(), None)
+    merged["explanation_pred"] = merged["explanation_pred"].fillna("")
+    return bench.score(merged, scorer=scorer), n_missing
 
 
 # -- human adequacy labels (§5.3) ----------------------------------------------------------------
