@@ -558,6 +558,26 @@ def test_score_file_compares_two_prediction_files(shared_data, tmp_path):
     assert {c["paper_p"] for c in res["paired_bootstrap"]["paper_comparisons"]} >= {"< 0.03", "< 0.002"}
 
 
+def test_figure_runs_add_prediction_files_scored_alike(sample, tmp_path):
+    from vlamb_nb.benchmarks import vflute_report as report
+
+    items = BENCH.load(sample)
+    demo = BENCH.evaluate(ScriptedModel(_oracle(items)), items, "zero_shot", store=tmp_path / "o.jsonl",
+                          progress=False, scorer="none")
+    pd.DataFrame({"id": items["id"], "label": 1, "explanation": items["explanation"]}).to_csv(
+        tmp_path / "entail.csv", index=False)
+    runs = report.figure_runs(BENCH, {"oracle": demo}, {"always entailment": str(tmp_path / "entail.csv")},
+                              sample, "none")
+    assert list(runs) == ["oracle", "always entailment"]
+    ny = runs["always entailment"]["F1 curve"].query("dataset == 'nycartoons' and pct == 0")["f1"].iloc[0]
+    sub = items[items["dataset"] == "nycartoons"]
+    assert ny == pytest.approx(f1_score(sub["label_true"], [1] * len(sub), average="macro"))
+    assert runs["oracle"]["Fig. 6"]["drop_pct"].eq(0).all()
+    report.plot_drop({k: v["Fig. 6"] for k, v in runs.items()})
+    with pytest.raises(SettingError, match="twice"):
+        report.figure_runs(BENCH, {"oracle": demo}, {"oracle": str(tmp_path / "entail.csv")}, sample, "none")
+
+
 # -- human adequacy labels (§5.3) ------------------------------------------------------------------
 class OverlapScorer:
     """A tiny deterministic scorer for tests: token Jaccard overlap with the reference."""

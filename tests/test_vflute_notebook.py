@@ -57,8 +57,16 @@ def test_notebook_with_adequacy_labels(repo_root, tmp_path, monkeypatch):
 
 
 def test_notebook_on_released_split(shared_data, repo_root, tmp_path, monkeypatch):
+    import pandas as pd
+
+    from vlamb_nb import get_benchmark
+
+    items = get_benchmark("vflute").load(shared_data / "vflute")
+    outputs = [f"{e}\nLABEL: entailment" for e in items["explanation"]]  # an always-entailment run
+    pd.DataFrame({"id": items["id"], "output": outputs}).to_csv(tmp_path / "entail.csv", index=False)
     res = _run(repo_root, tmp_path, monkeypatch, source=str(shared_data / "vflute"), n_resamples=200,
-               paper_row="LLaVA-ZS-7B")
+               paper_row="LLaVA-ZS-7B", predictions={"always entailment": str(tmp_path / "entail.csv")})
+    assert res["figure_runs"] == ["tiny:qwen2_5_vl", "always entailment"]
     assert res["data_stats"]["n"] == 723
     assert res["data_stats"]["by_dataset"]["memecap"] == 196
     assert res["audit"]["mismatches"] == 1

@@ -42,6 +42,31 @@ def plot_lengths(items):
     return fig
 
 
+def figure_runs(bench, runs: dict[str, Any], predictions: dict[str, str] | None, source: Any,
+                scorer: Any) -> dict[str, dict[str, Any]]:
+    """Tables (``Fig. 6`` drops, ``F1 curve``) for every run to draw: the scored ``runs`` plus each file in
+    ``predictions`` (name -> our store JSONL or an official prediction CSV on ``source``), scored alike.
+
+    This is how Figs. 6 and 11 are drawn "from any predictions available": the official repository's
+    per-model prediction files can be passed next to a run of ours.
+    """
+    from vlamb_nb.benchmarks.vflute_files import _score_file
+    from vlamb_nb.errors import SettingError
+    from vlamb_nb.explanation_scores import get_scorer
+
+    scored = dict(runs)
+    if predictions:
+        if not isinstance(predictions, dict):
+            raise SettingError("predictions must map a run name to a prediction file")
+        items = bench.load(source)
+        sc = get_scorer(scorer)
+        for name, path in predictions.items():
+            if name in scored:
+                raise SettingError(f"run name {name!r} is used twice")
+            scored[name], _ = _score_file(bench, path, items, sc, None)
+    return {name: bench.tables(s, model=name) for name, s in scored.items()}
+
+
 def plot_drop(drops: dict[str, Any]):
     """Fig. 6: % drop in F1 from threshold 0 to 0.6, per dataset, one bar group per model."""
     import numpy as np
@@ -54,7 +79,7 @@ def plot_drop(drops: dict[str, Any]):
     width = 0.8 / max(len(drops), 1)
     for k, (model, df) in enumerate(drops.items()):
         vals = df.set_index("dataset")["drop_pct"].reindex(names)
-        ax.bar(x + k * width - 0.4 + width / 2, vals.fillna(0).to_numpy(), width, label=model)
+        ax.bar(x + k * width - 0.4 + width / 2, vals.to_numpy(), width, label=model)  # NaN: no bar
     ax.set_xticks(x, names, rotation=20)
     ax.set_ylabel("Drop in F1 score (%)")
     ax.set_title("Fig. 6: drop in F1 from ExplanationScore threshold 0 to 0.6")
