@@ -79,10 +79,13 @@ def plot_drop(drops: dict[str, Any]):
     width = 0.8 / max(len(drops), 1)
     for k, (model, df) in enumerate(drops.items()):
         vals = df.set_index("dataset")["drop_pct"].reindex(names)
-        ax.bar(x + k * width - 0.4 + width / 2, vals.to_numpy(), width, label=model)  # NaN: no bar
+        pos = x + k * width - 0.4 + width / 2
+        ax.bar(pos, vals.to_numpy(), width, label=model)  # NaN: no bar
+        for xi in pos[vals.isna().to_numpy()]:  # say why a bar is absent instead of drawing a 0 drop
+            ax.text(xi, 0, "n/a", ha="center", va="bottom", fontsize=7, rotation=90, color="0.4")
     ax.set_xticks(x, names, rotation=20)
     ax.set_ylabel("Drop in F1 score (%)")
-    ax.set_title("Fig. 6: drop in F1 from ExplanationScore threshold 0 to 0.6")
+    ax.set_title("Fig. 6: drop in F1 from ExplanationScore threshold 0 to 0.6 (n/a: F1@0 is 0 or no items)")
     ax.legend()
     fig.tight_layout()
     return fig
