@@ -28,3 +28,24 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO
+
+
+@pytest.fixture
+def run_notebook(repo_root, tmp_path, monkeypatch):
+    """Execute ``notebooks/<name>.ipynb`` with papermill in ``tmp_path`` and return its recorded results.
+
+    Figures go to ``tmp_path / "figures"`` so the repository's ``figures/`` is untouched.
+    """
+    papermill = pytest.importorskip("papermill")
+    from vlamb_nb.notebook import collect_results
+
+    def run(name: str, **parameters):
+        monkeypatch.setenv("VLAMB_FIGURES_DIR", str(tmp_path / "figures"))
+        out = tmp_path / f"{name}.out.ipynb"
+        papermill.execute_notebook(str(repo_root / "notebooks" / f"{name}.ipynb"), str(out), kernel_name="python3",
+                                   parameters=parameters, cwd=str(tmp_path), progress_bar=False)
+        import json
+
+        return collect_results(json.loads(out.read_text(encoding="utf-8")))
+
+    return run

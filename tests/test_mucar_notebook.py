@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 
 @pytest.mark.slow
-def test_mucar_notebook_defaults(repo_root, tmp_path, monkeypatch):
-    papermill = pytest.importorskip("papermill")
-    from vlamb_nb.notebook import collect_results, shared_data_dir
+def test_mucar_notebook_defaults(tmp_path, run_notebook):
+    from vlamb_nb.notebook import shared_data_dir
 
-    monkeypatch.setenv("VLAMB_FIGURES_DIR", str(tmp_path))
-    out = tmp_path / "mucar.ipynb"
-    papermill.execute_notebook(str(repo_root / "notebooks" / "mucar.ipynb"), str(out), kernel_name="python3",
-                               cwd=str(tmp_path), progress_bar=False)
-    res = collect_results(json.loads(out.read_text(encoding="utf-8")))
+    res = run_notebook("mucar")
     assert res["audit"]["mismatches"] > 0
     kinds = {m["kind"] for m in res["audit_mismatches"]}
     assert {"sum", "impossible", "duplicate"} <= kinds
@@ -31,4 +24,4 @@ def test_mucar_notebook_defaults(repo_root, tmp_path, monkeypatch):
     assert const["image_insensitive_groups"] == const["groups_with_distinct_golds"] > 0
     for name in ("fig3-category-language-distribution", "fig4-input-and-prompt-language-ablations",
                  "image-insensitive-failure"):
-        assert (tmp_path / "mucar" / f"{name}.png").is_file()
+        assert (tmp_path / "figures" / "mucar" / f"{name}.png").is_file()

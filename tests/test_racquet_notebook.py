@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
-
-from vlamb_nb.notebook import collect_results
 
 pytestmark = pytest.mark.slow
 
 
-def test_racquet_notebook_defaults(tmp_path, repo_root, monkeypatch):
-    papermill = pytest.importorskip("papermill")
-    monkeypatch.setenv("VLAMB_FIGURES_DIR", str(tmp_path / "figures"))
-    out = tmp_path / "racquet.ipynb"
-    papermill.execute_notebook(str(repo_root / "notebooks" / "racquet.ipynb"), str(out), kernel_name="python3",
-                               cwd=str(tmp_path), parameters={"store_dir": str(tmp_path / "runs")}, progress_bar=False)
-    res = collect_results(json.loads(out.read_text()))
+def test_racquet_notebook_defaults(tmp_path, run_notebook):
+    res = run_notebook("racquet", store_dir=str(tmp_path / "runs"))
 
     cmp = res["paper_vs_ours"]
     assert cmp and {r["row"] for r in cmp} >= {"GENERAL", "BIAS"}

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
-
-from vlamb_nb.notebook import collect_results
 
 
 @pytest.mark.slow
-def test_refadv_notebook_defaults(repo_root, tmp_path, monkeypatch):
-    papermill = pytest.importorskip("papermill")
-    monkeypatch.setenv("VLAMB_FIGURES_DIR", str(tmp_path / "figures"))
-    out = tmp_path / "refadv.ipynb"
-    papermill.execute_notebook(str(repo_root / "notebooks" / "refadv.ipynb"), str(out), kernel_name="python3",
-                               cwd=str(tmp_path), progress_bar=False)
-    res = collect_results(json.loads(out.read_text()))
+def test_refadv_notebook_defaults(tmp_path, run_notebook):
+    res = run_notebook("refadv")
     assert res["audit"]["checked"] > 200 and res["audit"]["mismatches"] > 0
     assert {r["setting"] for r in res["pipeline_ablation"]} == {"direct", "cot", "bow", "fixed"}
     assert all(r["n"] > 0 for r in res["pipeline_ablation"])

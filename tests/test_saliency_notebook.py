@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 pytestmark = pytest.mark.slow
 
 
-def test_saliency_notebook_runs_with_defaults(tmp_path, repo_root, monkeypatch):
-    import papermill as pm
-
-    from vlamb_nb.notebook import collect_results
-
-    monkeypatch.setenv("VLAMB_FIGURES_DIR", str(tmp_path / "figures"))
+def test_saliency_notebook_runs_with_defaults(tmp_path, monkeypatch, run_notebook):
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    out = tmp_path / "saliency.ipynb"
-    pm.execute_notebook(str(repo_root / "notebooks" / "saliency.ipynb"), str(out), kernel_name="python3",
-                        progress_bar=False, cwd=str(tmp_path))
-    res = collect_results(json.loads(out.read_text()))
+    res = run_notebook("saliency")
 
     check = res["one_patch_check"]
     assert check["peak_in_cell"] and check["mass_in_cell"] > 0.9

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 pytestmark = pytest.mark.slow
 
 
-def test_vague_notebook_defaults(tmp_path, repo_root, monkeypatch):
-    papermill = pytest.importorskip("papermill")
-    from vlamb_nb.notebook import collect_results
-
-    monkeypatch.setenv("VLAMB_FIGURES_DIR", str(tmp_path / "figures"))
-    out = tmp_path / "vague.ipynb"
-    papermill.execute_notebook(str(repo_root / "notebooks" / "vague.ipynb"), str(out), kernel_name="python3",
-                               cwd=str(tmp_path), progress_bar=False)
-    results = collect_results(json.loads(out.read_text()))
+def test_vague_notebook_defaults(tmp_path, run_notebook):
+    results = run_notebook("vague")
 
     # the audit surfaces the paper's known inconsistencies
     assert results["audit_findings"]["mismatches"] == 15

@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
-
-from vlamb_nb.notebook import collect_results
 
 pytestmark = pytest.mark.slow
 
 
-def _run(repo_root, tmp_path, monkeypatch, **params):
-    papermill = pytest.importorskip("papermill")
-    monkeypatch.setenv("VLAMB_FIGURES_DIR", str(tmp_path / "figures"))
-    out = tmp_path / "vflute.out.ipynb"
-    papermill.execute_notebook(str(repo_root / "notebooks" / "vflute.ipynb"), str(out), kernel_name="python3",
-                               parameters=params, cwd=str(tmp_path), progress_bar=False)
-    return collect_results(json.loads(out.read_text()))
+@pytest.fixture
+def run(run_notebook):
+    return lambda **params: run_notebook("vflute", **params)
 
 
-def test_notebook_defaults(repo_root, tmp_path, monkeypatch):
-    res = _run(repo_root, tmp_path, monkeypatch, n_resamples=200)
+def test_notebook_defaults(tmp_path, run):
+    res = run(n_resamples=200)
     assert res["data_source"].startswith("generated sample")
     assert res["data_stats"]["n"] == 16
     assert res["audit"]["checked"] > 20 and res["audit"]["mismatches"] >= 1
@@ -35,7 +27,7 @@ def test_notebook_defaults(repo_root, tmp_path, monkeypatch):
     assert res["adequacy"] is None and not (tmp_path / "figures" / "vflute" / "adequacy_pr_curve.png").exists()
 
 
-def test_notebook_with_adequacy_labels(repo_root, tmp_path, monkeypatch):
+def test_notebook_with_adequacy_labels(tmp_path, run):
     import pandas as pd
     from sklearn.metrics import cohen_kappa_score
 
@@ -46,7 +38,7 @@ def test_notebook_with_adequacy_labels(repo_root, tmp_path, monkeypatch):
     first = [1, 0, 1, 0, 1, 0, 1, 0]
     second = [1, 0, 1, 0, 1, 1, 0, 0]  # disagrees on two items
     pd.DataFrame({"id": ids, "adequate": first, "adequate_2": second}).to_csv(tmp_path / "labels.csv", index=False)
-    res = _run(repo_root, tmp_path, monkeypatch, n_resamples=100, labels=str(tmp_path / "labels.csv"))
+    res = run(n_resamples=100, labels=str(tmp_path / "labels.csv"))
     ade = res["adequacy"]
     assert ade["n_labelled"] == 8 and ade["n_used"] == 6 and ade["annotators"] == 2
     assert ade["cohen_kappa"]["estimate"] == pytest.approx(cohen_kappa_score(first, second))
@@ -56,7 +48,7 @@ def test_notebook_with_adequacy_labels(repo_root, tmp_path, monkeypatch):
     assert (tmp_path / "figures" / "vflute" / "adequacy_pr_curve.png").is_file()
 
 
-def test_notebook_on_released_split(shared_data, repo_root, tmp_path, monkeypatch):
+def test_notebook_on_released_split(shared_data, tmp_path, run):
     import pandas as pd
 
     from vlamb_nb import get_benchmark
@@ -64,7 +56,7 @@ def test_notebook_on_released_split(shared_data, repo_root, tmp_path, monkeypatc
     items = get_benchmark("vflute").load(shared_data / "vflute")
     outputs = [f"{e}\nLABEL: entailment" for e in items["explanation"]]  # an always-entailment run
     pd.DataFrame({"id": items["id"], "output": outputs}).to_csv(tmp_path / "entail.csv", index=False)
-    res = _run(repo_root, tmp_path, monkeypatch, source=str(shared_data / "vflute"), n_resamples=200,
+    res = run(source=str(shared_data / "vflute"), n_resamples=200,
                paper_row="LLaVA-ZS-7B", predictions={"always entailment": str(tmp_path / "entail.csv")})
     assert res["figure_runs"] == ["tiny:qwen2_5_vl", "always entailment"]
     assert res["data_stats"]["n"] == 723

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
-
-from vlamb_nb.notebook import collect_results
 
 pytestmark = pytest.mark.slow
 
 
-def test_notebook_defaults(repo_root, tmp_path, monkeypatch):
-    papermill = pytest.importorskip("papermill")
+def test_notebook_defaults(tmp_path, run_notebook):
     pytest.importorskip("peft")
-    monkeypatch.setenv("VLAMB_FIGURES_DIR", str(tmp_path / "figures"))
-    out = tmp_path / "vflute_qlora.out.ipynb"
-    papermill.execute_notebook(str(repo_root / "notebooks" / "vflute_qlora.ipynb"), str(out), kernel_name="python3",
-                               parameters={"out_dir": str(tmp_path / "run")}, cwd=str(tmp_path), progress_bar=False)
-    res = collect_results(json.loads(out.read_text()))
+    res = run_notebook("vflute_qlora", out_dir=str(tmp_path / "run"))
     assert res["data_source"].startswith("generated sample") and res["n_train"] == 8
     summary = res["train_summary"]
     assert summary["steps"] == 6 and summary["loss_fell"] is True
