@@ -14,6 +14,8 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 REPO = Path(__file__).resolve().parent.parent
+# a default-parameter cell that runs this long is hung, not slow: fail it instead of waiting
+CELL_TIMEOUT = 600
 SHARED_DATA = Path(os.environ.get("VLAMB_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
@@ -43,7 +45,8 @@ def run_notebook(repo_root, tmp_path, monkeypatch):
         monkeypatch.setenv("VLAMB_FIGURES_DIR", str(tmp_path / "figures"))
         out = tmp_path / f"{name}.out.ipynb"
         papermill.execute_notebook(str(repo_root / "notebooks" / f"{name}.ipynb"), str(out), kernel_name="python3",
-                                   parameters=parameters, cwd=str(tmp_path), progress_bar=False)
+                                   parameters=parameters, cwd=str(tmp_path), progress_bar=False,
+                                   execution_timeout=CELL_TIMEOUT)
         import json
 
         return collect_results(json.loads(out.read_text(encoding="utf-8")))

@@ -151,7 +151,27 @@ def test_item_columns_are_joined_and_items_are_drawn(tmp_path):
     fig = ex._figure(ex.state.image(), d["boxes"], d["box_size"])
     (ax,) = fig.axes
     assert len(ax.patches) == 2 and ax.patches[0].get_width() == pytest.approx(40.0)  # scaled 80 -> 40 px
-    ex._show_item()  # renders without a browser
+    page = ex.item_html()  # renders without a browser: fields escaped, image inlined
+    assert "<img src='data:image/png;base64," in page and f">{d['id']}</td>" in page
+
+
+def test_widget_view_is_plain_html_and_follows_navigation(tmp_path):
+    """No Output widget (batch runs under nbclient must not wait on captured output); buttons update the view."""
+    import ipywidgets as w
+    from PIL import Image
+
+    Image.new("RGB", (40, 20), "blue").save(tmp_path / "x.png")
+    preds = _frame().drop(columns=["image", "gt_box", "pred_xyxy"])
+    items = pd.DataFrame({"id": [f"i{k}" for k in range(8)], "image": ["x.png"] * 8})
+    ex = Explorer(preds, items=items, image_root=tmp_path)
+    box = ex.widget()
+    kids = [c for row in box.children for c in (row.children if isinstance(row, w.Box) else [row])]
+    assert not any(isinstance(c, w.Output) for c in kids)
+    view = box.children[-1]
+    first = view.value
+    next_b = next(c for c in kids if isinstance(c, w.Button) and "next" in c.description)
+    next_b.click()
+    assert view.value != first and f">{ex.state.details()['id']}</td>" in view.value
     with pytest.raises(SettingError, match="'id' column"):
         ExplorerState(preds, items=items.rename(columns={"id": "key"}))
 

@@ -14,7 +14,7 @@ def full_run(tmp_path_factory, repo_root):
     if not names:
         pytest.skip("no notebooks yet")
     tmp = tmp_path_factory.mktemp("reproduce")
-    failed = reproduce(None, run_id="all", out_dir=tmp / "runs", figures=tmp / "figures", quiet=True)
+    failed = reproduce(None, run_id="all", out_dir=tmp / "runs", figures=tmp / "figures", quiet=True, timeout=600)
     return names, failed, tmp
 
 

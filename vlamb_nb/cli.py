@@ -114,7 +114,8 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
         from vlamb_nb.reproduce import reproduce
     except ImportError:
         raise NotAvailableError("reproduce is not implemented yet") from None
-    return reproduce(a.papers or None, params=_kv(a.param), run_id=a.run_id, out_dir=a.out)
+    return reproduce(a.papers or None, params=_kv(a.param), run_id=a.run_id, out_dir=a.out,
+                     timeout=a.cell_timeout or None)
 
 
 def cmd_make_tiny(a: argparse.Namespace) -> int:
@@ -180,6 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="notebook parameter")
     rp.add_argument("--run-id")
     rp.add_argument("--out", default="runs")
+    rp.add_argument("--cell-timeout", type=int, default=1800, metavar="SECONDS",
+                    help="fail a notebook cell that runs longer (0: no limit, for long real-model runs)")
     rp.set_defaults(func=cmd_reproduce)
 
     mt = sub.add_parser("make-tiny-model", help="build a tiny random checkpoint (tests, offline demos)")

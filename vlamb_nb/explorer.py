@@ -14,6 +14,7 @@ model and a way to rebuild the item's request are given.
 
 from __future__ import annotations
 
+import html
 import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -338,16 +339,15 @@ class Explorer:
         prev_b, next_b = w.Button(description="◀ prev"), w.Button(description="next ▶")
         sal_b = w.Button(description="saliency", disabled=self.model is None or self.request_for is None)
         counter = w.HTML()
-        out = w.Output()
+        # the item view is one HTML widget (figures inlined as PNG), not an Output widget: capturing
+        # display() into an Output widget can leave nbclient (papermill) waiting forever in batch runs
+        view = w.HTML()
 
         def refresh(*_: Any) -> None:
             c = st.counts()
             acc = f", accuracy {c['accuracy']:.1%}" if c.get("accuracy") is not None else ""
             counter.value = f"<b>{st.position + 1 if len(st) else 0} / {c['n']}</b> (of {c['of']}){acc}"
-            # clear without wait=True: nbclient (papermill) can hang on a pending wait-clear in an Output widget
-            out.clear_output()
-            with out:
-                self._show_item()
+            view.value = self.item_html()
 
         def on_filter(name: str):
             def handler(change: dict[str, Any]) -> None:
@@ -362,35 +362,31 @@ class Explorer:
         next_b.on_click(lambda _: (st.next(), refresh()))
 
         def on_saliency(_: Any) -> None:
-            with out:
-                self._show_saliency()
+            try:
+                view.value = self.item_html() + _figure_html(self._saliency_figure())
+            except Exception as e:  # noqa: BLE001 - shown to the user, the explorer keeps working
+                view.value = self.item_html() + f"<p><i>saliency failed: {html.escape(str(e))}</i></p>"
 
         sal_b.on_click(on_saliency)
         refresh()
-        return w.VBox([w.HBox(list(selectors.values())), w.HBox([prev_b, next_b, sal_b, counter]), out])
+        return w.VBox([w.HBox(list(selectors.values())), w.HBox([prev_b, next_b, sal_b, counter]), view])
 
-    def _show_item(self) -> None:
-        import html
-
-        from IPython.display import HTML, display
-
+    def item_html(self) -> str:
+        """The current item as HTML: fields, then the image with its boxes (inlined PNG)."""
         d = self.state.details()
         if d["empty"]:
-            display(HTML(f"<i>{d['message']}</i>"))
-            return
+            return f"<i>{html.escape(str(d['message']))}</i>"
         fields = [("id", d.get("id")), ("filters", d["filters"]), ("outcome", d["failure_type"]),
                   ("prompt", d.get("prompt")), ("raw output", d.get("raw")), ("parsed", d.get("parsed")),
                   ("gold", d.get("gold"))]
         rows = "".join(f"<tr><th style='text-align:left;vertical-align:top'>{k}</th>"
                        f"<td style='text-align:left;white-space:pre-wrap'>{html.escape(str(v))}</td></tr>"
                        for k, v in fields)
-        display(HTML(f"<table>{rows}</table>"))
         try:
             img = self.state.image()
         except Exception as e:  # noqa: BLE001 - shown to the user, the explorer keeps working
-            display(HTML(f"<i>image unavailable: {html.escape(str(e))}</i>"))
-            return
-        display(self._figure(img, d["boxes"], d.get("box_size")))
+            return f"<table>{rows}</table><i>image unavailable: {html.escape(str(e))}</i>"
+        return f"<table>{rows}</table>" + _figure_html(self._figure(img, d["boxes"], d.get("box_size")))
 
     def _figure(self, img: Any, boxes: dict[str, Any], box_size: Any = None):
         import matplotlib.pyplot as plt
@@ -414,20 +410,26 @@ class Explorer:
         plt.close(fig)
         return fig
 
-    def _show_saliency(self) -> None:
-        from IPython.display import display
+    def _saliency_figure(self):
+        import matplotlib.pyplot as plt
 
-        from vlamb_nb.saliency_analysis import plot_overlay
+        from vlamb_nb.saliency_analysis import _scale_boxes, plot_overlay
 
         smap = self.saliency()
         d = self.state.details()
-        import matplotlib.pyplot as plt
-
-        from vlamb_nb.saliency_analysis import _scale_boxes
-
         boxes = {k: v for k, v in d["boxes"].items() if _box_like(v)}
         if self.state.box_format.startswith("abs"):
             boxes = _scale_boxes(boxes, d.get("box_size"), smap.size)
         fig = plot_overlay(smap, boxes=boxes, fmt=self.state.box_format)
         plt.close(fig)
-        display(fig)
+        return fig
+
+
+def _figure_html(fig) -> str:
+    """A matplotlib figure as an inline PNG <img> tag."""
+    import base64
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    return f"<img src='data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}'/>"
