@@ -19,7 +19,7 @@ CELL_TIMEOUT = 600
 SHARED_DATA = Path(os.environ.get("VLAMB_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def shared_data() -> Path:
     """``../shared/data``: the real released files (skips with the reason where absent)."""
     if not SHARED_DATA.is_dir():
@@ -27,7 +27,7 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def repo_root() -> Path:
     return REPO
 

@@ -17,7 +17,7 @@ _CACHE: dict[tuple[str, str | None], object] = {}
 
 
 def tiny(family: str, quantization: str | None):
-    """Load once per session: loading is the slow part, the tests exercise generation."""
+    """Load once per test run: loading is the slow part, the tests exercise generation."""
     key = (family, quantization)
     if key not in _CACHE:
         _CACHE[key] = load_model(f"tiny:{family}", quantization=quantization)

@@ -19,7 +19,7 @@ _CACHE: dict[str | None, object] = {}
 
 
 def text_lm(quantization: str | None):
-    """Load once per session: loading is the slow part."""
+    """Load once per test run: loading is the slow part."""
     if quantization not in _CACHE:
         _CACHE[quantization] = load_model("tiny:llama_text", quantization=quantization)
     return _CACHE[quantization]

@@ -88,7 +88,7 @@ def test_sweep_two_tiny_models_two_benchmarks_resumes(tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     # first run: interrupt it (SIGKILL to the whole process group) once some predictions are stored
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+                            process_group=0)
     deadline = time.time() + 600
     while time.time() < deadline and proc.poll() is None:
         if sum(len(v) for v in _store_lines(out).values()) >= 3:
