@@ -126,6 +126,9 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
     run_dir.mkdir(parents=True, exist_ok=True)
     if figures is not None:
         os.environ["VLAMB_FIGURES_DIR"] = str(Path(figures).resolve())
+    # kernels inherit this: a fixed string-hash seed makes set/dict-order dependent output (e.g. the
+    # font-subset names matplotlib writes into PDFs) identical from run to run
+    os.environ.setdefault("PYTHONHASHSEED", "0")
     runs: list[NotebookRun] = []
     for n in names:
         path = nb_dir / f"{n}.ipynb"
