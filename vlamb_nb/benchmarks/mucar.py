@@ -50,6 +50,7 @@ from vlamb_nb.benchmarks.mucar_prompts import (
     parse_yes_no,
 )
 from vlamb_nb.errors import DataError, SettingError
+from vlamb_nb.jsonl import iter_jsonl
 from vlamb_nb.meta import Deviation
 from vlamb_nb.models.base import IMAGE_SLOT, VLM, DecodingParams, ModelInfo, Request, user_message
 
@@ -598,13 +599,7 @@ def read_predictions(path: str | os.PathLike, *, model: str | None = None,
 
         rows = pd.read_csv(p, dtype=str, keep_default_na=False).to_dict(orient="records")
     elif p.suffix.lower() == ".jsonl":
-        rows = []
-        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    raise DataError(f"not valid JSON: {e}", source=p.name, row=i) from None
+        rows = [rec for _, rec in iter_jsonl(p)]
     else:
         try:
             rows = json.loads(p.read_text(encoding="utf-8"))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from vlamb_nb.errors import DataError
+from vlamb_nb.jsonl import iter_jsonl
 
 FILES = {"general": "racquet_general.jsonl", "bias": "racquet_bias.jsonl"}
 FIELDS = ("id", "image_url", "question", "question_idx")
@@ -68,36 +69,27 @@ def read_jsonl(path: str | os.PathLike, subset: str) -> list[dict[str, Any]]:
     path = Path(path)
     rows: list[dict[str, Any]] = []
     seen: dict[int, int] = {}
-    with open(path, encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(f"not valid JSON ({e.msg})", source=str(path), row=line_no) from None
-            if not isinstance(rec, dict):
-                raise DataError("a line must be a JSON object", source=str(path), row=line_no)
-            for f in FIELDS:
-                if f not in rec:
-                    raise DataError("missing field", source=str(path), row=line_no, field=f)
-            if not isinstance(rec["id"], int) or isinstance(rec["id"], bool):
-                raise DataError(f"id must be an integer, got {rec['id']!r}", source=str(path), row=line_no, field="id")
-            if not isinstance(rec["question"], str) or not rec["question"].strip():
-                raise DataError("empty question", source=str(path), row=line_no, field="question")
-            if not isinstance(rec["image_url"], str) or not rec["image_url"].strip():
-                raise DataError("empty image_url", source=str(path), row=line_no, field="image_url")
-            qi = rec["question_idx"]
-            if not isinstance(qi, int) or isinstance(qi, bool) or qi < 1:
-                raise DataError(f"question_idx must be a positive integer, got {qi!r}", source=str(path), row=line_no,
-                                field="question_idx")
-            if rec["id"] in seen:
-                raise DataError(f"duplicate id {rec['id']} (first on line {seen[rec['id']]})", source=str(path),
-                                row=line_no, field="id")
-            seen[rec["id"]] = line_no
-            rows.append({"id": f"{subset}-{rec['id']}", "subset": subset, "source_id": rec["id"],
-                         "image_url": rec["image_url"], "question": rec["question"],
-                         "question_idx": int(rec["question_idx"]), "source_file": path.name, "line": line_no})
+    for line_no, rec in iter_jsonl(path):
+        for f in FIELDS:
+            if f not in rec:
+                raise DataError("missing field", source=str(path), row=line_no, field=f)
+        if not isinstance(rec["id"], int) or isinstance(rec["id"], bool):
+            raise DataError(f"id must be an integer, got {rec['id']!r}", source=str(path), row=line_no, field="id")
+        if not isinstance(rec["question"], str) or not rec["question"].strip():
+            raise DataError("empty question", source=str(path), row=line_no, field="question")
+        if not isinstance(rec["image_url"], str) or not rec["image_url"].strip():
+            raise DataError("empty image_url", source=str(path), row=line_no, field="image_url")
+        qi = rec["question_idx"]
+        if not isinstance(qi, int) or isinstance(qi, bool) or qi < 1:
+            raise DataError(f"question_idx must be a positive integer, got {qi!r}", source=str(path), row=line_no,
+                            field="question_idx")
+        if rec["id"] in seen:
+            raise DataError(f"duplicate id {rec['id']} (first on line {seen[rec['id']]})", source=str(path),
+                            row=line_no, field="id")
+        seen[rec["id"]] = line_no
+        rows.append({"id": f"{subset}-{rec['id']}", "subset": subset, "source_id": rec["id"],
+                     "image_url": rec["image_url"], "question": rec["question"],
+                     "question_idx": int(rec["question_idx"]), "source_file": path.name, "line": line_no})
     return rows
 
 

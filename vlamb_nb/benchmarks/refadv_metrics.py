@@ -17,6 +17,7 @@ from typing import Any
 from vlamb_nb import boxes
 from vlamb_nb.benchmarks.refadv_data import BINS, in_bin
 from vlamb_nb.errors import DataError
+from vlamb_nb.jsonl import iter_jsonl
 
 THRESHOLDS = (0.5, 0.75, 0.9)
 # our mAcc: COCO-style mean over IoU 0.50:0.05:0.95 (the paper's definition is not reproducible)
@@ -138,37 +139,30 @@ def read_official_predictions(path: str | os.PathLike):
 
     path = Path(path)
     rows = []
-    with open(path, encoding="utf-8") as fh:
-        for ln, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError as e:
-                raise DataError(f"invalid JSON: {e}", source=str(path), row=f"line {ln}") from None
-            for f in OFFICIAL_FIELDS:
-                if f not in rec:
-                    raise DataError("missing field", source=str(path), row=f"line {ln}", field=f)
-            where = {"source": str(path), "row": f"line {ln}"}
-            pred = _official_box(rec["pred_box_xyxy_first"] or [], "pred_box_xyxy_first", allow_empty=True, **where)
-            gt = _official_box(rec["gt_bbox_xyxy"], "gt_bbox_xyxy", **where)
-            try:
-                n_distractors, official_iou = int(rec["distractor_count"]), float(rec["first_iou"])
-            except (TypeError, ValueError):
-                bad = "distractor_count" if not _is_int_like(rec["distractor_count"]) else "first_iou"
-                raise DataError(f"not a number: {rec[bad]!r}", field=bad, **where) from None
-            rows.append({
-                "id": str(rec["row_idx"]), "row_idx": int(rec["row_idx"]), "file_name": rec.get("file_name", ""),
-                "expression": rec.get("normal_caption", ""), "image_source": rec.get("image_source", ""),
-                "human_authored": bool(rec.get("human_authored", False)),
-                "use_negation": bool(rec.get("use_negation", False)),
-                "distractor_count": n_distractors, "gt_xyxy": gt, "pred_xyxy": pred,
-                "iou": first_iou(pred, gt), "official_iou": official_iou,
-                "official_hit": bool(rec["first_hit"]), "parse_error": str(rec.get("parse_error") or ""),
-                "retry_used": bool(rec.get("retry_followup_used", False)),
-                "model": rec.get("model_full_name", ""), "prompt_id": rec.get("prompt_id", ""),
-                "box_format": rec.get("pred_box_expected_format", ""),
-            })
+    for ln, rec in iter_jsonl(path):
+        for f in OFFICIAL_FIELDS:
+            if f not in rec:
+                raise DataError("missing field", source=str(path), row=f"line {ln}", field=f)
+        where = {"source": str(path), "row": f"line {ln}"}
+        pred = _official_box(rec["pred_box_xyxy_first"] or [], "pred_box_xyxy_first", allow_empty=True, **where)
+        gt = _official_box(rec["gt_bbox_xyxy"], "gt_bbox_xyxy", **where)
+        try:
+            n_distractors, official_iou = int(rec["distractor_count"]), float(rec["first_iou"])
+        except (TypeError, ValueError):
+            bad = "distractor_count" if not _is_int_like(rec["distractor_count"]) else "first_iou"
+            raise DataError(f"not a number: {rec[bad]!r}", field=bad, **where) from None
+        rows.append({
+            "id": str(rec["row_idx"]), "row_idx": int(rec["row_idx"]), "file_name": rec.get("file_name", ""),
+            "expression": rec.get("normal_caption", ""), "image_source": rec.get("image_source", ""),
+            "human_authored": bool(rec.get("human_authored", False)),
+            "use_negation": bool(rec.get("use_negation", False)),
+            "distractor_count": n_distractors, "gt_xyxy": gt, "pred_xyxy": pred,
+            "iou": first_iou(pred, gt), "official_iou": official_iou,
+            "official_hit": bool(rec["first_hit"]), "parse_error": str(rec.get("parse_error") or ""),
+            "retry_used": bool(rec.get("retry_followup_used", False)),
+            "model": rec.get("model_full_name", ""), "prompt_id": rec.get("prompt_id", ""),
+            "box_format": rec.get("pred_box_expected_format", ""),
+        })
     if not rows:
         raise DataError("no prediction rows", source=str(path))
     df = pd.DataFrame(rows)

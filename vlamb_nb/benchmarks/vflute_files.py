@@ -28,7 +28,6 @@ reports its significance tests (notes §8).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from vlamb_nb.benchmarks.vflute_data import DATASETS, SPLIT_SIZES
 from vlamb_nb.benchmarks.vflute_metrics import PAPER_COMPARISONS, REPORTED, compare_runs, f1_at_ci, f1_curve
 from vlamb_nb.benchmarks.vflute_parse import _label_from_marker, parse_output
 from vlamb_nb.errors import DataError
+from vlamb_nb.jsonl import iter_jsonl
 from vlamb_nb.reference import Finding
 
 
@@ -66,13 +66,7 @@ def read_predictions(path: str | os.PathLike, *, scene_graph: bool | None = None
     sg = scene_graph if scene_graph is not None else "sg" in p.name  # the official script's file-name rule
     rows = []
     if p.suffix.lower() == ".jsonl":
-        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(f"not JSON: {e.msg}", source=str(p), row=i) from None
+        for i, rec in iter_jsonl(p):
             if "request_id" not in rec:
                 raise DataError("store record without request_id", source=str(p), row=i, field="request_id")
             rid = str(rec["request_id"])
