@@ -20,13 +20,13 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 reproduce: $(STAMP)
-	$(BIN)/vlamb-nb reproduce
+	$(BIN)/vlamb-nb reproduce --update-figures
 
 lint: $(STAMP)
-	$(BIN)/ruff check vlamb_nb tests benchmarks scripts
+	$(BIN)/ruff check vlamb_nb tests perf scripts
 
 test: $(STAMP)
-	$(BIN)/ruff check vlamb_nb tests benchmarks scripts
+	$(BIN)/ruff check vlamb_nb tests perf scripts
 	$(BIN)/python -m pytest -q
 
 clean-venv:

@@ -54,8 +54,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from vlamb_nb import finetune as ft
-    from vlamb_nb.benchmarks.vflute import BENCHMARK
+    from vlamb_nb.benchmarks.vflute import finetune as ft
+    from vlamb_nb.benchmarks.vflute.benchmark import BENCHMARK
     from vlamb_nb.meta import format_deviations
     from vlamb_nb.models import DecodingParams
 

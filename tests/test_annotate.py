@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from vlamb_nb.annotate import AlreadyLabelledError, Annotator, read_labels
 from vlamb_nb.errors import DataError, SettingError
+from vlamb_nb.interactive.annotate import AlreadyLabelledError, Annotator, read_labels
 
 
 def _rows(n=4):

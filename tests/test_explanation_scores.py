@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from vlamb_nb import explanation_scores as es
 from vlamb_nb.errors import DataError, NotAvailableError, SettingError
+from vlamb_nb.scorers import explanation as es
 
 
 def test_none_scorer_passes_everything():

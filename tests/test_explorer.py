@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from vlamb_nb.errors import ImageError, SettingError
-from vlamb_nb.explorer import MISSING, Explorer, ExplorerState, failure_type
+from vlamb_nb.interactive.explorer import MISSING, Explorer, ExplorerState, failure_type
 
 
 def _frame():

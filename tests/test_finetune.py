@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from vlamb_nb import finetune as ft
+from vlamb_nb.benchmarks.vflute import finetune as ft
 from vlamb_nb.errors import DataError, SettingError
 
 torch = pytest.importorskip("torch")
@@ -22,7 +22,7 @@ FAST = dict(learning_rate=2e-3, projector_lr=2e-3, batch_size=2, grad_accum=1, m
 
 @pytest.fixture(scope="module")
 def train_items(tmp_path_factory):
-    from vlamb_nb.benchmarks.vflute import BENCHMARK
+    from vlamb_nb.benchmarks.vflute.benchmark import BENCHMARK
 
     folder = BENCHMARK.make_sample(tmp_path_factory.mktemp("vf"), n=4, seed=0)
     return BENCHMARK.load(folder, split="train").head(4).reset_index(drop=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from vlamb_nb import judge
 from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.models.base import ScriptedModel
+from vlamb_nb.scorers import judge
 
 
 def test_fill_template_leaves_other_braces_and_requires_slots():

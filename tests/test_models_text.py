@@ -242,11 +242,12 @@ class _Counting:
 
 @pytest.mark.slow
 def test_racquet_judge_runs_on_a_tiny_text_lm(tmp_path):
-    from vlamb_nb import judge as J
-    from vlamb_nb.benchmarks import racquet as R
+    from vlamb_nb.benchmarks.racquet import prompts as P
+    from vlamb_nb.benchmarks.racquet.benchmark import BENCHMARK
     from vlamb_nb.models import ScriptedModel
+    from vlamb_nb.scorers import judge as J
 
-    bench = R.BENCHMARK
+    bench = BENCHMARK
     items = bench.load(bench.make_sample(tmp_path / "data", n=4, seed=0))
     answers = {0: "The man on the left is holding it.", 1: "", 2: "Which one do you mean?"}
     vlm = ScriptedModel(lambda r: answers[int(r.id.split("::")[0].split("-")[-1]) % 3], model_id="vlm")
@@ -272,7 +273,7 @@ def test_racquet_judge_runs_on_a_tiny_text_lm(tmp_path):
     # the judge saw the paper's prompt, filled with the question and the response, through the Llama-3 template
     line = json.loads(store.read_text().splitlines()[-1]) if store.read_text().strip() else {}
     assert line, "the judge store is empty"
-    spec = R.judge_spec("abc", max_new_tokens=8)
+    spec = P.judge_spec("abc", max_new_tokens=8)
     row = judged_rows.iloc[0]
     req = J.judge_requests(spec, judged_rows.iloc[:1], id_column="request_id",
                            field_map={"question": "question_asked", "response": "response"})[0]

@@ -10,14 +10,14 @@ import pandas as pd
 import pytest
 
 from vlamb_nb import cli
-from vlamb_nb.benchmarks import mucar
-from vlamb_nb.benchmarks import mucar_audit as audit
-from vlamb_nb.benchmarks import mucar_data as data
-from vlamb_nb.benchmarks import mucar_prompts as prompts
+from vlamb_nb.benchmarks.mucar import audit, parse, prompts, score
+from vlamb_nb.benchmarks.mucar import data as data
+from vlamb_nb.benchmarks.mucar import judge as mjudge
+from vlamb_nb.benchmarks.mucar.benchmark import BENCHMARK
 from vlamb_nb.errors import DataError, ImageError, SettingError
 from vlamb_nb.models import ScriptedModel
 
-B = mucar.BENCHMARK
+B = BENCHMARK
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +209,7 @@ OPTS = ["A.Chicken.", "B.Chicken feed."]
     ("It is chicken feed.", "B", "option_text"),
 ])
 def test_parser_valid(text, letter, method):
-    p = prompts.parse_answer(text, OPTS)
+    p = parse.parse_answer(text, OPTS)
     assert (p["letter"], p["valid"], p["parse_method"]) == (letter, True, method)
 
 
@@ -222,7 +222,7 @@ def test_parser_valid(text, letter, method):
     ("ĠĠ ð?? zxq 0.31 tokens<unk>", "unparsed"),
 ])
 def test_parser_invalid(text, method):
-    p = prompts.parse_answer(text, OPTS)
+    p = parse.parse_answer(text, OPTS)
     assert not p["valid"] and p["parse_method"] == method
 
 
@@ -232,30 +232,30 @@ def test_parser_invalid(text, method):
     ("**答案：B**", "B"),
 ])
 def test_parser_reads_through_markdown_emphasis(text, letter):
-    p = prompts.parse_answer(text, OPTS)
+    p = parse.parse_answer(text, OPTS)
     assert (p["letter"], p["valid"]) == (letter, True)
 
 
 @pytest.mark.parametrize("text", ["Answer: A or B", "Jawapan: A atau B", "Answer: (A)/(B)", "Answer: A and B"])
 def test_parser_hedged_answer_is_invalid(text):
-    p = prompts.parse_answer(text, OPTS)
+    p = parse.parse_answer(text, OPTS)
     assert not p["valid"] and p["parse_method"] == "ambiguous"
-    assert mucar.outcome({**p, "correct": False}) == "ambiguous"
+    assert score.outcome({**p, "correct": False}) == "ambiguous"
 
 
 def test_parser_never_matches_template_echo_or_duplicate_options():
     echo = "Answer: [ONLY the option letter; not a complete sentence]"
-    assert not prompts.parse_answer(echo, OPTS)["valid"]
-    assert not prompts.parse_answer("是的。", ["A. 是的。", "B. 是的。"])["valid"]
+    assert not parse.parse_answer(echo, OPTS)["valid"]
+    assert not parse.parse_answer("是的。", ["A. 是的。", "B. 是的。"])["valid"]
 
 
 def test_yes_no_and_judge_rules():
-    assert prompts.parse_yes_no("Yes.")["yes_no"] == "yes"
-    assert prompts.parse_yes_no("no")["yes_no"] == "no"
-    assert not prompts.parse_yes_no("maybe")["valid"]
-    assert prompts.parse_judge("Right.") == 1 and prompts.parse_judge("wrong") == 0
-    assert prompts.parse_judge("not right") == 1  # CODIS's substring rule, kept as released
-    assert prompts.parse_judge("not right", "strict") is None
+    assert parse.parse_yes_no("Yes.")["yes_no"] == "yes"
+    assert parse.parse_yes_no("no")["yes_no"] == "no"
+    assert not parse.parse_yes_no("maybe")["valid"]
+    assert mjudge.parse_judge("Right.") == 1 and mjudge.parse_judge("wrong") == 0
+    assert mjudge.parse_judge("not right") == 1  # CODIS's substring rule, kept as released
+    assert mjudge.parse_judge("not right", "strict") is None
 
 
 # -- Acc_p / Acc_q -------------------------------------------------------------------------------
@@ -275,29 +275,29 @@ def _hand_scored():
 
 def test_acc_p_acc_q_hand_built():
     s = _hand_scored()
-    tot = mucar.pair_accuracy(s, None, n_resamples=0).set_index("metric")["value"]
+    tot = score.pair_accuracy(s, None, n_resamples=0).set_index("metric")["value"]
     assert tot["Acc_q"] == pytest.approx(100 * 11 / 13)
     assert tot["Acc_p"] == pytest.approx(100 * 2 / 4)
-    per = mucar.pair_accuracy(s, "category", n_resamples=0)
+    per = score.pair_accuracy(s, "category", n_resamples=0)
     poly = per[per["category"] == "Polysemy"].set_index("metric")
     assert poly.loc["Acc_q", "value"] == pytest.approx(80.0) and poly.loc["Acc_p", "value"] == pytest.approx(50.0)
     assert poly.loc["Acc_p", "n_groups"] == 2 and poly.loc["Acc_q", "n_queries"] == 5
-    lang = mucar.pair_accuracy(s, "language", n_resamples=0).set_index(["language", "metric"])["value"]
+    lang = score.pair_accuracy(s, "language", n_resamples=0).set_index(["language", "metric"])["value"]
     assert lang[("Malay", "Acc_p")] == 0.0 and lang[("Chinese", "Acc_p")] == 100.0
 
 
 def test_overall_acc_q_is_micro_not_macro():
     s = _hand_scored()
-    per = mucar.pair_accuracy(s, "category", n_resamples=0)
+    per = score.pair_accuracy(s, "category", n_resamples=0)
     macro = per[per["metric"] == "Acc_q"]["value"].mean()
-    tot = mucar.pair_accuracy(s, None, n_resamples=0).set_index("metric")["value"]["Acc_q"]
+    tot = score.pair_accuracy(s, None, n_resamples=0).set_index("metric")["value"]["Acc_q"]
     assert tot != pytest.approx(macro)
 
 
 def test_group_category_is_first_member():
     s = pd.DataFrame({"record_id": [2, 1], "group": ["g", "g"], "category": ["Grammar", "Polysemy"],
                       "language": ["Malay", "Malay"], "correct": [True, True]})
-    per = mucar.pair_accuracy(s, "category", n_resamples=0)
+    per = score.pair_accuracy(s, "category", n_resamples=0)
     assert set(per["category"].astype(str)) == {"Polysemy"}
 
 
@@ -306,10 +306,10 @@ def test_bootstrap_resamples_groups():
     rows = [{"record_id": i, "group": f"g{i // 2}", "category": "Grammar", "language": "English",
              "correct": bool(rng.integers(0, 2))} for i in range(200)]
     s = pd.DataFrame(rows)
-    res = mucar.pair_accuracy(s, None, n_resamples=500, seed=3).set_index("metric")
+    res = score.pair_accuracy(s, None, n_resamples=500, seed=3).set_index("metric")
     for m in ("Acc_q", "Acc_p"):
         assert res.loc[m, "ci_low"] < res.loc[m, "value"] < res.loc[m, "ci_high"]
-    again = mucar.pair_accuracy(s, None, n_resamples=500, seed=3).set_index("metric")
+    again = score.pair_accuracy(s, None, n_resamples=500, seed=3).set_index("metric")
     assert again.loc["Acc_p", "ci_low"] == res.loc["Acc_p", "ci_low"]
 
 
@@ -326,7 +326,7 @@ def test_acc_p_ci_resamples_whole_groups():
     from vlamb_nb.stats import bootstrap_ci, group_accuracy_statistic
 
     s = _correlated()
-    res = mucar.pair_accuracy(s, None, n_resamples=2000, seed=5).set_index("metric")
+    res = score.pair_accuracy(s, None, n_resamples=2000, seed=5).set_index("metric")
     width = {m: res.loc[m, "ci_high"] - res.loc[m, "ci_low"] for m in ("Acc_q", "Acc_p")}
     # all-or-nothing groups of equal size: Acc_q == Acc_p in every group resample
     assert res.loc["Acc_q", "value"] == res.loc["Acc_p", "value"]
@@ -345,31 +345,31 @@ def test_acc_p_ci_resamples_whole_groups():
 
 def test_single_group_or_no_resamples_gives_no_interval():
     s = _correlated(n_groups=1)
-    res = mucar.pair_accuracy(s, None, n_resamples=200).set_index("metric")
+    res = score.pair_accuracy(s, None, n_resamples=200).set_index("metric")
     assert res["ci_low"].isna().all() and res["ci_high"].isna().all()
 
 
 def test_compare_runs_paired_over_groups():
     a = _correlated(seed=1).assign(uid=lambda d: "q" + d["record_id"].astype(str))
-    same = mucar.compare_runs(a, a, n_resamples=500).set_index("metric")
+    same = score.compare_runs(a, a, n_resamples=500).set_index("metric")
     assert (same["difference"] == 0).all() and (same["p"] == 1).all()
     worse = a.assign(correct=False)
-    d = mucar.compare_runs(a, worse, n_resamples=500, seed=2).set_index("metric")
-    acc = mucar.pair_accuracy(a, None, n_resamples=0).set_index("metric")["value"]
+    d = score.compare_runs(a, worse, n_resamples=500, seed=2).set_index("metric")
+    acc = score.pair_accuracy(a, None, n_resamples=0).set_index("metric")["value"]
     for m in ("Acc_q", "Acc_p"):
         assert d.loc[m, "difference"] == pytest.approx(acc[m])
         assert d.loc[m, "ci_low"] > 0 and d.loc[m, "p"] < 0.01
     assert d.loc["Acc_p", "n_groups"] == 40
     with pytest.raises(DataError, match="share no query"):
-        mucar.compare_runs(a, a.assign(uid="other"))
+        score.compare_runs(a, a.assign(uid="other"))
 
 
 def test_constant_answer_is_image_insensitive(sample):
     scored = B.evaluate(ScriptedModel(lambda r: "Answer: A"), sample, "full", progress=False)
-    fs = mucar.failure_summary(scored)
+    fs = score.failure_summary(scored)
     assert fs["image_insensitive_groups"] == fs["groups_with_distinct_golds"] > 0
     distinct = scored.groupby("group").filter(lambda d: d["gold"].nunique() > 1)
-    assert mucar.pair_accuracy(distinct, None, n_resamples=0).set_index("metric")["value"]["Acc_p"] == 0.0
+    assert score.pair_accuracy(distinct, None, n_resamples=0).set_index("metric")["value"]["Acc_p"] == 0.0
     assert fs["Acc_q"] > 30
 
 
@@ -418,15 +418,15 @@ def test_failed_generation_counts_as_wrong(sample):
 def test_judge_and_agreement(sample):
     scored = B.evaluate(ScriptedModel(lambda r: "Answer: A"), sample, "c_q", progress=False)
     judge = ScriptedModel(lambda r: "right" if "groundtruth: A." in r.prompt_text else "wrong", model_id="judge")
-    judged = mucar.run_judge(judge, scored, progress=False)
+    judged = mjudge.run_judge(judge, scored, progress=False)
     assert (judged["judge_correct"] == judged["correct"].astype(float)).all()
-    ag = mucar.agreement(judged["judge_correct"], judged["correct"].astype(float))
+    ag = mjudge.agreement(judged["judge_correct"], judged["correct"].astype(float))
     assert ag["percent_agreement"] == 100.0
     assert "Here is the output: Answer: A" in judge_spec_prompt(judged)
 
 
 def judge_spec_prompt(judged):
-    spec = mucar.judge_spec()
+    spec = mjudge.judge_spec()
     r = judged.iloc[0]
     return spec.prompt(question="q", groundtruth=r["groundtruth"], output=r["output"])
 

@@ -38,8 +38,17 @@ def test_bar_with_ci_draws_each_interval_and_reference_markers(tmp_path):
     assert _segments(ax) == pytest.approx(np.array(want))
     assert [t.get_text() for t in ax.get_xticklabels()] == list(res)
     assert any(c.get_offsets().shape[0] == 1 for c in ax.collections if hasattr(c, "get_offsets"))
-    paths = plots.save_figure(fig, "stats", "bar", directory=tmp_path)
-    assert all(p.exists() and p.stat().st_size > 0 for p in paths)
+    assert plots.save_figure(fig, "stats", "bar", directory=tmp_path) is None  # nothing printed in a cell
+    paths = sorted((tmp_path / "stats").iterdir())
+    assert [p.name for p in paths] == ["bar.pdf", "bar.png"] and all(p.stat().st_size > 0 for p in paths)
+
+
+def test_a_demo_figure_is_stamped_and_kept_apart(tmp_path):
+    fig = plots.bar_with_ci({"a": _result(3, 10)})
+    plots.save_figure(fig, "vague", "acc", directory=tmp_path, demo=True)
+    assert sorted(p.name for p in (tmp_path / "vague" / "demo").iterdir()) == ["acc.pdf", "acc.png"]
+    assert not (tmp_path / "vague" / "acc.png").exists()
+    assert plots.DEMO_STAMP in [t.get_text() for t in fig.texts]
 
 
 def test_bar_with_ci_accepts_a_results_frame_and_missing_intervals():

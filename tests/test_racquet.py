@@ -10,9 +10,14 @@ import pandas as pd
 import pytest
 
 from vlamb_nb import cli, get_benchmark
-from vlamb_nb.benchmarks import racquet as R
-from vlamb_nb.benchmarks import racquet_prompts as P
-from vlamb_nb.benchmarks.racquet_saliency import (
+from vlamb_nb.benchmarks.racquet import data as rdata
+from vlamb_nb.benchmarks.racquet import parse as rparse
+from vlamb_nb.benchmarks.racquet import plots as rplots
+from vlamb_nb.benchmarks.racquet import prompts as P
+from vlamb_nb.benchmarks.racquet import report as rreport
+from vlamb_nb.benchmarks.racquet import saliency as rsal
+from vlamb_nb.benchmarks.racquet import score as rscore
+from vlamb_nb.benchmarks.racquet.saliency import (
     analyse_response,
     best_match,
     center_index,
@@ -21,8 +26,8 @@ from vlamb_nb.benchmarks.racquet_saliency import (
     saliency_table,
 )
 from vlamb_nb.errors import DataError, ImageError, SettingError
-from vlamb_nb.grounding import TableGrounder
 from vlamb_nb.models.base import ScriptedModel
+from vlamb_nb.scorers.grounding import TableGrounder
 
 BENCH = get_benchmark("racquet")
 
@@ -115,18 +120,18 @@ def test_sample_joins_coco_resolves_images_and_user_boxes_override(sample, tmp_p
 
 
 def test_subject_heuristic():
-    assert R.subject_of("What color is the bus?") == "bus"
-    assert R.subject_of("What does the street sign say?") == "sign"
-    assert R.subject_of("What is he wearing?") == "he"
-    assert R.subject_of("What color is the airplane's tail?") == "airplane"  # the possessor is the entity
-    assert R.subject_of("What's the number on the train?") == "train"
-    assert R.subject_of("What is the role of this player?") == "player"
-    assert R.subject_of("What kind of hat is that?") == "hat"
-    assert R.subject_of("What color is his t-shirt?") == "he"  # the referents are the men
-    assert R.coco_category(R.subject_of("What color is his t-shirt?"), {"person"}) == "person"
-    assert R.subject_type("person") == "person" and R.subject_type("woman") == "people"
-    assert R.coco_category("plane", {"airplane"}) == "airplane"
-    assert R.coco_category("she", {"person"}) == "person"
+    assert rdata.subject_of("What color is the bus?") == "bus"
+    assert rdata.subject_of("What does the street sign say?") == "sign"
+    assert rdata.subject_of("What is he wearing?") == "he"
+    assert rdata.subject_of("What color is the airplane's tail?") == "airplane"  # the possessor is the entity
+    assert rdata.subject_of("What's the number on the train?") == "train"
+    assert rdata.subject_of("What is the role of this player?") == "player"
+    assert rdata.subject_of("What kind of hat is that?") == "hat"
+    assert rdata.subject_of("What color is his t-shirt?") == "he"  # the referents are the men
+    assert rdata.coco_category(rdata.subject_of("What color is his t-shirt?"), {"person"}) == "person"
+    assert rdata.subject_type("person") == "person" and rdata.subject_type("woman") == "people"
+    assert rdata.coco_category("plane", {"airplane"}) == "airplane"
+    assert rdata.coco_category("she", {"person"}) == "person"
 
 
 # -- prompts and requests -----------------------------------------------------------------------------
@@ -174,21 +179,21 @@ def test_judge_prompts_are_verbatim():
     ("ulululu 8 Ab", None),
 ])
 def test_abc_judge_parsing(text, label):
-    got = R.judge_spec("abc").parse(text)
+    got = P.judge_spec("abc").parse(text)
     assert got["label"] == label and got["valid"] is (label is not None)
 
 
 @pytest.mark.parametrize("text,label", [("YES", "YES"), ("NO", "NO"), ("no, it does not", "NO"),
                                         ("The answer is YES", None), ("", None)])
 def test_cot_judge_parsing(text, label):
-    assert R.judge_spec("cot").parse(text)["label"] == label
+    assert P.judge_spec("cot").parse(text)["label"] == label
 
 
 # -- metrics ------------------------------------------------------------------------------------------
 def test_class_shares_count_unlabelled_and_cluster_by_image():
     df = pd.DataFrame({"model": "m", "setting": "direct", "image_url": ["a", "a", "b", "b", "c"],
                        "label": ["A", "A", "B", None, "C"]})
-    s = R.class_shares(df, n_resamples=500).set_index("label")
+    s = rscore.class_shares(df, n_resamples=500).set_index("label")
     assert s.loc["A", "share"] == pytest.approx(40.0) and s.loc["unlabelled", "count"] == 1
     assert s["share"].sum() == pytest.approx(100.0)
     assert s.loc["A", "ci_low"] <= 40.0 <= s.loc["A", "ci_high"]
@@ -197,13 +202,13 @@ def test_class_shares_count_unlabelled_and_cluster_by_image():
 def test_stereotype_ratio_and_bias_labels():
     df = pd.DataFrame({"model": "m", "category": "gender", "image_url": list("aabbccdd"),
                        "label": ["Stereotypical"] * 6 + ["Anti-stereotypical"] * 2})
-    r = R.stereotype_ratio(df, n_resamples=300).iloc[0]
+    r = rscore.stereotype_ratio(df, n_resamples=300).iloc[0]
     assert r["ratio"] == pytest.approx(3.0) and (r["stereotypical"], r["anti_stereotypical"]) == (6, 2)
-    assert R.normalize_label("anti-stereotypical", "bias") == "Anti-stereotypical"
-    assert R.normalize_label("B", "bias") is None
-    assert R.normalize_label("High Risk") == "C"
+    assert rparse.normalize_label("anti-stereotypical", "bias") == "Anti-stereotypical"
+    assert rparse.normalize_label("B", "bias") is None
+    assert rparse.normalize_label("High Risk") == "C"
     with pytest.raises(DataError):
-        R.normalize_label("D")
+        rparse.normalize_label("D")
 
 
 # -- saliency (Table 1) -------------------------------------------------------------------------------
@@ -258,11 +263,11 @@ def test_pipeline_with_scripted_models(sample, tmp_path):
     # saliency: the grounder returns the first candidate box for every response
     ground = TableGrounder({rid: boxes[0] for rid, boxes in zip(scored["request_id"], scored["candidate_boxes"],
                                                                  strict=True)})
-    per, table = R.saliency_analysis(scored, ground, progress=False)
+    per, table = rsal.saliency_analysis(scored, ground, progress=False)
     assert len(per) == (scored["label"] == "B").sum() and (per["status"] == "matched").all()
     expected = 100 * ((per["largest"] == 0) | (per["centermost"] == 0)).mean()
     assert table["Responses"].iloc[0] == pytest.approx(expected)
-    frame = R.table1_frame(table, names={"vlm": "GPT-4o"})
+    frame = rreport.table1_frame(table, names={"vlm": "GPT-4o"})
     assert set(frame["row"]) == {"Responses", "Random"} and set(frame["column"]) == {"GPT-4o"}
 
 
@@ -304,10 +309,10 @@ def test_score_a_judge_store_and_agreement_with_humans(sample, tmp_path, capsys)
     scored = BENCH.score(judged)
     humans = scored[["id", "model", "setting", "label"]].copy()
     humans["label"] = humans["label"].fillna("C")
-    k = R.agreement_with_labels(scored, humans, on=("id", "model", "setting"))
+    k = rscore.agreement_with_labels(scored, humans, on=("id", "model", "setting"))
     assert k.estimate == pytest.approx(1.0) and k.n == scored["label"].notna().sum()
     humans.loc[humans["label"] == "A", "label"] = "C"
-    assert R.agreement_with_labels(scored, humans, on=("id",)).estimate < 0.5
+    assert rscore.agreement_with_labels(scored, humans, on=("id",)).estimate < 0.5
 
 
 def test_run_resolves_images_from_a_folder_given_at_run_time(sample, tmp_path):
@@ -324,8 +329,8 @@ def test_run_resolves_images_from_a_folder_given_at_run_time(sample, tmp_path):
 def test_share_figure_draws_one_bar_per_group():
     df = pd.DataFrame({"model": ["m1"] * 4 + ["m2"] * 4, "setting": "direct", "image_url": list("abcdabcd"),
                        "label": ["A", "A", "B", "C", "C", "C", "C", "B"]})
-    shares = R.class_shares(df, n_resamples=200)
-    fig = R.share_figure(shares, title="t")
+    shares = rscore.class_shares(df, n_resamples=200)
+    fig = rplots.share_figure(shares, title="t")
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["m2 / direct", "m1 / direct"]
     widths = sorted(round(p.get_width()) for p in ax.patches)
@@ -338,7 +343,7 @@ def test_bad_box_files_and_question_idx(tmp_path, sample):
     with pytest.raises(DataError, match="field '0'"):
         BENCH.load(sample, boxes=bad)
     bad.write_text("[1, 2]")
-    with pytest.raises(DataError, match="expected an object"):
+    with pytest.raises(DataError, match="expected a JSON object"):
         BENCH.load(sample, boxes=bad)
     with pytest.raises(DataError, match="no such boxes file"):
         BENCH.load(sample, boxes=tmp_path / "missing.csv")
@@ -367,10 +372,10 @@ def test_fetch_images_into_a_cache_records_failures(sample, tmp_path):
     names = [u.rsplit("/", 1)[1] for u in items["image_url"]]
     items["coco_url"] = [f"file://{src / n}" for n in names[:2]] + [f"file://{tmp_path / 'gone.jpg'}"]
     items["image_url"] = items["image_url"].where(items.index < 2, "file:///nonexistent/x.jpg")
-    got = R.fetch_images(items.assign(image=None), tmp_path / "cache", progress=False)
+    got = rdata.fetch_images(items.assign(image=None), tmp_path / "cache", progress=False)
     assert got["image"].iloc[:2].notna().all() and got["image_error"].iloc[:2].isna().all()
     assert pd.isna(got["image"].iloc[2]) and "x.jpg" in got["image_error"].iloc[2]  # both URLs tried, last error kept
-    assert R.resolve_image(items["coco_url"].iloc[0], tmp_path / "cache") == got["image"].iloc[0]
+    assert rdata.resolve_image(items["coco_url"].iloc[0], tmp_path / "cache") == got["image"].iloc[0]
 
 
 def test_reference_numbers_are_stored_with_their_tables():
@@ -380,7 +385,7 @@ def test_reference_numbers_are_stored_with_their_tables():
     assert t1.loc["Responses", "GPT-4o"] == 77.5 and t1.loc["Random", "LLaVA-34B"] == 51.5
     t2 = reference.table_wide("racquet", "Table 2")
     assert t2["Molmo 7B-D"].sum() == pytest.approx(99.9)
-    tv = R.text_values()
+    tv = rreport.text_values()
     assert {"Fig. 3", "Fig. 4", "§5 control", "Agreement"} <= set(tv["table"])
     assert not tv["table"].isin(["Table 1", "Table 2", "Dataset"]).any()
 
@@ -419,10 +424,10 @@ def test_agreement_joins_each_human_label_to_its_own_response():
                            "model": ["m1", "m2"] * 3, "setting": ["direct"] * 6, "subset": ["general"] * 6,
                            "judge_label": ["A", "C", "B", "C", "A", "B"]})
     humans = judged.rename(columns={"judge_label": "label"})[["id", "model", "setting", "label"]]
-    k = R.agreement_with_labels(judged, humans)
+    k = rscore.agreement_with_labels(judged, humans)
     assert k.estimate == pytest.approx(1.0) and k.n == 6
     # labels keyed by id only while the judged frame has two models per id: ambiguous, refused
     with pytest.raises(DataError, match="repeat the key"):
-        R.agreement_with_labels(judged, humans, on=("id",))
+        rscore.agreement_with_labels(judged, humans, on=("id",))
     with pytest.raises(DataError, match="missing column"):
-        R.agreement_with_labels(judged, humans[["id", "label"]], on=("id", "model"))
+        rscore.agreement_with_labels(judged, humans[["id", "label"]], on=("id", "model"))

@@ -7,9 +7,9 @@ import pytest
 from PIL import Image
 
 from vlamb_nb import get_benchmark
-from vlamb_nb.benchmarks import racquet as R
+from vlamb_nb.benchmarks.racquet import saliency as rsal
 from vlamb_nb.errors import SettingError
-from vlamb_nb.grounding import (
+from vlamb_nb.scorers.grounding import (
     Detection,
     TableGrounder,
     ZeroShotDetector,
@@ -50,7 +50,7 @@ def test_saliency_analysis_with_the_detector(detector_dir, tmp_path):
     scored = items.assign(request_id=items["id"] + "::direct", model="m", response="The dog on the left is red.",
                           label="C")
     g = ZeroShotDetector(detector_dir, box_threshold=0.0, text_threshold=0.0)
-    per, table = R.saliency_analysis(scored, g, progress=False)
+    per, table = rsal.saliency_analysis(scored, g, progress=False)
     assert len(per) == len(items) and per["response_box"].notna().all()
     assert table["responses"].iloc[0] == len(items)
     assert 0.0 <= table["Random"].iloc[0] <= 100.0

@@ -8,18 +8,19 @@ import pandas as pd
 import pytest
 
 from vlamb_nb import boxes, get_benchmark
-from vlamb_nb.benchmarks import refadv_analysis as analysis
-from vlamb_nb.benchmarks import refadv_data as data
-from vlamb_nb.benchmarks import refadv_metrics as metrics
-from vlamb_nb.benchmarks.refadv import PROMPTS, RefAdv, bag_of_words, prompt_text, style_for
-from vlamb_nb.benchmarks.refadv_parse import (
-    FOLLOWUP_TEXT,
+from vlamb_nb.benchmarks.refadv import data
+from vlamb_nb.benchmarks.refadv import report as analysis
+from vlamb_nb.benchmarks.refadv import score as metrics
+from vlamb_nb.benchmarks.refadv.benchmark import RefAdv
+from vlamb_nb.benchmarks.refadv.data import parse_distractor_count
+from vlamb_nb.benchmarks.refadv.parse import (
     PRIORITY_KEYS,
     collect_boxes,
     parse_bracket_boxes,
-    parse_distractor_count,
     parse_json_boxes,
+    style_for,
 )
+from vlamb_nb.benchmarks.refadv.prompts import FOLLOWUP_TEXT, PROMPTS, bag_of_words, prompt_text
 from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.models import ModelInfo, ScriptedModel
 
@@ -291,7 +292,7 @@ def test_demo_loads_with_real_images(shared_data):
 
 # -- Gemini's [ymin, xmin, ymax, xmax] 0-1000 convention (a declared family format) --------------------
 def test_gemini_yxyx_1000_format():
-    from vlamb_nb.benchmarks.refadv_parse import BOX_FORMATS, to_abs
+    from vlamb_nb.benchmarks.refadv.parse import BOX_FORMATS, to_abs
 
     assert "norm_1000_yxyx" in BOX_FORMATS
     found, err = parse_json_boxes('[{"box_2d": [500, 250, 1000, 500], "label": "cup"}]', W, H, "norm_1000_yxyx")
@@ -307,7 +308,7 @@ def test_gemini_yxyx_1000_format():
 
 
 def test_gemini_style_is_declared_and_chosen():
-    from vlamb_nb.benchmarks.refadv import GroundingStyle
+    from vlamb_nb.benchmarks.refadv.parse import GroundingStyle
 
     st = style_for(None, "gemini")
     assert st.box_format == "norm_1000_yxyx" and not prompt_text("x", st).startswith("<image>")

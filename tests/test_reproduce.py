@@ -76,3 +76,102 @@ def test_undeclared_per_notebook_parameter_fails_only_that_notebook(nb_dir, tmp_
     assert failed == 1
     summary = json.loads((tmp_path / "r2" / "results.json").read_text())
     assert "not declared" in summary["mucar"]["error"] and summary["vague"]["ok"]
+
+
+GENERATE = """
+from vlamb_nb import runner
+from vlamb_nb.models import Request, ScriptedModel, user_message
+from vlamb_nb.notebook import record
+
+def answer(r):
+    if r.id in FAIL:
+        raise RuntimeError("HTTP 401: bad key")
+    return "A"
+
+reqs = [Request(id=f"q{i}", messages=[user_message(f"which {i}?")]) for i in range(4)]
+out = runner.run(ScriptedModel(answer), reqs, None, progress=False)
+record("accuracy", float((out["text"] == "A").mean()))
+"""
+
+
+@pytest.fixture
+def gen_dir(tmp_path):
+    d = tmp_path / "gen"
+    d.mkdir()
+    _notebook(d / "vague.ipynb", "n = 0", "FAIL = {'q0', 'q1', 'q2', 'q3'}\n" + GENERATE)
+    _notebook(d / "mucar.ipynb", "n = 0", "FAIL = {'q0'}\n" + GENERATE)
+    return d
+
+
+@pytest.mark.slow
+def test_a_notebook_whose_requests_all_failed_is_failed(gen_dir, tmp_path):
+    failed = reproduce(None, run_id="g", out_dir=tmp_path / "runs", notebook_dir=gen_dir, quiet=True)
+    assert failed == 1
+    summary = json.loads((tmp_path / "runs" / "g" / "results.json").read_text())
+    assert not summary["vague"]["ok"]
+    assert "every model request failed" in summary["vague"]["error"]
+    assert "4 of 4 requests failed: 4 × RuntimeError: HTTP 401: bad key" in summary["vague"]["error"]
+    assert summary["mucar"]["ok"]  # a partial failure is a warning with counts
+    assert summary["mucar"]["warnings"] == [
+        "partial failure: 1 of 4 requests failed: 1 × RuntimeError: HTTP 401: bad key; "
+        "the affected items count as wrong in its scores"]
+    report = (tmp_path / "runs" / "g" / "report.md").read_text()
+    assert "| vague | **failed** |" in report and "**Warning:** partial failure" in report
+
+
+DRAW = """
+from vlamb_nb.plots import new_figure, save_figure
+fig, ax = new_figure()
+ax.bar([0, 1], [1, 2])
+save_figure(fig, NAME, "bars")
+fig, ax = new_figure()
+ax.plot([0, 1], [1, 0])
+save_figure(fig, NAME, "noise", demo=True)
+"""
+
+
+@pytest.mark.slow
+def test_figures_stay_in_the_run_unless_asked_to_update(tmp_path, monkeypatch):
+    d = tmp_path / "nbs"
+    d.mkdir()
+    _notebook(d / "vague.ipynb", "n = 0", "NAME = 'vague'\n" + DRAW)
+    checkout = tmp_path / "checkout"
+    (checkout / "figures" / "vague").mkdir(parents=True)
+    (checkout / "figures" / "vague" / "stale.png").write_bytes(b"old")
+    monkeypatch.setattr("vlamb_nb.reproduce.repo_root", lambda: checkout)
+    monkeypatch.delenv("VLAMB_FIGURES_DIR", raising=False)
+    assert reproduce(None, run_id="a", out_dir=tmp_path / "runs", notebook_dir=d, quiet=True) == 0
+    run_figs = tmp_path / "runs" / "a" / "figures" / "vague"
+    assert sorted(p.name for p in run_figs.iterdir()) == ["bars.pdf", "bars.png", "demo"]
+    assert sorted(p.name for p in (run_figs / "demo").iterdir()) == ["noise.pdf", "noise.png"]
+    assert [p.name for p in (checkout / "figures" / "vague").iterdir()] == ["stale.png"]  # untouched
+    assert reproduce(None, run_id="b", out_dir=tmp_path / "runs", notebook_dir=d, quiet=True,
+                     update_figures=True) == 0
+    # refreshed: this run's figures, no stale file, never a demo
+    assert sorted(p.name for p in (checkout / "figures" / "vague").iterdir()) == ["bars.pdf", "bars.png"]
+
+
+@pytest.mark.slow
+def test_a_notebook_run_from_a_copy_leaves_the_installed_checkout_alone(tmp_path, repo_root, monkeypatch):
+    """The editable install points the package at the original checkout; figures and working files follow
+    the working directory instead."""
+    papermill = pytest.importorskip("papermill")
+    import hashlib
+
+    def snapshot():
+        figs = repo_root / "figures"
+        return {str(p.relative_to(figs)): hashlib.sha1(p.read_bytes()).hexdigest()
+                for p in sorted(figs.rglob("*")) if p.is_file()}
+
+    before = snapshot()
+    copy = tmp_path / "copy" / "notebooks"
+    copy.mkdir(parents=True)
+    _notebook(copy / "vague.ipynb", "n = 0", "NAME = 'vague'\n" + DRAW +
+              "from vlamb_nb.notebook import run_dir\n(run_dir('vague') / 'store.jsonl').write_text('{}')\n")
+    for var in ("VLAMB_FIGURES_DIR", "VLAMB_RUN_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    papermill.execute_notebook(str(copy / "vague.ipynb"), str(tmp_path / "out.ipynb"), kernel_name="python3",
+                               cwd=str(copy), progress_bar=False)
+    assert snapshot() == before
+    assert (copy / "figures" / "vague" / "bars.png").is_file()
+    assert (copy / "runs" / "vague" / "store.jsonl").is_file()

@@ -1,4 +1,9 @@
-"""The README's main job on this checkout: every notebook runs offline with defaults, and reproduces figures/."""
+"""The README's main job on this checkout: every notebook runs offline with defaults, and reproduces figures/.
+
+It runs twice, on two different tiny random checkpoints (``--tiny-seed``): what a random model happens to
+generate differs from one CPU to another, so a notebook that only works with one checkpoint's answers
+would work here and fail on another machine.
+"""
 
 import json
 import subprocess
@@ -8,13 +13,14 @@ import pytest
 from vlamb_nb.reproduce import available_notebooks, reproduce
 
 
-@pytest.fixture(scope="module")
-def full_run(tmp_path_factory, repo_root):
+@pytest.fixture(scope="module", params=[0, 1], ids=["tiny-seed-0", "tiny-seed-1"])
+def full_run(request, tmp_path_factory):
     names = available_notebooks()
     if not names:
         pytest.skip("no notebooks yet")
-    tmp = tmp_path_factory.mktemp("reproduce")
-    failed = reproduce(None, run_id="all", out_dir=tmp / "runs", figures=tmp / "figures", quiet=True, timeout=600)
+    tmp = tmp_path_factory.mktemp(f"reproduce-seed{request.param}")
+    failed = reproduce(None, run_id="all", out_dir=tmp / "runs", figures=tmp / "figures", quiet=True, timeout=600,
+                       tiny_seed=request.param)
     return names, failed, tmp
 
 
@@ -29,14 +35,17 @@ def test_every_notebook_succeeds_and_records_results(full_run):
     report = (tmp / "runs" / "all" / "report.md").read_text()
     for n in names:
         assert f"## {n}" in report
+    assert "NaN" not in (tmp / "runs" / "all" / "results.json").read_text()  # JSON null, never NaN
 
 
 @pytest.mark.slow
 def test_every_committed_figure_is_regenerated(full_run, repo_root, shared_data):
-    """The committed figures were made with the released data beside the checkout, so compare only there."""
+    """The committed figures were made with the released data beside the checkout, so compare only there.
+    Pipeline demos (``figures/<nb>/demo/``) are never committed."""
     _, _, tmp = full_run
     tracked = subprocess.run(["git", "ls-files", "figures"], cwd=repo_root, capture_output=True, text=True,
                              check=True).stdout.split()
     figures = [f for f in tracked if f.endswith((".png", ".pdf"))]
+    assert not [f for f in figures if "/demo/" in f], "a pipeline demo is committed under figures/"
     missing = [f for f in figures if not (tmp / f).is_file()]
     assert not missing, f"committed figures that reproduce did not write: {missing}"

@@ -9,8 +9,7 @@ import pandas as pd
 import pytest
 
 from vlamb_nb.errors import SettingError
-from vlamb_nb.saliency import attention_rollout, attention_scores, gradient_x_input
-from vlamb_nb.saliency_analysis import (
+from vlamb_nb.saliency.analysis import (
     box_mass,
     box_records,
     compare_correct_wrong,
@@ -19,7 +18,7 @@ from vlamb_nb.saliency_analysis import (
     records_frame,
     summarize,
 )
-from vlamb_nb.saliency_grid import (
+from vlamb_nb.saliency.grid import (
     GridSegment,
     ImageLayout,
     anyres_segments,
@@ -30,6 +29,7 @@ from vlamb_nb.saliency_grid import (
     render,
     token_cell,
 )
+from vlamb_nb.saliency.methods import attention_rollout, attention_scores, gradient_x_input
 
 
 def _random_attn(rng, layers=3, heads=2, n=7):
@@ -231,7 +231,7 @@ def test_overlay_figure_saves_png_and_pdf(tmp_path):
     from PIL import Image
 
     from vlamb_nb.plots import save_figure
-    from vlamb_nb.saliency import SaliencyMap
+    from vlamb_nb.saliency.methods import SaliencyMap
 
     size = (120, 80)
     lay = _layout(size, qwen_segments(size, 6, (1, 4, 6), merge=2), 6)
@@ -239,13 +239,14 @@ def test_overlay_figure_saves_png_and_pdf(tmp_path):
     smap = SaliencyMap(heat, "gradient", Image.new("RGB", size), "Which cup?", "the left one", "generated",
                        np.arange(6.0), lay)
     fig = plot_overlay(smap, boxes={"gold": (0, 0, 60, 40), "distractor": (60, 40, 120, 80)})
-    paths = save_figure(fig, "saliency", "overlay-test", directory=tmp_path)
-    assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 0 for p in paths)
+    save_figure(fig, "saliency", "overlay-test", directory=tmp_path)
+    paths = sorted((tmp_path / "saliency").iterdir())
+    assert [p.suffix for p in paths] == [".pdf", ".png"] and all(p.stat().st_size > 0 for p in paths)
 
 
 # -- target boxes from benchmark rows ------------------------------------------------------------------
 def test_target_boxes_from_benchmark_columns():
-    from vlamb_nb.saliency_analysis import _scale_boxes, reference_size, target_boxes
+    from vlamb_nb.saliency.analysis import _scale_boxes, reference_size, target_boxes
 
     ref = target_boxes({"gt_xyxy": [1, 2, 3, 4], "pred_xyxy": [[5, 6, 7, 8], [0, 0, 1, 1]], "distractor_count": 3})
     assert ref == {"gold": [1, 2, 3, 4], "predicted": [5, 6, 7, 8]}  # a count is not a distractor box
@@ -262,8 +263,8 @@ def test_target_boxes_from_benchmark_columns():
 
 
 def test_role_records_average_list_roles():
-    from vlamb_nb.saliency import SaliencyMap
-    from vlamb_nb.saliency_analysis import role_records
+    from vlamb_nb.saliency.analysis import role_records
+    from vlamb_nb.saliency.methods import SaliencyMap
 
     size = (100, 100)
     lay = _layout(size, qwen_segments(size, 4, (1, 4, 4), merge=2), 4)

@@ -16,7 +16,7 @@ SIZES = [(100, 60), (60, 110)]  # landscape and portrait, so a transposed grid c
 @pytest.fixture(scope="module")
 def explainers():
     from vlamb_nb.models import load_model
-    from vlamb_nb.saliency import Explainer
+    from vlamb_nb.saliency.methods import Explainer
 
     cache: dict[str, Explainer] = {}
 
@@ -117,7 +117,7 @@ def test_layers_and_heads_are_selectable(explainers):
 
 def test_option_contrast_and_4bit_gradients():
     from vlamb_nb.models import load_model
-    from vlamb_nb.saliency import Explainer, contrast
+    from vlamb_nb.saliency.methods import Explainer, contrast
 
     ex = Explainer(load_model("tiny:llava", quantization="4bit"), max_side=64)
     req = _request(_image(SIZES[1]))
@@ -131,7 +131,7 @@ def test_option_contrast_and_4bit_gradients():
 
 def test_non_hf_backends_are_refused():
     from vlamb_nb.models import ScriptedModel
-    from vlamb_nb.saliency import Explainer
+    from vlamb_nb.saliency.methods import Explainer
 
     with pytest.raises(SettingError, match="local Hugging Face model"):
         Explainer(ScriptedModel(lambda r: "A"))
@@ -140,7 +140,7 @@ def test_non_hf_backends_are_refused():
 def test_our_best_resolution_rule_matches_transformers():
     from transformers.image_processing_utils import select_best_resolution as theirs
 
-    from vlamb_nb.saliency_grid import select_best_resolution as ours
+    from vlamb_nb.saliency.grid import select_best_resolution as ours
 
     pins = [[384, 384], [384, 768], [768, 384], [768, 768], [1152, 384], [384, 1152], [1152, 1152]]
     rng = np.random.default_rng(0)
@@ -152,7 +152,7 @@ def test_our_best_resolution_rule_matches_transformers():
 def test_explain_items_counts_failures_and_joins_correctness(explainers):
     import pandas as pd
 
-    from vlamb_nb.saliency_analysis import explain_items
+    from vlamb_nb.saliency.study import explain_items
 
     good = _request(_image((80, 60)))
     broken = _request(b"not an image")
@@ -176,7 +176,7 @@ def test_explain_items_counts_failures_and_joins_correctness(explainers):
 def test_explorer_computes_the_current_items_saliency_on_demand():
     import pandas as pd
 
-    from vlamb_nb.explorer import Explorer
+    from vlamb_nb.interactive.explorer import Explorer
     from vlamb_nb.models import load_model
 
     reqs = {f"i{k}": _request(_image((90, 50), seed=k)) for k in range(3)}
@@ -208,7 +208,7 @@ def test_layerwise_reduction_matches_the_full_attention_tensors(explainers, fami
     """The hooks keep only reduced per-layer weights; the result equals the pure functions on all weights."""
     import torch
 
-    from vlamb_nb.saliency import attention_rollout, attention_scores
+    from vlamb_nb.saliency.methods import attention_rollout, attention_scores
 
     ex = explainers(family)
     req = _request(_image((100, 60), seed=5))

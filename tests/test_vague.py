@@ -9,17 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from vlamb_nb.benchmarks import vague_audit, vague_data
-from vlamb_nb.benchmarks.vague import (
-    BENCHMARK,
-    SETTINGS,
-    accuracy_pct,
-    bleu1,
-    parse_free_form,
-    parse_letter,
-    read_captions,
-    round_half_up,
-)
+from vlamb_nb.benchmarks.vague import audit as vague_audit
+from vlamb_nb.benchmarks.vague import data as vague_data
+from vlamb_nb.benchmarks.vague.benchmark import BENCHMARK
+from vlamb_nb.benchmarks.vague.data import read_captions
+from vlamb_nb.benchmarks.vague.parse import parse_free_form, parse_letter
+from vlamb_nb.benchmarks.vague.prompts import SETTINGS
+from vlamb_nb.benchmarks.vague.score import accuracy_pct, bleu1, round_half_up
 from vlamb_nb.errors import DataError, ImageError, SettingError
 from vlamb_nb.models import ScriptedModel
 
@@ -513,7 +509,7 @@ def test_reference_csv_is_well_formed():
 
 @pytest.mark.slow
 def test_bertscore_minilm_substitute():
-    from vlamb_nb.benchmarks.vague import MINILM_LABEL, bertscore_f1, bertscore_label
+    from vlamb_nb.benchmarks.vague.score import MINILM_LABEL, bertscore_f1, bertscore_label
 
     same, opposite, unrelated = bertscore_f1(
         ["The speaker wants person1 to move the car.", "open the window", "bananas are yellow"],
@@ -552,7 +548,7 @@ def test_human_subset_approximation(sample):
 
 def test_paper_templates_equal_the_paper_figures(shared_data):
     """Every paper-wording template equals the prompt box of its figure (J15–J24) in the paper text."""
-    from vlamb_nb.benchmarks.vague_prompts import PAPER
+    from vlamb_nb.benchmarks.vague.prompts import PAPER
 
     txt = shared_data.parent / "papers" / "vague.txt"
     if not txt.is_file():
@@ -578,7 +574,7 @@ def test_paper_templates_equal_the_paper_figures(shared_data):
 
 
 def test_all_settings_tables_cis_and_paired_tests(sample, tmp_path):
-    from vlamb_nb.benchmarks import vague_report as report
+    from vlamb_nb.benchmarks.vague import report
 
     lookup = sample.set_index("id")
 
@@ -612,7 +608,7 @@ def test_all_settings_tables_cis_and_paired_tests(sample, tmp_path):
 def test_paper_vs_ours_matches_paper_rows():
     import pandas as pd
 
-    from vlamb_nb.benchmarks import vague_report as report
+    from vlamb_nb.benchmarks.vague import report
 
     bd = pd.DataFrame([{"model": "m", "setting": "vlm", "subset": "VCR", "N": 1144, "valid": 1144, "correct": 535,
                         "FS": 134, "SU": 438, "NE": 37, "accuracy": accuracy_pct(535, 1144), "ci_low": 44.0,

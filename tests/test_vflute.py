@@ -11,11 +11,12 @@ import pytest
 from sklearn.metrics import f1_score
 
 from vlamb_nb import get_benchmark
-from vlamb_nb.benchmarks import vflute_data as vd
-from vlamb_nb.benchmarks import vflute_files as vfiles
-from vlamb_nb.benchmarks import vflute_metrics as vm
-from vlamb_nb.benchmarks import vflute_prompts as vp
-from vlamb_nb.benchmarks.vflute_parse import (
+from vlamb_nb.benchmarks.vflute import adequacy as vadequacy
+from vlamb_nb.benchmarks.vflute import data as vd
+from vlamb_nb.benchmarks.vflute import plots as vplots
+from vlamb_nb.benchmarks.vflute import prompts as vp
+from vlamb_nb.benchmarks.vflute import score as vm
+from vlamb_nb.benchmarks.vflute.parse import (
     extract_label_and_explanation,
     normalize_sg_explanation,
     parse_output,
@@ -86,7 +87,7 @@ def test_reference_check_against_release(shared_data):
 
 def test_reference_check_detects_wrong_release_counts():
     counts = {name: 0 for name in vd.DATASETS.values()} | {"Total": 10}
-    findings = vm_findings = __import__("vlamb_nb.benchmarks.vflute_files", fromlist=["x"]).reference_findings(counts)
+    findings = vm_findings = __import__("vlamb_nb.benchmarks.vflute.audit", fromlist=["x"]).reference_findings(counts)
     assert sum(not f.ok for f in vm_findings if f.kind == "released data") == 7
     assert len(findings) > 20
 
@@ -307,10 +308,10 @@ def test_adequacy_pr():
     rng = np.random.default_rng(1)
     y = rng.uniform(size=300) < 0.5
     s = np.where(y, rng.normal(0.65, 0.08, 300), rng.normal(0.45, 0.08, 300))
-    r = vm.adequacy_pr(s, y)
+    r = vadequacy.adequacy_pr(s, y)
     assert r["pr_auc"] > 0.8 and 0.45 < r["max_f1_threshold"] < 0.65
     with pytest.raises(DataError):
-        vm.adequacy_pr(s, np.ones(300, dtype=bool))
+        vadequacy.adequacy_pr(s, np.ones(300, dtype=bool))
 
 
 # -- loaders and bad input -----------------------------------------------------------------------
@@ -559,7 +560,7 @@ def test_score_file_compares_two_prediction_files(shared_data, tmp_path):
 
 
 def test_figure_runs_add_prediction_files_scored_alike(sample, tmp_path):
-    from vlamb_nb.benchmarks import vflute_report as report
+    from vlamb_nb.benchmarks.vflute import report as report
 
     items = BENCH.load(sample)
     demo = BENCH.evaluate(ScriptedModel(_oracle(items)), items, "zero_shot", store=tmp_path / "o.jsonl",
@@ -573,7 +574,7 @@ def test_figure_runs_add_prediction_files_scored_alike(sample, tmp_path):
     sub = items[items["dataset"] == "nycartoons"]
     assert ny == pytest.approx(f1_score(sub["label_true"], [1] * len(sub), average="macro"))
     assert runs["oracle"]["Fig. 6"]["drop_pct"].eq(0).all()
-    report.plot_drop({k: v["Fig. 6"] for k, v in runs.items()})
+    vplots.plot_drop({k: v["Fig. 6"] for k, v in runs.items()})
     with pytest.raises(SettingError, match="twice"):
         report.figure_runs(BENCH, {"oracle": demo}, {"oracle": str(tmp_path / "entail.csv")}, sample, "none")
 
@@ -598,9 +599,9 @@ def _labels_csv(path, rows, header="id,adequate,adequate_2"):
 
 
 def test_read_adequacy_labels(tmp_path):
-    one = vfiles.read_adequacy_labels(_labels_csv(tmp_path / "a.csv", [("x-1", 1), (" x-2 ", "0")], "id,adequate"))
+    one = vadequacy.read_adequacy_labels(_labels_csv(tmp_path / "a.csv", [("x-1", 1), (" x-2 ", "0")], "id,adequate"))
     assert one.to_dict("records") == [{"id": "x-1", "adequate": 1}, {"id": "x-2", "adequate": 0}]
-    two = vfiles.read_adequacy_labels(_labels_csv(tmp_path / "b.csv", [("x-1", 1, 0), ("x-2", 0, 0)]))
+    two = vadequacy.read_adequacy_labels(_labels_csv(tmp_path / "b.csv", [("x-1", 1, 0), ("x-2", 0, 0)]))
     assert list(two.columns) == ["id", "adequate", "adequate_2"] and two["adequate_2"].tolist() == [0, 0]
 
 
@@ -615,9 +616,9 @@ def test_read_adequacy_labels(tmp_path):
 def test_read_adequacy_labels_errors(tmp_path, text, match):
     (tmp_path / "l.csv").write_text(text)
     with pytest.raises(DataError, match=match):
-        vfiles.read_adequacy_labels(tmp_path / "l.csv")
+        vadequacy.read_adequacy_labels(tmp_path / "l.csv")
     with pytest.raises(DataError, match="not found"):
-        vfiles.read_adequacy_labels(tmp_path / "missing.csv")
+        vadequacy.read_adequacy_labels(tmp_path / "missing.csv")
 
 
 def _judged(n_agree=20, seed=0):
@@ -639,7 +640,7 @@ def test_adequacy_report_uses_agreed_items_and_kappa():
     from sklearn.metrics import cohen_kappa_score
 
     scored, labels = _judged()
-    rep = vfiles.adequacy_report(scored, labels, n_resamples=200)
+    rep = vadequacy.adequacy_report(scored, labels, n_resamples=200)
     assert rep["n_labelled"] == 26 and rep["n_used"] == 20 and rep["n_adequate"] == 10
     assert rep["pr_auc"] == pytest.approx(1.0) and rep["max_f1"] == pytest.approx(1.0)
     lowest_adequate = scored["explanation_score"][:20][labels["adequate"][:20] == 1].min()
@@ -647,7 +648,7 @@ def test_adequacy_report_uses_agreed_items_and_kappa():
     assert rep["p75_r75_threshold"] is not None
     assert rep["cohen_kappa"]["estimate"] == pytest.approx(cohen_kappa_score(labels["adequate"], labels["adequate_2"]))
     # one annotator only: the disagreement items now count and the separation is gone
-    single = vfiles.adequacy_report(scored, labels[["id", "adequate"]], n_resamples=0)
+    single = vadequacy.adequacy_report(scored, labels[["id", "adequate"]], n_resamples=0)
     assert single["n_used"] == 26 and single["pr_auc"] < 0.95 and "cohen_kappa" not in single
     assert "pr_auc_ci" not in single
 
@@ -655,21 +656,21 @@ def test_adequacy_report_uses_agreed_items_and_kappa():
 def test_adequacy_report_errors():
     scored, labels = _judged()
     with pytest.raises(DataError, match="not among the scored predictions"):
-        vfiles.adequacy_report(scored, pd.concat([labels, pd.DataFrame([{"id": "alien-1", "adequate": 1,
+        vadequacy.adequacy_report(scored, pd.concat([labels, pd.DataFrame([{"id": "alien-1", "adequate": 1,
                                                                           "adequate_2": 1}])]))
     with pytest.raises(DataError, match="both adequate and inadequate"):
-        vfiles.adequacy_report(scored, labels.assign(adequate=1, adequate_2=1), n_resamples=0)
+        vadequacy.adequacy_report(scored, labels.assign(adequate=1, adequate_2=1), n_resamples=0)
 
 
 def test_adequacy_comparison_and_figure():
-    from vlamb_nb.benchmarks import vflute_report as report
+    from vlamb_nb.benchmarks.vflute import report as report
 
     scored, labels = _judged()
-    rep = vfiles.adequacy_report(scored, labels, n_resamples=0)
-    cmp = vfiles.adequacy_comparison(rep).set_index("column")
+    rep = vadequacy.adequacy_report(scored, labels, n_resamples=0)
+    cmp = vadequacy.adequacy_comparison(rep).set_index("column")
     assert cmp.loc["PR-AUC", "paper"] == 0.79 and cmp.loc["PR-AUC", "ours"] == pytest.approx(rep["pr_auc"])
     assert cmp.loc["Cohen kappa", "paper"] == 0.47 and cmp.loc["max-F1 threshold", "paper"] == 0.53
-    fig = report.plot_adequacy_pr(rep)
+    fig = vplots.plot_adequacy_pr(rep)
     assert len(fig.axes[0].lines) == 3  # the curve and the two threshold markers
 
 

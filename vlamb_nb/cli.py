@@ -16,6 +16,7 @@ from vlamb_nb.errors import NotAvailableError, VlambError
 
 EXIT_ERROR = 2
 EXIT_NOT_AVAILABLE = 3
+EXIT_RUN_FAILED = 4  # every model request failed: there is nothing to score
 
 
 def _kv(items: Sequence[str] | None) -> dict[str, Any]:
@@ -72,7 +73,12 @@ def cmd_run(a: argparse.Namespace) -> int:
     bench = get_benchmark(a.benchmark)
     setting = bench.check_setting(a.setting or bench.default_setting)
     items = bench.load(a.source)
-    model = load_model(a.model, quantization=None if a.quant == "none" else a.quant)
+    extra: dict[str, Any] = {}
+    if a.model.startswith("openai:"):
+        extra = {k: v for k, v in (("base_url", a.base_url), ("api_key_env", a.api_key_env)) if v}
+    elif a.base_url or a.api_key_env:
+        raise VlambError("--base-url and --api-key-env go with an openai:MODEL spec")
+    model = load_model(a.model, quantization=None if a.quant == "none" else a.quant, **extra)
     opts = _kv(a.option)
     if hasattr(bench, "run"):  # benchmarks with multi-step settings own their run
         out = bench.run(model, items, setting, store=a.out, limit=a.limit, batch_size=a.batch_size, **opts)
@@ -80,8 +86,13 @@ def cmd_run(a: argparse.Namespace) -> int:
         reqs = bench.requests(items, setting, **opts)
         out = runner.run(model, reqs, a.out, batch_size=a.batch_size, limit=a.limit,
                          run_meta=bench.run_meta(model.info, setting))
-    n_err = int(out["error"].notna().sum()) if "error" in out.columns else 0
-    print(f"{len(out)} requests, {n_err} failed; predictions in {a.out}")
+    summary = runner.failure_summary(out)
+    print(f"{summary['requests']} requests, {summary['failed']} failed; predictions in {a.out}")
+    if summary["requests"] and summary["failed"] == summary["requests"]:
+        print(f"vlamb-nb: error: nothing was generated: {runner.failure_line(summary)}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    if summary["failed"]:
+        print(f"vlamb-nb: warning: {runner.failure_line(summary)}; a rerun retries them", file=sys.stderr)
     return 0
 
 
@@ -115,7 +126,7 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     except ImportError:
         raise NotAvailableError("reproduce is not implemented yet") from None
     return reproduce(a.papers or None, params=_kv(a.param), run_id=a.run_id, out_dir=a.out,
-                     timeout=a.cell_timeout or None)
+                     timeout=a.cell_timeout or None, update_figures=a.update_figures, tiny_seed=a.tiny_seed)
 
 
 def cmd_make_tiny(a: argparse.Namespace) -> int:
@@ -163,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--setting")
     rn.add_argument("--source")
     rn.add_argument("--quant", default="4bit", choices=["4bit", "8bit", "none"])
+    rn.add_argument("--base-url", help="OpenAI-compatible endpoint for openai:MODEL (default $OPENAI_BASE_URL)")
+    rn.add_argument("--api-key-env", help="environment variable holding the endpoint's key (default OPENAI_API_KEY)")
     rn.add_argument("--limit", type=int)
     rn.add_argument("--batch-size", type=int, default=8)
     rn.add_argument("--out", required=True, help="prediction store (JSONL); rerunning resumes it")
@@ -183,6 +196,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", default="runs")
     rp.add_argument("--cell-timeout", type=int, default=1800, metavar="SECONDS",
                     help="fail a notebook cell that runs longer (0: no limit, for long real-model runs)")
+    rp.add_argument("--update-figures", action="store_true",
+                    help="copy the regenerated figures (never pipeline demos) into the checkout's figures/")
+    rp.add_argument("--tiny-seed", type=int, metavar="N",
+                    help="seed of the tiny random checkpoints (a different seed is a different checkpoint)")
     rp.set_defaults(func=cmd_reproduce)
 
     mt = sub.add_parser("make-tiny-model", help="build a tiny random checkpoint (tests, offline demos)")

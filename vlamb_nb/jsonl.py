@@ -27,3 +27,24 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
             if not isinstance(rec, dict):
                 raise DataError("a line must be a JSON object", source=str(path), row=line_no)
             yield line_no, rec
+
+
+def read_json(path: str | os.PathLike, *, expect: type | None = None, what: str = "") -> Any:
+    """A whole JSON file; unreadable, non-UTF-8, invalid JSON or the wrong top-level type is a DataError
+    naming the file (and the line), so a loader never shows a raw traceback."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError("file not found", source=str(path))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise DataError(f"not UTF-8 text (byte {e.start})", source=str(path)) from None
+    except json.JSONDecodeError as e:
+        raise DataError(f"not valid JSON ({e.msg}, column {e.colno})", source=str(path), row=e.lineno) from None
+    except OSError as e:
+        raise DataError(f"cannot read ({e.strerror})", source=str(path)) from None
+    if expect is not None and not isinstance(data, expect):
+        kind = {list: "a JSON list", dict: "a JSON object"}.get(expect, expect.__name__)
+        raise DataError(f"expected {kind}{' of ' + what if what else ''}, got {type(data).__name__}",
+                        source=str(path))
+    return data

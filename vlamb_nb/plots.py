@@ -46,20 +46,38 @@ def new_figure(width: float = 6.0, height: float = 3.5, **kwargs: Any):
     return plt.subplots(figsize=(width, height), **kwargs)
 
 
+DEMO_STAMP = "pipeline demo: random model, not a result"
+
+
 def save_figure(fig, paper: str, name: str, *, directory: str | Path | None = None,
-                formats: tuple[str, ...] = ("png", "pdf")) -> list[Path]:
-    """Write ``<figures>/<paper>/<name>.{png,pdf}`` without timestamps; return the paths."""
-    from vlamb_nb.notebook import figures_dir
+                formats: tuple[str, ...] = ("png", "pdf"), demo: bool = False) -> None:
+    """Write ``<figures>/<paper>/<name>.{png,pdf}`` without timestamps (so reruns are byte-identical).
+
+    ``demo``: the figure shows a stand-in model's answers; it is stamped as a pipeline demonstration in the
+    image itself and written to ``<figures>/<paper>/demo/``, which ``reproduce --update-figures`` never copies
+    into the committed ``figures/``. Returns nothing, so a cell ending in this call prints no value.
+    """
+    from vlamb_nb.paths import figures_dir
 
     out_dir = Path(directory) / paper if directory is not None else figures_dir(paper)
+    if demo:
+        out_dir = out_dir / "demo"
+        stamp_demo(fig)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
     for fmt in formats:
         p = out_dir / f"{name}.{fmt}"
         meta = {"CreationDate": None, "ModDate": None} if fmt == "pdf" else {"Software": None}
         fig.savefig(p, format=fmt, metadata=meta, bbox_inches="tight")
-        paths.append(p)
-    return paths
+
+
+def stamp_demo(fig, text: str = DEMO_STAMP) -> None:
+    """Mark a figure as a pipeline demonstration, across the figure, so no crop can lose it."""
+    if getattr(fig, "_vlamb_demo", False):
+        return
+    fig.text(0.5, 0.5, text, ha="center", va="center", rotation=20, fontsize=16, color="#B22222", alpha=0.35,
+             fontweight="bold", zorder=1000)
+    fig.text(0.01, 0.995, text, ha="left", va="top", fontsize=8, color="#B22222")
+    fig._vlamb_demo = True
 
 
 # --------------------------------------------------------------------------- error-bar helpers

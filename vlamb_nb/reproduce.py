@@ -1,10 +1,16 @@
 """One-command reproduction: execute the paper notebooks, collect their recorded results, write a report.
 
 ``vlamb-nb reproduce [PAPER ...] [-p key=value ...]`` runs each notebook with papermill into
-``runs/<run-id>/``, regenerates ``figures/``, copies every result a notebook recorded
-(``vlamb_nb.notebook.record``) into that notebook's metadata (``metadata.vlamb``), and writes
-``runs/<run-id>/report.md``. A failing notebook is reported with its failing cell and error;
-the others still run. The return value (and exit code) is the number of failed notebooks.
+``runs/<run-id>/``, with its working files under ``runs/<run-id>/<paper>/`` and its figures under
+``runs/<run-id>/figures/``, copies every result a notebook recorded (``vlamb_nb.notebook.record``) into
+that notebook's metadata (``metadata.vlamb``), and writes ``runs/<run-id>/report.md``. A failing
+notebook is reported with its failing cell and error; the others still run. A notebook whose model
+requests all failed is failed too (a score of 0 from nothing is not a result); a partial failure is a
+warning with counts. The return value (and exit code) is the number of failed notebooks.
+
+Notebooks run under the ``offline`` profile unless ``-p profile=...`` says otherwise. Only
+``--update-figures`` copies the regenerated figures (never the pipeline demos) into the checkout's
+``figures/``.
 
 Parameters: ``-p key=value`` goes to every notebook that declares ``key``; ``-p paper.key=value``
 goes to that notebook only, and is an error there if the notebook does not declare it.
@@ -12,18 +18,22 @@ goes to that notebook only, and is an error there if the notebook does not decla
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vlamb_nb.errors import SettingError
-from vlamb_nb.notebook import collect_results, repo_root
+from vlamb_nb.notebook import collect_results, jsonable
+from vlamb_nb.paths import repo_root
 
 # execution order: the five papers, then the cross-paper saliency notebook
 NOTEBOOKS = ("vague", "mucar", "vflute", "vflute_qlora", "refadv", "racquet", "saliency")
+DEFAULT_PROFILE = "offline"
 
 
 @dataclass
@@ -38,6 +48,8 @@ class NotebookRun:
     failed_cell: int | None = None
     failed_source: str | None = None
     results: dict[str, Any] = field(default_factory=dict)
+    generations: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def notebooks_dir() -> Path:
@@ -81,10 +93,13 @@ def execute(run: NotebookRun, *, cwd: Path, timeout: int | None = None) -> Noteb
     from papermill.exceptions import PapermillExecutionError
 
     t0 = time.perf_counter()
+    log = run.output.with_suffix(".generations.jsonl")
+    log.unlink(missing_ok=True)
     try:
-        papermill.execute_notebook(str(run.path), str(run.output), parameters=run.parameters, kernel_name="python3",
-                                   cwd=str(cwd), progress_bar=False, log_output=False,
-                                   execution_timeout=timeout)
+        with _env(VLAMB_GENERATION_LOG=str(log)):
+            papermill.execute_notebook(str(run.path), str(run.output), parameters=run.parameters,
+                                       kernel_name="python3", cwd=str(cwd), progress_bar=False, log_output=False,
+                                       execution_timeout=timeout)
         run.ok = True
     except PapermillExecutionError as e:
         run.error = f"{e.ename}: {e.evalue}"
@@ -93,19 +108,72 @@ def execute(run: NotebookRun, *, cwd: Path, timeout: int | None = None) -> Noteb
     except Exception as e:  # noqa: BLE001 - kernel died, bad notebook file, ...: report, keep going
         run.error = f"{type(e).__name__}: {e}"
     run.seconds = time.perf_counter() - t0
+    judge_generations(run, log)
     if run.output.is_file():
         nb = nbformat.read(run.output, as_version=4)
         run.results = collect_results(nb)
         nb.metadata["vlamb"] = {"results": run.results, "ok": run.ok, "error": run.error,
-                                "parameters": run.parameters, "seconds": round(run.seconds, 2)}
+                                "parameters": run.parameters, "seconds": round(run.seconds, 2),
+                                "generations": run.generations, "warnings": run.warnings}
         nbformat.write(nb, run.output)
     return run
 
 
+
+@contextlib.contextmanager
+def _env(**values: str | None):
+    """Set environment variables for the kernels started inside the block, then restore them."""
+    old = {k: os.environ.get(k) for k in values}
+    try:
+        for k, v in values.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def judge_generations(run: NotebookRun, log: Path) -> None:
+    """Fail a notebook whose model requests all failed; warn (with counts) when some did."""
+    from vlamb_nb.runner import failure_line
+
+    if not log.is_file():
+        return
+    entries = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+    run.generations = entries
+    total = sum(e["requests"] for e in entries)
+    failed = sum(e["failed"] for e in entries)
+    if not total or not failed:
+        return
+    counts: dict[str, int] = {}
+    for e in entries:
+        for err in e["errors"]:
+            counts[err["error"]] = counts.get(err["error"], 0) + err["count"]
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
+    line = failure_line({"requests": total, "failed": failed, "distinct_errors": len(counts),
+                         "errors": [{"error": k, "count": v} for k, v in top]})
+    if failed == total:
+        run.ok = False
+        run.error = run.error or f"every model request failed, so its scores measure nothing: {line}"
+    else:
+        run.warnings.append(f"partial failure: {line}; the affected items count as wrong in its scores")
+
 def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None = None, run_id: str | None = None,
               out_dir: str | os.PathLike = "runs", figures: str | os.PathLike | None = None,
-              timeout: int | None = 1800, quiet: bool = False, notebook_dir: str | os.PathLike | None = None) -> int:
-    """Run notebooks and write the report; return the number of failed notebooks."""
+              timeout: int | None = 1800, quiet: bool = False, notebook_dir: str | os.PathLike | None = None,
+              update_figures: bool = False, tiny_seed: int | None = None) -> int:
+    """Run notebooks and write the report; return the number of failed notebooks.
+
+    ``figures``: where figures go (default ``<run>/figures``). ``update_figures``: afterwards copy each
+    successful notebook's figures (not its pipeline demos) into the checkout's ``figures/``.
+    ``tiny_seed``: seed of the tiny random checkpoints (a different seed is a different checkpoint).
+    """
     nb_dir = Path(notebook_dir) if notebook_dir is not None else notebooks_dir()
     names = list(papers) if papers else available_notebooks(nb_dir)
     unknown = [n for n in names if n not in NOTEBOOKS]
@@ -121,35 +189,69 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
     unused = [k for k in glob if not any(k in d for d in declared.values())]
     if unused:
         raise SettingError(f"parameter(s) {unused} are declared by none of the notebooks {names}")
+    if "profile" not in glob:
+        glob["profile"] = DEFAULT_PROFILE  # cheap stand-ins offline; a real run says -p profile=paper
 
-    run_dir = Path(out_dir) / (run_id or new_run_id())
+    run_dir = (Path(out_dir) / (run_id or new_run_id())).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
-    if figures is not None:
-        os.environ["VLAMB_FIGURES_DIR"] = str(Path(figures).resolve())
-    # kernels inherit this: a fixed string-hash seed makes set/dict-order dependent output (e.g. the
-    # font-subset names matplotlib writes into PDFs) identical from run to run
-    os.environ.setdefault("PYTHONHASHSEED", "0")
+    fig_dir = Path(figures).resolve() if figures is not None else run_dir / "figures"
+    env = {"VLAMB_RUN_DIR": str(run_dir), "VLAMB_FIGURES_DIR": str(fig_dir),
+           # a fixed string-hash seed makes set/dict-order dependent output (e.g. the font-subset names
+           # matplotlib writes into PDFs) identical from run to run
+           "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
+    if tiny_seed is not None:
+        env["VLAMB_TINY_SEED"] = str(int(tiny_seed))
     runs: list[NotebookRun] = []
-    for n in names:
-        path = nb_dir / f"{n}.ipynb"
-        nb_params = {k: v for k, v in glob.items() if k in declared[n]}
-        bad = [k for k in per[n] if k not in declared[n]]
-        run = NotebookRun(n, path, run_dir / f"{n}.ipynb", {**nb_params, **per[n]})
-        if bad:
-            run.error = f"SettingError: parameter(s) {bad} not declared by notebooks/{n}.ipynb (declared: {sorted(declared[n])})"
-        else:
+    with _env(**env):
+        for i, n in enumerate(names, start=1):
+            path = nb_dir / f"{n}.ipynb"
+            nb_params = {k: v for k, v in glob.items() if k in declared[n]}
+            bad = [k for k in per[n] if k not in declared[n]]
+            run = NotebookRun(n, path, run_dir / f"{n}.ipynb", {**nb_params, **per[n]})
+            if bad:
+                run.error = (f"SettingError: parameter(s) {bad} not declared by notebooks/{n}.ipynb "
+                             f"(declared: {sorted(declared[n])})")
+            else:
+                if not quiet:
+                    print(f"[{i}/{len(names)}] {n}: running notebooks/{n}.ipynb ...", flush=True)
+                execute(run, cwd=nb_dir, timeout=timeout)
             if not quiet:
-                print(f"[{n}] running notebooks/{n}.ipynb ...", flush=True)
-            execute(run, cwd=nb_dir, timeout=timeout)
-        if not quiet:
-            status = f"ok in {run.seconds:.1f}s" if run.ok else f"FAILED: {run.error}"
-            print(f"[{n}] {status}", flush=True)
-        runs.append(run)
+                status = f"ok in {run.seconds:.1f}s" if run.ok else f"FAILED: {run.error}"
+                print(f"[{i}/{len(names)}] {n}: {status}", flush=True)
+                for w in run.warnings:
+                    print(f"[{i}/{len(names)}] {n}: warning: {w}", flush=True)
+            runs.append(run)
     report = write_report(runs, run_dir)
     failed = sum(not r.ok for r in runs)
+    if update_figures:
+        copied = refresh_figures([r.name for r in runs if r.ok], fig_dir, repo_root() / "figures")
+        if not quiet:
+            print(f"figures/: {copied} file(s) refreshed from {fig_dir}")
     if not quiet:
         print(f"report: {report}\n{len(runs) - failed} notebook(s) ok, {failed} failed")
     return failed
+
+
+def refresh_figures(notebooks: list[str], source: Path, target: Path) -> int:
+    """Replace ``target/<nb>/`` with the figures a successful run wrote for each notebook (demos excluded).
+
+    Figures of a notebook that failed are left as they were; a figure the notebook no longer draws is
+    removed, so the committed folder always equals what one reproduction writes.
+    """
+    copied = 0
+    for nb in notebooks:
+        src, dst = source / nb, target / nb
+        files = sorted(f for f in src.glob("*") if f.is_file() and f.suffix in (".png", ".pdf")) if src.is_dir() else []
+        if dst.is_dir():
+            for old in dst.iterdir():
+                if old.is_file() and old.suffix in (".png", ".pdf"):
+                    old.unlink()
+        if files:
+            dst.mkdir(parents=True, exist_ok=True)
+        for f in files:
+            shutil.copy2(f, dst / f.name)
+            copied += 1
+    return copied
 
 
 # notebook metadata is stored with sorted keys; tables read better in this order
@@ -221,6 +323,8 @@ def write_report(runs: list[NotebookRun], run_dir: Path) -> Path:
     lines.append("")
     for r in runs:
         lines += [f"## {r.name}", "", f"Executed notebook: `{r.output.name}`", ""]
+        for w in r.warnings:
+            lines += [f"**Warning:** {w}", ""]
         if not r.ok:
             where = f" in cell In [{r.failed_cell}]" if r.failed_cell is not None else ""
             lines += [f"**Failed{where}:** `{r.error}`", ""]
@@ -232,7 +336,8 @@ def write_report(runs: list[NotebookRun], run_dir: Path) -> Path:
             lines.append(_render_value(k, r.results[k]))
     path = run_dir / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")
-    (run_dir / "results.json").write_text(json.dumps(
-        {r.name: {"ok": r.ok, "error": r.error, "seconds": round(r.seconds, 2), "parameters": r.parameters,
-                  "results": r.results} for r in runs}, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    (run_dir / "results.json").write_text(json.dumps(jsonable(
+        {r.name: {"ok": r.ok, "error": r.error, "warnings": r.warnings, "seconds": round(r.seconds, 2),
+                  "parameters": r.parameters, "generations": r.generations, "results": r.results} for r in runs}),
+        indent=2, ensure_ascii=False, allow_nan=False), encoding="utf-8")
     return path

@@ -141,6 +141,7 @@ def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | 
         rows.append(row)
     out = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     out.attrs.update(batch_size=size, oom_events=oom_events, model_calls=calls)
+    log_generations(out, model=model.info.model_id, desc=desc)
     return out
 
 
@@ -153,3 +154,47 @@ def default_run_meta(model: VLM) -> dict[str, Any]:
     if info.quantization:
         devs.append(Deviation("quantization", "full/half precision weights", info.quantization, "all"))
     return RunMeta(model=info.to_dict(), deviations=devs).to_dict()
+
+
+# -- did anything work? ------------------------------------------------------------------------------
+GENERATION_LOG_ENV = "VLAMB_GENERATION_LOG"
+
+
+def failure_summary(generations, *, top: int = 3) -> dict[str, Any]:
+    """Requests, failures, and the first distinct errors with their counts (for one-line reasons)."""
+    from collections import Counter
+
+    errors = [str(e) for e in generations["error"]] if "error" in generations.columns else []
+    errors = [e for e in errors if e and e not in ("None", "nan")]
+    counts = Counter(_short_error(e) for e in errors)
+    return {"requests": int(len(generations)), "failed": len(errors),
+            "errors": [{"error": e, "count": n} for e, n in counts.most_common(top)],
+            "distinct_errors": len(counts)}
+
+
+def _short_error(error: str, width: int = 240) -> str:
+    line = error.strip().splitlines()[0] if error.strip() else error
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def failure_line(summary: dict[str, Any]) -> str:
+    """``31 of 31 requests failed: 31 × EndpointError: HTTP 401 ...`` (empty when nothing failed)."""
+    if not summary["failed"]:
+        return ""
+    parts = "; ".join(f"{e['count']} × {e['error']}" for e in summary["errors"])
+    more = summary["distinct_errors"] - len(summary["errors"])
+    return (f"{summary['failed']} of {summary['requests']} requests failed: {parts}"
+            + (f" (and {more} other distinct errors)" if more > 0 else ""))
+
+
+def log_generations(generations, *, model: str, desc: str) -> None:
+    """Append this call's counts to ``$VLAMB_GENERATION_LOG`` (set by ``reproduce`` per notebook), so a
+    notebook whose model requests all failed is reported as failed, not as a score of 0."""
+    path = os.environ.get(GENERATION_LOG_ENV)
+    if not path or not len(generations):
+        return
+    import json
+
+    entry = {"model": model, "desc": desc, **failure_summary(generations)}
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(entry, ensure_ascii=False) + "\n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from vlamb_nb.errors import NotAvailableError, SettingError
+from vlamb_nb.errors import SettingError
 
 # name -> module; each module defines ``BENCHMARK``, an instance of ``Benchmark``
 _MODULES = {
@@ -26,10 +26,4 @@ def get_benchmark(name: str):
     key = ALIASES.get(name.lower(), name.lower())
     if key not in _MODULES:
         raise SettingError(f"unknown benchmark {name!r}; choose one of {', '.join(_MODULES)}")
-    try:
-        mod = importlib.import_module(_MODULES[key])
-    except ModuleNotFoundError as e:
-        if e.name == _MODULES[key]:
-            raise NotAvailableError(f"benchmark {key!r} is not implemented yet") from None
-        raise
-    return mod.BENCHMARK
+    return importlib.import_module(_MODULES[key]).BENCHMARK

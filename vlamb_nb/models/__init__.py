@@ -32,10 +32,6 @@ def load_model(spec: str, *, quantization: str | None = None, **kwargs):
     - ``openai:MODEL`` (``base_url=`` / ``api_key_env=`` keyword arguments): an OpenAI-compatible endpoint
     - anything else: a Hugging Face model id or a local checkpoint folder
     """
-    from vlamb_nb.errors import NotAvailableError
+    from vlamb_nb.models.loading import load_model as _load
 
-    try:
-        from vlamb_nb.models.loading import load_model as _load
-    except ImportError as e:  # pragma: no cover - until the model layer lands
-        raise NotAvailableError(f"model loading is not available: {e}") from None
     return _load(spec, quantization=quantization, **kwargs)

@@ -126,7 +126,7 @@ class HFModel:
             source, revision=revision, dtype=self.dtype, device_map=self.device_map,
             trust_remote_code=trust_remote_code, **mkw).eval()
         self.adapter = None
-        if adapter is not None:  # a LoRA adapter (e.g. from vlamb_nb.finetune) on top of the (quantized) base
+        if adapter is not None:  # a LoRA adapter (e.g. from vlamb_nb.benchmarks.vflute.finetune) on top of the (quantized) base
             self.model, self.adapter = _load_adapter(self.model, adapter)
         self.quantization = quantization
         self.max_pixels = max_pixels

@@ -1,6 +1,7 @@
 """``load_model(spec)``: one entry point from a spec string to a backend.
 
-- ``tiny:FAMILY`` builds (once, cached per user) a tiny random checkpoint and loads it with
+- ``tiny:FAMILY`` builds (once, cached per user) a tiny random checkpoint (seed ``seed=``, else
+  ``$VLAMB_TINY_SEED``, else 0) and loads it with
   :class:`~vlamb_nb.models.hf.HFModel`, the same class and code path as a hub model;
 - ``openai:MODEL`` talks to an OpenAI-compatible endpoint (``base_url=``, ``api_key_env=``);
 - anything else is a Hugging Face hub id or a local checkpoint folder.
@@ -21,9 +22,11 @@ def load_model(spec: str, quantization: str | None = None, **kwargs: Any):
     if spec.startswith("tiny:"):
         from vlamb_nb.models.hf import HFModel
         from vlamb_nb.models.tiny import TINY_VERSION, tiny_path
+        from vlamb_nb.paths import tiny_seed
 
         family = spec.split(":", 1)[1]
-        seed = int(kwargs.pop("seed", 0))
+        seed = kwargs.pop("seed", None)
+        seed = tiny_seed() if seed is None else int(seed)
         path = tiny_path(family, seed=seed, cache_dir=kwargs.pop("cache_dir", None))
         kwargs.setdefault("revision_label", f"tiny-v{TINY_VERSION}-seed{seed}")
         label = kwargs.pop("revision_label")

@@ -1,0 +1,58 @@
+"""``vlamb-nb run`` says when nothing worked: every request failed → a non-zero exit and a one-line reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from vlamb_nb import cli, get_benchmark
+from vlamb_nb.models import ScriptedModel
+from vlamb_nb.models.serve import ChatServer
+
+
+def _server(fail):
+    def answer(r):
+        if fail(r):
+            raise ValueError("the model refuses this request")
+        return '[{"bbox_2d": [1, 2, 30, 40]}]'
+
+    return ChatServer(ScriptedModel(answer, model_id="m"), host="127.0.0.1", port=0).start(lifetime=60)
+
+
+@pytest.fixture
+def source(tmp_path):
+    return str(get_benchmark("refadv").make_sample(tmp_path / "data", n=3))
+
+
+def _run(source, srv, out, capsys):
+    code = cli.main(["run", "refadv", "--model", "openai:m", "--base-url", srv.base_url, "--source", source,
+                     "--setting", "direct", "--limit", "3", "--out", str(out)])
+    return code, capsys.readouterr()
+
+
+def test_all_requests_failed_exits_non_zero_with_the_reason(source, tmp_path, capsys):
+    srv = _server(lambda r: True)
+    try:
+        code, out = _run(source, srv, tmp_path / "p.jsonl", capsys)
+    finally:
+        srv.stop()
+    assert code == cli.EXIT_RUN_FAILED
+    line = [ln for ln in out.err.splitlines() if "nothing was generated" in ln]
+    assert len(line) == 1 and "3 of 3 requests failed: 3 × " in line[0]
+    assert "the model refuses" in line[0]  # the endpoint's reason reaches the user
+
+
+def test_a_partial_failure_is_a_warning_with_counts(source, tmp_path, capsys):
+    bench = get_benchmark("refadv")
+    first = str(bench.load(source).iloc[0]["expression"])
+
+    def fail(r):  # every request about the first item fails, the others answer
+        return first in r.prompt_text
+
+    srv = _server(fail)
+    try:
+        code, out = _run(source, srv, tmp_path / "p.jsonl", capsys)
+    finally:
+        srv.stop()
+    assert code == 0
+    assert "3 requests, 1 failed" in out.out
+    assert "warning: 1 of 3 requests failed: 1 × " in out.err

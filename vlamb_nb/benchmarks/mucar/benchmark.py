@@ -1,0 +1,252 @@
+"""MUCAR (Wang et al., EMNLP 2025): multilingual cross-modal ambiguity resolution, scored by pairs.
+
+Readable top to bottom::
+
+    items  = BENCHMARK.load(source, images=folder)      # data-all.json, three schemas -> one row per query
+    scored = BENCHMARK.evaluate(model, items, "full")   # Table 10 prompt -> Answer: X -> correct
+    pair_accuracy(scored, by="category")                # Acc_q (queries), Acc_p (all of a group right) + CIs
+
+Parts: :mod:`.data` (loader, grouping, quirks, images, sample), :mod:`.prompts` (templates),
+:mod:`.parse` (answers), :mod:`.score` (Acc_q/Acc_p, tables, prediction files), :mod:`.judge`,
+:mod:`.audit` (the paper's arithmetic), :mod:`.plots`, :mod:`.report`; this module wires them into
+the :class:`Benchmark` shape.
+
+Metric rules (the paper's formulas, §3.4): Acc_q = micro average over queries; Acc_p = share of
+groups whose queries are all correct. A group is counted under its first query's category and
+language (two released groups mix categories, two mix languages). Overall Acc_p here is the
+micro average over all groups; the paper's own Overall Acc_p rule cannot be reconstructed.
+Confidence intervals (an addition) resample groups, never queries, so Acc_p stays defined.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from vlamb_nb.benchmarks.base import Benchmark
+from vlamb_nb.benchmarks.mucar.data import (
+    HUB_IMAGES,
+    NAME,
+    ImageResolver,
+    data_stats,
+    load_items,
+    make_sample,
+    quirk_counts,
+    quirks,
+)
+from vlamb_nb.benchmarks.mucar.parse import parse_answer, parse_yes_no
+from vlamb_nb.benchmarks.mucar.prompts import DEFAULT_PARAMS, SETTINGS, applicable, build_prompt
+from vlamb_nb.benchmarks.mucar.score import (
+    NO_PREDICTION,
+    _records,
+    failure_summary,
+    pair_accuracy,
+    read_predictions,
+    results_long,
+    score_predictions,
+    table2,
+)
+from vlamb_nb.errors import DataError, SettingError
+from vlamb_nb.meta import Deviation
+from vlamb_nb.models.base import IMAGE_SLOT, VLM, DecodingParams, ModelInfo, Request, user_message
+
+
+# -- the benchmark -------------------------------------------------------------------------------
+class Mucar(Benchmark):
+    name = NAME
+    paper = "Wang et al., MUCAR, EMNLP 2025"
+    settings = tuple(SETTINGS)
+    default_setting = "full"
+
+    def load(self, source: str | os.PathLike | None = None, *, grouping: str = "default",
+             images: str | os.PathLike | None = None, **kwargs: Any):
+        """``data-all.json`` (a path, a folder holding it, or None for the release beside the checkout)."""
+        if kwargs:
+            raise SettingError(f"unknown MUCAR load option(s): {', '.join(kwargs)}")
+        return load_items(source, grouping=grouping, images=images)
+
+    def requests(self, items, setting: str, *, images: str | os.PathLike | None = None,
+                 context_mode: str = "prefix", option_sep: str = " ", option_style: str = "raw",
+                 layout: str = "flat", params: DecodingParams | None = None, max_new_tokens: int | None = None,
+                 **kwargs: Any) -> list[Request]:
+        """One request per query (per applicable context for 'c_ambiguous'); images from ``images``.
+
+        ``max_new_tokens`` overrides the default generation budget (a config-friendly shortcut for ``params``).
+
+        ``images``: a folder or ``kevindragon221/MUCAR`` (a local hub snapshot); default the loader's.
+        """
+        if kwargs:
+            raise SettingError(f"unknown MUCAR request option(s): {', '.join(kwargs)}")
+        if params is None and max_new_tokens is not None:
+            params = DecodingParams(max_new_tokens=int(max_new_tokens))
+        self.check_setting(setting)
+        spec = SETTINGS[setting]
+        resolver = None
+        if spec.image:
+            where = images if images is not None else items.attrs.get("images")
+            if where is None:
+                raise SettingError(f"setting {setting!r} needs images: pass images=<folder> or "
+                                   f"images={HUB_IMAGES!r} (a downloaded hub snapshot)")
+            resolver = ImageResolver.from_spec(where)
+        cache: dict[str, Any] = {}
+        out = []
+        for item in items.to_dict(orient="records"):
+            ok, _ = applicable(item, setting)
+            if not ok:
+                continue
+            text = build_prompt(item, setting, context_mode=context_mode, option_sep=option_sep,
+                                option_style=option_style, layout=layout)
+            imgs = []
+            if resolver is not None:
+                if item["image_id"] not in cache:
+                    cache[item["image_id"]] = resolver.load(item["image_id"])
+                imgs = [cache[item["image_id"]]]
+            parts = [IMAGE_SLOT, text] if imgs else [text]
+            out.append(Request(id=item["uid"], messages=[user_message(*parts)], images=imgs,
+                               params=params or DEFAULT_PARAMS, benchmark=NAME, setting=setting,
+                               meta={"item_id": item["uid"], "group": item["group"]}))
+        return out
+
+    def skipped(self, items, setting: str) -> dict[str, int]:
+        """Queries a setting cannot be built for, by reason (reported, never silently dropped)."""
+        out: dict[str, int] = {}
+        for item in items.to_dict(orient="records"):
+            ok, why = applicable(item, setting)
+            if not ok:
+                out[why] = out.get(why, 0) + 1
+        return out
+
+    def parse(self, text: str, item: Any) -> dict[str, Any]:
+        if item.get("setting") == "c_ambiguous":
+            return parse_yes_no(text)
+        return parse_answer(text, list(item["options"]))
+
+    def score(self, predictions):
+        return score_predictions(predictions)
+
+    def predictions(self, items, generations, *, id_column: str = "uid"):
+        """The base join, after turning missing ``error`` cells (NaN) into ``""`` so they are not failures."""
+        gens = generations.copy()
+        if "error" in gens:
+            gens["error"] = [e if isinstance(e, str) else "" for e in gens["error"]]
+        return super().predictions(items, gens, id_column=id_column)
+
+    def evaluate(self, model: VLM, items, setting: str | None = None, **kwargs: Any):
+        scored = super().evaluate(model, items, setting, **kwargs)
+        scored["model"] = model.info.model_id
+        return scored
+
+    def tables(self, scored, *, label: str | None = None, n_resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+        """Table 2-style row (with CIs), per-language Acc, category × language Acc_q, outcomes."""
+        label = label or str(scored["model"].iloc[0] if "model" in scored else "ours")
+        if "setting" in scored and (scored["setting"] == "c_ambiguous").all():
+            return {"Is C ambiguous": pair_accuracy(scored, None, n_resamples=n_resamples, seed=seed)}
+        cxl = pair_accuracy(scored, ["category", "language"], n_resamples=0)
+        return {
+            "Table 2": table2(scored, label),
+            "Table 2 (long, with CIs)": results_long(scored, label, n_resamples=n_resamples, seed=seed),
+            "by language": pair_accuracy(scored, "language", n_resamples=n_resamples, seed=seed),
+            "category x language Acc_q": cxl[cxl["metric"] == "Acc_q"].pivot(
+                index="category", columns="language", values="value").round(2),
+            "outcomes": scored["outcome"].value_counts().rename_axis("outcome").reset_index(name="n"),
+        }
+
+    def summary(self, scored) -> dict[str, Any]:
+        s = failure_summary(scored)
+        return {"n": s["n_queries"], "invalid": int((~scored["valid"].fillna(False).astype(bool)).sum()),
+                "Acc_q": s["Acc_q"], "Acc_p": s["Acc_p"], "image_insensitive_groups": s["image_insensitive_groups"]}
+
+    def deviations(self, model: ModelInfo, setting: str, *, max_new_tokens: int | None = None) -> list[Deviation]:
+        """What differs from the paper for this run; ``max_new_tokens`` is the budget actually used."""
+        out = super().deviations(model, setting)
+        out.append(Deviation("answer matching", "a GPT-4o right/wrong judge (prompt not released)",
+                             "rule parser (Answer: X, then fallbacks); optional CODIS-prompt judge", "all"))
+        out.append(Deviation("context placement", "not stated (templates have no context slot)",
+                             "context prefixed to the question", "all"))
+        budget = max_new_tokens or DEFAULT_PARAMS.max_new_tokens
+        out.append(Deviation("decoding", "not reported", f"greedy, at most {budget} new tokens", "all"))
+        out.append(Deviation("option set", "Table 2b/3/12 'with confusing options' (not released)",
+                             "the released options only (Table 2a setting)", "Table 2b, Table 3, Table 12"))
+        out.append(Deviation("Overall Acc_p", "aggregation rule not reconstructable",
+                             "micro average over all groups", "Overall Acc_p"))
+        if not SETTINGS[setting].context or not SETTINGS[setting].question:
+            out.append(Deviation("ablation", "context/question removed",
+                                 "schema-B queries keep their embedded context (it is part of the question)",
+                                 setting))
+        return out
+
+    # -- CLI hooks -----------------------------------------------------------------------------------
+    def data_stats(self, items) -> dict[str, Any]:
+        out = data_stats(items)
+        out["quirks"] = quirk_counts(quirks(items))
+        return out
+
+    def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
+                   grouping: str = "default", model: str | None = None, setting: str | None = None,
+                   missing: str = "wrong", n_resamples: int = 2000, **options: Any) -> dict[str, Any]:
+        """Score raw outputs: JSON/JSONL/CSV rows with an id and an output, a prediction store, or the
+        release's own layout with ``eval.models.<model>.output`` filled in.
+
+        Queries without a prediction count as wrong (``missing="wrong"``, the paper's denominators), or
+        ``missing="skip"`` leaves out every group with a missing query: scoring only the answered part of a
+        group would let it pass Acc_p on fewer queries than it has.
+        """
+        if options:
+            raise SettingError(f"unknown MUCAR score option(s): {', '.join(options)}")
+        if setting is not None and setting not in SETTINGS:
+            raise SettingError(f"unknown MUCAR setting {setting!r}; choose one of {', '.join(SETTINGS)}")
+        if missing not in ("wrong", "skip"):
+            raise SettingError(f"missing must be 'wrong' (count as wrong) or 'skip' (leave out incomplete "
+                               f"groups), got {missing!r}")
+        items = load_items(source, grouping=grouping)
+        ok = [applicable(r, setting or "full")[0] for r in items.to_dict(orient="records")]
+        items = items[ok]  # queries the setting cannot be asked are not "missing" (see Mucar.skipped)
+        outputs = read_predictions(predictions, model=model, setting=setting)
+        by_uid = dict(zip(items["uid"], items.index, strict=True))
+        unknown = [u for u in outputs if u not in by_uid]
+        if unknown:
+            raise DataError(f"{len(unknown)} prediction id(s) not in the data, e.g. {unknown[0]!r}",
+                            source=str(predictions), field="id")
+        have = items["uid"].isin(outputs)
+        incomplete = set(items.loc[~have, "group"])
+        if missing == "skip":
+            sub = items[~items["group"].isin(incomplete)].copy()
+            if sub.empty:
+                raise DataError("no group has a prediction for every query; use missing='wrong'",
+                                source=str(predictions))
+        else:
+            sub = items.copy()
+        sub["setting"] = setting or "full"
+        sub["text"] = sub["uid"].map(outputs)
+        parsed = [self.parse(t, r) if isinstance(t, str) else dict(NO_PREDICTION)
+                  for t, r in zip(sub["text"], sub.to_dict(orient="records"), strict=True)]
+        import pandas as pd
+
+        scored = score_predictions(pd.concat([sub.reset_index(drop=True), pd.DataFrame(parsed)], axis=1))
+        return {
+            "n_predictions": int(len(outputs)), "n_items": int(len(items)),
+            "missing_items": int((~have).sum()), "missing_counted_as": "wrong" if missing == "wrong" else
+            "skipped (whole groups)", "incomplete_groups": len(incomplete), "scored_queries": int(len(scored)),
+            "overall": _records(pair_accuracy(scored, None, n_resamples=n_resamples)),
+            "per_category": _records(pair_accuracy(scored, "category", n_resamples=n_resamples)),
+            "per_language": _records(pair_accuracy(scored, "language", n_resamples=n_resamples)),
+            "failures": failure_summary(scored, str(model or Path(predictions).name)),
+        }
+
+    def reference_check(self) -> list[Any]:
+        from vlamb_nb.benchmarks.mucar.audit import audit
+
+        try:
+            items = load_items(None)
+        except DataError:  # the release is not beside the checkout: audit the paper's own numbers only
+            items = None
+        return audit(items)
+
+    def make_sample(self, directory: str | os.PathLike, n: int = 8, seed: int = 0) -> Path:
+        return make_sample(directory, n=n, seed=seed)
+
+
+BENCHMARK = Mucar()
+
+

@@ -1,0 +1,465 @@
+"""MUCAR data: the ``data-all.json`` loader (three record schemas), grouping, quirks, images, a sample.
+
+The release mixes three layouts in one JSON array (see the notes, §11.2):
+
+- **A** (categories 1-6): ``sentence`` holds the context, ``question_id`` groups the images;
+- **B** (dual ambiguity): the context is embedded in ``question``; ``pair_id`` (a string) groups;
+- **C** (dual ambiguity, CODIS style): separate ``context`` plus a CODIS image-ambiguity ``category``.
+
+:func:`load_items` normalises all three into one row per query, so everything downstream
+(prompts, scoring, tables) sees one shape.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from vlamb_nb.errors import DataError, ImageError, SettingError
+
+NAME = "mucar"
+DATA_FILE = "data-all.json"
+HUB_IMAGES = "kevindragon221/MUCAR"
+
+CATEGORIES = {1: "Polysemy", 2: "Homonymy", 3: "Grammar", 4: "Semantics", 5: "Specialized", 6: "Cultural",
+              7: "Dual-ambiguity"}
+CATEGORY_ORDER = list(CATEGORIES.values())
+LANGUAGES = {1: "English", 2: "Chinese", 3: "Malay"}
+LANGUAGE_ORDER = ["Chinese", "English", "Malay"]  # Table 5's column order
+LETTERS = "ABCDE"
+
+ITEM_COLUMNS = ["uid", "record_id", "group", "category", "category_code", "language", "language_code", "context",
+                "question", "options", "n_options", "gold", "gold_text", "gold_method", "image_id",
+                "image_ambiguity", "schema", "question_id", "pair_id", "old_id", "change_language",
+                "context_embedded"]
+
+# -- grouping rules ------------------------------------------------------------------------------
+#: ``default``: first six categories by ``question_id``; dual ambiguity by (``pair_id``, language), the
+#: rule the notes recommend (``question_id`` collides across schemas B and C; ``pair_id`` is shared by an
+#: English original and its translations, which are separate queries in another language).
+GROUPINGS = ("default", "question_id", "pair_id", "pair_language_schema")
+
+
+def group_key(rec: dict[str, Any], schema: str, rule: str = "default") -> str:
+    """The pair (group) a record belongs to; all queries of a group must be right for Acc_p."""
+    lang = rec["tags"]["language"]
+    if rule == "question_id" or (schema == "A" and rule in ("default", "pair_language_schema", "pair_id")):
+        return f"q{rec['question_id']}" + (f"/{schema}" if schema != "A" else "")
+    if rule == "default":
+        return f"p{rec['pair_id']}/l{lang}"
+    if rule == "pair_id":
+        return f"p{rec['pair_id']}"
+    if rule == "pair_language_schema":
+        return f"p{rec['pair_id']}/l{lang}/{schema}"
+    raise SettingError(f"unknown MUCAR grouping {rule!r}; choose one of {', '.join(GROUPINGS)}")
+
+
+# -- schema detection and gold letters -----------------------------------------------------------
+def record_schema(rec: dict[str, Any]) -> str:
+    if "sentence" in rec:
+        return "A"
+    if "context" in rec:
+        return "C"
+    if "pair_id" in rec:
+        return "B"
+    raise DataError("record has none of 'sentence', 'context', 'pair_id' (not schema A, B or C)")
+
+
+_OPTION_PREFIX = re.compile(r"^\s*\(?([A-E])\s*[.．、:)）]\s*")
+
+
+def split_option(option: str) -> tuple[str | None, str]:
+    """``"A.text"`` / ``"A. text"`` -> ("A", "text"); an option without a letter prefix -> (None, text)."""
+    m = _OPTION_PREFIX.match(option)
+    if not m:
+        return None, option.strip()
+    return m.group(1), option[m.end():].strip()
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[\s。.!！?？,，;；:：\"'“”‘’]+", "", text).casefold()
+
+
+def resolve_gold(answer: str, options: list[str]) -> tuple[str, str]:
+    """Gold letter and how it was found: exact option, letter prefix, or option-text match.
+
+    Letters win over text because the release has typos in gold strings (``"A.是。"`` vs option
+    ``"A.是"``) and a few golds whose text is not the option's (``"B.Yes."``); both keep the letter.
+    """
+    letters = [split_option(o)[0] or LETTERS[i] for i, o in enumerate(options)]
+    if answer in options:
+        return letters[options.index(answer)], "exact"
+    letter, text = split_option(answer)
+    if letter is not None and letter in letters:
+        return letter, "letter"
+    hits = [letters[i] for i, o in enumerate(options) if _norm(split_option(o)[1]) == _norm(text)]
+    if len(hits) == 1:
+        return hits[0], "text"
+    raise ValueError(f"answer {answer!r} matches no option of {options}")
+
+
+# -- the loader ----------------------------------------------------------------------------------
+def resolve_source(source: str | os.PathLike | None) -> Path:
+    """``data-all.json`` from a file path, a folder holding it, or (None) the release beside the checkout."""
+    if source is None:
+        from vlamb_nb.paths import shared_data_dir
+
+        base = shared_data_dir()
+        if base is None or not (base / "mucar" / DATA_FILE).is_file():
+            raise DataError("no MUCAR source given and no released data found; pass the path of "
+                            f"{DATA_FILE} (github.com/THUNLP-MT/MUCAR) or a folder holding it")
+        return base / "mucar" / DATA_FILE
+    p = Path(source)
+    if p.is_dir():
+        p = p / DATA_FILE
+    if not p.is_file():
+        raise DataError(f"MUCAR data file not found: {p}")
+    return p
+
+
+def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise DataError(f"not valid JSON: {e}", source=str(path)) from None
+    if not isinstance(data, list):
+        raise DataError("expected a JSON array of records", source=str(path))
+    return data
+
+
+def _field(rec: dict[str, Any], name: str, typ: type | tuple[type, ...], src: str, row: int) -> Any:
+    if name not in rec:
+        raise DataError("missing field", source=src, row=row, field=name)
+    v = rec[name]
+    if not isinstance(v, typ):
+        raise DataError(f"expected {typ}, got {type(v).__name__}", source=src, row=row, field=name)
+    return v
+
+
+def normalise_record(rec: Any, *, src: str, row: int, grouping: str = "default") -> dict[str, Any]:
+    """One released record (any schema) as one normalised row; malformed records raise ``DataError``."""
+    if not isinstance(rec, dict):
+        raise DataError("record is not an object", source=src, row=row)
+    try:
+        schema = record_schema(rec)
+    except DataError as e:
+        raise DataError(str(e), source=src, row=row) from None
+    rid = _field(rec, "id", int, src, row)
+    tags = _field(rec, "tags", dict, src, row)
+    cat = tags.get("category")
+    lang = tags.get("language")
+    if cat not in CATEGORIES:
+        raise DataError(f"unknown category code {cat!r}", source=src, row=row, field="tags.category")
+    if lang not in LANGUAGES:
+        raise DataError(f"unknown language code {lang!r}", source=src, row=row, field="tags.language")
+    question = _field(rec, "question", str, src, row)
+    options = _field(rec, "options", list, src, row)
+    if not (1 <= len(options) <= len(LETTERS)) or not all(isinstance(o, str) for o in options):
+        raise DataError(f"expected 1-5 option strings, got {options!r}", source=src, row=row, field="options")
+    answer = _field(rec, "answer", str, src, row)
+    try:
+        gold, method = resolve_gold(answer, options)
+    except ValueError as e:
+        raise DataError(str(e), source=src, row=row, field="answer") from None
+    gold_text = split_option(options[LETTERS.index(gold)] if gold in LETTERS[: len(options)] else answer)[1]
+    context = {"A": rec.get("sentence"), "C": rec.get("context"), "B": None}[schema]
+    if schema == "B":
+        _field(rec, "pair_id", str, src, row)
+    elif schema == "C":
+        _field(rec, "context", str, src, row)
+        _field(rec, "pair_id", str, src, row)
+    else:
+        _field(rec, "sentence", str, src, row)
+    image_id = _field(rec, "image_id", str, src, row)
+    if "question_id" not in rec:
+        raise DataError("missing field", source=src, row=row, field="question_id")
+    return {
+        "uid": f"mucar-{rid}", "record_id": rid, "group": group_key(rec, schema, grouping),
+        "category": CATEGORIES[cat], "category_code": cat, "language": LANGUAGES[lang], "language_code": lang,
+        "context": context, "question": question, "options": list(options), "n_options": len(options),
+        "gold": gold, "gold_text": gold_text, "gold_method": method, "image_id": image_id,
+        "image_ambiguity": rec.get("category") if schema == "C" else None, "schema": schema,
+        "question_id": rec.get("question_id"), "pair_id": rec.get("pair_id"), "old_id": rec.get("old_id"),
+        "change_language": tags.get("change_language"), "context_embedded": schema == "B",
+    }
+
+
+def load_items(source: str | os.PathLike | None = None, *, grouping: str = "default",
+               images: str | os.PathLike | None = None):
+    """The release as a DataFrame, one row per query (columns ``ITEM_COLUMNS``).
+
+    ``images`` (a folder, or the hub id ``kevindragon221/MUCAR`` for a local hub snapshot) is kept
+    in ``items.attrs["images"]`` for the request builder; a ``images/`` folder next to the JSON is
+    picked up automatically (the layout :func:`make_sample` writes).
+    """
+    import pandas as pd
+
+    if grouping not in GROUPINGS:
+        raise SettingError(f"unknown MUCAR grouping {grouping!r}; choose one of {', '.join(GROUPINGS)}")
+    path = resolve_source(source)
+    rows = [normalise_record(r, src=str(path.name), row=i, grouping=grouping)
+            for i, r in enumerate(read_records(path))]
+    items = pd.DataFrame(rows, columns=ITEM_COLUMNS)
+    dup = items["uid"].duplicated()
+    if dup.any():
+        i = int(dup.idxmax())
+        raise DataError(f"duplicate id {items['record_id'].iloc[i]}", source=path.name, row=i, field="id")
+    if images is None and (path.parent / "images").is_dir():
+        images = path.parent / "images"
+    items.attrs["source"] = str(path)
+    items.attrs["images"] = str(images) if images is not None else None
+    items.attrs["grouping"] = grouping
+    return items
+
+
+# -- statistics and quirks -----------------------------------------------------------------------
+def category_language_counts(items):
+    """Table 5's layout (category × language with totals) recomputed from the items."""
+    import pandas as pd
+
+    tab = pd.crosstab(pd.Categorical(items["category"], CATEGORY_ORDER),
+                      pd.Categorical(items["language"], LANGUAGE_ORDER), dropna=False)
+    tab.index.name, tab.columns.name = "Category", None
+    tab.columns = list(tab.columns)
+    tab["Total"] = tab.sum(axis=1)
+    tab.loc["Overall"] = tab.sum(axis=0)
+    return tab.astype(int)
+
+
+def group_sizes(items):
+    return items.groupby("group", sort=False).size()
+
+
+def data_stats(items) -> dict[str, Any]:
+    """Counts for ``vlamb-nb data stats mucar``: queries, groups, per category / language / schema."""
+    sizes = group_sizes(items)
+    first = items.drop_duplicates("group")
+    return {
+        "queries": int(len(items)),
+        "groups": int(len(sizes)),
+        "grouping": items.attrs.get("grouping", "default"),
+        "group_sizes": {int(k): int(v) for k, v in sizes.value_counts().sort_index().items()},
+        "per_category": {c: int((items["category"] == c).sum()) for c in CATEGORY_ORDER},
+        "groups_per_category": {c: int((first["category"] == c).sum()) for c in CATEGORY_ORDER},
+        "per_language": {lang: int((items["language"] == lang).sum()) for lang in LANGUAGE_ORDER},
+        "per_schema": {s: int((items["schema"] == s).sum()) for s in "ABC"},
+        "options_per_query": {int(k): int(v) for k, v in items["n_options"].value_counts().sort_index().items()},
+        "gold_methods": {str(k): int(v) for k, v in items["gold_method"].value_counts().items()},
+        "image_ambiguity": {str(k): int(v) for k, v in items["image_ambiguity"].dropna().value_counts().items()},
+    }
+
+
+def quirks(items):
+    """Data quirks a reader must know before trusting Acc_p (one row per finding, ``kind`` names it)."""
+    import pandas as pd
+
+    rows: list[dict[str, Any]] = []
+
+    def add(kind: str, group: str, ids: Iterable[int], detail: str) -> None:
+        rows.append({"kind": kind, "group": group, "record_ids": [int(i) for i in ids], "detail": detail})
+
+    for g, df in items.groupby("group", sort=False):
+        ids = df["record_id"].tolist()
+        if len(df) == 1:
+            add("singleton_group", g, ids, "a group of one query: Acc_p equals Acc_q for it")
+        if df["category"].nunique() > 1:
+            add("mixed_category_group", g, ids, "categories " + ", ".join(df["category"].unique())
+                + "; the group counts under its first query's category")
+        if df["language"].nunique() > 1:
+            add("mixed_language_group", g, ids, "languages " + ", ".join(df["language"].unique()))
+        if len(df) > 1 and df["gold"].nunique() == 1:
+            add("identical_gold_in_group", g, ids, f"every query's gold is {df['gold'].iloc[0]}")
+    for _, r in items.iterrows():
+        texts = [_norm(split_option(o)[1]) for o in r["options"]]
+        if len(set(texts)) < len(texts):
+            add("duplicate_options", r["group"], [r["record_id"]], " | ".join(r["options"]))
+        if r["gold_method"] != "exact":
+            add("gold_not_an_option", r["group"], [r["record_id"]],
+                f"answer string differs from every option; gold {r['gold']} found by {r['gold_method']}")
+        gold_t = _norm(r["gold_text"])
+        q = r["question"].rstrip()
+        if len(gold_t) >= 2 and _norm(q[-max(len(r["gold_text"]) + 2, 1):]).endswith(gold_t) \
+                and not q.endswith(("?", "？")):
+            add("answer_in_question", r["group"], [r["record_id"]], f"question ends with the gold {r['gold_text']!r}")
+    return pd.DataFrame(rows, columns=["kind", "group", "record_ids", "detail"])
+
+
+def quirk_counts(q) -> dict[str, int]:
+    return {str(k): int(v) for k, v in q["kind"].value_counts().items()}
+
+
+# -- images --------------------------------------------------------------------------------------
+class ImageResolver:
+    """Finds the image of an ``image_id`` in a local folder, or in a local snapshot of the hub release.
+
+    Folder: ``<root>/<image_id>.<ext>`` (common extensions tried; ``image_id`` may contain
+    ``malay/``), also under ``images/`` and ``data/``. Parquet files (the hub's ``{"bytes","path"}``
+    image struct) are indexed by an ``image_id`` column or the stem of the image ``path``.
+    """
+
+    SUBDIRS = ("", "images", "image", "data", "MUCAR")
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        self.root = Path(root)
+        if not self.root.is_dir():
+            raise ImageError(f"MUCAR image folder not found: {self.root}")
+        self._parquet: dict[str, dict[str, Any]] | None = None
+
+    @classmethod
+    def from_spec(cls, spec: str | os.PathLike, *, local_files_only: bool = True) -> ImageResolver:
+        """A folder path, or ``kevindragon221/MUCAR`` (a hub snapshot; offline unless asked otherwise)."""
+        if Path(spec).is_dir():
+            return cls(spec)
+        if isinstance(spec, str) and re.fullmatch(r"[\w.-]+/[\w.-]+", spec):
+            try:
+                from huggingface_hub import snapshot_download
+            except ImportError:  # pragma: no cover - huggingface_hub ships with transformers
+                raise ImageError("huggingface_hub is needed to read the hub image release") from None
+            try:
+                path = snapshot_download(spec, repo_type="dataset", local_files_only=local_files_only)
+            except Exception as e:  # noqa: BLE001 - any hub failure becomes one clear error
+                raise ImageError(f"MUCAR images {spec!r} are not available locally ({type(e).__name__}); "
+                                 "download them once with local_files_only=False, or pass a folder") from None
+            return cls(path)
+        raise ImageError(f"MUCAR images: {spec!s} is neither a folder nor a hub dataset id")
+
+    def _index_parquet(self) -> dict[str, dict[str, Any]]:
+        if self._parquet is None:
+            self._parquet = {}
+            files = sorted(self.root.rglob("*.parquet"))
+            if files:
+                import pyarrow.parquet as pq
+
+                for f in files:
+                    tab = pq.read_table(f).to_pylist()
+                    for row in tab:
+                        img = next((v for v in row.values() if isinstance(v, dict) and "bytes" in v), None)
+                        if img is None:
+                            continue
+                        key = row.get("image_id") or (Path(img.get("path") or "").with_suffix("").as_posix())
+                        if key:
+                            self._parquet[str(key)] = img
+        return self._parquet
+
+    def candidates(self, image_id: str) -> list[Path]:
+        from vlamb_nb.images import IMAGE_EXTENSIONS, safe_join
+
+        out = []
+        for sub in self.SUBDIRS:
+            base = self.root / sub if sub else self.root
+            for ext in IMAGE_EXTENSIONS:
+                for e in (ext, ext.upper()):
+                    out.append(safe_join(self.root, (base / f"{image_id}{e}").relative_to(self.root)))
+        return out
+
+    def resolve(self, image_id: str) -> Any:
+        """A path (or a ``{"bytes","path"}`` dict from parquet); ``ImageError`` lists what was tried."""
+        tried = []
+        for p in self.candidates(image_id):
+            if p.is_file():
+                return p
+            tried.append(p.relative_to(self.root.resolve()).as_posix())
+        idx = self._index_parquet()
+        for key in (image_id, Path(image_id).name):
+            if key in idx:
+                return idx[key]
+        shown = ", ".join(tried[:8]) + (f", ... ({len(tried)} paths)" if len(tried) > 8 else "")
+        raise ImageError(f"no MUCAR image {image_id!r} under {self.root}; tried {shown}"
+                         + ("; and the parquet index" if idx else ""))
+
+    def load(self, image_id: str):
+        from vlamb_nb.images import load_image
+
+        return load_image(self.resolve(image_id))
+
+
+# -- a generated sample in the release's exact format ---------------------------------------------
+_WORDS = ["bank", "bat", "crane", "spring", "bark", "pitch", "seal", "match", "light", "rock", "fan", "ring"]
+
+
+def _empty_eval() -> dict[str, Any]:
+    return {"models": {"GPT_4o": {"output": "", "human_eval": "", "GPT4o_eval": ""}}}
+
+
+def _draw(path: Path, label: str, seed: int) -> None:
+    from PIL import Image, ImageDraw
+
+    rng = random.Random(seed)
+    img = Image.new("RGB", (96, 72), tuple(rng.randrange(40, 230) for _ in range(3)))
+    d = ImageDraw.Draw(img)
+    x, y = rng.randrange(5, 50), rng.randrange(5, 30)
+    d.ellipse([x, y, x + 30, y + 30], fill=tuple(rng.randrange(0, 255) for _ in range(3)))
+    d.text((4, 58), label[:14], fill=(0, 0, 0))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    img.save(path)
+
+
+def make_sample(directory: str | os.PathLike, n: int = 8, seed: int = 0) -> Path:
+    """Write ``data-all.json`` plus generated ``images/`` in the release's layout; return the JSON path.
+
+    Covers all three record schemas (A with ``"A.x"`` options, B with the context in the question,
+    C with a CODIS category and ``"A. x"`` translations sharing ``old_id``), a singleton group, a group of
+    four and a gold typo, so every loader path runs. ``n`` is the number of schema-A groups (>= 2).
+    """
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    recs: list[dict[str, Any]] = []
+    n = max(2, int(n))
+
+    def add(**kw: Any) -> None:
+        kw = {"id": len(recs), **kw}
+        kw.setdefault("eval", _empty_eval())
+        recs.append(kw)
+
+    for g in range(n):  # schema A: one context, one question, one image per reading
+        qid = g + 1
+        word = _WORDS[(g + seed) % len(_WORDS)]
+        cat = g % 6 + 1
+        lang = [1, 2, 3][g % 3]
+        size = 4 if g == 1 else 2
+        opts = [f"{LETTERS[k]}.{word} reading {k + 1}." for k in range(size)]
+        for k in range(size):
+            answer = opts[k]
+            if g == 0 and k == 1:
+                answer = f"B.{word} readin {k + 1}."  # a typo in the gold string, as in the release
+            add(question_id=qid, image_id=f"{qid}-{k + 1}", sentence=f"I saw the {word} near the water. ",
+                question=f"What does '{word}' mean here?", options=opts, answer=answer,
+                tags={"category": cat, "language": lang})
+    base_q = len(recs) + 900
+    b_pairs = [("1", 2), ("2", 1)]  # schema B: context inside the question; pair "2" is a singleton
+    b_origs = []
+    for pid, size in b_pairs:
+        for k in range(size):
+            b_origs.append(len(recs))
+            add(question_id=base_q + len(recs), image_id=f"malay/{pid}-1", pair_id=pid,
+                question=f"I am {30 + 40 * k} years old. My friend waved on the boat. Is my friend at the front?",
+                options=["A.Front.", "B.Back."], answer=["A.Front.", "B.Back."][k % 2],
+                tags={"category": 7, "language": 1, "change_language": 1})
+    c_origs = []
+    for k in range(2):  # schema C: separate context, CODIS image-ambiguity type
+        c_origs.append(len(recs))
+        add(question_id=base_q, image_id="malay/101", pair_id="3",
+            context=["The courier gives a box to the man.", "The man gives a box to the courier."][k],
+            question="Is the man on the right picking up the box or putting it down?",
+            answer=["A.Picking up.", "B.Putting down."][k], category="Temporal Information",
+            options=["A.Picking up.", "B.Putting down."],
+            tags={"category": 7, "language": 1, "change_language": 1})
+    for orig in b_origs + c_origs:  # translations: zh then ms, "A. x" options, shared old_id
+        src = recs[orig]
+        for lang, tr in ((2, "（译）"), (3, "(terj.) ")):
+            new = {k: v for k, v in src.items() if k not in ("id", "eval")}
+            new["question"] = tr + src["question"]
+            new["options"] = [o.replace(".", ". " + tr, 1) for o in src["options"]]
+            new["answer"] = new["options"][src["options"].index(src["answer"])]
+            new["tags"] = {"category": 7, "language": lang, "change_language": 1}
+            new["old_id"] = orig
+            add(**new)
+    (out / DATA_FILE).write_text(json.dumps(recs, ensure_ascii=False, indent=1), encoding="utf-8")
+    for i, image_id in enumerate(sorted({r["image_id"] for r in recs})):
+        _draw(out / "images" / f"{image_id}.png", image_id, seed * 1000 + i)
+    return out / DATA_FILE

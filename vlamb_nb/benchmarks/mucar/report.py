@@ -1,0 +1,131 @@
+"""MUCAR notebook helpers (the notebook only calls these): data for the notebook, runs over settings,
+paper-vs-ours frames, published tables with intervals, the audit frame."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from vlamb_nb.benchmarks.mucar.benchmark import BENCHMARK
+from vlamb_nb.benchmarks.mucar.data import CATEGORY_ORDER, NAME, load_items, make_sample
+from vlamb_nb.benchmarks.mucar.prompts import PROMPT_LANGUAGE
+from vlamb_nb.benchmarks.mucar.score import group_frame, pair_accuracy, results_long
+from vlamb_nb.errors import DataError
+from vlamb_nb.models.base import VLM, DecodingParams
+
+
+def paper_table_with_ci(table: str, items, *, alpha: float = 0.05):
+    """A published Table 2/9/12 in long form with Wilson CIs over the released denominators (an addition).
+
+    Denominators: queries (Acc_q) and groups (Acc_p) per category in ``items``; the paper's own
+    denominators differ by model (notes §3.5), so the intervals are approximate.
+    """
+    import pandas as pd
+
+    from vlamb_nb import reference
+    from vlamb_nb.stats import wilson_from_percent
+
+    groups = group_frame(items.assign(correct=True))
+    nq = items.groupby("category").size().to_dict()
+    ng = groups.groupby("category").size().to_dict()
+    six = [c for c in CATEGORY_ORDER if c != "Dual-ambiguity"]
+    overall_q = sum(nq[c] for c in (six if table == "Table 12" else CATEGORY_ORDER))
+    overall_g = sum(ng[c] for c in (six if table == "Table 12" else CATEGORY_ORDER))
+    rows = []
+    for _, r in reference.load(NAME, table).iterrows():
+        cat, metric = r["column"].rsplit(" ", 1)
+        if metric not in ("Acc_p", "Acc_q") or r["value_num"] != r["value_num"]:
+            continue
+        n = (overall_q if metric == "Acc_q" else overall_g) if cat == "Overall" else \
+            (nq if metric == "Acc_q" else ng).get(cat)
+        res = wilson_from_percent(float(r["value_num"]), int(n), alpha) if n else None
+        rows.append({"table": table, "row": r["row"], "column": r["column"], "value": r["value_num"], "n": n,
+                     "ci_low": None if res is None else round(100 * res.ci_low, 2),
+                     "ci_high": None if res is None else round(100 * res.ci_high, 2), "flag": r["flag"]})
+    return pd.DataFrame(rows)
+
+
+PROMPT_LANGUAGES = PROMPT_LANGUAGE
+
+
+# -- notebook helpers (the notebook only calls these) -----------------------------------------------
+def notebook_data(source: str | os.PathLike | None = None, images: str | os.PathLike | None = None, *,
+                  sample_dir: str | os.PathLike | None = None, n: int = 4, seed: int = 0) -> dict[str, Any]:
+    """Data for the notebook: the release for statistics/audit, and the items the pipeline runs on.
+
+    ``source`` given: the pipeline uses it (with ``images``). Otherwise statistics use the release
+    beside the checkout when present, and the pipeline a generated sample (same schema, generated images).
+    """
+    import tempfile
+
+    release = None
+    try:
+        release = load_items(source)
+    except DataError:
+        if source is not None:
+            raise
+    if source is not None:
+        return {"release": release, "pipeline": load_items(source, images=images), "pipeline_kind": "source"}
+    folder = Path(sample_dir) if sample_dir is not None else Path(tempfile.mkdtemp(prefix="mucar-sample-"))
+    sample = load_items(make_sample(folder, n=n, seed=seed))
+    return {"release": release if release is not None else sample, "pipeline": sample, "pipeline_kind": "sample",
+            "release_kind": "release" if release is not None else "sample"}
+
+
+def constant_model(letter: str = "A"):
+    """A scripted stand-in that always answers ``letter``: the image-insensitive failure, on purpose."""
+    from vlamb_nb.models import ScriptedModel
+
+    return ScriptedModel(lambda r: f"Answer: {letter}", model_id=f"constant-{letter}")
+
+
+def run_settings(model: VLM, items, settings: list[str], *, store_dir: str | os.PathLike | None = None,
+                 batch_size: int = 8, limit: int | None = None, progress: bool = True,
+                 max_new_tokens: int | None = None) -> dict[str, Any]:
+    """Evaluate ``model`` under several settings (one resumable store per setting)."""
+    params = DecodingParams(max_new_tokens=max_new_tokens) if max_new_tokens else None
+    out = {}
+    for s in settings:
+        store = Path(store_dir) / f"mucar-{_safe(model.info.model_id)}-{s}.jsonl" if store_dir else None
+        out[s] = BENCHMARK.evaluate(model, items, s, store=store, batch_size=batch_size, limit=limit,
+                                    progress=progress, params=params)
+    return out
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def settings_frame(runs: dict[str, Any], *, label: str | None = None, n_resamples: int = 1000, seed: int = 0):
+    """Overall Acc_q / Acc_p with CIs per setting (Fig. 4 / Table 3 / Table 12 layout), long format."""
+    import pandas as pd
+
+    from vlamb_nb.benchmarks.mucar.prompts import SETTINGS as _S
+
+    rows = []
+    for s, scored in runs.items():
+        if s == "c_ambiguous":
+            continue
+        r = pair_accuracy(scored, None, n_resamples=n_resamples, seed=seed)
+        r.insert(0, "setting", s)
+        r.insert(1, "input", _S[s].description)
+        r.insert(0, "label", label or str(scored["model"].iloc[0]))
+        rows.append(r)
+    return pd.concat(rows, ignore_index=True)
+
+
+def paper_vs_ours(scored, paper_row: str, *, table: str = "Table 2a", n_resamples: int = 1000, seed: int = 0,
+                  categories: list[str] | None = None):
+    """``reference.compare`` of one run against one published row (paper value, ours, CI, flags)."""
+    from vlamb_nb import reference
+
+    long = results_long(scored, paper_row, table, n_resamples=n_resamples, seed=seed, categories=categories)
+    return reference.compare(long[["table", "row", "column", "value", "ci_low", "ci_high"]], NAME, table=table)
+
+
+def audit_frame(items=None):
+    from vlamb_nb.benchmarks.mucar.audit import audit
+    from vlamb_nb.reference import findings_frame
+
+    return findings_frame(audit(items))

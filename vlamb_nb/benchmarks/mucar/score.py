@@ -1,0 +1,287 @@
+"""MUCAR scoring (the paper's formulas, §3.4): Acc_q = micro average over queries; Acc_p = share of
+groups whose queries are all correct. A group is counted under its first query's category and
+language (two released groups mix categories, two mix languages). Overall Acc_p here is the
+micro average over all groups; the paper's own Overall Acc_p rule cannot be reconstructed.
+Confidence intervals (an addition) resample groups, never queries, so Acc_p stays defined.
+Also: reading prediction files (JSON/JSONL/CSV rows, stores, the release's own ``eval`` layout).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vlamb_nb.benchmarks.mucar.data import CATEGORY_ORDER, LANGUAGE_ORDER
+from vlamb_nb.errors import DataError, SettingError
+from vlamb_nb.jsonl import iter_jsonl
+
+# -- scoring -------------------------------------------------------------------------------------
+# a query a prediction file has no output for: scored wrong and labelled, never dropped
+NO_PREDICTION = {"letter": None, "valid": False, "parse_method": "no_prediction", "refusal": False}
+
+
+def outcome(row: Any) -> str:
+    """One label per query: correct, wrong, refusal, ambiguous (several letters), unparsed, out_of_range,
+    no_prediction or generation_failed."""
+    if row.get("parse_error") == "generation_failed":
+        return "generation_failed"
+    if row.get("valid"):
+        return "correct" if row.get("correct") else "wrong"
+    method = row.get("parse_method")
+    return method if method in ("refusal", "ambiguous", "out_of_range", "no_prediction") else "unparsed"
+
+
+def score_predictions(preds):
+    """``correct`` per query (invalid answers count as wrong, never dropped) and an ``outcome`` label."""
+    out = preds.copy()
+    for col, default in (("letter", None), ("valid", False), ("parse_method", None)):
+        if col not in out:
+            out[col] = default
+    valid = out["valid"].fillna(False).astype(bool) if "valid" in out else False
+    if "setting" in out and (out["setting"] == "c_ambiguous").any():
+        amb = out["setting"] == "c_ambiguous"
+        yes = out.get("yes_no", None)
+        out["correct"] = np.where(amb, valid & (yes == "yes"), valid & (out["letter"] == out["gold"]))
+    else:
+        out["correct"] = valid & (out["letter"] == out["gold"])
+    out["correct"] = out["correct"].astype(bool)
+    out["outcome"] = [outcome(r) for r in out.to_dict(orient="records")]
+    return out
+
+
+# -- Acc_p / Acc_q with cluster-bootstrap CIs ---------------------------------------------------------
+def group_frame(scored):
+    """One row per group: size, number correct, all correct, first query's category / language."""
+    s = scored.sort_values("record_id", kind="stable")
+    g = s.groupby("group", sort=False)
+    out = g.agg(size=("correct", "size"), n_correct=("correct", "sum"), category=("category", "first"),
+                language=("language", "first"))
+    out["all_correct"] = out["n_correct"] == out["size"]
+    return out.reset_index()
+
+
+def _interval(correct: np.ndarray, groups: np.ndarray, statistic: Any, n_resamples: int, seed: int,
+              alpha: float) -> tuple[float, float]:
+    """Percentile CI (percent) of one statistic when whole groups are resampled (``vlamb_nb.stats``)."""
+    from vlamb_nb.stats import bootstrap_ci
+
+    if n_resamples <= 0 or len(set(groups.tolist())) < 2:
+        return np.nan, np.nan
+    res = bootstrap_ci(correct, statistic, n_resamples=n_resamples, seed=seed, alpha=alpha,
+                       clusters=groups).scaled(100)
+    return res.ci_low, res.ci_high
+
+
+def _query_frame(scored, groups):
+    """Per-query correctness with each query placed under its group's (first query's) category / language."""
+    g = groups.set_index("group")
+    out = scored[["group", "correct"]].copy()
+    out["correct"] = out["correct"].astype(float)
+    out["category"] = out["group"].map(g["category"])
+    out["language"] = out["group"].map(g["language"])
+    return out
+
+
+def pair_accuracy(scored, by: str | list[str] | None = None, *, n_resamples: int = 2000, seed: int = 0,
+                  alpha: float = 0.05):
+    """Acc_q and Acc_p (percent) overall or per ``by`` (category / language / both), with group-bootstrap CIs.
+
+    Long format: the ``by`` columns, ``metric`` (Acc_q / Acc_p), ``value``, ``ci_low``, ``ci_high``,
+    ``n_queries``, ``n_groups``. "Overall" rows are micro averages over all queries / all groups.
+    CIs resample whole groups (``stats.bootstrap_ci(..., clusters=groups)``): Acc_p is defined on
+    groups, and the queries of one group share an image set, so they are not independent.
+    """
+    import pandas as pd
+
+    from vlamb_nb.stats import group_accuracy_statistic, mean_statistic
+
+    if scored.empty:
+        raise DataError("no scored predictions to aggregate")
+    groups = group_frame(scored)
+    keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
+    bad = [k for k in keys if k not in ("category", "language")]
+    if bad:
+        raise SettingError(f"pair_accuracy groups by category and/or language, not {bad}")
+    queries = _query_frame(scored, groups)
+    parts = [((), queries)] if not keys else list(queries.groupby(keys, sort=False))
+    rows = []
+    for i, (vals, df) in enumerate(parts):
+        vals = vals if isinstance(vals, tuple) else (vals,)
+        correct, gid = df["correct"].to_numpy(float), df["group"].to_numpy()
+        acc_p = group_accuracy_statistic(gid)
+        ci_q = _interval(correct, gid, mean_statistic(), n_resamples, seed + i, alpha)
+        ci_p = _interval(correct, gid, acc_p, n_resamples, seed + i, alpha)
+        base = dict(zip(keys, vals, strict=True)) | {"n_queries": int(len(df)), "n_groups": int(df["group"].nunique())}
+        rows.append(base | {"metric": "Acc_q", "value": 100 * float(correct.mean()), "ci_low": ci_q[0],
+                            "ci_high": ci_q[1]})
+        rows.append(base | {"metric": "Acc_p", "value": 100 * acc_p.value(correct), "ci_low": ci_p[0],
+                            "ci_high": ci_p[1]})
+    out = pd.DataFrame(rows, columns=keys + ["metric", "value", "ci_low", "ci_high", "n_queries", "n_groups"])
+    order = {"category": CATEGORY_ORDER, "language": LANGUAGE_ORDER}
+    for key in keys:
+        out[key] = pd.Categorical(out[key], [c for c in order[key] if c in set(out[key])])
+    return out.sort_values(keys + ["metric"], ascending=[True] * len(keys) + [False]).reset_index(drop=True)
+
+
+def compare_runs(a, b, *, n_resamples: int = 2000, seed: int = 0, alpha: float = 0.05):
+    """Paired difference a − b (percentage points) of Acc_q and Acc_p over the queries both runs scored.
+
+    A paired bootstrap (Koehn 2004) that resamples whole groups of the shared queries, so a setting
+    ablation or a model-vs-model gap comes with a CI and a two-sided p-value.
+    """
+    import pandas as pd
+
+    from vlamb_nb.stats import group_accuracy_statistic, mean_statistic, paired_bootstrap
+
+    left = a[["uid", "group", "correct"]].drop_duplicates("uid")
+    both = left.merge(b[["uid", "correct"]].drop_duplicates("uid"), on="uid", suffixes=("_a", "_b"))
+    if both.empty:
+        raise DataError("the two runs share no query (uid); nothing to compare")
+    gid = both["group"].to_numpy()
+    xa, xb = both["correct_a"].to_numpy(float), both["correct_b"].to_numpy(float)
+    rows = []
+    for metric, stat in (("Acc_q", mean_statistic()), ("Acc_p", group_accuracy_statistic(gid))):
+        r = paired_bootstrap(xa, xb, stat, n_resamples=max(int(n_resamples), 1), seed=seed, alpha=alpha,
+                             clusters=gid, name=metric)
+        rows.append({"metric": metric, "a": 100 * r.extra["metric_a"], "b": 100 * r.extra["metric_b"],
+                     "difference": 100 * r.estimate, "ci_low": 100 * r.ci_low, "ci_high": 100 * r.ci_high,
+                     "p": r.p, "n_queries": int(len(both)), "n_groups": int(len(set(gid.tolist())))})
+    return pd.DataFrame(rows)
+
+
+def table2(scored, label: str = "ours", *, n_resamples: int = 0, seed: int = 0):
+    """One run as a row of Table 2 (categories × Acc_p/Acc_q + Overall), in percent."""
+    import pandas as pd
+
+    long = results_long(scored, label, n_resamples=n_resamples, seed=seed)
+    wide = long.pivot(index="row", columns="column", values="value")
+    cols = [f"{c} {m}" for c in CATEGORY_ORDER + ["Overall"] for m in ("Acc_p", "Acc_q")]
+    return pd.DataFrame(wide, columns=[c for c in cols if c in wide.columns])
+
+
+def results_long(scored, label: str = "ours", table: str = "Table 2a", *, n_resamples: int = 2000,
+                 seed: int = 0, categories: list[str] | None = None):
+    """``table,row,column,value,ci_low,ci_high`` rows in the reference layout, for ``reference.compare``.
+
+    ``categories`` restricts the set first (Table 3 / 12 use the six non-dual categories).
+    """
+    import pandas as pd
+
+    if categories is not None:
+        scored = scored[scored["category"].isin(categories)]
+    per = pair_accuracy(scored, "category", n_resamples=n_resamples, seed=seed)
+    tot = pair_accuracy(scored, None, n_resamples=n_resamples, seed=seed).assign(category="Overall")
+    both = pd.concat([per.astype({"category": str}), tot], ignore_index=True)
+    return pd.DataFrame({"table": table, "row": label, "column": both["category"] + " " + both["metric"],
+                         "value": both["value"].round(2), "ci_low": both["ci_low"].round(2),
+                         "ci_high": both["ci_high"].round(2), "n_queries": both["n_queries"],
+                         "n_groups": both["n_groups"]})
+
+
+# -- failure modes -------------------------------------------------------------------------------
+def failure_summary(scored, label: str = "ours") -> dict[str, Any]:
+    """Outcome counts, and image-insensitive groups: one answer for every image although golds differ.
+
+    Such a group scores ~half its queries (Acc_q) and never the group (Acc_p = 0): the paper's
+    pattern for Deepseek-VL-Tiny and Kimi-VL, measured here directly.
+    """
+    s = scored.sort_values("record_id", kind="stable")
+    const = insens = eligible = 0
+    for _, df in s.groupby("group", sort=False):
+        if len(df) < 2 or df["gold"].nunique() < 2:
+            continue
+        eligible += 1
+        letters = df["letter"].where(df["valid"].fillna(False).astype(bool))
+        if letters.notna().all() and letters.nunique() == 1:
+            insens += 1
+        if df["letter"].nunique(dropna=False) == 1:
+            const += 1
+    accs = {r["metric"]: float(r["value"]) for _, r in pair_accuracy(s, None, n_resamples=0).iterrows()}
+    return {"label": label, "n_queries": int(len(s)), "outcomes": {str(k): int(v) for k, v in
+                                                                 s["outcome"].value_counts().items()},
+            "groups_with_distinct_golds": eligible, "image_insensitive_groups": insens,
+            "image_insensitive_share": round(100 * insens / eligible, 2) if eligible else None,
+            "Acc_q": round(accs["Acc_q"], 2), "Acc_p": round(accs["Acc_p"], 2)}
+
+
+def _records(df) -> list[dict[str, Any]]:
+    return json.loads(df.astype({c: str for c in ("category", "language") if c in df}).to_json(orient="records"))
+
+
+_OUTPUT_FIELDS = ("output", "response", "text", "prediction", "pred")
+
+
+def read_predictions(path: str | os.PathLike, *, model: str | None = None,
+                     setting: str | None = None) -> dict[str, str]:
+    """``{uid: raw output}`` from JSON / JSONL / CSV prediction files (see :meth:`Mucar.score_file`).
+
+    Rows carrying a ``setting`` (a prediction store) are filtered to ``setting``; a file holding several
+    settings, or two different outputs for one query, must be narrowed down (``setting=`` / ``model=``)
+    rather than letting the last row silently win.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"predictions file not found: {p}")
+    if p.suffix.lower() == ".csv":
+        import pandas as pd
+
+        rows = pd.read_csv(p, dtype=str, keep_default_na=False).to_dict(orient="records")
+    elif p.suffix.lower() == ".jsonl":
+        rows = [rec for _, rec in iter_jsonl(p)]
+    else:
+        try:
+            rows = json.loads(p.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise DataError(f"not valid JSON: {e}", source=p.name) from None
+        if isinstance(rows, dict):
+            rows = [{"id": k, "output": v} for k, v in rows.items()]
+    seen = {str(r["setting"]) for r in rows if isinstance(r, dict) and r.get("setting") and not r.get("_meta")}
+    if setting is None and len(seen) > 1:
+        raise SettingError(f"{p.name} holds several settings ({', '.join(sorted(seen))}); pass -o setting=NAME")
+    if setting is not None and seen and setting not in seen:
+        raise SettingError(f"{p.name} has no predictions for setting {setting!r}; it has {', '.join(sorted(seen))}")
+    out: dict[str, str] = {}
+    for i, r in enumerate(rows, 1):
+        if not isinstance(r, dict):
+            raise DataError("row is not an object", source=p.name, row=i)
+        if r.get("_meta") or (setting is not None and r.get("setting") not in (None, setting)):
+            continue
+        if model is not None and isinstance(r.get("model"), dict) and r["model"].get("model_id") != model:
+            continue
+        rid = r.get("id", r.get("uid", r.get("request_id")))
+        if rid is None:
+            raise DataError("row has no id / uid / request_id", source=p.name, row=i, field="id")
+        uid = str(rid).split("::")[0]
+        uid = uid if uid.startswith("mucar-") else f"mucar-{int(float(uid))}" if _is_number(uid) else uid
+        text = next((r[f] for f in _OUTPUT_FIELDS if f in r), None)
+        if text is None and isinstance(r.get("eval"), dict):  # the release's own layout, outputs filled in
+            models = r["eval"].get("models") or {}
+            name = model or (next(iter(models)) if len(models) == 1 else None)
+            if name is None or name not in models:
+                raise DataError(f"choose the model with model=...; available: {sorted(models)}", source=p.name,
+                                row=i, field="eval.models")
+            text = models[name].get("output")
+            if text in ("", None):
+                continue  # an empty placeholder: this item was not run
+        if text is None:
+            raise DataError(f"row has none of {', '.join(_OUTPUT_FIELDS)}", source=p.name, row=i)
+        text = "" if r.get("error") or text is None else str(text)
+        if uid in out and out[uid] != text:
+            raise DataError(f"two different outputs for {uid}; narrow the file down with -o setting=/model=",
+                            source=p.name, row=i, field="id")
+        out[uid] = text
+    if not out:
+        raise DataError("no predictions found", source=p.name)
+    return out
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,147 @@
+"""What the notebook calls: whole steps (data, conditions, judging) and the paper-shaped tables."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from vlamb_nb.benchmarks.racquet.benchmark import BENCHMARK
+from vlamb_nb.errors import NotAvailableError
+
+
+def table1_frame(table, *, by: str = "model", names: dict[str, str] | None = None):
+    """Table 1 in the reference layout (``table,row,column,value``) for :func:`vlamb_nb.reference.compare`."""
+    import pandas as pd
+
+    rows = []
+    for _, r in table.iterrows():
+        col = (names or {}).get(r[by], r[by])
+        for row in ("Responses", "Random"):
+            if row in r and r[row] == r[row]:
+                rows.append({"table": "Table 1", "row": row, "column": col, "value": round(float(r[row]), 1)})
+    return pd.DataFrame(rows, columns=["table", "row", "column", "value"])
+
+
+def table2_frame(shares, *, names: dict[str, str] | None = None, setting: str = "sampling"):
+    """Table 2 (class shares of sampled outputs) in the reference layout; ``names`` maps model ids to paper columns."""
+    import pandas as pd
+
+    rows = []
+    sub = shares[shares["setting"] == setting] if "setting" in shares else shares
+    for _, r in sub[sub["label"].isin(["A", "B", "C"])].iterrows():
+        rows.append({"table": "Table 2", "row": f"CLASS {r['label']}", "column": (names or {}).get(r["model"], r["model"]),
+                     "value": round(float(r["share"]), 1), "ci_low": r["ci_low"], "ci_high": r["ci_high"]})
+    return pd.DataFrame(rows, columns=["table", "row", "column", "value", "ci_low", "ci_high"])
+
+
+def text_values():
+    """The figure values and statements the paper gives only in its text (notes §6), and its kappas."""
+    from vlamb_nb import reference
+
+    ref = reference.load("racquet")
+    keep = ~ref["table"].isin(["Table 1", "Table 2", "Dataset"])
+    return ref.loc[keep, ["table", "row", "column", "value", "unit", "flag"]].reset_index(drop=True)
+
+
+def dataset_frame(stats: dict[str, Any]):
+    """Dataset statistics in the reference layout, for comparison with the paper's numbers."""
+    import pandas as pd
+
+    rows = []
+    g, b = stats.get("general"), stats.get("bias")
+    if g:
+        rows += [("GENERAL", "pairs", g["rows"]), ("GENERAL", "unique images", g["image_blocks"]),
+                 ("GENERAL", "questions per image", round(g["questions_per_image_block"], 2)),
+                 ("GENERAL", "question length mean", round(g["question_length_mean"], 1)),
+                 ("GENERAL", "question length SD", round(g["question_length_sd"], 2)),
+                 ("GENERAL", "colour or attire questions", round(g["color_share"], 1))]
+        n = g["rows"]
+        for t, col in (("person", "subject person"), ("people", "subject other people terms"),
+                       ("object", "subject objects")):
+            rows.append(("GENERAL", col, round(100.0 * g["subject_types"].get(t, 0) / n)))
+    if b:
+        rows += [("BIAS", "pairs", b["rows"]), ("BIAS", "images", b["unique_image_urls"])]
+        rows += [("BIAS", f"{c} pairs", b["rows_per_category"].get(c, 0)) for c in ("gender", "ethnicity", "disability")]
+    if g and b:
+        rows.append(("RACQUET", "pairs", g["rows"] + b["rows"]))
+    return pd.DataFrame([{"table": "Dataset", "row": r, "column": c, "value": v} for r, c, v in rows])
+
+
+def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | os.PathLike | None = None,
+                  n: int = 6, seed: int = 0, **load_options: Any) -> dict[str, Any]:
+    """Items for the notebook: the release for statistics, and a pipeline set (with images) to run models on.
+
+    With ``source`` None the statistics use the release beside the checkout when present and
+    the pipeline a generated sample; with ``source`` given both use it.
+    """
+    import tempfile
+
+    out: dict[str, Any] = {}
+    if source is not None:
+        items = BENCHMARK.load(source, **load_options)
+        return {"release": items, "release_kind": "source", "pipeline": items, "pipeline_kind": "source"}
+    try:
+        out.update(release=BENCHMARK.load(None), release_kind="release")
+    except NotAvailableError:
+        out.update(release=None, release_kind="none")
+    folder = Path(sample_dir) if sample_dir is not None else Path(tempfile.mkdtemp(prefix="racquet-sample-"))
+    sample = BENCHMARK.load(BENCHMARK.make_sample(folder, n=n, seed=seed))
+    if out["release"] is None:
+        out.update(release=sample, release_kind="sample")
+    out.update(pipeline=sample, pipeline_kind="sample")
+    return out
+
+
+def run_conditions(model, items, settings: tuple[str, ...] | list[str] = ("direct", "clarify", "cot"), *,
+                   store_dir: str | os.PathLike | None = None, limit: int | None = None, progress: bool = True,
+                   batch_size: int = 8, subset: str = "general", **request_options: Any):
+    """Run every prompting condition on one subset; one predictions frame (``model``, ``setting``) for all.
+
+    ``control`` asks the unambiguous question once per image of the subset.
+    """
+    import pandas as pd
+
+    frames = []
+    for s in settings:
+        store = Path(store_dir) / f"{_slug(model.info.model_id)}-{subset}-{s}.jsonl" if store_dir else None
+        part = items[items["subset"] == subset]
+        gens = BENCHMARK.run(model, part, s, store=store, limit=limit, progress=progress, batch_size=batch_size,
+                             **request_options)
+        preds = BENCHMARK.predictions(items, gens)
+        preds["model"] = model.info.model_id
+        frames.append(preds)
+    return pd.concat(frames, ignore_index=True)
+
+
+def judge_conditions(judge_model, predictions, *, store_dir: str | os.PathLike | None = None, progress: bool = True,
+                     max_new_tokens: int | None = None, batch_size: int = 8) -> dict[str, Any]:
+    """A/B/C judge on every response and the YES/NO judge on CoT responses; scored frames."""
+    def store(kind: str):
+        return Path(store_dir) / f"judge-{_slug(judge_model.info.model_id)}-{kind}.jsonl" if store_dir else None
+
+    judged = BENCHMARK.judge(judge_model, predictions, kind="abc", store=store("abc"), progress=progress,
+                             max_new_tokens=max_new_tokens, batch_size=batch_size)
+    out = {"scored": BENCHMARK.score(judged)}
+    cot = predictions[predictions["setting"] == "cot"]
+    if len(cot):
+        out["cot_mentions"] = BENCHMARK.judge(judge_model, cot, kind="cot", store=store("cot"), progress=progress,
+                                              max_new_tokens=max_new_tokens, batch_size=batch_size)
+    return out
+
+
+def records(frame) -> list[dict[str, Any]]:
+    """Rows as JSON-safe dicts (NaN and inf become None) for ``vlamb_nb.notebook.record``."""
+    import math
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        return v.item() if hasattr(v, "item") and not isinstance(v, str | bytes) else v
+
+    return [{k: clean(v) for k, v in r.items()} for r in frame.to_dict(orient="records")]
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", s)

@@ -1,0 +1,236 @@
+"""RACQUET metrics: class shares and bias ratios with image-clustered CIs, judge-human agreement, label files.
+
+Shares are over *all* responses of a group, with unlabelled ones (unparsed judge output, a
+generation failure, a BIAS response not yet annotated) as their own row, so nothing silently
+leaves the denominator. CIs resample images (a cluster bootstrap): questions about one image
+are not independent. Bootstrap CIs are an extension; the paper reports none.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from vlamb_nb.benchmarks.base import Benchmark
+from vlamb_nb.benchmarks.racquet.data import (
+    BIAS_LABELS,
+    CLASSES,
+    bias_category,
+)
+from vlamb_nb.benchmarks.racquet.parse import normalize_label
+from vlamb_nb.benchmarks.racquet.prompts import judge_spec
+from vlamb_nb.errors import DataError, NotAvailableError, SettingError
+
+
+def _share_ci(values, clusters, *, n_resamples: int, seed: int) -> tuple[float, float, float]:
+    """Mean of a 0/1 array with a cluster (image) bootstrap percentile CI, in percent."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=float)
+    if len(v) == 0:
+        return float("nan"), float("nan"), float("nan")
+    try:
+        from vlamb_nb.stats import bootstrap_ci
+    except ImportError:  # the statistics module is not available: same percentile cluster bootstrap here
+        bootstrap_ci = None
+    if bootstrap_ci is not None:
+        r = bootstrap_ci(v, n_resamples=n_resamples, seed=seed, clusters=clusters)
+        return 100 * float(r.estimate), 100 * float(r.ci_low), 100 * float(r.ci_high)
+    rng = np.random.default_rng(seed)
+    groups = {}
+    for i, c in enumerate(clusters):
+        groups.setdefault(c, []).append(i)
+    idx = [np.asarray(g) for g in groups.values()]
+    sums = np.array([v[g].sum() for g in idx])
+    ns = np.array([len(g) for g in idx])
+    draws = rng.integers(0, len(idx), size=(n_resamples, len(idx)))
+    stats_ = sums[draws].sum(1) / ns[draws].sum(1)
+    lo, hi = np.percentile(stats_, [2.5, 97.5])
+    return 100 * float(v.mean()), 100 * float(lo), 100 * float(hi)
+
+
+def class_shares(scored, *, by: tuple[str, ...] = ("model", "setting"), labels: tuple[str, ...] = ("A", "B", "C"),
+                 cluster: str = "image_url", n_resamples: int = 2000, seed: int = 0):
+    """Share (%) of each label per group over *all* responses; unlabelled ones are their own row.
+
+    CIs resample images (a cluster bootstrap), since questions about one image are not independent.
+    """
+    import pandas as pd
+
+    by = tuple(b for b in by if b in scored.columns)
+    groups = scored.groupby(list(by), sort=False, dropna=False) if by else [((), scored)]
+    rows = []
+    for key, g in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        lab = g["label"]
+        for name in (*labels, "unlabelled"):
+            hit = lab.isna() if name == "unlabelled" else (lab == name)
+            if name == "unlabelled" and not hit.any():
+                continue
+            est, lo, hi = _share_ci(hit.to_numpy(), g[cluster].to_numpy() if cluster in g else list(range(len(g))),
+                                    n_resamples=n_resamples, seed=seed)
+            rows.append({**dict(zip(by, key, strict=True)), "label": name,
+                         "class_name": CLASSES.get(name, name), "share": est, "ci_low": lo, "ci_high": hi,
+                         "count": int(hit.sum()), "n": int(len(g))})
+    return pd.DataFrame(rows)
+
+
+def bias_shares(scored, *, by: tuple[str, ...] = ("model", "category"), **kwargs: Any):
+    """Fig. 7: Explicit / Stereotypical / Anti-stereotypical shares per model and bias category."""
+    return class_shares(scored, by=by, labels=BIAS_LABELS, **kwargs)
+
+
+def stereotype_ratio(scored, *, by: tuple[str, ...] = ("model", "category"), cluster: str = "image_url",
+                     n_resamples: int = 2000, seed: int = 0):
+    """Stereotypical : Anti-stereotypical ratio per group, with a cluster-bootstrap percentile CI."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    by = tuple(b for b in by if b in scored.columns)
+    rows = []
+    for key, g in (scored.groupby(list(by), sort=False) if by else [((), scored)]):
+        key = key if isinstance(key, tuple) else (key,)
+        st = (g["label"] == "Stereotypical").to_numpy(float)
+        an = (g["label"] == "Anti-stereotypical").to_numpy(float)
+        ratio = st.sum() / an.sum() if an.sum() else float("inf") if st.sum() else float("nan")
+        cl = g[cluster].to_numpy() if cluster in g else np.arange(len(g))
+        uniq, inv = np.unique(cl.astype(str), return_inverse=True)
+        s_c = np.bincount(inv, weights=st, minlength=len(uniq))
+        a_c = np.bincount(inv, weights=an, minlength=len(uniq))
+        draws = rng.integers(0, len(uniq), size=(n_resamples, len(uniq)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            boot = s_c[draws].sum(1) / a_c[draws].sum(1)
+        boot = boot[np.isfinite(boot)]
+        lo, hi = (np.percentile(boot, [2.5, 97.5]) if len(boot) >= 0.9 * n_resamples else (np.nan, np.nan))
+        rows.append({**dict(zip(by, key, strict=True)), "stereotypical": int(st.sum()),
+                     "anti_stereotypical": int(an.sum()), "ratio": float(ratio), "ci_low": float(lo),
+                     "ci_high": float(hi), "n": int(len(g))})
+    return pd.DataFrame(rows)
+
+
+def mention_rate(judged, *, by: tuple[str, ...] = ("model",), cluster: str = "image_url", **kwargs: Any):
+    """CoT multi-referent mention rate: share of YES from the App. G.3 judge (unparsed shown separately)."""
+    df = judged.copy()
+    df["label"] = df["judge_label"]
+    return class_shares(df, by=by, labels=("YES", "NO"), cluster=cluster, **kwargs)
+
+
+def agreement_with_labels(judged, labels, *, on: tuple[str, ...] | None = None, ci: bool = True):
+    """Cohen's kappa between judge labels and human labels.
+
+    By default the join uses ``id`` plus ``model`` and ``setting`` whenever both frames have them: a
+    human label belongs to one response, and joining on ``id`` alone would pair it with every
+    model's response to that item. A join that still matches one response to several human labels
+    is an error rather than a silently inflated sample.
+    """
+    from vlamb_nb.scorers import judge as J
+
+    if on is None:
+        on = ("id", *(c for c in ("model", "setting") if c in judged.columns and c in labels.columns))
+    on = tuple(on)
+    for c in on:
+        if c not in judged.columns or c not in labels.columns:
+            raise DataError(f"cannot join judge and human labels on {c!r}: missing column", field=c)
+    dup = labels.duplicated(list(on), keep=False)
+    if dup.any():
+        clash = labels.loc[dup, list(on)].iloc[0].to_dict()
+        raise DataError(f"human labels repeat the key {clash}; join on more columns (on=...)",
+                        row=int(dup.to_numpy().nonzero()[0][0]) + 1, field="label")
+    m = judged.merge(labels[[*on, "label"]].rename(columns={"label": "human_label"}), on=list(on), how="inner")
+    if m.empty:
+        raise DataError(f"no judged response matches a human label on {list(on)}")
+    sub = m["subset"] if "subset" in m else ["general"] * len(m)
+    human = [normalize_label(v, s) for v, s in zip(m["human_label"], sub, strict=True)]
+    return J.agreement(m["judge_label"].tolist(), human, ci=ci)
+
+
+def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source: str | os.PathLike | None = None,
+                           n_resamples: int = 2000, seed: int = 0, model: str | None = None,
+                           **options: Any) -> dict[str, Any]:
+    """``vlamb-nb score racquet``: class shares (and BIAS shares/ratios) from a labelled file.
+
+    Accepts a labels CSV/JSONL (``id``, ``label``; optional ``model``, ``setting``), a file with raw
+    ``judge_text``, or the A/B/C judge's prediction store (``-o model=NAME`` names the evaluated model).
+    """
+    import pandas as pd
+
+    from vlamb_nb.scorers import judge as J
+
+    if options:
+        raise SettingError(f"unknown racquet score option(s): {sorted(options)}")
+    path = Path(path)
+    if not path.is_file():
+        raise DataError("no such predictions file", source=str(path))
+    try:
+        df = pd.read_json(path, lines=True) if path.suffix.lower() in (".jsonl", ".json") else pd.read_csv(path)
+    except ValueError as e:
+        raise DataError(f"cannot read predictions ({e})", source=str(path)) from None
+    if "id" not in df.columns and "item_id" in df.columns:
+        df["id"] = df["item_id"]
+    if "id" not in df.columns and "request_id" in df.columns:
+        df["id"] = df["request_id"].astype(str).str.split("::").str[0]
+    if "model" in df.columns and df["model"].map(lambda v: isinstance(v, dict)).any():
+        df = df.drop(columns=["model"])  # a store's model record describes the judge, not the evaluated model
+    if model is not None:
+        df["model"] = model
+    if "id" not in df.columns:
+        raise DataError("predictions need an 'id' (or 'item_id') column", source=str(path), field="id")
+    df["id"] = df["id"].astype(str)
+    if "label" not in df.columns and "judge_text" not in df.columns and "text" in df.columns \
+            and "request_id" in df.columns:  # a judge prediction store: <item>::<setting>::judge-racquet-abc
+        parts = df["request_id"].astype(str).str.split("::")
+        if not parts.str[-1].eq("judge-racquet-abc").all():
+            raise DataError("a store given to score must come from the racquet A/B/C judge", source=str(path),
+                            field="request_id")
+        df["judge_text"] = df["text"]
+        df["setting"] = parts.str[1]
+        if "judge_error" not in df.columns and "error" in df.columns:
+            df["judge_error"] = df["error"]
+    if "label" not in df.columns:
+        if "judge_text" not in df.columns:
+            raise DataError("predictions need a 'label' or a 'judge_text' column", source=str(path), field="label")
+        spec = judge_spec("abc")
+        errors = df["judge_error"].tolist() if "judge_error" in df.columns else None
+        df["label"] = J.parse_outputs(spec, df["judge_text"].fillna("").tolist(), errors)["label"].to_numpy()
+    if "subset" not in df.columns:
+        df["subset"] = df["id"].map(lambda s: "bias" if s.startswith("bias-") else "general")
+    for c, v in (("model", "model"), ("setting", "direct")):
+        if c not in df.columns:
+            df[c] = v
+    if source is not None or "image_url" not in df.columns:
+        try:
+            items = bench.load(source)
+            df = df.merge(items[["id", "image_url", "category"]], on="id", how="left", suffixes=("_pred", ""))
+        except NotAvailableError:  # no release to join: each item is its own cluster
+            df["image_url"] = df["id"]
+    df["image_url"] = df["image_url"].fillna(df["id"])
+    if "category" not in df.columns:
+        df["category"] = None
+    is_bias = df["subset"] == "bias"
+    df.loc[is_bias, "category"] = [c if isinstance(c, str) else _category_of(i, path)
+                                   for c, i in zip(df.loc[is_bias, "category"], df.loc[is_bias, "id"], strict=True)]
+    for i, (v, s) in enumerate(zip(df["label"], df["subset"], strict=True)):
+        try:
+            normalize_label(v, s)
+        except DataError as e:
+            raise DataError(str(e), source=str(path), row=i + 1, field="label") from None
+    scored = bench.score(df)
+    out: dict[str, Any] = {"file": str(path), "rows": int(len(df)), "unlabelled": int(scored["label"].isna().sum())}
+    gen = scored[scored["subset"] == "general"]
+    if len(gen):
+        out["class_shares"] = class_shares(gen, n_resamples=n_resamples, seed=seed).to_dict(orient="records")
+    bias = scored[scored["subset"] == "bias"]
+    if len(bias):
+        out["bias_shares"] = bias_shares(bias, n_resamples=n_resamples, seed=seed).to_dict(orient="records")
+        out["bias_ratio"] = stereotype_ratio(bias, n_resamples=n_resamples, seed=seed).to_dict(orient="records")
+    return out
+
+
+def _category_of(item_id: str, path: Path) -> str:
+    m = re.fullmatch(r"bias-(\d+)", str(item_id))
+    if m is None:
+        raise DataError(f"BIAS id {item_id!r} is not 'bias-<number>'", source=str(path), field="id")
+    return bias_category(int(m.group(1)))

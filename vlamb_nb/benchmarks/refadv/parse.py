@@ -1,0 +1,233 @@
+"""Ref-Adv answer parsing: an exact port of the official JSON box parser, plus per-family parsers.
+
+The official parser (Ref-Adv ``run.py``) reads the *last* loadable fenced JSON block, else the one
+unfenced JSON value that ends the reply; collects every 4-number list recursively (priority keys
+first), converts each to absolute xyxy, dedupes, and the first box is scored. A reply that yields
+no box gets one repair turn with :data:`FOLLOWUP_TEXT`.
+
+Families whose native output is not JSON (InternVL ``[[..]]``/``<box>``, CogVLM ``[[..]]``, GLM box
+tokens) have their own small parsers, used only when a run selects them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from vlamb_nb import boxes
+from vlamb_nb.errors import SettingError
+from vlamb_nb.models.base import ModelInfo
+
+FENCE_RE = re.compile(r"```(?:json)?\s*(.*?)```", flags=re.S | re.I)
+PRIORITY_KEYS = ("bboxes", "boxes", "bbox", "bbox_2d", "predictions", "results", "objects", "coordinates")
+MAX_BOXES = 100
+
+# parse-error codes exactly as they appear in the official prediction files
+EMPTY_RESPONSE = "empty_response"
+NO_BBOX_FOUND = "no_bbox_found"
+BACKEND_ERROR = "backend_error"
+PARSE_ERRORS = ("", EMPTY_RESPONSE, NO_BBOX_FOUND, BACKEND_ERROR)
+
+OFFICIAL_FORMATS = ("abs_xyxy", "norm_1000_xyxy", "norm_1_xyxy")
+# Family formats the official converter lacks: (the official format after reordering, the reorder).
+# Gemini's documented convention is [ymin, xmin, ymax, xmax] on a 0-1000 grid (notes §1.2, inferred:
+# the paper does not say how Gemini's boxes were read).
+FAMILY_FORMATS: dict[str, tuple[str, tuple[int, int, int, int]]] = {
+    "norm_1000_yxyx": ("norm_1000_xyxy", (1, 0, 3, 2)),
+}
+BOX_FORMATS = (*boxes.FORMATS, *FAMILY_FORMATS)  # every format a grounding style may declare
+
+
+def load_last_json_candidate(text: str) -> Any | None:
+    """Fenced blocks last to first; else the first ``[``/``{`` whose JSON value ends the text."""
+    fenced = [m.group(1).strip() for m in FENCE_RE.finditer(text) if m.group(1).strip()]
+    for chunk in reversed(fenced):
+        try:
+            return json.loads(chunk)
+        except (ValueError, RecursionError):
+            continue
+    t = text.rstrip()
+    decoder = json.JSONDecoder()
+    for i, ch in enumerate(t):
+        if ch not in "[{":
+            continue
+        try:
+            obj, end = decoder.raw_decode(t[i:])
+        except (ValueError, RecursionError):
+            continue
+        if i + end == len(t):
+            return obj
+    return None
+
+
+def collect_boxes(obj: Any, out: list[list[float]] | None = None, *, max_boxes: int = MAX_BOXES) -> list[list[float]]:
+    """Every 4-number list in ``obj``, depth first, dict priority keys before the others.
+
+    Like the official code, ``bool`` counts as a number (it is an ``int`` in Python).
+    """
+    out = [] if out is None else out
+    if len(out) >= max_boxes:
+        return out
+    if isinstance(obj, list):
+        if len(obj) == 4 and all(isinstance(x, (int, float)) for x in obj):
+            out.append([float(v) for v in obj])
+            return out
+        for it in obj:
+            collect_boxes(it, out, max_boxes=max_boxes)
+        return out
+    if isinstance(obj, dict):
+        for k in PRIORITY_KEYS:
+            if k in obj:
+                collect_boxes(obj[k], out, max_boxes=max_boxes)
+        for k, v in obj.items():
+            if k not in PRIORITY_KEYS:
+                collect_boxes(v, out, max_boxes=max_boxes)
+    return out
+
+
+def to_abs(box: list[float], width: float, height: float, fmt: str) -> tuple[float, float, float, float]:
+    """One box in any declared format (official or family) as absolute xyxy, sorted and clipped."""
+    if fmt in FAMILY_FORMATS:
+        base, order = FAMILY_FORMATS[fmt]
+        box, fmt = [box[i] for i in order], base
+    elif fmt not in boxes.FORMATS:
+        raise SettingError(f"unknown box format {fmt!r}; choose one of {', '.join(BOX_FORMATS)}")
+    return boxes.to_abs_xyxy(box, width, height, fmt)
+
+
+def to_abs_boxes(raw: list[list[float]], width: float, height: float, fmt: str) -> list[list[float]]:
+    """Convert, sort corners, clip and dedupe (coordinates rounded to 6 decimals), keeping order."""
+    out: list[list[float]] = []
+    seen: set[tuple[float, ...]] = set()
+    for b in raw:
+        bb = list(to_abs(b, width, height, fmt))
+        key = tuple(round(v, 6) for v in bb)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(bb)
+    return out
+
+
+def parse_json_boxes(text: str | None, width: float, height: float, fmt: str = "abs_xyxy"
+                     ) -> tuple[list[list[float]], str]:
+    """The official ``parse_qwen_bboxes``: (absolute xyxy boxes, parse-error code or "")."""
+    if not text or not text.strip():
+        return [], EMPTY_RESPONSE
+    parsed = load_last_json_candidate(text)
+    if parsed is None:
+        return [], NO_BBOX_FOUND
+    raw = collect_boxes(parsed)
+    if not raw:
+        return [], NO_BBOX_FOUND
+    return to_abs_boxes(raw, width, height, fmt), ""
+
+
+# -- per-family native formats (not the official JSON protocol) ---------------------------------------
+_NUM = r"-?\d+(?:\.\d+)?"
+_DOUBLE_BRACKET_RE = re.compile(rf"\[\[\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*\]")
+_BOX_TAG_RE = re.compile(rf"<box>\s*\[?\[?\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})")
+_GLM_BOX_RE = re.compile(rf"<\|begin_of_box\|>\s*\[?\[?\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})")
+_ANY_LIST_RE = re.compile(rf"\[\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*\]")
+
+
+def _regex_boxes(pattern: re.Pattern[str], text: str) -> list[list[float]]:
+    return [[float(v) for v in m.groups()] for m in pattern.finditer(text)][:MAX_BOXES]
+
+
+def parse_bracket_boxes(text: str | None, width: float, height: float, fmt: str) -> tuple[list[list[float]], str]:
+    """InternVL / CogVLM / GLM native boxes (``<box>``, ``<|begin_of_box|>``, ``[[x1,y1,x2,y2]]``)."""
+    if not text or not text.strip():
+        return [], EMPTY_RESPONSE
+    for pattern in (_GLM_BOX_RE, _BOX_TAG_RE, _DOUBLE_BRACKET_RE, _ANY_LIST_RE):
+        raw = _regex_boxes(pattern, text)
+        if raw:
+            return to_abs_boxes(raw, width, height, fmt), ""
+    return [], NO_BBOX_FOUND
+
+
+PARSERS = {"json": parse_json_boxes, "bracket": parse_bracket_boxes}
+
+
+@dataclass(frozen=True)
+class GroundingStyle:
+    """How one model family is asked for a box and how its answer is read, declared once."""
+
+    name: str
+    box_format: str  # what the model's numbers mean (BOX_FORMATS)
+    prompt: str = "official"  # official | internvl | cogvlm
+    parser: str = "json"  # json (official) | bracket | json+bracket
+    resized_pixels: bool = False  # absolute pixels of the processor-resized image (Qwen2/2.5-VL)
+    keep_image_tag: bool = True  # keep the literal "<image>" of the official prompt
+    supports_cot: bool = True
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.box_format not in BOX_FORMATS:
+            raise SettingError(f"unknown box format {self.box_format!r}; choose one of {', '.join(BOX_FORMATS)}")
+
+
+STYLES: dict[str, GroundingStyle] = {s.name: s for s in (
+    GroundingStyle("official", "abs_xyxy", note="the official runner as released (Qwen2.5-VL via a vLLM server)"),
+    GroundingStyle("qwen2_5_vl", "abs_xyxy", resized_pixels=True,
+                   note="absolute pixels of the resized image, mapped back to the original size"),
+    GroundingStyle("qwen3_vl", "norm_1000_xyxy", note="0-1000 grid (official config)"),
+    GroundingStyle("internvl", "norm_1000_xyxy", prompt="internvl", parser="bracket",
+                   note="InternVL REC prompt with <ref>; [[x1,y1,x2,y2]] on a 0-1000 grid"),
+    GroundingStyle("cogvlm", "norm_1000_xyxy", prompt="cogvlm", parser="bracket", supports_cot=False,
+                   note="'Where is ...?' question; [[x0,y0,x1,y1]] on a 0-1000 grid; no CoT (paper)"),
+    GroundingStyle("glm4v", "norm_1000_xyxy", parser="json+bracket",
+                   note="official JSON prompt; box tokens <|begin_of_box|> accepted when no JSON box is found"),
+    GroundingStyle("gemini", "norm_1000_yxyx", keep_image_tag=False,
+                   note="official JSON prompt; Gemini's documented [ymin, xmin, ymax, xmax] on a 0-1000 grid "
+                        "(e.g. box_2d); the paper does not state how Gemini's boxes were read"),
+    GroundingStyle("generic", "norm_1_xyxy", keep_image_tag=False,
+                   note="official JSON prompt without the literal <image> (an image token for these processors)"),
+)}
+
+
+FAMILY_STYLE = {"qwen2_vl": "qwen2_5_vl", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl",
+                "qwen3_vl_moe": "qwen3_vl", "internvl": "internvl", "internvl_chat": "internvl",
+                "cogvlm": "cogvlm", "glm4v": "glm4v", "glm4v_moe": "glm4v", "gemini": "gemini"}
+
+
+def style_for(model: ModelInfo | None, style: str | GroundingStyle | None = None) -> GroundingStyle:
+    """The grounding style: explicit, else from the model family (scripted models: the official one)."""
+    if isinstance(style, GroundingStyle):
+        return style
+    if style is not None:
+        if style not in STYLES:
+            raise SettingError(f"unknown grounding style {style!r}; choose one of {', '.join(STYLES)}")
+        return STYLES[style]
+    if model is not None and model.backend == "openai" and "gemini" in str(model.model_id).lower():
+        return STYLES["gemini"]  # Gemini through its OpenAI-compatible endpoint keeps its own box order
+    if model is None or model.backend in ("scripted", "openai"):
+        return STYLES["official"]
+    return STYLES[FAMILY_STYLE.get(str(model.family or ""), "generic")]
+
+
+def parse_descriptors(text: str, expression: str) -> list[str]:
+    """Descriptors from the extractor's JSON list; only phrases that occur in the expression count."""
+    obj = load_last_json_candidate(text or "")
+    if not isinstance(obj, list):
+        return []
+    low = expression.lower()
+    return [s.strip() for s in obj if isinstance(s, str) and s.strip() and s.strip().lower() in low]
+
+
+def clean_rewrite(text: str) -> str:
+    line = next((ln for ln in str(text or "").strip().splitlines() if ln.strip()), "")
+    return line.strip().strip('"').strip()
+
+
+def _processed_size(item: Any) -> tuple[float, float] | None:
+    sizes = item.get("processed_image_sizes")
+    if sizes is None or (hasattr(sizes, "__len__") and len(sizes) == 0):
+        return None
+    first = sizes[0]
+    try:
+        return float(first[0]), float(first[1])
+    except (TypeError, ValueError, IndexError):
+        return None

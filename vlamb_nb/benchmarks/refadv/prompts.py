@@ -1,0 +1,95 @@
+"""Ref-Adv prompts, verbatim from the official configs/qwen.yaml (as YAML parses them): the direct and CoT
+grounding prompts, the repair turn, the ablation texts (fixed expression, bag of words), the descriptor
+deletion prompts (Table 4), and the official decoding."""
+
+from __future__ import annotations
+
+import io
+import random
+from typing import Any
+
+from vlamb_nb.errors import SettingError
+
+# verbatim from the official configs/qwen.yaml (retry_followup_text) and run.py DEFAULT_FOLLOWUP
+FOLLOWUP_TEXT = (
+    "Your previous answer did not end with a valid JSON bbox output.\n"
+    "Now output ONLY one complete JSON code block.\n"
+    "Use this exact schema:\n"
+    "```json\n"
+    '{"bboxes": [[x1, y1, x2, y2]]}\n'
+    "```\n"
+    "Do not output any extra text."
+)
+
+
+# -- prompts (verbatim from the official configs/qwen.yaml, as YAML parses them) ------------------------------
+PROMPTS = {
+    "direct": '<image>\nLocate every object that matches the description "{ref_sentence}" in the image. '
+              "Report bbox coordinates in JSON format.",
+    "cot": '<image>\nLocate every object that matches the description "{ref_sentence}" in the image.\n'
+           "Think first, then answer.\nFinally report bbox coordinates in JSON format.",
+}
+
+
+# InternVL's own REC prompt (InternVL evaluate_grounding.py) and CogVLM's grounding question form
+INTERNVL_PROMPT = "Please provide the bounding box coordinate of the region this sentence describes: <ref>{ref_sentence}</ref>"
+COGVLM_PROMPT = "Where is {ref_sentence}? answer in [[x0,y0,x1,y1]] format."
+FIXED_EXPRESSION = "the one"  # Table 2 model-bias test
+
+
+# official decoding: temperature 0, top_p 1, seed 7, max_tokens 1024 (the repair turn too)
+OFFICIAL_MAX_TOKENS = 1024
+OFFICIAL_SEED = 7
+
+
+def prompt_text(expression: str, style: Any, mode: str = "direct") -> str:
+    """The user prompt for one expression (CoT always uses the official CoT template)."""
+    if mode not in PROMPTS:
+        raise SettingError(f"unknown prompt mode {mode!r}; choose direct or cot")
+    if mode == "cot" and not style.supports_cot:
+        raise SettingError(f"the {style.name} grounding style does not support CoT (as in the paper)")
+    if mode == "direct" and style.prompt == "internvl":
+        return INTERNVL_PROMPT.format(ref_sentence=expression)
+    if mode == "direct" and style.prompt == "cogvlm":
+        return COGVLM_PROMPT.format(ref_sentence=expression)
+    text = PROMPTS[mode].format(ref_sentence=expression)
+    return text if style.keep_image_tag else text.removeprefix("<image>\n")
+
+
+# -- ablation text generators -----------------------------------------------------------------------------------
+def bag_of_words(expression: str, seed: int, key: str = "") -> str:
+    """Table 3: the expression's whitespace tokens in a seeded random order (one RNG per item)."""
+    toks = str(expression).split()
+    random.Random(f"{seed}:{key}").shuffle(toks)
+    return " ".join(toks)
+
+
+# Table 4 descriptor deletion. The paper used Qwen2.5-72B without publishing its prompts; these are ours.
+EXTRACT_PROMPT = (
+    "List every descriptor in the referring expression below. A descriptor is a word or phrase that narrows "
+    "down which object is meant: an attribute of the object itself (colour, size, pose, state, position) or "
+    "its relation to another object.\n"
+    'Expression: "{expression}"\n'
+    "Answer with a JSON list of strings, each copied exactly from the expression, and nothing else."
+)
+REWRITE_PROMPT = (
+    'Rewrite the referring expression below so that it no longer contains the descriptor "{descriptor}". '
+    "Keep every other descriptor and keep the wording as close to the original as possible.\n"
+    'Expression: "{expression}"\n'
+    "Answer with the rewritten expression only."
+)
+
+
+def _prompt_of(setting_tag: str) -> str:
+    parts = str(setting_tag).split(":")
+    return parts[2] if len(parts) > 2 else "direct"
+
+
+def official_image(src: Any) -> bytes:
+    """The image as the official runner sends it: RGB, re-encoded as JPEG quality 95."""
+    from vlamb_nb.images import load_image
+
+    img = load_image(src)
+    buf = io.BytesIO()
+    img.convert("RGB").save(buf, format="JPEG", quality=95)
+    return buf.getvalue()

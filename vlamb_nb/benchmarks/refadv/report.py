@@ -1,0 +1,220 @@
+"""Ref-Adv analyses the notebook calls: the official table from released predictions (with CIs and
+paired tests), the offline pipeline demo (direct, CoT, BoW, fixed prompt), and failure modes.
+
+Significance testing is a package extension: the paper reports point estimates only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+from typing import Any
+
+import vlamb_nb.benchmarks.refadv.score as metrics
+
+PAPER = "refadv"
+REPORT_NUMERIC = ["Acc@0.5", "Acc@0.75", "Acc@0.9", "2-3", "d(2-3)", "4-6", "d(4-6)", ">=7", "d(>=7)"]
+
+
+def demo_source(fallback_dir: str | os.PathLike | None = None, n: int = 12, seed: int = 0) -> Path:
+    """The released demo (31 real images) when present, else a generated sample in ``fallback_dir``."""
+    from vlamb_nb.paths import shared_data_dir
+
+    shared = shared_data_dir()
+    if shared is not None and (shared / "refadv" / "demo" / "demo_samples.json").is_file():
+        return shared / "refadv" / "demo"
+    import tempfile
+
+    from vlamb_nb.benchmarks.refadv.data import make_sample
+
+    return make_sample(fallback_dir or tempfile.mkdtemp(prefix="refadv_sample_"), n=n, seed=seed)
+
+
+def predictions_dir() -> Path | None:
+    """The official prediction files beside the checkout, when present."""
+    from vlamb_nb.paths import shared_data_dir
+
+    shared = shared_data_dir()
+    p = shared / "refadv" / "predictions" if shared is not None else None
+    return p if p is not None and any(p.glob("*_predictions.jsonl")) else None
+
+
+def row_name(scored) -> str:
+    """Reference row id of a run: ``<model without 'Qwen/'> | <prompt id>``."""
+    return f"{str(scored['model'].iloc[0]).replace('Qwen/', '')} | {scored['prompt_id'].iloc[0]}"
+
+
+def ours_long(runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0):
+    """Our Ref-Adv-s cells in long form (``table,row,column,value,ci_low,ci_high``) for ``reference.compare``."""
+    import pandas as pd
+
+    from vlamb_nb import stats
+
+    rows = []
+    for name in sorted(runs):
+        sc = runs[name]
+        rep = metrics.report_row(sc, model=str(sc["model"].iloc[0]), prompt=str(sc["prompt_id"].iloc[0]))
+        ious = sc["iou"].to_numpy(float)
+        for col in REPORT_NUMERIC:
+            lo = hi = float("nan")
+            thr = {"Acc@0.5": 0.5, "Acc@0.75": 0.75, "Acc@0.9": 0.9}.get(col)
+            if thr is not None:
+                values = ious
+            elif col in metrics.BINS:
+                mask = sc["distractor_count"].map(lambda d, c=col: metrics.in_bin(int(d), c)).to_numpy(bool)
+                values, thr = ious[mask], 0.5
+            else:  # a delta column: no interval
+                values = None
+            if values is not None and len(values):
+                r = stats.bootstrap_ci((values >= thr).astype(float), n_resamples=n_resamples, seed=seed)
+                lo, hi = 100 * r.ci_low, 100 * r.ci_high
+            rows.append({"table": "Ref-Adv-s", "row": row_name(sc), "column": col, "value": float(rep[col]),
+                         "ci_low": lo, "ci_high": hi})
+    return pd.DataFrame(rows)
+
+
+def official_reproduction(folder: str | os.PathLike, *, n_resamples: int = 2000) -> dict[str, Any]:
+    """Rebuild the official Ref-Adv-s rows from every prediction file in ``folder``.
+
+    Returns the ``report.py``-layout table, the per-file IoU check (recomputed vs ``first_iou``),
+    and ours-vs-published with bootstrap CIs.
+    """
+    from vlamb_nb import reference
+
+    runs = metrics.official_runs(folder)
+    table = metrics.report(runs)
+    checks = {name: metrics.check_official(sc) for name, sc in runs.items()}
+    comparison = reference.compare(ours_long(runs, n_resamples=n_resamples), PAPER, table="Ref-Adv-s", tol=0.05)
+    return {"runs": runs, "report": table, "checks": checks, "comparison": comparison}
+
+
+def significance(runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0):
+    """Paired tests on Acc@0.5 (package extension): CoT vs direct, model vs model, Neg vs No-Neg.
+
+    Paired bootstrap (Koehn 2004) and McNemar on the same 1,142 rows; Neg vs No-Neg are disjoint
+    subsets, so that difference gets a bootstrap CI (resampling rows) and a two-proportion z-test.
+    Holm correction is applied within each family of comparisons.
+    """
+    import numpy as np
+    import pandas as pd
+    from statsmodels.stats.proportion import proportions_ztest
+
+    from vlamb_nb import stats
+
+    hits = {name: (sc.sort_values("row_idx")["iou"].to_numpy(float) >= 0.5).astype(float) for name, sc in runs.items()}
+    rows: list[dict[str, Any]] = []
+
+    def paired(kind: str, a: str, b: str) -> None:
+        pb = stats.paired_bootstrap(hits[a], hits[b], n_resamples=n_resamples, seed=seed)
+        mc = stats.mcnemar(hits[a], hits[b])
+        rows.append({"family": kind, "comparison": f"{a} − {b}", "diff_pp": 100 * pb.estimate,
+                     "ci_low": 100 * pb.ci_low, "ci_high": 100 * pb.ci_high, "p_bootstrap": pb.p, "p_mcnemar": mc.p,
+                     "n": pb.n})
+
+    names = sorted(runs)
+    for a in names:
+        if a.endswith("_cot") and a.replace("_cot", "_direct") in runs:
+            paired("CoT vs direct", a, a.replace("_cot", "_direct"))
+    for a, b in itertools.combinations(names, 2):
+        if runs[a]["prompt_id"].iloc[0] == runs[b]["prompt_id"].iloc[0]:
+            paired("model vs model", a, b)
+    for name in names:
+        sc = runs[name]
+        neg = sc["use_negation"].to_numpy(bool)
+        hit = (sc["iou"].to_numpy(float) >= 0.5).astype(float)
+
+        def diff(idx, hit=hit, neg=neg):
+            n, m = neg[idx], hit[idx]
+            return m[n].mean() - m[~n].mean() if n.any() and (~n).any() else 0.0
+
+        ci = stats.bootstrap_ci(hit, diff, n_resamples=min(n_resamples, 1000), seed=seed)
+        _, p = proportions_ztest([hit[neg].sum(), hit[~neg].sum()], [neg.sum(), (~neg).sum()])
+        rows.append({"family": "Neg vs No-Neg", "comparison": f"{name}: Neg − No-Neg", "diff_pp": 100 * diff(np.arange(len(hit))),
+                     "ci_low": 100 * ci.ci_low, "ci_high": 100 * ci.ci_high, "p_bootstrap": float("nan"),
+                     "p_mcnemar": float("nan"), "p_ztest": float(p), "n": int(len(hit))})
+    df = pd.DataFrame(rows)
+    df["p"] = df["p_bootstrap"].fillna(df.get("p_ztest"))
+    df["p_holm"] = float("nan")
+    for _, idx in df.groupby("family").groups.items():
+        df.loc[idx, "p_holm"] = np.asarray(stats.holm(df.loc[idx, "p"].to_numpy(float)), dtype=float)
+    return df.round(4)
+
+
+def pipeline_demo(items, *, model: str = "tiny:qwen2_5_vl", quantization: str | None = "4bit",
+                  settings: tuple[str, ...] = ("direct", "cot", "bow", "fixed"), store_dir: str | os.PathLike | None = None,
+                  max_new_tokens: int = 24, batch_size: int = 16, seed: int = 0, progress: bool = False) -> dict[str, Any]:
+    """Run each setting on ``items`` with one model (cached stores, repair turn included)."""
+    import tempfile
+
+    from vlamb_nb import get_benchmark
+    from vlamb_nb.models import load_model
+
+    bench = get_benchmark(PAPER)
+    vlm = load_model(model, quantization=quantization)
+    store_dir = Path(store_dir or tempfile.mkdtemp(prefix="refadv_runs_"))
+    out = {}
+    for s in settings:
+        out[s] = bench.run(vlm, items, s, store=store_dir / f"refadv_{s}.jsonl", batch_size=batch_size,
+                           max_new_tokens=max_new_tokens, seed=seed, progress=progress)
+    return {"model": vlm.info, "runs": out, "deviations": _deviations(bench, vlm.info, settings, max_new_tokens)}
+
+
+def _deviations(bench, info, settings, max_new_tokens) -> list[dict[str, Any]]:
+    from vlamb_nb.benchmarks.refadv.parse import style_for
+
+    seen: dict[str, dict[str, Any]] = {}
+    for s in settings:
+        for d in bench.deviations(info, s) + bench.style_deviations(style_for(info), info, max_new_tokens):
+            seen.setdefault(d.what, d.__dict__)
+    return list(seen.values())
+
+
+def ablation_table(runs: dict[str, Any]):
+    """Acc@0.5 per setting with Δ vs direct (Tables 2-3 style), parse failures and repair turns used."""
+    import pandas as pd
+
+    base = metrics.acc_at(runs["direct"]["iou"], 0.5) if "direct" in runs else None
+    rows = []
+    for s, sc in runs.items():
+        a = metrics.acc_at(sc["iou"], 0.5)
+        rows.append({"setting": s, "n": len(sc), "Acc@0.5": round(100 * a, 1),
+                     "Δ vs direct": round(100 * (a - base), 1) if base is not None else None,
+                     "parse_fail": int((sc["parse_error"] != "").sum()), "repair_used": int(sc["retry_used"].sum()),
+                     "mean IoU": round(float(sc["iou"].mean()), 4)})
+    return pd.DataFrame(rows)
+
+
+def failure_table(runs: dict[str, Any]):
+    """Failure breakdown per run: hits, near misses, other misses, parse failures (and rates)."""
+    import pandas as pd
+
+    rows = []
+    for name, sc in runs.items():
+        fb = metrics.failure_breakdown(sc)
+        rows.append({"run": name, **fb, "parse_fail_rate_pct": round(100 * fb["parse_failure"] / len(sc), 2),
+                     "near_miss_share_of_misses_pct": round(100 * fb["near_miss"] / max(1, len(sc) - fb["hit"]), 2)})
+    return pd.DataFrame(rows)
+
+
+def slice_table(runs: dict[str, Any]):
+    """Acc@0.5 per slice (Neg/No-Neg, human/LLM, COCO/OpenImages, bins) with n, one row per run."""
+    import pandas as pd
+
+    rows = []
+    for name, sc in runs.items():
+        s = metrics.summary(sc)
+        row = {"run": name, "Acc@0.5": 100 * s["acc@0.5"], "mAcc(0.50:0.95)": 100 * s["macc"]}
+        for k in ("neg", "no_neg", "human", "llm", "coco", "openimages", "2-3", "4-6", ">=7"):
+            row[k] = None if s[k] is None else round(100 * s[k], 1)
+            row[f"n_{k}"] = s[f"n_{k}"]
+        rows.append(row)
+    return pd.DataFrame(rows).round(1)
+
+
+def to_records(frame) -> list[dict[str, Any]]:
+    """Rows as JSON-safe dicts (NaN → None) for ``notebook.record``."""
+    import math
+
+    return [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
+            for r in frame.to_dict(orient="records")]

@@ -1,0 +1,343 @@
+"""Ref-Adv metrics: first-box IoU, Acc@t, slices, the official report table, and failure-mode analyses.
+
+A *scored frame* has one row per item with at least ``iou``, ``parse_error``, ``distractor_count``,
+``use_negation``, ``human_authored``, ``image_source`` (plus ``pred_xyxy``/``gt_xyxy`` for drawings).
+Official prediction JSONL files and our own runs both become scored frames, so one set of
+functions reports both.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from vlamb_nb import boxes
+from vlamb_nb.benchmarks.refadv.data import BINS, in_bin
+from vlamb_nb.errors import DataError
+from vlamb_nb.jsonl import iter_jsonl, read_json
+
+THRESHOLDS = (0.5, 0.75, 0.9)
+# our mAcc: COCO-style mean over IoU 0.50:0.05:0.95 (the paper's definition is not reproducible)
+MACC_THRESHOLDS = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
+NEAR_MISS = (0.3, 0.5)
+OFFICIAL_FIELDS = ("row_idx", "distractor_count", "gt_bbox_xyxy", "pred_box_xyxy_first", "first_iou", "first_hit",
+                   "parse_error")
+REPORT_COLUMNS = ["Model", "Variant", "Prompt", "Rows", "ParseFail", "Acc@0.5", "Acc@0.75", "Acc@0.9", "2-3",
+                  "d(2-3)", "4-6", "d(4-6)", ">=7", "d(>=7)", "Source"]
+
+
+# -- basic metrics ---------------------------------------------------------------------------------------
+def first_iou(pred: Any, gt: Any) -> float:
+    """IoU of the first predicted box with the GT (0 when there is no 4-number prediction), as ``run.py``."""
+    pred = list(pred) if pred is not None else []
+    gt = list(gt) if gt is not None else []
+    if len(pred) != 4 or len(gt) != 4:
+        return 0.0
+    return boxes.iou(gt, pred)
+
+
+def acc_at(ious, threshold: float) -> float:
+    """Share of rows with IoU >= threshold; parse failures (IoU 0) stay in the denominator."""
+    vals = [float(v) for v in ious]
+    return sum(v >= threshold for v in vals) / len(vals) if vals else 0.0
+
+
+def macc(ious, thresholds: tuple[float, ...] = MACC_THRESHOLDS) -> float:
+    """Mean of Acc@t over ``thresholds`` (our documented definition; not the paper's)."""
+    return sum(acc_at(ious, t) for t in thresholds) / len(thresholds)
+
+
+def pct(x: float) -> str:
+    """``report.py`` rounding: ``f"{x*100:.1f}"``."""
+    return f"{x * 100:.1f}"
+
+
+def summary(scored) -> dict[str, Any]:
+    """Every Ref-Adv number for one run (fractions, unrounded): Acc@t, mAcc, and all slices."""
+    ious = scored["iou"].astype(float)
+    a50 = acc_at(ious, 0.5)
+    out: dict[str, Any] = {"rows": int(len(scored)),
+                           "parse_fail": int((scored["parse_error"].fillna("").astype(str).str.strip() != "").sum())}
+    out["parse_fail_rate"] = out["parse_fail"] / out["rows"] if out["rows"] else 0.0
+    for t in THRESHOLDS:
+        out[f"acc@{t}"] = acc_at(ious, t)
+    out["macc"] = macc(ious)
+    out["macc_3thr"] = sum(out[f"acc@{t}"] for t in THRESHOLDS) / len(THRESHOLDS)
+
+    def sub(mask) -> tuple[float | None, int]:
+        n = int(mask.sum())
+        return (acc_at(ious[mask], 0.5) if n else None), n
+
+    slices = {
+        "neg": scored["use_negation"].astype(bool),
+        "no_neg": ~scored["use_negation"].astype(bool),
+        "human": scored["human_authored"].astype(bool),
+        "llm": ~scored["human_authored"].astype(bool),
+        "coco": scored["image_source"].astype(str).str.startswith("coco"),
+        "openimages": scored["image_source"].astype(str) == "openimages",
+    }
+    for b in BINS:
+        slices[b] = scored["distractor_count"].map(lambda d, b=b: in_bin(int(d), b)).astype(bool)
+    for name, mask in slices.items():
+        out[name], out[f"n_{name}"] = sub(mask)
+    for b in BINS:
+        out[f"d({b})"] = (out[b] if out[b] is not None else 0.0) - a50
+    lo, hi = NEAR_MISS
+    out["near_miss"] = int(((ious >= lo) & (ious < hi)).sum())
+    return out
+
+
+def report_row(scored, *, model: str, prompt: str, source: str = "", variant: str | None = None) -> dict[str, str]:
+    """One row of the official ``report.py`` table: same columns, same rounding (empty bin → 0.0)."""
+    s = summary(scored)
+    a50 = s["acc@0.5"]
+    row = {"Model": model.replace("Qwen/", ""),
+           "Variant": variant or ("Thinking" if "thinking" in model.lower() else "Instruct"),
+           "Prompt": prompt, "Rows": str(s["rows"]), "ParseFail": str(s["parse_fail"]),
+           "Acc@0.5": pct(a50), "Acc@0.75": pct(s["acc@0.75"]), "Acc@0.9": pct(s["acc@0.9"])}
+    for b in BINS:
+        v = s[b] if s[b] is not None else 0.0
+        row[b] = pct(v)
+        row[f"d({b})"] = f"{(v - a50) * 100:+.1f}"
+    row["Source"] = f"`{source}`" if source else ""
+    return row
+
+
+def report(runs: dict[str, Any]) -> Any:
+    """The official report for several runs (``{source name: scored frame}``), sorted like ``report.py``."""
+    import pandas as pd
+
+    rows = []
+    for name in sorted(runs):
+        sc = runs[name]
+        model = str(sc["model"].iloc[0]) if "model" in sc.columns and len(sc) else name
+        prompt = str(sc["prompt_id"].iloc[0]) if "prompt_id" in sc.columns and len(sc) else ""
+        rows.append(report_row(sc, model=model, prompt=prompt, source=name))
+    return pd.DataFrame(rows, columns=REPORT_COLUMNS)
+
+
+def report_markdown(table) -> str:
+    """The report as ``report.py`` prints it (markdown, right-aligned numbers)."""
+    lines = ["| " + " | ".join(REPORT_COLUMNS) + " |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for _, r in table.iterrows():
+        lines.append("| " + " | ".join(str(r[c]) for c in REPORT_COLUMNS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+# -- official prediction files ---------------------------------------------------------------------------
+def read_official_predictions(path: str | os.PathLike):
+    """An official ``*_predictions.jsonl`` as a scored frame, IoU recomputed from the boxes.
+
+    Adds ``iou`` (ours, from ``pred_box_xyxy_first`` and ``gt_bbox_xyxy``) beside the file's
+    ``first_iou``; :func:`check_official` compares them.
+    """
+    import pandas as pd
+
+    path = Path(path)
+    rows = []
+    for ln, rec in iter_jsonl(path):
+        for f in OFFICIAL_FIELDS:
+            if f not in rec:
+                raise DataError("missing field", source=str(path), row=f"line {ln}", field=f)
+        where = {"source": str(path), "row": f"line {ln}"}
+        pred = _official_box(rec["pred_box_xyxy_first"] or [], "pred_box_xyxy_first", allow_empty=True, **where)
+        gt = _official_box(rec["gt_bbox_xyxy"], "gt_bbox_xyxy", **where)
+        try:
+            n_distractors, official_iou = int(rec["distractor_count"]), float(rec["first_iou"])
+        except (TypeError, ValueError):
+            bad = "distractor_count" if not _is_int_like(rec["distractor_count"]) else "first_iou"
+            raise DataError(f"not a number: {rec[bad]!r}", field=bad, **where) from None
+        rows.append({
+            "id": str(rec["row_idx"]), "row_idx": int(rec["row_idx"]), "file_name": rec.get("file_name", ""),
+            "expression": rec.get("normal_caption", ""), "image_source": rec.get("image_source", ""),
+            "human_authored": bool(rec.get("human_authored", False)),
+            "use_negation": bool(rec.get("use_negation", False)),
+            "distractor_count": n_distractors, "gt_xyxy": gt, "pred_xyxy": pred,
+            "iou": first_iou(pred, gt), "official_iou": official_iou,
+            "official_hit": bool(rec["first_hit"]), "parse_error": str(rec.get("parse_error") or ""),
+            "retry_used": bool(rec.get("retry_followup_used", False)),
+            "model": rec.get("model_full_name", ""), "prompt_id": rec.get("prompt_id", ""),
+            "box_format": rec.get("pred_box_expected_format", ""),
+        })
+    if not rows:
+        raise DataError("no prediction rows", source=str(path))
+    df = pd.DataFrame(rows)
+    df["hit"] = df["iou"] >= 0.5
+    return df
+
+
+def _is_int_like(v: Any) -> bool:
+    try:
+        int(v)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _official_box(value: Any, field: str, *, source: str, row: str, allow_empty: bool = False) -> list[float]:
+    """A 4-number box from an official file (``[]`` allowed for a missing prediction), else a DataError."""
+    if allow_empty and isinstance(value, list) and not value:
+        return []
+    if not isinstance(value, list) or len(value) != 4:
+        raise DataError(f"a box must be a list of 4 numbers, got {value!r}", source=source, row=row, field=field)
+    try:
+        return [float(v) for v in value]
+    except (TypeError, ValueError):
+        raise DataError(f"box values must be numbers, got {value!r}", source=source, row=row, field=field) from None
+
+
+def check_official(scored, *, tol: float = 1e-9) -> dict[str, Any]:
+    """Recomputed IoU/hit vs the file's ``first_iou``/``first_hit``: counts of disagreeing rows."""
+    diff = (scored["iou"] - scored["official_iou"]).abs()
+    return {"rows": int(len(scored)), "iou_mismatches": int((diff > tol).sum()), "max_abs_iou_diff": float(diff.max()),
+            "hit_mismatches": int((scored["hit"] != scored["official_hit"]).sum())}
+
+
+def run_name(path: str | os.PathLike) -> str:
+    return Path(path).name.replace("_predictions.jsonl", "")
+
+
+def official_runs(folder: str | os.PathLike) -> dict[str, Any]:
+    """Every ``*_predictions.jsonl`` in ``folder`` as ``{run name: scored frame}``."""
+    files = sorted(Path(folder).glob("*_predictions.jsonl"))
+    return {run_name(p): read_official_predictions(p) for p in files}
+
+
+# -- failure modes ---------------------------------------------------------------------------------------
+def failure_breakdown(scored) -> dict[str, int]:
+    """Hits, near misses (0.3 <= IoU < 0.5), other misses with a box, and parse failures."""
+    ious = scored["iou"].astype(float)
+    failed = scored["parse_error"].fillna("").astype(str).str.strip() != ""
+    lo, hi = NEAR_MISS
+    return {"hit": int((ious >= hi).sum()), "near_miss": int(((ious >= lo) & (ious < hi) & ~failed).sum()),
+            "miss": int(((ious < lo) & ~failed).sum()), "parse_failure": int(failed.sum())}
+
+
+def accuracy_by(scored, column: str, bins: list[tuple[float, float, str]]) -> Any:
+    """Acc@0.5 and n per bin of ``column`` (bins are ``(low, high_exclusive, label)``)."""
+    import pandas as pd
+
+    rows = []
+    for lo, hi, label in bins:
+        m = (scored[column] >= lo) & (scored[column] < hi)
+        n = int(m.sum())
+        rows.append({"bin": label, "n": n, "acc@0.5": acc_at(scored.loc[m, "iou"], 0.5) if n else float("nan")})
+    return pd.DataFrame(rows)
+
+
+LENGTH_BINS = [(1, 4, "1-3"), (4, 7, "4-6"), (7, 10, "7-9"), (10, 13, "10-12"), (13, 16, "13-15"),
+               (16, 20, "16-19"), (20, math.inf, ">=20")]
+DISTRACTOR_BINS = [(0, 2, "0-1"), (2, 4, "2-3"), (4, 7, "4-6"), (7, 10, "7-9"), (10, math.inf, ">=10")]
+
+
+def with_length(scored):
+    out = scored.copy()
+    out["n_words"] = out["expression"].astype(str).str.split().str.len()
+    return out
+
+
+def hard_distractor_picks(scored, instances: str | os.PathLike | dict[str, Any], *, match_iou: float = 0.9,
+                          pick_iou: float = 0.5) -> dict[str, Any]:
+    """For COCO rows: where misses land, using COCO ``instances_val2017.json`` (an approximation).
+
+    The GT box is matched to a COCO instance (IoU >= ``match_iou``) to get its category; a miss is
+    a *same-category pick* if the predicted box overlaps another instance of that category with
+    IoU >= ``pick_iou``, an *other-category pick* if it overlaps another instance, else *no instance*.
+    """
+    by_name, anns = _instances_index(instances)
+    counts = {"coco_rows": 0, "matched": 0, "misses": 0, "same_category_pick": 0, "other_category_pick": 0,
+              "no_instance": 0, "parse_failure": 0}
+    for _, r in scored.iterrows():
+        if not str(r["image_source"]).startswith("coco") or r["file_name"] not in by_name:
+            continue
+        counts["coco_rows"] += 1
+        image_anns = anns.get(by_name[r["file_name"]], [])
+        best = max(image_anns, key=lambda ab: boxes.iou(ab[1], r["gt_xyxy"]), default=None)
+        if best is None or boxes.iou(best[1], r["gt_xyxy"]) < match_iou:
+            continue
+        counts["matched"] += 1
+        if r["iou"] >= 0.5:
+            continue
+        counts["misses"] += 1
+        pred = list(r["pred_xyxy"]) if r["pred_xyxy"] is not None else []
+        if len(pred) != 4:
+            counts["parse_failure"] += 1
+            continue
+        others = [(a, b) for a, b in image_anns if a is not best[0]]
+        same = [b for a, b in others if a["category_id"] == best[0]["category_id"]]
+        if any(boxes.iou(pred, b) >= pick_iou for b in same):
+            counts["same_category_pick"] += 1
+        elif any(boxes.iou(pred, b) >= pick_iou for _, b in others):
+            counts["other_category_pick"] += 1
+        else:
+            counts["no_instance"] += 1
+    with_box = counts["misses"] - counts["parse_failure"]
+    counts["same_category_share_of_misses"] = counts["same_category_pick"] / counts["misses"] if counts["misses"] else None
+    counts["same_category_share_of_box_misses"] = counts["same_category_pick"] / with_box if with_box else None
+    return counts
+
+
+def _instances_index(instances: str | os.PathLike | dict[str, Any]):
+    """``{file_name: image id}`` and ``{image id: [(annotation, xyxy box)]}`` from a COCO instances file.
+
+    A malformed file is a :class:`DataError` naming the record, not a silently empty analysis.
+    """
+    source = "instances" if isinstance(instances, dict) else str(instances)
+    if isinstance(instances, dict):
+        data = instances
+    else:
+        path = Path(instances)
+        data = read_json(path)
+    if not isinstance(data, dict):
+        raise DataError("expected a COCO instances object with 'images' and 'annotations'", source=source)
+    for key in ("images", "annotations"):
+        if not isinstance(data.get(key), list):
+            raise DataError(f"missing list {key!r} (expected COCO instances format)", source=source, field=key)
+    by_name: dict[str, Any] = {}
+    for i, im in enumerate(data["images"]):
+        if not isinstance(im, dict) or "file_name" not in im or "id" not in im:
+            raise DataError("image record needs 'id' and 'file_name'", source=source, row=f"images[{i}]")
+        by_name[str(im["file_name"])] = im["id"]
+    anns: dict[Any, list[tuple[dict[str, Any], Any]]] = {}
+    for i, a in enumerate(data["annotations"]):
+        missing = [k for k in ("image_id", "bbox", "category_id") if not isinstance(a, dict) or k not in a]
+        if missing:
+            raise DataError("annotation is missing a field", source=source, row=f"annotations[{i}]",
+                            field=missing[0])
+        try:
+            box = boxes.xywh_to_xyxy(a["bbox"])
+        except (TypeError, ValueError) as e:
+            raise DataError(str(e), source=source, row=f"annotations[{i}]", field="bbox") from None
+        anns.setdefault(a["image_id"], []).append((a, box))
+    return by_name, anns
+
+
+def _text(text: Any) -> str:
+    """A generation's text; a missing cell (None / NaN from a store) is empty, never the string "nan"."""
+    return text if isinstance(text, str) else ""
+
+
+def _failed(error: Any) -> bool:
+    """A generation error is a non-empty string (pandas gives NaN/None for none)."""
+    return isinstance(error, str) and bool(error)
+
+
+def _is_official(path: Path) -> bool:
+
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    raise DataError("first line is not JSON", source=str(path)) from None
+                return isinstance(rec, dict) and "first_iou" in rec and "pred_box_xyxy_first" in rec
+    raise DataError("empty file", source=str(path))
+
+
+def _describe_runs(runs: dict[tuple[str, str, str], list[Any]]) -> str:
+    return "; ".join(f"setting={s} model={m} [{tag}] ({len(v)} records)" for (s, m, tag), v in runs.items())

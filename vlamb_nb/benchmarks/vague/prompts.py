@@ -1,0 +1,236 @@
+"""VAGUE prompts, ported verbatim: the paper's figures (J15–J24) and the released code's wording.
+
+``paper`` is the default and keeps each figure's text as printed: the MCQ figures put a blank line
+between lines (possibly a typesetting artefact; the released code is single-spaced) and Figs. J23/J24
+write "answer₁"/"answer₂" with subscripts. ``code`` reproduces ``utils/exp_prompts.py`` character for character
+(leading newline, trailing spaces, ``Utterance :`` with a space, "the intention" in the LM
+prompts, and the SM+CoT free-form template that begins with the MCQ wording).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vlamb_nb.benchmarks.vague.data import item_image
+from vlamb_nb.errors import SettingError
+from vlamb_nb.models.base import IMAGE_SLOT, DecodingParams, Request, user_message
+
+WORDINGS = ("paper", "code")
+
+CAPTION_PROMPT = "Describe the provided image in 2~3 sentences."
+
+# -- paper wording (Figs. J15–J24) -----------------------------------------------------------------
+_P_VLM_HEAD = (
+    "Select the option that best explains the underlying intention of the speaker's utterance based on the "
+    "given image.\n\n"
+    "Make sure any possible situation outside of the image SHOULD NOT affect your choice.\n\n"
+    "We assume that the speaker wants the listener to take a specific action appropriate to the situation.\n\n"
+)
+_P_SM_HEAD = (
+    "Select the option that best explains the underlying intention of the speaker's utterance based on the "
+    "description of the scene.\n\n"
+    "Make sure any possible situation outside of the scene SHOULD NOT affect your choice.\n\n"
+    "We assume that the speaker wants the listener to take a specific action appropriate to the situation.\n\n"
+)
+_P_ANSWER = "Your answer: (Output only the letter among A, B, C, and D)"
+_P_COT_ANSWER = (
+    "Your answer1 (reasoning): (Output your reasoning process in 2~3 sentences, which starts with "
+    "\"Let's think step by step.\")\n\n"
+    "Your answer2 (intention): (Output only the letter among A, B, C, and D)"
+)
+_P_COT_FF_ANSWER = (
+    "Your answer\u2081 (reasoning): (Output your reasoning process in 2~3 sentences, which starts with "
+    "\"Let's think step by step.\")\n\n"
+    "Your answer\u2082 (intention): (Start your sentence with \"The speaker wants {p} to...\" and do not exceed "
+    "15 words.)"
+)
+_P_FF_VLM_HEAD = (
+    "What do you think is the underlying intention of the speaker's utterance based on the given image?\n"
+    "Make sure any possible situation outside of the image SHOULD NOT affect your answer.\n"
+    "We assume that the speaker wants the listener to take a specific action appropriate to the situation.\n"
+)
+_P_FF_SM_HEAD = (
+    "What do you think is the underlying intention of the speaker's utterance based on the description of the "
+    "scene?\n"
+    "Make sure any possible situation outside of the scene SHOULD NOT affect your answer.\n"
+    "We assume that the speaker wants the listener to take a specific action appropriate to the situation.\n"
+)
+_P_FF_ANSWER = "Your answer: (Start your sentence with \"The speaker wants {p} to...\")"
+
+PAPER = {
+    # Fig. J15
+    "vlm": _P_VLM_HEAD + "Utterance: {utt}\n\n[Choices]\n\n{mcq}\n\n" + _P_ANSWER,
+    # Fig. J16
+    "sm": _P_SM_HEAD + "Scene Description: {cap}\n\nUtterance: {utt}\n\n[Choices]\n\n{mcq}\n\n" + _P_ANSWER,
+    # Fig. J17
+    "lm": ("Select the option that best explains the underlying intention of the speaker's utterance.\n\n"
+           "We assume that the speaker wants the listener to take a specific action.\n\n"
+           "Utterance: {utt}\n\n[Choices]\n\n{mcq}\n\n" + _P_ANSWER),
+    # Fig. J21
+    "vlm_cot": (_P_VLM_HEAD + "Also, explain reasoning process of your answer.\n\n"
+                "Utterance: {utt}\n\n[Choices]\n\n{mcq}\n\n" + _P_COT_ANSWER),
+    # Fig. J22
+    "sm_cot": (_P_SM_HEAD + "Also, explain reasoning process of your answer.\n\n"
+               "Scene Description: {cap}\n\nUtterance: {utt}\n\n[Choices]\n\n{mcq}\n\n" + _P_COT_ANSWER),
+    # Fig. J18
+    "vlm_ff": (_P_FF_VLM_HEAD + "Your answer SHOULD NOT exceed 15 words.\n\nUtterance: {utt}\n\n" + _P_FF_ANSWER),
+    # Fig. J19
+    "sm_ff": (_P_FF_SM_HEAD + "Your answer SHOULD NOT exceed 15 words.\n\nScene Description: {cap}\n\n"
+              "Utterance: {utt}\n\n" + _P_FF_ANSWER),
+    # Fig. J20
+    "lm_ff": ("What do you think is the underlying intention of the speaker's utterance?\n"
+              "We assume that the speaker wants the listener to take a specific action.\n"
+              "Your answer SHOULD NOT exceed 15 words.\n\nUtterance: {utt}\n\n" + _P_FF_ANSWER),
+    # Fig. J23
+    "vlm_cot_ff": (_P_FF_VLM_HEAD + "Also, explain reasoning process of your answer.\n\nUtterance: {utt}\n\n"
+                   + _P_COT_FF_ANSWER),
+    # Fig. J24
+    "sm_cot_ff": (_P_FF_SM_HEAD + "Also, explain reasoning process of your answer.\n\nScene Description: {cap}\n\n"
+                  "Utterance: {utt}\n\n" + _P_COT_FF_ANSWER),
+}
+
+# -- released code wording (utils/exp_prompts.py) --------------------------------------------------
+_C_TAIL = "\n    "
+_C_ANSWER = "Your answer : (Output only the letter among A,B,C and D)"
+_C_VLM_HEAD = (
+    "\nSelect the option that best explains the underlying intention of the speaker's utterance based on the "
+    "given image. \n"
+    "Make sure any possible situation outside of the image SHOULD NOT affect your choice.\n"
+    "We assume that the speaker wants the listener to take a specific action appropriate to the situation.\n"
+)
+_C_SM_HEAD = (
+    "\nSelect the option that best explains the underlying intention of the speaker's utterance based on the "
+    "description of the scene. \n"
+    "Make sure any possible situation outside of the scene SHOULD NOT affect your choice.\n"
+    "We assume that the speaker wants the listener to take a specific action appropriate to the situation.\n"
+)
+_C_COT = "Also, explain reasoning process of your answer.\n"
+_C_COT_ANSWER = (
+    "Your answer1 (reasoning) : (Output your reasoning process in 2~3 sentences, which starts with "
+    "\"Let's think step by step.\")\nYour answer2 (intention) : (Output only the letter among A,B,C and D)"
+)
+_C_COT_FF_ANSWER = (
+    "Your answer1 (reasoning) : (Output your reasoning process in 2~3 sentences, which starts with "
+    "\"Let's think step by step.\")\nYour answer2 (intention): (Start your sentence with \"The speaker wants {p} "
+    "to...\" and do not exceed 15 words.)"
+)
+_C_FF_ANSWER = "Your answer : (Start your sentence with \"The speaker wants {p} to...\")"
+_C_FF_VLM_HEAD = (
+    "\nWhat do you think is the underlying intention of the speaker's utterance based on the given image?\n"
+    "Make sure any possible situation outside of the image SHOULD NOT affect your answer.\n"
+    "We assume that the speaker wants the listener to take a specific action appropriate to the situation.\n"
+)
+_C_FF_SM_HEAD = (
+    "\nWhat do you think is the underlying intention of the speaker's utterance based on the description of the "
+    "scene?\n"
+    "Make sure any possible situation outside of the scene SHOULD NOT affect your answer.\n"
+    "We assume that the speaker wants the listener to take a specific action appropriate to the situation.\n"
+)
+
+CODE = {
+    "vlm": _C_VLM_HEAD + "\nUtterance : {utt}\n[Choices]\n{mcq}\n\n" + _C_ANSWER + _C_TAIL,  # plain_mcq
+    "lm": ("\nSelect the option that best explains the intention of the speaker's utterance. \n"  # text_mcq
+           "We assume that the speaker wants the listener to take a specific action. \n"
+           "\nUtterance : {utt}\n[Choices]\n{mcq}\n\n" + _C_ANSWER + _C_TAIL),
+    "sm": (_C_SM_HEAD + "\nScene Description : {cap}\nUtterance : {utt}\n[Choices]\n{mcq}\n\n"  # caption_mcq
+           + _C_ANSWER + _C_TAIL),
+    "vlm_cot": (_C_VLM_HEAD + _C_COT + "\nUtterance : {utt}\n[Choices]\n{mcq}\n\n"  # zeroshot_cot_mcq
+                + _C_COT_ANSWER + _C_TAIL),
+    "sm_cot": (_C_SM_HEAD + _C_COT + "\nScene Description : {cap}\nUtterance : {utt}\n[Choices]\n{mcq}\n\n"
+               + _C_COT_ANSWER + _C_TAIL),  # zeroshot_cot_sm_mcq
+    "vlm_ff": (_C_FF_VLM_HEAD + "Your answer SHOULD NOT exceed 15 words.\n\nUtterance : {utt}\n\n"  # plain_da
+               + _C_FF_ANSWER + _C_TAIL),
+    "lm_ff": ("\nWhat do you think is the intention of the speaker's utterance?\n"  # text_da
+              "We assume that the speaker wants the listener to take a specific action.\n"
+              "Your answer SHOULD NOT exceed 15 words.\n\nUtterance : {utt}\n\n" + _C_FF_ANSWER + _C_TAIL),
+    "sm_ff": (_C_FF_SM_HEAD + "Your answer SHOULD NOT exceed 15 words.\n\n"  # caption_da
+              "Scene Description : {cap}\nUtterance : {utt}\n\n" + _C_FF_ANSWER + _C_TAIL),
+    "vlm_cot_ff": (_C_FF_VLM_HEAD + _C_COT + "\nUtterance : {utt}\n\n" + _C_COT_FF_ANSWER + _C_TAIL),
+    # zeroshot_cot_sm_da: the released template starts with the MCQ wording (kept as released)
+    "sm_cot_ff": (_C_SM_HEAD + _C_COT + "\nScene Description : {cap}\nUtterance : {utt}\n\n"
+                  + _C_COT_FF_ANSWER + _C_TAIL),
+}
+
+
+def option_block(options: dict[str, str], ordering: list[str]) -> str:
+    """``"A: text"`` lines sorted by letter, as the released ``get_prompt`` builds them."""
+    texts = [options["correct"], options["FS"], options["SU"], options["NE"]]
+    return "\n".join(sorted(ordering[i] + ": " + texts[i] for i in range(4)))
+
+
+def template(prompt: str, wording: str = "paper") -> str:
+    """The template for a prompt kind (``vlm``, ``sm_cot``, ``lm_ff``, ...) in the chosen wording."""
+    table = {"paper": PAPER, "code": CODE}.get(wording)
+    if table is None:
+        raise SettingError(f"unknown VAGUE prompt wording {wording!r}; choose one of {', '.join(WORDINGS)}")
+    if prompt not in table:
+        raise SettingError(f"unknown VAGUE prompt {prompt!r}; choose one of {', '.join(table)}")
+    return table[prompt]
+
+
+def render(prompt: str, *, utt: str, options: dict[str, str], ordering: list[str], addressee: str,
+           caption: str = "", wording: str = "paper") -> str:
+    """Fill a template; placeholders are replaced literally so braces in the data stay as they are."""
+    text = template(prompt, wording)
+    fills = {"{utt}": utt, "{cap}": caption, "{p}": addressee}
+    if "{mcq}" in text:
+        fills["{mcq}"] = option_block(options, ordering)
+    # one pass over the template, so data containing "{cap}" etc. is never substituted again
+    import re
+
+    return re.sub(r"\{(utt|cap|mcq|p)\}", lambda m: fills[m.group(0)], text)
+
+
+BASE_SETTINGS = ("lm", "sm", "sm_ext", "vlm", "sm_cot", "vlm_cot")
+
+
+SETTINGS = BASE_SETTINGS + tuple(f"{s}_ff" for s in BASE_SETTINGS)
+
+
+READINGS = ("generate", "loglik")
+
+
+# -- settings ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SettingSpec:
+    """What a setting shows the model and which prompt it uses."""
+
+    name: str
+    prompt: str  # key in vague_prompts.PAPER / CODE
+    image: bool  # the answer step sees the image
+    captions: str  # "none" | "self" (the model captions first) | "external"
+    cot: bool
+    free_form: bool
+
+
+def setting_spec(setting: str) -> SettingSpec:
+    if setting not in SETTINGS:
+        raise SettingError(f"unknown vague setting {setting!r}; choose one of {', '.join(SETTINGS)}")
+    ff = setting.endswith("_ff")
+    base = setting[:-3] if ff else setting
+    prompt = "sm" if base == "sm_ext" else base
+    captions = "self" if base in ("sm", "sm_cot") else "external" if base == "sm_ext" else "none"
+    return SettingSpec(setting, prompt + ("_ff" if ff else ""), base.startswith("vlm"), captions,
+                       base.endswith("_cot"), ff)
+
+
+def decoding(setting: str, mode: str = "greedy", max_new_tokens: int | None = None) -> DecodingParams:
+    """Greedy by default (the paper states none); ``code`` = the released vLLM temperature 0.2, 1024 tokens."""
+    if mode == "code":
+        return DecodingParams(max_new_tokens=max_new_tokens or 1024, do_sample=True, temperature=0.2)
+    if mode != "greedy":
+        raise SettingError(f"unknown decoding {mode!r}; choose greedy or code")
+    spec = setting_spec(setting) if setting != "caption" else None
+    default = 128 if spec is None else 256 if spec.cot else 64 if spec.free_form else 16
+    return DecodingParams(max_new_tokens=max_new_tokens or default)
+
+
+def caption_requests(items, *, params: DecodingParams | None = None) -> list[Request]:
+    """Step 1 of SM: the model describes each tagged image with the official caption prompt."""
+    out = []
+    for _, item in items.iterrows():
+        out.append(Request(id=f"{item['id']}::caption", messages=[user_message(IMAGE_SLOT,
+                                                                                CAPTION_PROMPT)],
+                           images=[item_image(item)], params=params or decoding("caption"),
+                           benchmark="vague", setting="caption", meta={"item_id": item["id"], "step": "caption"}))
+    return out

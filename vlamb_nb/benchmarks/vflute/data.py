@@ -1,0 +1,398 @@
+"""V-FLUTE data: the official JSON/CSV files, Hugging Face parquet, the gated hub dataset, a generated sample.
+
+Every loader returns the same item table (one row per instance)::
+
+    id  split  index  source_dataset  dataset  dataset_name  phenomenon  claim  label  label_true
+    explanation  prompt  prompt_origin  image  image_root
+
+``prompt_origin`` is ``"released"`` when the instruction comes from the file's ``prompt`` field and
+``"seeded"`` when it had to be re-drawn (Hugging Face rows carry no instruction): the re-draw follows
+the official procedure but does not reproduce the released test instructions (see
+``prompts.SEEDED_RELEASE_MATCH``), so it is reported as a deviation.
+
+``dataset`` is the unit the paper reports per dataset: the source, with IRFL split into
+``irfl_idiom`` and ``irfl_metaphor_simile`` by ``phenomenon`` (``vismet`` is HAIVMet).
+``image`` is a path relative to ``image_root`` laid out as ``{source}/{split}/{i}.{png|jpg}``
+(the official layout), or the Hugging Face ``{"bytes", "path"}`` struct for parquet rows.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+from vlamb_nb.benchmarks.vflute.prompts import PROMPTS, SPLIT_SIZES, assigned_prompt, fill_claim, target_text
+from vlamb_nb.errors import DataError, ImageError, NotAvailableError, SettingError
+from vlamb_nb.jsonl import read_json as read_json_file
+
+HUB_ID = "ColumbiaNLP/V-FLUTE"
+SOURCE_NAMES = {"vismet": "HAIVMet", "irfl": "IRFL", "muse": "MuSE", "memecap": "MemeCap", "nycartoons": "NYCartoons"}
+PHENOMENA = ("metaphor", "simile", "idiom", "sarcasm", "humor")
+LABELS = ("entailment", "contradiction")
+# reporting units, in the order of the paper's Table 3 / Table 7
+DATASETS = {"vismet": "HAIVMet", "irfl_metaphor_simile": "IRFL (metaphor/simile)", "irfl_idiom": "IRFL (idiom)",
+            "muse": "MuSE", "memecap": "MemeCap", "nycartoons": "NYCartoons"}
+SPLIT_ALIASES = {"train": "train", "valid": "validation", "validation": "validation", "dev": "validation",
+                 "test": "test"}
+FILE_SPLIT = {"train": "train", "validation": "valid", "test": "test"}  # the repo's file names
+ITEM_COLUMNS = ["id", "split", "index", "source_dataset", "dataset", "dataset_name", "phenomenon", "claim", "label",
+                "label_true", "explanation", "prompt", "prompt_origin", "image", "image_root"]
+
+
+def canonical_split(split: str) -> str:
+    key = SPLIT_ALIASES.get(str(split).lower())
+    if key is None:
+        raise SettingError(f"unknown V-FLUTE split {split!r}; choose train, validation or test")
+    return key
+
+
+def dataset_of(source: str, phenomenon: str) -> str:
+    """The reporting unit: IRFL split by phenomenon, every other source as is."""
+    if source == "irfl":
+        return "irfl_idiom" if phenomenon == "idiom" else "irfl_metaphor_simile"
+    return source
+
+
+# -- validation ------------------------------------------------------------------------------------
+def _require(rec: dict[str, Any], fld: str, src: str, row: int) -> Any:
+    v = rec.get(fld)
+    if v is None or (isinstance(v, float) and v != v) or (isinstance(v, str) and not v.strip()):
+        raise DataError("missing or empty value", source=src, row=row, field=fld)
+    return v
+
+
+def normalise_record(rec: dict[str, Any], *, src: str, row: int, split: str, index: int | None,
+                     image_root: str | None) -> dict[str, Any]:
+    """One validated item row; every problem names the file, row and field."""
+    source = str(_require(rec, "source_dataset", src, row)).strip().lower()
+    if source not in SOURCE_NAMES:
+        raise DataError(f"unknown source_dataset {source!r}; expected one of {', '.join(SOURCE_NAMES)}",
+                        source=src, row=row, field="source_dataset")
+    phen = str(_require(rec, "phenomenon", src, row)).strip().lower()
+    if phen not in PHENOMENA:
+        raise DataError(f"unknown phenomenon {phen!r}", source=src, row=row, field="phenomenon")
+    label = str(_require(rec, "label", src, row)).strip().lower()
+    if label not in LABELS:
+        raise DataError(f"label must be 'entailment' or 'contradiction', got {label!r}", source=src, row=row,
+                        field="label")
+    claim = str(_require(rec, "claim", src, row)).strip()
+    expl = str(_require(rec, "explanation", src, row)).strip()
+    rid = rec.get("id")
+    if rid is None or (isinstance(rid, float) and rid != rid):
+        if index is None:
+            raise DataError("missing id", source=src, row=row, field="id")
+        rid = f"{source}-{FILE_SPLIT[split]}-{index}"
+    rid = str(rid)
+    if index is None:
+        tail = rid.rsplit("-", 1)[-1]
+        index = int(tail) if tail.isdigit() else row
+    prompt = rec.get("prompt")
+    if isinstance(prompt, str) and prompt.strip():
+        if "REPLACE_CLAIM" not in prompt:
+            raise DataError("prompt has no REPLACE_CLAIM slot", source=src, row=row, field="prompt")
+    else:
+        prompt = None
+    image = rec.get("image", rec.get("path"))
+    if isinstance(image, float) and image != image:
+        image = None
+    d = dataset_of(source, phen)
+    return {"id": rid, "split": split, "index": int(index), "source_dataset": source, "dataset": d,
+            "dataset_name": DATASETS[d], "phenomenon": phen, "claim": claim, "label": label,
+            "label_true": 1 if label == "entailment" else 0, "explanation": expl, "prompt": prompt,
+            "prompt_origin": "released" if prompt is not None else None, "image": image, "image_root": image_root}
+
+
+def _frame(rows: list[dict[str, Any]], src: str):
+    import pandas as pd
+
+    df = pd.DataFrame(rows, columns=ITEM_COLUMNS)
+    dup = df["id"].duplicated()
+    if dup.any():
+        raise DataError(f"duplicate id {df.loc[dup, 'id'].iloc[0]!r}", source=src, row=int(dup.idxmax()) + 1,
+                        field="id")
+    df.attrs["source"] = src
+    return df
+
+
+# -- the official files ----------------------------------------------------------------------------
+def read_json(path: str | os.PathLike, *, split: str = "test", image_root: str | None = None):
+    """The official LLaVA-format JSON (a list of records with ``conversations``)."""
+    p = Path(path)
+    data = read_json_file(p, expect=list, what="records")
+    rows = []
+    for i, rec in enumerate(data):
+        if not isinstance(rec, dict):
+            raise DataError("record is not an object", source=str(p), row=i)
+        rows.append(normalise_record(rec, src=str(p), row=i, split=split, index=None, image_root=image_root))
+    return _frame(rows, str(p))
+
+
+def read_csv(path: str | os.PathLike, *, split: str = "test", image_root: str | None = None):
+    """The official CSV (``id, source_dataset, phenomenon, path, claim, label, explanation, prompt, transformed``)."""
+    import pandas as pd
+
+    p = Path(path)
+    try:
+        df = pd.read_csv(p, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, UnicodeDecodeError) as e:
+        raise DataError(f"not a readable CSV: {e}", source=str(p)) from None
+    need = {"source_dataset", "phenomenon", "claim", "label", "explanation"}
+    if missing := need - set(df.columns):
+        raise DataError(f"missing columns {sorted(missing)}", source=str(p))
+    rows = []
+    for i, rec in enumerate(df.to_dict(orient="records")):
+        rec = {k: (None if v == "" else v) for k, v in rec.items()}
+        rows.append(normalise_record(rec, src=str(p), row=i + 2, split=split, index=None, image_root=image_root))
+    return _frame(rows, str(p))
+
+
+def _image_ext(data: bytes) -> str:
+    """``jpg`` when the bytes are JPEG, else ``png`` (the official conversion's rule)."""
+    return "jpg" if data[:3] == b"\xff\xd8\xff" else "png"
+
+
+def read_parquet(paths: list[str | os.PathLike] | str | os.PathLike, *, split: str = "test"):
+    """Hugging Face parquet shards (``image`` as a ``{"bytes","path"}`` struct); ids and prompts as the repo builds them."""
+    import pandas as pd
+
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if not paths:
+        raise DataError(f"no parquet files for split {split!r}")
+    frames = []
+    for p in sorted(str(x) for x in paths):
+        try:
+            frames.append(pd.read_parquet(p))
+        except Exception as e:  # noqa: BLE001 - pyarrow raises many types for a bad file
+            raise DataError(f"not a readable parquet file: {e}", source=p) from None
+    df = pd.concat(frames, ignore_index=True)
+    src = ", ".join(str(p) for p in paths)
+    rows = []
+    for i, rec in enumerate(df.to_dict(orient="records")):
+        img = rec.get("image")
+        if not isinstance(img, dict) or not img.get("bytes"):
+            raise DataError("image is not a Hugging Face {'bytes','path'} struct with bytes", source=src, row=i,
+                            field="image")
+        rec = dict(rec)
+        rec["id"] = None
+        rec["prompt"] = assigned_prompt(split, i, sizes={**SPLIT_SIZES, split: max(SPLIT_SIZES[split], len(df))})
+        rec["image"] = {"bytes": img["bytes"],
+                        "path": f"{str(rec.get('source_dataset', '')).lower()}/{FILE_SPLIT[split]}/{i}."
+                                f"{_image_ext(img['bytes'])}"}
+        item = normalise_record(rec, src=src, row=i, split=split, index=i, image_root=None)
+        item["prompt_origin"] = "seeded"  # the hub rows carry no instruction
+        rows.append(item)
+    return _frame(rows, src)
+
+
+def _hub_parquet(repo_id: str, split: str, token_env: str = "HF_TOKEN") -> list[str]:
+    """Download the split's parquet shards of the gated hub dataset (needs access and ``$HF_TOKEN``)."""
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError
+    except ImportError:  # pragma: no cover
+        raise NotAvailableError("loading from the hub needs the huggingface_hub package") from None
+    token = os.environ.get(token_env) or None
+    try:
+        folder = snapshot_download(repo_id, repo_type="dataset", allow_patterns=[f"data/{split}-*"], token=token)
+    except GatedRepoError:
+        raise NotAvailableError(
+            f"{repo_id} is a gated dataset: accept its conditions on huggingface.co/datasets/{repo_id} and set "
+            f"${token_env} to a token of that account" + ("" if token else f" (${token_env} is not set)")) from None
+    except LocalEntryNotFoundError:
+        raise NotAvailableError(f"{repo_id} is not in the local Hugging Face cache and the hub is unreachable "
+                                "(offline); pass source= a local folder with the official JSON/CSV or parquet") \
+            from None
+    except HfHubHTTPError as e:
+        raise NotAvailableError(f"could not fetch {repo_id}: {e}") from None
+    files = sorted(str(p) for p in Path(folder).glob(f"data/{split}-*.parquet"))
+    if not files:
+        raise DataError(f"no data/{split}-*.parquet files in {repo_id}", source=folder)
+    return files
+
+
+def load_items(source: str | os.PathLike | None = None, *, split: str = "test", image_root: str | None = None,
+               token_env: str = "HF_TOKEN"):
+    """Items from a folder, an official JSON/CSV file, parquet file(s), or the hub id (default)."""
+    split = canonical_split(split)
+    if source is None:
+        source = HUB_ID
+    p = Path(source)
+    if p.is_dir():
+        root = str(image_root or p)
+        stem = f"vflute-v2-{FILE_SPLIT[split]}"
+        for name, reader in ((f"{stem}.json", read_json), (f"{stem}.csv", read_csv)):
+            if (p / name).is_file():
+                return reader(p / name, split=split, image_root=root)
+        shards = sorted(p.glob(f"data/{split}-*.parquet")) or sorted(p.glob(f"{split}-*.parquet"))
+        if shards:
+            return read_parquet(shards, split=split)
+        raise DataError(f"no {stem}.json, {stem}.csv or {split}-*.parquet found", source=str(p))
+    if p.is_file():
+        root = str(image_root or p.parent)
+        suffix = p.suffix.lower()
+        if suffix == ".json":
+            return read_json(p, split=split, image_root=root)
+        if suffix == ".csv":
+            return read_csv(p, split=split, image_root=root)
+        if suffix == ".parquet":
+            return read_parquet(p, split=split)
+        raise DataError("unsupported file type (expected .json, .csv or .parquet)", source=str(p))
+    if isinstance(source, str) and source.count("/") == 1 and not source.startswith((".", "/")):
+        return read_parquet(_hub_parquet(source, split, token_env), split=split)
+    raise DataError("no such file or folder", source=str(source))
+
+
+# -- statistics ------------------------------------------------------------------------------------
+def split_counts(items):
+    """Per source × phenomenon × label counts (the released test split breakdown)."""
+    return (items.groupby(["source_dataset", "phenomenon", "label"]).size().unstack("label", fill_value=0)
+            .reindex(columns=list(LABELS), fill_value=0))
+
+
+def dataset_counts(items):
+    """Counts per reporting unit in Table 3's row order."""
+    c = items["dataset"].value_counts()
+    return c.reindex([d for d in DATASETS if d in c.index])
+
+
+def length_table(items):
+    """Mean claim / explanation length in characters per source (App. B, Figs. 8-9)."""
+    df = items.assign(claim_chars=items["claim"].str.len(), explanation_chars=items["explanation"].str.len())
+    out = df.groupby("source_dataset")[["claim_chars", "explanation_chars"]].mean()
+    out.loc["all"] = df[["claim_chars", "explanation_chars"]].mean()
+    return out.round(1)
+
+
+# -- a generated sample in the official format ----------------------------------------------------
+_SAMPLE_SPEC = [  # (source, phenomenon, labels cycled)
+    ("vismet", "metaphor", LABELS), ("vismet", "simile", LABELS), ("irfl", "metaphor", LABELS),
+    ("irfl", "simile", LABELS), ("irfl", "idiom", LABELS), ("muse", "sarcasm", LABELS),
+    ("memecap", "humor", LABELS), ("nycartoons", "humor", ("entailment",)),
+]
+_SUBJECTS = ["the meeting", "her smile", "the city", "his argument", "the exam", "the market", "the garden",
+             "their friendship", "the old car", "the winter night", "my inbox", "the new phone"]
+_QUALITIES = [("calm", "a stormy sea"), ("bright", "the sun"), ("fast", "a cheetah"), ("cold", "ice"),
+              ("heavy", "a mountain"), ("sharp", "a knife"), ("sweet", "honey"), ("loud", "thunder")]
+_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#CCB974"]
+
+
+def _sample_image(rng: random.Random, fmt: str) -> bytes:
+    from PIL import Image, ImageDraw
+
+    w, h = rng.choice([(96, 64), (80, 80), (64, 96)])
+    img = Image.new("RGB", (w, h), rng.choice(_COLORS))
+    draw = ImageDraw.Draw(img)
+    for _ in range(3):
+        x0, y0 = rng.randrange(w // 2), rng.randrange(h // 2)
+        draw.ellipse([x0, y0, x0 + rng.randrange(8, w // 2), y0 + rng.randrange(8, h // 2)], fill=rng.choice(_COLORS))
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG" if fmt == "jpg" else "PNG")
+    return buf.getvalue()
+
+
+def sample_records(n: int, seed: int, split: str = "test") -> list[dict[str, Any]]:
+    """``n`` generated records covering every source/phenomenon, in the official JSON record shape."""
+    rng = random.Random(seed)
+    recs = []
+    for i in range(n):
+        source, phen, labels = _SAMPLE_SPEC[i % len(_SAMPLE_SPEC)]
+        label = labels[(i // len(_SAMPLE_SPEC)) % len(labels)]
+        subj = rng.choice(_SUBJECTS)
+        quality, vehicle = rng.choice(_QUALITIES)
+        claim = f"{subj.capitalize()} is as {quality} as {vehicle}."
+        shown = quality if label == "entailment" else f"the opposite of {quality}"
+        expl = (f"The image shows {subj} drawn in {rng.choice(['soft', 'bold', 'muted'])} colours, suggesting "
+                f"{shown}. The {phen} compares {subj} to {vehicle}, so the image "
+                f"{'supports' if label == 'entailment' else 'does not support'} the claim.")
+        prompt = rng.choice(PROMPTS)
+        fmt = "jpg" if i % 3 == 2 else "png"
+        rid = f"{source}-{FILE_SPLIT[split]}-{i}"
+        recs.append({"id": rid, "source_dataset": source, "phenomenon": phen, "claim": claim, "label": label,
+                     "explanation": expl, "prompt": prompt, "image": f"{source}/{FILE_SPLIT[split]}/{i}.{fmt}",
+                     "conversations": [{"from": "human", "value": "<image>\n" + fill_claim(prompt, claim)},
+                                       {"from": "gpt", "value": target_text(expl, label)}],
+                     "_image_bytes": _sample_image(rng, fmt)})
+    return recs
+
+
+def write_sample(directory: str | os.PathLike, n: int = 16, seed: int = 0, *, n_train: int = 12) -> Path:
+    """Write test (and a small train) split as official JSON + CSV with generated images; return the folder."""
+    import pandas as pd
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    for split, count, s in (("test", n, seed), ("train", n_train, seed + 1)):
+        if count <= 0:
+            continue
+        recs = sample_records(count, s, split)
+        for r in recs:
+            img_path = out / r["image"]
+            img_path.parent.mkdir(parents=True, exist_ok=True)
+            img_path.write_bytes(r.pop("_image_bytes"))
+        stem = f"vflute-v2-{FILE_SPLIT[split]}"
+        (out / f"{stem}.json").write_text(json.dumps(recs, indent=1, ensure_ascii=False), encoding="utf-8")
+        rows = [{"id": r["id"], "source_dataset": r["source_dataset"], "phenomenon": r["phenomenon"],
+                 "path": r["image"], "claim": r["claim"], "label": r["label"], "explanation": r["explanation"],
+                 "prompt": r["prompt"], "transformed": str({k: v for k, v in r.items()})} for r in recs]
+        pd.DataFrame(rows).to_csv(out / f"{stem}.csv", index=False)
+    return out
+
+
+def write_hf_parquet(items, path: str | os.PathLike, *, image_root: str | os.PathLike | None = None) -> Path:
+    """Items as a Hugging Face-style parquet shard (``image`` struct with embedded bytes), e.g. for tests."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vlamb_nb.images import read_image_bytes
+
+    images = []
+    for _, r in items.iterrows():
+        data, _ = read_image_bytes(r["image"], root=image_root or r["image_root"])
+        images.append({"bytes": data, "path": None})
+    table = pa.table({
+        "image": pa.array(images, type=pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
+        "claim": pa.array(items["claim"].tolist(), type=pa.string()),
+        "label": pa.array(items["label"].tolist(), type=pa.string()),
+        "explanation": pa.array(items["explanation"].tolist(), type=pa.string()),
+        "phenomenon": pa.array(items["phenomenon"].tolist(), type=pa.string()),
+        "source_dataset": pa.array(items["source_dataset"].tolist(), type=pa.string()),
+    })
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, p)
+    return p
+
+
+def parse_transformed(value: str) -> dict[str, Any]:
+    """The CSV's ``transformed`` column (a Python-literal dict) as a record."""
+    try:
+        out = ast.literal_eval(value)
+    except (ValueError, SyntaxError) as e:
+        raise DataError(f"transformed is not a record literal: {e}") from None
+    if not isinstance(out, dict):
+        raise DataError("transformed is not a record")
+    return out
+
+
+def item_image(row: Any) -> Any:
+    """The image source of an item: HF bytes as they are, or a checked path under the item's image root."""
+    img = row["image"]
+    if isinstance(img, dict):
+        return img
+    if not isinstance(img, str) or not img:
+        raise ImageError(f"item {row['id']}: no image reference")
+    from vlamb_nb.images import safe_join
+
+    root = row.get("image_root")
+    if root is None or (isinstance(root, float) and root != root):
+        raise ImageError(f"item {row['id']}: image {img!r} is relative but no image root is known")
+    path = safe_join(root, img)
+    if not path.is_file():
+        raise ImageError(f"item {row['id']}: image file not found: {path} (expected layout "
+                         "{source}/{split}/{i}.{png|jpg} under the data folder)")
+    return str(path)

@@ -1,0 +1,406 @@
+"""V-FLUTE scoring: macro-F1, F1@ExplanationScore thresholds, bootstrap CIs, paired tests, prediction files.
+
+F1@t follows the official rule (``eval/compute_metrics_bscore_bleurt.py``): an item whose
+ExplanationScore is ``<= t`` is made wrong (its prediction is set to ``1 - gold``), then macro-F1
+over the classes present in gold ∪ predictions is computed, exactly like scikit-learn's
+``f1_score(average="macro")``. That is why NYCartoons (all gold labels entailment) is capped
+at 0.5 as soon as one item is predicted or forced to contradiction.
+
+Thresholds are indexed by integer percent ``i`` (t = i/100, i = 0..100), never by float
+equality: the official script looked thresholds up by ``== 0.7`` in ``np.arange(0, 1.01, 0.01)``,
+which fails for 0.7.
+
+Accepted prediction files (``score_prediction_file``):
+
+- our prediction store (``.jsonl`` written by ``vlamb-nb run``): raw outputs, parsed here;
+- the official ``preds.csv`` of ``eval/run_eval.py`` or any CSV with ``id`` and a raw ``output``
+  column: the official extraction is run on ``output``;
+- the official normalised / shared-task shape ``id, label, explanation`` (``label`` as 1/0, or as
+  text such as ``entailment``); missing labels count as wrong.
+
+Gold items whose id has no prediction count as unparsed (wrong, empty explanation) and are reported
+as ``n_missing``; prediction ids not in the gold data are an error (the wrong ``--source``).
+``-o labels=LABELS.csv`` adds the §5.3 adequacy analysis (:mod:`.adequacy`); ``-o compare=OTHER``
+scores a second prediction file with the same scorer and adds the paired bootstrap (Koehn 2004) of
+F1@0/53/60, this file minus the other, as the paper reports its significance tests (notes §8).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vlamb_nb.benchmarks.vflute.adequacy import adequacy_report, read_adequacy_labels
+from vlamb_nb.benchmarks.vflute.data import DATASETS
+from vlamb_nb.benchmarks.vflute.parse import _label_from_marker, parse_output
+from vlamb_nb.errors import DataError, SettingError
+from vlamb_nb.jsonl import iter_jsonl
+
+PERCENTS = np.arange(101)  # threshold i/100 for i = 0..100
+REPORTED = (0, 53, 60)  # Table 4's F1@0, F1@53, F1@60
+
+
+def threshold(pct: int) -> float:
+    """The threshold value for integer percent ``pct`` (0..100)."""
+    if not 0 <= int(pct) <= 100 or int(pct) != pct:
+        raise SettingError(f"threshold percent must be an integer 0..100, got {pct!r}")
+    return int(pct) / 100
+
+
+def macro_f1(y_true: Sequence[int], y_pred: Sequence[int]) -> float:
+    """Binary macro-F1 over the labels present in ``y_true ∪ y_pred`` (scikit-learn's behaviour)."""
+    t = np.asarray(y_true, dtype=int)
+    p = np.asarray(y_pred, dtype=int)
+    if t.shape != p.shape:
+        raise DataError(f"{t.size} gold labels but {p.size} predictions")
+    if t.size == 0:
+        return 0.0
+    return float(_macro_f1_matrix(t, p[None, :])[0])
+
+
+def _macro_f1_matrix(t: np.ndarray, preds: np.ndarray) -> np.ndarray:
+    """Macro-F1 of each row of ``preds`` (shape k × n) against ``t`` (n), binary labels 0/1."""
+    out = np.zeros(preds.shape[0])
+    n_present = np.zeros(preds.shape[0])
+    for c in (0, 1):
+        tc = (t == c)[None, :]
+        pc = preds == c
+        tp = (tc & pc).sum(axis=1)
+        denom = tc.sum() + pc.sum(axis=1)  # 2TP + FP + FN
+        present = denom > 0
+        f1 = np.where(present, 2 * tp / np.where(denom == 0, 1, denom), 0.0)
+        out += f1
+        n_present += present
+    return np.where(n_present > 0, out / np.maximum(n_present, 1), 0.0)
+
+
+def adjusted_predictions(label_true: np.ndarray, label_pred: np.ndarray, scores: np.ndarray,
+                         pct: int) -> np.ndarray:
+    """Official rule: ExplanationScore ``<= t`` → the prediction becomes wrong (``1 - gold``).
+
+    The rule lives in ``vlamb_nb.metrics.explanation_adjusted``; the classes are fixed to 0/1 so
+    a subset with one class present (NYCartoons) is still adjusted.
+    """
+    from vlamb_nb import metrics
+
+    return metrics.explanation_adjusted(np.asarray(label_true, dtype=int), np.asarray(label_pred, dtype=int),
+                                        np.asarray(scores, dtype=float), threshold(pct), labels=(0, 1))
+
+
+def f1_curve_arrays(label_true: Sequence[int], label_pred: Sequence[int], scores: Sequence[float],
+                    percents: Sequence[int] = PERCENTS) -> np.ndarray:
+    """Macro-F1 at each threshold percent, vectorised over thresholds."""
+    t = np.asarray(label_true, dtype=int)
+    p = np.asarray(label_pred, dtype=int)
+    s = np.asarray(scores, dtype=float)
+    if not (t.shape == p.shape == s.shape):
+        raise DataError(f"lengths differ: {t.size} gold, {p.size} predictions, {s.size} scores")
+    if np.isnan(s).any():
+        raise DataError("explanation scores contain NaN")
+    th = np.array([threshold(int(i)) for i in percents])
+    if t.size == 0:
+        return np.zeros(len(th))
+    adjusted = np.where(s[None, :] <= th[:, None], 1 - t[None, :], p[None, :])
+    return _macro_f1_matrix(t, adjusted)
+
+
+def fill_unparsed(label_true: np.ndarray, label_pred: Sequence[Any]) -> np.ndarray:
+    """Unparsed labels (None/NaN) become wrong, as in the official script."""
+    t = np.asarray(label_true, dtype=int)
+    p = np.array([np.nan if v is None else float(v) for v in label_pred])
+    return np.where(np.isnan(p), 1 - t, p).astype(int)
+
+
+def f1_curve(scored, *, by_dataset: bool = True, model: str = "", percents: Sequence[int] = PERCENTS):
+    """Long DataFrame ``model, dataset, pct, threshold, f1`` (``dataset='overall'`` plus each V-FLUTE dataset)."""
+    import pandas as pd
+
+    groups = [("overall", scored)]
+    if by_dataset:
+        groups += [(d, g) for d, g in scored.groupby("dataset", sort=False)]
+    rows = []
+    for name, g in groups:
+        f1s = f1_curve_arrays(g["label_true"], g["label_pred_filled"], g["explanation_score"], percents)
+        rows += [{"model": model, "dataset": name, "pct": int(i), "threshold": threshold(int(i)), "f1": float(f)}
+                 for i, f in zip(percents, f1s, strict=True)]
+    return pd.DataFrame(rows)
+
+
+# -- uncertainty ---------------------------------------------------------------------------------
+def f1_at_ci(label_true, label_pred, scores, pct: int, *, n_resamples: int = 2000, seed: int = 0,
+             alpha: float = 0.05, method: str = "percentile") -> dict[str, Any]:
+    """F1@t with a bootstrap CI over items.
+
+    Predictions are adjusted once by the F1@t rule, then ``vlamb_nb.stats.bootstrap_ci`` resamples
+    them with a vectorized macro-F1 (all resamples in a few matrix products, no Python loop).
+    """
+    from vlamb_nb import stats
+
+    t = np.asarray(label_true, dtype=int)
+    adj = adjusted_predictions(t, np.asarray(label_pred, dtype=int), np.asarray(scores, dtype=float), pct)
+    res = stats.bootstrap_ci(adj, stats.macro_f1_statistic(t), n_resamples=n_resamples, alpha=alpha,
+                             method=method, seed=seed, name=f"F1@{pct}")
+    out = res.to_dict()
+    out["n_resamples"] = n_resamples
+    return out
+
+
+def paired_bootstrap_f1(label_true, pred_a, pred_b, *, n_resamples: int = 10000, seed: int = 0,
+                        scores_a=None, scores_b=None, pct: int = 0) -> dict[str, Any]:
+    """Koehn (2004) paired bootstrap on macro-F1@t of two systems over the same items.
+
+    With explanation scores given, predictions are first adjusted by the F1@t rule. The paper does
+    not give its number of resamples; 10,000 is the default here. ``p`` is two-sided; Koehn's
+    one-sided share is in ``extra["koehn_p"]``.
+    """
+    from vlamb_nb import stats
+
+    t = np.asarray(label_true, dtype=int)
+    a = np.asarray(pred_a, dtype=int)
+    b = np.asarray(pred_b, dtype=int)
+    if not (t.shape == a.shape == b.shape):
+        raise DataError("paired bootstrap needs predictions of both systems on the same items")
+    if scores_a is not None:
+        a = adjusted_predictions(t, a, np.asarray(scores_a, dtype=float), pct)
+    if scores_b is not None:
+        b = adjusted_predictions(t, b, np.asarray(scores_b, dtype=float), pct)
+    res = stats.paired_bootstrap(a, b, stats.macro_f1_statistic(t), n_resamples=n_resamples, seed=seed,
+                                 name=f"F1@{pct} A - B")
+    out = res.to_dict()
+    out["n_resamples"] = n_resamples
+    return out
+
+
+# the significance tests the paper reports (notes §8): system A, system B, metric, published p bound
+PAPER_COMPARISONS = (
+    {"a": "LLaVA-7B → eViL + VF", "b": "GPT-4 5-shot", "metric": "F1@0", "paper_p": "< 0.03"},
+    {"a": "LLaVA-7B → VF", "b": "LLaVA-7B → VF − Image", "metric": "F1@0", "paper_p": "< 0.002"},
+    {"a": "Human annotator 1", "b": "LLaVA-7B → eViL + VF", "metric": "F1@0 (99 items)", "paper_p": "< 0.05"},
+    {"a": "Human annotator 2", "b": "LLaVA-7B → eViL + VF", "metric": "F1@0 (99 items)", "paper_p": "< 0.07"},
+    {"a": "multi-task fine-tuning", "b": "label-only fine-tuning", "metric": "F1 (App. J)", "paper_p": "< 0.1"},
+)
+
+
+def compare_runs(scored_a, scored_b, *, percents: Sequence[int] = REPORTED, n_resamples: int = 10000,
+                 seed: int = 0) -> list[dict[str, Any]]:
+    """Paired bootstrap (Koehn 2004) of two scored runs at each F1@t, items matched by id.
+
+    The paper compares systems this way (notes §8) without giving its resample count; each run's
+    own ExplanationScores decide its F1@t adjustment. Both runs must cover the same items, since an
+    unpaired item would silently change what is compared.
+    """
+    a = scored_a.set_index("id")
+    b = scored_b.set_index("id")
+    only_a, only_b = a.index.difference(b.index), b.index.difference(a.index)
+    if len(only_a) or len(only_b) or a.index.has_duplicates or b.index.has_duplicates:
+        raise DataError(f"a paired comparison needs both runs on the same items: {len(only_a)} only in A, "
+                        f"{len(only_b)} only in B" + (" (duplicate ids)" if a.index.has_duplicates
+                                                       or b.index.has_duplicates else ""))
+    b = b.loc[a.index]
+    if not (a["label_true"].to_numpy() == b["label_true"].to_numpy()).all():
+        raise DataError("the two runs disagree on gold labels: they were scored against different data")
+    t = a["label_true"].to_numpy(dtype=int)
+    out = []
+    for pct in percents:
+        res = paired_bootstrap_f1(t, a["label_pred_filled"].to_numpy(dtype=int),
+                                  b["label_pred_filled"].to_numpy(dtype=int), n_resamples=n_resamples, seed=seed,
+                                  scores_a=a["explanation_score"].to_numpy(dtype=float),
+                                  scores_b=b["explanation_score"].to_numpy(dtype=float), pct=int(pct))
+        res["pct"] = int(pct)
+        out.append(res)
+    return out
+
+
+def _label_value(v: Any) -> int | None:
+    """A label cell of an official prediction file: 1/0 (possibly as text or float), or a label word."""
+    if v is None or (isinstance(v, float) and v != v):
+        return None
+    s = str(v).strip()
+    if s in ("", "nan", "None"):
+        return None
+    try:
+        f = float(s)
+    except ValueError:
+        return _label_from_marker(s)
+    if f in (0.0, 1.0):
+        return int(f)
+    raise DataError(f"label {v!r} is neither 0/1 nor a label word")
+
+
+def read_predictions(path: str | os.PathLike, *, scene_graph: bool | None = None):
+    """A predictions file as ``id, label_pred, explanation_pred, parse_rule, source_format``."""
+    import pandas as pd
+
+    p = Path(path)
+    if not p.is_file():
+        raise DataError("predictions file not found", source=str(p))
+    sg = scene_graph if scene_graph is not None else "sg" in p.name  # the official script's file-name rule
+    rows = []
+    if p.suffix.lower() == ".jsonl":
+        for i, rec in iter_jsonl(p):
+            if "request_id" not in rec:
+                raise DataError("store record without request_id", source=str(p), row=i, field="request_id")
+            rid = str(rec["request_id"])
+            if rid.endswith("::sg"):
+                continue  # the scene-graph step of a two-step run
+            is_sg = sg or rec.get("setting") == "scene_graph"
+            parsed = parse_output(None if rec.get("error") else rec.get("text"), scene_graph=is_sg)
+            rows.append({"id": rid.split("::")[0], **parsed, "source_format": "store"})
+        df = pd.DataFrame(rows)
+        if not df.empty:
+            df = df.drop_duplicates("id", keep="last")  # a resumed store may hold a retried request
+    else:
+        try:
+            raw = pd.read_csv(p)
+        except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as e:
+            raise DataError(f"not a readable CSV: {e}", source=str(p)) from None
+        if "id" not in raw.columns:
+            raise DataError("missing column 'id'", source=str(p))
+        if "output" in raw.columns:
+            for _, r in raw.iterrows():
+                rows.append({"id": str(r["id"]), **parse_output(r["output"], scene_graph=sg),
+                             "source_format": "official raw output"})
+        elif {"label", "explanation"} <= set(raw.columns):
+            for i, r in raw.iterrows():
+                try:
+                    lab = _label_value(r["label"])
+                except DataError as e:
+                    raise DataError(str(e), source=str(p), row=int(i) + 2, field="label") from None
+                expl = r["explanation"]
+                expl = "" if expl is None or (isinstance(expl, float) and expl != expl) else str(expl)
+                rows.append({"id": str(r["id"]), "label_pred": lab, "explanation_pred": expl,
+                             "valid": lab is not None, "parse_rule": "given", "source_format": "official id,label,explanation"})
+        else:
+            raise DataError("expected an 'output' column or 'label' and 'explanation' columns", source=str(p))
+        df = pd.DataFrame(rows)
+        dup = df["id"].duplicated() if not df.empty else []
+        if len(df) and dup.any():
+            raise DataError(f"duplicate prediction id {df.loc[dup, 'id'].iloc[0]!r}", source=str(p))
+    if df.empty:
+        raise DataError("no predictions in the file", source=str(p))
+    return df
+
+
+def _default_source():
+    from vlamb_nb.benchmarks.vflute.data import HUB_ID
+    from vlamb_nb.paths import shared_data_dir
+
+    shared = shared_data_dir()
+    if shared is not None and (shared / "vflute").is_dir():
+        return shared / "vflute"
+    return HUB_ID
+
+
+def score_prediction_file(bench, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
+                          scorer: Any = "auto", split: str = "test", scene_graph: bool | None = None,
+                          ci: bool = True, n_resamples: int = 2000,
+                          labels: str | os.PathLike | None = None,
+                          compare: str | os.PathLike | None = None) -> dict[str, Any]:
+    """F1@0/53/60 overall and per dataset for a prediction file, with bootstrap CIs overall.
+
+    ``labels``: a human adequacy labels CSV (module doc); adds ExplanationScore-vs-adequacy (PR-AUC,
+    thresholds, kappa) under ``"adequacy"``. ``compare``: a second prediction file; adds the paired
+    bootstrap of this file minus that one under ``"paired_bootstrap"``.
+    """
+    from vlamb_nb.scorers.explanation import get_scorer
+
+    human = read_adequacy_labels(labels) if labels is not None else None
+    items = bench.load(source if source is not None else _default_source(), split=split)
+    scorer = get_scorer(scorer)  # one instance, so a compared file is scored alike (and its cache reused)
+    scored, n_missing = _score_file(bench, predictions, items, scorer, scene_graph)
+    curve = f1_curve(scored)
+    at = curve[curve["pct"].isin(REPORTED)]
+    f1 = {d: {f"F1@{int(r.pct)}": round(100 * r.f1, 2) for r in g.itertuples()} for d, g in at.groupby("dataset",
+                                                                                                        sort=False)}
+    out: dict[str, Any] = {
+        "benchmark": "vflute", "predictions": str(predictions), "n": int(len(scored)), "n_missing": n_missing,
+        "n_unparsed": int(scored["label_pred"].isna().sum()), "scorer": scored.attrs["scorer"],
+        "f1": {k: f1[k] for k in ["overall", *DATASETS] if k in f1},
+        "mean_explanation_score": float(scored["explanation_score"].mean()),
+    }
+    if ci:
+        out["ci"] = {f"F1@{p}": {k: (round(100 * v, 2) if k in ("estimate", "ci_low", "ci_high") else v)
+                                 for k, v in f1_at_ci(scored["label_true"], scored["label_pred_filled"],
+                                                      scored["explanation_score"], p,
+                                                      n_resamples=n_resamples).items()}
+                     for p in REPORTED}
+    from vlamb_nb.models.base import ModelInfo
+
+    devs = bench.deviations(ModelInfo("file", backend="file"), "zero_shot", scored.attrs["scorer"])
+    out["deviations"] = [str(d) for d in devs]
+    if human is not None:
+        res = adequacy_report(scored, human, n_resamples=min(n_resamples, 1000) if ci else 0)
+        res.pop("curve")
+        out["adequacy"] = res
+    if compare is not None:
+        other, other_missing = _score_file(bench, compare, items, scorer, scene_graph)
+        tests = compare_runs(scored, other, n_resamples=n_resamples)
+        out["paired_bootstrap"] = {
+            "a": str(predictions), "b": str(compare), "b_n_missing": other_missing,
+            "b_n_unparsed": int(other["label_pred"].isna().sum()),
+            "tests": {f"F1@{r['pct']}": {k: (round(100 * v, 2) if k in ("estimate", "ci_low", "ci_high") else v)
+                                         for k, v in r.items()} for r in tests},
+            "paper_comparisons": list(PAPER_COMPARISONS)}
+    return out
+
+
+def _score_file(bench, predictions: str | os.PathLike, items, scorer: Any,
+                scene_graph: bool | None) -> tuple[Any, int]:
+    """A prediction file joined to the gold items and scored; also how many items it has no prediction for."""
+    preds = read_predictions(predictions, scene_graph=scene_graph)
+    unknown = sorted(set(preds["id"]) - set(items["id"]))
+    if unknown:
+        raise DataError(f"{len(unknown)} prediction id(s) are not in the gold data (wrong --source?), e.g. "
+                        f"{unknown[0]!r}", source=str(predictions))
+    merged = items.merge(preds, on="id", how="left")
+    n_missing = int(merged["source_format"].isna().sum())
+    merged["label_pred"] = merged["label_pred"].astype(object).where(merged["label_pred"].notna(), None)
+    merged["explanation_pred"] = merged["explanation_pred"].fillna("")
+    return bench.score(merged, scorer=scorer), n_missing
+
+
+def _drop(f0: float, f60: float) -> float:
+    """Fig. 6's % drop from F1@0 to F1@0.6 (NaN when F1@0 is 0)."""
+    return float("nan") if f0 == 0 else float((f0 - f60) / f0 * 100)
+
+
+def score_predictions(predictions, *, scorer: Any = "auto"):
+    """Gold vs parsed labels (unparsed → wrong) and the ExplanationScore of every explanation."""
+    from vlamb_nb.scorers.explanation import get_scorer, scorer_info
+
+    df = predictions.copy()
+    if df.empty:
+        raise DataError("no predictions to score")
+    sc = get_scorer(scorer)
+    df["label_pred_filled"] = fill_unparsed(df["label_true"].to_numpy(), df["label_pred"].tolist())
+    df["correct"] = df["label_pred_filled"] == df["label_true"]
+    df["explanation_pred"] = df["explanation_pred"].fillna("").astype(str)
+    df["explanation_score"] = sc.score(df["explanation_pred"].tolist(), df["explanation"].astype(str).tolist())
+    df["explanation_scorer"] = sc.name
+    df.attrs["scorer"] = scorer_info(sc)
+    return df
+
+
+def tables(scored, *, model: str = "ours", ci: bool = False, n_resamples: int = 2000) -> dict[str, Any]:
+    """Table 4 row (F1@0/53/60 ×100), the per-dataset breakdown (Table 7 layout), the F1@t curve, Fig. 6 drops."""
+    import pandas as pd
+
+    curve = f1_curve(scored, model=model)
+    wide = curve[curve["pct"].isin(REPORTED)].pivot(index="dataset", columns="pct", values="f1") * 100
+    wide.columns = [f"F1@{p}" for p in wide.columns]
+    order = ["overall"] + [d for d in DATASETS if d in wide.index]
+    wide = wide.loc[order]
+    table4 = wide.loc[["overall"]].rename(index={"overall": model})
+    if ci:
+        for p in REPORTED:
+            r = f1_at_ci(scored["label_true"], scored["label_pred_filled"], scored["explanation_score"], p,
+                         n_resamples=n_resamples)
+            table4[f"F1@{p} CI"] = f"[{100 * r['ci_low']:.2f}, {100 * r['ci_high']:.2f}]"
+    by_ds = wide.rename(index={d: DATASETS.get(d, d) for d in wide.index})
+    drop = pd.DataFrame({"dataset": [DATASETS[d] for d in order[1:]],
+                         "drop_pct": [_drop(wide.loc[d, "F1@0"], wide.loc[d, "F1@60"]) for d in order[1:]]})
+    return {"Table 4": table4.round(2), "By dataset": by_ds.round(2), "F1 curve": curve, "Fig. 6": drop}

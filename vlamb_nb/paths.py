@@ -1,0 +1,61 @@
+"""Where things live: the checkout, the released data beside it, and the folders a run writes into.
+
+The lowest layer of the package (no imports from it), so models, plots and notebooks can all ask it
+without importing each other.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from vlamb_nb.errors import SettingError
+
+TINY_SEED_ENV = "VLAMB_TINY_SEED"
+
+
+def repo_root() -> Path:
+    """The checkout the package was installed from (the folder holding ``notebooks/``), else the cwd.
+
+    Only for reading what ships with the checkout (notebooks, the released data beside it); never a place
+    to write, since an editable install points every copy of the repository here.
+    """
+    here = Path(__file__).resolve().parent.parent
+    if (here / "notebooks").is_dir():
+        return here
+    return Path.cwd()
+
+
+def _env_dir(var: str, default: Path, paper: str | None) -> Path:
+    base = Path(os.environ[var]) if os.environ.get(var) else default
+    out = base / paper if paper else base
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def figures_dir(paper: str | None = None) -> Path:
+    """Where figures are written: ``$VLAMB_FIGURES_DIR/<paper>``, else ``./figures/<paper>`` (the cwd)."""
+    return _env_dir("VLAMB_FIGURES_DIR", Path.cwd() / "figures", paper)
+
+
+def run_dir(paper: str | None = None) -> Path:
+    """Where a notebook's working files go (stores, labels, samples), so a rerun resumes them:
+    ``$VLAMB_RUN_DIR/<paper>``, else ``./runs/<paper>`` (the cwd)."""
+    return _env_dir("VLAMB_RUN_DIR", Path.cwd() / "runs", paper)
+
+
+def shared_data_dir() -> Path | None:
+    """The released data beside the checkout (``../shared/data``), when present."""
+    env = os.environ.get("VLAMB_SHARED_DATA")
+    cand = Path(env) if env else repo_root().parent / "shared" / "data"
+    return cand if cand.is_dir() else None
+
+
+def tiny_seed() -> int:
+    """Seed of the tiny random checkpoints (``$VLAMB_TINY_SEED``, default 0); a different seed is a different
+    checkpoint, which is how CI shows that no notebook depends on what a random model happens to say."""
+    raw = os.environ.get(TINY_SEED_ENV, "0") or "0"
+    try:
+        return int(raw)
+    except ValueError:
+        raise SettingError(f"{TINY_SEED_ENV} must be an integer, got {raw!r}") from None

@@ -1,0 +1,9 @@
+"""Saliency: where a VLM looks in the image when it answers.
+
+- :mod:`.grid` maps image tokens to image regions for each model family (token positions);
+- :mod:`.methods` computes maps (attention, rollout, gradient x input) with :class:`~.methods.Explainer`;
+- :mod:`.analysis` turns maps into numbers and pictures (mass in boxes, pointing game, overlays);
+- :mod:`.study` runs one benchmark's study end to end (answers → maps → box mass).
+
+Nothing heavy is imported here; torch loads only when an explainer is built.
+"""

@@ -1,0 +1,326 @@
+"""Pluggable text-to-box grounding: which image region does a phrase describe?
+
+RACQUET grounds each single-referent answer with text-prompted SAM (lang-segment-anything,
+whose box comes from Grounding DINO). Here a grounder is anything with
+``ground(image, text) -> list[Detection]``. The default, :class:`ZeroShotDetector`, runs a
+transformers zero-shot detector (Grounding DINO or OWLv2) from a local folder or hub id;
+:class:`TableGrounder` replays boxes from a table (another tool's output, or tests).
+
+Choices the paper leaves open are parameters: the text prompt (the whole response or a
+phrase), the thresholds (lang-sam's defaults 0.3 / 0.25), and which detection is taken
+(the highest score; none above threshold means "not grounded", which is counted).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from vlamb_nb.errors import NotAvailableError, SettingError
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One box in absolute xyxy pixels of the original image, with its score and matched phrase."""
+
+    box: tuple[float, float, float, float]
+    score: float
+    label: str = ""
+
+
+@runtime_checkable
+class Grounder(Protocol):
+    name: str
+
+    def ground(self, image: Any, text: str, key: str | None = None) -> list[Detection]:
+        """Detections for ``text`` in ``image`` (PIL), best first; ``key`` names the row (for replayed boxes)."""
+        ...
+
+
+def best_box(detections: Sequence[Detection]) -> tuple[float, float, float, float] | None:
+    """The highest-scoring box, or None when nothing was detected."""
+    if not detections:
+        return None
+    return max(detections, key=lambda d: d.score).box
+
+
+def prompt_text(text: str, *, max_words: int = 40) -> str:
+    """A detector prompt from a response: whitespace-normalised, cut to ``max_words`` (text encoders are short)."""
+    words = str(text).split()
+    return " ".join(words[:max_words])
+
+
+class TableGrounder:
+    """Boxes looked up by key (e.g. the response id), or computed by a function of (image, text)."""
+
+    name = "table"
+
+    def __init__(self, boxes: Mapping[str, Sequence[float] | None] | Callable[[Any, str], Any]) -> None:
+        self._boxes = boxes
+
+    def ground(self, image: Any, text: str, key: str | None = None) -> list[Detection]:
+        if callable(self._boxes):
+            box = self._boxes(image, text)
+        else:
+            box = self._boxes.get(key if key is not None else text)
+        if box is None:
+            return []
+        return [Detection(tuple(float(v) for v in box), 1.0, text)]  # type: ignore[arg-type]
+
+
+class ZeroShotDetector:
+    """A transformers zero-shot object detector (Grounding DINO, OWLv2, OWL-ViT) behind :class:`Grounder`.
+
+    ``model`` is a hub id or a local folder; the weights are loaded lazily on first use.
+    Grounding DINO prompts are lower-cased and end with "." as lang-sam does.
+    """
+
+    def __init__(self, model: str | os.PathLike = "IDEA-Research/grounding-dino-base", *,
+                 box_threshold: float = 0.3, text_threshold: float = 0.25, device: str = "cpu",
+                 max_words: int = 40) -> None:
+        self.model_id = str(model)
+        self.name = f"zero-shot:{self.model_id}"
+        self.box_threshold = box_threshold
+        self.text_threshold = text_threshold
+        self.device = device
+        self.max_words = max_words
+        self._model = None
+        self._processor = None
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        try:
+            from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
+        except ImportError:
+            raise NotAvailableError("grounding needs transformers (pip install 'vlamb_nb[models]')") from None
+        self._processor = AutoProcessor.from_pretrained(self.model_id)
+        self._model = AutoModelForZeroShotObjectDetection.from_pretrained(self.model_id).to(self.device).eval()
+
+    @property
+    def kind(self) -> str:
+        self._load()
+        return str(self._model.config.model_type)  # type: ignore[union-attr]
+
+    @property
+    def text_limit(self) -> int:
+        """The most text tokens this detector takes, read from its own config (Grounding DINO's
+        ``max_text_len``, 256 for the released checkpoints; the OWL text encoder's position embeddings)."""
+        self._load()
+        cfg = self._model.config  # type: ignore[union-attr]
+        limit = getattr(cfg, "max_text_len", None)
+        if limit is None:
+            text_cfg = getattr(cfg, "text_config", None)
+            limit = getattr(text_cfg, "max_position_embeddings", None)
+        tok_max = getattr(getattr(self._processor, "tokenizer", None), "model_max_length", None)
+        if isinstance(tok_max, int) and tok_max < 100_000:
+            limit = min(limit, tok_max) if limit else tok_max
+        if not limit:
+            raise NotAvailableError(f"{self.model_id}: cannot tell the detector's text limit from its config")
+        return int(limit)
+
+    def _fit(self, phrase: str, limit: int, *, reserve: int = 0) -> str:
+        """``phrase`` cut to whole tokens so that it, the special tokens and ``reserve`` more fit in ``limit``
+        (a longer text makes the detector's text features and its position tables disagree in size)."""
+        tok = self._processor.tokenizer  # type: ignore[union-attr]
+        budget = max(1, limit - tok.num_special_tokens_to_add() - reserve)
+        ids = tok(phrase, add_special_tokens=False)["input_ids"]
+        if len(ids) <= budget:
+            return phrase
+        return tok.decode(ids[:budget], skip_special_tokens=True).strip()
+
+    def ground(self, image: Any, text: str, key: str | None = None) -> list[Detection]:
+        import torch
+
+        self._load()
+        phrase = prompt_text(text, max_words=self.max_words)
+        if not phrase:
+            return []
+        proc, model = self._processor, self._model
+        w, h = image.size
+        limit = self.text_limit
+        if self.kind == "grounding-dino":
+            phrase = self._fit(phrase.lower().rstrip("."), limit, reserve=1) + "."
+            inputs = proc(images=image, text=phrase, return_tensors="pt", truncation=True, max_length=limit)
+        else:  # OWL-ViT / OWLv2 take a list of queries per image
+            phrase = self._fit(phrase, limit)
+            inputs = proc(images=image, text=[[phrase]], return_tensors="pt", truncation=True, max_length=limit,
+                          padding="max_length")
+        inputs = {k: v.to(self.device) if hasattr(v, "to") else v for k, v in inputs.items()}
+        with torch.no_grad():
+            out = model(**inputs)  # type: ignore[misc]
+        if self.kind == "grounding-dino":
+            res = proc.post_process_grounded_object_detection(  # type: ignore[union-attr]
+                out, inputs["input_ids"], threshold=self.box_threshold, text_threshold=self.text_threshold,
+                target_sizes=[(h, w)])[0]
+            labels = res["text_labels"] if "text_labels" in res else res.get("labels", [])
+        else:
+            # OWLv2 pads images to a square (bottom/right) before predicting: scale by the padded side
+            side = (max(h, w), max(h, w)) if self.kind == "owlv2" else (h, w)
+            res = proc.post_process_grounded_object_detection(  # type: ignore[union-attr]
+                out, threshold=self.box_threshold, target_sizes=[side])[0]
+            labels = [phrase] * len(res["scores"])
+        from vlamb_nb.boxes import clip
+
+        dets = [Detection(clip(b, w, h), float(s), str(lab))
+                for b, s, lab in zip(res["boxes"].tolist(), res["scores"].tolist(), labels, strict=False)]
+        return sorted(dets, key=lambda d: -d.score)
+
+
+TINY_DETECTOR_VERSION = 3
+_TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "'", "the", "a", "is", "are", "on", "in", "of",
+               "and", "left", "right", "middle", "center", "red", "blue", "green", "yellow", "white", "black", "bus",
+               "car", "dog", "person", "man", "woman", "umbrella", "wearing", "color", "shirt", "t", "-", "one",
+               "other", "two", "there", "which"]
+
+
+def _tiny_grounding_dino(out: Path) -> None:
+    from transformers import (
+        BertConfig,
+        BertTokenizerFast,
+        GroundingDinoConfig,
+        GroundingDinoForObjectDetection,
+        GroundingDinoImageProcessor,
+        GroundingDinoProcessor,
+        SwinConfig,
+    )
+
+    # the vocabulary is passed as a mapping: transformers 5 ignores a ``vocab_file`` keyword (every word
+    # would become [UNK])
+    tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(_TINY_VOCAB)})
+    proc = GroundingDinoProcessor(image_processor=GroundingDinoImageProcessor(
+        size={"shortest_edge": 64, "longest_edge": 96}), tokenizer=tok)
+    backbone = SwinConfig(image_size=64, patch_size=4, embed_dim=8, depths=[1, 1, 1, 1], num_heads=[1, 1, 1, 1],
+                          window_size=2, out_features=["stage2", "stage3", "stage4"])
+    text = BertConfig(vocab_size=len(_TINY_VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                      intermediate_size=32, max_position_embeddings=64)
+    # decoder_layers >= 2: the box heads of layers 1.. are tied to layer 0's
+    cfg = GroundingDinoConfig(backbone_config=backbone, text_config=text, d_model=32, encoder_layers=1,
+                              decoder_layers=2, encoder_ffn_dim=32, decoder_ffn_dim=32, encoder_attention_heads=2,
+                              decoder_attention_heads=2, num_queries=10, num_feature_levels=4, encoder_n_points=2,
+                              decoder_n_points=2, max_text_len=32, use_timm_backbone=False)
+    GroundingDinoForObjectDetection(cfg).save_pretrained(out)
+    proc.save_pretrained(out)
+
+
+def _tiny_owlv2(out: Path) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import (
+        Owlv2Config,
+        Owlv2ForObjectDetection,
+        Owlv2ImageProcessor,
+        Owlv2Processor,
+        PreTrainedTokenizerFast,
+    )
+
+    words = ["<|startoftext|>", "<|endoftext|>", *[w for w in _TINY_VOCAB if not w.startswith("[")]]
+    tk = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(words)}, unk_token="<|endoftext|>"))
+    tk.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<|startoftext|>", eos_token="<|endoftext|>",
+                                  pad_token="<|endoftext|>", model_max_length=16)
+    proc = Owlv2Processor(image_processor=Owlv2ImageProcessor(size={"height": 64, "width": 64}), tokenizer=tok)
+    cfg = Owlv2Config(text_config=dict(vocab_size=len(words), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                       num_attention_heads=2, max_position_embeddings=16, bos_token_id=0,
+                                       eos_token_id=1, pad_token_id=1),
+                      vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                         num_attention_heads=2, image_size=64, patch_size=16), projection_dim=32)
+    Owlv2ForObjectDetection(cfg).save_pretrained(out)
+    proc.save_pretrained(out)
+
+
+_TINY_BUILDERS = {"grounding-dino": _tiny_grounding_dino, "owlv2": _tiny_owlv2}
+
+
+def build_tiny_detector(directory: str | os.PathLike, *, kind: str = "grounding-dino", seed: int = 0) -> Path:
+    """A tiny random zero-shot detector (real config, processor and tokenizer classes), built offline.
+
+    ``kind`` is ``grounding-dino`` (what lang-sam uses) or ``owlv2``. It exercises exactly the code
+    path of the hub checkpoints; its boxes are random, so it demonstrates the pipeline and never
+    measures anything. Written atomically, so concurrent builders never see half a checkpoint.
+    """
+    import shutil
+    import tempfile
+
+    import torch
+
+    if kind not in _TINY_BUILDERS:
+        raise SettingError(f"no tiny detector {kind!r}; choose one of {', '.join(_TINY_BUILDERS)}")
+    out = Path(directory)
+    marker = out / "vlamb_tiny.json"
+    want = {"version": TINY_DETECTOR_VERSION, "seed": seed, "kind": kind}
+    if marker.is_file() and json.loads(marker.read_text()) == want:
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+    try:
+        torch.manual_seed(seed)
+        _TINY_BUILDERS[kind](tmp)
+        (tmp / "vlamb_tiny.json").write_text(json.dumps(want))
+        if out.exists():
+            shutil.rmtree(out, ignore_errors=True)
+        try:
+            os.replace(tmp, out)
+        except OSError:  # a concurrent builder finished first
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def tiny_detector_path(kind: str = "grounding-dino", *, seed: int = 0,
+                       cache_dir: str | os.PathLike | None = None) -> Path:
+    """The cached tiny detector (built on first use) under the package's per-user cache."""
+    from vlamb_nb.models.tiny import default_cache_dir
+
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    return build_tiny_detector(root / "tiny" / f"{kind}-v{TINY_DETECTOR_VERSION}-seed{seed}", kind=kind, seed=seed)
+
+
+def get_grounder(spec: str | Grounder | None = None, **kwargs: Any) -> Grounder:
+    """A grounder from an instance, ``"tiny"`` / ``"tiny:owlv2"`` (tiny random detectors), a model id or
+    folder, or None (the default detector)."""
+    if spec is None:
+        return ZeroShotDetector(**kwargs)
+    if isinstance(spec, str) and (spec == "tiny" or spec.startswith("tiny:")):
+        from vlamb_nb.paths import tiny_seed
+
+        kind = spec.split(":", 1)[1] if ":" in spec else "grounding-dino"
+        det = ZeroShotDetector(tiny_detector_path(kind, seed=tiny_seed()), **kwargs)
+        det.name = f"zero-shot:tiny random {kind}"
+        return det
+    if isinstance(spec, str | os.PathLike):
+        return ZeroShotDetector(spec, **kwargs)
+    if hasattr(spec, "ground"):
+        return spec
+    raise SettingError(f"not a grounder: {spec!r}")
+
+
+def ground_rows(grounder: Grounder, rows, *, image_column: str = "image", text_column: str = "response",
+                key_column: str | None = None, loader: Callable[[Any], Any] | None = None,
+                progress: bool = True):
+    """Ground each row's text in its image; adds ``response_box`` (xyxy or None) and ``ground_score``."""
+    from tqdm.auto import tqdm
+
+    from vlamb_nb.images import load_image
+
+    load = loader or load_image
+    boxes, scores = [], []
+    cache: dict[Any, Any] = {}
+    for _, r in tqdm(list(rows.iterrows()), disable=not progress, desc=f"ground {grounder.name}"):
+        src = r[image_column]
+        ck = src if isinstance(src, str) else id(src)
+        if ck not in cache:
+            cache = {ck: load(src)}  # keep one decoded image: rows of one image are usually adjacent
+        dets = grounder.ground(cache[ck], str(r[text_column]), key=str(r[key_column]) if key_column else None)
+        b = best_box(dets)
+        boxes.append(b)
+        scores.append(max((d.score for d in dets), default=None))
+    out = rows.copy()
+    out["response_box"] = boxes
+    out["ground_score"] = scores
+    return out
