@@ -36,13 +36,15 @@ def repo_root() -> Path:
 def run_notebook(repo_root, tmp_path, monkeypatch):
     """Execute ``notebooks/<name>.ipynb`` with papermill in ``tmp_path`` and return its recorded results.
 
-    Figures go to ``tmp_path / "figures"`` so the repository's ``figures/`` is untouched.
+    Figures go to ``tmp_path / "figures"`` and working files to ``tmp_path / "runs"``, so the repository is
+    untouched.
     """
     papermill = pytest.importorskip("papermill")
     from vlamb_nb.notebook import collect_results
 
     def run(name: str, **parameters):
         monkeypatch.setenv("VLAMB_FIGURES_DIR", str(tmp_path / "figures"))
+        monkeypatch.setenv("VLAMB_RUN_DIR", str(tmp_path / "runs"))
         out = tmp_path / f"{name}.out.ipynb"
         papermill.execute_notebook(str(repo_root / "notebooks" / f"{name}.ipynb"), str(out), kernel_name="python3",
                                    parameters=parameters, cwd=str(tmp_path), progress_bar=False,

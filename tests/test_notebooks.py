@@ -33,3 +33,25 @@ def test_first_code_cell_is_the_parameters_cell_and_papermill_reads_every_parame
 
 def test_every_notebook_is_run_by_reproduce():
     assert {p.stem for p in PATHS} <= set(NOTEBOOKS)
+
+
+# parameters that change how a model is run: a real run must never inherit an offline shortcut as default
+MODEL_PARAMS = ("model", "model_spec")
+PAPER_SETTINGS = ("max_new_tokens", "num_beams", "n_samples", "limit", "judge_spec", "judge_max_new_tokens",
+                  "max_steps", "learning_rate", "batch_size", "grad_accum", "n_demo", "n_train", "n_test")
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_defaults_are_the_papers_and_the_offline_shortcuts_are_a_profile(path):
+    declared = papermill.inspect_notebook(str(path))
+    assert "profile" in declared and declared["profile"]["default"] == "None", f"{path.name}: no profile parameter"
+    for name in MODEL_PARAMS:
+        if name in declared:
+            assert declared[name]["default"] == "None", f"{path.name}: {name} defaults to {declared[name]['default']}"
+    for name in PAPER_SETTINGS:
+        if name in declared:
+            assert declared[name]["default"] == "None", \
+                f"{path.name}: {name} = {declared[name]['default']} is an offline shortcut, not the paper's default"
+    source = path.read_text(encoding="utf-8")
+    assert "setup(" in source, f"{path.name}: does not resolve its profile with notebook.setup"
+    assert "tempfile" not in source, f"{path.name}: working files belong under the run folder"

@@ -31,5 +31,8 @@ def test_racquet_notebook_defaults(tmp_path, run_notebook):
     t1 = res["table1"][0]
     assert t1["responses"] == sum(v["sum"] for v in res["responses"].values())  # every valid response grounded
     assert sum(res["table1_status"].values()) == t1["responses"]
-    assert (tmp_path / "figures" / "racquet" / "fig3-4-class-shares-pipeline.png").is_file()
+    assert any(d.startswith("samples per item: paper 10; here 2 (offline profile)") for d in res["deviations"])
+    for name in ("fig3-4-class-shares-pipeline", "fig8-class-shares-by-subject"):  # the stand-in's answers: demos
+        assert (tmp_path / "figures" / "racquet" / "demo" / f"{name}.png").is_file()
+        assert not (tmp_path / "figures" / "racquet" / f"{name}.png").exists()
     assert (tmp_path / "runs" / "racquet-bias-labels.csv").exists() is False  # nothing labelled, nothing written

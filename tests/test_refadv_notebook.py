@@ -12,7 +12,12 @@ def test_refadv_notebook_defaults(tmp_path, run_notebook):
     assert {r["setting"] for r in res["pipeline_ablation"]} == {"direct", "cot", "bow", "fixed"}
     assert all(r["n"] > 0 for r in res["pipeline_ablation"])
     assert any(d["what"] == "quantization" for d in res["deviations"])
-    assert (tmp_path / "figures" / "refadv" / "iou_histogram.png").is_file()
+    short = next(d for d in res["deviations"] if d["what"] == "max_new_tokens")
+    assert short["paper"] == "1024" and short["ours"] == "8 (offline profile)"
+    figs = tmp_path / "figures" / "refadv"
+    assert (figs / "demo" / "demo_boxes.png").is_file() and not (figs / "demo_boxes.png").exists()
+    # failure-mode figures come from the released predictions when present, else they are a demo
+    assert (figs / ("" if "refadv_s_matches" in res else "demo") / "iou_histogram.png").is_file()
     if "refadv_s_matches" in res:  # released data present: the pipeline covers every demo image
         assert {r["n"] for r in res["pipeline_ablation"]} == {31}
         assert res["refadv_s_matches"]["matched"] == res["refadv_s_matches"]["cells"] > 0

@@ -175,3 +175,24 @@ def test_a_notebook_run_from_a_copy_leaves_the_installed_checkout_alone(tmp_path
     assert snapshot() == before
     assert (copy / "figures" / "vague" / "bars.png").is_file()
     assert (copy / "runs" / "vague" / "store.jsonl").is_file()
+
+
+def test_offline_profile_is_passed_only_to_notebooks_without_a_model():
+    from vlamb_nb.reproduce import declared_parameters, notebooks_dir, with_profile
+
+    declared = declared_parameters(notebooks_dir() / "vague.ipynb")
+    assert with_profile({}, declared) == {"profile": "offline"}
+    # a real model named for this notebook: its own profile resolution picks "paper", no offline shortcut
+    real = with_profile({"model": "Qwen/Qwen2.5-VL-7B-Instruct"}, declared)
+    assert "profile" not in real
+    assert with_profile({"profile": "paper", "model": "x"}, declared) == {"profile": "paper", "model": "x"}
+    assert with_profile({}, {"seed": {}}) == {}  # a notebook without profiles gets none
+
+
+def test_a_real_model_through_reproduce_resolves_the_paper_profile():
+    from vlamb_nb.notebook import setup
+
+    cfg = setup("vague", model="Qwen/Qwen2.5-VL-7B-Instruct")
+    assert cfg.profile == "paper"
+    assert cfg.value("max_new_tokens", None, paper=None, offline=4) is None  # the paper's per-setting defaults
+    assert not [d for d in cfg.deviations if d.what == "max_new_tokens"]

@@ -24,7 +24,8 @@ def test_saliency_notebook_runs_with_defaults(tmp_path, monkeypatch, run_noteboo
     assert res["paper_vs_ours"] == [] and res["audit"] == {"findings": 0, "mismatches": 0}
     assert any("max_new_tokens" in d for d in res["deviations"])
     assert res["explorer_counts"]["n"] == res["explorer_counts"]["of"] > 0
-    figs = sorted(p.name for p in (tmp_path / "figures" / "saliency").iterdir())
+    assert not list((tmp_path / "figures" / "saliency").glob("*.png"))  # the stand-in's maps are demos only
+    figs = sorted(p.name for p in (tmp_path / "figures" / "saliency" / "demo").iterdir())
     for b in ("refadv", "vague", "racquet"):
         for kind in ("box-mass", "methods"):
             assert f"{b}-{kind}.png" in figs and f"{b}-{kind}.pdf" in figs

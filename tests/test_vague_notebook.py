@@ -30,8 +30,15 @@ def test_vague_notebook_defaults(tmp_path, run_notebook):
     assert all(r["N"] == results["run"]["items"] for r in mcq_all)
     assert all(r["valid"] + 0 <= r["N"] for r in mcq_all)
     what = {d["what"] for d in results["deviations"]}
-    assert {"quantization", "BERTScore model", "decoding"} <= what
+    assert {"quantization", "BERTScore model", "decoding", "model", "max_new_tokens", "bertscore"} <= what
+    short = next(d for d in results["deviations"] if d["what"] == "max_new_tokens")
+    assert short["paper"].startswith("16 MCQ") and "offline profile" in short["ours"]
     assert {(p["a"], p["b"]) for p in results["paired_tests"]} >= {("vlm", "lm"), ("vlm_cot", "vlm")}
     assert results["data"]["subset_counts"]["VCR"] >= 1
-    for name in ("fig4_incorrect_choices", "figB1_top_verbs", "item_viewer", "ours_accuracy"):
+    for name in ("fig4_incorrect_choices", "figB1_top_verbs", "item_viewer"):
         assert (tmp_path / "figures" / "vague" / f"{name}.png").is_file()
+    # a figure of the stand-in's answers is a pipeline demo: kept apart, never a committed paper figure
+    assert not (tmp_path / "figures" / "vague" / "ours_accuracy.png").exists()
+    assert (tmp_path / "figures" / "vague" / "demo" / "ours_accuracy.png").is_file()
+    # working files (stores, samples) live under the run folder, not in the system's temporary folder
+    assert any((tmp_path / "runs" / "vague").glob("*.jsonl"))

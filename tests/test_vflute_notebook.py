@@ -13,18 +13,27 @@ def run(run_notebook):
 
 
 def test_notebook_defaults(tmp_path, run):
+    from vlamb_nb.paths import shared_data_dir
+
     res = run(n_resamples=200)
-    assert res["data_source"].startswith("generated sample")
-    assert res["data_stats"]["n"] == 16
+    shared = shared_data_dir()
+    if shared is not None and (shared / "vflute" / "vflute-v2-test.json").is_file():  # statistics on the release
+        assert res["data_source"].startswith("released test split") and res["data_stats"]["n"] == 723
+    else:
+        assert res["data_source"].startswith("generated sample") and res["data_stats"]["n"] == 16
     assert res["audit"]["checked"] > 20 and res["audit"]["mismatches"] >= 1
     assert res["explanation_scorer"]["substitute"] is True
     whats = {d["what"] for d in res["deviations"]}
-    assert {"quantization", "explanation score", "decoding"} <= whats
+    assert {"quantization", "explanation score", "decoding", "max_new_tokens", "num_beams", "items run"} <= whats
+    beams = next(d for d in res["deviations"] if d["what"] == "num_beams")
+    assert beams["paper"] == "3" and beams["ours"] == "1 (offline profile)"
     row = res["ours_table4"][0]
     assert 0 <= row["F1@0"] <= 100 and row["F1@60"] <= row["F1@0"]
-    for name in ("fig8_9_lengths", "fig6_f1_drop", "fig11_f1_vs_threshold"):
-        assert (tmp_path / "figures" / "vflute" / f"{name}.png").is_file()
-    assert res["adequacy"] is None and not (tmp_path / "figures" / "vflute" / "adequacy_pr_curve.png").exists()
+    figs = tmp_path / "figures" / "vflute"
+    assert (figs / "fig8_9_lengths.png").is_file()
+    for name in ("fig6_f1_drop", "fig11_f1_vs_threshold"):  # drawn from the stand-in's answers: demos
+        assert (figs / "demo" / f"{name}.png").is_file() and not (figs / f"{name}.png").exists()
+    assert res["adequacy"] is None and not list(figs.rglob("adequacy_pr_curve.png"))
 
 
 def test_notebook_with_adequacy_labels(tmp_path, run):
@@ -45,7 +54,7 @@ def test_notebook_with_adequacy_labels(tmp_path, run):
     assert 0 <= ade["pr_auc"] <= 1 and ade["scorer_substitute"] is True
     paper = {r["column"]: r["paper"] for r in res["adequacy_vs_paper"]}
     assert paper["PR-AUC"] == 0.79 and paper["Cohen kappa"] == 0.47
-    assert (tmp_path / "figures" / "vflute" / "adequacy_pr_curve.png").is_file()
+    assert (tmp_path / "figures" / "vflute" / "demo" / "adequacy_pr_curve.png").is_file()
 
 
 def test_notebook_on_released_split(shared_data, tmp_path, run):

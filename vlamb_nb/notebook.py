@@ -97,9 +97,11 @@ class NotebookConfig:
         p.parent.mkdir(parents=True, exist_ok=True)
         return p
 
-    def value(self, name: str, given: Any, *, paper: Any, offline: Any = None, affects: str = "all") -> Any:
+    def value(self, name: str, given: Any, *, paper: Any, offline: Any = None, affects: str = "all",
+              paper_text: str | None = None) -> Any:
         """The value to use for one setting: ``given`` when not None, else the profile's (``offline`` under the
-        offline profile, when given) or the paper's. A value that differs from the paper's is a deviation."""
+        offline profile, when given) or the paper's. A value that differs from the paper's is a deviation;
+        ``paper_text`` describes the paper's value when it is not a single literal (per-setting defaults)."""
         if given is not None:
             value, why = given, "set by a parameter"
         elif self.offline and offline is not None:
@@ -107,7 +109,7 @@ class NotebookConfig:
         else:
             value, why = paper, ""
         if value != paper:
-            self.add_deviation(name, _show(paper), f"{_show(value)} ({why})", affects)
+            self.add_deviation(name, paper_text or _show(paper), f"{_show(value)} ({why})", affects)
         return value
 
     def add_deviation(self, what: str, paper: str, ours: str, affects: str = "all") -> None:
@@ -124,7 +126,8 @@ class NotebookConfig:
             return spec
         if spec.startswith("tiny:"):
             kwargs.setdefault("seed", tiny_seed())
-        return load_model(spec, quantization=self.quantization, **kwargs)
+        quant = None if spec.startswith(("openai:", "replay:", "scripted")) else self.quantization
+        return load_model(spec, quantization=quant, **kwargs)
 
     def save_figure(self, fig: Any, name: str, *, model_output: bool = False) -> None:
         """Save a figure of this paper. ``model_output``: drawn from this run's model answers, so under the
@@ -133,6 +136,17 @@ class NotebookConfig:
         from vlamb_nb.plots import save_figure
 
         save_figure(fig, self.paper, name, demo=model_output and self.offline)
+
+    def all_deviations(self, *more: Any) -> list[dict[str, Any]]:
+        """This notebook's deviations followed by ``more`` (Deviation objects or dicts), each listed once."""
+        from dataclasses import asdict
+
+        out: list[dict[str, Any]] = []
+        for d in [*self.deviations, *[x for group in more for x in group]]:
+            d = asdict(d) if isinstance(d, Deviation) else dict(d)
+            if d not in out:
+                out.append(d)
+        return out
 
     def deviation_lines(self) -> list[str]:
         return [str(d) for d in self.deviations]

@@ -59,3 +59,11 @@ def tiny_seed() -> int:
         return int(raw)
     except ValueError:
         raise SettingError(f"{TINY_SEED_ENV} must be an integer, got {raw!r}") from None
+
+
+def sample_dir(paper: str, n: int | None, seed: int, kind: str = "sample") -> Path:
+    """A generated sample's folder under the run folder, named by what makes it (so a rerun reuses it and
+    two sizes never share a folder); nothing is left behind in the system's temporary folder."""
+    out = run_dir(paper) / f"{kind}-n{n if n is not None else 'all'}-seed{seed}"
+    out.mkdir(parents=True, exist_ok=True)
+    return out

@@ -189,8 +189,6 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
     unused = [k for k in glob if not any(k in d for d in declared.values())]
     if unused:
         raise SettingError(f"parameter(s) {unused} are declared by none of the notebooks {names}")
-    if "profile" not in glob:
-        glob["profile"] = DEFAULT_PROFILE  # cheap stand-ins offline; a real run says -p profile=paper
 
     run_dir = (Path(out_dir) / (run_id or new_run_id())).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -205,9 +203,10 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
     with _env(**env):
         for i, n in enumerate(names, start=1):
             path = nb_dir / f"{n}.ipynb"
-            nb_params = {k: v for k, v in glob.items() if k in declared[n]}
+            nb_params = {**{k: v for k, v in glob.items() if k in declared[n]}, **per[n]}
+            nb_params = with_profile(nb_params, declared[n])
             bad = [k for k in per[n] if k not in declared[n]]
-            run = NotebookRun(n, path, run_dir / f"{n}.ipynb", {**nb_params, **per[n]})
+            run = NotebookRun(n, path, run_dir / f"{n}.ipynb", nb_params)
             if bad:
                 run.error = (f"SettingError: parameter(s) {bad} not declared by notebooks/{n}.ipynb "
                              f"(declared: {sorted(declared[n])})")
@@ -230,6 +229,20 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
     if not quiet:
         print(f"report: {report}\n{len(runs) - failed} notebook(s) ok, {failed} failed")
     return failed
+
+
+MODEL_PARAMETERS = ("model", "model_spec")
+
+
+def with_profile(params: dict[str, Any], declared: dict[str, Any]) -> dict[str, Any]:
+    """``params`` plus ``profile=offline`` for a notebook that declares a profile and was given no model: the
+    offline reproduction names its shortcuts explicitly, while a notebook given a model resolves its own
+    profile (``paper`` for a real model), so a real run never inherits them."""
+    if "profile" not in declared or "profile" in params:
+        return params
+    if any(params.get(k) is not None for k in MODEL_PARAMETERS):
+        return params
+    return {**params, "profile": DEFAULT_PROFILE}
 
 
 def refresh_figures(notebooks: list[str], source: Path, target: Path) -> int:

@@ -9,7 +9,6 @@ saliency notebook stays a list of calls and any benchmark whose rows carry targe
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,14 +156,14 @@ class Study:
 def default_source(benchmark: str, *, n: int = 4, seed: int = 0, directory: str | os.PathLike | None = None) -> str:
     """The real release when it is beside the checkout and has its images, else a generated sample."""
     from vlamb_nb import get_benchmark
-    from vlamb_nb.paths import shared_data_dir
+    from vlamb_nb.paths import sample_dir, shared_data_dir
 
     root = shared_data_dir()
     if benchmark in REAL_SOURCES and root is not None:
         cand = root.joinpath(*REAL_SOURCES[benchmark])
         if cand.exists():
             return str(cand)
-    out = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix=f"vlamb-{benchmark}-"))
+    out = Path(directory) if directory is not None else sample_dir(benchmark, n, seed, kind="saliency-sample")
     return str(get_benchmark(benchmark).make_sample(out, n=n, seed=seed))
 
 

@@ -57,7 +57,7 @@ def notebook_data(source: str | os.PathLike | None = None, images: str | os.Path
     ``source`` given: the pipeline uses it (with ``images``). Otherwise statistics use the release
     beside the checkout when present, and the pipeline a generated sample (same schema, generated images).
     """
-    import tempfile
+    from vlamb_nb.paths import sample_dir as default_sample_dir
 
     release = None
     try:
@@ -67,7 +67,7 @@ def notebook_data(source: str | os.PathLike | None = None, images: str | os.Path
             raise
     if source is not None:
         return {"release": release, "pipeline": load_items(source, images=images), "pipeline_kind": "source"}
-    folder = Path(sample_dir) if sample_dir is not None else Path(tempfile.mkdtemp(prefix="mucar-sample-"))
+    folder = Path(sample_dir) if sample_dir is not None else default_sample_dir("mucar", n, seed)
     sample = load_items(make_sample(folder, n=n, seed=seed))
     return {"release": release if release is not None else sample, "pipeline": sample, "pipeline_kind": "sample",
             "release_kind": "release" if release is not None else "sample"}

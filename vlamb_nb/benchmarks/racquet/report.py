@@ -76,7 +76,7 @@ def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | 
     With ``source`` None the statistics use the release beside the checkout when present and
     the pipeline a generated sample; with ``source`` given both use it.
     """
-    import tempfile
+    from vlamb_nb.paths import sample_dir as default_sample_dir
 
     out: dict[str, Any] = {}
     if source is not None:
@@ -86,7 +86,7 @@ def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | 
         out.update(release=BENCHMARK.load(None), release_kind="release")
     except NotAvailableError:
         out.update(release=None, release_kind="none")
-    folder = Path(sample_dir) if sample_dir is not None else Path(tempfile.mkdtemp(prefix="racquet-sample-"))
+    folder = Path(sample_dir) if sample_dir is not None else default_sample_dir("racquet", n, seed)
     sample = BENCHMARK.load(BENCHMARK.make_sample(folder, n=n, seed=seed))
     if out["release"] is None:
         out.update(release=sample, release_kind="sample")

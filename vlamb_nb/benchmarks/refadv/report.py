@@ -24,11 +24,10 @@ def demo_source(fallback_dir: str | os.PathLike | None = None, n: int = 12, seed
     shared = shared_data_dir()
     if shared is not None and (shared / "refadv" / "demo" / "demo_samples.json").is_file():
         return shared / "refadv" / "demo"
-    import tempfile
-
     from vlamb_nb.benchmarks.refadv.data import make_sample
+    from vlamb_nb.paths import sample_dir
 
-    return make_sample(fallback_dir or tempfile.mkdtemp(prefix="refadv_sample_"), n=n, seed=seed)
+    return make_sample(fallback_dir or sample_dir(PAPER, n, seed), n=n, seed=seed)
 
 
 def predictions_dir() -> Path | None:
@@ -145,14 +144,13 @@ def pipeline_demo(items, *, model: str = "tiny:qwen2_5_vl", quantization: str | 
                   settings: tuple[str, ...] = ("direct", "cot", "bow", "fixed"), store_dir: str | os.PathLike | None = None,
                   max_new_tokens: int = 24, batch_size: int = 16, seed: int = 0, progress: bool = False) -> dict[str, Any]:
     """Run each setting on ``items`` with one model (cached stores, repair turn included)."""
-    import tempfile
-
     from vlamb_nb import get_benchmark
     from vlamb_nb.models import load_model
+    from vlamb_nb.paths import run_dir
 
     bench = get_benchmark(PAPER)
     vlm = load_model(model, quantization=quantization)
-    store_dir = Path(store_dir or tempfile.mkdtemp(prefix="refadv_runs_"))
+    store_dir = Path(store_dir) if store_dir is not None else run_dir(PAPER)
     out = {}
     for s in settings:
         out[s] = bench.run(vlm, items, s, store=store_dir / f"refadv_{s}.jsonl", batch_size=batch_size,

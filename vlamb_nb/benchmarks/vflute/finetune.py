@@ -706,13 +706,12 @@ def demo_splits(source: str | os.PathLike | None = None, *, n_train: int | None 
 
     The released data beside the checkout holds only the test split, so the default is a sample.
     """
-    import tempfile
-
     from vlamb_nb.benchmarks.vflute.benchmark import BENCHMARK
+    from vlamb_nb.paths import sample_dir
 
     if source is None:
         n = max(4, n_test or 4)
-        folder = BENCHMARK.make_sample(Path(tempfile.mkdtemp(prefix="vflute-qlora-")), n=n, seed=seed)
+        folder = BENCHMARK.make_sample(sample_dir("vflute", n, seed, kind="qlora-sample"), n=n, seed=seed)
         label = f"generated sample (seed={seed})"
     else:
         folder, label = Path(source), "given files"

@@ -4,18 +4,25 @@ section, paper-vs-ours rows. The figures themselves are in :mod:`.plots`."""
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 
-def resolve_source(source: str | os.PathLike | None, *, n: int = 16, seed: int = 0) -> tuple[Path, str]:
-    """The data folder and a label: ``source`` when given, else a generated sample in the official format."""
+def resolve_source(source: str | os.PathLike | None, *, n: int = 16, seed: int = 0,
+                   release: bool = False) -> tuple[Path, str]:
+    """The data folder and a label: ``source`` when given; with ``release``, the released test split beside the
+    checkout when present (statistics need no images); else a generated sample in the official format."""
     from vlamb_nb.benchmarks.vflute.benchmark import BENCHMARK
+    from vlamb_nb.paths import shared_data_dir
 
     if source is not None:
         return Path(source), "given files"
-    folder = Path(tempfile.mkdtemp(prefix="vflute-sample-"))
+    shared = shared_data_dir()
+    if release and shared is not None and (shared / "vflute" / "vflute-v2-test.json").is_file():
+        return shared / "vflute", "released test split (beside the checkout)"
+    from vlamb_nb.paths import sample_dir
+
+    folder = sample_dir("vflute", n, seed)
     return BENCHMARK.make_sample(folder, n=n, seed=seed), f"generated sample (n={n}, seed={seed})"
 
 
@@ -53,13 +60,6 @@ def adequacy_section(scored, labels: str | os.PathLike | None, *, n_resamples: i
     rep = adequacy_report(scored, read_adequacy_labels(labels), n_resamples=n_resamples)
     return {"report": rep, "comparison": adequacy_comparison(rep),
             "summary": {k: v for k, v in rep.items() if k != "curve"}}
-
-
-def demo_model(spec: str, quantization: str | None = "4bit"):
-    """A model for the notebook's pipeline demonstration (``tiny:FAMILY`` builds a tiny random checkpoint)."""
-    from vlamb_nb.models import load_model
-
-    return load_model(spec, quantization=quantization)
 
 
 def comparison(bench, scored, row: str):
