@@ -66,6 +66,10 @@ def cmd_score(a: argparse.Namespace) -> int:
     return 0
 
 
+# specs whose weights are not loaded here: quantization is not ours to choose
+REMOTE_SPECS = ("openai:", "replay:")
+
+
 def cmd_run(a: argparse.Namespace) -> int:
     from vlamb_nb import get_benchmark, runner
     from vlamb_nb.models import load_model
@@ -78,7 +82,11 @@ def cmd_run(a: argparse.Namespace) -> int:
         extra = {k: v for k, v in (("base_url", a.base_url), ("api_key_env", a.api_key_env)) if v}
     elif a.base_url or a.api_key_env:
         raise VlambError("--base-url and --api-key-env go with an openai:MODEL spec")
-    model = load_model(a.model, quantization=None if a.quant == "none" else a.quant, **extra)
+    quant = a.quant or ("none" if a.model.startswith(REMOTE_SPECS) else "4bit")
+    if quant != "none" and a.model.startswith(REMOTE_SPECS):
+        raise VlambError(f"--quant {quant} does not apply to {a.model.split(':', 1)[0]}: models (the weights are "
+                         "not loaded here)")
+    model = load_model(a.model, quantization=None if quant == "none" else quant, **extra)
     opts = _kv(a.option)
     if hasattr(bench, "run"):  # benchmarks with multi-step settings own their run
         out = bench.run(model, items, setting, store=a.out, limit=a.limit, batch_size=a.batch_size, **opts)
@@ -121,34 +129,49 @@ def cmd_reference(a: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(a: argparse.Namespace) -> int:
-    try:
-        from vlamb_nb.reproduce import reproduce
-    except ImportError:
-        raise NotAvailableError("reproduce is not implemented yet") from None
+    from vlamb_nb.reproduce import reproduce
+
     return reproduce(a.papers or None, params=_kv(a.param), run_id=a.run_id, out_dir=a.out,
                      timeout=a.cell_timeout or None, update_figures=a.update_figures, tiny_seed=a.tiny_seed)
 
 
 def cmd_make_tiny(a: argparse.Namespace) -> int:
-    try:
-        from vlamb_nb.models.tiny import build_tiny
-    except ImportError:
-        raise NotAvailableError("tiny checkpoints are not implemented yet") from None
+    from vlamb_nb.models.tiny import build_tiny
+
     path = build_tiny(a.family, a.dir, seed=a.seed)
     print(path)
     return 0
 
 
 def cmd_sweep(a: argparse.Namespace) -> int:
-    try:
-        from vlamb_nb.sweep import sweep
-    except ImportError:
-        raise NotAvailableError("sweep is not implemented yet") from None
+    from vlamb_nb.sweep import sweep
+
     return sweep(a.config)
 
 
+def cmd_serve(a: argparse.Namespace) -> int:
+    """Serve a model (``replay:FILE`` included) as an OpenAI-compatible endpoint on this machine."""
+    import time
+
+    from vlamb_nb.models import load_model
+    from vlamb_nb.models.serve import serve
+
+    model = load_model(a.model, quantization=None if a.quant == "none" else a.quant)
+    server = serve(model, host=a.host, port=a.port, lifetime=a.lifetime, model_name=a.name)
+    print(f"serving {model.info.model_id} at {server.base_url} for {a.lifetime:.0f} s", flush=True)
+    try:
+        while server.running:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        server.stop()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from vlamb_nb import __version__
+
     p = argparse.ArgumentParser(prog="vlamb-nb", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     data = sub.add_parser("data", help="dataset utilities").add_subparsers(dest="data_command", required=True)
@@ -173,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--model", required=True, help="hub id, local checkpoint, tiny:FAMILY or openai:MODEL")
     rn.add_argument("--setting")
     rn.add_argument("--source")
-    rn.add_argument("--quant", default="4bit", choices=["4bit", "8bit", "none"])
+    rn.add_argument("--quant", choices=["4bit", "8bit", "none"],
+                    help="weight quantization (default: 4bit for local weights, none for openai: and replay:)")
     rn.add_argument("--base-url", help="OpenAI-compatible endpoint for openai:MODEL (default $OPENAI_BASE_URL)")
     rn.add_argument("--api-key-env", help="environment variable holding the endpoint's key (default OPENAI_API_KEY)")
     rn.add_argument("--limit", type=int)
@@ -207,6 +231,16 @@ def build_parser() -> argparse.ArgumentParser:
     mt.add_argument("dir")
     mt.add_argument("--seed", type=int, default=0)
     mt.set_defaults(func=cmd_make_tiny)
+
+    sv = sub.add_parser("serve", help="serve a model (e.g. replay:FILE of recorded outputs) as an OpenAI-compatible "
+                                      "endpoint on 127.0.0.1")
+    sv.add_argument("model", help="a load_model spec: hub id, local folder, tiny:FAMILY or replay:FILE")
+    sv.add_argument("--quant", choices=["4bit", "8bit", "none"], default="none")
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--name", help="the model name clients send (default: the model's id)")
+    sv.add_argument("--lifetime", type=float, default=3600.0, help="seconds before the server stops by itself")
+    sv.set_defaults(func=cmd_serve)
 
     sw = sub.add_parser("sweep", help="run models × benchmarks × settings from a YAML config")
     sw.add_argument("config")

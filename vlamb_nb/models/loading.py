@@ -4,6 +4,7 @@
   ``$VLAMB_TINY_SEED``, else 0) and loads it with
   :class:`~vlamb_nb.models.hf.HFModel`, the same class and code path as a hub model;
 - ``openai:MODEL`` talks to an OpenAI-compatible endpoint (``base_url=``, ``api_key_env=``);
+- ``replay:FILE`` answers from recorded real outputs (:mod:`vlamb_nb.models.replay`);
 - anything else is a Hugging Face hub id or a local checkpoint folder.
 """
 
@@ -33,6 +34,10 @@ def load_model(spec: str, quantization: str | None = None, **kwargs: Any):
         model = HFModel(path, quantization=quantization, display_id=spec, **kwargs)
         model.info = _with_revision(model.info, label)
         return model
+    if spec.startswith("replay:"):
+        from vlamb_nb.models.replay import ReplayModel
+
+        return ReplayModel.from_file(spec.split(":", 1)[1], **kwargs)
     if spec.startswith("openai:"):
         from vlamb_nb.models.openai_compat import OpenAIModel
 
