@@ -673,3 +673,20 @@ def test_score_file_without_source_uses_the_files_true_answers(tmp_path, sample)
     store.write_text(json.dumps({"key": "k0", "request_id": f"{ids[0]}::vlm", "setting": "vlm", "text": "A"}) + "\n")
     with pytest.raises(SettingError, match="--source"):
         BENCHMARK.score_file(store)
+
+
+def test_qwen25_image_budget_is_the_released_codes_or_a_deviation():
+    from vlamb_nb.benchmarks.vague.benchmark import BENCHMARK, OFFICIAL_QWEN_MAX_PIXELS
+    from vlamb_nb.benchmarks.vague.report import official_model_options
+    from vlamb_nb.models.base import ModelInfo
+
+    assert official_model_options("Qwen/Qwen2.5-VL-7B-Instruct") == {"max_pixels": 1280 * 28 * 28}
+    assert official_model_options("tiny:qwen2_5_vl") == {"max_pixels": OFFICIAL_QWEN_MAX_PIXELS}
+    assert official_model_options("openai:Qwen/Qwen2.5-VL-7B-Instruct") == {}  # the server's setting
+    assert official_model_options("llava-hf/llava-1.5-7b-hf") == {}
+    qwen = ModelInfo("Qwen/Qwen2.5-VL-7B-Instruct", family="qwen2_5_vl")
+    default = {d.what: d for d in BENCHMARK.deviations(qwen, "vlm")}
+    assert "the processor default" in default["image resolution"].ours
+    assert "image resolution" not in {d.what for d in BENCHMARK.deviations(qwen, "vlm", max_pixels=1003520)}
+    ext = {d.what: d for d in BENCHMARK.deviations(qwen, "sm_ext", captions="dataset")}
+    assert "leak the answer" in ext["external captions"].ours

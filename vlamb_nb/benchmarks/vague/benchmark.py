@@ -69,6 +69,9 @@ def captions_from_run(generations) -> dict[str, str]:
 
 
 # -- the benchmark ------------------------------------------------------------------------------------
+#: the released code serves Qwen2.5-VL with vLLM at this pixel budget (App. / run scripts)
+OFFICIAL_QWEN_MAX_PIXELS = 1280 * 28 * 28
+
 class Vague(Benchmark):
     name = "vague"
     paper = "Nam et al., VAGUE: Visual Contexts Clarify Ambiguous Expressions (ICCV 2025)"
@@ -144,7 +147,9 @@ class Vague(Benchmark):
             items = items.iloc[:limit]
         meta = self.run_meta(model.info, setting)
         meta["deviations"] = [asdict(d) for d in self.deviations(model.info, setting, reading=reading,
-                                                                 captions=captions, **opts)]
+                                                                 captions=captions,
+                                                                 max_pixels=getattr(model, "max_pixels", None),
+                                                                 **opts)]
         frames = []
         if spec.captions == "self" and captions is None:
             cap_params = decoding("caption", opts.get("decoding_mode", "greedy"), opts.get("max_new_tokens"))
@@ -172,8 +177,8 @@ class Vague(Benchmark):
         scored["model"] = model.info.model_id
         scored["reading"] = kwargs.get("reading", "generate")  # "loglik" marks the alternative MCQ reading
         scored.attrs["captions"] = captions_from_run(gens)
-        scored.attrs["deviations"] = [asdict(d) for d in self.deviations(model.info, setting, bertscore=bertscore,
-                                                                          **kwargs)]
+        scored.attrs["deviations"] = [asdict(d) for d in self.deviations(
+            model.info, setting, bertscore=bertscore, max_pixels=getattr(model, "max_pixels", None), **kwargs)]
         return scored
 
     # parse / score ---------------------------------------------------------------------------------
@@ -275,8 +280,11 @@ class Vague(Benchmark):
     # deviations -----------------------------------------------------------------------------------
     def deviations(self, model: ModelInfo, setting: str, *, bertscore: str | None = "roberta-large",
                    decoding_mode: str = "greedy", reading: str = "generate", captions: Any = None,
-                   **_: Any) -> list[Deviation]:
+                   max_pixels: int | None = None, **_: Any) -> list[Deviation]:
         out = super().deviations(model, setting)
+        if model.family == "qwen2_5_vl" and model.backend == "hf" and max_pixels != OFFICIAL_QWEN_MAX_PIXELS:
+            out.append(Deviation("image resolution", "max_pixels 1280·28·28 = 1,003,520 (released code, vLLM)",
+                                 f"max_pixels {max_pixels if max_pixels else 'the processor default'}", "all"))
         if decoding_mode == "greedy":
             out.append(Deviation("decoding", "not stated (released code: vLLM sampling, temperature 0.2, "
                                  "1024 tokens)", "greedy, short token budget", "all"))
@@ -286,7 +294,9 @@ class Vague(Benchmark):
         spec = setting_spec(setting) if setting in SETTINGS else None
         if spec is not None and spec.captions == "external" and isinstance(captions, str) and captions == "dataset":
             out.append(Deviation("external captions", "GPT-4o captions file (not released)",
-                                 "the dataset's own GPT-4o meta.caption", "Table F3"))
+                                 "the dataset's own GPT-4o meta.caption, written while the item was generated with "
+                                 "the intended action known: it may leak the answer and likely inflates Table F3",
+                                 "Table F3"))
         if spec is not None and spec.free_form and bertscore == "minilm":
             out.append(Deviation("BERTScore model", "roberta-large (bert-score default for English)",
                                  MINILM_LABEL, "Table J5, Table J6"))

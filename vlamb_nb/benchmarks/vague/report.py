@@ -204,10 +204,24 @@ def evaluate(model_spec: str | None, quant: str | None, items, settings: list[st
         raise SettingError("give a model spec or a predictions file")
     from vlamb_nb.models import load_model
 
-    model = load_model(model_spec, quantization=None if quant in (None, "none") else quant)
+    model = load_model(model_spec, quantization=None if quant in (None, "none") else quant,
+                       **official_model_options(model_spec))
     scored, devs = run_settings(model, items, settings, store=store, limit=limit, bertscore=bertscore,
                                 captions_file=captions_file, max_new_tokens=max_new_tokens, progress=progress)
     return scored, model.info.model_id, devs
+
+
+def official_model_options(model_spec: str) -> dict[str, Any]:
+    """Loading options the released code uses: Qwen2.5-VL at ``max_pixels`` 1280·28·28 (local weights only;
+    an ``openai:`` server sets its own)."""
+    from vlamb_nb.benchmarks.vague.benchmark import OFFICIAL_QWEN_MAX_PIXELS
+
+    low = str(model_spec).lower()
+    if low.startswith(("openai:", "replay:")):
+        return {}
+    if "qwen2.5-vl" in low or "qwen2_5_vl" in low:
+        return {"max_pixels": OFFICIAL_QWEN_MAX_PIXELS}
+    return {}
 
 
 def all_deviations(devs: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
