@@ -22,3 +22,4 @@ def test_refadv_notebook_defaults(tmp_path, run_notebook):
         assert {r["n"] for r in res["pipeline_ablation"]} == {31}
         assert res["refadv_s_matches"]["matched"] == res["refadv_s_matches"]["cells"] > 0
         assert all(c["iou_mismatches"] == 0 for c in res["official_iou_checks"].values())
+        assert len(res["negation"]) == 5 and all("cmh_p" in r for r in res["negation"])

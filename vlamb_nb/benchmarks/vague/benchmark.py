@@ -321,9 +321,12 @@ class Vague(Benchmark):
         setting = options.pop("setting", None)
         bertscore = options.pop("bertscore", None)
         missing_mode = options.pop("missing", "wrong")
+        pick = {k: options.pop(k) for k in ("model", "quantization", "run") if k in options}
+        if "run" in pick:
+            pick["run"] = int(pick["run"])
         if options:
             raise SettingError(f"unknown vague score option(s): {', '.join(options)}")
-        gens = predictions_frame(predictions, setting=setting)
+        gens = predictions_frame(predictions, setting=setting, **pick)
         if source is None:
             return self.score_answers_only(gens, predictions)
         items = self.load(source)

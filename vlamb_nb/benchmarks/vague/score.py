@@ -129,8 +129,13 @@ def setting_from_filename(name: str) -> str | None:
     return base + ("_ff" if m.group(2) == "da" else "")
 
 
-def predictions_frame(path: str | os.PathLike, *, setting: str | None = None):
-    """Generations (``request_id, item_id, setting, text, error``) from an official result JSON or a store."""
+def predictions_frame(path: str | os.PathLike, *, setting: str | None = None, model: str | None = None,
+                      quantization: str | None = None, run: int | None = None):
+    """Generations (``request_id, item_id, setting, text, error``) from an official result JSON or a store.
+
+    A store holding several runs (models, quantizations, settings, decodings) must be narrowed to one with
+    ``setting``/``model``/``quantization``/``run`` (:func:`vlamb_nb.runs.select_run`); repeated requests are
+    collapsed by :func:`vlamb_nb.runs.dedupe` (conflicting answers are an error)."""
     import pandas as pd
 
 
@@ -138,14 +143,15 @@ def predictions_frame(path: str | os.PathLike, *, setting: str | None = None):
     if not p.is_file():
         raise DataError("predictions file not found", source=str(p))
     if p.suffix == ".jsonl":
+        from vlamb_nb.runs import dedupe, select_run
         from vlamb_nb.store import read_records
 
         recs = [r for r in read_records(p) if not str(r.get("request_id", "")).endswith("::caption")]
+        _, recs = select_run(recs, setting=setting, model=model, quantization=quantization, run=run, source=p.name)
+        recs, _ = dedupe(recs, source=p.name)
         df = pd.DataFrame([{"request_id": r.get("request_id"), "setting": r.get("setting"), "text": r.get("text"),
                             "error": r.get("error"), "model": (r.get("model") or {}).get("model_id", p.stem)}
                            for r in recs])
-        if setting is not None:
-            df = df[df["setting"] == setting]
     else:
         data = read_json(p)
         setting = setting or setting_from_filename(p.name)

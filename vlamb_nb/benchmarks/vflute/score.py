@@ -231,8 +231,12 @@ def _label_value(v: Any) -> int | None:
     raise DataError(f"label {v!r} is neither 0/1 nor a label word")
 
 
-def read_predictions(path: str | os.PathLike, *, scene_graph: bool | None = None):
-    """A predictions file as ``id, label_pred, explanation_pred, parse_rule, source_format``."""
+def read_predictions(path: str | os.PathLike, *, scene_graph: bool | None = None, model: str | None = None,
+                     quantization: str | None = None, run: int | None = None):
+    """A predictions file as ``id, label_pred, explanation_pred, parse_rule, source_format``.
+
+    A store must hold one run, or ``model``/``quantization``/``run`` must pick one (never merged, never the last
+    record per id across runs); repeated requests are collapsed and conflicting answers are an error."""
     import pandas as pd
 
     p = Path(path)
@@ -241,18 +245,23 @@ def read_predictions(path: str | os.PathLike, *, scene_graph: bool | None = None
     sg = scene_graph if scene_graph is not None else "sg" in p.name  # the official script's file-name rule
     rows = []
     if p.suffix.lower() == ".jsonl":
+        from vlamb_nb.runs import dedupe, select_run
+
+        recs = []
         for i, rec in iter_jsonl(p):
             if "request_id" not in rec:
                 raise DataError("store record without request_id", source=str(p), row=i, field="request_id")
+            if not str(rec["request_id"]).endswith("::sg"):  # the scene-graph step of a two-step run
+                recs.append(rec)
+        if recs:
+            _, recs = select_run(recs, model=model, quantization=quantization, run=run, source=p.name)
+            recs, _ = dedupe(recs, source=p.name)
+        for rec in recs:
             rid = str(rec["request_id"])
-            if rid.endswith("::sg"):
-                continue  # the scene-graph step of a two-step run
             is_sg = sg or rec.get("setting") == "scene_graph"
             parsed = parse_output(None if rec.get("error") else rec.get("text"), scene_graph=is_sg)
             rows.append({"id": rid.split("::")[0], **parsed, "source_format": "store"})
         df = pd.DataFrame(rows)
-        if not df.empty:
-            df = df.drop_duplicates("id", keep="last")  # a resumed store may hold a retried request
     else:
         try:
             raw = pd.read_csv(p)
@@ -299,8 +308,11 @@ def score_prediction_file(bench, predictions: str | os.PathLike, *, source: str 
                           scorer: Any = "auto", split: str = "test", scene_graph: bool | None = None,
                           ci: bool = True, n_resamples: int = 2000,
                           labels: str | os.PathLike | None = None,
-                          compare: str | os.PathLike | None = None) -> dict[str, Any]:
+                          compare: str | os.PathLike | None = None, model: str | None = None,
+                          quantization: str | None = None, run: int | str | None = None) -> dict[str, Any]:
     """F1@0/53/60 overall and per dataset for a prediction file, with bootstrap CIs overall.
+
+    ``model``/``quantization``/``run``: which run of a store holding several to score (never merged).
 
     ``labels``: a human adequacy labels CSV (module doc); adds ExplanationScore-vs-adequacy (PR-AUC,
     thresholds, kappa) under ``"adequacy"``. ``compare``: a second prediction file; adds the paired
@@ -311,7 +323,8 @@ def score_prediction_file(bench, predictions: str | os.PathLike, *, source: str 
     human = read_adequacy_labels(labels) if labels is not None else None
     items = bench.load(source if source is not None else _default_source(), split=split)
     scorer = get_scorer(scorer)  # one instance, so a compared file is scored alike (and its cache reused)
-    scored, n_missing = _score_file(bench, predictions, items, scorer, scene_graph)
+    pick = {"model": model, "quantization": quantization, "run": None if run is None else int(run)}
+    scored, n_missing = _score_file(bench, predictions, items, scorer, scene_graph, **pick)
     curve = f1_curve(scored)
     at = curve[curve["pct"].isin(REPORTED)]
     f1 = {d: {f"F1@{int(r.pct)}": round(100 * r.f1, 2) for r in g.itertuples()} for d, g in at.groupby("dataset",
@@ -349,9 +362,10 @@ def score_prediction_file(bench, predictions: str | os.PathLike, *, source: str 
 
 
 def _score_file(bench, predictions: str | os.PathLike, items, scorer: Any,
-                scene_graph: bool | None) -> tuple[Any, int]:
-    """A prediction file joined to the gold items and scored; also how many items it has no prediction for."""
-    preds = read_predictions(predictions, scene_graph=scene_graph)
+                scene_graph: bool | None, **pick: Any) -> tuple[Any, int]:
+    """A prediction file joined to the gold items and scored; also how many items it has no prediction for.
+    ``pick``: ``model``/``quantization``/``run`` choosing one run of a store (:func:`read_predictions`)."""
+    preds = read_predictions(predictions, scene_graph=scene_graph, **pick)
     unknown = sorted(set(preds["id"]) - set(items["id"]))
     if unknown:
         raise DataError(f"{len(unknown)} prediction id(s) are not in the gold data (wrong --source?), e.g. "

@@ -1,0 +1,102 @@
+"""A score belongs to one run: mixed stores are refused or narrowed, duplicates collapsed, unknown ids refused."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from vlamb_nb import get_benchmark
+from vlamb_nb.errors import DataError
+from vlamb_nb.models import ScriptedModel
+from vlamb_nb.runs import DuplicateWarning, MixedRunsError, check_ids, dedupe, identify_runs, select_run
+
+
+def _rec(rid, text, model="M", quant=None, setting="direct", params=None, error=None):
+    return {"request_id": rid, "text": text, "error": error, "setting": setting, "benchmark": "b",
+            "model": {"model_id": model, "quantization": quant, "revision": None, "backend": "hf"},
+            "params": params or {"max_new_tokens": 16}}
+
+
+def test_runs_differ_by_quantization_decoding_and_setting_and_steps_join_their_run():
+    recs = [_rec("1::direct", "a"), _rec("1::direct", "a", quant="4bit"),
+            _rec("1::direct", "a", params={"max_new_tokens": 1024}), _rec("1::cot", "c", setting="cot"),
+            _rec("1::repair-direct", "r", setting="direct:repair", params={"max_new_tokens": 1})]
+    runs = identify_runs(recs)
+    assert len(runs) == 5  # two decodings of "direct": the repair step cannot tell which it belongs to
+    with pytest.raises(MixedRunsError, match=r"5 runs.*4bit.*-o run=N"):
+        select_run(recs)
+    rid, got = select_run(recs, quantization="4bit")
+    assert rid.quantization == "4bit" and [r["text"] for r in got] == ["a"]
+    _, cot = select_run(recs, setting="cot")
+    assert [r["text"] for r in cot] == ["c"]
+    # the repair step joins the direct run only when that run is unambiguous
+    only = [recs[0], recs[4]]
+    assert [r["text"] for r in select_run(only)[1]] == ["a", "r"]
+
+
+def test_dedupe_collapses_identical_prefers_a_retry_and_refuses_conflicts():
+    with pytest.warns(DuplicateWarning, match="2 duplicate"):
+        out, dropped = dedupe([_rec("1", "a"), _rec("1", "a"), _rec("2", "", error="HTTP 500"), _rec("2", "b")])
+    assert dropped == 2 and {r["request_id"]: r["text"] for r in out} == {"1": "a", "2": "b"}
+    with pytest.raises(DataError, match="two different answers"):
+        dedupe([_rec("1", "a"), _rec("1", "b")])
+
+
+def test_unknown_ids_are_named():
+    with pytest.raises(DataError, match=r"3 id\(s\) not in the source: x, y"):
+        check_ids(["x", "y", "z", "1"], ["1", "2"])
+    check_ids(["1"], ["1", "2"])
+
+
+@pytest.fixture(scope="module")
+def vflute_sample(tmp_path_factory):
+    bench = get_benchmark("vflute")
+    folder = bench.make_sample(tmp_path_factory.mktemp("vf"), n=6, seed=1)
+    return bench, folder, bench.load(folder)
+
+
+def _oracle(items, wrong: bool = False):
+    gold = dict(zip(items["claim"], zip(items["explanation"], items["label"], strict=True), strict=True))
+    flip = {"entailment": "contradiction", "contradiction": "entailment"}
+
+    def respond(req):
+        claim = next(c for c in gold if f'"{c}"' in req.prompt_text)
+        expl, label = gold[claim]
+        return f"{expl}\nLABEL: {flip[label] if wrong else label}"
+    return respond
+
+
+def test_a_vflute_store_with_two_models_is_never_merged(tmp_path, vflute_sample):
+    bench, folder, items = vflute_sample
+    store = tmp_path / "two.jsonl"
+    bench.run(ScriptedModel(_oracle(items), model_id="right"), items, "zero_shot", store=store, progress=False)
+    bench.run(ScriptedModel(_oracle(items, wrong=True), model_id="wrong"), items, "zero_shot", store=store,
+              progress=False)
+    with pytest.raises(MixedRunsError, match=r"2 runs.*right.*wrong"):
+        bench.score_file(store, source=folder, scorer="none", ci=False)
+    right = bench.score_file(store, source=folder, scorer="none", ci=False, model="right")
+    wrong = bench.score_file(store, source=folder, scorer="none", ci=False, model="wrong")
+    assert right["f1"]["overall"]["F1@0"] == 100.0 and wrong["f1"]["overall"]["F1@0"] == 0.0
+
+
+def test_a_vague_store_with_a_4bit_and_a_full_run_is_never_merged(tmp_path):
+    bench = get_benchmark("vague")
+    folder = bench.make_sample(tmp_path / "d", n=4, seed=0)
+    items = bench.load(folder)
+    store = tmp_path / "s.jsonl"
+    model = ScriptedModel(lambda r: "A", model_id="Q")
+    bench.run(model, items, "lm", store=store, progress=False)
+    model.info = replace(model.info, quantization="4bit")
+    bench.run(model, items, "lm", store=store, progress=False)
+    with pytest.raises(MixedRunsError, match="4bit"):
+        bench.score_file(store, source=folder)
+    out = bench.score_file(store, source=folder, quantization="4bit")
+    assert out["scored"] == len(items)  # one row per item, not one per record
+    # a store repeated by hand (the same run appended twice) counts every item once
+    lines = store.read_text().splitlines()
+    (tmp_path / "dup.jsonl").write_text("\n".join(lines + lines) + "\n")
+    again = bench.score_file(tmp_path / "dup.jsonl", source=folder, quantization="4bit")
+    assert again["scored"] == len(items)
+    assert json.dumps(again["rows"]) == json.dumps(out["rows"])

@@ -1,0 +1,175 @@
+"""A score belongs to one run: telling runs apart in a store or file, and refusing to merge them.
+
+A prediction store is append-only and may hold several runs: other models, another quantization or
+revision, other decoding parameters, other settings. Scoring them together gives a number no run
+produced. Every stored record carries its run's identity (the model's id, revision, quantization and
+backend, the benchmark and setting, the decoding parameters); :func:`select_run` returns the records of
+exactly one run or raises :class:`MixedRunsError` listing the runs and how to pick one.
+
+Within one run the same request may appear twice (a rerun after a crash, a retried failure):
+:func:`dedupe` keeps one record when the answers agree, prefers a success over a failure, and refuses
+conflicting answers. :func:`check_ids` refuses ids that are not in the data being scored.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vlamb_nb.errors import DataError, SettingError
+from vlamb_nb.hashing import digest
+
+#: the model fields that make two runs different runs
+MODEL_FIELDS = ("model_id", "revision", "quantization", "backend")
+#: suffixes of extra steps that belong to the run of the base setting (repair turn, SM captions, ...)
+STEP_SEPARATOR = ":"
+
+
+class MixedRunsError(DataError):
+    """A store or file holds several runs and nothing says which one to score."""
+
+
+class DuplicateWarning(UserWarning):
+    """Identical duplicate records were dropped (reported, not silent)."""
+
+
+@dataclass(frozen=True)
+class RunId:
+    """The identity of one run; ``label`` is what an error message and a table show."""
+
+    model_id: str
+    revision: str | None
+    quantization: str | None
+    backend: str | None
+    benchmark: str
+    setting: str
+    params: str  # digest of the decoding parameters of the run's answer requests
+
+    @property
+    def label(self) -> str:
+        parts = [self.model_id]
+        if self.quantization:
+            parts.append(self.quantization)
+        if self.revision:
+            parts.append(f"rev {self.revision}")
+        if self.backend and self.backend not in ("hf",):
+            parts.append(self.backend)
+        parts.append(self.setting or "?")
+        return " | ".join(parts) + f" | decoding {self.params[:8]}"
+
+
+def base_setting(setting: Any) -> str:
+    return str(setting or "").split(STEP_SEPARATOR, 1)[0]
+
+
+def _is_step(rec: dict[str, Any]) -> bool:
+    return STEP_SEPARATOR in str(rec.get("setting") or "")
+
+
+def run_identity(rec: dict[str, Any]) -> RunId:
+    """The run a stored record belongs to (extra steps such as a repair turn join their base setting's run)."""
+    model = rec.get("model") or {}
+    if isinstance(model, str):
+        model = {"model_id": model}
+    return RunId(model_id=str(model.get("model_id", "")), revision=model.get("revision"),
+                 quantization=model.get("quantization"), backend=model.get("backend"),
+                 benchmark=str(rec.get("benchmark") or ""), setting=base_setting(rec.get("setting")),
+                 params="" if _is_step(rec) else digest(rec.get("params") or {}))
+
+
+def identify_runs(records: Iterable[dict[str, Any]]) -> dict[RunId, list[dict[str, Any]]]:
+    """Records grouped by run, in first-seen order. Step records (``setting:step``) join the run of their base
+    setting with the same model; a step whose base run is ambiguous joins every candidate's listing once."""
+    records = list(records)
+    runs: dict[RunId, list[dict[str, Any]]] = {}
+    steps: list[tuple[RunId, dict[str, Any]]] = []
+    for r in records:
+        rid = run_identity(r)
+        if rid.params == "":
+            steps.append((rid, r))
+        else:
+            runs.setdefault(rid, []).append(r)
+    for rid, r in steps:
+        owners = [k for k in runs if (k.model_id, k.revision, k.quantization, k.backend, k.benchmark, k.setting)
+                  == (rid.model_id, rid.revision, rid.quantization, rid.backend, rid.benchmark, rid.setting)]
+        if len(owners) == 1:
+            runs[owners[0]].append(r)
+        else:  # no base run, or several decodings of it: the step stands as its own run
+            runs.setdefault(rid, []).append(r)
+    return runs
+
+
+def describe(runs: dict[RunId, list[dict[str, Any]]]) -> str:
+    return "; ".join(f"[{i}] {rid.label} ({len(recs)} records)" for i, (rid, recs) in enumerate(runs.items()))
+
+
+def select_run(records: Iterable[dict[str, Any]], *, model: str | None = None, setting: str | None = None,
+               quantization: str | None = None, run: int | None = None,
+               source: str = "") -> tuple[RunId, list[dict[str, Any]]]:
+    """The records of exactly one run. Several runs and no selector (``model``, ``setting``,
+    ``quantization`` or the run's index ``run``) is a :class:`MixedRunsError` that lists them."""
+    runs = identify_runs(records)
+    if not runs:
+        raise DataError("no records to score", source=source)
+    keys = list(runs)
+    if run is not None:
+        if not 0 <= int(run) < len(keys):
+            raise SettingError(f"run index {run} out of range; the file holds {describe(runs)}")
+        keys = [keys[int(run)]]
+    keys = [k for k in keys if (model is None or k.model_id == model) and (setting is None or k.setting == setting)
+            and (quantization is None or str(k.quantization) == str(quantization))]
+    if not keys:
+        raise MixedRunsError(f"no run matches model={model!r} setting={setting!r} quantization={quantization!r}; "
+                             f"the file holds {describe(runs)}", source=source)
+    if len(keys) > 1:
+        shown = {k: runs[k] for k in keys}
+        raise MixedRunsError(f"the file holds {len(keys)} runs, which are never scored together: {describe(shown)}. "
+                             "Pick one with -o run=N (or -o model=..., -o setting=..., -o quantization=...)",
+                             source=source)
+    return keys[0], runs[keys[0]]
+
+
+def dedupe(records: Sequence[dict[str, Any]], *, key: str = "request_id", answer: Sequence[str] = ("text", "error"),
+           source: str = "") -> tuple[list[dict[str, Any]], int]:
+    """One record per ``key``: identical answers are collapsed (counted), a success replaces an earlier
+    failure (a rerun retried it), and two different successful answers are an error."""
+    out: dict[Any, dict[str, Any]] = {}
+    dropped = 0
+    for r in records:
+        k = r.get(key)
+        if k not in out:
+            out[k] = r
+            continue
+        old = out[k]
+        same = all(old.get(f) == r.get(f) for f in answer)
+        if same:
+            dropped += 1
+        elif old.get("error") and not r.get("error"):
+            out[k] = r  # the retry succeeded
+            dropped += 1
+        elif r.get("error") and not old.get("error"):
+            dropped += 1  # a later failure never replaces an answer
+        else:
+            raise DataError(f"{key} {k!r} has two different answers ({_short(old)} vs {_short(r)}); the file mixes "
+                            "runs or was edited", source=source)
+    if dropped:
+        warnings.warn(f"{source or 'predictions'}: {dropped} duplicate record(s) dropped", DuplicateWarning,
+                      stacklevel=2)
+    return list(out.values()), dropped
+
+
+def _short(rec: dict[str, Any], n: int = 40) -> str:
+    text = str(rec.get("text") or rec.get("error") or "")
+    return repr(text if len(text) <= n else text[: n - 1] + "…")
+
+
+def check_ids(ids: Iterable[Any], known: Iterable[Any], *, what: str = "id", source: str = "", show: int = 5) -> None:
+    """Every id must name an item of the data being scored; the error names a few that do not."""
+    known_set = {str(k) for k in known}
+    unknown = [str(i) for i in dict.fromkeys(ids) if str(i) not in known_set]
+    if unknown:
+        more = f" and {len(unknown) - show} more" if len(unknown) > show else ""
+        raise DataError(f"{len(unknown)} {what}(s) not in the source: {', '.join(unknown[:show])}{more}",
+                        source=source)
