@@ -113,3 +113,14 @@ def test_forest_plot_marks_significance():
     assert rows["CoT - Direct"] > rows["Neg - NoNeg"]  # first result on top
     xs = [c.lines[0].get_xdata()[0] for c in ax.containers if isinstance(c, ErrorbarContainer)]
     assert xs == pytest.approx([10.0, 1.0])
+
+
+def test_model_text_with_dollar_signs_is_drawn_verbatim(tmp_path):
+    """A random model's answer such as ``A: $#@gh?+*&%$#@`` once crashed a figure as broken mathtext."""
+    from vlamb_nb.plots import new_figure, save_figure
+
+    fig, ax = new_figure(3, 2)
+    ax.set_title("A: $#@gh?+*&%$#@ abcd?")
+    ax.text(0.1, 0.5, "cost $5 and $6")
+    save_figure(fig, "t", "dollars", directory=tmp_path)
+    assert (tmp_path / "t" / "dollars.png").is_file() or (tmp_path / "dollars.png").is_file()

@@ -21,6 +21,8 @@ STYLE: dict[str, Any] = {
     "grid.alpha": 0.3,
     "legend.frameon": False,
     "svg.hashsalt": "vlamb_nb",
+    # figures show model answers and dataset text verbatim: a "$" must never be read as mathtext
+    "text.parse_math": False,
 }
 
 PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C",
