@@ -1,6 +1,7 @@
-# Two entry points, each self-contained on a fresh machine:
+# Entry points, each self-contained on a fresh machine:
 #   make reproduce   offline reproduction of all five papers' notebooks -> figures/ and runs/
 #   make test        lint + the whole test suite
+#   make lab         JupyterLab on notebooks/ with the package's environment as its Python kernel
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -8,7 +9,7 @@ BIN := $(VENV)/bin
 TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
 STAMP := $(VENV)/.installed
 
-.PHONY: reproduce test install lint clean-venv
+.PHONY: reproduce test install lint lab clean-venv
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +22,10 @@ install: $(STAMP)
 
 reproduce: $(STAMP)
 	$(BIN)/vlamb-nb reproduce --update-figures
+
+# the venv's own ipykernel is the notebooks' "python3" kernel; ipywidgets 8 needs no extension step
+lab: $(STAMP)
+	$(BIN)/jupyter lab --notebook-dir=notebooks
 
 lint: $(STAMP)
 	$(BIN)/ruff check vlamb_nb tests perf scripts
