@@ -64,6 +64,51 @@ def test_torn_last_line_dropped_with_warning(tmp_path):
     assert [json.loads(x)["key"] for x in lines] == ["a", "c"]
 
 
+def test_last_record_without_newline_is_kept(tmp_path):
+    import warnings
+
+    p = tmp_path / "preds.jsonl"
+    with PredictionStore(p) as st:
+        st.append({"key": "a", "text": "x"})
+    with open(p, "ab") as fh:
+        fh.write(b'{"key": "b", "text": "y"}')  # whole record, newline never written
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing was dropped, so nothing to report
+        st = PredictionStore(p)
+        assert st.keys() == {"a", "b"} and st.get("b")["text"] == "y"
+        with st:  # opening for writing ends the kept record's line before appending
+            st.append({"key": "c", "text": "z"})
+    assert p.read_bytes().endswith(b"\n")
+    assert [json.loads(x)["key"] for x in p.read_text().splitlines()] == ["a", "b", "c"]
+    assert PredictionStore(p).keys() == {"a", "b", "c"}
+
+
+def test_only_record_without_newline_is_kept(tmp_path):
+    p = tmp_path / "preds.jsonl"
+    p.write_bytes(b'{"key": "a", "text": "x"}')
+    with PredictionStore(p) as st:
+        assert st.keys() == {"a"}
+        st.append({"key": "b"})
+    assert [json.loads(x)["key"] for x in p.read_text().splitlines()] == ["a", "b"]
+
+
+def test_torn_line_drop_reports_what_was_dropped(tmp_path):
+    p = tmp_path / "preds.jsonl"
+    p.write_bytes(b'{"key": "a"}\n{"key": "b", "te')
+    with pytest.warns(TornLineWarning, match=r"dropped an incomplete last line of 16 bytes .*'\{\"key\": \"b\", \"te'.*"
+                                              r"1 complete records kept"):
+        assert PredictionStore(p).keys() == {"a"}
+
+
+def test_torn_line_with_newline_still_dropped(tmp_path):
+    p = tmp_path / "preds.jsonl"
+    p.write_bytes(b'{"key": "a"}\n{"key": "b", "te\n')
+    with pytest.warns(TornLineWarning):
+        with PredictionStore(p) as st:
+            assert st.keys() == {"a"}
+    assert p.read_bytes() == b'{"key": "a"}\n'
+
+
 def test_corrupt_middle_line_is_an_error(tmp_path):
     p = tmp_path / "preds.jsonl"
     p.write_text('{"key": "a"}\nnot json\n{"key": "b"}\n')
@@ -78,6 +123,37 @@ def test_second_writer_refused(tmp_path):
             PredictionStore(p).open()
     with PredictionStore(p) as st:  # released on close
         st.append({"key": "a"})
+
+
+def test_second_writer_through_symlink_refused(tmp_path):
+    p = tmp_path / "preds.jsonl"
+    link = tmp_path / "alias.jsonl"
+    link.symlink_to(p)
+    linked_dir = tmp_path / "linked"
+    linked_dir.symlink_to(tmp_path)
+    (tmp_path / "sub").mkdir()
+    with PredictionStore(p):
+        for other in (link, linked_dir / "preds.jsonl", tmp_path / "sub" / ".." / "preds.jsonl"):
+            with pytest.raises(StoreError, match="another process"):
+                PredictionStore(other).open()
+    with PredictionStore(link) as st:  # and the other way round
+        st.append({"key": "a"})
+        with pytest.raises(StoreError, match="another process"):
+            PredictionStore(p).open()
+    assert PredictionStore(p).keys() == {"a"}
+    assert not (tmp_path / "alias.jsonl.lock").exists()
+
+
+def test_symlink_to_missing_store_locks_its_target(tmp_path):
+    target = tmp_path / "real" / "preds.jsonl"
+    target.parent.mkdir()
+    link = tmp_path / "alias.jsonl"
+    link.symlink_to(target)  # dangling until the first write
+    with PredictionStore(link) as st:
+        st.append({"key": "a"})
+        with pytest.raises(StoreError, match="another process"):
+            PredictionStore(target).open()
+    assert PredictionStore(target).keys() == {"a"}
 
 
 def test_second_writer_refused_across_processes(tmp_path):

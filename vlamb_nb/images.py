@@ -12,6 +12,7 @@ import hashlib
 import io
 import os
 import urllib.parse
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -86,17 +87,70 @@ class ImageCache:
         return target
 
 
-def _open_bytes(data: bytes, label: str) -> Image:
+def _orientation_swaps(img: Image) -> bool:
+    """True when the EXIF orientation (5-8) shows the image rotated 90 degrees from how it is stored."""
+    try:
+        return img.getexif().get(0x0112) in (5, 6, 7, 8)
+    except Exception:  # a damaged EXIF block: treat as no rotation, the size check still runs
+        return False
+
+
+def check_size(image: Image, expected: tuple[float, float], source: str) -> None:
+    """Refuse an image whose size differs from the one its record gives: the file is not the one annotated.
+
+    Boxes and points in a record are in that record's pixel frame, so a replaced, resized or
+    mislabelled file would silently shift every coordinate; and a header that claims a huge size
+    is refused before its pixels are decoded.
+    """
+    try:
+        w, h = (float(v) for v in expected)
+    except (TypeError, ValueError):
+        raise ImageError(f"image {source}: expected size {expected!r} is not a (width, height) pair") from None
+    if (float(image.size[0]), float(image.size[1])) != (w, h):
+        raise ImageError(f"image {source} is {image.size[0]}x{image.size[1]} pixels but its record says "
+                         f"{w:g}x{h:g}; the file is not the one the annotations refer to")
+
+
+def _check_stored_or_displayed(img: Image, expected: tuple[float, float], label: str) -> None:
+    """A record may give the size as stored or as displayed after the EXIF rotation; accept either."""
+    if _orientation_swaps(img):
+        try:
+            check_size(img, (expected[1], expected[0]), label)
+            return
+        except ImageError:
+            pass
+    check_size(img, expected, label)
+
+
+def _open_bytes(data: bytes, label: str, expect_size: tuple[float, float] | None = None) -> Image:
+    """Decode ``data``; every failure (bomb, truncation, unknown format) becomes an ImageError naming ``label``."""
     from PIL import Image as PILImage
-    from PIL import UnidentifiedImageError
 
     if not data:
         raise ImageError(f"image {label} is empty (0 bytes)")
     try:
-        img = PILImage.open(io.BytesIO(data))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", PILImage.DecompressionBombWarning)
+            img = PILImage.open(io.BytesIO(data))
+        bomb = None
+        for w in caught:
+            if issubclass(w.category, PILImage.DecompressionBombWarning):
+                bomb = w.message
+            else:  # not ours to swallow
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if expect_size is not None:  # before load(): a wrong header is refused without decoding it
+            _check_stored_or_displayed(img, expect_size, label)
+        if bomb is not None:
+            # PIL only warns between MAX_IMAGE_PIXELS and twice that; no benchmark image is that large
+            raise PILImage.DecompressionBombError(str(bomb))
         img.load()
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as e:
-        raise ImageError(f"image {label} is corrupt or not an image: {e}") from None
+    except ImageError:
+        raise
+    except PILImage.DecompressionBombError as e:
+        raise ImageError(f"image {label} refused as a possible decompression bomb "
+                         f"(PIL.Image.MAX_IMAGE_PIXELS={PILImage.MAX_IMAGE_PIXELS}): {e}") from None
+    except Exception as e:  # PIL raises many types on bad input (OSError, SyntaxError, struct.error, ...)
+        raise ImageError(f"image {label} is corrupt or not an image: {type(e).__name__}: {e}") from None
     return img
 
 
@@ -127,21 +181,98 @@ def read_image_bytes(src: ImageSource, *, root: str | os.PathLike | None = None,
 
 
 def load_image(src: ImageSource, *, root: str | os.PathLike | None = None, cache: ImageCache | None = None,
-               exif_transpose: bool = True, mode: str | None = "RGB") -> Image:
-    """Decode an image from any supported source; optional EXIF rotation and mode conversion."""
+               exif_transpose: bool = True, mode: str | None = "RGB",
+               expect_size: tuple[float, float] | None = None) -> Image:
+    """Decode an image from any supported source; optional EXIF rotation and mode conversion.
+
+    ``expect_size`` is the (width, height) a record gives for the image: a file of another size
+    (as stored, or as displayed after EXIF rotation) is refused, see :func:`check_size`.
+    ``mode="RGB"`` goes through :func:`to_rgb`, which keeps 16-bit, float and transparent images
+    visible instead of PIL's white, black or alpha-dropped conversions.
+    """
     from PIL import Image as PILImage
     from PIL import ImageOps
 
     if isinstance(src, PILImage.Image):
-        img = src
+        img, label = src, "<decoded image>"
+        if expect_size is not None:
+            _check_stored_or_displayed(img, expect_size, label)
     else:
         data, label = read_image_bytes(src, root=root, cache=cache)
-        img = _open_bytes(data, label)
-    if exif_transpose:
-        img = ImageOps.exif_transpose(img) or img
-    if mode is not None and img.mode != mode:
-        img = img.convert(mode)
+        img = _open_bytes(data, label, expect_size)
+    try:
+        if exif_transpose:
+            img = ImageOps.exif_transpose(img) or img
+        if mode == "RGB":
+            img = to_rgb(img)
+        elif mode is not None and img.mode != mode:
+            img = img.convert(mode)
+    except ImageError as e:
+        raise ImageError(f"image {label}: {e}") from None
+    except Exception as e:  # a damaged EXIF block or an unconvertible mode: name the file, not a traceback
+        raise ImageError(f"image {label} could not be prepared ({type(e).__name__}: {e})") from None
     return img
+
+
+_ALPHA_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
+
+
+def _flatten_on_white(img: Image) -> Image:
+    """Composite a transparent image on white: PIL's convert("RGB") just drops alpha, exposing whatever
+    colour the transparent pixels happen to store (often black)."""
+    from PIL import Image as PILImage
+
+    rgba = img.convert("RGBA")
+    background = PILImage.new("RGBA", rgba.size, (255, 255, 255, 255))
+    return PILImage.alpha_composite(background, rgba).convert("RGB")
+
+
+def to_rgb(image: Image) -> Image:
+    """Convert any PIL mode to 8-bit RGB so that what the model sees is what a viewer shows.
+
+    PIL's own ``convert("RGB")`` clips 16-bit and 32-bit integer pixels to 255 (a 16-bit
+    greyscale PNG turns all white), clips floats in [0, 1] to black, and drops alpha. Here:
+
+    - ``I;16*`` and ``I`` (how PIL decodes 16-bit greyscale PNG/TIFF/PGM): clipped to
+      0..65535, then ``value >> 8`` (0, 32896, 65535 -> 0, 128, 255);
+    - ``F``: values in [0, 1] are scaled by 255, otherwise clipped to 0..255; NaN -> 0;
+    - alpha (``RGBA``, ``LA``, ``PA``, ``P``/``L``/``RGB`` with a ``transparency`` key):
+      composited on white;
+    - ``CMYK``: through its embedded ICC profile when there is one, else PIL's formula;
+    - ``1``, ``L``, ``P``, ``YCbCr`` and the rest: PIL's conversion.
+    """
+    import numpy as np
+    from PIL import Image as PILImage
+
+    mode = image.mode
+    if mode == "RGB" and "transparency" not in image.info:
+        return image
+    if mode.startswith("I;16") or mode == "I":
+        a = np.asarray(image).astype(np.int64)
+        grey = (np.clip(a, 0, 65535) >> 8).astype(np.uint8)
+        return PILImage.fromarray(grey, mode="L").convert("RGB")
+    if mode == "F":
+        a = np.nan_to_num(np.asarray(image, dtype=np.float64), nan=0.0, posinf=255.0, neginf=0.0)
+        if a.size and a.min() >= 0.0 and a.max() <= 1.0:
+            a = a * 255.0
+        grey = np.clip(np.rint(a), 0, 255).astype(np.uint8)
+        return PILImage.fromarray(grey, mode="L").convert("RGB")
+    if mode in _ALPHA_MODES or "transparency" in image.info:
+        return _flatten_on_white(image)
+    if mode == "CMYK" and image.info.get("icc_profile"):
+        try:
+            from PIL import ImageCms
+
+            src_profile = ImageCms.ImageCmsProfile(io.BytesIO(image.info["icc_profile"]))
+            out = ImageCms.profileToProfile(image, src_profile, ImageCms.createProfile("sRGB"), outputMode="RGB")
+            if out is not None:
+                return out
+        except Exception:  # no littlecms, or a broken profile: fall back to the plain formula
+            pass
+    try:
+        return image.convert("RGB")
+    except (ValueError, OSError) as e:
+        raise ImageError(f"cannot convert mode {mode!r} to RGB: {e}") from None
 
 
 def image_digest(src: ImageSource, *, root: str | os.PathLike | None = None,

@@ -1,10 +1,14 @@
 """Append-only JSONL prediction store: crash-safe, resumable, one writer at a time.
 
-Every finished generation is one JSON line, flushed and fsync'ed before the next request
-starts, so a crash (even SIGKILL) loses at most the request in flight. A torn last line
-(the process died mid-write) is detected on open, reported with a warning and cut off;
-a damaged line anywhere else is an error, because silently dropping it would lose data.
-A second writer on the same file is refused through an ``flock`` on ``<file>.lock``,
+Every record is one JSON line, flushed and fsync'ed by :meth:`PredictionStore.append` before
+it returns, so a crash (even SIGKILL) loses only what was not yet appended. The runner appends
+a batch's records when the whole batch returns, so there a crash loses at most the batch in
+flight (up to ``batch_size`` requests), never a finished batch.
+A torn last line (the process died mid-write) is detected on open, reported with a warning and
+cut off; a last record that is whole but lacks its newline is kept, and the newline is added
+when the store is next opened for writing. A damaged line anywhere else is an error, because
+silently dropping it would lose data. A second writer on the same file is refused through an
+``flock`` on ``<real path>.lock`` (symlinks resolved, so two names for one file share one lock),
 which the kernel releases when the owning process dies, so a crash never leaves a stale lock.
 """
 
@@ -16,6 +20,7 @@ import os
 import time
 import warnings
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,35 +49,56 @@ def request_key(*, model_id: str, revision: str | None, quantization: str | None
     })
 
 
-def _scan(path: Path) -> tuple[list[dict[str, Any]], int, bool]:
-    """Read records; return (records, byte offset of the end of the last good line, torn?)."""
-    records: list[dict[str, Any]] = []
+def _parse_record(raw: bytes) -> dict[str, Any]:
+    rec = json.loads(raw)
+    if not isinstance(rec, dict) or "key" not in rec:
+        raise ValueError("not a record with a 'key'")
+    return rec
+
+
+@dataclass
+class _Scan:
+    """What reading a store file found, and what opening it for writing must repair."""
+
+    records: list[dict[str, Any]]
+    good_end: int  # byte offset just past the last complete record (its newline included, if present)
+    torn: bytes = b""  # an unparseable last line, dropped (an interrupted write)
+    needs_newline: bool = False  # the last record is complete but its newline never reached the disk
+
+
+def _scan(path: Path) -> _Scan:
+    """Read records; a damaged line is an error unless it is the last one, which may be a torn write."""
     if not path.exists():
-        return records, 0, False
+        return _Scan([], 0)
     data = path.read_bytes()
-    good_end = 0
+    records: list[dict[str, Any]] = []
     lines = data.split(b"\n")
-    # the piece after the final newline is empty for a clean file, else a torn tail
+    # the piece after the final newline is empty for a clean file, else a last line without its newline
     complete, tail = lines[:-1], lines[-1]
-    offset = 0
+    offset = good_end = 0
     for i, raw in enumerate(complete, start=1):
         end = offset + len(raw) + 1
         if raw.strip():
             try:
-                rec = json.loads(raw)
-                if not isinstance(rec, dict) or "key" not in rec:
-                    raise ValueError("not a record with a 'key'")
+                rec = _parse_record(raw)
             except ValueError as e:
-                if i == len(complete) and not tail:
+                if i == len(complete) and not tail.strip():
                     # a last line that is complete but unparseable is also a torn write (newline landed)
-                    return records, good_end, True
+                    return _Scan(records, good_end, torn=data[good_end:])
                 raise StoreError(f"{path}: line {i} is not a valid store record ({e}); "
                                  "the file was edited or damaged, refusing to guess") from None
             records.append(rec)
         good_end = end
         offset = end
-    torn = bool(tail.strip())
-    return records, good_end, torn
+    if not tail.strip():
+        return _Scan(records, good_end)
+    try:
+        # a whole record whose newline is missing (a crash between the two, or a copy that lost it)
+        # is data, not a torn write: a strict prefix of a JSON object never parses as one
+        records.append(_parse_record(tail))
+    except ValueError:
+        return _Scan(records, good_end, torn=data[good_end:])
+    return _Scan(records, len(data), needs_newline=True)
 
 
 class PredictionStore:
@@ -92,15 +118,21 @@ class PredictionStore:
 
     # -- reading -----------------------------------------------------------------------------------
     def _load(self, *, repair: bool) -> None:
-        records, good_end, torn = _scan(self.path)
-        if torn:
-            warnings.warn(f"{self.path}: dropped an incomplete last line (interrupted write); "
-                          f"{len(records)} complete records kept", TornLineWarning, stacklevel=3)
-            if repair:
-                with open(self.path, "r+b") as fh:
-                    fh.truncate(good_end)
-                    fh.flush()
-                    os.fsync(fh.fileno())
+        scan = _scan(self.path)
+        records = scan.records
+        if scan.torn:
+            preview = scan.torn[:60].decode("utf-8", errors="replace")
+            warnings.warn(f"{self.path}: dropped an incomplete last line of {len(scan.torn)} bytes "
+                          f"(interrupted write) starting {preview!r}; {len(records)} complete records kept",
+                          TornLineWarning, stacklevel=3)
+        if repair and (scan.torn or scan.needs_newline):
+            with open(self.path, "r+b") as fh:
+                fh.truncate(scan.good_end)
+                if scan.needs_newline:  # end the kept record so the next append starts a line of its own
+                    fh.seek(scan.good_end)
+                    fh.write(b"\n")
+                fh.flush()
+                os.fsync(fh.fileno())
         self._records = {}
         self._order = []
         for rec in records:
@@ -140,7 +172,9 @@ class PredictionStore:
         if self._fh is not None:
             return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        lock_path = self.path.with_name(self.path.name + ".lock")
+        # lock the file's real path: two names for one file (a symlink, a linked folder, ../) share one lock
+        real = self.path.resolve()
+        lock_path = real.with_name(real.name + ".lock")
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
