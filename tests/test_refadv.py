@@ -1,4 +1,5 @@
-"""Ref-Adv: official parser (table of raw replies), repair turn, box formats, loaders, metrics, audit."""
+"""Ref-Adv: official parser (table of raw replies), repair turn, box formats and the style each model gets,
+loaders, metrics, audit."""
 
 from __future__ import annotations
 
@@ -20,7 +21,14 @@ from vlamb_nb.benchmarks.refadv.parse import (
     parse_json_boxes,
     style_for,
 )
-from vlamb_nb.benchmarks.refadv.prompts import FOLLOWUP_TEXT, PROMPTS, bag_of_words, prompt_text
+from vlamb_nb.benchmarks.refadv.prompts import (
+    FOLLOWUP_TEXT,
+    FOLLOWUP_TEXT_NEWLINES,
+    PROMPTS,
+    bag_of_words,
+    followup_text,
+    prompt_text,
+)
 from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.models import ModelInfo, ScriptedModel
 
@@ -531,3 +539,60 @@ def test_malformed_official_row_names_the_field(tmp_path, field, value):
     with pytest.raises(DataError, match=field) as e:
         metrics.read_official_predictions(bad)
     assert "line 2" in str(e.value)
+
+
+# -- the repair turn as the official runs sent it -----------------------------------------------------
+OFFICIAL_FOLLOWUP = (
+    'Your previous answer did not end with a valid JSON bbox output.\\nNow output ONLY one complete JSON code '
+    'block.\\nUse this exact schema:\\n```json\\n{"bboxes": [[x1, y1, x2, y2]]}\\n```\\nDo not output any extra text.'
+)
+
+
+def test_followup_default_is_the_official_literal_backslash_n_text():
+    assert FOLLOWUP_TEXT == OFFICIAL_FOLLOWUP == followup_text() == followup_text("official")
+    assert len(FOLLOWUP_TEXT) == 211
+    assert "\n" not in FOLLOWUP_TEXT and FOLLOWUP_TEXT.count("\\n") == 6
+    newlines = followup_text("newlines")
+    assert newlines == FOLLOWUP_TEXT_NEWLINES == FOLLOWUP_TEXT.replace("\\n", "\n")
+    assert len(newlines) == 205 and newlines.count("\n") == 6 and "\\" not in newlines
+    with pytest.raises(SettingError, match="unknown repair_text"):
+        followup_text("yaml")
+
+
+def test_repair_text_option_is_sent_recorded_and_kept_apart(sample, tmp_path):
+    from vlamb_nb.store import read_records
+
+    bench, items, path = sample
+    by_id = items.set_index("id")
+    sent = []
+
+    def respond(req):
+        if len(req.messages) == 1:
+            return "It is the one on the left."  # no box: the repair turn follows
+        text = req.messages[2]["content"][0]["text"]
+        sent.append(text)
+        x1, y1, x2, y2 = by_id.loc[req.meta["item_id"]]["gt_xyxy"]
+        hit = [x1, y1, x2, y2] if text == FOLLOWUP_TEXT else [0, 0, 1, 1]  # tells the two runs apart
+        return json.dumps({"bboxes": [hit]})
+
+    model, store = ScriptedModel(respond), tmp_path / "r.jsonl"
+    with pytest.raises(SettingError, match="unknown repair_text"):
+        bench.run(model, items, "direct", store=store, repair_text="yaml", progress=False)
+    assert model.calls == 0
+    official = bench.run(model, items, "direct", store=store, progress=False)
+    assert official["hit"].all() and set(sent) == {FOLLOWUP_TEXT}
+    sent.clear()
+    calls = model.calls
+    newlines = bench.run(model, items, "direct", store=store, repair_text="newlines", progress=False)
+    assert model.calls - calls == len(items)  # first answers come from the store, only the repair turns are new
+    assert set(sent) == {FOLLOWUP_TEXT_NEWLINES} and not newlines["hit"].any()
+    recs = read_records(store)
+    repairs = [r for r in recs if "::repair-" in r["request_id"]]
+    assert {r["run"]["repair_text"] for r in repairs} == {"official", "newlines"}
+    assert {r["setting"].rsplit(":", 1)[-1] for r in repairs} == {"repair", "repair-newlines"}
+    new_meta = next(r["run"] for r in repairs if r["run"]["repair_text"] == "newlines")
+    assert any(d["what"] == "repair turn text" for d in new_meta["deviations"])
+    assert not any(d["what"] == "repair turn text" for d in recs[0]["run"]["deviations"])
+    # the store keeps both variants; scoring picks one, the official text by default
+    assert bench.score_store(store, source=path)["hit"].all()
+    assert not bench.score_store(store, source=path, repair_text="newlines")["hit"].any()
