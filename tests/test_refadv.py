@@ -596,3 +596,91 @@ def test_repair_text_option_is_sent_recorded_and_kept_apart(sample, tmp_path):
     # the store keeps both variants; scoring picks one, the official text by default
     assert bench.score_store(store, source=path)["hit"].all()
     assert not bench.score_store(store, source=path, repair_text="newlines")["hit"].any()
+
+
+# -- grounding style (coordinate format) from the model: family (HF) or name (OpenAI-compatible) ------------
+@pytest.mark.parametrize("info,style,box_format", [
+    (ModelInfo("openai:Qwen/Qwen3-VL-8B-Thinking", backend="openai"), "qwen3_vl", "norm_1000_xyxy"),
+    (ModelInfo("openai:qwen3-vl:8b", backend="openai"), "qwen3_vl", "norm_1000_xyxy"),
+    (ModelInfo("openai:Qwen/Qwen3.5-27B", backend="openai"), "qwen3_vl", "norm_1000_xyxy"),
+    (ModelInfo("openai:Qwen3_5-35B-A3B", backend="openai"), "qwen3_vl", "norm_1000_xyxy"),
+    (ModelInfo("openai:Qwen/Qwen2.5-VL-72B-Instruct", backend="openai"), "official", "abs_xyxy"),
+    (ModelInfo("openai:qwen2_5_vl_7b", backend="openai"), "official", "abs_xyxy"),
+    (ModelInfo("openai:gemini-2.5-flash", backend="openai"), "gemini", "norm_1000_yxyx"),
+    (ModelInfo("openai:gpt-4o", backend="openai"), "official", "abs_xyxy"),  # the stated default
+    (ModelInfo("Qwen/Qwen3.5-27B", family="qwen3_5"), "qwen3_vl", "norm_1000_xyxy"),
+    (ModelInfo("Qwen/Qwen3-VL-8B-Instruct", family="qwen3_vl"), "qwen3_vl", "norm_1000_xyxy"),
+    (ModelInfo("Qwen/Qwen2.5-VL-7B-Instruct", family="qwen2_5_vl"), "qwen2_5_vl", "abs_xyxy"),
+    (ModelInfo("llava-hf/llava-onevision-qwen2-7b-ov-hf", family="llava_onevision"), "generic", "norm_1_xyxy"),
+    (ModelInfo("some/new-vlm", family="generic"), "generic", "norm_1_xyxy"),
+])
+def test_style_follows_family_or_model_name(info, style, box_format):
+    st = style_for(info)
+    assert (st.name, st.box_format) == (style, box_format)
+    assert not (info.backend == "openai" and st.resized_pixels)  # a server's resized size is unknown: no rescale
+
+
+def test_style_choice_is_explained_and_qwen3_5_has_a_family_row():
+    from vlamb_nb.benchmarks.refadv.parse import OPENAI_DEFAULT_STYLE, choose_style, style_from_name
+    from vlamb_nb.models.families import family_for
+
+    assert family_for("qwen3_5").name == family_for("qwen3_5_moe").name == "qwen3_5"
+    assert family_for("qwen3_5").size_rule == "grid_thw"
+    assert style_from_name("gpt-4o") is None and OPENAI_DEFAULT_STYLE == "official"
+    assert "model name" in choose_style(ModelInfo("openai:Qwen/Qwen3.5-27B", backend="openai"))[1]
+    assert "default" in choose_style(ModelInfo("openai:gpt-4o", backend="openai"))[1]
+    assert "family" in choose_style(ModelInfo("m", family="qwen3_5"))[1]
+    assert choose_style(ModelInfo("openai:Qwen/Qwen3.5-27B", backend="openai"), "official") == \
+        (style_for(None, "official"), "explicit")
+    assert style_for(ModelInfo("Qwen3-VL-8B", backend="scripted")).name == "official"  # scripted: unchanged
+
+
+def _official_first_answers(shared_data, run: str):
+    """The demo items joined to an official prediction file, each model answer rebuilt in its own format."""
+    from pathlib import Path
+
+    items = data.load_demo(shared_data / "refadv" / "demo")
+    preds = {}
+    for line in (shared_data / "refadv" / "predictions" / f"{run}_predictions.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        preds[rec["row_idx"]] = rec
+    answers = {}
+    for _, item in items.iterrows():
+        rec = preds[int(Path(item["image"]).stem)]
+        assert rec["row_idx"] == item["row_idx"] and rec["normal_caption"] == item["expression"]
+        box = rec["pred_box_xyxy_first"]
+        if len(box) != 4:
+            answers[item["id"]] = "I cannot tell."
+            continue
+        raw = boxes.from_abs_xyxy(box, item["width"], item["height"], rec["pred_box_expected_format"])
+        answers[item["id"]] = '```json\n' + json.dumps({"bboxes": [[round(v, 3) for v in raw]]}) + '\n```'
+    return items, preds, answers
+
+
+def test_official_qwen3_vl_answers_are_read_on_the_1000_grid(shared_data):
+    """Qwen3-VL-8B-Thinking over an OpenAI-compatible server: 9/31 demo hits as published (3/31 as pixels)."""
+    from vlamb_nb.benchmarks.refadv.parse import STYLES
+
+    items, preds, answers = _official_first_answers(shared_data, "qwen3a8bthinking_direct")
+    assert {r["pred_box_expected_format"] for r in preds.values()} == {"norm_1000_xyxy"}
+    published = sum(preds[int(r)]["first_hit"] for r in items["row_idx"])
+    info = ModelInfo("openai:Qwen/Qwen3-VL-8B-Thinking", backend="openai")
+    st = style_for(info)
+    assert st.box_format == "norm_1000_xyxy"
+
+    def hits(style) -> int:
+        n = 0
+        for _, item in items.iterrows():
+            row = dict(item, box_format=style.box_format, parser=style.parser, resized_pixels=style.resized_pixels)
+            out = RefAdv().parse(answers[item["id"]], row)
+            n += metrics.first_iou(out["pred_xyxy"], item["gt_xyxy"]) >= 0.5
+        return n
+
+    assert hits(st) == published == 9
+    assert hits(STYLES["official"]) == 3  # what reading every served model as pixels gave
+
+    # the whole run with a stand-in for the served model picks the same style and records why
+    served = ScriptedModel(lambda req: answers[req.meta["item_id"]])
+    served.info = info
+    scored = RefAdv().run(served, items, "direct", progress=False)
+    assert int(scored["hit"].sum()) == 9 and set(scored["box_format"]) == {"norm_1000_xyxy"}

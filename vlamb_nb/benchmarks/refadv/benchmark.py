@@ -30,6 +30,7 @@ from vlamb_nb.benchmarks.refadv.parse import (
     STYLES,
     GroundingStyle,
     _processed_size,
+    choose_style,
     clean_rewrite,
     parse_bracket_boxes,
     parse_descriptors,
@@ -175,7 +176,7 @@ class RefAdv(Benchmark):
         setting = self.check_setting(setting or self.default_setting)
         followup_text(repair_text)  # an unknown name fails before any generation
         items = items.head(limit).reset_index(drop=True) if limit is not None else items.reset_index(drop=True)
-        st = style_for(model.info, style)
+        st, style_reason = choose_style(model.info, style)
         if setting == "deletion" and "deleted_expression" not in items.columns:
             if rewriter is None:
                 raise SettingError("the deletion setting needs rewriter=<a text model> (or pre-rewritten items)")
@@ -183,7 +184,7 @@ class RefAdv(Benchmark):
         reqs = self.requests(items, setting, style=st, prompt_mode=prompt_mode, seed=seed,
                              max_new_tokens=max_new_tokens)
         meta = self.run_meta(model.info, setting, seed)
-        meta.update(style=st.name, repair_text=repair_text)
+        meta.update(style=st.name, box_format=st.box_format, style_reason=style_reason, repair_text=repair_text)
         meta["deviations"] += [d.__dict__ for d in self.style_deviations(st, model.info, max_new_tokens,
                                                                          repair_text=repair_text)]
         gens = runner.run(model, reqs, store, batch_size=batch_size, progress=progress, run_meta=meta,

@@ -6,7 +6,8 @@ first), converts each to absolute xyxy, dedupes, and the first box is scored. A 
 no box gets one repair turn with :data:`FOLLOWUP_TEXT`.
 
 Families whose native output is not JSON (InternVL ``[[..]]``/``<box>``, CogVLM ``[[..]]``, GLM box
-tokens) have their own small parsers, used only when a run selects them.
+tokens) have their own small parsers, used only when a run selects them. Which style a model gets:
+its family (Hugging Face) or its name (OpenAI-compatible servers report no family), see :func:`style_for`.
 """
 
 from __future__ import annotations
@@ -188,24 +189,57 @@ STYLES: dict[str, GroundingStyle] = {s.name: s for s in (
 )}
 
 
+# Hugging Face: the family row (models/families.py) names the style. Qwen3.5 is read on the 0-1000
+# grid like Qwen3-VL (the official config). LLaVA-OneVision's convention is unknown (notes §1.2),
+# so it keeps the 0-1 default, stated here rather than left to the fallback.
 FAMILY_STYLE = {"qwen2_vl": "qwen2_5_vl", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl",
-                "qwen3_vl_moe": "qwen3_vl", "internvl": "internvl", "internvl_chat": "internvl",
-                "cogvlm": "cogvlm", "glm4v": "glm4v", "glm4v_moe": "glm4v", "gemini": "gemini"}
+                "qwen3_vl_moe": "qwen3_vl", "qwen3_5": "qwen3_vl", "internvl": "internvl",
+                "internvl_chat": "internvl", "cogvlm": "cogvlm", "glm4v": "glm4v", "glm4v_moe": "glm4v",
+                "gemini": "gemini", "llava_onevision": "generic"}
+HF_DEFAULT_STYLE = "generic"  # a family without a row: the official prompt, 0-1 boxes
+
+# OpenAI-compatible servers report no family, so the served model's name decides; first match wins.
+# As the official config reads them: Qwen3-VL and Qwen3.5 on the 0-1000 grid, Qwen2(.5)-VL as absolute
+# pixels with no resize correction (the server's resized size is not known here, as in the official runner).
+NAME_STYLES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"gemini"), "gemini"),  # Gemini's OpenAI-compatible endpoint keeps its own box order
+    (re.compile(r"qwen3[-_]?vl"), "qwen3_vl"),
+    (re.compile(r"qwen3[._]5"), "qwen3_vl"),
+    (re.compile(r"qwen2(?:[._]5)?[-_]?vl"), "official"),
+)
+OPENAI_DEFAULT_STYLE = "official"  # other served models: absolute pixels, as the official runner reads Qwen2.5-VL
 
 
-def style_for(model: ModelInfo | None, style: str | GroundingStyle | None = None) -> GroundingStyle:
-    """The grounding style: explicit, else from the model family (scripted models: the official one)."""
+def style_from_name(model_id: str) -> str | None:
+    """The style a model name implies (:data:`NAME_STYLES`), or None when no rule matches."""
+    low = str(model_id).lower()
+    return next((name for pattern, name in NAME_STYLES if pattern.search(low)), None)
+
+
+def choose_style(model: ModelInfo | None, style: str | GroundingStyle | None = None) -> tuple[GroundingStyle, str]:
+    """The grounding style and why it was chosen (recorded in the run metadata)."""
     if isinstance(style, GroundingStyle):
-        return style
+        return style, "explicit"
     if style is not None:
         if style not in STYLES:
             raise SettingError(f"unknown grounding style {style!r}; choose one of {', '.join(STYLES)}")
-        return STYLES[style]
-    if model is not None and model.backend == "openai" and "gemini" in str(model.model_id).lower():
-        return STYLES["gemini"]  # Gemini through its OpenAI-compatible endpoint keeps its own box order
-    if model is None or model.backend in ("scripted", "openai"):
-        return STYLES["official"]
-    return STYLES[FAMILY_STYLE.get(str(model.family or ""), "generic")]
+        return STYLES[style], "explicit"
+    if model is None or model.backend == "scripted":
+        return STYLES["official"], "default for scripted models"
+    if model.backend == "openai":
+        named = style_from_name(model.model_id)
+        if named is not None:
+            return STYLES[named], f"model name {model.model_id!r}"
+        return STYLES[OPENAI_DEFAULT_STYLE], "default for OpenAI-compatible models (no name rule matched)"
+    family = str(model.family or "")
+    if family in FAMILY_STYLE:
+        return STYLES[FAMILY_STYLE[family]], f"model family {family!r}"
+    return STYLES[HF_DEFAULT_STYLE], f"default for family {family or 'unknown'!r}"
+
+
+def style_for(model: ModelInfo | None, style: str | GroundingStyle | None = None) -> GroundingStyle:
+    """The grounding style: explicit, else from the family (HF) or the model name (OpenAI-compatible)."""
+    return choose_style(model, style)[0]
 
 
 def parse_descriptors(text: str, expression: str) -> list[str]:
