@@ -684,3 +684,42 @@ def test_official_qwen3_vl_answers_are_read_on_the_1000_grid(shared_data):
     served.info = info
     scored = RefAdv().run(served, items, "direct", progress=False)
     assert int(scored["hit"].sum()) == 9 and set(scored["box_format"]) == {"norm_1000_xyxy"}
+
+
+# -- Gemini: the y/x reorder belongs to its box_2d key only --------------------------------------------------
+def test_gemini_reorder_only_under_box_2d():
+    from vlamb_nb.benchmarks.refadv.parse import collect_keyed_boxes
+
+    want = [[160.0, 240.0, 320.0, 480.0]]
+    # Gemini's own format: [ymin, xmin, ymax, xmax]
+    assert parse_json_boxes('[{"box_2d": [500, 250, 1000, 500], "label": "cup"}]', W, H, "norm_1000_yxyx") == \
+        (want, "")
+    assert parse_json_boxes('{"objects": [{"box_2d": [500, 250, 1000, 500]}]}', W, H, "norm_1000_yxyx") == \
+        (want, "")
+    # any other 4-number list (the repair turn's schema, a bare list, other keys) is x/y order
+    for reply in ('{"bboxes": [[250, 500, 500, 1000]]}', "[250, 500, 500, 1000]",
+                  '{"bbox_2d": [250, 500, 500, 1000]}', '[{"box": [250, 500, 500, 1000]}]'):
+        assert parse_json_boxes(reply, W, H, "norm_1000_yxyx") == (want, ""), reply
+    # in one reply each box is read by its own key (priority keys first, as the official order)
+    found, _ = parse_json_boxes('{"box_2d": [500, 250, 1000, 500], "bboxes": [[0, 0, 500, 500]]}', W, H,
+                                "norm_1000_yxyx")
+    assert found == [[0.0, 0.0, 320.0, 240.0], *want]
+    assert collect_keyed_boxes({"box_2d": [1, 2, 3, 4], "bboxes": [[5, 6, 7, 8]]}) == \
+        [([5.0, 6.0, 7.0, 8.0], "bboxes"), ([1.0, 2.0, 3.0, 4.0], "box_2d")]
+    assert parse_bracket_boxes("[[250, 500, 500, 1000]]", W, H, "norm_1000_yxyx")[0] == want  # no key: x/y
+
+
+def test_gemini_repair_answer_in_the_official_schema_is_read_as_xyxy(sample):
+    bench, items, _ = sample
+    by_id = items.set_index("id")
+
+    def respond(req):
+        if len(req.messages) == 1:
+            return "The cup on the left."
+        item = by_id.loc[req.meta["item_id"]]
+        box = boxes.from_abs_xyxy(item["gt_xyxy"], item["width"], item["height"], "norm_1000_xyxy")
+        return json.dumps({"bboxes": [[round(v, 3) for v in box]]})  # the schema the repair turn asks for
+
+    gem = ScriptedModel(respond, model_id="gemini-2.5-flash")
+    scored = bench.run(gem, items, "direct", style="gemini", progress=False)
+    assert scored["retry_used"].all() and scored["hit"].all()
