@@ -1,4 +1,5 @@
-"""Ref-Adv: official parser (table of raw replies), repair turn, box formats, loaders, metrics, audit."""
+"""Ref-Adv: official parser (table of raw replies), repair turn, box formats and the style each model gets,
+loaders, metrics, audit."""
 
 from __future__ import annotations
 
@@ -20,7 +21,14 @@ from vlamb_nb.benchmarks.refadv.parse import (
     parse_json_boxes,
     style_for,
 )
-from vlamb_nb.benchmarks.refadv.prompts import FOLLOWUP_TEXT, PROMPTS, bag_of_words, prompt_text
+from vlamb_nb.benchmarks.refadv.prompts import (
+    FOLLOWUP_TEXT,
+    FOLLOWUP_TEXT_NEWLINES,
+    PROMPTS,
+    bag_of_words,
+    followup_text,
+    prompt_text,
+)
 from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.models import ModelInfo, ScriptedModel
 
@@ -531,3 +539,187 @@ def test_malformed_official_row_names_the_field(tmp_path, field, value):
     with pytest.raises(DataError, match=field) as e:
         metrics.read_official_predictions(bad)
     assert "line 2" in str(e.value)
+
+
+# -- the repair turn as the official runs sent it -----------------------------------------------------
+OFFICIAL_FOLLOWUP = (
+    'Your previous answer did not end with a valid JSON bbox output.\\nNow output ONLY one complete JSON code '
+    'block.\\nUse this exact schema:\\n```json\\n{"bboxes": [[x1, y1, x2, y2]]}\\n```\\nDo not output any extra text.'
+)
+
+
+def test_followup_default_is_the_official_literal_backslash_n_text():
+    assert FOLLOWUP_TEXT == OFFICIAL_FOLLOWUP == followup_text() == followup_text("official")
+    assert len(FOLLOWUP_TEXT) == 211
+    assert "\n" not in FOLLOWUP_TEXT and FOLLOWUP_TEXT.count("\\n") == 6
+    newlines = followup_text("newlines")
+    assert newlines == FOLLOWUP_TEXT_NEWLINES == FOLLOWUP_TEXT.replace("\\n", "\n")
+    assert len(newlines) == 205 and newlines.count("\n") == 6 and "\\" not in newlines
+    with pytest.raises(SettingError, match="unknown repair_text"):
+        followup_text("yaml")
+
+
+def test_repair_text_option_is_sent_recorded_and_kept_apart(sample, tmp_path):
+    from vlamb_nb.store import read_records
+
+    bench, items, path = sample
+    by_id = items.set_index("id")
+    sent = []
+
+    def respond(req):
+        if len(req.messages) == 1:
+            return "It is the one on the left."  # no box: the repair turn follows
+        text = req.messages[2]["content"][0]["text"]
+        sent.append(text)
+        x1, y1, x2, y2 = by_id.loc[req.meta["item_id"]]["gt_xyxy"]
+        hit = [x1, y1, x2, y2] if text == FOLLOWUP_TEXT else [0, 0, 1, 1]  # tells the two runs apart
+        return json.dumps({"bboxes": [hit]})
+
+    model, store = ScriptedModel(respond), tmp_path / "r.jsonl"
+    with pytest.raises(SettingError, match="unknown repair_text"):
+        bench.run(model, items, "direct", store=store, repair_text="yaml", progress=False)
+    assert model.calls == 0
+    official = bench.run(model, items, "direct", store=store, progress=False)
+    assert official["hit"].all() and set(sent) == {FOLLOWUP_TEXT}
+    sent.clear()
+    calls = model.calls
+    newlines = bench.run(model, items, "direct", store=store, repair_text="newlines", progress=False)
+    assert model.calls - calls == len(items)  # first answers come from the store, only the repair turns are new
+    assert set(sent) == {FOLLOWUP_TEXT_NEWLINES} and not newlines["hit"].any()
+    recs = read_records(store)
+    repairs = [r for r in recs if "::repair-" in r["request_id"]]
+    assert {r["run"]["repair_text"] for r in repairs} == {"official", "newlines"}
+    assert {r["setting"].rsplit(":", 1)[-1] for r in repairs} == {"repair", "repair-newlines"}
+    new_meta = next(r["run"] for r in repairs if r["run"]["repair_text"] == "newlines")
+    assert any(d["what"] == "repair turn text" for d in new_meta["deviations"])
+    assert not any(d["what"] == "repair turn text" for d in recs[0]["run"]["deviations"])
+    # the store keeps both variants; scoring picks one, the official text by default
+    assert bench.score_store(store, source=path)["hit"].all()
+    assert not bench.score_store(store, source=path, repair_text="newlines")["hit"].any()
+
+
+# -- grounding style (coordinate format) from the model: family (HF) or name (OpenAI-compatible) ------------
+@pytest.mark.parametrize("info,style,box_format", [
+    (ModelInfo("openai:Qwen/Qwen3-VL-8B-Thinking", backend="openai"), "qwen3_vl", "norm_1000_xyxy"),
+    (ModelInfo("openai:qwen3-vl:8b", backend="openai"), "qwen3_vl", "norm_1000_xyxy"),
+    (ModelInfo("openai:Qwen/Qwen3.5-27B", backend="openai"), "qwen3_vl", "norm_1000_xyxy"),
+    (ModelInfo("openai:Qwen3_5-35B-A3B", backend="openai"), "qwen3_vl", "norm_1000_xyxy"),
+    (ModelInfo("openai:Qwen/Qwen2.5-VL-72B-Instruct", backend="openai"), "official", "abs_xyxy"),
+    (ModelInfo("openai:qwen2_5_vl_7b", backend="openai"), "official", "abs_xyxy"),
+    (ModelInfo("openai:gemini-2.5-flash", backend="openai"), "gemini", "norm_1000_yxyx"),
+    (ModelInfo("openai:gpt-4o", backend="openai"), "official", "abs_xyxy"),  # the stated default
+    (ModelInfo("Qwen/Qwen3.5-27B", family="qwen3_5"), "qwen3_vl", "norm_1000_xyxy"),
+    (ModelInfo("Qwen/Qwen3-VL-8B-Instruct", family="qwen3_vl"), "qwen3_vl", "norm_1000_xyxy"),
+    (ModelInfo("Qwen/Qwen2.5-VL-7B-Instruct", family="qwen2_5_vl"), "qwen2_5_vl", "abs_xyxy"),
+    (ModelInfo("llava-hf/llava-onevision-qwen2-7b-ov-hf", family="llava_onevision"), "generic", "norm_1_xyxy"),
+    (ModelInfo("some/new-vlm", family="generic"), "generic", "norm_1_xyxy"),
+])
+def test_style_follows_family_or_model_name(info, style, box_format):
+    st = style_for(info)
+    assert (st.name, st.box_format) == (style, box_format)
+    assert not (info.backend == "openai" and st.resized_pixels)  # a server's resized size is unknown: no rescale
+
+
+def test_style_choice_is_explained_and_qwen3_5_has_a_family_row():
+    from vlamb_nb.benchmarks.refadv.parse import OPENAI_DEFAULT_STYLE, choose_style, style_from_name
+    from vlamb_nb.models.families import family_for
+
+    assert family_for("qwen3_5").name == family_for("qwen3_5_moe").name == "qwen3_5"
+    assert family_for("qwen3_5").size_rule == "grid_thw"
+    assert style_from_name("gpt-4o") is None and OPENAI_DEFAULT_STYLE == "official"
+    assert "model name" in choose_style(ModelInfo("openai:Qwen/Qwen3.5-27B", backend="openai"))[1]
+    assert "default" in choose_style(ModelInfo("openai:gpt-4o", backend="openai"))[1]
+    assert "family" in choose_style(ModelInfo("m", family="qwen3_5"))[1]
+    assert choose_style(ModelInfo("openai:Qwen/Qwen3.5-27B", backend="openai"), "official") == \
+        (style_for(None, "official"), "explicit")
+    assert style_for(ModelInfo("Qwen3-VL-8B", backend="scripted")).name == "official"  # scripted: unchanged
+
+
+def _official_first_answers(shared_data, run: str):
+    """The demo items joined to an official prediction file, each model answer rebuilt in its own format."""
+    from pathlib import Path
+
+    items = data.load_demo(shared_data / "refadv" / "demo")
+    preds = {}
+    for line in (shared_data / "refadv" / "predictions" / f"{run}_predictions.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        preds[rec["row_idx"]] = rec
+    answers = {}
+    for _, item in items.iterrows():
+        rec = preds[int(Path(item["image"]).stem)]
+        assert rec["row_idx"] == item["row_idx"] and rec["normal_caption"] == item["expression"]
+        box = rec["pred_box_xyxy_first"]
+        if len(box) != 4:
+            answers[item["id"]] = "I cannot tell."
+            continue
+        raw = boxes.from_abs_xyxy(box, item["width"], item["height"], rec["pred_box_expected_format"])
+        answers[item["id"]] = '```json\n' + json.dumps({"bboxes": [[round(v, 3) for v in raw]]}) + '\n```'
+    return items, preds, answers
+
+
+def test_official_qwen3_vl_answers_are_read_on_the_1000_grid(shared_data):
+    """Qwen3-VL-8B-Thinking over an OpenAI-compatible server: 9/31 demo hits as published (3/31 as pixels)."""
+    from vlamb_nb.benchmarks.refadv.parse import STYLES
+
+    items, preds, answers = _official_first_answers(shared_data, "qwen3a8bthinking_direct")
+    assert {r["pred_box_expected_format"] for r in preds.values()} == {"norm_1000_xyxy"}
+    published = sum(preds[int(r)]["first_hit"] for r in items["row_idx"])
+    info = ModelInfo("openai:Qwen/Qwen3-VL-8B-Thinking", backend="openai")
+    st = style_for(info)
+    assert st.box_format == "norm_1000_xyxy"
+
+    def hits(style) -> int:
+        n = 0
+        for _, item in items.iterrows():
+            row = dict(item, box_format=style.box_format, parser=style.parser, resized_pixels=style.resized_pixels)
+            out = RefAdv().parse(answers[item["id"]], row)
+            n += metrics.first_iou(out["pred_xyxy"], item["gt_xyxy"]) >= 0.5
+        return n
+
+    assert hits(st) == published == 9
+    assert hits(STYLES["official"]) == 3  # what reading every served model as pixels gave
+
+    # the whole run with a stand-in for the served model picks the same style and records why
+    served = ScriptedModel(lambda req: answers[req.meta["item_id"]])
+    served.info = info
+    scored = RefAdv().run(served, items, "direct", progress=False)
+    assert int(scored["hit"].sum()) == 9 and set(scored["box_format"]) == {"norm_1000_xyxy"}
+
+
+# -- Gemini: the y/x reorder belongs to its box_2d key only --------------------------------------------------
+def test_gemini_reorder_only_under_box_2d():
+    from vlamb_nb.benchmarks.refadv.parse import collect_keyed_boxes
+
+    want = [[160.0, 240.0, 320.0, 480.0]]
+    # Gemini's own format: [ymin, xmin, ymax, xmax]
+    assert parse_json_boxes('[{"box_2d": [500, 250, 1000, 500], "label": "cup"}]', W, H, "norm_1000_yxyx") == \
+        (want, "")
+    assert parse_json_boxes('{"objects": [{"box_2d": [500, 250, 1000, 500]}]}', W, H, "norm_1000_yxyx") == \
+        (want, "")
+    # any other 4-number list (the repair turn's schema, a bare list, other keys) is x/y order
+    for reply in ('{"bboxes": [[250, 500, 500, 1000]]}', "[250, 500, 500, 1000]",
+                  '{"bbox_2d": [250, 500, 500, 1000]}', '[{"box": [250, 500, 500, 1000]}]'):
+        assert parse_json_boxes(reply, W, H, "norm_1000_yxyx") == (want, ""), reply
+    # in one reply each box is read by its own key (priority keys first, as the official order)
+    found, _ = parse_json_boxes('{"box_2d": [500, 250, 1000, 500], "bboxes": [[0, 0, 500, 500]]}', W, H,
+                                "norm_1000_yxyx")
+    assert found == [[0.0, 0.0, 320.0, 240.0], *want]
+    assert collect_keyed_boxes({"box_2d": [1, 2, 3, 4], "bboxes": [[5, 6, 7, 8]]}) == \
+        [([5.0, 6.0, 7.0, 8.0], "bboxes"), ([1.0, 2.0, 3.0, 4.0], "box_2d")]
+    assert parse_bracket_boxes("[[250, 500, 500, 1000]]", W, H, "norm_1000_yxyx")[0] == want  # no key: x/y
+
+
+def test_gemini_repair_answer_in_the_official_schema_is_read_as_xyxy(sample):
+    bench, items, _ = sample
+    by_id = items.set_index("id")
+
+    def respond(req):
+        if len(req.messages) == 1:
+            return "The cup on the left."
+        item = by_id.loc[req.meta["item_id"]]
+        box = boxes.from_abs_xyxy(item["gt_xyxy"], item["width"], item["height"], "norm_1000_xyxy")
+        return json.dumps({"bboxes": [[round(v, 3) for v in box]]})  # the schema the repair turn asks for
+
+    gem = ScriptedModel(respond, model_id="gemini-2.5-flash")
+    scored = bench.run(gem, items, "direct", style="gemini", progress=False)
+    assert scored["retry_used"].all() and scored["hit"].all()

@@ -30,6 +30,7 @@ from vlamb_nb.benchmarks.refadv.parse import (
     STYLES,
     GroundingStyle,
     _processed_size,
+    choose_style,
     clean_rewrite,
     parse_bracket_boxes,
     parse_descriptors,
@@ -39,12 +40,12 @@ from vlamb_nb.benchmarks.refadv.parse import (
 from vlamb_nb.benchmarks.refadv.prompts import (
     EXTRACT_PROMPT,
     FIXED_EXPRESSION,
-    FOLLOWUP_TEXT,
     OFFICIAL_MAX_TOKENS,
     OFFICIAL_SEED,
     REWRITE_PROMPT,
     _prompt_of,
     bag_of_words,
+    followup_text,
     official_image,
     prompt_text,
 )
@@ -115,12 +116,16 @@ class RefAdv(Benchmark):
                                 setting=tag, meta={"item_id": str(item["id"]), "expression_asked": expr}))
         return reqs
 
-    def repair_request(self, first: Request, first_text: str) -> Request:
-        """The one follow-up turn: [user prompt + image, the first reply, the verbatim repair text]."""
-        messages = [*first.messages, assistant_message(first_text), user_message(FOLLOWUP_TEXT)]
+    def repair_request(self, first: Request, first_text: str, text: str = "official") -> Request:
+        """The one follow-up turn: [user prompt + image, the first reply, the repair text named ``text``].
+
+        The default is the text as the official runs sent it (literal backslash-n, see prompts.py);
+        another variant gets its own setting tag, so a store keeps the two apart.
+        """
+        messages = [*first.messages, assistant_message(first_text), user_message(followup_text(text))]
         return Request(id=first.id.replace("::", "::repair-", 1), messages=messages, images=list(first.images),
-                       params=first.params, benchmark=first.benchmark, setting=first.setting + ":repair",
-                       meta=dict(first.meta))
+                       params=first.params, benchmark=first.benchmark, setting=first.setting + _repair_tag(text),
+                       meta=dict(first.meta, repair_text=text))
 
     # -- parse / score ------------------------------------------------------------------------------
     def parse(self, text: str, item: Any) -> dict[str, Any]:
@@ -158,16 +163,20 @@ class RefAdv(Benchmark):
     def run(self, model, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
             limit: int | None = None, batch_size: int = 8, progress: bool = True,
             style: str | GroundingStyle | None = None, prompt_mode: str | None = None, seed: int = 0,
-            max_new_tokens: int = OFFICIAL_MAX_TOKENS, repair: bool = True, rewriter=None,
-            rewriter_store: str | os.PathLike | None = None):
-        """Generate, parse, repair once, score. Returns one row per item (runner columns kept)."""
+            max_new_tokens: int = OFFICIAL_MAX_TOKENS, repair: bool = True, repair_text: str = "official",
+            rewriter=None, rewriter_store: str | os.PathLike | None = None):
+        """Generate, parse, repair once, score. Returns one row per item (runner columns kept).
+
+        ``repair_text``: ``official`` (the repair turn as the official runs sent it) or ``newlines``.
+        """
         import pandas as pd
 
         from vlamb_nb import runner
 
         setting = self.check_setting(setting or self.default_setting)
+        followup_text(repair_text)  # an unknown name fails before any generation
         items = items.head(limit).reset_index(drop=True) if limit is not None else items.reset_index(drop=True)
-        st = style_for(model.info, style)
+        st, style_reason = choose_style(model.info, style)
         if setting == "deletion" and "deleted_expression" not in items.columns:
             if rewriter is None:
                 raise SettingError("the deletion setting needs rewriter=<a text model> (or pre-rewritten items)")
@@ -175,15 +184,16 @@ class RefAdv(Benchmark):
         reqs = self.requests(items, setting, style=st, prompt_mode=prompt_mode, seed=seed,
                              max_new_tokens=max_new_tokens)
         meta = self.run_meta(model.info, setting, seed)
-        meta["style"] = st.name
-        meta["deviations"] += [d.__dict__ for d in self.style_deviations(st, model.info, max_new_tokens)]
+        meta.update(style=st.name, box_format=st.box_format, style_reason=style_reason, repair_text=repair_text)
+        meta["deviations"] += [d.__dict__ for d in self.style_deviations(st, model.info, max_new_tokens,
+                                                                         repair_text=repair_text)]
         gens = runner.run(model, reqs, store, batch_size=batch_size, progress=progress, run_meta=meta,
                           desc=f"refadv {setting}")
         rows = [self._row(item, req, gen, st) for (_, item), req, (_, gen)
                 in zip(items.iterrows(), reqs, gens.iterrows(), strict=True)]
         todo = [i for i, r in enumerate(rows) if r["parse_error"] in (EMPTY_RESPONSE, NO_BBOX_FOUND)]
         if repair and todo:
-            reqs2 = [self.repair_request(reqs[i], rows[i]["text"] or "") for i in todo]
+            reqs2 = [self.repair_request(reqs[i], rows[i]["text"] or "", repair_text) for i in todo]
             gens2 = runner.run(model, reqs2, store, batch_size=batch_size, progress=progress, run_meta=meta,
                                desc=f"refadv {setting} repair")
             for i, req2, (_, gen2) in zip(todo, reqs2, gens2.iterrows(), strict=True):
@@ -289,10 +299,14 @@ class RefAdv(Benchmark):
                                  "our extract/rewrite prompts through the model protocol", "Table 4"))
         return out
 
-    def style_deviations(self, st: GroundingStyle, model: ModelInfo, max_new_tokens: int) -> list[Deviation]:
+    def style_deviations(self, st: GroundingStyle, model: ModelInfo, max_new_tokens: int, *,
+                         repair_text: str = "official") -> list[Deviation]:
         out = []
         if max_new_tokens != OFFICIAL_MAX_TOKENS:
             out.append(Deviation("max new tokens", str(OFFICIAL_MAX_TOKENS), str(max_new_tokens), "all"))
+        if repair_text != "official":
+            out.append(Deviation("repair turn text", "one line with literal backslash-n pairs (single-quoted YAML)",
+                                 f"{repair_text!r} variant (real line breaks)", "repair turns"))
         if st.resized_pixels:
             out.append(Deviation("box rescale", "none (official code reads resized-image pixels as original)",
                                  "resized-image pixels mapped to the original size", "all"))
@@ -329,13 +343,14 @@ class RefAdv(Benchmark):
         return out
 
     def score_store(self, path: str | os.PathLike, *, source: str | os.PathLike | None = None,
-                    style: str | None = None, setting: str | None = None, model: str | None = None, **_: Any):
+                    style: str | None = None, setting: str | None = None, model: str | None = None,
+                    repair_text: str = "official", **_: Any):
         """Re-parse and score a prediction store written by :meth:`run` against the items in ``source``.
 
         A store may hold several runs (settings, grounding styles, models): each is scored alone, so
         ``setting``/``model`` must pick one when there are several (a mixed score would be silently
         wrong). Per item the newest first answer counts, and its repair turn only when that answer
-        had no box, exactly as :meth:`run` decides.
+        had no box, exactly as :meth:`run` decides; only repair turns sent with ``repair_text`` count.
         """
         import pandas as pd
 
@@ -345,6 +360,7 @@ class RefAdv(Benchmark):
             raise DataError("scoring a prediction store needs --source (the data the predictions refer to)",
                             source=str(path))
         items = self.load(source).set_index("id", drop=False)
+        want = _repair_tag(repair_text)
         recs = list(PredictionStore(path).records())
         if not recs:
             raise DataError("no records", source=str(path))
@@ -357,9 +373,12 @@ class RefAdv(Benchmark):
             run_setting = suffix.removeprefix("repair-")
             if run_setting not in self.settings:  # e.g. descriptor-deletion rewriter calls in the same store
                 continue
-            tag = str(r.get("setting", "")).removesuffix(":repair")
+            is_repair, tag = suffix.startswith("repair-"), str(r.get("setting", ""))
+            if is_repair and not tag.endswith(want):  # a repair turn sent with another repair text
+                continue
+            tag = tag.removesuffix(want) if is_repair else tag
             runs.setdefault((run_setting, (r.get("model") or {}).get("model_id", ""), tag), []).append(
-                dict(r, item_id=item_id, is_repair=suffix.startswith("repair-")))
+                dict(r, item_id=item_id, is_repair=is_repair))
         chosen = [k for k in runs if (setting is None or k[0] == setting) and (model is None or k[1] == model)]
         if not chosen:
             raise DataError(f"no run matches setting={setting!r} model={model!r}; the store holds "
@@ -398,6 +417,12 @@ class RefAdv(Benchmark):
         from vlamb_nb.benchmarks.refadv.audit import audit
 
         return audit()
+
+
+def _repair_tag(text: str) -> str:
+    """The setting-tag suffix of a repair turn: ``:repair`` for the official text, else ``:repair-<name>``."""
+    followup_text(text)
+    return ":repair" if text == "official" else f":repair-{text}"
 
 
 BENCHMARK = RefAdv()

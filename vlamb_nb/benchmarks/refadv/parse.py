@@ -6,7 +6,8 @@ first), converts each to absolute xyxy, dedupes, and the first box is scored. A 
 no box gets one repair turn with :data:`FOLLOWUP_TEXT`.
 
 Families whose native output is not JSON (InternVL ``[[..]]``/``<box>``, CogVLM ``[[..]]``, GLM box
-tokens) have their own small parsers, used only when a run selects them.
+tokens) have their own small parsers, used only when a run selects them. Which style a model gets:
+its family (Hugging Face) or its name (OpenAI-compatible servers report no family), see :func:`style_for`.
 """
 
 from __future__ import annotations
@@ -31,11 +32,25 @@ BACKEND_ERROR = "backend_error"
 PARSE_ERRORS = ("", EMPTY_RESPONSE, NO_BBOX_FOUND, BACKEND_ERROR)
 
 OFFICIAL_FORMATS = ("abs_xyxy", "norm_1000_xyxy", "norm_1_xyxy")
-# Family formats the official converter lacks: (the official format after reordering, the reorder).
-# Gemini's documented convention is [ymin, xmin, ymax, xmax] on a 0-1000 grid (notes §1.2, inferred:
-# the paper does not say how Gemini's boxes were read).
-FAMILY_FORMATS: dict[str, tuple[str, tuple[int, int, int, int]]] = {
-    "norm_1000_yxyx": ("norm_1000_xyxy", (1, 0, 3, 2)),
+
+
+@dataclass(frozen=True)
+class FamilyFormat:
+    """A box format the official converter lacks: a reorder of an official one, tied to JSON keys.
+
+    The reorder applies only to boxes found under one of ``keys``: the same model answers the repair
+    turn's ``{"bboxes": [[x1, y1, x2, y2]]}`` schema in x/y order, and those boxes are read as ``base``.
+    """
+
+    base: str  # the official format after reordering
+    order: tuple[int, int, int, int]
+    keys: tuple[str, ...]
+
+
+# Gemini's documented convention is "box_2d": [ymin, xmin, ymax, xmax] on a 0-1000 grid (notes §1.2,
+# inferred: the paper does not say how Gemini's boxes were read).
+FAMILY_FORMATS: dict[str, FamilyFormat] = {
+    "norm_1000_yxyx": FamilyFormat("norm_1000_xyxy", (1, 0, 3, 2), ("box_2d",)),
 }
 BOX_FORMATS = (*boxes.FORMATS, *FAMILY_FORMATS)  # every format a grounding style may declare
 
@@ -62,47 +77,73 @@ def load_last_json_candidate(text: str) -> Any | None:
     return None
 
 
-def collect_boxes(obj: Any, out: list[list[float]] | None = None, *, max_boxes: int = MAX_BOXES) -> list[list[float]]:
-    """Every 4-number list in ``obj``, depth first, dict priority keys before the others.
+def collect_keyed_boxes(obj: Any, out: list[tuple[list[float], str | None]] | None = None, *,
+                        key: str | None = None, max_boxes: int = MAX_BOXES) -> list[tuple[list[float], str | None]]:
+    """Every 4-number list in ``obj`` with the nearest dict key above it (None at top level).
 
-    Like the official code, ``bool`` counts as a number (it is an ``int`` in Python).
+    The official order: depth first, dict priority keys before the others. Like the official code,
+    ``bool`` counts as a number (it is an ``int`` in Python). The key decides family reorders.
     """
     out = [] if out is None else out
     if len(out) >= max_boxes:
         return out
     if isinstance(obj, list):
         if len(obj) == 4 and all(isinstance(x, (int, float)) for x in obj):
-            out.append([float(v) for v in obj])
+            out.append(([float(v) for v in obj], key))
             return out
         for it in obj:
-            collect_boxes(it, out, max_boxes=max_boxes)
+            collect_keyed_boxes(it, out, key=key, max_boxes=max_boxes)
         return out
     if isinstance(obj, dict):
         for k in PRIORITY_KEYS:
             if k in obj:
-                collect_boxes(obj[k], out, max_boxes=max_boxes)
+                collect_keyed_boxes(obj[k], out, key=k, max_boxes=max_boxes)
         for k, v in obj.items():
             if k not in PRIORITY_KEYS:
-                collect_boxes(v, out, max_boxes=max_boxes)
+                collect_keyed_boxes(v, out, key=str(k), max_boxes=max_boxes)
+    return out
+
+
+def collect_boxes(obj: Any, out: list[list[float]] | None = None, *, max_boxes: int = MAX_BOXES) -> list[list[float]]:
+    """Every 4-number list in ``obj`` in the official order (the official ``_collect_boxes``)."""
+    out = [] if out is None else out
+    out.extend(b for b, _ in collect_keyed_boxes(obj, max_boxes=max_boxes - len(out)))
     return out
 
 
 def to_abs(box: list[float], width: float, height: float, fmt: str) -> tuple[float, float, float, float]:
     """One box in any declared format (official or family) as absolute xyxy, sorted and clipped."""
     if fmt in FAMILY_FORMATS:
-        base, order = FAMILY_FORMATS[fmt]
-        box, fmt = [box[i] for i in order], base
+        ff = FAMILY_FORMATS[fmt]
+        box, fmt = [box[i] for i in ff.order], ff.base
     elif fmt not in boxes.FORMATS:
         raise SettingError(f"unknown box format {fmt!r}; choose one of {', '.join(BOX_FORMATS)}")
     return boxes.to_abs_xyxy(box, width, height, fmt)
 
 
-def to_abs_boxes(raw: list[list[float]], width: float, height: float, fmt: str) -> list[list[float]]:
-    """Convert, sort corners, clip and dedupe (coordinates rounded to 6 decimals), keeping order."""
+def box_format_for_key(fmt: str, key: str | None) -> str:
+    """The format one box is read in: a family format only under its own keys, else its base."""
+    if fmt in FAMILY_FORMATS:
+        ff = FAMILY_FORMATS[fmt]
+        return fmt if key in ff.keys else ff.base
+    return fmt
+
+
+def to_abs_boxes(raw: list[list[float]], width: float, height: float, fmt: str,
+                 keys: list[str | None] | None = None) -> list[list[float]]:
+    """Convert, sort corners, clip and dedupe (coordinates rounded to 6 decimals), keeping order.
+
+    ``keys`` are the JSON keys the boxes sat under; a family format reorders only boxes under its
+    keys, so boxes without keys (bracket text) are read in its base order.
+    """
+    if keys is None:
+        keys = [None] * len(raw)
+    if len(keys) != len(raw):
+        raise ValueError(f"{len(raw)} boxes but {len(keys)} keys")
     out: list[list[float]] = []
     seen: set[tuple[float, ...]] = set()
-    for b in raw:
-        bb = list(to_abs(b, width, height, fmt))
+    for b, k in zip(raw, keys, strict=True):
+        bb = list(to_abs(b, width, height, box_format_for_key(fmt, k)))
         key = tuple(round(v, 6) for v in bb)
         if key in seen:
             continue
@@ -113,16 +154,19 @@ def to_abs_boxes(raw: list[list[float]], width: float, height: float, fmt: str) 
 
 def parse_json_boxes(text: str | None, width: float, height: float, fmt: str = "abs_xyxy"
                      ) -> tuple[list[list[float]], str]:
-    """The official ``parse_qwen_bboxes``: (absolute xyxy boxes, parse-error code or "")."""
+    """The official ``parse_qwen_bboxes``: (absolute xyxy boxes, parse-error code or "").
+
+    A family format (e.g. Gemini's ``box_2d`` y/x order) applies only to boxes under its keys.
+    """
     if not text or not text.strip():
         return [], EMPTY_RESPONSE
     parsed = load_last_json_candidate(text)
     if parsed is None:
         return [], NO_BBOX_FOUND
-    raw = collect_boxes(parsed)
-    if not raw:
+    keyed = collect_keyed_boxes(parsed)
+    if not keyed:
         return [], NO_BBOX_FOUND
-    return to_abs_boxes(raw, width, height, fmt), ""
+    return to_abs_boxes([b for b, _ in keyed], width, height, fmt, [k for _, k in keyed]), ""
 
 
 # -- per-family native formats (not the official JSON protocol) ---------------------------------------
@@ -138,7 +182,10 @@ def _regex_boxes(pattern: re.Pattern[str], text: str) -> list[list[float]]:
 
 
 def parse_bracket_boxes(text: str | None, width: float, height: float, fmt: str) -> tuple[list[list[float]], str]:
-    """InternVL / CogVLM / GLM native boxes (``<box>``, ``<|begin_of_box|>``, ``[[x1,y1,x2,y2]]``)."""
+    """InternVL / CogVLM / GLM native boxes (``<box>``, ``<|begin_of_box|>``, ``[[x1,y1,x2,y2]]``).
+
+    These boxes carry no JSON key, so a family format is read in its base (x/y) order.
+    """
     if not text or not text.strip():
         return [], EMPTY_RESPONSE
     for pattern in (_GLM_BOX_RE, _BOX_TAG_RE, _DOUBLE_BRACKET_RE, _ANY_LIST_RE):
@@ -181,31 +228,65 @@ STYLES: dict[str, GroundingStyle] = {s.name: s for s in (
     GroundingStyle("glm4v", "norm_1000_xyxy", parser="json+bracket",
                    note="official JSON prompt; box tokens <|begin_of_box|> accepted when no JSON box is found"),
     GroundingStyle("gemini", "norm_1000_yxyx", keep_image_tag=False,
-                   note="official JSON prompt; Gemini's documented [ymin, xmin, ymax, xmax] on a 0-1000 grid "
-                        "(e.g. box_2d); the paper does not state how Gemini's boxes were read"),
+                   note="official JSON prompt; Gemini's documented box_2d [ymin, xmin, ymax, xmax] on a 0-1000 "
+                        "grid, other keys read as [x1, y1, x2, y2]; the paper does not state how Gemini's boxes "
+                        "were read"),
     GroundingStyle("generic", "norm_1_xyxy", keep_image_tag=False,
                    note="official JSON prompt without the literal <image> (an image token for these processors)"),
 )}
 
 
+# Hugging Face: the family row (models/families.py) names the style. Qwen3.5 is read on the 0-1000
+# grid like Qwen3-VL (the official config). LLaVA-OneVision's convention is unknown (notes §1.2),
+# so it keeps the 0-1 default, stated here rather than left to the fallback.
 FAMILY_STYLE = {"qwen2_vl": "qwen2_5_vl", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl",
-                "qwen3_vl_moe": "qwen3_vl", "internvl": "internvl", "internvl_chat": "internvl",
-                "cogvlm": "cogvlm", "glm4v": "glm4v", "glm4v_moe": "glm4v", "gemini": "gemini"}
+                "qwen3_vl_moe": "qwen3_vl", "qwen3_5": "qwen3_vl", "internvl": "internvl",
+                "internvl_chat": "internvl", "cogvlm": "cogvlm", "glm4v": "glm4v", "glm4v_moe": "glm4v",
+                "gemini": "gemini", "llava_onevision": "generic"}
+HF_DEFAULT_STYLE = "generic"  # a family without a row: the official prompt, 0-1 boxes
+
+# OpenAI-compatible servers report no family, so the served model's name decides; first match wins.
+# As the official config reads them: Qwen3-VL and Qwen3.5 on the 0-1000 grid, Qwen2(.5)-VL as absolute
+# pixels with no resize correction (the server's resized size is not known here, as in the official runner).
+NAME_STYLES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"gemini"), "gemini"),  # Gemini's OpenAI-compatible endpoint keeps its own box order
+    (re.compile(r"qwen3[-_]?vl"), "qwen3_vl"),
+    (re.compile(r"qwen3[._]5"), "qwen3_vl"),
+    (re.compile(r"qwen2(?:[._]5)?[-_]?vl"), "official"),
+)
+OPENAI_DEFAULT_STYLE = "official"  # other served models: absolute pixels, as the official runner reads Qwen2.5-VL
 
 
-def style_for(model: ModelInfo | None, style: str | GroundingStyle | None = None) -> GroundingStyle:
-    """The grounding style: explicit, else from the model family (scripted models: the official one)."""
+def style_from_name(model_id: str) -> str | None:
+    """The style a model name implies (:data:`NAME_STYLES`), or None when no rule matches."""
+    low = str(model_id).lower()
+    return next((name for pattern, name in NAME_STYLES if pattern.search(low)), None)
+
+
+def choose_style(model: ModelInfo | None, style: str | GroundingStyle | None = None) -> tuple[GroundingStyle, str]:
+    """The grounding style and why it was chosen (recorded in the run metadata)."""
     if isinstance(style, GroundingStyle):
-        return style
+        return style, "explicit"
     if style is not None:
         if style not in STYLES:
             raise SettingError(f"unknown grounding style {style!r}; choose one of {', '.join(STYLES)}")
-        return STYLES[style]
-    if model is not None and model.backend == "openai" and "gemini" in str(model.model_id).lower():
-        return STYLES["gemini"]  # Gemini through its OpenAI-compatible endpoint keeps its own box order
-    if model is None or model.backend in ("scripted", "openai"):
-        return STYLES["official"]
-    return STYLES[FAMILY_STYLE.get(str(model.family or ""), "generic")]
+        return STYLES[style], "explicit"
+    if model is None or model.backend == "scripted":
+        return STYLES["official"], "default for scripted models"
+    if model.backend == "openai":
+        named = style_from_name(model.model_id)
+        if named is not None:
+            return STYLES[named], f"model name {model.model_id!r}"
+        return STYLES[OPENAI_DEFAULT_STYLE], "default for OpenAI-compatible models (no name rule matched)"
+    family = str(model.family or "")
+    if family in FAMILY_STYLE:
+        return STYLES[FAMILY_STYLE[family]], f"model family {family!r}"
+    return STYLES[HF_DEFAULT_STYLE], f"default for family {family or 'unknown'!r}"
+
+
+def style_for(model: ModelInfo | None, style: str | GroundingStyle | None = None) -> GroundingStyle:
+    """The grounding style: explicit, else from the family (HF) or the model name (OpenAI-compatible)."""
+    return choose_style(model, style)[0]
 
 
 def parse_descriptors(text: str, expression: str) -> list[str]:

@@ -1,6 +1,6 @@
 """Ref-Adv prompts, verbatim from the official configs/qwen.yaml (as YAML parses them): the direct and CoT
-grounding prompts, the repair turn, the ablation texts (fixed expression, bag of words), the descriptor
-deletion prompts (Table 4), and the official decoding."""
+grounding prompts, the repair turn (as sent, plus a real-newline variant), the ablation texts (fixed
+expression, bag of words), the descriptor deletion prompts (Table 4), and the official decoding."""
 
 from __future__ import annotations
 
@@ -10,16 +10,29 @@ from typing import Any
 
 from vlamb_nb.errors import SettingError
 
-# verbatim from the official configs/qwen.yaml (retry_followup_text) and run.py DEFAULT_FOLLOWUP
+# The repair turn as the official runs sent it. configs/qwen.yaml sets retry_followup_text in a
+# single-quoted YAML scalar, where "\n" is no escape: the model got backslash-n pairs on one line
+# (211 characters; EvalScope's port sends the same), so this is what reproduces the published numbers.
 FOLLOWUP_TEXT = (
-    "Your previous answer did not end with a valid JSON bbox output.\n"
-    "Now output ONLY one complete JSON code block.\n"
-    "Use this exact schema:\n"
-    "```json\n"
-    '{"bboxes": [[x1, y1, x2, y2]]}\n'
-    "```\n"
-    "Do not output any extra text."
+    r"Your previous answer did not end with a valid JSON bbox output.\n"
+    r"Now output ONLY one complete JSON code block.\n"
+    r"Use this exact schema:\n"
+    r"```json\n"
+    r'{"bboxes": [[x1, y1, x2, y2]]}\n'
+    r"```\n"
+    r"Do not output any extra text."
 )
+# The evident intent, with real line breaks: run.py's DEFAULT_FOLLOWUP, used only when a config has no text.
+FOLLOWUP_TEXT_NEWLINES = FOLLOWUP_TEXT.replace("\\n", "\n")
+REPAIR_TEXTS = {"official": FOLLOWUP_TEXT, "newlines": FOLLOWUP_TEXT_NEWLINES}
+
+
+def followup_text(name: str = "official") -> str:
+    """The repair-turn text by name: ``official`` (as run, literal backslash-n) or ``newlines``."""
+    try:
+        return REPAIR_TEXTS[name]
+    except KeyError:
+        raise SettingError(f"unknown repair_text {name!r}; choose one of {', '.join(REPAIR_TEXTS)}") from None
 
 
 # -- prompts (verbatim from the official configs/qwen.yaml, as YAML parses them) ------------------------------
