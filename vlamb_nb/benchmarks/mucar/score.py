@@ -1,7 +1,9 @@
 """MUCAR scoring (the paper's formulas, §3.4): Acc_q = micro average over queries; Acc_p = share of
-groups whose queries are all correct. A group is counted under its first query's category and
-language (two released groups mix categories, two mix languages). Overall Acc_p here is the
-micro average over all groups; the paper's own Overall Acc_p rule cannot be reconstructed.
+groups (pairs) whose queries are all correct. A group is counted under its first query's category
+(two released groups mix categories); a query counts under its own language, so per-language Acc_p
+asks whether a pair's queries in that language are all right (dual pairs span three languages).
+Overall Acc_p here is the micro average over all groups; the paper's own Overall Acc_p rule cannot
+be reconstructed.
 Confidence intervals (an addition) resample groups, never queries, so Acc_p stays defined.
 Also: reading prediction files (JSON/JSONL/CSV rows, stores, the release's own ``eval`` layout).
 """
@@ -77,12 +79,15 @@ def _interval(correct: np.ndarray, groups: np.ndarray, statistic: Any, n_resampl
 
 
 def _query_frame(scored, groups):
-    """Per-query correctness with each query placed under its group's (first query's) category / language."""
+    """Per-query correctness under its group's (first query's) category and the query's own language.
+
+    A dual-ambiguity pair holds English, Chinese and Malay queries; crediting them all to the first
+    query's language would move two thirds of them into the wrong language column.
+    """
     g = groups.set_index("group")
-    out = scored[["group", "correct"]].copy()
+    out = scored[["group", "correct", "language"]].copy()
     out["correct"] = out["correct"].astype(float)
     out["category"] = out["group"].map(g["category"])
-    out["language"] = out["group"].map(g["language"])
     return out
 
 
