@@ -335,6 +335,43 @@ def test_acc_p_acc_q_hand_built():
     assert lang[("Malay", "Acc_p")] == 0.0 and lang[("Chinese", "Acc_p")] == 100.0
 
 
+def _with_dual(setting: str):
+    """Two non-dual pairs (one right) and two dual pairs (both right) under one setting."""
+    s = pd.DataFrame([{"record_id": i, "group": g, "category": c, "language": "English", "correct": ok,
+                       "setting": setting}
+                      for i, (g, c, ok) in enumerate([("a", "Polysemy", True), ("a", "Polysemy", True),
+                                                      ("b", "Grammar", True), ("b", "Grammar", False),
+                                                      ("d1", "Dual-ambiguity", True), ("d1", "Dual-ambiguity", True),
+                                                      ("d2", "Dual-ambiguity", True), ("d2", "Dual-ambiguity", True)])])
+    return s
+
+
+@pytest.mark.parametrize("setting", ["q_i", "c_i", "c_q", "full_zh", "full_ms"])
+def test_ablation_overall_is_over_the_six_non_dual_categories(setting):
+    """Table 3 / Fig. 4 / Table 12 report Overall over six categories; dual pairs must not lift it."""
+    s = _with_dual(setting)
+    tot = score.pair_accuracy(s, None, n_resamples=0).set_index("metric")
+    assert tot.loc["Acc_p", "value"] == 50.0 and tot.loc["Acc_q", "value"] == 75.0
+    assert tot.loc["Acc_q", "n_queries"] == 4
+    long = score.results_long(s, "m", "Table 12", n_resamples=0).set_index("column")["value"]
+    assert long["Overall Acc_p"] == 50.0 and "Dual-ambiguity Acc_p" not in long
+    # all seven only when asked
+    everything = score.pair_accuracy(s, None, categories=None, n_resamples=0).set_index("metric")["value"]
+    assert everything["Acc_p"] == 75.0
+
+
+def test_full_input_overall_keeps_seven_except_for_table3():
+    s = _with_dual("full")
+    assert score.pair_accuracy(s, None, n_resamples=0).set_index("metric")["value"]["Acc_p"] == 75.0  # Table 2
+    t3 = score.results_long(s, "m (w/)", "Table 3", n_resamples=0).set_index("column")["value"]
+    assert t3["Overall Acc_p"] == 50.0  # Table 3's "(w/)" rows are the six categories
+    runs = {"full": s.assign(model="m"), "q_i": _with_dual("q_i").assign(model="m")}
+    frame = score.settings_overall(runs, n_resamples=0).set_index(["setting", "metric"])["value"]
+    assert frame[("full", "Acc_p")] == frame[("q_i", "Acc_p")] == 50.0
+    with pytest.raises(SettingError, match="categories"):
+        score.pair_accuracy(s, None, categories="Polysemy")
+
+
 def test_overall_acc_q_is_micro_not_macro():
     s = _hand_scored()
     per = score.pair_accuracy(s, "category", n_resamples=0)
