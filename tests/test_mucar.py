@@ -524,6 +524,41 @@ def test_fits_fraction():
     assert audit.fits_fraction(69.91, 42, 85) is None
 
 
+def test_audit_explains_dual_acc_p_denominators():
+    """Table 2's Dual Acc_p is k/97 for GPT-4V/GPT-4o/Deepseek and k/62 for the InternVL/Qwen rows."""
+    f = pd.DataFrame([x.to_dict() for x in audit.dual_denominators()]).set_index(["table", "row"])
+    for table in ("Table 2a", "Table 2b"):
+        for row in ("GPT-4V", "GPT-4o", "Deepseek-VL-Tiny"):
+            pub = f.loc[(table, row), "published"]
+            assert f.loc[(table, row), "ok"] and f.loc[(table, row), "recomputed"].endswith("/97")
+            assert abs(pub * 97 / 100 - round(pub * 97 / 100)) < 0.005
+            assert abs(pub * 62 / 100 - round(pub * 62 / 100)) > 0.05
+        for row in audit.DUAL_ROWS_62:
+            pub = f.loc[(table, row), "published"]
+            assert f.loc[(table, row), "ok"] and f.loc[(table, row), "recomputed"].endswith("/62")
+            assert abs(pub * 62 / 100 - round(pub * 62 / 100)) < 0.005
+    assert f.loc[("Table 2a", "GPT-4V"), "recomputed"] == "20/97"
+    assert f.loc[("Table 2a", "InternVL2-8B"), "recomputed"] == "13/62"
+    assert "20.62×97/100 = 20.001 ≈ 20" in f.loc[("Table 2a", "GPT-4V"), "note"]
+    assert "62 + 35 = 97" in f.loc[("Table 2a", "GPT-4V"), "note"]
+    # the other denominators are named too; two rows fit no common one
+    assert f.loc[("Table 2a", "Kimi-VL"), "recomputed"] == "10/71"
+    assert f.loc[("Table 2b", "Kimi-VL"), "recomputed"] == "4/70"
+    assert set(f.index[~f["ok"]].get_level_values("row")) == {"Gemini-2.0-flash", "Claude-3.5-Sonnet"}
+    assert ("Table 2b", "Human") not in f.index
+
+
+def test_audit_dual_pair_counts_against_release(release):
+    f = pd.DataFrame([x.to_dict() for x in audit.dual_pairs_vs_release(release)])
+    assert f["ok"].all()
+    got = dict(zip(f["row"] + " " + f["column"], f["recomputed"], strict=True))
+    assert got["Dual-ambiguity pairs (question_id_schema) n_pairs"] == 97
+    assert got["Dual-ambiguity pairs (question_id) n_pairs"] == 62
+    assert got["question_id pairs pairs"] == 501 and got["question_id pairs non-dual pairs"] == 439
+    kinds = {x.kind for x in audit.audit(release)}
+    assert {"dual denominator", "release"} <= kinds
+
+
 def test_audit_flags_paper_inconsistencies():
     f = pd.DataFrame([x.to_dict() for x in audit.audit(None)])
     bad = f[~f["ok"]]
