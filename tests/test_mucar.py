@@ -63,8 +63,49 @@ def test_release_schemas_and_translations(release):
     assert r.loc[936, "schema"] == "B" and r.loc[936, "context_embedded"] and pd.isna(r.loc[936, "context"])
     assert r.loc[1255, "language"] == "Malay" and r.loc[1255, "old_id"] == 121
     assert r.loc[0, "context"].startswith("I saw the man with a telescope")
-    # question_id collides across schemas B and C, but groups never merge them
-    assert r.loc[1026, "group"] != r.loc[935, "group"]
+    # question_id 935 is shared by a schema-B query and a schema-C pair: one paper pair of 9 queries
+    assert r.loc[1026, "group"] == r.loc[935, "group"] == r.loc[1255, "group"]
+    assert (release["group"] == r.loc[935, "group"]).sum() == 9
+
+
+def test_release_pairs_are_the_papers_501(release):
+    """§3.3: 501 pairs, 439 in the first six categories and 62 dual (the old default gave 633 / 194)."""
+    stats = B.data_stats(release)
+    assert (stats["pairs"], stats["pairs_non_dual"], stats["pairs_dual"]) == (501, 439, 62)
+    assert stats["grouping"] == "question_id" and release.attrs["grouping"] == "question_id"
+    dual = release[release["category"] == "Dual-ambiguity"]
+    assert set(data.group_sizes(dual)) == {1, 3, 9}
+    # the other rules stay available by name, and give other counts (not the paper's)
+    counts = {rule: data.regroup(dual, rule).nunique() for rule in data.GROUPINGS}
+    assert counts == {"question_id": 62, "question_id_schema": 97, "pair_language": 194, "pair_id": 70,
+                      "pair_language_schema": 194}
+    old = B.load(release.attrs["source"], grouping="pair_language")
+    assert old["group"].nunique() == 633 and (old["group"] == data.regroup(release, "pair_language")).all()
+    assert B.load(release.attrs["source"], grouping="default")["group"].equals(release["group"])
+
+
+def test_release_dual_acc_p_counts_question_id_pairs(release):
+    """Dual Acc_p is over the 62 question_id pairs: right on every English query and nothing else, only
+    the 6 English-only (untranslated) pairs pass. Per (pair_id, language) it was 6 + 56 English groups."""
+    scored = release.assign(correct=release["language"] == "English", setting="full")
+    dual = score.pair_accuracy(scored, "category", n_resamples=0)
+    dual = dual[dual["category"] == "Dual-ambiguity"].set_index("metric")
+    assert dual.loc["Acc_p", "n_groups"] == 62
+    assert dual.loc["Acc_p", "value"] == pytest.approx(100 * 6 / 62)
+    assert dual.loc["Acc_q", "value"] == pytest.approx(100 * 126 / 372)
+    old = scored.assign(group=data.regroup(release, "pair_language"))
+    by_old = score.pair_accuracy(old, "category", n_resamples=0)
+    by_old = by_old[by_old["category"] == "Dual-ambiguity"].set_index("metric")
+    assert by_old.loc["Acc_p", "n_groups"] == 194 and by_old.loc["Acc_p", "value"] > 2 * dual.loc["Acc_p", "value"]
+
+
+def test_release_per_language_uses_each_querys_language(release):
+    """Dual pairs span three languages; each query still counts under its own language."""
+    scored = release.assign(correct=release["language"] == "Malay", setting="full")
+    lang = score.pair_accuracy(scored, "language", n_resamples=0).set_index(["language", "metric"])
+    assert lang.loc[("Malay", "Acc_q"), "value"] == 100.0 and lang.loc[("Chinese", "Acc_q"), "value"] == 0.0
+    assert lang.loc[("Malay", "Acc_q"), "n_queries"] == 332
+    assert lang.loc[("Malay", "Acc_p"), "value"] == 100.0  # every pair's Malay queries are right
 
 
 def test_release_quirks(release):
@@ -123,10 +164,18 @@ def test_malformed_records_name_row_and_field(tmp_path, sample):
 
 
 def test_grouping_rules(sample):
-    by_pair = B.load(sample.attrs["source"], grouping="pair_id")
-    dual = sample[sample["category"] == "Dual-ambiguity"]
-    # translations are separate groups by default and merged by pair_id alone
-    assert dual["group"].nunique() > by_pair[by_pair["category"] == "Dual-ambiguity"]["group"].nunique()
+    dual = sample[sample["category"] == "Dual-ambiguity"].set_index("record_id")
+    # default: question_id pairs, translations in; the schema-C pair shares a schema-B question_id
+    c = dual[dual["schema"] == "C"]
+    first_b = dual[dual["schema"] == "B"].index[0]
+    assert set(c["group"]) == {dual.loc[first_b, "group"]}
+    assert sorted(data.group_sizes(dual.reset_index()).tolist()) == [1, 3, 9]
+    assert B.data_stats(sample)["pairs_dual"] == 3
+    n = {rule: B.load(sample.attrs["source"], grouping=rule).query("category == 'Dual-ambiguity'")["group"].nunique()
+         for rule in data.GROUPINGS}
+    # schemas apart: the 9 split into 3 + 6; translations apart: one group per (pair_id, language)
+    assert n == {"question_id": 3, "question_id_schema": 4, "pair_language": 7, "pair_id": 3,
+                 "pair_language_schema": 7}
 
 
 def test_image_resolver_errors_and_parquet(tmp_path):
@@ -286,6 +335,43 @@ def test_acc_p_acc_q_hand_built():
     assert lang[("Malay", "Acc_p")] == 0.0 and lang[("Chinese", "Acc_p")] == 100.0
 
 
+def _with_dual(setting: str):
+    """Two non-dual pairs (one right) and two dual pairs (both right) under one setting."""
+    s = pd.DataFrame([{"record_id": i, "group": g, "category": c, "language": "English", "correct": ok,
+                       "setting": setting}
+                      for i, (g, c, ok) in enumerate([("a", "Polysemy", True), ("a", "Polysemy", True),
+                                                      ("b", "Grammar", True), ("b", "Grammar", False),
+                                                      ("d1", "Dual-ambiguity", True), ("d1", "Dual-ambiguity", True),
+                                                      ("d2", "Dual-ambiguity", True), ("d2", "Dual-ambiguity", True)])])
+    return s
+
+
+@pytest.mark.parametrize("setting", ["q_i", "c_i", "c_q", "full_zh", "full_ms"])
+def test_ablation_overall_is_over_the_six_non_dual_categories(setting):
+    """Table 3 / Fig. 4 / Table 12 report Overall over six categories; dual pairs must not lift it."""
+    s = _with_dual(setting)
+    tot = score.pair_accuracy(s, None, n_resamples=0).set_index("metric")
+    assert tot.loc["Acc_p", "value"] == 50.0 and tot.loc["Acc_q", "value"] == 75.0
+    assert tot.loc["Acc_q", "n_queries"] == 4
+    long = score.results_long(s, "m", "Table 12", n_resamples=0).set_index("column")["value"]
+    assert long["Overall Acc_p"] == 50.0 and "Dual-ambiguity Acc_p" not in long
+    # all seven only when asked
+    everything = score.pair_accuracy(s, None, categories=None, n_resamples=0).set_index("metric")["value"]
+    assert everything["Acc_p"] == 75.0
+
+
+def test_full_input_overall_keeps_seven_except_for_table3():
+    s = _with_dual("full")
+    assert score.pair_accuracy(s, None, n_resamples=0).set_index("metric")["value"]["Acc_p"] == 75.0  # Table 2
+    t3 = score.results_long(s, "m (w/)", "Table 3", n_resamples=0).set_index("column")["value"]
+    assert t3["Overall Acc_p"] == 50.0  # Table 3's "(w/)" rows are the six categories
+    runs = {"full": s.assign(model="m"), "q_i": _with_dual("q_i").assign(model="m")}
+    frame = score.settings_overall(runs, n_resamples=0).set_index(["setting", "metric"])["value"]
+    assert frame[("full", "Acc_p")] == frame[("q_i", "Acc_p")] == 50.0
+    with pytest.raises(SettingError, match="categories"):
+        score.pair_accuracy(s, None, categories="Polysemy")
+
+
 def test_overall_acc_q_is_micro_not_macro():
     s = _hand_scored()
     per = score.pair_accuracy(s, "category", n_resamples=0)
@@ -438,6 +524,41 @@ def test_fits_fraction():
     assert audit.fits_fraction(69.91, 42, 85) is None
 
 
+def test_audit_explains_dual_acc_p_denominators():
+    """Table 2's Dual Acc_p is k/97 for GPT-4V/GPT-4o/Deepseek and k/62 for the InternVL/Qwen rows."""
+    f = pd.DataFrame([x.to_dict() for x in audit.dual_denominators()]).set_index(["table", "row"])
+    for table in ("Table 2a", "Table 2b"):
+        for row in ("GPT-4V", "GPT-4o", "Deepseek-VL-Tiny"):
+            pub = f.loc[(table, row), "published"]
+            assert f.loc[(table, row), "ok"] and f.loc[(table, row), "recomputed"].endswith("/97")
+            assert abs(pub * 97 / 100 - round(pub * 97 / 100)) < 0.005
+            assert abs(pub * 62 / 100 - round(pub * 62 / 100)) > 0.05
+        for row in audit.DUAL_ROWS_62:
+            pub = f.loc[(table, row), "published"]
+            assert f.loc[(table, row), "ok"] and f.loc[(table, row), "recomputed"].endswith("/62")
+            assert abs(pub * 62 / 100 - round(pub * 62 / 100)) < 0.005
+    assert f.loc[("Table 2a", "GPT-4V"), "recomputed"] == "20/97"
+    assert f.loc[("Table 2a", "InternVL2-8B"), "recomputed"] == "13/62"
+    assert "20.62×97/100 = 20.001 ≈ 20" in f.loc[("Table 2a", "GPT-4V"), "note"]
+    assert "62 + 35 = 97" in f.loc[("Table 2a", "GPT-4V"), "note"]
+    # the other denominators are named too; two rows fit no common one
+    assert f.loc[("Table 2a", "Kimi-VL"), "recomputed"] == "10/71"
+    assert f.loc[("Table 2b", "Kimi-VL"), "recomputed"] == "4/70"
+    assert set(f.index[~f["ok"]].get_level_values("row")) == {"Gemini-2.0-flash", "Claude-3.5-Sonnet"}
+    assert ("Table 2b", "Human") not in f.index
+
+
+def test_audit_dual_pair_counts_against_release(release):
+    f = pd.DataFrame([x.to_dict() for x in audit.dual_pairs_vs_release(release)])
+    assert f["ok"].all()
+    got = dict(zip(f["row"] + " " + f["column"], f["recomputed"], strict=True))
+    assert got["Dual-ambiguity pairs (question_id_schema) n_pairs"] == 97
+    assert got["Dual-ambiguity pairs (question_id) n_pairs"] == 62
+    assert got["question_id pairs pairs"] == 501 and got["question_id pairs non-dual pairs"] == 439
+    kinds = {x.kind for x in audit.audit(release)}
+    assert {"dual denominator", "release"} <= kinds
+
+
 def test_audit_flags_paper_inconsistencies():
     f = pd.DataFrame([x.to_dict() for x in audit.audit(None)])
     bad = f[~f["ok"]]
@@ -456,6 +577,10 @@ def test_cli_stats_score_and_check(release, tmp_path, capsys):
     assert cli.main(["data", "stats", "mucar", "--source", release.attrs["source"], "--json"]) == 0
     st = json.loads(capsys.readouterr().out)
     assert st["queries"] == 1278 and st["per_schema"]["C"] == 210
+    assert (st["pairs"], st["pairs_non_dual"], st["pairs_dual"]) == (501, 439, 62)
+    assert cli.main(["data", "stats", "mucar", "--source", release.attrs["source"], "-o", "grouping=pair_language",
+                     "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pairs_dual"] == 194
     preds = tmp_path / "p.jsonl"
     with preds.open("w") as fh:
         for uid, g in zip(release["uid"], release["gold"], strict=True):

@@ -7,6 +7,8 @@ Every check returns :class:`vlamb_nb.reference.Finding` rows (``ok=False`` = a m
 - duplicated cells (two models with identical Acc_p/Acc_q in one category);
 - cells that are no integer fraction k/n for any plausible denominator;
 - Overall Acc_q as the micro-average over categories (the GPT-4V/GPT-4o arithmetic), Overall Acc_p;
+- Table 2's Dual-ambiguity Acc_p denominators (97 for GPT-4V/GPT-4o/Deepseek, 62 for the InternVL/Qwen
+  rows), and, given the release, the grouping that yields each count and the paper's 501 pairs;
 - Table 3's printed drops, Table 4's Overall columns, and the text's claims about Table 12.
 """
 
@@ -25,6 +27,26 @@ QUERY_DENOMINATORS = {"Polysemy": 179, "Homonymy": 250, "Grammar": 214, "Semanti
                       "Cultural": 85, "Dual-ambiguity": 372}
 PAIR_DENOMINATORS = {"Polysemy": 89, "Homonymy": 117, "Grammar": 108, "Semantics": 43, "Specialized": 44,
                      "Cultural": 41, "Dual-ambiguity": 97}
+
+
+#: Dual-ambiguity pair counts Table 2's Dual Acc_p cells are multiples of (the notes, §3.5), with the
+#: release grouping (``data.GROUPINGS``) that gives that many dual groups [inferred from the counts].
+DUAL_PAIR_COUNTS: dict[int, tuple[str | None, str]] = {
+    97: ("question_id_schema", "question_id pairs with their schema-B and schema-C records counted apart: "
+                               "62 pairs, 35 of which hold both schemas, 62 + 35 = 97"),
+    62: ("question_id", "the paper's question_id pairs: 501 in all, 439 non-dual + 62 dual (§3.3)"),
+    70: ("pair_id", "distinct pair_id values (used by Table 2b's Kimi/Llama/MiniCPM/Idefics/LLaVA rows)"),
+    71: (None, "no grouping of the release gives 71 (pair ids run 1-71 with '28' absent); "
+               "Table 2a's Kimi/Llama/MiniCPM/Idefics/LLaVA rows"),
+}
+#: the denominator each published row's Dual Acc_p uses, read off the arithmetic (``dual_denominators``
+#: checks it); rows in none of these fit no common denominator (Gemini-2.0-flash, Claude-3.5-Sonnet)
+DUAL_ROWS_97 = ("GPT-4V", "GPT-4o", "Deepseek-VL-Tiny", "mPLUG-Owl3-2B-241014")
+DUAL_ROWS_62 = ("InternVL2-8B", "InternVL2.5-8B-MPO", "InternVL2.5-8B-MPO-AWQ", "Qwen2.5-VL-3B-Instruct",
+                "Qwen2.5-VL-7B-Instruct", "mPLUG-Owl3-7B-240728")
+DUAL_ROWS_PAIR_ID = {"Table 2a": 71, "Table 2b": 70}
+DUAL_ROWS_PAIR_ID_MODELS = ("Kimi-VL", "Llama-3.2-Vision-11B", "MiniCPM-o 2.6", "Idefics3-8B-Llama3",
+                            "LLaVA-v1.6-vicuna-7b", "LLaVA-v1.6-mistral-7b", "LLaVA-OneVision")
 
 
 def _ref(table: str):
@@ -167,6 +189,77 @@ def overall_micro(rows=("GPT-4V", "GPT-4o"), table: str = "Table 2a") -> list[Fi
     return out
 
 
+def dual_denominator(table: str, row: str) -> int | None:
+    """The pair count a Table 2 row's Dual Acc_p is a multiple of (None: no common one fits)."""
+    if row in DUAL_ROWS_97:
+        return 97
+    if row in DUAL_ROWS_62:
+        return 62
+    if row in DUAL_ROWS_PAIR_ID_MODELS:
+        return DUAL_ROWS_PAIR_ID.get(table)
+    return None
+
+
+def _times(v: float, n: int) -> str:
+    """``v×n/100 = x ≈ k``: a 2-decimal percentage of k/n is off k by at most 0.005·n/100."""
+    x = v * n / 100
+    near = abs(x - round(x)) <= 0.005 * n / 100
+    return f"{v:.2f}×{n}/100 = {x:.3f}" + (f" ≈ {round(x)}" if near else " (not an integer)")
+
+
+def dual_denominators(tables=("Table 2a", "Table 2b")) -> list[Finding]:
+    """Why Table 2's Dual Acc_p is k/97 in some rows and k/62 in others: one finding per row.
+
+    The two counts are two groupings of the same 372 queries (:data:`DUAL_PAIR_COUNTS`): 97 treats a
+    question_id's schema-B and schema-C records as two pairs, 62 is the paper's 501-pair grouping. So
+    the rows were not scored on one pair set, and Dual Acc_p is not comparable across them. The note
+    shows the arithmetic: published × 97 / 100 and × 62 / 100, exactly one of which is (near) an integer.
+    """
+    out = []
+    for t in tables:
+        wide, _ = _pairs(t)
+        for row in wide.index:
+            if row == "Human":  # averaged over evaluators: not a single fraction
+                continue
+            v = float(wide.loc[row, "Dual-ambiguity Acc_p"])
+            n = dual_denominator(t, row)
+            arithmetic = "; ".join(_times(v, m) for m in (97, 62) + ((n,) if n not in (None, 97, 62) else ()))
+            hit = fits_fraction(v, n, n) if n is not None else None
+            if hit is not None:
+                k = hit[0]
+                out.append(_f(t, row, "Dual-ambiguity Acc_p", v, f"{k}/{n}", "dual denominator", True,
+                              f"{arithmetic}; {k}/{n} = {100 * k / n:.2f}. n = {n}: {DUAL_PAIR_COUNTS[n][1]}"))
+                continue
+            near = fits_fraction(v, 40, 140)
+            why = f"expected k/{n} and it does not fit" if n is not None else "fits neither 97 nor 62 (nor 70/71)"
+            out.append(_f(t, row, "Dual-ambiguity Acc_p", v, None if near is None else f"{near[0]}/{near[1]}",
+                          "dual denominator", False,
+                          f"{arithmetic}; {why}; " + ("no k/n with n in [40, 140]" if near is None else
+                                                     f"smallest fitting denominator {near[1]}")))
+    return out
+
+
+def dual_pairs_vs_release(items) -> list[Finding]:
+    """The release grouped each way: the counts behind the denominators, and the paper's 501 pairs."""
+    from vlamb_nb.benchmarks.mucar.data import NON_DUAL_CATEGORIES, regroup
+
+    dual = items["category"] == "Dual-ambiguity"
+    out = []
+    for n, (rule, meaning) in DUAL_PAIR_COUNTS.items():
+        if rule is None:
+            continue
+        got = int(regroup(items[dual], rule).nunique())
+        out.append(_f("Table 2", f"Dual-ambiguity pairs ({rule})", "n_pairs", n, got, "release", got == n,
+                      f"dual groups in the released data-all.json by {rule}: {meaning}"))
+    keys = regroup(items, "question_id")
+    non_dual = int(keys[items["category"].isin(NON_DUAL_CATEGORIES)].nunique())
+    for col, pub, got in (("pairs", 501, int(keys.nunique())), ("non-dual pairs", 439, non_dual),
+                          ("dual pairs", 62, int(keys[dual].nunique()))):
+        out.append(_f("§3.3", "question_id pairs", col, pub, got, "release", got == pub,
+                      "the paper's 501 (C, Q, I) pairs, counted in the release by question_id"))
+    return out
+
+
 def table3_drops() -> list[Finding]:
     wide = _ref("Table 3").pivot(index="row", columns="column", values="value_num")
     out = []
@@ -212,7 +305,7 @@ def audit(items=None) -> list[Finding]:
     """All checks; Table 5 against the release only when ``items`` (the loaded release) is given."""
     out = table5_sums()
     if items is not None:
-        out += table5_vs_release(items)
-    out += impossible_cells() + duplicated_cells() + fraction_cells() + overall_micro()
+        out += table5_vs_release(items) + dual_pairs_vs_release(items)
+    out += impossible_cells() + duplicated_cells() + fraction_cells() + overall_micro() + dual_denominators()
     out += table3_drops() + table4_overall() + table12_claims()
     return out

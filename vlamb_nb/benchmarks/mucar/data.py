@@ -3,11 +3,12 @@
 The release mixes three layouts in one JSON array (see the notes, §11.2):
 
 - **A** (categories 1-6): ``sentence`` holds the context, ``question_id`` groups the images;
-- **B** (dual ambiguity): the context is embedded in ``question``; ``pair_id`` (a string) groups;
+- **B** (dual ambiguity): the context is embedded in ``question``; ``pair_id`` is a string;
 - **C** (dual ambiguity, CODIS style): separate ``context`` plus a CODIS image-ambiguity ``category``.
 
 :func:`load_items` normalises all three into one row per query, so everything downstream
-(prompts, scoring, tables) sees one shape.
+(prompts, scoring, tables) sees one shape. Pairs are ``question_id`` groups in every schema: the
+paper's 501 pairs (see ``GROUPINGS`` for the alternatives and why they are not the default).
 """
 
 from __future__ import annotations
@@ -39,24 +40,55 @@ ITEM_COLUMNS = ["uid", "record_id", "group", "category", "category_code", "langu
                 "context_embedded"]
 
 # -- grouping rules ------------------------------------------------------------------------------
-#: ``default``: first six categories by ``question_id``; dual ambiguity by (``pair_id``, language), the
-#: rule the notes recommend (``question_id`` collides across schemas B and C; ``pair_id`` is shared by an
-#: English original and its translations, which are separate queries in another language).
-GROUPINGS = ("default", "question_id", "pair_id", "pair_language_schema")
+#: ``question_id`` (the default) is the paper's pairing: it gives the 501 pairs of §3.3, 439 in the
+#: first six categories and 62 dual-ambiguity, and 62 is the Dual Acc_p denominator of Table 2's
+#: InternVL / Qwen rows. In the dual block it joins each schema-B query (and its translations) with
+#: the schema-C pair that reuses its ``question_id`` (groups of 9), and keeps untranslated queries alone.
+#: The other rules are *not* the paper's, kept to compare against:
+#:
+#: - ``question_id_schema``: schema B and C apart under one ``question_id`` (97 dual groups, the
+#:   denominator of Table 2's GPT-4V / GPT-4o / Deepseek rows);
+#: - ``pair_language``: dual by (``pair_id``, language), 194 dual and 633 groups in all (this
+#:   package's default before; Dual Acc_p then has more, smaller groups and comes out far higher);
+#: - ``pair_id`` (70 dual groups) and ``pair_language_schema``.
+#:
+#: Schema A (categories 1-6) is grouped by ``question_id`` under every rule.
+GROUPINGS = ("question_id", "question_id_schema", "pair_language", "pair_id", "pair_language_schema")
+DEFAULT_GROUPING = "question_id"
+NON_DUAL_CATEGORIES = CATEGORY_ORDER[:6]
 
 
-def group_key(rec: dict[str, Any], schema: str, rule: str = "default") -> str:
-    """The pair (group) a record belongs to; all queries of a group must be right for Acc_p."""
-    lang = rec["tags"]["language"]
-    if rule == "question_id" or (schema == "A" and rule in ("default", "pair_language_schema", "pair_id")):
-        return f"q{rec['question_id']}" + (f"/{schema}" if schema != "A" else "")
-    if rule == "default":
-        return f"p{rec['pair_id']}/l{lang}"
+def resolve_grouping(rule: str) -> str:
+    """The rule's canonical name (``"default"`` is the paper's ``question_id``); unknown rules raise."""
+    rule = DEFAULT_GROUPING if rule == "default" else rule
+    if rule not in GROUPINGS:
+        raise SettingError(f"unknown MUCAR grouping {rule!r}; choose one of {', '.join(GROUPINGS)} (or default)")
+    return rule
+
+
+def pair_key(question_id: Any, pair_id: Any, language: Any, schema: str, rule: str = DEFAULT_GROUPING) -> str:
+    """The group of one query from its raw keys, so the loader and :func:`regroup` agree."""
+    rule = resolve_grouping(rule)
+    if rule == "question_id":
+        return f"q{question_id}"
+    if rule == "question_id_schema" or schema == "A":
+        return f"q{question_id}" + (f"/{schema}" if schema != "A" else "")
+    if rule == "pair_language":
+        return f"p{pair_id}/l{language}"
     if rule == "pair_id":
-        return f"p{rec['pair_id']}"
-    if rule == "pair_language_schema":
-        return f"p{rec['pair_id']}/l{lang}/{schema}"
-    raise SettingError(f"unknown MUCAR grouping {rule!r}; choose one of {', '.join(GROUPINGS)}")
+        return f"p{pair_id}"
+    return f"p{pair_id}/l{language}/{schema}"
+
+
+def group_key(rec: dict[str, Any], schema: str, rule: str = DEFAULT_GROUPING) -> str:
+    """The pair (group) a released record belongs to; all queries of a group must be right for Acc_p."""
+    return pair_key(rec.get("question_id"), rec.get("pair_id"), rec["tags"]["language"], schema, rule)
+
+
+def regroup(items, rule: str):
+    """``items["group"]`` under another rule (a Series), without reloading: to compare pair counts."""
+    return items.apply(lambda r: pair_key(r["question_id"], r["pair_id"], r["language_code"], r["schema"], rule),
+                       axis=1)
 
 
 # -- schema detection and gold letters -----------------------------------------------------------
@@ -141,7 +173,7 @@ def _field(rec: dict[str, Any], name: str, typ: type | tuple[type, ...], src: st
     return v
 
 
-def normalise_record(rec: Any, *, src: str, row: int, grouping: str = "default") -> dict[str, Any]:
+def normalise_record(rec: Any, *, src: str, row: int, grouping: str = DEFAULT_GROUPING) -> dict[str, Any]:
     """One released record (any schema) as one normalised row; malformed records raise ``DataError``."""
     if not isinstance(rec, dict):
         raise DataError("record is not an object", source=src, row=row)
@@ -189,7 +221,7 @@ def normalise_record(rec: Any, *, src: str, row: int, grouping: str = "default")
     }
 
 
-def load_items(source: str | os.PathLike | None = None, *, grouping: str = "default",
+def load_items(source: str | os.PathLike | None = None, *, grouping: str = DEFAULT_GROUPING,
                images: str | os.PathLike | None = None):
     """The release as a DataFrame, one row per query (columns ``ITEM_COLUMNS``).
 
@@ -199,8 +231,7 @@ def load_items(source: str | os.PathLike | None = None, *, grouping: str = "defa
     """
     import pandas as pd
 
-    if grouping not in GROUPINGS:
-        raise SettingError(f"unknown MUCAR grouping {grouping!r}; choose one of {', '.join(GROUPINGS)}")
+    grouping = resolve_grouping(grouping)
     path = resolve_source(source)
     rows = [normalise_record(r, src=str(path.name), row=i, grouping=grouping)
             for i, r in enumerate(read_records(path))]
@@ -236,13 +267,21 @@ def group_sizes(items):
 
 
 def data_stats(items) -> dict[str, Any]:
-    """Counts for ``vlamb-nb data stats mucar``: queries, groups, per category / language / schema."""
+    """Counts for ``vlamb-nb data stats mucar``: queries, pairs (groups), per category / language / schema.
+
+    ``pairs`` / ``pairs_non_dual`` / ``pairs_dual`` are the numbers to hold against the paper's
+    501 = 439 + 62 (§3.3); a group counts under its first query's category, as in scoring.
+    """
     sizes = group_sizes(items)
-    first = items.drop_duplicates("group")
+    first = items.sort_values("record_id", kind="stable").drop_duplicates("group")
+    dual = first["category"] == "Dual-ambiguity"
     return {
         "queries": int(len(items)),
         "groups": int(len(sizes)),
-        "grouping": items.attrs.get("grouping", "default"),
+        "pairs": int(len(sizes)),
+        "pairs_non_dual": int((~dual).sum()),
+        "pairs_dual": int(dual.sum()),
+        "grouping": items.attrs.get("grouping", DEFAULT_GROUPING),
         "group_sizes": {int(k): int(v) for k, v in sizes.value_counts().sort_index().items()},
         "per_category": {c: int((items["category"] == c).sum()) for c in CATEGORY_ORDER},
         "groups_per_category": {c: int((first["category"] == c).sum()) for c in CATEGORY_ORDER},
@@ -404,7 +443,9 @@ def make_sample(directory: str | os.PathLike, n: int = 8, seed: int = 0) -> Path
 
     Covers all three record schemas (A with ``"A.x"`` options, B with the context in the question,
     C with a CODIS category and ``"A. x"`` translations sharing ``old_id``), a singleton group, a group of
-    four and a gold typo, so every loader path runs. ``n`` is the number of schema-A groups (>= 2).
+    four and a gold typo, so every loader path runs. As in the release, the schema-C pair reuses the
+    ``question_id`` of a schema-B query (one ``question_id`` pair of 9 queries) and one dual query has
+    no translations. ``n`` is the number of schema-A groups (>= 2).
     """
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
@@ -431,19 +472,20 @@ def make_sample(directory: str | os.PathLike, n: int = 8, seed: int = 0) -> Path
                 question=f"What does '{word}' mean here?", options=opts, answer=answer,
                 tags={"category": cat, "language": lang})
     base_q = len(recs) + 900
-    b_pairs = [("1", 2), ("2", 1)]  # schema B: context inside the question; pair "2" is a singleton
+    b_pairs = [("1", 2), ("2", 1)]  # schema B: context inside the question; pair "2" is never translated
     b_origs = []
     for pid, size in b_pairs:
         for k in range(size):
-            b_origs.append(len(recs))
+            if pid == "1":
+                b_origs.append(len(recs))
             add(question_id=base_q + len(recs), image_id=f"malay/{pid}-1", pair_id=pid,
                 question=f"I am {30 + 40 * k} years old. My friend waved on the boat. Is my friend at the front?",
                 options=["A.Front.", "B.Back."], answer=["A.Front.", "B.Back."][k % 2],
-                tags={"category": 7, "language": 1, "change_language": 1})
+                tags={"category": 7, "language": 1, "change_language": int(pid == "1")})
     c_origs = []
-    for k in range(2):  # schema C: separate context, CODIS image-ambiguity type
+    for k in range(2):  # schema C: separate context, CODIS image-ambiguity type, a schema-B question_id
         c_origs.append(len(recs))
-        add(question_id=base_q, image_id="malay/101", pair_id="3",
+        add(question_id=recs[b_origs[0]]["question_id"], image_id="malay/101", pair_id="3",
             context=["The courier gives a box to the man.", "The man gives a box to the courier."][k],
             question="Is the man on the right picking up the box or putting it down?",
             answer=["A.Picking up.", "B.Putting down."][k], category="Temporal Information",

@@ -1,7 +1,10 @@
 """MUCAR scoring (the paper's formulas, §3.4): Acc_q = micro average over queries; Acc_p = share of
-groups whose queries are all correct. A group is counted under its first query's category and
-language (two released groups mix categories, two mix languages). Overall Acc_p here is the
-micro average over all groups; the paper's own Overall Acc_p rule cannot be reconstructed.
+groups (pairs) whose queries are all correct. A group is counted under its first query's category
+(two released groups mix categories); a query counts under its own language, so per-language Acc_p
+asks whether a pair's queries in that language are all right (dual pairs span three languages).
+Overall Acc_p here is the micro average over all groups; the paper's own Overall Acc_p rule cannot
+be reconstructed. The Overall of the ablation and prompt-language settings (Table 3, Fig. 4,
+Table 12) covers the six non-dual categories only, as the paper's does.
 Confidence intervals (an addition) resample groups, never queries, so Acc_p stays defined.
 Also: reading prediction files (JSON/JSONL/CSV rows, stores, the release's own ``eval`` layout).
 """
@@ -10,12 +13,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from vlamb_nb.benchmarks.mucar.data import CATEGORY_ORDER, LANGUAGE_ORDER
+from vlamb_nb.benchmarks.mucar.data import CATEGORY_ORDER, LANGUAGE_ORDER, NON_DUAL_CATEGORIES
+from vlamb_nb.benchmarks.mucar.prompts import SETTINGS
 from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.jsonl import iter_jsonl
 
@@ -53,6 +58,37 @@ def score_predictions(preds):
     return out
 
 
+# -- which categories an Overall covers ---------------------------------------------------------------
+#: settings the paper reports only over the six non-dual categories (Table 3, Fig. 4, Table 12)
+SIX_CATEGORY_SETTINGS = frozenset({"q_i", "c_i", "c_q", "full_zh", "full_ms"})
+#: published results whose Overall is over the six non-dual categories (Table 3's "(w/)" rows are full input)
+SIX_CATEGORY_TABLES = frozenset({"Table 3", "Fig. 4", "Table 12"})
+
+
+def scope_categories(scored, categories: Sequence[str] | str | None = "auto",
+                     table: str | None = None) -> list[str] | None:
+    """The categories an aggregate covers (None = all seven).
+
+    ``"auto"`` follows the paper: the six non-dual categories for a Table 3 / Fig. 4 / Table 12 result,
+    and for runs whose every query is under an ablation or prompt-language setting (the paper never
+    reports those on dual ambiguity, and an Overall over seven would not be comparable); all seven
+    otherwise (Table 2 and 9).
+    """
+    if isinstance(categories, str):
+        if categories != "auto":
+            raise SettingError(f"categories must be 'auto', None or a list of categories, got {categories!r}")
+        if table in SIX_CATEGORY_TABLES:
+            return list(NON_DUAL_CATEGORIES)
+        settings = set(scored["setting"].dropna()) if "setting" in scored else set()
+        return list(NON_DUAL_CATEGORIES) if settings and settings <= SIX_CATEGORY_SETTINGS else None
+    if categories is None:
+        return None
+    unknown = [c for c in categories if c not in CATEGORY_ORDER]
+    if unknown:
+        raise SettingError(f"unknown MUCAR categor{'ies' if len(unknown) > 1 else 'y'} {unknown}")
+    return list(categories)
+
+
 # -- Acc_p / Acc_q with cluster-bootstrap CIs ---------------------------------------------------------
 def group_frame(scored):
     """One row per group: size, number correct, all correct, first query's category / language."""
@@ -77,21 +113,26 @@ def _interval(correct: np.ndarray, groups: np.ndarray, statistic: Any, n_resampl
 
 
 def _query_frame(scored, groups):
-    """Per-query correctness with each query placed under its group's (first query's) category / language."""
+    """Per-query correctness under its group's (first query's) category and the query's own language.
+
+    A dual-ambiguity pair holds English, Chinese and Malay queries; crediting them all to the first
+    query's language would move two thirds of them into the wrong language column.
+    """
     g = groups.set_index("group")
-    out = scored[["group", "correct"]].copy()
+    out = scored[["group", "correct", "language"]].copy()
     out["correct"] = out["correct"].astype(float)
     out["category"] = out["group"].map(g["category"])
-    out["language"] = out["group"].map(g["language"])
     return out
 
 
-def pair_accuracy(scored, by: str | list[str] | None = None, *, n_resamples: int = 2000, seed: int = 0,
-                  alpha: float = 0.05):
+def pair_accuracy(scored, by: str | list[str] | None = None, *, categories: Sequence[str] | str | None = "auto",
+                  n_resamples: int = 2000, seed: int = 0, alpha: float = 0.05):
     """Acc_q and Acc_p (percent) overall or per ``by`` (category / language / both), with group-bootstrap CIs.
 
     Long format: the ``by`` columns, ``metric`` (Acc_q / Acc_p), ``value``, ``ci_low``, ``ci_high``,
-    ``n_queries``, ``n_groups``. "Overall" rows are micro averages over all queries / all groups.
+    ``n_queries``, ``n_groups``. "Overall" rows are micro averages over the queries / groups of
+    ``categories`` (see :func:`scope_categories`: ``"auto"`` drops dual ambiguity for ablation and
+    prompt-language runs, as the paper does; None keeps all seven).
     CIs resample whole groups (``stats.bootstrap_ci(..., clusters=groups)``): Acc_p is defined on
     groups, and the queries of one group share an image set, so they are not independent.
     """
@@ -101,7 +142,13 @@ def pair_accuracy(scored, by: str | list[str] | None = None, *, n_resamples: int
 
     if scored.empty:
         raise DataError("no scored predictions to aggregate")
+    cats = scope_categories(scored, categories)
     groups = group_frame(scored)
+    if cats is not None:
+        groups = groups[groups["category"].isin(cats)]
+        scored = scored[scored["group"].isin(set(groups["group"]))]
+        if scored.empty:
+            raise DataError(f"no scored predictions in the categories {', '.join(cats)}")
     keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
     bad = [k for k in keys if k not in ("category", "language")]
     if bad:
@@ -153,33 +200,58 @@ def compare_runs(a, b, *, n_resamples: int = 2000, seed: int = 0, alpha: float =
     return pd.DataFrame(rows)
 
 
-def table2(scored, label: str = "ours", *, n_resamples: int = 0, seed: int = 0):
+def table2(scored, label: str = "ours", *, n_resamples: int = 0, seed: int = 0,
+           categories: Sequence[str] | str | None = "auto"):
     """One run as a row of Table 2 (categories × Acc_p/Acc_q + Overall), in percent."""
     import pandas as pd
 
-    long = results_long(scored, label, n_resamples=n_resamples, seed=seed)
+    long = results_long(scored, label, n_resamples=n_resamples, seed=seed, categories=categories)
     wide = long.pivot(index="row", columns="column", values="value")
     cols = [f"{c} {m}" for c in CATEGORY_ORDER + ["Overall"] for m in ("Acc_p", "Acc_q")]
     return pd.DataFrame(wide, columns=[c for c in cols if c in wide.columns])
 
 
 def results_long(scored, label: str = "ours", table: str = "Table 2a", *, n_resamples: int = 2000,
-                 seed: int = 0, categories: list[str] | None = None):
+                 seed: int = 0, categories: Sequence[str] | str | None = "auto"):
     """``table,row,column,value,ci_low,ci_high`` rows in the reference layout, for ``reference.compare``.
 
-    ``categories`` restricts the set first (Table 3 / 12 use the six non-dual categories).
+    ``categories`` restricts the set first; by default (``"auto"``) Table 3 / Fig. 4 / Table 12 and
+    ablation or prompt-language runs use the six non-dual categories, so their Overall is the paper's.
     """
     import pandas as pd
 
-    if categories is not None:
-        scored = scored[scored["category"].isin(categories)]
-    per = pair_accuracy(scored, "category", n_resamples=n_resamples, seed=seed)
-    tot = pair_accuracy(scored, None, n_resamples=n_resamples, seed=seed).assign(category="Overall")
+    cats = scope_categories(scored, categories, table)
+    per = pair_accuracy(scored, "category", categories=cats, n_resamples=n_resamples, seed=seed)
+    tot = pair_accuracy(scored, None, categories=cats, n_resamples=n_resamples, seed=seed).assign(category="Overall")
     both = pd.concat([per.astype({"category": str}), tot], ignore_index=True)
     return pd.DataFrame({"table": table, "row": label, "column": both["category"] + " " + both["metric"],
                          "value": both["value"].round(2), "ci_low": both["ci_low"].round(2),
                          "ci_high": both["ci_high"].round(2), "n_queries": both["n_queries"],
                          "n_groups": both["n_groups"]})
+
+
+def settings_overall(runs: dict[str, Any], *, label: str | None = None,
+                     categories: Sequence[str] | None = NON_DUAL_CATEGORIES, n_resamples: int = 1000,
+                     seed: int = 0):
+    """Overall Acc_q / Acc_p per setting over the six non-dual categories, full input included.
+
+    The layout of Fig. 4 / Table 3 / Table 12: every setting, the full-input reference too, on the same
+    categories (Table 3's "(w/)" rows are Table 2b's six categories), so the drops compare like with like.
+    """
+    import pandas as pd
+
+    rows = []
+    for s, scored in runs.items():
+        if s == "c_ambiguous":
+            continue
+        r = pair_accuracy(scored, None, categories=categories, n_resamples=n_resamples, seed=seed)
+        r.insert(0, "setting", s)
+        r.insert(1, "input", SETTINGS[s].description)
+        r.insert(0, "label", label or str(scored["model"].iloc[0] if "model" in scored else "ours"))
+        rows.append(r)
+    if not rows:
+        raise DataError("no runs to summarise (only 'c_ambiguous', or none)")
+    return pd.concat(rows, ignore_index=True)
 
 
 # -- failure modes -------------------------------------------------------------------------------
