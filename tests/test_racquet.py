@@ -107,6 +107,22 @@ def test_loader_errors_name_file_line_and_field(tmp_path):
         BENCH.load(tmp_path, subset="all")
 
 
+def test_empty_release_files_are_data_errors_naming_the_file(tmp_path, capsys):
+    f = tmp_path / "racquet_general.jsonl"
+    for text in ("", "\n  \n"):  # empty, or blank lines only: no valid row
+        f.write_text(text)
+        with pytest.raises(DataError, match=r"racquet_general\.jsonl: no RACQUET-GENERAL rows"):
+            BENCH.load(f)
+    assert cli.main(["data", "stats", "racquet", "--source", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "racquet_general.jsonl" in err and "'subset'" not in err
+    f.write_text('{"id": 0, "image_url": "u", "question": "What color is the bus?", "question_idx": 1}\n')
+    (tmp_path / "racquet_bias.jsonl").write_text("")
+    with pytest.raises(DataError, match=r"racquet_bias\.jsonl: no RACQUET-BIAS rows"):
+        BENCH.load(tmp_path)
+    assert len(BENCH.load(tmp_path, subset="general")) == 1
+
+
 def test_sample_joins_coco_resolves_images_and_user_boxes_override(sample, tmp_path):
     items = BENCH.load(sample)
     gen = items[items["subset"] == "general"]

@@ -98,6 +98,9 @@ def read_jsonl(path: str | os.PathLike, subset: str) -> list[dict[str, Any]]:
         rows.append({"id": f"{subset}-{rec['id']}", "subset": subset, "source_id": rec["id"],
                      "image_url": rec["image_url"], "question": rec["question"],
                      "question_idx": int(rec["question_idx"]), "source_file": path.name, "line": line_no})
+    if not rows:  # else an empty frame without columns fails later with a bare KeyError
+        raise DataError(f"no RACQUET-{subset.upper()} rows: the file is empty or holds only blank lines",
+                        source=str(path))
     return rows
 
 
