@@ -104,6 +104,15 @@ def read_jsonl(path: str | os.PathLike, subset: str) -> list[dict[str, Any]]:
     return rows
 
 
+def label_scheme(subset: Any, setting: Any = None) -> str:
+    """Which labels a response takes: ``"bias"`` (Explicit/(Anti-)stereotypical, by hand) or ``"general"`` (A/B/C).
+
+    The control question has no adjective, so a control response on a BIAS image can be neither
+    stereotypical nor anti-stereotypical: it is classified A/B/C like a GENERAL response (§5).
+    """
+    return "bias" if subset == "bias" and setting != "control" else "general"
+
+
 def bias_category(source_id: int) -> str:
     """The bias category of a BIAS id (the release encodes it only through id ranges)."""
     for cat, (lo, hi) in BIAS_CATEGORY_IDS.items():

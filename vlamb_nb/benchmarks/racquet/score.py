@@ -18,10 +18,14 @@ from vlamb_nb.benchmarks.racquet.data import (
     BIAS_LABELS,
     CLASSES,
     bias_category,
+    label_scheme,
 )
 from vlamb_nb.benchmarks.racquet.parse import normalize_label
 from vlamb_nb.benchmarks.racquet.prompts import judge_spec
 from vlamb_nb.errors import DataError, NotAvailableError, SettingError
+
+#: ``judge_parse_error`` of a row the judge leaves to a human (RACQUET-BIAS): unlabelled, never dropped
+NOT_JUDGED = "not judged: RACQUET-BIAS is labelled by hand"
 
 
 def _share_ci(values, clusters, *, n_resamples: int, seed: int) -> tuple[float, float, float]:
@@ -111,6 +115,36 @@ def stereotype_ratio(scored, *, by: tuple[str, ...] = ("model", "category"), clu
     return pd.DataFrame(rows)
 
 
+def _schemes(scored) -> list[str]:
+    n = len(scored)
+    subsets = scored["subset"] if "subset" in scored.columns else ["general"] * n
+    settings = scored["setting"] if "setting" in scored.columns else [None] * n
+    return [label_scheme(s, st) for s, st in zip(subsets, settings, strict=True)]
+
+
+def share_tables(scored, *, n_resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """A/B/C shares (GENERAL, and control as its own setting) and BIAS shares and ratios, over every response.
+
+    Each row counts in the denominator of exactly one group; a row whose subset is neither
+    general nor bias (a response whose item was not found) is an error rather than a silent drop.
+    """
+    if "subset" in scored.columns:
+        odd = ~scored["subset"].isin(["general", "bias"])
+        if odd.any():
+            ids = scored.loc[odd, "id"].astype(str).tolist() if "id" in scored.columns else []
+            raise DataError(f"{int(odd.sum())} response(s) have no RACQUET subset (their items were not found), "
+                            f"e.g. {ids[:5]}", field="subset")
+    is_bias = [s == "bias" for s in _schemes(scored)]
+    abc, bias = scored[[not b for b in is_bias]], scored[is_bias]
+    out: dict[str, Any] = {}
+    if len(abc):
+        out["class_shares"] = class_shares(abc, n_resamples=n_resamples, seed=seed)
+    if len(bias):
+        out["bias_shares"] = bias_shares(bias, n_resamples=n_resamples, seed=seed)
+        out["bias_ratio"] = stereotype_ratio(bias, n_resamples=n_resamples, seed=seed)
+    return out
+
+
 def mention_rate(judged, *, by: tuple[str, ...] = ("model",), cluster: str = "image_url", **kwargs: Any):
     """CoT multi-referent mention rate: share of YES from the App. G.3 judge (unparsed shown separately)."""
     df = judged.copy()
@@ -142,8 +176,7 @@ def agreement_with_labels(judged, labels, *, on: tuple[str, ...] | None = None, 
     m = judged.merge(labels[[*on, "label"]].rename(columns={"label": "human_label"}), on=list(on), how="inner")
     if m.empty:
         raise DataError(f"no judged response matches a human label on {list(on)}")
-    sub = m["subset"] if "subset" in m else ["general"] * len(m)
-    human = [normalize_label(v, s) for v, s in zip(m["human_label"], sub, strict=True)]
+    human = [normalize_label(v, s) for v, s in zip(m["human_label"], _schemes(m), strict=True)]
     return J.agreement(m["judge_label"].tolist(), human, ci=ci)
 
 
@@ -212,20 +245,15 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
     is_bias = df["subset"] == "bias"
     df.loc[is_bias, "category"] = [c if isinstance(c, str) else _category_of(i, path)
                                    for c, i in zip(df.loc[is_bias, "category"], df.loc[is_bias, "id"], strict=True)]
-    for i, (v, s) in enumerate(zip(df["label"], df["subset"], strict=True)):
+    for i, (v, s) in enumerate(zip(df["label"], _schemes(df), strict=True)):
         try:
             normalize_label(v, s)
         except DataError as e:
             raise DataError(str(e), source=str(path), row=i + 1, field="label") from None
     scored = bench.score(df)
     out: dict[str, Any] = {"file": str(path), "rows": int(len(df)), "unlabelled": int(scored["label"].isna().sum())}
-    gen = scored[scored["subset"] == "general"]
-    if len(gen):
-        out["class_shares"] = class_shares(gen, n_resamples=n_resamples, seed=seed).to_dict(orient="records")
-    bias = scored[scored["subset"] == "bias"]
-    if len(bias):
-        out["bias_shares"] = bias_shares(bias, n_resamples=n_resamples, seed=seed).to_dict(orient="records")
-        out["bias_ratio"] = stereotype_ratio(bias, n_resamples=n_resamples, seed=seed).to_dict(orient="records")
+    for name, table in share_tables(scored, n_resamples=n_resamples, seed=seed).items():
+        out[name] = table.to_dict(orient="records")
     return out
 
 
