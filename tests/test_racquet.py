@@ -398,6 +398,62 @@ def test_score_file_cli(sample, tmp_path, capsys):
     assert "row 1" in capsys.readouterr().err
 
 
+def test_label_files_unknown_ids_conflicts_and_repeats(sample, tmp_path):
+    def write(rows, name="labels.csv"):
+        p = tmp_path / name
+        frame = pd.DataFrame(rows, columns=["id", "model", "setting", "label"])
+        if name.endswith(".jsonl"):
+            frame.to_json(p, orient="records", lines=True)
+        else:
+            frame.to_csv(p, index=False)
+        return p
+
+    ok = [("general-0", "m", "direct", "A"), ("general-1", "m", "direct", "C"), ("bias-1", "m", "direct", "Explicit")]
+    unknown = write(ok + [("general-999", "m", "direct", "A"), ("bias-2", "m", "direct", "Explicit"),
+                          ("general-999", "m", "clarify", "B")])
+    with pytest.raises(DataError, match=r"labels\.csv.*2 id\(s\) not in the RACQUET source.*'general-999', 'bias-2'"):
+        BENCH.score_file(unknown, source=sample, n_resamples=50)
+    with pytest.raises(DataError, match="general-12"):  # bare released ids: told the id format
+        BENCH.score_file(write([("3", "m", "direct", "A")]), source=sample, n_resamples=50)
+    clash = write(ok + [("general-1", "m", "direct", "Explicit")])
+    with pytest.raises(DataError, match=r"1 response\(s\) labelled twice with different labels.*general-1.*"
+                                        r"'C' on row 2, 'A' on row 4"):
+        BENCH.score_file(clash, source=sample, n_resamples=50)
+    for name in ("labels.csv", "labels.jsonl"):
+        # the same label twice (here spelled differently) is one response, counted once
+        rep = write(ok + [("general-0", "m", "direct", "Explicit"), ("bias-1", "m", "direct", "explicit")], name)
+        with pytest.warns(rscore.DuplicateLabelsWarning, match="dropped 2 repeated"):
+            out = BENCH.score_file(rep, source=sample, n_resamples=50)
+        assert out["duplicates_dropped"] == 2 and out["rows"] == 3
+        assert {r["label"]: r["count"] for r in out["class_shares"]} == {"A": 1, "B": 0, "C": 1}
+        assert sum(r["count"] for r in out["bias_shares"]) == 1
+    # the same id for another model or setting is another response, not a repeat
+    out = BENCH.score_file(write(ok + [("general-0", "m2", "direct", "B"), ("general-0", "m", "cot", "C")]),
+                           source=sample, n_resamples=50)
+    assert out["duplicates_dropped"] == 0 and out["rows"] == 5
+    samples = tmp_path / "samples.csv"  # two samples of one item are two responses
+    pd.DataFrame({"id": "general-0", "model": "m", "setting": "sampling", "sample": [0, 1],
+                  "label": ["A", "C"]}).to_csv(samples, index=False)
+    assert BENCH.score_file(samples, source=sample, n_resamples=50)["rows"] == 2
+    for text in ("", "id,model,setting,label\n"):
+        empty = tmp_path / "empty.csv"
+        empty.write_text(text)
+        with pytest.raises(DataError, match="empty.csv"):
+            BENCH.score_file(empty, source=sample)
+
+
+def test_sampling_judge_store_scores_as_one_setting(sample, tmp_path, capsys):
+    items = BENCH.load(sample, subset="general")
+    preds = BENCH.predictions(items, BENCH.run(ScriptedModel(lambda r: "It is red."), items, "sampling",
+                                               n_samples=3, progress=False))
+    store = tmp_path / "judge.jsonl"
+    BENCH.judge(ScriptedModel(lambda r: "CLASS C"), preds, store=store, progress=False)
+    out = BENCH.score_file(store, source=sample, model="vlm", n_resamples=50)
+    cs = out["class_shares"]
+    assert {r["setting"] for r in cs} == {"sampling"} and cs[0]["n"] == 3 * len(items)  # Table 2 pools samples
+    assert out["duplicates_dropped"] == 0 and out["superseded_retries"] == 0
+
+
 def test_score_a_judge_store_and_agreement_with_humans(sample, tmp_path, capsys):
     items = BENCH.load(sample, subset="general")
     vlm = ScriptedModel(lambda r: "The one on the left.", model_id="vlm")
