@@ -82,6 +82,52 @@ def test_cli_stats_and_reference_check(shared_data, capsys, monkeypatch):
     assert len(grid) == 3 and all(f["ok"] for f in grid)  # every adjective x every image of its category
 
 
+def test_control_asks_about_the_45_bias_images_of_the_release(shared_data, tmp_path):
+    """§5: "What is the person wearing?" once per RACQUET-BIAS image (45), whatever subset the caller passes."""
+    from PIL import Image
+
+    bias = BENCH.load(shared_data / "racquet", subset="bias")
+    urls = set(bias["image_url"])
+    assert len(urls) == 45  # notes §2.3: 45 DALL-E 3 images, 15 per category
+    folder = tmp_path / "images"  # the release has no images: stand-ins named like the URLs
+    folder.mkdir()
+    for u in urls:
+        Image.new("RGB", (8, 8)).save(folder / u.rsplit("/", 1)[1])
+    full = BENCH.load(shared_data / "racquet", images=folder)
+    general = BENCH.load(shared_data / "racquet", subset="general", images=folder)
+    assert (general["subset"] == "general").all()
+    for frame in (full, general, full[full["subset"] == "general"]):
+        reqs = BENCH.requests(frame, "control")
+        assert len(reqs) == 45 and {r.meta["image_url"] for r in reqs} == urls
+        assert {r.meta["subset"] for r in reqs} == {"bias"} and {r.prompt_text for r in reqs} == {P.CONTROL_QUESTION}
+        assert len({r.id for r in reqs}) == 45 and all(r.id.startswith("bias-") for r in reqs)
+    gens = BENCH.run(ScriptedModel(lambda r: "x"), full, "control", subset="general", progress=False)
+    assert len(gens) == 45 and set(gens["item_id"]) <= set(bias["id"])
+    bare = full[full["subset"] == "general"].copy()
+    bare.attrs.clear()
+    with pytest.raises(SettingError, match="BIAS"):
+        BENCH.requests(bare, "control")
+
+
+def test_control_responses_keep_their_bias_image_and_take_abc_labels(sample, tmp_path):
+    general = BENCH.load(sample, subset="general")
+    vlm = ScriptedModel(lambda r: "The person on the left wears red, the one on the right blue.", model_id="vlm")
+    gens = BENCH.run(vlm, general, "control", progress=False)
+    preds = BENCH.predictions(general, gens)  # the BIAS rows come back from the source
+    n_img = BENCH.load(sample, subset="bias")["image_url"].nunique()
+    assert len(preds) == n_img and (preds["subset"] == "bias").all() and preds["category"].notna().all()
+    assert (preds["question"] == P.CONTROL_QUESTION).all() and preds["adjective"].isna().all()
+    judged = BENCH.judge(ScriptedModel(lambda r: "two people. CLASS A"), preds, progress=False)
+    assert len(judged) == n_img and judged["judge_valid"].all()  # control rows are judged A/B/C
+    assert judged["question_asked"].eq(P.CONTROL_QUESTION).all()
+    scored = BENCH.score(judged)
+    assert (scored["label"] == "A").all()
+    shares = BENCH.tables(scored, n_resamples=100)
+    assert "bias_shares" not in shares
+    cs = shares["class_shares"].set_index(["setting", "label"])
+    assert cs.loc[("control", "A"), "count"] == n_img and cs.loc[("control", "A"), "n"] == n_img
+
+
 # -- loader -------------------------------------------------------------------------------------------
 def test_loader_errors_name_file_line_and_field(tmp_path):
     f = tmp_path / "racquet_general.jsonl"
@@ -105,6 +151,22 @@ def test_loader_errors_name_file_line_and_field(tmp_path):
         BENCH.load(b)
     with pytest.raises(SettingError):
         BENCH.load(tmp_path, subset="all")
+
+
+def test_empty_release_files_are_data_errors_naming_the_file(tmp_path, capsys):
+    f = tmp_path / "racquet_general.jsonl"
+    for text in ("", "\n  \n"):  # empty, or blank lines only: no valid row
+        f.write_text(text)
+        with pytest.raises(DataError, match=r"racquet_general\.jsonl: no RACQUET-GENERAL rows"):
+            BENCH.load(f)
+    assert cli.main(["data", "stats", "racquet", "--source", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "racquet_general.jsonl" in err and "'subset'" not in err
+    f.write_text('{"id": 0, "image_url": "u", "question": "What color is the bus?", "question_idx": 1}\n')
+    (tmp_path / "racquet_bias.jsonl").write_text("")
+    with pytest.raises(DataError, match=r"racquet_bias\.jsonl: no RACQUET-BIAS rows"):
+        BENCH.load(tmp_path)
+    assert len(BENCH.load(tmp_path, subset="general")) == 1
 
 
 def test_sample_joins_coco_resolves_images_and_user_boxes_override(sample, tmp_path):
@@ -148,9 +210,10 @@ def test_requests_per_setting(sample):
     assert [r.id for r in samp[:3]] == [f"{items['id'].iloc[0]}::sample-{k}" for k in range(3)]
     assert [r.params.seed for r in samp[:3]] == [5, 6, 7] and all(r.params.do_sample for r in samp)
     assert len({r.key(ScriptedModel(str).info) for r in samp}) == 6
-    ctrl = BENCH.requests(items, "control")
-    assert len(ctrl) == items["image_url"].nunique()
-    assert {r.prompt_text for r in ctrl} == {P.CONTROL_QUESTION}
+    ctrl = BENCH.requests(items, "control")  # once per BIAS image, never about the GENERAL images
+    bias_urls = set(items.loc[items["subset"] == "bias", "image_url"])
+    assert len(ctrl) == len(bias_urls) and {r.meta["image_url"] for r in ctrl} == bias_urls
+    assert {r.prompt_text for r in ctrl} == {P.CONTROL_QUESTION} and {r.meta["subset"] for r in ctrl} == {"bias"}
     with pytest.raises(SettingError):
         BENCH.requests(items, "hint")
     broken = items.iloc[:1].copy()
@@ -211,6 +274,49 @@ def test_stereotype_ratio_and_bias_labels():
         rparse.normalize_label("D")
 
 
+def test_shares_keep_every_general_and_bias_row_in_their_group_denominators():
+    gen = pd.DataFrame({"id": [f"general-{i}" for i in range(5)], "subset": "general", "setting": "direct",
+                        "image_url": list("aabcc"), "category": None, "label": ["A", None, "C", "B", "A"]})
+    bias = pd.DataFrame({"id": [f"bias-{i}" for i in (1, 16, 31, 91, 106)], "subset": "bias", "setting": "direct",
+                         "image_url": list("xxxyy"), "category": ["ethnicity"] * 3 + ["gender"] * 2,
+                         "label": ["Stereotypical", None, "Explicit", "Anti-stereotypical", None]})
+    ctrl = pd.DataFrame({"id": ["bias-1", "bias-91"], "subset": "bias", "setting": "control",
+                         "image_url": list("xy"), "category": ["ethnicity", "gender"], "label": ["A", "C"]})
+    frame = pd.concat([gen, bias, ctrl], ignore_index=True).assign(model="m")
+    scored = BENCH.score(frame)
+    assert scored["label"].notna().sum() == 9
+    t = BENCH.tables(scored, n_resamples=100)
+    cs = t["class_shares"]
+    n_by_setting = cs.groupby("setting")["n"].first().to_dict()
+    assert n_by_setting == {"direct": 5, "control": 2}  # control is its own group, on BIAS images
+    assert cs.groupby("setting")["count"].sum().to_dict() == {"direct": 5, "control": 2}
+    assert cs.groupby("setting")["share"].sum().round(6).eq(100).all()
+    assert cs.set_index(["setting", "label"]).loc[("direct", "unlabelled"), "count"] == 1
+    bs = t["bias_shares"]
+    assert bs.groupby("category")["n"].first().to_dict() == {"ethnicity": 3, "gender": 2}
+    assert bs.groupby("category")["count"].sum().to_dict() == {"ethnicity": 3, "gender": 2}
+    assert bs.set_index(["category", "label"]).loc[("gender", "unlabelled"), "count"] == 1
+    summ = BENCH.summary(scored)
+    assert (summ["n"], summ["n_abc"], summ["n_bias"]) == (12, 7, 5) and summ["share_A"] == round(300 / 7, 2)
+    # a response whose item was not found has no group: an error, not a silent drop
+    with pytest.raises(DataError, match="general-9"):
+        BENCH.tables(BENCH.score(pd.concat([frame, frame.iloc[:1].assign(id="general-9", subset=None)])))
+
+
+def test_judge_returns_bias_rows_unlabelled_and_hand_labels_count(sample):
+    items = BENCH.load(sample)
+    preds = BENCH.predictions(items, BENCH.run(ScriptedModel(lambda r: "The red one."), items, "direct",
+                                               progress=False))
+    judged = BENCH.judge(ScriptedModel(lambda r: "CLASS C"), preds, progress=False)
+    assert len(judged) == len(items) and set(judged["request_id"]) == set(preds["request_id"])
+    is_bias = judged["subset"] == "bias"
+    assert (judged.loc[is_bias, "judge_parse_error"] == rscore.NOT_JUDGED).all()
+    assert judged.loc[is_bias, "response"].eq("The red one.").all()
+    hand = judged.assign(label=["Stereotypical" if b else None for b in is_bias])
+    scored = BENCH.score(hand)
+    assert (scored.loc[is_bias, "label"] == "Stereotypical").all() and (scored.loc[~is_bias, "label"] == "C").all()
+
+
 # -- saliency (Table 1) -------------------------------------------------------------------------------
 def test_largest_centermost_and_baseline_on_hand_built_boxes():
     W, H = 100, 100
@@ -254,15 +360,19 @@ def test_pipeline_with_scripted_models(sample, tmp_path):
                        else "gibberish", model_id="judge")
     judged = BENCH.judge(jm, preds, store=tmp_path / "judge.jsonl", progress=False)
     n_gen = int((items["subset"] == "general").sum())
-    assert len(judged) == n_gen  # BIAS is labelled by hand, not judged
+    assert len(judged) == len(items)  # BIAS is labelled by hand, not judged, but never dropped
+    hand = judged[judged["subset"] == "bias"]
+    assert len(hand) == len(items) - n_gen and (hand["judge_parse_error"] == rscore.NOT_JUDGED).all()
+    assert hand["judge_label"].isna().all()
     scored = BENCH.score(judged)
     assert set(scored["label"].dropna()) == {"B"}
-    assert scored["label"].isna().sum() == (~preds.loc[preds["subset"] == "general", "valid"]).sum()
-    shares = BENCH.tables(scored)["class_shares"]
-    assert shares["count"].sum() == n_gen
+    assert scored["label"].isna().sum() == (~preds.loc[preds["subset"] == "general", "valid"]).sum() + len(hand)
+    tables = BENCH.tables(scored)
+    assert tables["class_shares"]["count"].sum() == n_gen
+    assert tables["bias_shares"]["count"].sum() == len(hand)  # all unlabelled, all in the denominators
     # saliency: the grounder returns the first candidate box for every response
     ground = TableGrounder({rid: boxes[0] for rid, boxes in zip(scored["request_id"], scored["candidate_boxes"],
-                                                                 strict=True)})
+                                                                 strict=True) if boxes})  # BIAS rows: no boxes
     per, table = rsal.saliency_analysis(scored, ground, progress=False)
     assert len(per) == (scored["label"] == "B").sum() and (per["status"] == "matched").all()
     expected = 100 * ((per["largest"] == 0) | (per["centermost"] == 0)).mean()
@@ -286,6 +396,62 @@ def test_score_file_cli(sample, tmp_path, capsys):
     pd.DataFrame({"id": ["general-0"], "label": ["Z"]}).to_csv(bad, index=False)
     assert cli.main(["score", "racquet", "--predictions", str(bad), "--source", str(sample)]) == 2
     assert "row 1" in capsys.readouterr().err
+
+
+def test_label_files_unknown_ids_conflicts_and_repeats(sample, tmp_path):
+    def write(rows, name="labels.csv"):
+        p = tmp_path / name
+        frame = pd.DataFrame(rows, columns=["id", "model", "setting", "label"])
+        if name.endswith(".jsonl"):
+            frame.to_json(p, orient="records", lines=True)
+        else:
+            frame.to_csv(p, index=False)
+        return p
+
+    ok = [("general-0", "m", "direct", "A"), ("general-1", "m", "direct", "C"), ("bias-1", "m", "direct", "Explicit")]
+    unknown = write(ok + [("general-999", "m", "direct", "A"), ("bias-2", "m", "direct", "Explicit"),
+                          ("general-999", "m", "clarify", "B")])
+    with pytest.raises(DataError, match=r"labels\.csv.*2 id\(s\) not in the RACQUET source.*'general-999', 'bias-2'"):
+        BENCH.score_file(unknown, source=sample, n_resamples=50)
+    with pytest.raises(DataError, match="general-12"):  # bare released ids: told the id format
+        BENCH.score_file(write([("3", "m", "direct", "A")]), source=sample, n_resamples=50)
+    clash = write(ok + [("general-1", "m", "direct", "Explicit")])
+    with pytest.raises(DataError, match=r"1 response\(s\) labelled twice with different labels.*general-1.*"
+                                        r"'C' on row 2, 'A' on row 4"):
+        BENCH.score_file(clash, source=sample, n_resamples=50)
+    for name in ("labels.csv", "labels.jsonl"):
+        # the same label twice (here spelled differently) is one response, counted once
+        rep = write(ok + [("general-0", "m", "direct", "Explicit"), ("bias-1", "m", "direct", "explicit")], name)
+        with pytest.warns(rscore.DuplicateLabelsWarning, match="dropped 2 repeated"):
+            out = BENCH.score_file(rep, source=sample, n_resamples=50)
+        assert out["duplicates_dropped"] == 2 and out["rows"] == 3
+        assert {r["label"]: r["count"] for r in out["class_shares"]} == {"A": 1, "B": 0, "C": 1}
+        assert sum(r["count"] for r in out["bias_shares"]) == 1
+    # the same id for another model or setting is another response, not a repeat
+    out = BENCH.score_file(write(ok + [("general-0", "m2", "direct", "B"), ("general-0", "m", "cot", "C")]),
+                           source=sample, n_resamples=50)
+    assert out["duplicates_dropped"] == 0 and out["rows"] == 5
+    samples = tmp_path / "samples.csv"  # two samples of one item are two responses
+    pd.DataFrame({"id": "general-0", "model": "m", "setting": "sampling", "sample": [0, 1],
+                  "label": ["A", "C"]}).to_csv(samples, index=False)
+    assert BENCH.score_file(samples, source=sample, n_resamples=50)["rows"] == 2
+    for text in ("", "id,model,setting,label\n"):
+        empty = tmp_path / "empty.csv"
+        empty.write_text(text)
+        with pytest.raises(DataError, match="empty.csv"):
+            BENCH.score_file(empty, source=sample)
+
+
+def test_sampling_judge_store_scores_as_one_setting(sample, tmp_path, capsys):
+    items = BENCH.load(sample, subset="general")
+    preds = BENCH.predictions(items, BENCH.run(ScriptedModel(lambda r: "It is red."), items, "sampling",
+                                               n_samples=3, progress=False))
+    store = tmp_path / "judge.jsonl"
+    BENCH.judge(ScriptedModel(lambda r: "CLASS C"), preds, store=store, progress=False)
+    out = BENCH.score_file(store, source=sample, model="vlm", n_resamples=50)
+    cs = out["class_shares"]
+    assert {r["setting"] for r in cs} == {"sampling"} and cs[0]["n"] == 3 * len(items)  # Table 2 pools samples
+    assert out["duplicates_dropped"] == 0 and out["superseded_retries"] == 0
 
 
 def test_score_a_judge_store_and_agreement_with_humans(sample, tmp_path, capsys):

@@ -9,11 +9,13 @@ from typing import Any
 from vlamb_nb.benchmarks.base import Benchmark
 from vlamb_nb.benchmarks.racquet import prompts as P
 from vlamb_nb.benchmarks.racquet.data import (
+    BIAS_LABELS,
     CLASSES,
     COLOR_WORD,
     FILES,
     bias_fields,
     coco_category,
+    label_scheme,
     load_coco,
     read_boxes_file,
     read_jsonl,
@@ -25,10 +27,9 @@ from vlamb_nb.benchmarks.racquet.data import (
 from vlamb_nb.benchmarks.racquet.parse import normalize_label
 from vlamb_nb.benchmarks.racquet.prompts import judge_spec
 from vlamb_nb.benchmarks.racquet.score import (
-    bias_shares,
-    class_shares,
+    NOT_JUDGED,
     score_predictions_file,
-    stereotype_ratio,
+    share_tables,
 )
 from vlamb_nb.errors import DataError, ImageError, NotAvailableError, SettingError
 from vlamb_nb.meta import Deviation
@@ -97,6 +98,8 @@ class Racquet(Benchmark):
             r["candidate_boxes"] = cands
         df = pd.DataFrame(rows)
         df.attrs["source"] = str(folder or files[0][1])
+        # the control setting reloads the BIAS images from here when the caller kept only GENERAL rows
+        df.attrs["images"] = str(img_dir) if img_dir is not None else None
         return df
 
     def _files(self, source: str | os.PathLike | None, subset: str) -> tuple[Path | None, list[tuple[str, Path]]]:
@@ -155,6 +158,29 @@ class Racquet(Benchmark):
         return out
 
     # -- requests -------------------------------------------------------------------------------------
+    def control_items(self, items):
+        """The items the control question is asked about: one BIAS row per distinct BIAS image (45 in the release).
+
+        §5 pairs "What is the person wearing?" with the RACQUET-BIAS images, whose two people are
+        equally salient by design; on GENERAL images the comparison with the adjective questions
+        would not hold. BIAS rows missing from ``items`` (a GENERAL-only frame) are reloaded from
+        the source the frame was loaded from, with the same image folder.
+        """
+        bias = items[items["subset"] == "bias"] if "subset" in items.columns else items.iloc[:0]
+        if bias.empty:
+            bias = self._bias_from_source(items)
+        return bias.drop_duplicates("image_url", keep="first")
+
+    def _bias_from_source(self, items):
+        source = items.attrs.get("source")
+        if not source:
+            raise SettingError("the control setting asks about the RACQUET-BIAS images, but the items hold no BIAS "
+                               "rows and do not say where they were loaded from; load with subset='both'")
+        try:
+            return self.load(source, subset="bias", images=items.attrs.get("images"))
+        except DataError as e:
+            raise DataError(f"the control setting needs the RACQUET-BIAS images: {e}") from None
+
     def prompt(self, question: str, setting: str) -> str:
         """The VLM text for a question (the paper's suffixes follow the question after one space)."""
         if setting == "clarify":
@@ -178,12 +204,9 @@ class Racquet(Benchmark):
         if kwargs:
             raise SettingError(f"unknown racquet request option(s): {sorted(kwargs)}")
         max_tok = max_new_tokens or (512 if setting == "cot" else 256)
+        if setting == "control":  # the adjective-free question, once per BIAS image
+            items = self.control_items(items)
         rows = items.to_dict(orient="records")
-        if setting == "control":  # one unambiguous question per image
-            first: dict[str, dict[str, Any]] = {}
-            for r in rows:
-                first.setdefault(r["image_url"], r)
-            rows = list(first.values())
         out: list[Request] = []
         checked: set[str] = set()
         for r in rows:
@@ -217,18 +240,22 @@ class Racquet(Benchmark):
         """Generate for ``setting`` and return the runner frame with ``model`` and ``item_id`` columns.
 
         ``images`` (a folder) re-resolves the items' images, so ``vlamb-nb run racquet -o images=DIR``
-        works on the read-only release; ``subset`` restricts to general or bias.
+        works on the read-only release; ``subset`` restricts to general or bias, except for ``control``,
+        which always asks about the BIAS images (:meth:`control_items`).
         """
         from vlamb_nb import runner
 
         setting = self.check_setting(setting)
-        if subset is not None:
+        if setting == "control":
+            items = self.control_items(items)
+        elif subset is not None:
             items = items[items["subset"] == subset]
         if images is not None:
             items = items.copy()
             folder = Path(images)
+            coco_urls = items["coco_url"] if "coco_url" in items.columns else [None] * len(items)
             items["image"] = [resolve_image(u, folder) or (resolve_image(c, folder) if isinstance(c, str) else None)
-                              for u, c in zip(items["image_url"], items["coco_url"], strict=True)]
+                              for u, c in zip(items["image_url"], coco_urls, strict=True)]
         reqs = self.requests(items, setting, **opts)
         gens = runner.run(model, reqs, store, batch_size=batch_size, limit=limit, progress=progress,
                           run_meta=self.run_meta(model.info, setting, seed=opts.get("seed")))
@@ -247,43 +274,67 @@ class Racquet(Benchmark):
                         **kwargs)
         preds = self.predictions(items, gens)
         preds["model"] = model.info.model_id
-        if judge is not None:
-            import pandas as pd
-
-            judged = self.judge(judge, preds, store=judge_store, batch_size=batch_size, progress=progress)
-            by_hand = preds[preds["subset"] != "general"]  # BIAS is labelled by hand: kept, unlabelled
-            preds = pd.concat([judged, by_hand], ignore_index=True) if len(by_hand) else judged
+        if judge is not None:  # every row comes back; BIAS rows unjudged, for labelling by hand
+            preds = self.judge(judge, preds, store=judge_store, batch_size=batch_size, progress=progress)
         return self.score(preds)
 
     # -- parse / score --------------------------------------------------------------------------------
+    def predictions(self, items, generations, *, id_column: str = "id"):
+        """Responses joined to their items; a control response describes its image, not an adjective question.
+
+        Control requests are keyed by a BIAS row (one per image): when ``items`` lacks those rows
+        they are reloaded from the source, so no response loses its subset (and its share group).
+        """
+        import pandas as pd
+
+        ctrl = generations["setting"].eq("control") if "setting" in generations.columns else None
+        if ctrl is not None and ctrl.any():
+            ids = generations["request_id"].astype(str).str.split("::").str[0]
+            if not ids[ctrl].isin(items[id_column]).all():
+                bias = self._bias_from_source(items)
+                items = pd.concat([items, bias[~bias[id_column].isin(items[id_column])]], ignore_index=True)
+        out = super().predictions(items, generations, id_column=id_column)
+        if ctrl is not None and ctrl.any():
+            is_ctrl = out["setting"].eq("control")
+            out.loc[is_ctrl, "question"] = P.CONTROL_QUESTION
+            for c in ("adjective", "stereotype_target"):
+                if c in out.columns:
+                    out.loc[is_ctrl, c] = None
+        return out
+
     def parse(self, text: str, item: Any) -> dict[str, Any]:
         """A VLM response has no answer to extract; an empty one is invalid (it cannot be judged)."""
         t = (text or "").strip()
         return {"response": t, "valid": bool(t), "parse_error": None if t else "empty response"}
 
     def score(self, predictions):
-        """Canonical labels from judge output (``judge_label``) or given labels (``label``): A/B/C or BIAS names."""
+        """Canonical labels from judge output (``judge_label``) or given labels (``label``): A/B/C or BIAS names.
+
+        A row the judge left to a human (:data:`~vlamb_nb.benchmarks.racquet.score.NOT_JUDGED`) takes
+        its ``label`` when one is given, so hand labels merged into a judged frame count.
+        """
         df = predictions.copy()
-        src = "judge_label" if "judge_label" in df.columns else ("label" if "label" in df.columns else None)
-        if src is None:
-            df["label"] = None
+        n = len(df)
+        if "judge_label" in df.columns:
+            values = df["judge_label"].tolist()
+            if "label" in df.columns and "judge_parse_error" in df.columns:
+                by_hand = df["judge_parse_error"].eq(NOT_JUDGED).to_numpy()
+                values = [h if hand else v for v, h, hand in zip(values, df["label"], by_hand, strict=True)]
+        elif "label" in df.columns:
+            values = df["label"].tolist()
         else:
-            df["label"] = [normalize_label(v, sub) for v, sub in
-                           zip(df[src], df.get("subset", ["general"] * len(df)), strict=True)]
+            values = [None] * n
+        subsets = df["subset"] if "subset" in df.columns else ["general"] * n
+        settings = df["setting"] if "setting" in df.columns else [None] * n
+        df["label"] = [normalize_label(v, label_scheme(sub, st)) for v, sub, st in
+                       zip(values, subsets, settings, strict=True)]
         df["labelled"] = df["label"].notna()
         df["class_name"] = df["label"].map(lambda v: CLASSES.get(v, v) if isinstance(v, str) else None)
         return df
 
-    def tables(self, scored) -> dict[str, Any]:
-        """Class shares (Fig. 3/4, Table 2) and BIAS shares (Fig. 7) with CIs, from labelled responses."""
-        out: dict[str, Any] = {}
-        gen = scored[scored["subset"] == "general"] if "subset" in scored else scored
-        if len(gen):
-            out["class_shares"] = class_shares(gen)
-        if "subset" in scored and (scored["subset"] == "bias").any():
-            out["bias_shares"] = bias_shares(scored[scored["subset"] == "bias"])
-            out["bias_ratio"] = stereotype_ratio(scored[scored["subset"] == "bias"])
-        return out
+    def tables(self, scored, *, n_resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+        """Class shares (Fig. 3/4, Table 2, §5 control) and BIAS shares (Fig. 7) with CIs, over every response."""
+        return share_tables(scored, n_resamples=n_resamples, seed=seed)
 
     # -- judging --------------------------------------------------------------------------------------
     def judge(self, model, predictions, *, kind: str = "abc", store=None, batch_size: int = 8,
@@ -291,23 +342,31 @@ class Racquet(Benchmark):
         """Run the paper's judge over responses: ``abc`` (App. C) or ``cot`` (YES/NO, App. G.3).
 
         The judge sees the question as the model saw it (with any suffix) and the response,
-        never the image. Unparsed outputs stay as rows with ``judge_valid=False``. Only
-        GENERAL rows are judged (and returned) by default: the paper labels RACQUET-BIAS by hand
-        (:mod:`vlamb_nb.interactive.annotate`); a judge's CLASS A on BIAS still means Explicit.
+        never the image. Unparsed outputs stay as rows with ``judge_valid=False``. Every row
+        comes back: only rows whose labels are those of ``subsets`` (GENERAL and control
+        responses by default, see :func:`~vlamb_nb.benchmarks.racquet.data.label_scheme`) go to
+        the judge; RACQUET-BIAS rows are labelled by hand in the paper
+        (:mod:`vlamb_nb.interactive.annotate`) and return unlabelled, marked ``NOT_JUDGED``.
+        A judge's CLASS A on BIAS (``subsets=("general", "bias")``) still means Explicit.
         """
+        import pandas as pd
+
         from vlamb_nb.scorers import judge as J
 
         spec = judge_spec(kind, max_new_tokens=max_new_tokens)
         df = predictions.reset_index(drop=True).copy()
-        if "subset" in df.columns:
-            df = df[df["subset"].isin(subsets)].reset_index(drop=True)
         if "response" not in df.columns:
             df["response"] = df["text"].fillna("").astype(str).str.strip()
-        qcol = "question_asked" if "question_asked" in df.columns else None
-        if qcol is None:
+        if "question_asked" not in df.columns:
             df["question_asked"] = [self.prompt(q, s) if s in self.settings else q
                                     for q, s in zip(df["question"], df.get("setting", ["direct"] * len(df)),
                                                     strict=True)]
+        hand = df.iloc[:0]
+        if "subset" in df.columns:
+            settings = df["setting"] if "setting" in df.columns else [None] * len(df)
+            to_judge = [label_scheme(s, st) in subsets for s, st in zip(df["subset"], settings, strict=True)]
+            hand = df[[not t for t in to_judge]].copy()
+            df = df[to_judge].reset_index(drop=True)
         ok = df["response"].map(lambda v: isinstance(v, str) and bool(v.strip())).astype(bool)
         if "error" in df.columns:  # a failed generation has no response to judge
             ok &= ~df["error"].map(lambda v: isinstance(v, str) and bool(v))
@@ -322,9 +381,12 @@ class Racquet(Benchmark):
             errors = empty["error"].tolist() if "error" in empty else [None] * len(empty)
             empty["judge_parse_error"] = ["no response: generation failed" if isinstance(e, str) and e
                                           else "no response: empty" for e in errors]
-        import pandas as pd
-
-        return pd.concat([judged, empty], ignore_index=True) if len(empty) else judged
+        if len(hand):  # kept in the frame, unlabelled until a human labels them
+            for c, v in (("judge_model", model.info.model_id), ("judge_text", ""), ("judge_error", None),
+                         ("judge_label", None), ("judge_valid", False), ("judge_parse_error", NOT_JUDGED)):
+                hand[c] = v
+        parts = [p for p in (judged, empty, hand) if len(p)]
+        return pd.concat(parts, ignore_index=True) if len(parts) > 1 else (parts[0] if parts else judged)
 
     def deviations(self, model: ModelInfo, setting: str) -> list[Deviation]:
         out = super().deviations(model, setting)
@@ -350,12 +412,22 @@ class Racquet(Benchmark):
         return make_sample(directory, n=n, seed=seed)
 
     def summary(self, scored) -> dict[str, Any]:
+        """Headline shares, each over the responses of its own label set (A/B/C or BIAS), unlabelled ones included."""
         out: dict[str, Any] = {"n": int(len(scored))}
         if "label" in scored.columns:
             lab = scored["label"]
             out["labelled"] = int(lab.notna().sum())
+            n = len(scored)
+            subsets = scored["subset"] if "subset" in scored.columns else ["general"] * n
+            settings = scored["setting"] if "setting" in scored.columns else [None] * n
+            is_bias = [label_scheme(s, st) == "bias" for s, st in zip(subsets, settings, strict=True)]
+            abc, bias = lab[[not b for b in is_bias]], lab[is_bias]
+            out["n_abc"], out["n_bias"] = int(len(abc)), int(len(bias))
             for k in ("A", "B", "C"):
-                out[f"share_{k}"] = round(100.0 * float((lab == k).mean()), 2) if len(lab) else None
+                out[f"share_{k}"] = round(100.0 * float((abc == k).mean()), 2) if len(abc) else None
+            if len(bias):
+                for k in BIAS_LABELS:
+                    out[f"share_{k}"] = round(100.0 * float((bias == k).mean()), 2)
         return out
 
 

@@ -98,7 +98,19 @@ def read_jsonl(path: str | os.PathLike, subset: str) -> list[dict[str, Any]]:
         rows.append({"id": f"{subset}-{rec['id']}", "subset": subset, "source_id": rec["id"],
                      "image_url": rec["image_url"], "question": rec["question"],
                      "question_idx": int(rec["question_idx"]), "source_file": path.name, "line": line_no})
+    if not rows:  # else an empty frame without columns fails later with a bare KeyError
+        raise DataError(f"no RACQUET-{subset.upper()} rows: the file is empty or holds only blank lines",
+                        source=str(path))
     return rows
+
+
+def label_scheme(subset: Any, setting: Any = None) -> str:
+    """Which labels a response takes: ``"bias"`` (Explicit/(Anti-)stereotypical, by hand) or ``"general"`` (A/B/C).
+
+    The control question has no adjective, so a control response on a BIAS image can be neither
+    stereotypical nor anti-stereotypical: it is classified A/B/C like a GENERAL response (§5).
+    """
+    return "bias" if subset == "bias" and setting != "control" else "general"
 
 
 def bias_category(source_id: int) -> str:

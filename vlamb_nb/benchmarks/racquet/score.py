@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,18 @@ from vlamb_nb.benchmarks.racquet.data import (
     BIAS_LABELS,
     CLASSES,
     bias_category,
+    label_scheme,
 )
 from vlamb_nb.benchmarks.racquet.parse import normalize_label
 from vlamb_nb.benchmarks.racquet.prompts import judge_spec
 from vlamb_nb.errors import DataError, NotAvailableError, SettingError
+
+#: ``judge_parse_error`` of a row the judge leaves to a human (RACQUET-BIAS): unlabelled, never dropped
+NOT_JUDGED = "not judged: RACQUET-BIAS is labelled by hand"
+
+
+class DuplicateLabelsWarning(UserWarning):
+    """A labels file repeated a response with the same label; the repeats were dropped (and counted)."""
 
 
 def _share_ci(values, clusters, *, n_resamples: int, seed: int) -> tuple[float, float, float]:
@@ -111,6 +120,36 @@ def stereotype_ratio(scored, *, by: tuple[str, ...] = ("model", "category"), clu
     return pd.DataFrame(rows)
 
 
+def _schemes(scored) -> list[str]:
+    n = len(scored)
+    subsets = scored["subset"] if "subset" in scored.columns else ["general"] * n
+    settings = scored["setting"] if "setting" in scored.columns else [None] * n
+    return [label_scheme(s, st) for s, st in zip(subsets, settings, strict=True)]
+
+
+def share_tables(scored, *, n_resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """A/B/C shares (GENERAL, and control as its own setting) and BIAS shares and ratios, over every response.
+
+    Each row counts in the denominator of exactly one group; a row whose subset is neither
+    general nor bias (a response whose item was not found) is an error rather than a silent drop.
+    """
+    if "subset" in scored.columns:
+        odd = ~scored["subset"].isin(["general", "bias"])
+        if odd.any():
+            ids = scored.loc[odd, "id"].astype(str).tolist() if "id" in scored.columns else []
+            raise DataError(f"{int(odd.sum())} response(s) have no RACQUET subset (their items were not found), "
+                            f"e.g. {ids[:5]}", field="subset")
+    is_bias = [s == "bias" for s in _schemes(scored)]
+    abc, bias = scored[[not b for b in is_bias]], scored[is_bias]
+    out: dict[str, Any] = {}
+    if len(abc):
+        out["class_shares"] = class_shares(abc, n_resamples=n_resamples, seed=seed)
+    if len(bias):
+        out["bias_shares"] = bias_shares(bias, n_resamples=n_resamples, seed=seed)
+        out["bias_ratio"] = stereotype_ratio(bias, n_resamples=n_resamples, seed=seed)
+    return out
+
+
 def mention_rate(judged, *, by: tuple[str, ...] = ("model",), cluster: str = "image_url", **kwargs: Any):
     """CoT multi-referent mention rate: share of YES from the App. G.3 judge (unparsed shown separately)."""
     df = judged.copy()
@@ -142,8 +181,7 @@ def agreement_with_labels(judged, labels, *, on: tuple[str, ...] | None = None, 
     m = judged.merge(labels[[*on, "label"]].rename(columns={"label": "human_label"}), on=list(on), how="inner")
     if m.empty:
         raise DataError(f"no judged response matches a human label on {list(on)}")
-    sub = m["subset"] if "subset" in m else ["general"] * len(m)
-    human = [normalize_label(v, s) for v, s in zip(m["human_label"], sub, strict=True)]
+    human = [normalize_label(v, s) for v, s in zip(m["human_label"], _schemes(m), strict=True)]
     return J.agreement(m["judge_label"].tolist(), human, ci=ci)
 
 
@@ -154,6 +192,9 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
 
     Accepts a labels CSV/JSONL (``id``, ``label``; optional ``model``, ``setting``), a file with raw
     ``judge_text``, or the A/B/C judge's prediction store (``-o model=NAME`` names the evaluated model).
+    Every id must be in the source (the release beside the checkout when none is given), so a
+    typo cannot become a cluster of its own. A labels file that gives one response the same label
+    twice is counted once (``duplicates_dropped``, with a warning); different labels are an error.
     """
     import pandas as pd
 
@@ -166,8 +207,10 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
         raise DataError("no such predictions file", source=str(path))
     try:
         df = pd.read_json(path, lines=True) if path.suffix.lower() in (".jsonl", ".json") else pd.read_csv(path)
-    except ValueError as e:
+    except ValueError as e:  # pandas' EmptyDataError is one: an empty CSV
         raise DataError(f"cannot read predictions ({e})", source=str(path)) from None
+    if df.empty:
+        raise DataError("no rows: the predictions file is empty", source=str(path))
     if "id" not in df.columns and "item_id" in df.columns:
         df["id"] = df["item_id"]
     if "id" not in df.columns and "request_id" in df.columns:
@@ -179,14 +222,24 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
     if "id" not in df.columns:
         raise DataError("predictions need an 'id' (or 'item_id') column", source=str(path), field="id")
     df["id"] = df["id"].astype(str)
-    if "label" not in df.columns and "judge_text" not in df.columns and "text" in df.columns \
-            and "request_id" in df.columns:  # a judge prediction store: <item>::<setting>::judge-racquet-abc
+    is_store = "label" not in df.columns and "judge_text" not in df.columns and "text" in df.columns \
+        and "request_id" in df.columns
+    superseded = 0
+    if is_store:  # a judge prediction store: <item>::<setting or sample-k>::judge-racquet-abc
         parts = df["request_id"].astype(str).str.split("::")
         if not parts.str[-1].eq("judge-racquet-abc").all():
             raise DataError("a store given to score must come from the racquet A/B/C judge", source=str(path),
                             field="request_id")
+        if "key" in df.columns:  # a later record of the same request and prompt is a retry, and wins
+            before = len(df)
+            df = df.drop_duplicates(["request_id", "key"], keep="last").reset_index(drop=True)
+            parts = df["request_id"].astype(str).str.split("::")
+            superseded = before - len(df)
         df["judge_text"] = df["text"]
-        df["setting"] = parts.str[1]
+        step = parts.str[1]
+        sampled = step.map(lambda v: re.fullmatch(r"sample-\d+", str(v)) is not None)
+        df["setting"] = step.where(~sampled, "sampling")  # Table 2 pools the samples of an item
+        df["sample"] = [int(v.split("-")[1]) if ok else None for v, ok in zip(step, sampled, strict=True)]
         if "judge_error" not in df.columns and "error" in df.columns:
             df["judge_error"] = df["error"]
     if "label" not in df.columns:
@@ -200,33 +253,79 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
     for c, v in (("model", "model"), ("setting", "direct")):
         if c not in df.columns:
             df[c] = v
-    if source is not None or "image_url" not in df.columns:
+    canon = []
+    for i, (v, scheme) in enumerate(zip(df["label"], _schemes(df), strict=True)):
         try:
-            items = bench.load(source)
-            df = df.merge(items[["id", "image_url", "category"]], on="id", how="left", suffixes=("_pred", ""))
-        except NotAvailableError:  # no release to join: each item is its own cluster
+            canon.append(normalize_label(v, scheme))
+        except DataError as e:
+            raise DataError(str(e), source=str(path), row=i + 1, field="label") from None
+    items = None
+    try:
+        items = bench.load(source)
+    except NotAvailableError:  # no release to check against or join: each item is its own cluster
+        if "image_url" not in df.columns:
             df["image_url"] = df["id"]
+    if items is not None:
+        _check_known_ids(df["id"], items, path)
+    dropped = [] if is_store else _drop_repeated_labels(df, canon, path)
+    if dropped:
+        df = df.drop(index=dropped).reset_index(drop=True)
+    if items is not None:
+        df = df.merge(items[["id", "image_url", "category"]], on="id", how="left", suffixes=("_pred", ""))
     df["image_url"] = df["image_url"].fillna(df["id"])
     if "category" not in df.columns:
         df["category"] = None
     is_bias = df["subset"] == "bias"
     df.loc[is_bias, "category"] = [c if isinstance(c, str) else _category_of(i, path)
                                    for c, i in zip(df.loc[is_bias, "category"], df.loc[is_bias, "id"], strict=True)]
-    for i, (v, s) in enumerate(zip(df["label"], df["subset"], strict=True)):
-        try:
-            normalize_label(v, s)
-        except DataError as e:
-            raise DataError(str(e), source=str(path), row=i + 1, field="label") from None
     scored = bench.score(df)
-    out: dict[str, Any] = {"file": str(path), "rows": int(len(df)), "unlabelled": int(scored["label"].isna().sum())}
-    gen = scored[scored["subset"] == "general"]
-    if len(gen):
-        out["class_shares"] = class_shares(gen, n_resamples=n_resamples, seed=seed).to_dict(orient="records")
-    bias = scored[scored["subset"] == "bias"]
-    if len(bias):
-        out["bias_shares"] = bias_shares(bias, n_resamples=n_resamples, seed=seed).to_dict(orient="records")
-        out["bias_ratio"] = stereotype_ratio(bias, n_resamples=n_resamples, seed=seed).to_dict(orient="records")
+    out: dict[str, Any] = {"file": str(path), "rows": int(len(df)), "unlabelled": int(scored["label"].isna().sum()),
+                           "duplicates_dropped": len(dropped)}
+    if is_store:
+        out["superseded_retries"] = superseded
+    for name, table in share_tables(scored, n_resamples=n_resamples, seed=seed).items():
+        out[name] = table.to_dict(orient="records")
     return out
+
+
+def _check_known_ids(ids, items, path: Path) -> None:
+    """Every labelled id must be an item of the source: an unknown one is a typo or a different release."""
+    known = set(items["id"])
+    unknown = list(dict.fromkeys(i for i in ids if i not in known))
+    if unknown:
+        hint = " (ids are '<subset>-<released id>', e.g. 'general-12')" if any(u.isdigit() for u in unknown) else ""
+        raise DataError(f"{len(unknown)} id(s) not in the RACQUET source {items.attrs.get('source')}: "
+                        f"{unknown[:5]}{' ...' if len(unknown) > 5 else ''}{hint}", source=str(path), field="id")
+
+
+def _drop_repeated_labels(df, canon: list[str | None], path: Path) -> list[int]:
+    """Index of rows that repeat an earlier row's response and label; conflicting labels are an error.
+
+    A response is ``request_id`` (which names the sample) when the file has it, else id, model,
+    setting and any ``sample`` number.
+    """
+    cols = ["model", "request_id"] if "request_id" in df.columns else \
+        ["model", "id", "setting", *(["sample"] if "sample" in df.columns else [])]
+    first: dict[tuple, tuple[int, str | None]] = {}
+    repeats: list[int] = []
+    clashes: list[str] = []
+    for pos, (idx, key, lab) in enumerate(zip(df.index, df[cols].itertuples(index=False, name=None), canon,
+                                              strict=True)):
+        if key not in first:
+            first[key] = (pos + 1, lab)
+        elif first[key][1] == lab:
+            repeats.append(idx)
+        else:
+            row, other = first[key]
+            what = ", ".join(f"{c} {v}" for c, v in zip(cols, key, strict=True))
+            clashes.append(f"{what}: {other!r} on row {row}, {lab!r} on row {pos + 1}")
+    if clashes:
+        raise DataError(f"{len(clashes)} response(s) labelled twice with different labels, e.g. "
+                        + "; ".join(clashes[:3]), source=str(path), field="label")
+    if repeats:
+        warnings.warn(f"{path}: dropped {len(repeats)} repeated label row(s) (same response, same label)",
+                      DuplicateLabelsWarning, stacklevel=3)
+    return repeats
 
 
 def _category_of(item_id: str, path: Path) -> str:
