@@ -20,7 +20,7 @@ import pytest
 
 from vlamb_nb import runner
 from vlamb_nb.models import Request, user_message
-from vlamb_nb.models.openai_compat import OpenAIModel, retry_after_seconds
+from vlamb_nb.models.openai_compat import DETAIL_CHARS, OpenAIModel, retry_after_seconds
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -232,9 +232,13 @@ def test_a_redirect_is_a_failure_and_is_not_followed(fault_server, key, status):
 def test_a_401_echoing_the_key_never_shows_it(fault_server, key, caplog):
     def echo(h: FaultHandler, n: int, body: Any) -> None:
         auth = h.headers.get("Authorization")
-        # the key sits across the point where the error detail is cut, so a cut-then-scrub would leak half of it
-        message = "x" * 290 + f" Incorrect API key provided: {key}; you sent {auth}"
-        h.reply(401, {"error": {"message": message}}, headers={"X-Echo": auth, "X-Key": key})
+        # the key straddles the point where the error detail is cut (DETAIL_CHARS), so cutting before
+        # scrubbing would leave half of it in the message
+        head = '{"error": {"message": "' + "x" * 200 + " Incorrect API key provided: "
+        head += "x" * (DETAIL_CHARS - 16 - len(head))
+        body = f'{head}{key}; you sent {auth}"}}}}'.encode()
+        assert body.index(key.encode()) == DETAIL_CHARS - 16
+        h.reply(401, body, headers={"X-Echo": auth, "X-Key": key})
 
     srv = fault_server(echo)
     caplog.set_level(logging.DEBUG, logger="httpcore")
