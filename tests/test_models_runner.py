@@ -143,3 +143,24 @@ def test_resume_after_interrupted_run_with_a_real_tiny_model(tmp_path):
     assert out["error"].isna().all() and out["processed_image_sizes"].notna().all()
     full = runner.run(hf, reqs, tmp_path / "fresh.jsonl", batch_size=7, progress=False)
     assert list(full["text"]) == list(out["text"])  # resuming gives what one uninterrupted run gives
+
+
+def test_results_are_matched_to_requests_by_id_not_position(tmp_path):
+    from vlamb_nb import runner
+    from vlamb_nb.models.base import Generation, ModelInfo, Request, user_message
+
+    class Reversed:
+        info = ModelInfo("rev", backend="scripted")
+
+        def generate(self, requests):
+            return [Generation(request_id=r.id, text=f"answer to {r.id}") for r in reversed(requests)]
+
+    class Lost(Reversed):
+        def generate(self, requests):
+            return [Generation(request_id="x", text="?") for _ in requests]
+
+    reqs = [Request(id=f"q{i}", messages=[user_message(f"question {i}")]) for i in range(4)]
+    out = runner.run(Reversed(), reqs, tmp_path / "s.jsonl", batch_size=4, progress=False)
+    assert out["text"].tolist() == [f"answer to q{i}" for i in range(4)]
+    lost = runner.run(Lost(), reqs, None, batch_size=4, progress=False)
+    assert lost["error"].notna().all() and lost["text"].fillna("").eq("").all()

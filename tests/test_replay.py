@@ -65,7 +65,7 @@ def test_served_replay_drives_the_openai_client_end_to_end(tmp_path, monkeypatch
     from vlamb_nb.models.serve import serve
 
     rec = _write(tmp_path / "r.jsonl", [{"prompt": "Where is the dog?", "text": "[1, 2, 3, 4]", "model": "M"},
-                                        {"prompt": "Answer again.", "turn": 1, "text": "[5, 6, 7, 8]", "model": "M"}])
+                                        {"prompt": "Where is the dog?", "turn": 1, "text": "[5, 6, 7, 8]", "model": "M"}])
     with serve(load_model(f"replay:{rec}"), lifetime=60) as server:
         monkeypatch.setenv("OPENAI_API_KEY", "unused")
         client = OpenAIModel("M", base_url=server.base_url, max_retries=0)

@@ -11,8 +11,8 @@ A recording is JSON Lines (or a JSON list), one answer per line::
 
 ``turn`` counts the assistant turns before the answer (0: the first answer, 1: the answer after one
 repair turn). A line is matched by (``item_id``, ``setting``, ``turn``) when the request carries an item
-id (``meta["item_id"]``), else by (``prompt``, ``turn``), where ``prompt`` is the text of the request's last
-user turn. The second key is what an HTTP request still carries, so the same recording served with
+id (``meta["item_id"]``), else by (``prompt``, ``turn``), where ``prompt`` is the text of the request's first
+user turn (a follow-up turn is told apart by ``turn``). The second key is what an HTTP request still carries, so the same recording served with
 :func:`vlamb_nb.models.serve.serve` (``vlamb-nb serve replay:FILE``) drives the ``openai:`` path end to end.
 
 A request with no recorded answer fails like a backend error (counted, never silently answered), and the
@@ -35,15 +35,17 @@ def _turn(request: Request) -> int:
     return sum(1 for m in request.messages if m.get("role") == "assistant")
 
 
-def last_user_text(request: Request) -> str:
-    """The text of the last user turn (what identifies a request once it has crossed HTTP)."""
-    for m in reversed(request.messages):
-        if m.get("role") == "user":
-            content = m.get("content", [])
-            if isinstance(content, str):
-                return content
-            return "\n".join(p.get("text", "") for p in content if p.get("type") == "text")
-    return ""
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content", [])
+    if isinstance(content, str):
+        return content
+    return "\n".join(p.get("text", "") for p in content if p.get("type") == "text")
+
+
+def first_user_text(request: Request) -> str:
+    """The text of the first user turn: what identifies a request (and its follow-up turns, whose own text is
+    often the same for every item) once it has crossed HTTP."""
+    return next((_text(m) for m in request.messages if m.get("role") == "user"), "")
 
 
 def _base_setting(setting: str) -> str:
@@ -117,7 +119,7 @@ class ReplayModel:
             for key in ((str(item), setting, turn), (str(item), "", turn)):
                 if key in self._by_item:
                     return self._by_item[key]
-        return self._by_prompt.get((last_user_text(request), turn))
+        return self._by_prompt.get((first_user_text(request), turn))
 
     def generate(self, requests: Sequence[Request]) -> list[Generation]:
         out = []

@@ -10,7 +10,7 @@ from typing import Any
 from vlamb_nb.benchmarks.mucar.benchmark import BENCHMARK
 from vlamb_nb.benchmarks.mucar.data import CATEGORY_ORDER, NAME, load_items, make_sample
 from vlamb_nb.benchmarks.mucar.prompts import PROMPT_LANGUAGE
-from vlamb_nb.benchmarks.mucar.score import group_frame, pair_accuracy, results_long
+from vlamb_nb.benchmarks.mucar.score import group_frame, results_long
 from vlamb_nb.errors import DataError
 from vlamb_nb.models.base import VLM, DecodingParams
 
@@ -95,24 +95,6 @@ def run_settings(model: VLM, items, settings: list[str], *, store_dir: str | os.
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-
-
-def settings_frame(runs: dict[str, Any], *, label: str | None = None, n_resamples: int = 1000, seed: int = 0):
-    """Overall Acc_q / Acc_p with CIs per setting (Fig. 4 / Table 3 / Table 12 layout), long format."""
-    import pandas as pd
-
-    from vlamb_nb.benchmarks.mucar.prompts import SETTINGS as _S
-
-    rows = []
-    for s, scored in runs.items():
-        if s == "c_ambiguous":
-            continue
-        r = pair_accuracy(scored, None, n_resamples=n_resamples, seed=seed)
-        r.insert(0, "setting", s)
-        r.insert(1, "input", _S[s].description)
-        r.insert(0, "label", label or str(scored["model"].iloc[0]))
-        rows.append(r)
-    return pd.concat(rows, ignore_index=True)
 
 
 def paper_vs_ours(scored, paper_row: str, *, table: str = "Table 2a", n_resamples: int = 1000, seed: int = 0,

@@ -99,13 +99,15 @@ def run_conditions(model, items, settings: tuple[str, ...] | list[str] = ("direc
                    batch_size: int = 8, subset: str = "general", **request_options: Any):
     """Run every prompting condition on one subset; one predictions frame (``model``, ``setting``) for all.
 
-    ``control`` asks the unambiguous question once per image of the subset.
+    ``control`` asks the adjective-free "What is the person wearing?" once per RACQUET-BIAS image (§5),
+    whatever ``subset`` is.
     """
     import pandas as pd
 
     frames = []
     for s in settings:
-        store = Path(store_dir) / f"{_slug(model.info.model_id)}-{subset}-{s}.jsonl" if store_dir else None
+        part_name = "bias" if s == "control" else subset
+        store = Path(store_dir) / f"{_slug(model.info.model_id)}-{part_name}-{s}.jsonl" if store_dir else None
         part = items[items["subset"] == subset]
         gens = BENCHMARK.run(model, part, s, store=store, limit=limit, progress=progress, batch_size=batch_size,
                              **request_options)

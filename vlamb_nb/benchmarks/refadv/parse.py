@@ -273,7 +273,9 @@ def choose_style(model: ModelInfo | None, style: str | GroundingStyle | None = N
         return STYLES[style], "explicit"
     if model is None or model.backend == "scripted":
         return STYLES["official"], "default for scripted models"
-    if model.backend == "openai":
+    if model.backend == "replay" and model.family in FAMILY_STYLE:
+        return STYLES[FAMILY_STYLE[str(model.family)]], f"model family {model.family!r} (replayed outputs)"
+    if model.backend in ("openai", "replay"):  # served or recorded outputs: only the name tells the format
         named = style_from_name(model.model_id)
         if named is not None:
             return STYLES[named], f"model name {model.model_id!r}"

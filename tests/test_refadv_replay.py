@@ -1,0 +1,106 @@
+"""Official Ref-Adv outputs replayed through the real path give the official per-row hits.
+
+For each official run, what the model answered on the 31 demo images is rebuilt from the released prediction
+file in the model's own coordinate format (``pred_box_expected_format``); where the official run needed the
+repair turn, the first answer is a failed one and the box comes after the repair. The recording then answers
+requests through ``replay:FILE`` (Python and ``vlamb-nb run``) and through an OpenAI-compatible server
+(``openai:`` client over HTTP), and the package's requests → parse → repair → score must hit exactly the rows
+the official evaluation hit.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vlamb_nb import boxes, cli
+from vlamb_nb.benchmarks.refadv import data
+from vlamb_nb.benchmarks.refadv.benchmark import RefAdv
+from vlamb_nb.models import load_model
+from vlamb_nb.models.base import ModelInfo
+
+pytestmark = pytest.mark.shared
+
+FAILED_FIRST = "I am not able to locate it precisely."
+RUNS = {"qwen25a72b_direct": "abs_xyxy", "qwen3a8bthinking_direct": "norm_1000_xyxy"}
+
+
+def _recording(shared_data, run: str, tmp_path: Path, *, with_prompts: bool = False):
+    items = data.load_demo(shared_data / "refadv" / "demo")
+    preds = {}
+    for line in (shared_data / "refadv" / "predictions" / f"{run}_predictions.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        preds[rec["row_idx"]] = rec
+    model = next(iter(preds.values()))["model_full_name"]
+    prompts = {}
+    if with_prompts:  # what an HTTP request still carries: the first user turn's text
+        info = ModelInfo(model, backend="openai")
+        for req in RefAdv().requests(items, "direct", model=info):
+            prompts[req.meta["item_id"]] = next(p["text"] for p in req.messages[0]["content"] if p["type"] == "text")
+    lines, official = [], {}
+    for _, item in items.iterrows():
+        rec = preds[int(item["row_idx"])]
+        assert rec["normal_caption"] == item["expression"] and int(Path(item["image"]).stem) == rec["row_idx"]
+        official[str(item["id"])] = bool(rec["first_hit"])
+        box = rec["pred_box_xyxy_first"]
+        if box and len(box) == 4:
+            raw = boxes.from_abs_xyxy(box, item["width"], item["height"], rec["pred_box_expected_format"])
+            answer = json.dumps([{"bbox_2d": [round(v) for v in raw], "label": "target"}])
+        else:
+            answer = "I cannot find it."
+        turns = [FAILED_FIRST, answer] if rec["retry_followup_used"] else [answer]
+        for turn, text in enumerate(turns):
+            line = {"item_id": str(item["id"]), "setting": "direct", "turn": turn, "text": text, "model": model}
+            if with_prompts:
+                line["prompt"] = prompts[str(item["id"])]
+            lines.append(line)
+    path = tmp_path / f"{run}.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return items, path, official, model
+
+
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_replayed_official_outputs_give_the_official_hits_row_by_row(shared_data, tmp_path, run):
+    items, rec, official, _ = _recording(shared_data, run, tmp_path)
+    scored = RefAdv().run(load_model(f"replay:{rec}"), items, "direct", progress=False)
+    assert set(scored["box_format"]) == {RUNS[run]}
+    got = dict(zip(scored["id"].astype(str), scored["hit"].astype(bool), strict=True))
+    assert got == official
+    assert int(scored["retry_used"].sum()) > 0 or run == "qwen25a72b_direct"
+
+
+def test_replay_through_the_family_table_reads_qwen25_as_pixels(shared_data, tmp_path):
+    items, rec, official, model = _recording(shared_data, "qwen25a72b_direct", tmp_path)
+    replay = load_model(f"replay:{rec}", family="qwen2_5_vl")
+    assert replay.info.family == "qwen2_5_vl"
+    scored = RefAdv().run(replay, items, "direct", progress=False)
+    assert dict(zip(scored["id"].astype(str), scored["hit"].astype(bool), strict=True)) == official
+
+
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_served_recording_through_the_openai_client_gives_the_official_hits(shared_data, tmp_path, monkeypatch,
+                                                                            run):
+    from vlamb_nb.models.openai_compat import OpenAIModel
+    from vlamb_nb.models.serve import serve
+
+    items, rec, official, model = _recording(shared_data, run, tmp_path, with_prompts=True)
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    with serve(load_model(f"replay:{rec}"), lifetime=120, model_name=model) as server:
+        client = OpenAIModel(model, base_url=server.base_url, max_retries=0)
+        scored = RefAdv().run(client, items, "direct", progress=False, store=tmp_path / "served.jsonl")
+    assert set(scored["box_format"]) == {RUNS[run]}
+    assert dict(zip(scored["id"].astype(str), scored["hit"].astype(bool), strict=True)) == official
+
+
+def test_cli_run_on_a_recording_then_score_the_store(shared_data, tmp_path, capsys):
+    items, rec, official, _ = _recording(shared_data, "qwen3a8bthinking_direct", tmp_path)
+    demo = shared_data / "refadv" / "demo"
+    out = tmp_path / "store.jsonl"
+    assert cli.main(["run", "refadv", "--model", f"replay:{rec}", "--source", str(demo), "--setting", "direct",
+                     "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert cli.main(["score", "refadv", "--predictions", str(out), "--source", str(demo), "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert float(res["report"]["Acc@0.5"]) == round(100 * sum(official.values()) / len(official), 1) == 29.0
