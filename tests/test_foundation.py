@@ -97,7 +97,10 @@ def test_reference_compare(monkeypatch):
                          "ci_low": [45, 55, 0], "ci_high": [55, 59, 2]})
     out = reference.compare(ours, "x")
     assert list(out["match"]) == [True, False, False]
-    assert list(out["paper_in_ci"]) == [True, False, False]
+    assert out["paper_in_ci"].tolist()[:2] == [True, False]
+    assert out["paper_in_ci"].isna()[2]  # nothing published: coverage unknown, not False
+    no_ci = reference.compare(ours.assign(ci_low=float("nan"), ci_high=float("nan")), "x")
+    assert no_ci["paper_in_ci"].isna().all()
     assert out.loc[1, "flag"] == "sum off" and out.loc[2, "flag"] == "not in the paper"
     assert out.loc[1, "diff"] == pytest.approx(-2.0)
 

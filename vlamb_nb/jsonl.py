@@ -16,8 +16,12 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
     path = Path(path)
     if not path.is_file():
         raise DataError("file not found", source=str(path))
-    with open(path, encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, start=1):
+    with open(path, "rb") as fh:
+        for line_no, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")  # a BOM is not data
+            except UnicodeDecodeError as e:
+                raise DataError(f"not UTF-8 text (byte {e.start} of the line)", source=str(path), row=line_no) from None
             if not line.strip():
                 continue
             try:
@@ -36,7 +40,7 @@ def read_json(path: str | os.PathLike, *, expect: type | None = None, what: str 
     if not path.is_file():
         raise DataError("file not found", source=str(path))
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
     except UnicodeDecodeError as e:
         raise DataError(f"not UTF-8 text (byte {e.start})", source=str(path)) from None
     except json.JSONDecodeError as e:
@@ -48,3 +52,23 @@ def read_json(path: str | os.PathLike, *, expect: type | None = None, what: str 
         raise DataError(f"expected {kind}{' of ' + what if what else ''}, got {type(data).__name__}",
                         source=str(path))
     return data
+
+
+def read_csv(path: str | os.PathLike, **kwargs: Any):
+    """A CSV file as a DataFrame (all columns as text unless ``dtype`` is given); a missing or empty file,
+    non-UTF-8 text or a malformed row is a DataError naming the file, never pandas' own traceback."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataError("file not found", source=str(path))
+    kwargs.setdefault("dtype", str)
+    kwargs.setdefault("keep_default_na", False)
+    try:
+        return pd.read_csv(path, encoding="utf-8-sig", **kwargs)
+    except pd.errors.EmptyDataError:
+        raise DataError("the CSV file is empty (no header row)", source=str(path)) from None
+    except UnicodeDecodeError as e:
+        raise DataError(f"not UTF-8 text (byte {e.start})", source=str(path)) from None
+    except pd.errors.ParserError as e:
+        raise DataError(f"not a readable CSV ({str(e).strip()})", source=str(path)) from None

@@ -50,7 +50,9 @@ def read_labels(path: str | os.PathLike, *, labels: Sequence[str] | None = None,
     path = Path(path)
     if not path.is_file() or path.stat().st_size == 0:
         return pd.DataFrame(columns=COLUMNS)
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    from vlamb_nb.jsonl import read_csv
+
+    df = read_csv(path)
     for c in ("id", "label"):
         if c not in df.columns:
             raise DataError("a labels file needs 'id' and 'label' columns", source=str(path), field=c)

@@ -102,7 +102,12 @@ def compare(ours, paper: str, *, table: str | None = None, tol: float = 0.05):
     out["diff"] = out["ours"] - out["paper"]
     out["match"] = out["diff"].abs() <= tol
     if {"ci_low", "ci_high"} <= set(out.columns):
-        out["paper_in_ci"] = (out["paper"] >= out["ci_low"]) & (out["paper"] <= out["ci_high"])
+        inside = (out["paper"] >= out["ci_low"]) & (out["paper"] <= out["ci_high"])
+        known = out[["paper", "ci_low", "ci_high"]].notna().all(axis=1)
+        # no interval (or no published value): coverage is unknown, never False
+        out["paper_in_ci"] = inside.astype("boolean").where(known, pd.NA)
+        out[["ci_low", "ci_high"]] = out[["ci_low", "ci_high"]].astype(float).round(3)
+    out["diff"] = out["diff"].round(3)
     out["flag"] = out["flag"].fillna("")
     out.loc[out["paper"].isna(), "flag"] = "not in the paper"
     cols = ["table", "row", "column", "paper", "ours", "diff", "match"]

@@ -217,6 +217,11 @@ class Mucar(Benchmark):
             raise DataError(f"{len(unknown)} prediction id(s) not in the data, e.g. {unknown[0]!r}",
                             source=str(predictions), field="id")
         have = items["uid"].isin(outputs)
+        if source is None and missing == "wrong" and not have.all():
+            raise DataError(f"no --source given, so the file is scored against the whole release ({len(items)} "
+                            f"queries), but it answers {int(have.sum())} of them; the rest would count as wrong. "
+                            "Pass --source (the data the predictions were made on), or -o missing=wrong with an "
+                            "explicit --source to score against the release on purpose", source=str(predictions))
         incomplete = set(items.loc[~have, "group"])
         if missing == "skip":
             sub = items[~items["group"].isin(incomplete)].copy()

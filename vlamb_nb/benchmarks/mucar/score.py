@@ -299,9 +299,9 @@ def read_predictions(path: str | os.PathLike, *, model: str | None = None,
     if not p.is_file():
         raise DataError(f"predictions file not found: {p}")
     if p.suffix.lower() == ".csv":
-        import pandas as pd
+        from vlamb_nb.jsonl import read_csv
 
-        rows = pd.read_csv(p, dtype=str, keep_default_na=False).to_dict(orient="records")
+        rows = read_csv(p).to_dict(orient="records")
     elif p.suffix.lower() == ".jsonl":
         rows = [rec for _, rec in iter_jsonl(p)]
     else:

@@ -447,13 +447,14 @@ SUBSETS = ("VCR", "Ego4D")
 def read_captions(path: str | os.PathLike) -> dict[str, str]:
     """External captions keyed by image name: the released ``{"<name>_annot.jpg": caption}`` JSON, or a CSV
     with ``image_name,caption`` columns."""
-    import pandas as pd
 
     p = Path(path)
     if not p.is_file():
         raise DataError("caption file not found", source=str(p))
     if p.suffix == ".csv":
-        df = pd.read_csv(p, dtype=str, keep_default_na=False)
+        from vlamb_nb.jsonl import read_csv
+
+        df = read_csv(p)
         for col in ("image_name", "caption"):
             if col not in df.columns:
                 raise DataError("missing column", source=p.name, field=col)

@@ -28,6 +28,7 @@ from typing import Any
 
 from vlamb_nb.benchmarks.vflute.prompts import PROMPTS, SPLIT_SIZES, assigned_prompt, fill_claim, target_text
 from vlamb_nb.errors import DataError, ImageError, NotAvailableError, SettingError
+from vlamb_nb.jsonl import read_csv as read_csv_file
 from vlamb_nb.jsonl import read_json as read_json_file
 
 HUB_ID = "ColumbiaNLP/V-FLUTE"
@@ -134,13 +135,9 @@ def read_json(path: str | os.PathLike, *, split: str = "test", image_root: str |
 
 def read_csv(path: str | os.PathLike, *, split: str = "test", image_root: str | None = None):
     """The official CSV (``id, source_dataset, phenomenon, path, claim, label, explanation, prompt, transformed``)."""
-    import pandas as pd
 
     p = Path(path)
-    try:
-        df = pd.read_csv(p, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, UnicodeDecodeError) as e:
-        raise DataError(f"not a readable CSV: {e}", source=str(p)) from None
+    df = read_csv_file(p)
     need = {"source_dataset", "phenomenon", "claim", "label", "explanation"}
     if missing := need - set(df.columns):
         raise DataError(f"missing columns {sorted(missing)}", source=str(p))

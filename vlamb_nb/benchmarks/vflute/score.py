@@ -263,10 +263,9 @@ def read_predictions(path: str | os.PathLike, *, scene_graph: bool | None = None
             rows.append({"id": rid.split("::")[0], **parsed, "source_format": "store"})
         df = pd.DataFrame(rows)
     else:
-        try:
-            raw = pd.read_csv(p)
-        except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as e:
-            raise DataError(f"not a readable CSV: {e}", source=str(p)) from None
+        from vlamb_nb.jsonl import read_csv
+
+        raw = read_csv(p, dtype=None, keep_default_na=True)
         if "id" not in raw.columns:
             raise DataError("missing column 'id'", source=str(p))
         if "output" in raw.columns:
