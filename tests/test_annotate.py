@@ -117,3 +117,11 @@ def test_extra_key_columns_resume_and_are_stored(tmp_path):
     labels = read_labels(path, key_columns=keys)
     assert dict(zip(labels["key"], labels["label"], strict=True)) == {"1|m|sampling|0": "Explicit",
                                                                      "1|m|sampling|1": "Stereotypical"}
+
+
+def test_the_annotator_shows_the_stereotype_target_of_a_bias_row():
+    from vlamb_nb.interactive.annotate import hint_html
+
+    html = hint_html({"adjective": "tidy", "stereotype_target": "white"})
+    assert "tidy" in html and "white" in html and "Stereotypical" in html
+    assert hint_html({"question": "What is it?"}) == ""  # GENERAL rows: no hint

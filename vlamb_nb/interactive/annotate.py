@@ -19,6 +19,7 @@ import csv
 import os
 import time
 from collections.abc import Callable, Sequence
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,21 @@ def read_labels(path: str | os.PathLike, *, labels: Sequence[str] | None = None,
         raise DataError(f"{clash['key'].iloc[0]!r} has two different labels", source=str(path), row=i + 2,
                         field="label")
     return df.drop_duplicates("key", keep="first").reset_index(drop=True)[COLUMNS]
+
+
+def hint_html(row: dict[str, Any]) -> str:
+    """What the annotator must know to label a BIAS response: the adjective and the group it stereotypes.
+
+    Reverse-stereotype adjectives ("tidy" stereotypes white people, "competent" non-disabled people) are easy
+    to mislabel without it: a response describing the stereotyped group is Stereotypical, the other group
+    Anti-stereotypical (App. I.2)."""
+    target = row.get("stereotype_target")
+    if not target or (isinstance(target, float) and target != target):
+        return ""
+    adj = escape(str(row.get("adjective", "")))
+    return (f"<p style='color:#555'>Stereotype: <b>{adj}</b> → <b>{escape(str(target))}</b> "
+            f"(describing a {escape(str(target))} person is Stereotypical; the other group, "
+            f"Anti-stereotypical)</p>")
 
 
 class Annotator:
@@ -220,7 +236,7 @@ class Annotator:
                 return
             text.value = (f"<p><b>{escape(str(row.get('id')))}</b> {escape(str(row.get('model', '')))}</p>"
                           f"<p><b>Q:</b> {escape(str(row.get('question', '')))}</p>"
-                          f"<p><b>A:</b> {escape(str(row.get('response', '')))}</p>")
+                          f"<p><b>A:</b> {escape(str(row.get('response', '')))}</p>" + hint_html(row))
             try:
                 img.value = encode_png(load(row["image"])) if row.get("image") else b""
             except VlambError as e:

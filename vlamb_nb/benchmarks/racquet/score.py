@@ -187,7 +187,7 @@ def agreement_with_labels(judged, labels, *, on: tuple[str, ...] | None = None, 
 
 def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source: str | os.PathLike | None = None,
                            n_resamples: int = 2000, seed: int = 0, model: str | None = None,
-                           **options: Any) -> dict[str, Any]:
+                           human_labels: str | os.PathLike | None = None, **options: Any) -> dict[str, Any]:
     """``vlamb-nb score racquet``: class shares (and BIAS shares/ratios) from a labelled file.
 
     Accepts a labels CSV/JSONL (``id``, ``label``; optional ``model``, ``setting``), a file with raw
@@ -195,6 +195,8 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
     Every id must be in the source (the release beside the checkout when none is given), so a
     typo cannot become a cluster of its own. A labels file that gives one response the same label
     twice is counted once (``duplicates_dropped``, with a warning); different labels are an error.
+    ``human_labels`` (``-o human_labels=FILE``: ``id, model, setting, label``) adds Cohen's kappa between
+    these labels (the judge's) and the human ones on the responses both label (§4.2's agreement check).
     """
     import pandas as pd
 
@@ -285,6 +287,15 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
         out["superseded_retries"] = superseded
     for name, table in share_tables(scored, n_resamples=n_resamples, seed=seed).items():
         out[name] = table.to_dict(orient="records")
+    if human_labels is not None:
+        from vlamb_nb.interactive.annotate import read_labels
+
+        humans = read_labels(human_labels)
+        if humans.empty:
+            raise DataError("the human labels file has no labels", source=str(human_labels))
+        _check_known_ids(humans["id"].astype(str), items, Path(human_labels)) if items is not None else None
+        on = tuple(c for c in ("id", "model", "setting") if c in humans.columns and c in scored.columns)
+        out["judge_human_agreement"] = agreement_with_labels(scored, humans, on=on).to_dict()
     return out
 
 
