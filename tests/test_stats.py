@@ -314,3 +314,131 @@ def test_paired_group_accuracy_with_clusters_matches_per_group_paired_test():
     assert r.ci_high - r.ci_low == pytest.approx(direct.ci_high - direct.ci_low, rel=0.15)
     perm = stats.permutation_test(a, b, stat, clusters=groups, n_resamples=2000)
     assert perm.estimate == pytest.approx(direct.estimate) and perm.p < 0.01
+
+
+# ----------------------------------------------------------------------------- library implementations
+# Each function below now calls a library. The spies prove the call (they fail on the old,
+# hand-written code); the literals are the hand-written implementation's outputs on the same
+# inputs, computed before the switch, so the switch provably changed no reported number.
+
+
+def _spy(monkeypatch, module: str, attr: str) -> list:
+    import functools
+    import importlib
+
+    mod = importlib.import_module(module)
+    real = getattr(mod, attr)
+    calls: list = []
+
+    @functools.wraps(real)  # keeps the signature (permutation_test's rng keyword is looked up)
+    def spy(*args, **kwargs):
+        calls.append((args, kwargs))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mod, attr, spy)
+    return calls
+
+
+def test_wilson_calls_statsmodels_and_keeps_the_hand_written_values(monkeypatch):
+    calls = _spy(monkeypatch, "statsmodels.stats.proportion", "proportion_confint")
+    # (k, n, alpha) -> (low, high) of the hand-written implementation
+    old = {(7, 20, 0.05): (0.18119182410108206, 0.5671457233147638),
+           (0, 10, 0.05): (0.0, 0.2775327998628892),
+           (10, 10, 0.1): (0.787058029916593, 1.0),
+           (3, 1279, 0.05): (0.000798023337446308, 0.006873586239111422),
+           (674, 1279, 0.01): (0.49096769606649726, 0.5627022845651914),
+           (1, 2, 0.2): (0.1642517200298993, 0.8357482799701007)}
+    for (k, n, alpha), (lo, hi) in old.items():
+        r = stats.wilson(k, n, alpha)
+        assert (r.ci_low, r.ci_high) == pytest.approx((lo, hi), rel=1e-12, abs=1e-15)
+        assert 0.0 <= r.ci_low <= r.ci_high <= 1.0
+    assert len(calls) == len(old) and all(kw.get("method") == "wilson" for _, kw in calls)
+
+
+def test_holm_and_bh_call_multipletests_and_keep_the_hand_written_values(monkeypatch):
+    calls = _spy(monkeypatch, "statsmodels.stats.multitest", "multipletests")
+    p = [0.01, 0.04, 0.03, 0.2, 0.001, 0.04, 0.5, 0.04]  # with ties
+    old_holm = [0.07, 0.2, 0.18, 0.4, 0.008, 0.2, 0.5, 0.2]
+    old_bh = [0.04, 0.05333333333333334, 0.05333333333333334, 0.2285714285714286, 0.008,
+              0.05333333333333334, 0.5, 0.05333333333333334]
+    assert stats.holm(p) == pytest.approx(old_holm, rel=1e-12)
+    assert stats.benjamini_hochberg(p) == pytest.approx(old_bh, rel=1e-12)
+    assert [kw.get("method") for _, kw in calls] == ["holm", "fdr_bh"]
+    assert stats.holm([0.3, 0.6]).tolist() == [0.6, 0.6]  # capped at 1 only where needed
+    assert stats.holm([0.6, 0.7]).max() == 1.0
+    assert len(stats.holm([])) == 0 and len(stats.benjamini_hochberg([])) == 0
+
+
+def test_cohen_kappa_calls_sklearn_and_keeps_the_hand_written_values(monkeypatch):
+    calls = _spy(monkeypatch, "sklearn.metrics", "cohen_kappa_score")
+    r = stats.cohen_kappa(list("aabbccabcaabcbbacaab"), list("abbbccaacaabcbcacbab"))
+    # hand-written implementation: estimate, CI, p
+    assert (r.estimate, r.ci_low, r.ci_high, r.p) == pytest.approx(
+        (0.6981132075471699, 0.4317796505905365, 0.9644467645038033, 1.0067096795371211e-05), rel=1e-10)
+    r = stats.cohen_kappa([1, 2, 2, 1, 3, 3, 1, 2], [1, 2, 1, 1, 3, 2, 1, 2], ci=False)
+    assert r.estimate == pytest.approx(0.6097560975609756, rel=1e-12)
+    # mixed label types, which sklearn alone rejects, still work (labels are coded first)
+    r = stats.cohen_kappa(["yes", 1, "yes", 0, 1, "yes", 0, 1], ["yes", 1, 0, 0, 1, 1, 0, "yes"])
+    assert (r.estimate, r.p) == pytest.approx((0.4418604651162791, 0.06893777663374537), rel=1e-10)
+    assert len(calls) == 3
+
+
+def test_fleiss_kappa_calls_statsmodels_and_keeps_the_hand_written_values(monkeypatch):
+    calls = _spy(monkeypatch, "statsmodels.stats.inter_rater", "fleiss_kappa")
+    table = np.array([[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
+                      [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]])
+    r = stats.fleiss_kappa(table, n_resamples=1000, seed=3)
+    # hand-written implementation: estimate, bootstrap CI (same engine, same seed), z-test p
+    assert (r.estimate, r.ci_low, r.ci_high, r.p) == pytest.approx(
+        (0.20993070442195522, 0.047160531012821263, 0.34953562536045724, 3.6005943234666626e-35), rel=1e-10)
+    assert len(calls) == 1
+    assert math.isnan(stats.fleiss_kappa([[3, 0], [3, 0], [3, 0]], n_resamples=50).estimate)  # as before
+
+
+def _brute_force_sign_flip_p(d: np.ndarray) -> float:
+    """Exact two-sided p of the paired permutation test: all 2**m sign flips of the differences."""
+    import itertools
+
+    obs = d.sum()
+    null = np.array([np.dot(s, d) for s in itertools.product((-1, 1), repeat=len(d))])
+    tol = 1e-12 * max(1.0, abs(obs))
+    return min(1.0, 2 * min(np.mean(null <= obs + tol), np.mean(null >= obs - tol)))
+
+
+def test_permutation_test_of_a_mean_calls_scipy_and_agrees_with_the_hand_written_values(monkeypatch):
+    calls = _spy(monkeypatch, "scipy.stats", "permutation_test")
+    rng = np.random.default_rng(42)
+    a = (rng.random(60) < 0.7).astype(int)
+    b = np.where(rng.random(60) < 0.6, a, (rng.random(60) < 0.5)).astype(int)
+    # few discordant pairs: scipy enumerates every swap, so p is exact; the hand-written
+    # Monte Carlo test gave 0.5070174649126754 (200,000 resamples, seed 1)
+    r = stats.permutation_test(a, b, n_resamples=2000, seed=1)
+    assert r.extra["exact"] and r.estimate == pytest.approx(0.05)
+    assert r.p == pytest.approx(_brute_force_sign_flip_p((a - b)[a != b].astype(float)))
+    assert r.p == pytest.approx(0.5070174649126754, abs=0.005)
+    assert calls[-1][1]["permutation_type"] == "samples"
+    x = np.array([0.3, 1.2, -0.5, 2.2, 0.9, 1.1, -0.2, 0.4, 1.8, 0.0])
+    y = np.array([0.1, 0.8, -0.4, 1.5, 1.0, 0.2, -0.6, 0.5, 1.1, -0.3])
+    r = stats.permutation_test(x, y, n_resamples=2000, seed=1)  # 1024 swaps, all enumerated
+    assert r.p == pytest.approx(_brute_force_sign_flip_p(x - y)) and r.estimate == pytest.approx(0.33)
+    assert r.p == pytest.approx(0.025219873900630498, abs=0.002)  # hand-written, 200,000 resamples
+    # clusters: whole clusters swap; hand-written Monte Carlo gave 0.5619421902890486
+    cl = np.arange(60) // 3
+    r = stats.permutation_test(a, b, n_resamples=2000, seed=1, clusters=cl)
+    sums = np.bincount(cl, weights=a - b)
+    assert r.p == pytest.approx(_brute_force_sign_flip_p(sums[sums != 0]))
+    assert r.p == pytest.approx(0.5619421902890486, abs=0.005) and "cluster" in r.method
+    # many discordant pairs: Monte Carlo in scipy; hand-written values at 200,000 resamples
+    rng = np.random.default_rng(7)
+    a = (rng.random(300) < 0.70).astype(int)
+    b = np.where(rng.random(300) < 0.5, a, (rng.random(300) < 0.62)).astype(int)
+    r = stats.permutation_test(a, b, n_resamples=20000, seed=1)
+    assert not r.extra["exact"] and r.p == pytest.approx(0.7154714226428868, abs=0.02)
+    assert r.p == pytest.approx(stats.mcnemar(a, b, exact=True).p, abs=0.02)  # same null for 0/1 data
+    r = stats.permutation_test(a, b, n_resamples=20000, seed=1, clusters=np.arange(300) // 3)
+    assert r.p == pytest.approx(0.7005564972175139, abs=0.02)
+    n_scipy = len(calls)
+    # other statistics keep the vectorized engine (scipy has no weighted macro-F1)
+    stats.permutation_test(a, b, stats.macro_f1_statistic(np.ones(300, int)), n_resamples=200)
+    assert len(calls) == n_scipy
+    assert stats.permutation_test([1, 0, 1], [1, 0, 1]).p == 1.0  # no pair differs

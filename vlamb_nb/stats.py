@@ -29,6 +29,15 @@ A plain function is accepted too, for convenience: in :func:`bootstrap_ci` it is
 ``statistic(system_values, idx)``. That path loops over resamples in Python (slow, but any
 code works).
 
+Library code first
+------------------
+Where a library has the method, this module calls it and only adds the Result, the checks and
+the parts the library lacks: Wilson intervals (statsmodels ``proportion_confint``), Holm and
+Benjamini-Hochberg (statsmodels ``multipletests``), Cohen's kappa (scikit-learn) and Fleiss'
+kappa (statsmodels), McNemar (statsmodels), the paired
+permutation test of a mean (scipy ``permutation_test``). The resampling engine above is this
+module's own: no library resamples clusters through count vectors.
+
 Determinism: every function takes ``seed`` and draws from ``numpy.random.default_rng(seed)``.
 """
 
@@ -586,12 +595,24 @@ def permutation_test(a: Any, b: Any, statistic: Any = None, *, n_resamples: int 
     """Paired permutation test: swap the two systems' outputs per item (or cluster) at random.
 
     Exact in distribution for "the systems are exchangeable" (no CI: the estimate is
-    metric(a) - metric(b)); p = two-sided, ``(1 + #{|d*| >= |d|}) / (B + 1)``.
+    metric(a) - metric(b)). For a mean (the default statistic, with or without clusters) the
+    test is ``scipy.stats.permutation_test(permutation_type="samples")`` on the per-item (or
+    per-cluster) sums, with pairs whose swap changes nothing left out (same statistic); scipy
+    enumerates all ``2**m`` swaps when that is at most ``n_resamples`` (``extra["exact"]``) and
+    reports twice the smaller tail. Other vectorized statistics (macro-F1, group accuracy) use
+    this module's engine, and plain functions a loop; both report the two-sided
+    ``(1 + #{|d*| >= |d|}) / (B + 1)``.
     """
     a_arr, b_arr, stat = _paired_inputs(a, b, statistic)
     n = len(a_arr)
     _check_n(n_resamples, alpha)
     rng = np.random.default_rng(seed)
+    if _is_mean(stat):
+        ccodes = None if clusters is None else _factorize(clusters, "clusters", n)
+        delta, p, exact, n_c = _scipy_paired_permutation(a_arr.astype(float), b_arr.astype(float), ccodes,
+                                                         n_resamples, rng)
+        return Result(delta, _NAN, _NAN, p, n, _method_name("paired permutation", clusters, True), seed, name,
+                      alpha, {"n_resamples": n_resamples, "n_clusters": n_c, "exact": exact})
     if isinstance(stat, Statistic):
         design = _design({"a": a_arr, "b": b_arr, **_aux_columns(stat, n)}, clusters, n)
         a_u, b_u, aux_u = a_arr[design.rep], b_arr[design.rep], _aux_atoms(stat, design)
@@ -628,11 +649,46 @@ def permutation_test(a: Any, b: Any, statistic: Any = None, *, n_resamples: int 
                   alpha, {"n_resamples": n_resamples, "n_clusters": design.n_clusters})
 
 
+def _scipy_paired_permutation(a: np.ndarray, b: np.ndarray, ccodes: np.ndarray | None, n_resamples: int,
+                              rng: np.random.Generator) -> tuple[float, float, bool, int]:
+    """(delta, p, exact, clusters) of the paired permutation test of a mean difference, by scipy.
+
+    Swapping a cluster flips the sign of its summed difference, so the mean difference over
+    all ``n`` items is ``sum(x - y) / n`` over the per-cluster sums; clusters whose sums agree
+    contribute 0 under every swap and are dropped (fewer swaps to enumerate, same statistic).
+    """
+    from scipy.stats import permutation_test as sp_permutation_test
+
+    n = len(a)
+    delta = float(a.mean() - b.mean())
+    if ccodes is None:
+        sa, sb = a, b
+    else:
+        sa, sb = np.bincount(ccodes, weights=a), np.bincount(ccodes, weights=b)
+    keep = sa != sb
+    x, y = sa[keep], sb[keep]
+    if len(x) == 0:  # no swap changes anything: the null distribution is the point 0
+        return delta, 1.0, True, len(sa)
+
+    def mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+        return (x - y).sum(axis=axis) / n
+
+    rng_kw = "rng" if "rng" in inspect.signature(sp_permutation_test).parameters else "random_state"
+    res = sp_permutation_test((x, y), mean_difference, permutation_type="samples", vectorized=True,
+                              n_resamples=n_resamples, batch=max(1, _CHUNK_ELEMENTS // (4 * len(x))),
+                              alternative="two-sided", **{rng_kw: rng})
+    exact = len(x) < 63 and 2 ** len(x) <= n_resamples  # scipy's own rule for enumerating
+    return delta, float(min(res.pvalue, 1.0)), exact, len(sa)
+
+
 # --------------------------------------------------------------------------- counts-based tests
 
 
 def wilson(k: int, n: int, alpha: float = 0.05, *, name: str = "") -> Result:
-    """Wilson score interval for a proportion from counts alone (paper tables with k/n)."""
+    """Wilson score interval for a proportion from counts alone (paper tables with k/n).
+
+    Computed by statsmodels (``proportion_confint(method="wilson")``), clipped to [0, 1].
+    """
     if not (isinstance(k, int | np.integer) and isinstance(n, int | np.integer)):
         if float(k) != int(k) or float(n) != int(n):
             raise DataError(f"wilson needs whole counts, got k={k!r}, n={n!r}; see wilson_from_percent")
@@ -641,14 +697,10 @@ def wilson(k: int, n: int, alpha: float = 0.05, *, name: str = "") -> Result:
         raise DataError(f"need 0 <= k <= n and n > 0, got k={k}, n={n}")
     if not 0 < alpha < 1:
         raise SettingError(f"alpha must be in (0, 1), got {alpha!r}")
-    from scipy.stats import norm
+    from statsmodels.stats.proportion import proportion_confint
 
-    z = float(norm.ppf(1 - alpha / 2))
-    phat = k / n
-    denom = 1 + z * z / n
-    centre = (phat + z * z / (2 * n)) / denom
-    half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / denom
-    return Result(phat, max(0.0, centre - half), min(1.0, centre + half), _NAN, int(n), "wilson", None,
+    lo, hi = proportion_confint(int(k), int(n), alpha=alpha, method="wilson")
+    return Result(k / n, max(0.0, float(lo)), min(1.0, float(hi)), _NAN, int(n), "wilson", None,
                   name, alpha, {"k": int(k)})
 
 
@@ -710,7 +762,10 @@ def mcnemar(a_correct: Any, b_correct: Any, exact: bool | None = None, *, alpha:
 
 
 def cohen_kappa(r1: Any, r2: Any, ci: bool = True, *, alpha: float = 0.05, name: str = "") -> Result:
-    """Cohen's kappa of two raters with the asymptotic CI and a two-sided test of kappa = 0."""
+    """Cohen's kappa of two raters with the asymptotic CI and a two-sided test of kappa = 0.
+
+    Kappa from scikit-learn (``cohen_kappa_score``), its standard errors from statsmodels.
+    """
     import pandas as pd
     from statsmodels.stats.inter_rater import cohens_kappa as sm_kappa
 
@@ -721,16 +776,19 @@ def cohen_kappa(r1: Any, r2: Any, ci: bool = True, *, alpha: float = 0.05, name:
         raise DataError("no ratings")
     if pd.isna(x).any() or pd.isna(y).any():
         raise DataError("missing ratings; drop the items or code 'missing' as a label first", field="r1/r2")
+    from sklearn.metrics import cohen_kappa_score
+
     labels = _union(x, y)
     pos = {lab: i for i, lab in enumerate(labels)}
+    cx, cy = np.array([pos[v] for v in x]), np.array([pos[v] for v in y])  # codes: sklearn rejects mixed types
     table = np.zeros((len(labels), len(labels)))
-    np.add.at(table, ([pos[v] for v in x], [pos[v] for v in y]), 1)
+    np.add.at(table, (cx, cy), 1)
     n = len(x)
     po = np.trace(table) / n
     pe = float((table.sum(1) / n) @ (table.sum(0) / n))
     if pe >= 1.0:
         return Result(_NAN, _NAN, _NAN, _NAN, n, "cohen kappa (undefined: one shared label)", None, name, alpha)
-    kappa = (po - pe) / (1 - pe)
+    kappa = float(cohen_kappa_score(cx, cy, labels=np.arange(len(labels))))
     if not ci:
         return Result(float(kappa), n=n, method="cohen kappa", name=name, alpha=alpha)
     res = sm_kappa(table, return_results=True)
@@ -778,8 +836,9 @@ def fleiss_kappa(table: Any, *, ci: bool = True, n_resamples: int = 2000, seed: 
                  method: str = "percentile", name: str = "") -> Result:
     """Fleiss' kappa from an (items x categories) count table (same number of raters per item).
 
-    CI: bootstrap over items (vectorized); p: two-sided z test of kappa = 0 with the null
-    standard error of Fleiss, Nee & Landis (1979).
+    Kappa from statsmodels (``inter_rater.fleiss_kappa``); CI: bootstrap over items (the
+    vectorized engine, which statsmodels lacks); p: two-sided z test of kappa = 0 with the null
+    standard error of Fleiss, Nee & Landis (1979), which statsmodels does not report.
     """
     t = np.asarray(table, dtype=float)
     if t.ndim != 2 or t.shape[0] < 2 or t.shape[1] < 2:
@@ -790,7 +849,10 @@ def fleiss_kappa(table: Any, *, ci: bool = True, n_resamples: int = 2000, seed: 
     if not np.all(raters == raters[0]) or raters[0] < 2:
         raise DataError(f"every item needs the same number (>= 2) of ratings; got {sorted(set(raters.tolist()))[:5]}")
     r, n = int(raters[0]), t.shape[0]
-    kappa = float(_fleiss_from_weights(t, np.ones((1, n)), r)[0])
+    from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
+
+    with np.errstate(invalid="ignore", divide="ignore"):  # one category only: 0/0 = NaN, as before
+        kappa = float(sm_fleiss(t, method="fleiss"))
     from scipy.stats import norm
 
     pj = t.sum(axis=0) / (n * r)
@@ -821,27 +883,23 @@ def _pvals(pvals: Any) -> np.ndarray:
     return p
 
 
-def holm(pvals: Any) -> np.ndarray:
-    """Holm step-down adjusted p-values (family-wise error), in input order."""
+def _multipletests(pvals: Any, method: str) -> np.ndarray:
     p = _pvals(pvals)
-    m = len(p)
-    order = np.argsort(p, kind="stable")
-    adj = np.maximum.accumulate((m - np.arange(m)) * p[order])
-    out = np.empty(m)
-    out[order] = np.minimum(adj, 1.0)
-    return out
+    if len(p) == 0:
+        return np.empty(0)
+    from statsmodels.stats.multitest import multipletests
+
+    return np.asarray(multipletests(p, method=method)[1], dtype=float)
+
+
+def holm(pvals: Any) -> np.ndarray:
+    """Holm step-down adjusted p-values (family-wise error), in input order (statsmodels)."""
+    return _multipletests(pvals, "holm")
 
 
 def benjamini_hochberg(pvals: Any) -> np.ndarray:
-    """Benjamini-Hochberg adjusted p-values (false discovery rate), in input order."""
-    p = _pvals(pvals)
-    m = len(p)
-    order = np.argsort(p, kind="stable")
-    scaled = p[order] * m / np.arange(1, m + 1)
-    adj = np.minimum.accumulate(scaled[::-1])[::-1]
-    out = np.empty(m)
-    out[order] = np.minimum(adj, 1.0)
-    return out
+    """Benjamini-Hochberg adjusted p-values (false discovery rate), in input order (statsmodels)."""
+    return _multipletests(pvals, "fdr_bh")
 
 
 def adjust(results: Sequence[Result], method: str = "holm") -> list[Result]:
