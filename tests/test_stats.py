@@ -442,3 +442,69 @@ def test_permutation_test_of_a_mean_calls_scipy_and_agrees_with_the_hand_written
     stats.permutation_test(a, b, stats.macro_f1_statistic(np.ones(300, int)), n_resamples=200)
     assert len(calls) == n_scipy
     assert stats.permutation_test([1, 0, 1], [1, 0, 1]).p == 1.0  # no pair differs
+
+
+# ----------------------------------------------------------------------------- small samples
+
+
+def test_five_wins_no_losses_on_31_items_exact_mcnemar_and_floored_bootstrap(monkeypatch):
+    calls = _spy(monkeypatch, "scipy.stats", "binomtest")
+    a = np.array([1] * 5 + [0] * 26)  # a right and b wrong on 5 items, the rest agree
+    b = np.zeros(31, int)
+    exact = stats.mcnemar_exact(a, b)
+    assert exact.p == 0.0625 and exact.method == "mcnemar exact" and calls  # 2 * 0.5**5
+    assert exact.extra["discordant_a_only"] == 5 and exact.extra["discordant_b_only"] == 0
+    assert stats.mcnemar(a, b).p == 0.0625  # the default reports the exact test on few pairs
+    assert stats.mcnemar(a, b, exact=False).extra["p_exact"] == 0.0625
+    assert stats.permutation_test(a, b).p == pytest.approx(0.0625)  # 32 swaps, enumerated
+    for seed in range(20):  # B = 100: most seeds see no resample where b catches up
+        r = stats.paired_bootstrap(a, b, n_resamples=100, seed=seed)
+        assert r.p >= 1 / 101 and r.extra["koehn_p"] >= 1 / 101, seed
+    # why the exact test is the one to report: the bootstrap is too liberal here
+    assert stats.paired_bootstrap(a, b, n_resamples=10000).p < 0.05 < exact.p
+
+
+def test_mcnemar_exact_matches_binomial_at_any_size():
+    from scipy.stats import binomtest
+
+    a = np.array([1] * 40 + [0] * 25 + [1] * 100)
+    b = np.array([0] * 40 + [1] * 25 + [1] * 100)
+    r = stats.mcnemar(a, b)  # 65 discordant pairs: chi-square reported, exact kept alongside
+    assert r.method.startswith("mcnemar chi2")
+    assert r.extra["p_exact"] == pytest.approx(binomtest(40, 65, 0.5).pvalue)
+    assert stats.mcnemar_exact(a, b).p == pytest.approx(binomtest(40, 65, 0.5).pvalue)
+    assert stats.mcnemar_table([[3, 0], [0, 4]]).p == 1.0
+
+
+def test_proportion_ci_is_wilson_by_default_with_the_bootstrap_as_an_option():
+    perfect = np.ones(31, int)
+    r = stats.proportion_ci(perfect)
+    assert r.method == "wilson" and (r.ci_low, r.ci_high) == (stats.wilson(31, 31).ci_low, 1.0)
+    assert r.ci_low < 0.9  # 31/31 does not prove 100%
+    boot = stats.proportion_ci(perfect, method="percentile", n_resamples=500)
+    assert (boot.ci_low, boot.ci_high) == (1.0, 1.0)  # why it is not the default
+    x = np.r_[np.ones(20), np.zeros(11)]
+    assert stats.proportion_ci(x, method="bca", n_resamples=500, clusters=np.arange(31) // 2).method.startswith(
+        "bootstrap")
+    with pytest.raises(SettingError, match="clusters"):
+        stats.proportion_ci(x, clusters=np.arange(31) // 2)
+    with pytest.raises(DataError):
+        stats.proportion_ci([0.5, 1.0])
+    with pytest.raises(SettingError):
+        stats.proportion_ci(x, method="exact")
+
+
+@pytest.mark.parametrize(("n", "p_true"), [(31, 0.95), (10, 0.5)])
+def test_wilson_coverage_on_small_samples_by_simulation(n, p_true):
+    from statsmodels.stats.proportion import proportion_confint
+
+    cover = stats.proportion_coverage(p_true, n, n_datasets=2000, method="wilson", seed=11)
+    assert cover >= 0.92, cover
+    # the same simulation, vectorized by hand: one binomial draw per dataset, all intervals at once
+    ks = np.random.default_rng(11).binomial(n, p_true, size=2000)
+    lo, hi = proportion_confint(ks, n, method="wilson")
+    assert cover == pytest.approx(np.mean((lo <= p_true) & (p_true <= hi)))
+    if p_true == 0.95:  # near 1 the percentile bootstrap misses whenever all 31 are right
+        boot = stats.proportion_coverage(p_true, n, n_datasets=2000, n_resamples=200, method="percentile",
+                                         seed=11)
+        assert boot < cover - 0.05 and boot < 0.9, (boot, cover)
