@@ -508,3 +508,67 @@ def test_wilson_coverage_on_small_samples_by_simulation(n, p_true):
         boot = stats.proportion_coverage(p_true, n, n_datasets=2000, n_resamples=200, method="percentile",
                                          seed=11)
         assert boot < cover - 0.05 and boot < 0.9, (boot, cover)
+
+
+# ----------------------------------------------------------------------------- speed
+
+
+def test_mean_bootstrap_of_continuous_values_holds_small_blocks():
+    """The gather path must not hold (resamples x n) blocks: 4.4 MB of them made it slower than a loop."""
+    import tracemalloc
+
+    x = np.random.default_rng(1).normal(size=6027)
+    y = np.random.default_rng(2).normal(size=6027)
+    stats.paired_bootstrap(x[:100], y[:100], n_resamples=10)  # imports outside the measurement
+    for call in (lambda: stats.bootstrap_ci(x, n_resamples=2000),
+                 lambda: stats.paired_bootstrap(x, y, n_resamples=2000)):
+        tracemalloc.start()
+        try:
+            call()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 1_500_000, peak
+    # the gather path still draws the textbook resample distribution
+    r = stats.bootstrap_ci(x, n_resamples=4000, seed=3)
+    se = x.std() / math.sqrt(len(x))
+    assert r.ci_low == pytest.approx(x.mean() - 1.96 * se, abs=0.1 * se)
+    assert r.ci_high == pytest.approx(x.mean() + 1.96 * se, abs=0.1 * se)
+    d = stats.paired_bootstrap(x, y, n_resamples=4000, seed=3)
+    assert d.estimate == pytest.approx(x.mean() - y.mean())
+    se_d = (x - y).std() / math.sqrt(len(x))
+    assert d.ci_high - d.ci_low == pytest.approx(2 * 1.96 * se_d, rel=0.1)
+
+
+def _bench_module(monkeypatch):
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "perf" / "bench_stats.py"
+    spec = importlib.util.spec_from_file_location("bench_stats", path)
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_stats", mod)  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_benchmark_fails_loudly_when_a_vectorized_case_is_slower_than_its_loop(monkeypatch, capsys):
+    import time
+
+    bench = _bench_module(monkeypatch)
+    rows = [bench.Row("fast", 0.1, 1.0), bench.Row("slow", 1.0, 0.5), bench.Row("no loop", 1.0, None),
+            bench.Row("library", 1.0, 0.5, gated=False)]
+    assert bench.slower_cases(rows) == ["slow"]
+    args = ["--n", "300", "--resamples", "300", "--repeat", "1"]
+    assert bench.main(args) == 0
+    real = stats.bootstrap_ci
+
+    def slow_bootstrap_ci(*a, **k):
+        if k.get("n_resamples") == 300:  # the benchmark's own calls only, not the coverage table
+            time.sleep(0.3)
+        return real(*a, **k)
+
+    monkeypatch.setattr(bench.stats, "bootstrap_ci", slow_bootstrap_ci)
+    assert bench.main(args) == 1
+    assert "FAIL: vectorized slower than its loop: mean of continuous values" in capsys.readouterr().err
