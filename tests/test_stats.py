@@ -314,3 +314,261 @@ def test_paired_group_accuracy_with_clusters_matches_per_group_paired_test():
     assert r.ci_high - r.ci_low == pytest.approx(direct.ci_high - direct.ci_low, rel=0.15)
     perm = stats.permutation_test(a, b, stat, clusters=groups, n_resamples=2000)
     assert perm.estimate == pytest.approx(direct.estimate) and perm.p < 0.01
+
+
+# ----------------------------------------------------------------------------- library implementations
+# Each function below now calls a library. The spies prove the call (they fail on the old,
+# hand-written code); the literals are the hand-written implementation's outputs on the same
+# inputs, computed before the switch, so the switch provably changed no reported number.
+
+
+def _spy(monkeypatch, module: str, attr: str) -> list:
+    import functools
+    import importlib
+
+    mod = importlib.import_module(module)
+    real = getattr(mod, attr)
+    calls: list = []
+
+    @functools.wraps(real)  # keeps the signature (permutation_test's rng keyword is looked up)
+    def spy(*args, **kwargs):
+        calls.append((args, kwargs))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mod, attr, spy)
+    return calls
+
+
+def test_wilson_calls_statsmodels_and_keeps_the_hand_written_values(monkeypatch):
+    calls = _spy(monkeypatch, "statsmodels.stats.proportion", "proportion_confint")
+    # (k, n, alpha) -> (low, high) of the hand-written implementation
+    old = {(7, 20, 0.05): (0.18119182410108206, 0.5671457233147638),
+           (0, 10, 0.05): (0.0, 0.2775327998628892),
+           (10, 10, 0.1): (0.787058029916593, 1.0),
+           (3, 1279, 0.05): (0.000798023337446308, 0.006873586239111422),
+           (674, 1279, 0.01): (0.49096769606649726, 0.5627022845651914),
+           (1, 2, 0.2): (0.1642517200298993, 0.8357482799701007)}
+    for (k, n, alpha), (lo, hi) in old.items():
+        r = stats.wilson(k, n, alpha)
+        assert (r.ci_low, r.ci_high) == pytest.approx((lo, hi), rel=1e-12, abs=1e-15)
+        assert 0.0 <= r.ci_low <= r.ci_high <= 1.0
+    assert len(calls) == len(old) and all(kw.get("method") == "wilson" for _, kw in calls)
+
+
+def test_holm_and_bh_call_multipletests_and_keep_the_hand_written_values(monkeypatch):
+    calls = _spy(monkeypatch, "statsmodels.stats.multitest", "multipletests")
+    p = [0.01, 0.04, 0.03, 0.2, 0.001, 0.04, 0.5, 0.04]  # with ties
+    old_holm = [0.07, 0.2, 0.18, 0.4, 0.008, 0.2, 0.5, 0.2]
+    old_bh = [0.04, 0.05333333333333334, 0.05333333333333334, 0.2285714285714286, 0.008,
+              0.05333333333333334, 0.5, 0.05333333333333334]
+    assert stats.holm(p) == pytest.approx(old_holm, rel=1e-12)
+    assert stats.benjamini_hochberg(p) == pytest.approx(old_bh, rel=1e-12)
+    assert [kw.get("method") for _, kw in calls] == ["holm", "fdr_bh"]
+    assert stats.holm([0.3, 0.6]).tolist() == [0.6, 0.6]  # capped at 1 only where needed
+    assert stats.holm([0.6, 0.7]).max() == 1.0
+    assert len(stats.holm([])) == 0 and len(stats.benjamini_hochberg([])) == 0
+
+
+def test_cohen_kappa_calls_sklearn_and_keeps_the_hand_written_values(monkeypatch):
+    calls = _spy(monkeypatch, "sklearn.metrics", "cohen_kappa_score")
+    r = stats.cohen_kappa(list("aabbccabcaabcbbacaab"), list("abbbccaacaabcbcacbab"))
+    # hand-written implementation: estimate, CI, p
+    assert (r.estimate, r.ci_low, r.ci_high, r.p) == pytest.approx(
+        (0.6981132075471699, 0.4317796505905365, 0.9644467645038033, 1.0067096795371211e-05), rel=1e-10)
+    r = stats.cohen_kappa([1, 2, 2, 1, 3, 3, 1, 2], [1, 2, 1, 1, 3, 2, 1, 2], ci=False)
+    assert r.estimate == pytest.approx(0.6097560975609756, rel=1e-12)
+    # mixed label types, which sklearn alone rejects, still work (labels are coded first)
+    r = stats.cohen_kappa(["yes", 1, "yes", 0, 1, "yes", 0, 1], ["yes", 1, 0, 0, 1, 1, 0, "yes"])
+    assert (r.estimate, r.p) == pytest.approx((0.4418604651162791, 0.06893777663374537), rel=1e-10)
+    assert len(calls) == 3
+
+
+def test_fleiss_kappa_calls_statsmodels_and_keeps_the_hand_written_values(monkeypatch):
+    calls = _spy(monkeypatch, "statsmodels.stats.inter_rater", "fleiss_kappa")
+    table = np.array([[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
+                      [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]])
+    r = stats.fleiss_kappa(table, n_resamples=1000, seed=3)
+    # hand-written implementation: estimate, bootstrap CI (same engine, same seed), z-test p
+    assert (r.estimate, r.ci_low, r.ci_high, r.p) == pytest.approx(
+        (0.20993070442195522, 0.047160531012821263, 0.34953562536045724, 3.6005943234666626e-35), rel=1e-10)
+    assert len(calls) == 1
+    assert math.isnan(stats.fleiss_kappa([[3, 0], [3, 0], [3, 0]], n_resamples=50).estimate)  # as before
+
+
+def _brute_force_sign_flip_p(d: np.ndarray) -> float:
+    """Exact two-sided p of the paired permutation test: all 2**m sign flips of the differences."""
+    import itertools
+
+    obs = d.sum()
+    null = np.array([np.dot(s, d) for s in itertools.product((-1, 1), repeat=len(d))])
+    tol = 1e-12 * max(1.0, abs(obs))
+    return min(1.0, 2 * min(np.mean(null <= obs + tol), np.mean(null >= obs - tol)))
+
+
+def test_permutation_test_of_a_mean_calls_scipy_and_agrees_with_the_hand_written_values(monkeypatch):
+    calls = _spy(monkeypatch, "scipy.stats", "permutation_test")
+    rng = np.random.default_rng(42)
+    a = (rng.random(60) < 0.7).astype(int)
+    b = np.where(rng.random(60) < 0.6, a, (rng.random(60) < 0.5)).astype(int)
+    # few discordant pairs: scipy enumerates every swap, so p is exact; the hand-written
+    # Monte Carlo test gave 0.5070174649126754 (200,000 resamples, seed 1)
+    r = stats.permutation_test(a, b, n_resamples=2000, seed=1)
+    assert r.extra["exact"] and r.estimate == pytest.approx(0.05)
+    assert r.p == pytest.approx(_brute_force_sign_flip_p((a - b)[a != b].astype(float)))
+    assert r.p == pytest.approx(0.5070174649126754, abs=0.005)
+    assert calls[-1][1]["permutation_type"] == "samples"
+    x = np.array([0.3, 1.2, -0.5, 2.2, 0.9, 1.1, -0.2, 0.4, 1.8, 0.0])
+    y = np.array([0.1, 0.8, -0.4, 1.5, 1.0, 0.2, -0.6, 0.5, 1.1, -0.3])
+    r = stats.permutation_test(x, y, n_resamples=2000, seed=1)  # 1024 swaps, all enumerated
+    assert r.p == pytest.approx(_brute_force_sign_flip_p(x - y)) and r.estimate == pytest.approx(0.33)
+    assert r.p == pytest.approx(0.025219873900630498, abs=0.002)  # hand-written, 200,000 resamples
+    # clusters: whole clusters swap; hand-written Monte Carlo gave 0.5619421902890486
+    cl = np.arange(60) // 3
+    r = stats.permutation_test(a, b, n_resamples=2000, seed=1, clusters=cl)
+    sums = np.bincount(cl, weights=a - b)
+    assert r.p == pytest.approx(_brute_force_sign_flip_p(sums[sums != 0]))
+    assert r.p == pytest.approx(0.5619421902890486, abs=0.005) and "cluster" in r.method
+    # many discordant pairs: Monte Carlo in scipy; hand-written values at 200,000 resamples
+    rng = np.random.default_rng(7)
+    a = (rng.random(300) < 0.70).astype(int)
+    b = np.where(rng.random(300) < 0.5, a, (rng.random(300) < 0.62)).astype(int)
+    r = stats.permutation_test(a, b, n_resamples=20000, seed=1)
+    assert not r.extra["exact"] and r.p == pytest.approx(0.7154714226428868, abs=0.02)
+    assert r.p == pytest.approx(stats.mcnemar(a, b, exact=True).p, abs=0.02)  # same null for 0/1 data
+    r = stats.permutation_test(a, b, n_resamples=20000, seed=1, clusters=np.arange(300) // 3)
+    assert r.p == pytest.approx(0.7005564972175139, abs=0.02)
+    n_scipy = len(calls)
+    # other statistics keep the vectorized engine (scipy has no weighted macro-F1)
+    stats.permutation_test(a, b, stats.macro_f1_statistic(np.ones(300, int)), n_resamples=200)
+    assert len(calls) == n_scipy
+    assert stats.permutation_test([1, 0, 1], [1, 0, 1]).p == 1.0  # no pair differs
+
+
+# ----------------------------------------------------------------------------- small samples
+
+
+def test_five_wins_no_losses_on_31_items_exact_mcnemar_and_floored_bootstrap(monkeypatch):
+    calls = _spy(monkeypatch, "scipy.stats", "binomtest")
+    a = np.array([1] * 5 + [0] * 26)  # a right and b wrong on 5 items, the rest agree
+    b = np.zeros(31, int)
+    exact = stats.mcnemar_exact(a, b)
+    assert exact.p == 0.0625 and exact.method == "mcnemar exact" and calls  # 2 * 0.5**5
+    assert exact.extra["discordant_a_only"] == 5 and exact.extra["discordant_b_only"] == 0
+    assert stats.mcnemar(a, b).p == 0.0625  # the default reports the exact test on few pairs
+    assert stats.mcnemar(a, b, exact=False).extra["p_exact"] == 0.0625
+    assert stats.permutation_test(a, b).p == pytest.approx(0.0625)  # 32 swaps, enumerated
+    for seed in range(20):  # B = 100: most seeds see no resample where b catches up
+        r = stats.paired_bootstrap(a, b, n_resamples=100, seed=seed)
+        assert r.p >= 1 / 101 and r.extra["koehn_p"] >= 1 / 101, seed
+    # why the exact test is the one to report: the bootstrap is too liberal here
+    assert stats.paired_bootstrap(a, b, n_resamples=10000).p < 0.05 < exact.p
+
+
+def test_mcnemar_exact_matches_binomial_at_any_size():
+    from scipy.stats import binomtest
+
+    a = np.array([1] * 40 + [0] * 25 + [1] * 100)
+    b = np.array([0] * 40 + [1] * 25 + [1] * 100)
+    r = stats.mcnemar(a, b)  # 65 discordant pairs: chi-square reported, exact kept alongside
+    assert r.method.startswith("mcnemar chi2")
+    assert r.extra["p_exact"] == pytest.approx(binomtest(40, 65, 0.5).pvalue)
+    assert stats.mcnemar_exact(a, b).p == pytest.approx(binomtest(40, 65, 0.5).pvalue)
+    assert stats.mcnemar_table([[3, 0], [0, 4]]).p == 1.0
+
+
+def test_proportion_ci_is_wilson_by_default_with_the_bootstrap_as_an_option():
+    perfect = np.ones(31, int)
+    r = stats.proportion_ci(perfect)
+    assert r.method == "wilson" and (r.ci_low, r.ci_high) == (stats.wilson(31, 31).ci_low, 1.0)
+    assert r.ci_low < 0.9  # 31/31 does not prove 100%
+    boot = stats.proportion_ci(perfect, method="percentile", n_resamples=500)
+    assert (boot.ci_low, boot.ci_high) == (1.0, 1.0)  # why it is not the default
+    x = np.r_[np.ones(20), np.zeros(11)]
+    assert stats.proportion_ci(x, method="bca", n_resamples=500, clusters=np.arange(31) // 2).method.startswith(
+        "bootstrap")
+    with pytest.raises(SettingError, match="clusters"):
+        stats.proportion_ci(x, clusters=np.arange(31) // 2)
+    with pytest.raises(DataError):
+        stats.proportion_ci([0.5, 1.0])
+    with pytest.raises(SettingError):
+        stats.proportion_ci(x, method="exact")
+
+
+@pytest.mark.parametrize(("n", "p_true"), [(31, 0.95), (10, 0.5)])
+def test_wilson_coverage_on_small_samples_by_simulation(n, p_true):
+    from statsmodels.stats.proportion import proportion_confint
+
+    cover = stats.proportion_coverage(p_true, n, n_datasets=2000, method="wilson", seed=11)
+    assert cover >= 0.92, cover
+    # the same simulation, vectorized by hand: one binomial draw per dataset, all intervals at once
+    ks = np.random.default_rng(11).binomial(n, p_true, size=2000)
+    lo, hi = proportion_confint(ks, n, method="wilson")
+    assert cover == pytest.approx(np.mean((lo <= p_true) & (p_true <= hi)))
+    if p_true == 0.95:  # near 1 the percentile bootstrap misses whenever all 31 are right
+        boot = stats.proportion_coverage(p_true, n, n_datasets=2000, n_resamples=200, method="percentile",
+                                         seed=11)
+        assert boot < cover - 0.05 and boot < 0.9, (boot, cover)
+
+
+# ----------------------------------------------------------------------------- speed
+
+
+def test_mean_bootstrap_of_continuous_values_holds_small_blocks():
+    """The gather path must not hold (resamples x n) blocks: 4.4 MB of them made it slower than a loop."""
+    import tracemalloc
+
+    x = np.random.default_rng(1).normal(size=6027)
+    y = np.random.default_rng(2).normal(size=6027)
+    stats.paired_bootstrap(x[:100], y[:100], n_resamples=10)  # imports outside the measurement
+    for call in (lambda: stats.bootstrap_ci(x, n_resamples=2000),
+                 lambda: stats.paired_bootstrap(x, y, n_resamples=2000)):
+        tracemalloc.start()
+        try:
+            call()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 1_500_000, peak
+    # the gather path still draws the textbook resample distribution
+    r = stats.bootstrap_ci(x, n_resamples=4000, seed=3)
+    se = x.std() / math.sqrt(len(x))
+    assert r.ci_low == pytest.approx(x.mean() - 1.96 * se, abs=0.1 * se)
+    assert r.ci_high == pytest.approx(x.mean() + 1.96 * se, abs=0.1 * se)
+    d = stats.paired_bootstrap(x, y, n_resamples=4000, seed=3)
+    assert d.estimate == pytest.approx(x.mean() - y.mean())
+    se_d = (x - y).std() / math.sqrt(len(x))
+    assert d.ci_high - d.ci_low == pytest.approx(2 * 1.96 * se_d, rel=0.1)
+
+
+def _bench_module(monkeypatch):
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "perf" / "bench_stats.py"
+    spec = importlib.util.spec_from_file_location("bench_stats", path)
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_stats", mod)  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_benchmark_fails_loudly_when_a_vectorized_case_is_slower_than_its_loop(monkeypatch, capsys):
+    import time
+
+    bench = _bench_module(monkeypatch)
+    rows = [bench.Row("fast", 0.1, 1.0), bench.Row("slow", 1.0, 0.5), bench.Row("no loop", 1.0, None),
+            bench.Row("library", 1.0, 0.5, gated=False)]
+    assert bench.slower_cases(rows) == ["slow"]
+    args = ["--n", "300", "--resamples", "300", "--repeat", "1"]
+    assert bench.main(args) == 0
+    real = stats.bootstrap_ci
+
+    def slow_bootstrap_ci(*a, **k):
+        if k.get("n_resamples") == 300:  # the benchmark's own calls only, not the coverage table
+            time.sleep(0.3)
+        return real(*a, **k)
+
+    monkeypatch.setattr(bench.stats, "bootstrap_ci", slow_bootstrap_ci)
+    assert bench.main(args) == 1
+    assert "FAIL: vectorized slower than its loop: mean of continuous values" in capsys.readouterr().err
