@@ -99,10 +99,11 @@ def run_settings(model, items, settings: list[str], *, store: str | os.PathLike 
 
 
 def breakdown_with_ci(scored, *, n_resamples: int = 2000, seed: int = 0):
-    """Our breakdown plus percentile-bootstrap 95% CIs of the accuracy (per item, invalid counted wrong)."""
+    """Our breakdown plus Wilson 95% CIs of the accuracy (per item, invalid counted wrong): a percentile
+    bootstrap collapses to [1, 1] or [0, 0] at all-correct or all-wrong and under-covers at small n."""
     import numpy as np
 
-    from vlamb_nb.stats import bootstrap_ci
+    from vlamb_nb.stats import proportion_ci
 
     b = BENCHMARK.breakdown(scored)
     lows, highs = [], []
@@ -110,11 +111,11 @@ def breakdown_with_ci(scored, *, n_resamples: int = 2000, seed: int = 0):
         s = scored[(scored["setting"] == r["setting"]) & (scored.get("model", r["model"]) == r["model"])]
         if r["subset"] != "All":
             s = s[s["subset"] == r["subset"]]
-        if "accuracy" not in r or r["setting"].endswith("_ff") or len(s) < 2:
+        if "accuracy" not in r or r["setting"].endswith("_ff") or len(s) < 1:
             lows.append(np.nan)
             highs.append(np.nan)
             continue
-        res = bootstrap_ci(s["correct"].astype(float).to_numpy(), n_resamples=n_resamples, seed=seed)
+        res = proportion_ci(s["correct"].astype(float).to_numpy())
         lows.append(100 * res.ci_low)
         highs.append(100 * res.ci_high)
     b["ci_low"], b["ci_high"] = lows, highs
@@ -143,11 +144,12 @@ def paired_tests(scored, *, n_resamples: int = 2000, seed: int = 0):
             mc = mcnemar(xa, xb)
             rows.append({"model": model, "a": a, "b": b, "n": len(common), "diff_pts": 100 * pb.estimate,
                          "ci_low": 100 * pb.ci_low, "ci_high": 100 * pb.ci_high, "p_bootstrap": pb.p,
-                         "p_mcnemar": mc.p})
+                         "p_mcnemar": mc.p, "test": mc.method})
     df = pd.DataFrame(rows, columns=["model", "a", "b", "n", "diff_pts", "ci_low", "ci_high", "p_bootstrap",
-                                     "p_mcnemar"])
+                                     "p_mcnemar", "test"])
     if len(df):
-        df["p_holm"] = holm(df["p_bootstrap"].fillna(1.0).to_numpy())
+        # paired 0/1 outcomes: McNemar (exact with few discordant items) is the reported p, not the bootstrap's
+        df["p_holm"] = holm(df["p_mcnemar"].fillna(1.0).to_numpy())
     return df
 
 
