@@ -8,6 +8,7 @@ One file per step, read in this order:
 - ``score.py``: IoU accuracy, slices, the official per-row prediction files and report;
 - ``audit.py``: the paper's published numbers checked against each other;
 - ``benchmark.py``: the :class:`~vlamb_nb.benchmarks.base.Benchmark` that wires the steps (``BENCHMARK``);
+- ``tables.py``: Tables 1, 4, 5 and Figs. 4-6 from the released rows, and what they cannot give;
 - ``plots.py``: the Ref-Adv figures;
 - ``report.py``: what the notebook calls.
 """

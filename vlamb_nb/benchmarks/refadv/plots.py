@@ -90,3 +90,129 @@ def _rect(x: float, y: float, w: float, h: float, color: str):
     from matplotlib.patches import Rectangle
 
     return Rectangle((x, y), w, h, fill=False, edgecolor=color, linewidth=1.8)
+
+
+# -- Figs. 4-6 from the released rows -------------------------------------------------------------------------
+def dataset_distributions(items, *, title: str = "Ref-Adv-s (1,142 released rows)"):
+    """Fig. 4 for Ref-Adv-s: (a) expression length, (b) distractor count, (c) instance size on a log scale.
+
+    Human- and LLM-written expressions are drawn separately: the public subset mixes them unlike the full set.
+    """
+    import math
+
+    import numpy as np
+
+    from vlamb_nb import boxes
+
+    fig, axes = new_figure(11.0, 3.3, ncols=3)
+    groups = (("human-authored", items["human_authored"].astype(bool)),
+              ("LLM-authored", ~items["human_authored"].astype(bool)))
+    n_words = items["expression"].astype(str).str.split().str.len()
+    size = items["gt_xyxy"].map(lambda b: math.sqrt(max(boxes.area(b), 1.0)))
+    top = int(items["distractor_count"].max())
+    specs = ((axes[0], n_words, np.arange(0.5, n_words.max() + 1.5), "words in the expression", False),
+             (axes[1], items["distractor_count"], np.arange(-0.5, top + 1.5), "same-category distractors", False),
+             (axes[2], size, np.logspace(math.log10(max(1.0, size.min())), math.log10(size.max()), 25),
+              "instance size: sqrt(GT box area), px (log)", True))
+    for ax, values, bins, xlabel, log in specs:
+        for i, (label, mask) in enumerate(groups):
+            ax.hist(values[mask], bins=bins, histtype="step", linewidth=1.5, color=PALETTE[i],
+                    label=f"{label} (n={int(mask.sum())})")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("expressions")
+        if log:
+            ax.set_xscale("log")
+            _plain_log_ticks(ax.xaxis)
+    for ax, letter in zip(axes, "abc", strict=True):
+        ax.set_title(f"({letter})", loc="left")
+    axes[0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    return fig
+
+
+def slice_accuracy(frame, *, families: tuple[str, ...] = ("distractors", "authorship")):
+    """Acc@0.5 by slice with image-clustered 95% CIs (``tables.slice_accuracy``), one panel per family.
+
+    Black ticks are the published Ref-Adv-s values where the paper has them (the distractor bins).
+    """
+    from vlamb_nb.plots import grouped_bars
+
+    fams = [f for f in families if (frame["family"] == f).any()]
+    fig, axes = new_figure(5.0 * len(fams), 3.6, ncols=len(fams), squeeze=False)
+    for ax, fam in zip(axes[0], fams, strict=True):
+        part = frame[frame["family"] == fam].rename(columns={"run": "series"})
+        groups = list(dict.fromkeys(part["group"]))
+        series = list(dict.fromkeys(part["series"]))
+        grouped_bars(part[["group", "series", "estimate", "ci_low", "ci_high"]], ax=ax, group_order=groups,
+                     series_order=series, ylabel="Acc@0.5 (%)", ylim=(0, 100))
+        width = 0.8 / len(series)
+        pts = [(groups.index(r["group"]) - 0.4 + width * (series.index(r["series"]) + 0.5), r["paper"])
+               for _, r in part.iterrows() if r["paper"] == r["paper"]]
+        if pts:
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker="_", s=120, color="black", zorder=4,
+                       label="published (Ref-Adv-s)")
+        ax.get_legend().remove()
+        ax.set_title({"distractors": "by distractor count", "authorship": "by authorship",
+                      "negation": "by negation"}.get(fam, fam))
+    handles: dict[str, Any] = {}
+    for ax in axes[0]:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(lab, h)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncols=min(len(handles), 3), fontsize=7,
+               bbox_to_anchor=(0.5, -0.12))
+    fig.suptitle("Ref-Adv-s Acc@0.5 with 95% CIs (whole images resampled)", fontsize=9)
+    return fig
+
+
+def direct_vs_cot(direct, cot, items, *, n: int = 6, ncols: int = 3):
+    """Fig. 5 from what is released: GT (cyan), direct (red) and CoT (orange) first boxes on demo images.
+
+    Cases where the two prompts disagree on the hit come first. The CoT text itself is not released.
+    """
+    from vlamb_nb.images import load_image
+
+    ids = set(items["id"].astype(str))
+    d = direct[direct["id"].astype(str).isin(ids)].set_index("id")
+    c = cot.set_index("id").loc[d.index]
+    disagree = (d["iou"] >= 0.5) != (c["iou"] >= 0.5)
+    order = list(d.index[disagree]) + list(d.index[~disagree])
+    sel = order[:n]
+    nrows = max(1, -(-len(sel) // ncols))
+    fig, axes = new_figure(3.2 * ncols, 2.9 * nrows, nrows=nrows, ncols=ncols, squeeze=False)
+    by_id = items.assign(id=items["id"].astype(str)).set_index("id")
+    for ax in axes.flat:
+        ax.axis("off")
+    for ax, i in zip(axes.flat, sel, strict=False):
+        ax.imshow(load_image(by_id.loc[i, "image"]))
+        for box, color, style in ((d.loc[i, "gt_xyxy"], "cyan", "-"), (d.loc[i, "pred_xyxy"], "red", "-"),
+                                  (c.loc[i, "pred_xyxy"], "orange", "--")):
+            if box is not None and len(box) == 4:
+                patch = _rect(box[0], box[1], box[2] - box[0], box[3] - box[1], color)
+                patch.set_linestyle(style)
+                ax.add_patch(patch)
+        text = str(d.loc[i, "expression"])
+        ax.set_title((text[:45] + "…" if len(text) > 46 else text)
+                     + f"\ndirect IoU {d.loc[i, 'iou']:.2f} | CoT IoU {c.loc[i, 'iou']:.2f}", fontsize=7)
+    fig.suptitle("GT cyan, direct red, CoT orange dashed (first boxes; the CoT text is not released)", fontsize=8)
+    return fig
+
+
+def category_ratio_curve(counts, *, label: str = "Ref-Adv-s COCO rows"):
+    """Fig. 6 style: category frequency ratios sorted in descending order, log scale."""
+    fig, ax = new_figure(5.0, 3.3)
+    ax.plot(range(1, len(counts) + 1), counts["ratio"], marker="o", markersize=3, color=PALETTE[0],
+            label=f"{label} ({counts.attrs.get('matched', int(counts['count'].sum()))} rows)")
+    ax.set_yscale("log")
+    _plain_log_ticks(ax.yaxis)
+    ax.set_xlabel("category rank")
+    ax.set_ylabel("frequency ratio (log)")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def _plain_log_ticks(axis) -> None:
+    """Plain numbers on a log axis: the package style turns mathtext off, which garbles ``10^k`` labels."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())

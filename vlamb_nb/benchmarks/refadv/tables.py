@@ -1,0 +1,388 @@
+"""Ref-Adv Tables 1, 4, 5 and Figs. 4-6: what the released Ref-Adv-s rows allow, and what they do not.
+
+The official prediction files carry every dataset field of the 1,142 Ref-Adv-s rows except the image and its
+size (expression, GT box, negation flag, distractor count, authorship, source), so the dataset statistics run
+on all rows rather than on the 31 demo records; only what needs the image size falls back to the demo.
+Table 4 runs as a pipeline (extractor/rewriter + grounder), Table 5's printed examples are looked up in the
+release, and :func:`not_derivable` lists the rest with the reason, so the report never silently omits them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import vlamb_nb.benchmarks.refadv.data as data
+import vlamb_nb.benchmarks.refadv.score as metrics
+from vlamb_nb import boxes
+from vlamb_nb.errors import DataError
+
+PAPER = "refadv"
+#: dataset fields every prediction file repeats; they must agree across files to be one release
+ROW_FIELDS = ("file_name", "expression", "image_source", "human_authored", "use_negation", "distractor_count")
+RELEASED_ROWS = 1142
+
+
+# -- the released rows as one item frame ------------------------------------------------------------------------
+def released_items(folder: str | os.PathLike):
+    """The Ref-Adv-s rows from every ``*_predictions.jsonl`` in ``folder`` as one item frame (by ``row_idx``).
+
+    Each file repeats the dataset fields; they are checked to agree across files (a disagreement means the
+    files come from different releases), so the statistics do not depend on which file was read. ``width``,
+    ``height`` and ``image`` are not in the files and stay empty.
+    """
+    import pandas as pd
+
+    runs = metrics.official_runs(folder)
+    if not runs:
+        raise DataError("no *_predictions.jsonl files", source=str(folder))
+    frames = {name: sc.sort_values("row_idx").reset_index(drop=True) for name, sc in runs.items()}
+    first_name, base = next(iter(frames.items()))
+    if base["row_idx"].duplicated().any():
+        raise DataError("duplicate row_idx", source=f"{folder}/{first_name}_predictions.jsonl")
+    for name, sc in frames.items():
+        if not sc["row_idx"].equals(base["row_idx"]):
+            raise DataError(f"rows differ from {first_name}", source=f"{folder}/{name}_predictions.jsonl",
+                            field="row_idx")
+        for f in ROW_FIELDS:
+            if not sc[f].equals(base[f]):
+                bad = int(sc.loc[sc[f] != base[f], "row_idx"].iloc[0])
+                raise DataError(f"differs from {first_name}", source=f"{folder}/{name}_predictions.jsonl",
+                                row=bad, field=f)
+        if not sc["gt_xyxy"].map(tuple).equals(base["gt_xyxy"].map(tuple)):
+            raise DataError(f"GT boxes differ from {first_name}", source=f"{folder}/{name}_predictions.jsonl",
+                            field="gt_bbox_xyxy")
+    rows = pd.DataFrame({"id": base["row_idx"].astype(str), "row_idx": base["row_idx"], "file_name": base["file_name"],
+                         "expression": base["expression"], "gt_xyxy": base["gt_xyxy"], "width": None, "height": None,
+                         "image_source": base["image_source"], "human_authored": base["human_authored"],
+                         "use_negation": base["use_negation"], "distractor_count": base["distractor_count"],
+                         "image": None, "dataset": "ref-adv-s (prediction files)"})
+    return rows[data.ITEM_COLUMNS]
+
+
+# -- Table 1 -------------------------------------------------------------------------------------------------
+#: our column -> (Table 1 column, what makes it (in)comparable with the paper's full-set value)
+TABLE1_NOTES = {
+    "Images": "size of the sample: 1,142 public rows sit on a subset of the 2,833 images",
+    "Instances": "size of the sample: 1,142 public rows of 5,000",
+    "Avg. Length": "whitespace words per expression (the paper does not say how it counts)",
+    "Avg. Distractors": "released distractor count (same-category instances besides the target)",
+    "Negation Ratio": "released use_negation flag; the subset over-samples human-written expressions",
+    "Instance Size (min)": "sqrt of the GT box area in original-image pixels (the paper may use masks)",
+    "Instance Size (max)": "sqrt of the GT box area; OpenImages images are 1024 px on the long side",
+    "Vocab.": "lower-cased word types; vocabulary grows with the number of expressions, so not comparable",
+}
+#: statistics whose value does not scale with the number of rows (so the subset estimates the full set)
+SIZE_FREE = ("Avg. Length", "Avg. Distractors", "Negation Ratio")
+
+
+def table1_values(items) -> dict[str, float]:
+    """Our Table 1 cells for ``items`` (the released rows), named as the paper's columns."""
+    s = data.dataset_stats(items)
+    lo, hi = s["instance_size_sqrt_area"]
+    return {"Images": s["images"], "Instances": s["instances"], "Avg. Length": s["avg_length_words"],
+            "Avg. Distractors": s["avg_distractors"], "Negation Ratio": s["negation_ratio_pct"],
+            "Instance Size (min)": lo, "Instance Size (max)": hi, "Vocab.": s["vocabulary"]}
+
+
+def _paper_size_range() -> tuple[float, float]:
+    """Table 1 prints the Ref-Adv instance size as a range ("30-607"): its two ends as numbers."""
+    from vlamb_nb import reference
+
+    t = reference.load(PAPER, "Table 1")
+    text = t[(t["row"] == "Ref-Adv") & (t["column"] == "Instance Size")]["value"].iloc[0]
+    lo, hi = (float(v) for v in re.findall(r"\d+(?:\.\d+)?", text)[:2])
+    return lo, hi
+
+
+def table1_comparison(items, *, scope: str = "Ref-Adv-s: all 1,142 released rows"):
+    """Ours (on ``items``) beside the paper's Ref-Adv row of Table 1, one row per statistic.
+
+    Numeric cells go through ``reference.compare``; the instance-size range is printed as text, so its two
+    ends are compared here. ``comparable`` says whether the statistic estimates the full-set value at all
+    (counts and vocabulary grow with the sample, so the subset cannot match them).
+    """
+    import pandas as pd
+
+    from vlamb_nb import reference
+
+    ours = table1_values(items)
+    numeric = {k: v for k, v in ours.items() if not k.startswith("Instance Size")}
+    long = pd.DataFrame([{"table": "Table 1", "row": "Ref-Adv", "column": k, "value": v} for k, v in numeric.items()])
+    out = reference.compare(long, PAPER, table="Table 1")
+    lo, hi = _paper_size_range()
+    size = pd.DataFrame([{"table": "Table 1", "row": "Ref-Adv", "column": c, "paper": p, "ours": float(ours[c]),
+                          "diff": float(ours[c]) - p, "match": abs(float(ours[c]) - p) <= 0.05, "flag": ""}
+                         for c, p in (("Instance Size (min)", lo), ("Instance Size (max)", hi))])
+    out = pd.concat([out, size], ignore_index=True)
+    out["comparable"] = out["column"].isin(SIZE_FREE)
+    out["scope"] = scope
+    out["note"] = out["column"].map(TABLE1_NOTES).fillna("")
+    order = list(TABLE1_NOTES)
+    return out.sort_values("column", key=lambda c: c.map(order.index)).reset_index(drop=True)
+
+
+def table1_by_group(items):
+    """Table 1 statistics within authorship and image source: the subset's mix explains its differences."""
+    import pandas as pd
+
+    groups = {"all": items, "human-authored": items[items["human_authored"].astype(bool)],
+              "LLM-authored": items[~items["human_authored"].astype(bool)],
+              "COCO": items[items["image_source"].astype(str).str.startswith("coco")],
+              "OpenImages": items[items["image_source"].astype(str) == "openimages"]}
+    rows = []
+    for name, part in groups.items():
+        if len(part):
+            rows.append({"group": name, **table1_values(part),
+                         "Negation Ratio (our lexicon)": data.dataset_stats(part)["negation_ratio_lexicon_pct"]})
+    return pd.DataFrame(rows)
+
+
+def demo_size_stats(demo_items) -> dict[str, Any]:
+    """What needs the image size, on the demo records only (the prediction files carry no width/height).
+
+    Absolute sqrt-area depends on the resolution (COCO ~640 px, OpenImages 1024 px), so the size relative
+    to the image (sqrt of box area over image area) is the comparable one; it is known for the demo only.
+    """
+    import numpy as np
+
+    w = demo_items["width"].astype(float).to_numpy()
+    h = demo_items["height"].astype(float).to_numpy()
+    area = np.array([boxes.area(b) for b in demo_items["gt_xyxy"]], dtype=float)
+    rel = 100 * np.sqrt(area / (w * h))
+    return {"scope": f"{len(demo_items)} demo records (image sizes are not in the prediction files)",
+            "images": int(demo_items["file_name"].nunique()),
+            "image_width_range": [int(w.min()), int(w.max())], "image_height_range": [int(h.min()), int(h.max())],
+            "instance_size_sqrt_area_px": [round(float(np.sqrt(area).min())), round(float(np.sqrt(area).max()))],
+            "instance_size_relative_pct": [round(float(rel.min()), 1), round(float(rel.max()), 1)],
+            "instance_size_relative_median_pct": round(float(np.median(rel)), 1)}
+
+
+# -- accuracy by distractor count and authorship, image-clustered intervals ---------------------------------------
+def _slices(sc) -> list[tuple[str, str, Any]]:
+    d = sc["distractor_count"].astype(int)
+    human = sc["human_authored"].astype(bool)
+    neg = sc["use_negation"].astype(bool)
+    out = [("distractors", b, d.map(lambda x, b=b: data.in_bin(int(x), b)).to_numpy(bool)) for b in data.BINS]
+    out += [("authorship", "human", human.to_numpy()), ("authorship", "LLM", (~human).to_numpy())]
+    out += [("negation", "Neg", neg.to_numpy()), ("negation", "No-Neg", (~neg).to_numpy())]
+    return out
+
+
+def slice_accuracy(runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0):
+    """Acc@0.5 per distractor bin, authorship and negation for each run, with image-clustered 95% CIs.
+
+    Rows on one image are not independent (1,142 rows on 614 images), so whole images are resampled.
+    ``paper`` is the published Ref-Adv-s value where one exists (the distractor bins); the paper prints no
+    authorship slice and its Neg/No-Neg columns are for the full 5k set.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from vlamb_nb import reference, stats
+    from vlamb_nb.benchmarks.refadv.report import row_name
+
+    ref = reference.load(PAPER, "Ref-Adv-s").set_index(["row", "column"])["value_num"]
+    rows = []
+    for name in sorted(runs):
+        sc = runs[name]
+        hits = (sc["iou"].to_numpy(float) >= 0.5).astype(float)
+        images = sc["file_name"].astype(str).to_numpy()
+        rname = row_name(sc)
+        for family, group, mask in _slices(sc):
+            if not mask.any():
+                continue
+            r = stats.bootstrap_ci(hits[mask], n_resamples=n_resamples, seed=seed, clusters=images[mask])
+            paper = ref.get((rname, group), np.nan) if family == "distractors" else np.nan
+            rows.append({"run": name, "row": rname, "family": family, "group": group, "n": int(mask.sum()),
+                         "images": int(len(set(images[mask]))), "estimate": 100 * r.estimate,
+                         "ci_low": 100 * r.ci_low, "ci_high": 100 * r.ci_high, "paper": float(paper),
+                         "ci_unit": "image"})
+    return pd.DataFrame(rows)
+
+
+# -- Table 4: descriptor deletion ------------------------------------------------------------------------------
+DELETION_COLUMNS = ["model", "rewriter", "n", "rewritten", "Orig@0.5", "1D@0.5", "Δ", "Δ rewritten rows",
+                    "hits lost", "hits gained"]
+
+
+def deletion_table(orig, deleted, *, model: str = "", rewriter: str = ""):
+    """Table 4 layout for one grounder: Acc@0.5 with the original vs the one-descriptor-deleted expression.
+
+    Rows whose rewrite failed keep the original expression (never dropped), so Δ over all rows dilutes the
+    effect; ``Δ rewritten rows`` is the same difference on the rows that were actually rewritten.
+    """
+    import numpy as np
+    import pandas as pd
+
+    a = orig.set_index("id")
+    b = deleted.set_index("id")
+    if set(a.index) != set(b.index) or len(a) != len(b):
+        raise DataError("the original and the deletion runs must cover the same items")
+    b = b.loc[a.index]
+    ok = b["deletion_status"].eq("ok").to_numpy() if "deletion_status" in b.columns else np.ones(len(b), bool)
+    ha, hb = a["iou"].to_numpy(float) >= 0.5, b["iou"].to_numpy(float) >= 0.5
+    oa, ob = 100 * ha.mean(), 100 * hb.mean()
+    dr = 100 * (hb[ok].mean() - ha[ok].mean()) if ok.any() else math.nan
+    row = {"model": model, "rewriter": rewriter, "n": int(len(a)), "rewritten": int(ok.sum()),
+           "Orig@0.5": round(oa, 1), "1D@0.5": round(ob, 1), "Δ": round(ob - oa, 1),
+           "Δ rewritten rows": round(dr, 1) if not math.isnan(dr) else None,
+           "hits lost": int((ha & ~hb).sum()), "hits gained": int((~ha & hb).sum())}
+    return pd.DataFrame([row], columns=DELETION_COLUMNS)
+
+
+def deletion_demo(items, *, model: Any, quantization: str | None = None, rewriter: Any = None,
+                  store_dir: str | os.PathLike | None = None, max_new_tokens: int | None = None,
+                  rewriter_max_new_tokens: int = 128, seed: int = 0, batch_size: int = 16,
+                  progress: bool = False) -> dict[str, Any]:
+    """Table 4 end to end: extract descriptors, delete one (seeded), rewrite, ground both texts, tabulate.
+
+    ``model``/``rewriter`` are load_model specs or loaded models; the rewriter defaults to the grounding model
+    (the paper used the text LLM Qwen2.5-72B with unpublished prompts). The direct run shares its store with
+    :func:`~vlamb_nb.benchmarks.refadv.report.pipeline_demo`, so a notebook pays for it once.
+    """
+    from vlamb_nb import get_benchmark
+    from vlamb_nb.benchmarks.refadv.prompts import OFFICIAL_MAX_TOKENS
+    from vlamb_nb.meta import Deviation
+    from vlamb_nb.models import load_model
+    from vlamb_nb.paths import run_dir
+
+    bench = get_benchmark(PAPER)
+    vlm = load_model(model, quantization=quantization) if isinstance(model, str) else model
+    rw = vlm if rewriter is None else (load_model(rewriter, quantization=quantization)
+                                       if isinstance(rewriter, str) else rewriter)
+    store_dir = Path(store_dir) if store_dir is not None else run_dir(PAPER)
+    tokens = OFFICIAL_MAX_TOKENS if max_new_tokens is None else max_new_tokens
+    rewritten = bench.delete_descriptors(items, rw, seed=seed, store=store_dir / "refadv_deletion_rewrites.jsonl",
+                                         batch_size=batch_size, progress=progress,
+                                         max_new_tokens=rewriter_max_new_tokens)
+    orig = bench.run(vlm, items, "direct", store=store_dir / "refadv_direct.jsonl", batch_size=batch_size,
+                     max_new_tokens=tokens, seed=seed, progress=progress)
+    one = bench.run(vlm, rewritten, "deletion", store=store_dir / "refadv_deletion.jsonl", batch_size=batch_size,
+                    max_new_tokens=tokens, seed=seed, progress=progress)
+    deviations = [d.__dict__ for d in bench.deviations(vlm.info, "deletion")]
+    deviations.append(Deviation("descriptor extractor/rewriter", "Qwen2.5-72B (text LLM)",
+                                f"{rw.info.model_id}, up to {rewriter_max_new_tokens} new tokens", "Table 4").__dict__)
+    return {"items": rewritten, "runs": {"direct": orig, "deletion": one},
+            "table": deletion_table(orig, one, model=vlm.info.model_id, rewriter=rw.info.model_id),
+            "status": {str(k): int(v) for k, v in rewritten["deletion_status"].value_counts().items()},
+            "deviations": deviations}
+
+
+# -- Table 5: the printed examples, looked up in the release ---------------------------------------------------
+#: Table 5 as printed (text read from the website's table5_examples.png): (row, column, authorship, text)
+TABLE5_EXAMPLES = [
+    (1, 1, "LLM", "The cup that is empty and positioned at the center of the pizzas."),
+    (1, 2, "LLM", "The young elephant near the water not covered in more dust."),
+    (1, 3, "LLM", "The car is brown or black with a lighter tint on its windows."),
+    (1, 4, "human", "The person sitting farther to the one holding a goose feather"),
+    (2, 1, "LLM", "The frisbee holder who is not facing forward."),
+    (2, 2, "LLM", "The occupied chair with the person's arm not resting on the lap."),
+    (2, 3, "LLM", "The sailboat, identified by being anchored, is the one with a flag."),
+    (2, 4, "human", "The frisbee held by the person on the right hand side of the person in red"),
+]
+#: a match at least this similar (difflib ratio of normalized text) is reported as a near match
+NEAR_MATCH = 0.8
+
+
+def _norm(text: str) -> str:
+    return " ".join(data.words(text))
+
+
+def table5_lookup(items, *, demo_items=None):
+    """Each Table 5 example's closest released expression: exact, near (>= 0.8 similar) or absent.
+
+    The full 5k set is not public, so an example missing from the 1,142 rows says nothing about its quality;
+    a found one lets its authorship label and image be checked (``in_demo``: its image is a demo image).
+    """
+    import pandas as pd
+
+    normed = [_norm(e) for e in items["expression"]]
+    demo_names: set[str] = set()
+    if demo_items is not None:  # demo images are named by row index: map them back to the release's file names
+        by_row = items.set_index("row_idx")["file_name"]
+        demo_names = {str(by_row[int(r)]) for r in demo_items["row_idx"] if int(r) in by_row.index}
+    rows = []
+    for r, c, who, text in TABLE5_EXAMPLES:
+        q = _norm(text)
+        ratios = [difflib.SequenceMatcher(None, q, e).ratio() for e in normed]
+        k = max(range(len(ratios)), key=ratios.__getitem__)
+        best = items.iloc[k]
+        kind = "exact" if ratios[k] == 1.0 else "near" if ratios[k] >= NEAR_MATCH else "not in Ref-Adv-s"
+        found = kind != "not in Ref-Adv-s"
+        rows.append({"table_row": r, "table_column": c, "paper_authorship": who, "example": text, "match": kind,
+                     "similarity": round(ratios[k], 3), "closest_expression": best["expression"],
+                     "row_idx": int(best["row_idx"]) if found else None,
+                     "file_name": best["file_name"] if found else None,
+                     "released_authorship": ("human" if best["human_authored"] else "LLM") if found else None,
+                     "authorship_agrees": (("human" if best["human_authored"] else "LLM") == who) if found else None,
+                     "in_demo": (str(best["file_name"]) in demo_names) if found else None})
+    return pd.DataFrame(rows)
+
+
+# -- Fig. 6 (COCO rows only, with COCO instances) -------------------------------------------------------------
+def category_counts(items, instances: str | os.PathLike | dict[str, Any], *, match_iou: float = 0.9):
+    """Target categories of the COCO rows, from COCO ``instances_val2017.json`` (Fig. 6's curve, partly).
+
+    Ref-Adv-s has no category field: a COCO row's GT box is matched to an instance (IoU >= ``match_iou``).
+    OpenImages rows need OpenImages v7 annotations and are left out (counted in ``attrs``).
+    """
+    import pandas as pd
+
+    from vlamb_nb.jsonl import read_json
+
+    inst = instances if isinstance(instances, dict) else read_json(Path(instances))
+    by_name, anns = metrics._instances_index(inst)
+    cats = inst.get("categories") or [] if isinstance(inst, dict) else []
+    names = {c["id"]: str(c.get("name", c["id"])) for c in cats if isinstance(c, dict) and "id" in c}
+    counts: dict[str, int] = {}
+    coco = items[items["image_source"].astype(str).str.startswith("coco")]
+    matched = 0
+    for _, r in coco.iterrows():
+        image_anns = anns.get(by_name.get(r["file_name"]), [])
+        best = max(image_anns, key=lambda ab: boxes.iou(ab[1], r["gt_xyxy"]), default=None)
+        if best is None or boxes.iou(best[1], r["gt_xyxy"]) < match_iou:
+            continue
+        matched += 1
+        cat = names.get(best[0]["category_id"], str(best[0]["category_id"]))
+        counts[cat] = counts.get(cat, 0) + 1
+    out = pd.DataFrame(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])), columns=["category", "count"])
+    out["ratio"] = out["count"] / max(1, matched)
+    out.attrs.update(rows=int(len(items)), coco_rows=int(len(coco)), matched=matched,
+                     left_out=int(len(items) - matched))
+    return out
+
+
+# -- what the public data cannot give ----------------------------------------------------------------------
+def not_derivable() -> list[dict[str, str]]:
+    """Paper items that the released Ref-Adv-s files cannot rebuild, each with the reason."""
+    return [
+        {"item": "Table 1 (Ref-Adv row, full set)",
+         "reason": "the 5,000-expression set is not public; the statistics are computed on the 1,142 Ref-Adv-s rows"},
+        {"item": "Table 1 (RefCOCO/RefCOCO+/RefCOCOg rows), Fig. 4 RefCOCO curves",
+         "reason": "needs the refer release or lmms-lab parquets, which are not in the shared data (loaders exist: "
+                   "data.load_refcoco_refer / load_refcoco_parquet)"},
+        {"item": "Table 1 instance size relative to the image",
+         "reason": "the prediction files carry no image width/height: computed on the 31 demo records only"},
+        {"item": "Table 4 (Ref-Adv 1D@0.5 numbers)",
+         "reason": "the extractor/rewriter prompts are unpublished and the rewritten expressions are not released; "
+                   "only the pipeline runs (with a stand-in it is a demonstration, not a result)"},
+        {"item": "Table 5 (LLM-authored examples)",
+         "reason": "none of the six LLM-authored examples is among the 1,142 released rows (they come from the "
+                   "private full set); the two human-authored ones are found"},
+        {"item": "Fig. 5 (CoT text)",
+         "reason": "the prediction files keep only the first parsed box, not the model's answer text; Gemini "
+                   "2.5-Flash predictions are not released"},
+        {"item": "Fig. 5 (hard distractors highlighted)",
+         "reason": "Ref-Adv-s releases a distractor count, not distractor boxes or which one is the hard distractor"},
+        {"item": "Fig. 6 (category distribution)",
+         "reason": "Ref-Adv-s has no category field; COCO rows can be matched to instances_val2017.json "
+                   "(parameter coco_instances), OpenImages rows need OpenImages v7 annotations"},
+        {"item": "Table 8 (categories, attributes, relations, occlusion)",
+         "reason": "no category field or instance masks are released, and the attribute/relation counting "
+                   "method is not stated"},
+    ]
