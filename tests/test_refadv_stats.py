@@ -56,3 +56,29 @@ def test_negation_is_reported_against_the_paper_stratified_by_authorship(runs):
     think = neg.loc["qwen3a8bthinking_direct"]
     assert think["cmh_p_holm"] < 0.05 and think["gee_or_low"] > 1
     assert isinstance(neg, pd.DataFrame) and np.isfinite(neg["gee_or"]).all()
+
+
+def test_official_files_with_repeated_rows_or_mixed_runs(shared_data, tmp_path):
+    import json
+
+    from vlamb_nb.errors import DataError
+    from vlamb_nb.runs import DuplicateWarning
+
+    src = (shared_data / "refadv" / "predictions" / "qwen25a72b_direct_predictions.jsonl").read_text().splitlines()
+    repeated = tmp_path / "rep_predictions.jsonl"
+    repeated.write_text("\n".join(src + src[:50]) + "\n")
+    with pytest.warns(DuplicateWarning, match="50 repeated"):
+        df = metrics.read_official_predictions(repeated)
+    assert len(df) == 1142 and df.attrs["duplicates_dropped"] == 50
+    changed = json.loads(src[0])
+    changed["pred_box_xyxy_first"] = [0, 0, 1, 1]
+    clash = tmp_path / "clash_predictions.jsonl"
+    clash.write_text("\n".join([*src, json.dumps(changed)]) + "\n")
+    with pytest.raises(DataError, match="different predictions"):
+        metrics.read_official_predictions(clash)
+    other = json.loads(src[1])
+    other["model_full_name"] = "Qwen/Qwen2.5-VL-7B-Instruct"
+    mixed = tmp_path / "mixed_predictions.jsonl"
+    mixed.write_text("\n".join([*src[:1], *src[2:], json.dumps(other)]) + "\n")
+    with pytest.raises(DataError, match="mixes 2 runs"):
+        metrics.read_official_predictions(mixed)

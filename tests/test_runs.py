@@ -100,3 +100,17 @@ def test_a_vague_store_with_a_4bit_and_a_full_run_is_never_merged(tmp_path):
     again = bench.score_file(tmp_path / "dup.jsonl", source=folder, quantization="4bit")
     assert again["scored"] == len(items)
     assert json.dumps(again["rows"]) == json.dumps(out["rows"])
+
+
+def test_a_refadv_store_with_a_4bit_and_a_full_run_of_one_model_is_never_merged(tmp_path, shared_data):
+    bench = get_benchmark("refadv")
+    demo = shared_data / "refadv" / "demo"
+    items = bench.load(demo).head(4)
+    store = tmp_path / "s.jsonl"
+    model = ScriptedModel(lambda r: '[{"bbox_2d": [1, 2, 30, 40]}]', model_id="Q")
+    bench.run(model, items, "direct", store=store, progress=False)
+    model.info = replace(model.info, quantization="4bit")
+    bench.run(model, items, "direct", store=store, progress=False)
+    with pytest.raises(DataError, match="several runs.*quantization=4bit"):
+        bench.score_file(store, source=demo)
+    assert bench.score_file(store, source=demo, quantization="4bit")["report"]["Rows"] == "4"

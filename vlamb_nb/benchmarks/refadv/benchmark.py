@@ -49,7 +49,7 @@ from vlamb_nb.benchmarks.refadv.prompts import (
     official_image,
     prompt_text,
 )
-from vlamb_nb.benchmarks.refadv.score import _describe_runs, _failed, _is_official, _text
+from vlamb_nb.benchmarks.refadv.score import _describe_runs, _failed, _is_official, _model_identity, _text
 from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.meta import Deviation
 from vlamb_nb.models.base import (
@@ -344,7 +344,7 @@ class RefAdv(Benchmark):
 
     def score_store(self, path: str | os.PathLike, *, source: str | os.PathLike | None = None,
                     style: str | None = None, setting: str | None = None, model: str | None = None,
-                    repair_text: str = "official", **_: Any):
+                    repair_text: str = "official", quantization: str | None = None, **_: Any):
         """Re-parse and score a prediction store written by :meth:`run` against the items in ``source``.
 
         A store may hold several runs (settings, grounding styles, models): each is scored alone, so
@@ -377,15 +377,18 @@ class RefAdv(Benchmark):
             if is_repair and not tag.endswith(want):  # a repair turn sent with another repair text
                 continue
             tag = tag.removesuffix(want) if is_repair else tag
-            runs.setdefault((run_setting, (r.get("model") or {}).get("model_id", ""), tag), []).append(
+            m = r.get("model") or {}
+            ident = _model_identity(m)  # quantization, revision and backend make another run
+            runs.setdefault((run_setting, m.get("model_id", ""), tag, ident), []).append(
                 dict(r, item_id=item_id, is_repair=is_repair))
-        chosen = [k for k in runs if (setting is None or k[0] == setting) and (model is None or k[1] == model)]
+        chosen = [k for k in runs if (setting is None or k[0] == setting) and (model is None or k[1] == model)
+                  and (quantization is None or f"quantization={quantization}" in k[3])]
         if not chosen:
             raise DataError(f"no run matches setting={setting!r} model={model!r}; the store holds "
                             f"{_describe_runs(runs)}", source=str(path))
         if len(chosen) > 1:
             raise DataError(f"the store holds several runs ({_describe_runs({k: runs[k] for k in chosen})}); "
-                            "pick one with setting=... (and model=...)", source=str(path))
+                            "pick one with setting=..., model=... (and quantization=...)", source=str(path))
         run_recs = runs[chosen[0]]
         st = STYLES[style] if style else style_for(ModelInfo(**run_recs[0]["model"]) if "model" in run_recs[0] else None)
         first: dict[str, dict[str, Any]] = {}

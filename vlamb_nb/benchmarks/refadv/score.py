@@ -166,6 +166,32 @@ def read_official_predictions(path: str | os.PathLike):
     if not rows:
         raise DataError("no prediction rows", source=str(path))
     df = pd.DataFrame(rows)
+    # one file is one run: several models or prompts in it would be scored as one
+    runs = df.groupby(["model", "prompt_id"], sort=False).size()
+    if len(runs) > 1:
+        listed = "; ".join(f"{m or '?'} | {pr or '?'} ({n} rows)" for (m, pr), n in runs.items())
+        raise DataError(f"the file mixes {len(runs)} runs ({listed}); split it into one file per "
+                        "model_full_name and prompt_id", source=str(path))
+    # a row repeated verbatim is counted once (reported); the same row with another answer is an error
+    answer = ["pred_xyxy", "official_iou", "parse_error", "retry_used"]
+    key = df["row_idx"]
+    dup = key.duplicated(keep=False)
+    if dup.any():
+        as_text = df[answer].astype(str).agg("|".join, axis=1)
+        clash = df[dup].assign(_a=as_text[dup]).groupby("row_idx")["_a"].nunique()
+        if (clash > 1).any():
+            bad = clash[clash > 1].index[:5].tolist()
+            raise DataError(f"row_idx {bad} appear with different predictions; the file mixes runs or was edited",
+                            source=str(path), field="row_idx")
+        n_before = len(df)
+        df = df.drop_duplicates("row_idx", keep="first").reset_index(drop=True)
+        import warnings
+
+        from vlamb_nb.runs import DuplicateWarning
+
+        warnings.warn(f"{path.name}: {n_before - len(df)} repeated row(s) counted once", DuplicateWarning,
+                      stacklevel=2)
+        df.attrs["duplicates_dropped"] = n_before - len(df)
     df["hit"] = df["iou"] >= 0.5
     return df
 
@@ -339,5 +365,11 @@ def _is_official(path: Path) -> bool:
     raise DataError("empty file", source=str(path))
 
 
-def _describe_runs(runs: dict[tuple[str, str, str], list[Any]]) -> str:
-    return "; ".join(f"setting={s} model={m} [{tag}] ({len(v)} records)" for (s, m, tag), v in runs.items())
+def _model_identity(model: dict[str, Any]) -> str:
+    """What besides the model id makes a run another run (shown in the list of runs)."""
+    return " ".join(f"{k}={model.get(k)}" for k in ("quantization", "revision", "backend") if model.get(k))
+
+
+def _describe_runs(runs: dict[tuple[str, ...], list[Any]]) -> str:
+    return "; ".join(f"setting={k[0]} model={k[1]} {k[3] if len(k) > 3 else ''} [{k[2]}] ({len(v)} records)"
+                     for k, v in runs.items())
