@@ -110,3 +110,18 @@ def test_partial_predictions_without_a_source_are_not_scored_against_the_whole_r
 
     with pytest.raises(VlambError, match=r"no --source given.*answers 1 of them"):
         _mucar_partial_predictions_without_source(tmp_path, shared_data_dir())
+
+
+def test_a_refadv_image_of_another_size_than_its_record_is_refused(tmp_path, shared_data):
+    import shutil
+
+    from PIL import Image
+
+    demo = tmp_path / "demo"
+    shutil.copytree(shared_data / "refadv" / "demo", demo)
+    first = sorted((demo / "images").glob("*.jpg"))[0]
+    Image.new("RGB", (100, 100)).save(first)  # the record says 640x480
+    bench = get_benchmark("refadv")
+    items = bench.load(demo)
+    with pytest.raises(ImageError, match=r"100x100.*640x480"):
+        bench.requests(items.head(1), "direct")

@@ -64,6 +64,15 @@ from vlamb_nb.reference import Finding
 
 
 # -- the benchmark ----------------------------------------------------------------------------------------------
+def _record_size(item: Any) -> tuple[float, float] | None:
+    """The record's (width, height) when it has both, for checking the image file against it."""
+    w, h = item.get("width"), item.get("height")
+    try:
+        return (float(w), float(h)) if w is not None and h is not None and float(w) > 0 and float(h) > 0 else None
+    except (TypeError, ValueError):
+        return None
+
+
 class RefAdv(Benchmark):
     name = "refadv"
     paper = "Dong et al. 2026, Ref-Adv: Exploring MLLM Visual Reasoning in Referring Expression Tasks (ICLR)"
@@ -112,7 +121,8 @@ class RefAdv(Benchmark):
         for (_, item), expr in zip(items.iterrows(), self.expressions(items, setting, seed=seed), strict=True):
             reqs.append(Request(id=f"{item['id']}::{setting}", messages=[user_message(prompt_text(expr, st, mode),
                                                                                    IMAGE_SLOT)],
-                                images=[official_image(item["image"])], params=params, benchmark=self.name,
+                                images=[official_image(item["image"], _record_size(item))], params=params,
+                                benchmark=self.name,
                                 setting=tag, meta={"item_id": str(item["id"]), "expression_asked": expr}))
         return reqs
 

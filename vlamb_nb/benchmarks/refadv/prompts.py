@@ -98,11 +98,14 @@ def _prompt_of(setting_tag: str) -> str:
     return parts[2] if len(parts) > 2 else "direct"
 
 
-def official_image(src: Any) -> bytes:
-    """The image as the official runner sends it: RGB, re-encoded as JPEG quality 95."""
+def official_image(src: Any, expect_size: tuple[Any, Any] | None = None) -> bytes:
+    """The image as the official runner sends it: RGB, re-encoded as JPEG quality 95.
+
+    ``expect_size``: the record's (width, height); a file of another size is refused (its boxes would be
+    scored in the wrong coordinates)."""
     from vlamb_nb.images import load_image
 
-    img = load_image(src)
+    img = load_image(src, expect_size=expect_size)
     buf = io.BytesIO()
     img.convert("RGB").save(buf, format="JPEG", quality=95)
     return buf.getvalue()
