@@ -701,3 +701,42 @@ def test_score_file_with_labels(sample, tmp_path, capsys):
                "--scorer", "none", "--json", "-o", "ci=false", "-o", f"labels={tmp_path / 'labels.csv'}"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["adequacy"]["n_labelled"] == len(items) and out["adequacy"]["annotators"] == 1
+
+
+# -- Table 4's random baseline ---------------------------------------------------------------------
+@pytest.mark.parametrize("n_pos,n_neg", [(3, 2), (2, 4), (4, 0), (1, 1)])
+def test_expected_random_f1_is_the_mean_over_every_guess_vector(n_pos, n_neg):
+    import itertools
+
+    gold = [1] * n_pos + [0] * n_neg
+    vals = [f1_score(gold, list(g), average="macro") for g in itertools.product((0, 1), repeat=len(gold))]
+    got = vm.expected_random_f1(n_pos, n_neg)
+    assert got["mean"] == pytest.approx(np.mean(vals)) and got["sd"] == pytest.approx(np.std(vals))
+    # plug-in: macro-F1 of the expected confusion counts
+    n = n_pos + n_neg
+    plug = [2 * c * 0.5 / (c + n * 0.5) for c in (n_pos, n_neg) if c + n * 0.5 > 0]
+    assert vm.expected_random_f1(n_pos, n_neg, method="plugin")["mean"] == pytest.approx(np.mean(plug))
+    with pytest.raises(SettingError):
+        vm.expected_random_f1(n_pos, n_neg, method="simulate")
+    with pytest.raises(DataError):
+        vm.expected_random_f1(0, 0)
+
+
+def test_random_baseline_on_the_release_reproduces_table4(shared_data):
+    items = BENCH.load(shared_data / "vflute" / "vflute-v2-test.json")
+    rb = vm.random_baseline(items).set_index("dataset")
+    overall = rb.loc["overall"]
+    assert (overall["n"], overall["n_entailment"], overall["n_contradiction"]) == (723, 405, 318)
+    assert round(overall["plugin_f1"], 2) == 49.82  # the published value, to the printed digit
+    assert overall["expected_f1"] == pytest.approx(49.801, abs=1e-3)  # the exact mean: 0.02 lower
+    assert overall["sd"] == pytest.approx(1.857, abs=1e-3)
+    assert list(rb.index[1:]) == list(vd.DATASETS)
+    assert rb.loc["nycartoons", "plugin_f1"] == pytest.approx(100 / 3)  # entailment-only: a second class at F1 0
+    cmp = vm.random_baseline_comparison(vm.random_baseline(items))
+    assert cmp["paper"].tolist() == [49.82, 49.82] and cmp["match"].all()
+    assert cmp.loc[0, "method"].startswith("plug-in") and abs(cmp.loc[0, "diff"]) < 0.005
+    from vlamb_nb.benchmarks.vflute import report as report
+
+    sec = report.random_baseline_section(items)
+    assert sec["by dataset"].loc[0, "plugin_f1"] == 49.82
+

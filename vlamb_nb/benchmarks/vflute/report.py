@@ -69,3 +69,12 @@ def comparison(bench, scored, row: str):
     if not row:
         return None
     return reference.compare(bench.comparison_rows(scored, row=row), "vflute", table="Table 4")
+
+
+def random_baseline_section(items) -> dict[str, Any]:
+    """Table 4's random baseline: the expectation per dataset on ``items``' label mix and the published 49.82."""
+    from vlamb_nb.benchmarks.vflute.score import random_baseline, random_baseline_comparison
+
+    rb = random_baseline(items)
+    return {"by dataset": rb.round(2), "comparison": random_baseline_comparison(rb)}
+
