@@ -26,7 +26,13 @@ def plot_lengths(items):
 
 
 def plot_drop(drops: dict[str, Any]):
-    """Fig. 6: % drop in F1 from threshold 0 to 0.6, per dataset, one bar group per model."""
+    """Fig. 6: % drop in F1 from threshold 0 to 0.6, per dataset, one bar group per model.
+
+    No paper overlay: the paper gives Fig. 6 only as a plot, with no numbers in the text (§4.3 says
+    only that the drop is large for every model, largest on NYCartoons, and higher on HAIVMet than
+    on IRFL). The notes' values were read by eye off the official notebook's embedded PNG, which may
+    differ from the camera-ready figure; they are not published numbers, so none are drawn.
+    """
     import numpy as np
 
     from vlamb_nb.plots import new_figure
@@ -50,7 +56,13 @@ def plot_drop(drops: dict[str, Any]):
 
 
 def plot_f1_curves(curves: dict[str, Any], *, min_threshold: float = 0.4):
-    """Fig. 11: F1 vs threshold (≥ ``min_threshold``) per dataset, one line per model."""
+    """Fig. 11: F1 vs threshold (≥ ``min_threshold``) per dataset, one line per model.
+
+    No paper overlay: App. I gives Fig. 11 only as a plot ("performance of the models by phenomenon
+    ... across various thresholds") with no numbers, and its per-dataset F1 is in no table. The
+    notes' F1 values at 0.4 were read by eye off the official notebook's PNG, not published, so none
+    are drawn.
+    """
     from vlamb_nb.plots import new_figure
 
     fig, axes = new_figure(10, 5.5, nrows=2, ncols=3, sharey=True)
