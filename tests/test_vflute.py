@@ -13,6 +13,7 @@ from sklearn.metrics import f1_score
 from vlamb_nb import get_benchmark
 from vlamb_nb.benchmarks.vflute import adequacy as vadequacy
 from vlamb_nb.benchmarks.vflute import data as vd
+from vlamb_nb.benchmarks.vflute import human as vhuman
 from vlamb_nb.benchmarks.vflute import plots as vplots
 from vlamb_nb.benchmarks.vflute import prompts as vp
 from vlamb_nb.benchmarks.vflute import score as vm
@@ -701,3 +702,203 @@ def test_score_file_with_labels(sample, tmp_path, capsys):
                "--scorer", "none", "--json", "-o", "ci=false", "-o", f"labels={tmp_path / 'labels.csv'}"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["adequacy"]["n_labelled"] == len(items) and out["adequacy"]["annotators"] == 1
+
+
+# -- Table 4's random baseline ---------------------------------------------------------------------
+@pytest.mark.parametrize("n_pos,n_neg", [(3, 2), (2, 4), (4, 0), (1, 1)])
+def test_expected_random_f1_is_the_mean_over_every_guess_vector(n_pos, n_neg):
+    import itertools
+
+    gold = [1] * n_pos + [0] * n_neg
+    vals = [f1_score(gold, list(g), average="macro") for g in itertools.product((0, 1), repeat=len(gold))]
+    got = vm.expected_random_f1(n_pos, n_neg)
+    assert got["mean"] == pytest.approx(np.mean(vals)) and got["sd"] == pytest.approx(np.std(vals))
+    # plug-in: macro-F1 of the expected confusion counts
+    n = n_pos + n_neg
+    plug = [2 * c * 0.5 / (c + n * 0.5) for c in (n_pos, n_neg) if c + n * 0.5 > 0]
+    assert vm.expected_random_f1(n_pos, n_neg, method="plugin")["mean"] == pytest.approx(np.mean(plug))
+    with pytest.raises(SettingError):
+        vm.expected_random_f1(n_pos, n_neg, method="simulate")
+    with pytest.raises(DataError):
+        vm.expected_random_f1(0, 0)
+
+
+def test_random_baseline_on_the_release_reproduces_table4(shared_data):
+    items = BENCH.load(shared_data / "vflute" / "vflute-v2-test.json")
+    rb = vm.random_baseline(items).set_index("dataset")
+    overall = rb.loc["overall"]
+    assert (overall["n"], overall["n_entailment"], overall["n_contradiction"]) == (723, 405, 318)
+    assert round(overall["plugin_f1"], 2) == 49.82  # the published value, to the printed digit
+    assert overall["expected_f1"] == pytest.approx(49.801, abs=1e-3)  # the exact mean: 0.02 lower
+    assert overall["sd"] == pytest.approx(1.857, abs=1e-3)
+    assert list(rb.index[1:]) == list(vd.DATASETS)
+    assert rb.loc["nycartoons", "plugin_f1"] == pytest.approx(100 / 3)  # entailment-only: a second class at F1 0
+    cmp = vm.random_baseline_comparison(vm.random_baseline(items))
+    assert cmp["paper"].tolist() == [49.82, 49.82] and cmp["match"].all()
+    assert cmp.loc[0, "method"].startswith("plug-in") and abs(cmp.loc[0, "diff"]) < 0.005
+    from vlamb_nb.benchmarks.vflute import report as report
+
+    sec = report.random_baseline_section(items)
+    assert sec["by dataset"].loc[0, "plugin_f1"] == 49.82
+
+
+# -- human evaluation: Table 6 and Fig. 7 -----------------------------------------------------------
+PAPER_T6 = {"LLaVA-7B eViL+VF": (25, 74), "LLaVA-34B SG": (20, 67), "GPT-4 (5 shot)": (38, 75)}  # notes §6
+
+
+def _write_labels(path, rows):
+    pd.DataFrame(rows, columns=["id", "model", "setting", "label"]).to_csv(path, index=False)
+    return path
+
+
+def _paper_like_labels(tmp_path):
+    """Two annotators whose agreed judgements give Table 6's fractions (95 items, as in §5)."""
+    ade1, ade2 = [], []
+    errors = list(vhuman.ERROR_TYPES)
+    for m, (adequate, agreed) in PAPER_T6.items():
+        for i in range(95):
+            iid = f"memecap-test-{i}"
+            if i < adequate:
+                a, b = "Adequate", "Adequate"
+            elif i < agreed:  # both inadequate; the error types sometimes differ
+                a, b = errors[i % 3], errors[(i + (i % 2)) % 3]
+            else:  # split: out of the denominator
+                a, b = "Adequate", "Verbosity"
+            ade1.append((iid, m, "adequacy", a))
+            ade2.append((iid, m, "adequacy", b))
+    models = list(PAPER_T6)
+    pref1, pref2 = [], []
+    plan = [models[0]] * 12 + [models[1]] * 4 + [models[2]] * 23 + [vhuman.NO_PREFERENCE] * 13
+    for i in range(95):
+        iid = f"memecap-test-{i}"
+        a = plan[i] if i < len(plan) else models[0]
+        b = plan[i] if i < len(plan) else models[2]  # 43 items split
+        pref1.append((iid, "", "preference", a))
+        pref2.append((iid, "", "preference", b))
+    return ([_write_labels(tmp_path / "ade1.csv", ade1), _write_labels(tmp_path / "ade2.csv", ade2)],
+            [_write_labels(tmp_path / "pref1.csv", pref1), _write_labels(tmp_path / "pref2.csv", pref2)])
+
+
+def test_table6_aggregation_reproduces_the_published_shares(tmp_path):
+    from vlamb_nb import stats
+
+    ade, pref = _paper_like_labels(tmp_path)
+    t6 = vhuman.table6(ade, pref)
+    table = t6["Table 6"]
+    assert list(table.index) == ["Adequate %", "Preference %"] and list(table.columns) == list(PAPER_T6)
+    assert table.loc["Adequate %"].tolist() == [33.78, 29.85, 50.67]
+    assert table.loc["Preference %"].tolist() == [23.08, 7.69, 44.23]
+    c = t6["counts"].set_index(["measure", "model"])
+    assert (c.loc[("Adequate %", "GPT-4 (5 shot)"), "k"], c.loc[("Adequate %", "GPT-4 (5 shot)"), "n"]) == (38, 75)
+    assert c.loc[("Preference %", vhuman.NO_PREFERENCE), ["k", "n"]].tolist() == [13, 52]
+    w = stats.wilson(25, 74)
+    assert c.loc[("Adequate %", "LLaVA-7B eViL+VF"), "ci_low"] == pytest.approx(100 * w.ci_low)
+    assert c.loc[("Adequate %", "LLaVA-7B eViL+VF"), "ci_high"] == pytest.approx(100 * w.ci_high)
+    assert t6["split"] == {"adequacy": (95 - 74) + (95 - 67) + (95 - 75), "preference": 43}
+    assert t6["pending"] == {"adequacy": 0, "preference": 0}
+    assert -1 <= t6["kappa"]["estimate"] <= 1
+    cmp = vhuman.table6_comparison(t6)
+    t6_rows = cmp[cmp["table"] == "Table 6"]
+    assert len(t6_rows) == 6 and t6_rows["match"].all() and t6_rows["paper_in_ci"].all()
+    assert cmp.iloc[-1]["column"] == "Cohen kappa" and cmp.iloc[-1]["paper"] == 0.47
+    # our run names are mapped onto the paper's columns
+    renamed = {m: f"ours-{k}" for k, m in enumerate(PAPER_T6)}
+    for p in (*ade, *pref):
+        df = pd.read_csv(p, keep_default_na=False)
+        df["model"] = df["model"].map(lambda m: renamed.get(m, m))
+        df["label"] = df["label"].map(lambda x: renamed.get(x, x))
+        df.to_csv(p, index=False)
+    t6r = vhuman.table6(ade, pref)
+    unmapped = vhuman.table6_comparison(t6r)
+    assert (unmapped["flag"] == "not in the paper").sum() == 6
+    mapped = vhuman.table6_comparison(t6r, {v: k for k, v in renamed.items()})
+    assert mapped.loc[mapped["table"] == "Table 6", "match"].all()
+
+
+def test_table6_one_annotator_and_pending_rows(tmp_path):
+    rows = [("vismet-test-1", "a", "adequacy", "Adequate"), ("vismet-test-2", "a", "adequacy", "Hallucination"),
+            ("vismet-test-1", "b", "adequacy", "Verbosity")]
+    one = vhuman.table6(_write_labels(tmp_path / "one.csv", rows))
+    assert one["Table 6"].loc["Adequate %"].tolist() == [50.0, 0.0] and "kappa" not in one
+    assert "Preference %" not in one["Table 6"].index
+    # a second annotator who has judged one explanation so far: the others are pending, not counted
+    two = vhuman.table6([tmp_path / "one.csv", _write_labels(tmp_path / "two.csv", rows[:1])])
+    assert two["pending"]["adequacy"] == 2
+    assert two["counts"].set_index("model").loc["a", ["k", "n"]].tolist() == [1, 1]
+    assert np.isnan(two["counts"].set_index("model").loc["b", "percent"])
+
+
+def test_error_taxonomy_pools_agreed_inadequate_labels(tmp_path):
+    ade, _ = _paper_like_labels(tmp_path)
+    tax = vhuman.error_taxonomy(ade)
+    fig7 = tax["Fig. 7"]
+    assert list(fig7.columns) == list(vhuman.ERROR_TYPES) and list(fig7.index) == list(PAPER_T6)
+    c = tax["counts"].set_index(["model", "error"])
+    # GPT-4: 75 - 38 = 37 agreed-inadequate explanations, two error labels each; the split ones never count
+    assert c.loc[("GPT-4 (5 shot)", "Hallucination"), "explanations"] == 37
+    assert c.loc[("GPT-4 (5 shot)", "Hallucination"), "n"] == 74
+    assert c.loc[("GPT-4 (5 shot)", "Verbosity"), "k"] == 0  # "Verbosity" only appears on split items
+    assert np.allclose(tax["counts"].groupby("model")["percent"].sum(), 100)
+    a1, a2 = (pd.read_csv(p, keep_default_na=False) for p in ade)
+    both_bad = (a1["label"] != "Adequate") & (a2["label"] != "Adequate") & (a1["model"] == "LLaVA-34B SG")
+    expected = (a1.loc[both_bad, "label"] == "Unsound reasoning").sum() + (
+        a2.loc[both_bad, "label"] == "Unsound reasoning").sum()
+    assert c.loc[("LLaVA-34B SG", "Unsound reasoning"), "k"] == expected
+    fig = vplots.plot_error_taxonomy(tax["counts"])
+    assert fig.axes[0].get_title().startswith("Fig. 7")
+
+
+def test_human_eval_labels_are_checked(tmp_path):
+    bad = _write_labels(tmp_path / "bad.csv", [("x-1", "a", "adequacy", "Boring")])
+    with pytest.raises(DataError, match="Boring"):
+        vhuman.table6(bad)
+    with pytest.raises(DataError, match="no adequacy labels"):
+        vhuman.error_taxonomy(tmp_path / "missing.csv")
+    ok = _write_labels(tmp_path / "ok.csv", [("x-1", "a", "adequacy", "Adequate")])
+    pref = _write_labels(tmp_path / "p.csv", [("x-1", "", "preference", "z")])
+    with pytest.raises(DataError, match="'z' is not one of"):
+        vhuman.table6(ok, pref)
+
+
+def test_human_eval_annotation_flow(sample, tmp_path):
+    from vlamb_nb.benchmarks.vflute import report as report
+
+    items = BENCH.load(sample)
+    oracle = BENCH.evaluate(ScriptedModel(_oracle(items)), items, "zero_shot", store=tmp_path / "o.jsonl",
+                            progress=False, scorer="none")
+    lazy = BENCH.evaluate(ScriptedModel(lambda r: "A picture.\nLABEL: entailment"), items, "zero_shot",
+                          store=tmp_path / "l.jsonl", progress=False, scorer="none")
+    frame = vhuman.annotation_frame({"oracle": oracle, "lazy": lazy}, n=5, seed=1)
+    assert len(frame) == 10 and frame["id"].nunique() == 5
+    assert frame.groupby("id", sort=False)["model"].agg(list).tolist() == [["oracle", "lazy"]] * 5  # adjacent
+    assert frame["question"].str.contains("reference explanation").all()
+    assert frame.loc[frame["model"] == "lazy", "response"].str.startswith("[entailment] A picture.").all()
+    assert frame["image"].map(lambda p: str(p).endswith((".png", ".jpg"))).all()
+    assert vhuman.annotation_frame({"oracle": oracle, "lazy": lazy}, n=5, seed=1).equals(frame)
+    with pytest.raises(DataError, match="share no items"):
+        vhuman.annotation_frame({"a": oracle, "b": lazy.assign(id="x-" + lazy["id"])})
+    with pytest.raises(DataError, match="another claim"):
+        vhuman.annotation_frame({"a": oracle, "b": lazy.assign(claim="?")})
+    ade_path, pref_path = tmp_path / "ade.csv", tmp_path / "pref.csv"
+    assert report.human_eval_section(ade_path, pref_path) is None  # nothing labelled yet
+    # the generic annotator, with the paper's categories
+    alien = lazy.assign(id="x-" + lazy["id"])
+    h = report.human_eval_annotators({"oracle": oracle, "lazy": lazy, "alien": alien}, ade_path, pref_path, n=5,
+                                     seed=1)
+    assert h["runs"] == ["oracle", "lazy"] and h["dropped"] == ["alien"] and h["frame"].equals(frame)
+    ann = h["annotators"]
+    assert ann["adequacy"].labels == vhuman.ADEQUACY_LABELS
+    assert ann["preference"].labels == ("oracle", "lazy", vhuman.NO_PREFERENCE)
+    while not ann["adequacy"].finished:
+        ann["adequacy"].label("Adequate" if ann["adequacy"].current["model"] == "oracle" else "Hallucination")
+    while not ann["preference"].finished:
+        ann["preference"].label("oracle")
+    sec = report.human_eval_section(ade_path, pref_path, models=h["runs"])
+    assert sec["Table 6"].loc["Adequate %"].tolist() == [100.0, 0.0]
+    assert sec["Table 6"].loc["Preference %"].tolist() == [100.0, 0.0]
+    assert sec["Fig. 7"].loc["lazy", "Hallucination"] == 100.0 and np.isnan(sec["Fig. 7"].loc["oracle"]).all()
+    assert (sec["comparison"]["flag"] == "not in the paper").all()
+    json.dumps(sec["summary"])  # recordable
+    pytest.importorskip("ipywidgets")
+    box = vhuman.annotators(frame, tmp_path / "w.csv")["adequacy"].widget()
+    assert list(box.buttons) == [*vhuman.ADEQUACY_LABELS, "Skip"]

@@ -6,10 +6,12 @@ One file per step, read in this order:
 - ``prompts.py``: the 21 instructions (Table 8), their seeded assignment, scene-graph CoT, k-shot, decoding;
 - ``parse.py``: the official label + explanation extraction;
 - ``adequacy.py``: §5.3, ExplanationScore against human adequacy labels (a V-FLUTE-only step);
-- ``score.py``: F1@ExplanationScore thresholds, CIs, paired tests, prediction files, the tables;
+- ``score.py``: F1@ExplanationScore thresholds, CIs, paired tests, prediction files, the tables, the random
+  baseline's expectation;
+- ``human.py``: §5 human evaluation of explanations, annotation and aggregation (Table 6, Fig. 7);
 - ``audit.py``: the paper's own numbers checked against each other and the released split;
 - ``benchmark.py``: the :class:`~vlamb_nb.benchmarks.base.Benchmark` that wires the steps (``BENCHMARK``);
-- ``plots.py``: Figs. 6, 8-9, 11 and the §5.3 PR curve;
+- ``plots.py``: Figs. 6, 7, 8-9, 11 and the §5.3 PR curve;
 - ``report.py``: what the notebook calls;
 - ``finetune.py``: the QLoRA recipe (LLaVA-style fine-tuning on V-FLUTE), a V-FLUTE-only step.
 """

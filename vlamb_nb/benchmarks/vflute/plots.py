@@ -1,4 +1,5 @@
-"""V-FLUTE figures: Figs. 8-9 (lengths by source), Fig. 6 (F1 drop), Fig. 11 (F1 vs threshold), the §5.3 PR curve."""
+"""V-FLUTE figures: Figs. 8-9 (lengths by source), Fig. 6 (F1 drop), Fig. 11 (F1 vs threshold), Fig. 7 (error
+types), the §5.3 PR curve."""
 
 from __future__ import annotations
 
@@ -25,7 +26,13 @@ def plot_lengths(items):
 
 
 def plot_drop(drops: dict[str, Any]):
-    """Fig. 6: % drop in F1 from threshold 0 to 0.6, per dataset, one bar group per model."""
+    """Fig. 6: % drop in F1 from threshold 0 to 0.6, per dataset, one bar group per model.
+
+    No paper overlay: the paper gives Fig. 6 only as a plot, with no numbers in the text (§4.3 says
+    only that the drop is large for every model, largest on NYCartoons, and higher on HAIVMet than
+    on IRFL). The notes' values were read by eye off the official notebook's embedded PNG, which may
+    differ from the camera-ready figure; they are not published numbers, so none are drawn.
+    """
     import numpy as np
 
     from vlamb_nb.plots import new_figure
@@ -49,7 +56,13 @@ def plot_drop(drops: dict[str, Any]):
 
 
 def plot_f1_curves(curves: dict[str, Any], *, min_threshold: float = 0.4):
-    """Fig. 11: F1 vs threshold (≥ ``min_threshold``) per dataset, one line per model."""
+    """Fig. 11: F1 vs threshold (≥ ``min_threshold``) per dataset, one line per model.
+
+    No paper overlay: App. I gives Fig. 11 only as a plot ("performance of the models by phenomenon
+    ... across various thresholds") with no numbers, and its per-dataset F1 is in no table. The
+    notes' F1 values at 0.4 were read by eye off the official notebook's PNG, not published, so none
+    are drawn.
+    """
     from vlamb_nb.plots import new_figure
 
     fig, axes = new_figure(10, 5.5, nrows=2, ncols=3, sharey=True)
@@ -95,5 +108,27 @@ def plot_adequacy_pr(report: dict[str, Any]):
     ax.set_title(f"ExplanationScore vs human adequacy, n={report['n_used']}{sub}\n"
                  "paper: PR-AUC 0.79, max F1 0.77 at 0.53; P,R ≥ 0.75 at 0.6", fontsize=9)
     ax.legend(loc="lower left", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_error_taxonomy(counts):
+    """Fig. 7: share of each error type among a model's agreed-inadequate explanations, with Wilson intervals.
+
+    ``counts`` is :func:`.human.error_taxonomy`'s ``"counts"``. The paper prints no numbers for Fig. 7,
+    so there are no paper markers.
+    """
+    from vlamb_nb.benchmarks.vflute.human import ERROR_TYPES
+    from vlamb_nb.plots import grouped_bars
+
+    df = counts.rename(columns={"error": "group", "model": "series", "percent": "estimate"})
+    df = df[df["n"] > 0]
+    if df.empty:
+        raise ValueError("no agreed-inadequate explanations to plot")
+    groups = [e for e in ERROR_TYPES if e in set(df["group"])]
+    fig = grouped_bars(df, group_order=groups, title="Fig. 7: error types among agreed-inadequate explanations",
+                       ylabel="% of the model's errors", ylim=(0, 100), legend_title="model")
+    ax = fig.axes[0]
+    ax.set_xticks(ax.get_xticks(), [g.replace(" ", "\n") for g in groups])  # long names side by side
     fig.tight_layout()
     return fig

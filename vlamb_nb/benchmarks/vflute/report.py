@@ -34,6 +34,17 @@ def figure_runs(bench, runs: dict[str, Any], predictions: dict[str, str] | None,
     This is how Figs. 6 and 11 are drawn "from any predictions available": the official repository's
     per-model prediction files can be passed next to a run of ours.
     """
+    return run_tables(bench, scored_runs(bench, runs, predictions, source, scorer))
+
+
+def run_tables(bench, scored: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """:meth:`tables` of each scored run, keyed by run name."""
+    return {name: bench.tables(s, model=name) for name, s in scored.items()}
+
+
+def scored_runs(bench, runs: dict[str, Any], predictions: dict[str, str] | None, source: Any,
+                scorer: Any) -> dict[str, Any]:
+    """The scored ``runs`` plus each prediction file (see :func:`figure_runs`), scored once for every later use."""
     from vlamb_nb.benchmarks.vflute.score import _score_file
     from vlamb_nb.errors import SettingError
     from vlamb_nb.scorers.explanation import get_scorer
@@ -48,7 +59,7 @@ def figure_runs(bench, runs: dict[str, Any], predictions: dict[str, str] | None,
             if name in scored:
                 raise SettingError(f"run name {name!r} is used twice")
             scored[name], _ = _score_file(bench, path, items, sc, None)
-    return {name: bench.tables(s, model=name) for name, s in scored.items()}
+    return scored
 
 
 def adequacy_section(scored, labels: str | os.PathLike | None, *, n_resamples: int = 1000) -> dict[str, Any] | None:
@@ -69,3 +80,57 @@ def comparison(bench, scored, row: str):
     if not row:
         return None
     return reference.compare(bench.comparison_rows(scored, row=row), "vflute", table="Table 4")
+
+
+def random_baseline_section(items) -> dict[str, Any]:
+    """Table 4's random baseline: the expectation per dataset on ``items``' label mix and the published 49.82."""
+    from vlamb_nb.benchmarks.vflute.score import random_baseline, random_baseline_comparison
+
+    rb = random_baseline(items)
+    return {"by dataset": rb.round(2), "comparison": random_baseline_comparison(rb)}
+
+
+def human_eval_annotators(runs: dict[str, Any], adequacy_path: str | os.PathLike,
+                          preference_path: str | os.PathLike | None = None, *, n: int | None = None,
+                          seed: int = 0, annotator: str = "") -> dict[str, Any]:
+    """§5's annotation on the runs that share items with the first one (runs on other data are listed in
+    ``dropped``): the rows, and the adequacy/error-type and preference annotators writing to the given files.
+
+    ``n``: items to judge (None: the paper's 95, or all shared items when fewer).
+    """
+    from vlamb_nb.benchmarks.vflute import human
+
+    names = list(runs)
+    first = runs[names[0]].drop_duplicates("id").set_index("id")["claim"]
+    keep, dropped = {names[0]: runs[names[0]]}, []
+    for name in names[1:]:
+        other = runs[name].drop_duplicates("id").set_index("id")["claim"]
+        common = first.index.intersection(other.index)
+        same = len(common) > 0 and bool((first.loc[common] == other.loc[common]).all())
+        if same:
+            keep[name] = runs[name]
+        else:
+            dropped.append(name)
+    frame = human.annotation_frame(keep, n=human.N_ITEMS if n is None else n, seed=seed)
+    return {"runs": list(keep), "dropped": dropped, "frame": frame,
+            "annotators": human.annotators(frame, adequacy_path, preference_path, annotator=annotator)}
+
+
+def human_eval_section(adequacy: Any, preference: Any = None, *, models: list[str] | None = None,
+                       paper_columns: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """Table 6 and Fig. 7 from label files (None while no adequacy label exists), with the paper comparison.
+
+    ``preference`` is used once it holds labels; ``paper_columns`` maps run names to Table 6's columns.
+    """
+    from vlamb_nb.benchmarks.vflute import human
+
+    if not human.has_labels(adequacy):
+        return None
+    pref = preference if preference is not None and human.has_labels(preference) else None
+    t6 = human.table6(adequacy, pref, models=models)
+    tax = human.error_taxonomy(adequacy, models=models)
+    cmp = human.table6_comparison(t6, paper_columns)
+    summary = {"table6": t6["counts"].round(2).to_dict("records"), "pending": t6["pending"], "split": t6["split"],
+               "kappa": t6.get("kappa"), "fig7": tax["counts"].round(2).to_dict("records")}
+    return {"Table 6": t6["Table 6"], "counts": t6["counts"], "comparison": cmp, "Fig. 7": tax["Fig. 7"],
+            "taxonomy": tax["counts"], "summary": summary}
