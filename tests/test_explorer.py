@@ -192,3 +192,17 @@ def test_vflute_scored_predictions_show_the_parsed_label_and_filter_by_dataset(t
     n = st.set_filter("category", "HAIVMet")
     assert n == int((items["dataset_name"] == "HAIVMet").sum()) > 0
     assert st.image().size[0] > 0
+
+
+def test_refadv_scored_rows_show_the_gold_and_predicted_boxes(shared_data):
+    """Ref-Adv keeps its boxes in gt_xyxy / pred_xyxy: the explorer shows them instead of None."""
+    from vlamb_nb import get_benchmark
+    from vlamb_nb.models import ScriptedModel
+
+    bench = get_benchmark("refadv")
+    items = bench.load(shared_data / "refadv" / "demo").head(3)
+    scored = bench.run(ScriptedModel(lambda r: '[{"bbox_2d": [10, 20, 110, 220]}]'), items, "direct",
+                       progress=False)
+    d = ExplorerState(scored).details()
+    assert d["gold"] not in (None, MISSING) and list(d["gold"]) == list(items["gt_xyxy"].iloc[0])
+    assert d["parsed"] not in (None, MISSING)

@@ -33,9 +33,9 @@ SHOW_CANDIDATES: dict[str, tuple[str, ...]] = {
     "id": ("item_id", "id", "request_id", "uid"),
     "prompt": ("prompt", "question", "expression", "query"),
     "raw": ("text", "response", "output", "raw"),
-    "parsed": ("letter", "answer", "pred", "prediction", "parsed", "pred_label", "judge_label", "pred_box",
+    "parsed": ("letter", "answer", "pred", "prediction", "parsed", "pred_label", "judge_label", "pred_xyxy", "pred_box",
                "label_text"),
-    "gold": ("gold", "gold_letter", "gold_text", "gold_label", "label", "target", "gt_box", "bbox"),
+    "gold": ("gold", "gold_letter", "gold_text", "gold_label", "label", "target", "gt_xyxy", "gt_box", "bbox"),
     "image": ("image", "image_path", "images", "image_file", "file_name", "img", "image_url"),
 }
 MISSING = "(missing)"
