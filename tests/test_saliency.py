@@ -29,7 +29,13 @@ from vlamb_nb.saliency.grid import (
     render,
     token_cell,
 )
-from vlamb_nb.saliency.methods import attention_rollout, attention_scores, gradient_x_input
+from vlamb_nb.saliency.methods import (
+    attention_rollout,
+    attention_scores,
+    gradient_x_input,
+    image_share,
+    rollout_row,
+)
 
 
 def _random_attn(rng, layers=3, heads=2, n=7):
@@ -73,6 +79,35 @@ def test_rollout_equals_the_full_matrix_product():
     np.testing.assert_allclose(attention_rollout(attn, q, k, residual=1.0), 0.0)
     with pytest.raises(SettingError):
         attention_rollout(attn, q, k, residual=1.5)
+
+
+def test_rollout_refuses_layers_with_gaps_or_repeats():
+    """Rollout multiplies each layer into the next: [0, 2] would silently drop layer 1, so it is refused."""
+    rng = np.random.default_rng(2)
+    attn = _random_attn(rng, layers=4)
+    q, k = [6], [0, 1, 2]
+    for bad in ([0, 2], [0, 1, 3], [1, 1], [-1, 0]):
+        with pytest.raises(SettingError, match="consecutive layers"):
+            attention_rollout(attn, q, k, layers=bad)
+    np.testing.assert_allclose(attention_rollout(attn, q, k, layers=[2, 1]), attention_rollout(attn, q, k, layers=[1, 2]))
+    np.testing.assert_allclose(attention_rollout(attn, q, k, layers=[-2, -1]), attention_rollout(attn, q, k, layers=[2, 3]))
+    np.testing.assert_allclose(attention_rollout(attn, q, k, layers=range(4)), attention_rollout(attn, q, k))
+    # plain attention may average any layers
+    assert attention_scores(attn, q, k, layers=[0, 2]).shape == (3,)
+
+
+def test_image_share_is_the_image_tokens_part_of_the_whole_row():
+    rng = np.random.default_rng(3)
+    attn = _random_attn(rng)
+    q, keys, every = [5, 6], [1, 2, 3], list(range(7))
+    row = attention_scores(attn, q, every)
+    assert row.sum() == pytest.approx(1.0)  # softmax rows: the share is the image tokens' raw attention
+    assert image_share(row, keys) == pytest.approx(attention_scores(attn, q, keys).sum())
+    roll = rollout_row(attn, q)
+    assert roll.sum() == pytest.approx(1.0)
+    assert image_share(roll, keys) == pytest.approx(attention_rollout(attn, q, keys).sum())
+    assert image_share([0.2, 0.3, 0.5], [0, 1]) == pytest.approx(0.5)
+    assert np.isnan(image_share(np.zeros(3), [0]))
 
 
 def test_gradient_x_input_modes():
@@ -237,8 +272,9 @@ def test_overlay_figure_saves_png_and_pdf(tmp_path):
     lay = _layout(size, qwen_segments(size, 6, (1, 4, 6), merge=2), 6)
     heat = render(np.arange(6, dtype=float), lay, max_side=None)
     smap = SaliencyMap(heat, "gradient", Image.new("RGB", size), "Which cup?", "the left one", "generated",
-                       np.arange(6.0), lay)
+                       np.arange(6.0), lay, details={"image_share": 0.087})
     fig = plot_overlay(smap, boxes={"gold": (0, 0, 60, 40), "distractor": (60, 40, 120, 80)})
+    assert fig.axes[0].get_title(loc="left") == "gradient: 8.7% on image"  # the normalised map hides this
     save_figure(fig, "saliency", "overlay-test", directory=tmp_path)
     paths = sorted((tmp_path / "saliency").iterdir())
     assert [p.suffix for p in paths] == [".pdf", ".png"] and all(p.stat().st_size > 0 for p in paths)
@@ -269,9 +305,15 @@ def test_role_records_average_list_roles():
     size = (100, 100)
     lay = _layout(size, qwen_segments(size, 4, (1, 4, 4), merge=2), 4)
     heat = render(np.array([1.0, 0.0, 0.0, 0.0]), lay, max_side=None)  # all mass top-left quarter
-    smap = SaliencyMap(heat, "gradient", None, "", "", "option", np.zeros(4), lay)
+    smap = SaliencyMap(heat, "gradient", None, "", "", "option", np.zeros(4), lay, details={"image_share": 0.09})
     recs = {r["role"]: r for r in role_records(smap, {"one": (0, 0, 50, 50),
                                                       "many": [(0, 0, 50, 50), (50, 50, 100, 100)]},
                                                item_id="x", benchmark="b", correct=False)}
     assert recs["one"]["mass"] == pytest.approx(1.0) and recs["one"]["ratio"] == pytest.approx(4.0)
     assert recs["many"]["mass"] == pytest.approx(0.5) and recs["many"]["hit"]
+    assert recs["one"]["image_share"] == recs["many"]["image_share"] == 0.09
+    other = SaliencyMap(heat, "gradient", None, "", "", "option", np.zeros(4), lay, details={"image_share": 0.03})
+    frame = records_frame(list(recs.values()) + role_records(other, {"one": (0, 0, 50, 50)}, item_id="y",
+                                                              benchmark="b", correct=True))
+    s = summarize(frame, n_resamples=100).set_index("role")
+    assert s.loc["one", "image_share"] == pytest.approx(0.06) and s.loc["many", "image_share"] == pytest.approx(0.09)

@@ -61,6 +61,7 @@ def test_every_method_gives_a_normalised_map_with_the_image_aspect(explainers, f
             assert np.all(m.heatmap >= 0)
             assert abs(rows / cols - size[1] / size[0]) < 2.0 / min(rows, cols)
             assert m.token_scores.shape == (m.layout.n_tokens,) and m.token_scores.sum() > 0
+            assert 0.0 < m.image_share < 1.0 and m.summary()["image_share"] == m.image_share
             assert m.answer  # garbage text from a random model is fine; it must exist
 
 
@@ -111,6 +112,11 @@ def test_layers_and_heads_are_selectable(explainers):
     assert a.details["n_layers"] >= 2 and not np.allclose(a.token_scores, b.token_scores)
     with pytest.raises(SettingError, match="out of range"):
         ex.explain(req, "rollout", answer="A", layers=[99])
+    with pytest.raises(SettingError, match="consecutive layers"):  # a repeat is no rollout either
+        ex.explain(req, "rollout", answer="A", layers=[0, -2])
+    assert ex.explain(req, "rollout", answer="A", layers=[1, 0]).token_scores.sum() > 0
+    twice = ex.explain(req, "attention", answer="A", layers=[0, 0])  # attention may average any layers
+    np.testing.assert_allclose(twice.token_scores, ex.explain(req, "attention", answer="A", layers=[0]).token_scores)
     with pytest.raises(SettingError, match="unknown saliency method"):
         ex.explain(req, "occlusion")
 
@@ -208,7 +214,7 @@ def test_layerwise_reduction_matches_the_full_attention_tensors(explainers, fami
     """The hooks keep only reduced per-layer weights; the result equals the pure functions on all weights."""
     import torch
 
-    from vlamb_nb.saliency.methods import attention_rollout, attention_scores
+    from vlamb_nb.saliency.methods import attention_rollout, attention_scores, rollout_row
 
     ex = explainers(family)
     req = _request(_image((100, 60), seed=5))
@@ -231,3 +237,9 @@ def test_layerwise_reduction_matches_the_full_attention_tensors(explainers, fami
                                rtol=1e-5, atol=1e-9)
     np.testing.assert_allclose(rol.token_scores, attention_rollout(full, queries, keys, residual=0.3),
                                rtol=1e-5, atol=1e-9)
+    # the image share is the image tokens' part of the answer rows over every position
+    every = np.arange(batch["input_ids"].shape[1])
+    row = attention_scores(full, queries, every, layers=[0, -1], heads=[1, 2])
+    assert att.image_share == pytest.approx(row[keys].sum() / row.sum(), rel=1e-5)
+    roll = rollout_row(full, queries, residual=0.3)
+    assert rol.image_share == pytest.approx(roll[keys].sum(), rel=1e-5) and roll.sum() == pytest.approx(1.0)

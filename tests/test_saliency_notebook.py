@@ -13,6 +13,13 @@ def test_saliency_notebook_runs_with_defaults(tmp_path, monkeypatch, run_noteboo
 
     check = res["one_patch_check"]
     assert check["peak_in_cell"] and check["mass_in_cell"] > 0.9
+    assert "not saliency faithfulness" in check["checks"]  # a plumbing check, labelled as such
+    sanity = res["sanity_checks"]
+    assert sanity["threshold"] == 0.5 and sanity["blocks"][0] == "output head"
+    verdicts = {(v["check"], v["randomized"], v["method"]): v for v in sanity["verdicts"]}
+    assert {m for *_, m in verdicts} == {"attention", "rollout", "gradient"} and len(verdicts) == 9
+    assert all(v["threshold"] == 0.5 and isinstance(v["passes"], bool) for v in sanity["verdicts"])
+    assert {r["check"] for r in sanity["rows"]} == {"cascading parameter randomization", "input randomization"}
     assert res["saliency_failures"] == {"refadv": 0, "vague": 0, "racquet": 0}
     rows = res["box_mass"]
     assert {r["benchmark"] for r in rows} == {"refadv", "vague", "racquet"}
@@ -29,3 +36,6 @@ def test_saliency_notebook_runs_with_defaults(tmp_path, monkeypatch, run_noteboo
     for b in ("refadv", "vague", "racquet"):
         for kind in ("box-mass", "methods"):
             assert f"{b}-{kind}.png" in figs and f"{b}-{kind}.pdf" in figs
+    assert "sanity-checks.png" in figs and "sanity-checks.pdf" in figs
+    assert all(r["image_share"] is None or 0.0 < r["image_share"] < 1.0 for r in rows)
+    assert any(r["image_share"] is not None for r in rows)

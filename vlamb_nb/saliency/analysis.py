@@ -6,6 +6,10 @@ game asks whether the map's peak falls inside the box (optionally within a toler
 et al. 2018). Records from many items go into one DataFrame (one row per item x box role), which
 :func:`summarize` aggregates per benchmark / method / role with bootstrap CIs and
 :func:`compare_correct_wrong` splits by answer correctness.
+
+Box mass is a share of a map normalised over the image, so it says nothing about how much of the answer's
+attention reaches the image at all; every record and summary row therefore carries the map's
+``image_share`` (see :mod:`.methods`), and overlay titles show it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ import numpy as np
 from vlamb_nb.boxes import to_abs_xyxy
 from vlamb_nb.errors import SettingError
 
-RECORD_COLUMNS = ["item_id", "benchmark", "method", "role", "correct", "mass", "area_share", "ratio", "hit"]
+RECORD_COLUMNS = ["item_id", "benchmark", "method", "role", "correct", "mass", "area_share", "ratio", "hit",
+                  "image_share"]
 
 
 def _coverage(n: int, lo: float, hi: float) -> np.ndarray:
@@ -79,7 +84,8 @@ def records_frame(records: Sequence[Mapping[str, Any]]):
 
 def summarize(frame, by: Sequence[str] = ("benchmark", "method", "role"), *, value: str = "mass",
               n_resamples: int = 2000, seed: int = 0, clusters: str | None = None):
-    """Mean ``value`` per group with a bootstrap CI, plus the pointing-game rate with a Wilson CI."""
+    """Mean ``value`` per group with a bootstrap CI, plus the pointing-game rate with a Wilson CI and the
+    mean ``image_share`` (how much of the mass reached the image before the map was normalised)."""
     import pandas as pd
 
     from vlamb_nb import stats
@@ -99,8 +105,15 @@ def summarize(frame, by: Sequence[str] = ("benchmark", "method", "role"), *, val
         hits = g["hit"].astype(bool)
         pg = stats.wilson(int(hits.sum()), int(len(hits)))
         rows.append({**row, "n": int(len(vals)), "n_undefined": int((~finite).sum()), value: r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high,
-                     "pointing": pg.estimate, "pointing_ci_low": pg.ci_low, "pointing_ci_high": pg.ci_high})
+                     "pointing": pg.estimate, "pointing_ci_low": pg.ci_low, "pointing_ci_high": pg.ci_high,
+                     "image_share": _finite_mean(g["image_share"]) if "image_share" in g else float("nan")})
     return pd.DataFrame(rows)
+
+
+def _finite_mean(values: Any) -> float:
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return float(v.mean()) if len(v) else float("nan")
 
 
 def compare_correct_wrong(frame, *, role: str, value: str = "mass", by: Sequence[str] = ("benchmark", "method"),
@@ -190,11 +203,18 @@ def plot_overlay(smap: Any, *, boxes: Mapping[str, Sequence[float]] | None = Non
     ax.grid(False)
     for spine in ax.spines.values():
         spine.set_visible(False)
-    ax.set_title(title or f"{smap.method} saliency", loc="left")
+    ax.set_title(title or overlay_title(smap), loc="left")
     if show_text:
         ax.set_xlabel(_wrap(f"Q: {smap.prompt}") + "\n" + _wrap(f"A: {smap.answer}", max_lines=2), fontsize=7,
                       loc="left")
     return fig
+
+
+def overlay_title(smap: Any) -> str:
+    """The method and, when known, its image share: the map is normalised, the share says how much reached
+    the image at all."""
+    share = float(getattr(smap, "image_share", float("nan")))
+    return f"{smap.method}: {share:.1%} on image" if np.isfinite(share) else f"{smap.method} saliency"
 
 
 def _rect(x: float, y: float, w: float, h: float, color: str):
@@ -322,7 +342,8 @@ def _scale_boxes(boxes: Mapping[str, Any], ref: tuple[float, float] | None,
 
 
 def role_records(smap: Any, boxes: Mapping[str, Any], **fields: Any) -> list[dict[str, Any]]:
-    """Box records for one map; list-valued roles give mean mass per box and 'any' hit."""
+    """Box records for one map (each with the map's image share); list-valued roles give mean mass per box
+    and 'any' hit."""
     single = {k: v for k, v in boxes.items() if _box_like(v)}
     out = box_records(smap.heatmap, smap.size, single, method=smap.method, **fields)
     for role, group in boxes.items():
@@ -334,4 +355,5 @@ def role_records(smap: Any, boxes: Mapping[str, Any], **fields: Any) -> list[dic
                     "area_share": float(np.mean([r["area_share"] for r in recs])),
                     "ratio": float(np.nanmean([r["ratio"] for r in recs])),
                     "hit": any(r["hit"] for r in recs)})
-    return out
+    share = float(getattr(smap, "image_share", float("nan")))
+    return [{**r, "image_share": share} for r in out]

@@ -6,11 +6,16 @@ with :func:`vlamb_nb.saliency.grid.render` (maps have the image's aspect and sum
 - ``attention``: attention from the positions that produce the answer tokens to the image tokens,
   averaged over the chosen layers and heads (Chefer et al. call this raw attention);
 - ``rollout``: attention rollout (Abnar & Zuidema 2020): per layer, heads averaged, half identity added
-  for the residual stream, rows renormalised, multiplied through the layers;
+  for the residual stream, rows renormalised, multiplied through consecutive layers (a ``layers`` list
+  with gaps is refused, since skipping a layer is not a rollout);
 - ``gradient``: gradient x input on the image embeddings the language model receives, for the summed
   log-probability of the answer tokens: the model's own greedy answer, or any option the caller names,
   so "why A rather than B" is two maps (or :func:`contrast`). Gradients are taken with respect to the
   embeddings only, so 4-bit weights (which cannot take gradients) are no obstacle.
+
+Because a map sums to 1 over the image, it cannot show how much of the answer's attention reaches the
+image at all; each map's ``image_share`` (in ``details`` and the figure titles) is that fraction over all
+prompt and answer tokens (for ``gradient``: the image tokens' share of the summed gradient x input).
 
 The answer is teacher-forced after the prompt exactly as the chat template builds it. All methods run
 on CPU for small models. ``visible_tokens`` hides image tokens from the language model through the
@@ -70,19 +75,23 @@ def attention_scores(attentions: Sequence[Any], queries: Sequence[int], keys: Se
     return acc / len(lay)
 
 
-def attention_rollout(attentions: Sequence[Any], queries: Sequence[int], keys: Sequence[int], *,
-                      layers: Sequence[int] | int | None = None, heads: Sequence[int] | int | None = None,
-                      residual: float = 0.5) -> np.ndarray:
-    """Attention rollout from ``queries`` to ``keys`` through the chosen (consecutive) layers.
+def consecutive_layers(n: int, layers: Sequence[int] | int | None) -> list[int]:
+    """The chosen layers, sorted, refusing gaps and repeats: rollout multiplies each layer into the next,
+    so ``layers=[0, 2, 5]`` would silently skip layers 1, 3 and 4 instead of tracing the flow through them."""
+    lay = sorted(_select(n, layers, "layer"))
+    if lay != list(range(lay[0], lay[-1] + 1)):
+        raise SettingError(f"rollout needs consecutive layers (each once), got {layers!r} = layers {lay}; "
+                           f"pass a range such as layers=range({lay[0]}, {lay[-1] + 1})")
+    return lay
 
-    Each layer's head-averaged matrix A becomes ``(1 - residual) A + residual I`` with rows renormalised;
-    the query rows are pushed from the last chosen layer down to the first, so the cost is
-    ``layers x len(queries) x seq^2`` rather than a full ``seq^3`` product per layer.
-    """
+
+def rollout_row(attentions: Sequence[Any], queries: Sequence[int], *, layers: Sequence[int] | int | None = None,
+                heads: Sequence[int] | int | None = None, residual: float = 0.5) -> np.ndarray:
+    """The rollout of ``queries`` over every position (mean over queries; sums to 1)."""
     if not 0.0 <= residual <= 1.0:
         raise SettingError(f"residual must be in [0, 1], got {residual}")
     mats = [_as_np(a) for a in attentions]
-    lay = sorted(_select(len(mats), layers, "layer"))
+    lay = consecutive_layers(len(mats), layers)
     hd = _select(mats[0].shape[0], heads, "head")
     q = np.asarray(queries)
     rows = None
@@ -91,7 +100,32 @@ def attention_rollout(attentions: Sequence[Any], queries: Sequence[int], keys: S
         a[np.diag_indices_from(a)] += residual
         a /= a.sum(axis=1, keepdims=True)
         rows = a[q] if rows is None else rows @ a
-    return rows[:, np.asarray(keys)].mean(axis=0)
+    return rows.mean(axis=0)
+
+
+def attention_rollout(attentions: Sequence[Any], queries: Sequence[int], keys: Sequence[int], *,
+                      layers: Sequence[int] | int | None = None, heads: Sequence[int] | int | None = None,
+                      residual: float = 0.5) -> np.ndarray:
+    """Attention rollout from ``queries`` to ``keys`` through the chosen consecutive layers.
+
+    Each layer's head-averaged matrix A becomes ``(1 - residual) A + residual I`` with rows renormalised;
+    the query rows are pushed from the last chosen layer down to the first, so the cost is
+    ``layers x len(queries) x seq^2`` rather than a full ``seq^3`` product per layer. Non-consecutive
+    ``layers`` are refused (:func:`consecutive_layers`).
+    """
+    row = rollout_row(attentions, queries, layers=layers, heads=heads, residual=residual)
+    return row[np.asarray(keys)]
+
+
+def image_share(scores: Any, keys: Sequence[int]) -> float:
+    """Share of the total score over all positions that falls on ``keys`` (the image tokens).
+
+    Maps are rendered normalised to sum 1 over the image, which hides how much of the answer's attention
+    reaches the image at all (often under a tenth); this number keeps it. NaN when the total is 0.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    total = float(s.sum())
+    return float(s[np.asarray(keys)].sum()) / total if total > 0 else float("nan")
 
 
 def gradient_x_input(grad: Any, emb: Any, mode: str = "abs") -> np.ndarray:
@@ -100,9 +134,13 @@ def gradient_x_input(grad: Any, emb: Any, mode: str = "abs") -> np.ndarray:
     ``abs`` keeps evidence for and against the answer (what the map is for); ``positive`` keeps only
     evidence for it.
     """
+    return _signed((_as_np(grad) * _as_np(emb)).sum(axis=-1), mode)
+
+
+def _signed(s: np.ndarray, mode: str) -> np.ndarray:
+    """Per-token gradient x input dot products made non-negative by ``mode``."""
     if mode not in GRADIENT_MODES:
         raise SettingError(f"unknown gradient mode {mode!r}; choose one of {', '.join(GRADIENT_MODES)}")
-    s = (_as_np(grad) * _as_np(emb)).sum(axis=-1)
     return np.abs(s) if mode == "abs" else np.clip(s, 0.0, None)
 
 
@@ -134,6 +172,11 @@ class SaliencyMap:
     @property
     def size(self) -> tuple[int, int]:
         return self.layout.size
+
+    @property
+    def image_share(self) -> float:
+        """Fraction of the method's mass over all tokens that lands on this image's tokens (NaN if unknown)."""
+        return float(self.details.get("image_share", float("nan")))
 
     def to_image_coords(self, row: float, col: float) -> tuple[float, float]:
         rows, cols = self.heatmap.shape
@@ -301,14 +344,15 @@ class Explainer:
         details: dict[str, Any] = {"family": self.family, "n_image_tokens": layout.n_tokens,
                                    "answer_tokens": len(ids), "image_index": image_index}
         if method == "gradient":
-            scores = self._gradient(batch, answer_pos, layout.positions, gradient_mode)
+            full = self._gradient(batch, answer_pos, gradient_mode)
             details["gradient_mode"] = gradient_mode
         else:
-            scores, n_layers, n_heads = self._attention_method(batch, method, queries, layout.positions,
-                                                               layers, heads, residual)
+            full, n_layers, n_heads = self._attention_method(batch, method, queries, layers, heads, residual)
             details.update(n_layers=n_layers, n_heads=n_heads, layers="all" if layers is None else layers,
                            heads="all" if heads is None else heads)
-        scores = np.clip(np.nan_to_num(scores, nan=0.0), 0.0, None)
+        full = np.clip(np.nan_to_num(full, nan=0.0), 0.0, None)
+        scores = full[layout.positions]
+        details["image_share"] = image_share(full, layout.positions)
         heat = render(scores, layout, max_side=self.max_side)
         text = self.processor.tokenizer.decode(ids, skip_special_tokens=False)
         return SaliencyMap(heat, method, images[image_index], getattr(request, "prompt_text", ""), text, target,
@@ -338,23 +382,24 @@ class Explainer:
         pos = np.concatenate([lay.positions for lay in layouts])
         return layouts, captured["emb"][0, torch.as_tensor(pos)].float().cpu().numpy()
 
-    def _attention_method(self, batch: dict[str, Any], method: str, queries: np.ndarray, keys: np.ndarray,
+    def _attention_method(self, batch: dict[str, Any], method: str, queries: np.ndarray,
                           layers: Any, heads: Any, residual: float) -> tuple[np.ndarray, int, int]:
-        """Attention or rollout scores, reducing each layer's weights as soon as the layer has run.
+        """Attention or rollout scores over every position, reducing each layer's weights as soon as the
+        layer has run.
 
         Keeping every layer's (heads x seq x seq) weights, as ``output_attentions`` does, needs tens of
         GB for a 7B model and a high-resolution image; a forward hook on each attention module keeps only
-        the head-averaged matrix (rollout) or the answer rows over the image tokens (attention).
+        the head-averaged matrix (rollout) or the mean answer row (attention). The full row, not just
+        the image tokens, is returned so the image's share of the attention can be reported.
         """
         import torch
 
         mods = self._attention_modules()
         n_layers = len(mods)
-        chosen = _select(n_layers, layers, "layer")
+        chosen = _select(n_layers, layers, "layer") if method == "attention" else consecutive_layers(n_layers, layers)
         n_heads = int(getattr(self._text_config(), "num_attention_heads", 0)) or None
         hd = _select(n_heads, heads, "head") if n_heads else None
         q = torch.as_tensor(queries)
-        k = torch.as_tensor(keys)
         kept: dict[int, np.ndarray] = {}
 
         def hook_for(index: int):
@@ -364,12 +409,12 @@ class Explainer:
                     return
                 w = w[0] if hd is None else w[0, hd]
                 if method == "attention":
-                    kept[index] = w[:, q][:, :, k].float().mean(dim=(0, 1)).cpu().numpy()
+                    kept[index] = w[:, q].float().mean(dim=(0, 1)).cpu().numpy()
                 else:
                     kept[index] = w.float().mean(dim=0).cpu().numpy()[None]
             return hook
 
-        wanted = chosen if method == "attention" else range(min(chosen), max(chosen) + 1)
+        wanted = sorted(set(chosen))
         handles = [mods[i].register_forward_hook(hook_for(i)) for i in wanted]
         previous = getattr(self.hf.config, "_attn_implementation", None)
         switch = previous != "eager" and hasattr(self.hf, "set_attn_implementation")
@@ -383,12 +428,12 @@ class Explainer:
                 h.remove()
             if switch and previous:
                 self.hf.set_attn_implementation(previous)
-        if len(kept) != len(list(wanted)):
+        if len(kept) != len(wanted):
             raise SettingError(f"{self.family}: the attention modules returned no weights")
         if method == "attention":
             return np.mean([kept[i] for i in chosen], axis=0), n_layers, n_heads or 0
-        mats = [kept[i] for i in sorted(kept) if i in chosen]
-        return attention_rollout(mats, queries, keys, residual=residual), n_layers, n_heads or 0
+        mats = [kept[i] for i in chosen]
+        return rollout_row(mats, queries, residual=residual), n_layers, n_heads or 0
 
     def _text_config(self):
         cfg = self.hf.config
@@ -414,9 +459,8 @@ class Explainer:
                 return lm
         raise SettingError(f"{self.family}: cannot find the language model inside the VLM")
 
-    def _gradient(self, batch: dict[str, Any], answer_pos: np.ndarray, image_pos: np.ndarray,
-                  mode: str) -> np.ndarray:
-        """Gradient x input on the embeddings the language model receives, at the image positions."""
+    def _gradient(self, batch: dict[str, Any], answer_pos: np.ndarray, mode: str) -> np.ndarray:
+        """Gradient x input on the embeddings the language model receives, at every position."""
         import torch
 
         captured: dict[str, Any] = {}
@@ -444,8 +488,9 @@ class Explainer:
                 (grad,) = torch.autograd.grad(total, captured["emb"])
         finally:
             handle.remove()
-        pos = torch.as_tensor(image_pos)
-        return gradient_x_input(grad[0, pos], captured["emb"][0, pos], mode)
+        # the dot product in torch: every position's (seq x hidden) float64 copy would be large for a 7B model
+        dots = (grad[0].float() * captured["emb"][0].detach().float()).sum(dim=-1)
+        return _signed(dots.cpu().numpy().astype(np.float64), mode)
 
 
 def _unpack_bnb_cpu_weights(model: Any) -> int:
