@@ -93,15 +93,23 @@ def _run_all(base: str, name: str, n_code: int) -> dict:
         page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").first.click()
         deadline = time.monotonic() + NOTEBOOK_TIMEOUT_S
         prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt")
-        while True:  # done when the last cell shows count n (a fresh kernel counts 1..n) and none is running
+        quiet_since = None
+        counts: list[int] = []
+        while True:  # done when no cell is queued or running and the kernel has been idle for 5 s
             shown = [t.strip() for t in prompts.all_inner_texts()]
             counts = [int(m.group(1)) for t in shown if (m := re.fullmatch(r"\[(\d+)\]:", t))]
-            if "[*]:" not in shown and counts and max(counts) >= n_code:
-                break
+            idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
+            if "[*]:" not in shown and counts and idle:
+                quiet_since = quiet_since or time.monotonic()
+                if max(counts) >= n_code or time.monotonic() - quiet_since > 5:
+                    break
+            else:
+                quiet_since = None
             if time.monotonic() > deadline:
                 pytest.fail(f"{name}: Run All did not finish within {NOTEBOOK_TIMEOUT_S} s")
             page.wait_for_timeout(1000)
         out = {
+            "executed": max(counts, default=0),
             "errors": page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']").count()
             + page.locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.error']").count(),
             "stderr": page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
@@ -124,6 +132,8 @@ def test_run_all_in_jupyterlab_shows_no_error_and_no_clutter(lab, name):
     cells = json.loads((root / "notebooks" / f"{name}.ipynb").read_text())["cells"]
     out = _run_all(base, name, sum(c["cell_type"] == "code" for c in cells))
     assert out["errors"] == 0, f"{name}: a cell raised; outputs: {json.dumps(out['texts'][-3:])[:2000]}"
+    n_code = sum(c["cell_type"] == "code" for c in cells)
+    assert out["executed"] == n_code, f"{name}: Run All stopped after {out['executed']} of {n_code} cells"
     assert out["widget_errors"] == 0
     assert not _serialization_warnings(out["stderr"] + out["texts"]), "NaN reached the kernel protocol"
     # record(...) shows nothing: no recorded dicts dumped into the page, no "[recorded x]" lines

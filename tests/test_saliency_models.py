@@ -243,3 +243,18 @@ def test_layerwise_reduction_matches_the_full_attention_tensors(explainers, fami
     assert att.image_share == pytest.approx(row[keys].sum() / row.sum(), rel=1e-5)
     roll = rollout_row(full, queries, residual=0.3)
     assert rol.image_share == pytest.approx(roll[keys].sum(), rel=1e-5) and roll.sum() == pytest.approx(1.0)
+
+
+@pytest.mark.slow
+def test_refadv_study_runs_the_benchmarks_own_path(tmp_path):
+    """The Ref-Adv saliency study asks and scores as a real run does: the model's box format, the repair turn."""
+    from vlamb_nb.benchmarks.refadv.parse import style_for
+    from vlamb_nb.models import load_model
+    from vlamb_nb.saliency import study
+
+    model = load_model("tiny:qwen2_5_vl")
+    s = study.run_study(model, "refadv", n_items=1, methods=("attention",), max_new_tokens=4,
+                        store=tmp_path / "s.jsonl")
+    assert set(s.scored["box_format"]) == {style_for(model.info).box_format}
+    assert "retry_used" in s.scored.columns and len(s.scored) == 1
+    assert s.requests[0].setting.split(":")[1] == style_for(model.info).name

@@ -8,6 +8,7 @@ saliency notebook stays a list of calls and any benchmark whose rows carry targe
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -179,14 +180,23 @@ def run_study(model: Any, benchmark: str, *, source: str | os.PathLike | None = 
     setting = bench.check_setting(setting or bench.default_setting)
     src = str(source) if source is not None else default_source(benchmark, n=max(n_items, 2))
     items = bench.load(src)
-    reqs = bench.requests(items, setting)[:n_items]
+    # requests as the real run builds them: Ref-Adv's prompt and box format follow the model (family or name)
+    kw = {"model": model.info} if "model" in inspect.signature(bench.requests).parameters else {}
+    reqs = bench.requests(items, setting, **kw)[:n_items]
     deviations = list(bench.deviations(model.info, setting))
     if max_new_tokens is not None and any(r.params.max_new_tokens > max_new_tokens for r in reqs):
         deviations.append(Deviation("max_new_tokens", str(reqs[0].params.max_new_tokens), f"{max_new_tokens} (demo)",
                                     "saliency"))
         reqs = cap_new_tokens(reqs, max_new_tokens)
-    gens = runner.run(model, reqs, store, progress=progress, run_meta=bench.run_meta(model.info, setting))
-    scored = bench.score(bench.predictions(items, gens))
+    if benchmark == "refadv":  # the benchmark's own run: style by model, the official parse and the repair turn
+        first = {str(r.meta.get("item_id")) for r in reqs}
+        part = items[items["id"].astype(str).isin(first)]
+        cap = {"max_new_tokens": max_new_tokens} if max_new_tokens is not None else {}
+        scored = bench.run(model, part, setting, store=store, progress=progress, **cap)
+        scored["item_id"] = scored["id"].astype(str)
+    else:
+        gens = runner.run(model, reqs, store, progress=progress, run_meta=bench.run_meta(model.info, setting))
+        scored = bench.score(bench.predictions(items, gens))
     ex = explainer if explainer is not None else Explainer(model)
     records, maps = explain_items(ex, reqs, items, benchmark=benchmark, methods=methods, scored=scored,
                                   progress=progress, max_new_tokens=max_answer_tokens)
