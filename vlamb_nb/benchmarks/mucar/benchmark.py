@@ -26,10 +26,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from vlamb_nb.benchmarks.base import Benchmark
+from vlamb_nb.benchmarks.base import Benchmark, lenient_letter
 from vlamb_nb.benchmarks.mucar.data import (
     DEFAULT_GROUPING,
     HUB_IMAGES,
+    LETTERS,
     NAME,
     ImageResolver,
     data_stats,
@@ -48,6 +49,7 @@ from vlamb_nb.benchmarks.mucar.score import (
     read_predictions,
     results_long,
     score_predictions,
+    strict_vs_lenient,
     table2,
 )
 from vlamb_nb.errors import DataError, SettingError
@@ -127,7 +129,17 @@ class Mucar(Benchmark):
     def parse(self, text: str, item: Any) -> dict[str, Any]:
         if item.get("setting") == "c_ambiguous":
             return parse_yes_no(text)
-        return parse_answer(text, list(item["options"]))
+        out = parse_answer(text, list(item["options"]))
+        # the documented lenient reading beside the strict one: the paper read answers with a GPT-4o judge,
+        # so a strict rule biases scores down; an explicit answer line that the strict rule overrides
+        # ("Answer: B\nNote: the answer A ...") is read as written
+        letters = "".join(LETTERS[: len(item["options"])])
+        lenient, rule = lenient_letter(text, letters)
+        if rule == "answer_line" or not out["valid"]:
+            out["letter_lenient"], out["parse_lenient"] = lenient, rule
+        else:
+            out["letter_lenient"], out["parse_lenient"] = out["letter"], "strict"
+        return out
 
     def score(self, predictions):
         return score_predictions(predictions)
@@ -157,6 +169,7 @@ class Mucar(Benchmark):
             "category x language Acc_q": cxl[cxl["metric"] == "Acc_q"].pivot(
                 index="category", columns="language", values="value").round(2),
             "outcomes": scored["outcome"].value_counts().rename_axis("outcome").reset_index(name="n"),
+            "strict vs lenient": strict_vs_lenient(scored, n_resamples=n_resamples, seed=seed),
         }
 
     def summary(self, scored) -> dict[str, Any]:

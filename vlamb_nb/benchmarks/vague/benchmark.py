@@ -25,7 +25,7 @@ from typing import Any
 
 import vlamb_nb.benchmarks.vague.data as vague_data
 import vlamb_nb.benchmarks.vague.prompts as vague_prompts
-from vlamb_nb.benchmarks.base import Benchmark
+from vlamb_nb.benchmarks.base import Benchmark, lenient_letter
 from vlamb_nb.benchmarks.vague.data import SUBSETS, read_captions
 from vlamb_nb.benchmarks.vague.parse import OptionLikelihoodReader, parse_free_form, parse_letter
 from vlamb_nb.benchmarks.vague.prompts import (
@@ -192,6 +192,15 @@ class Vague(Benchmark):
         if out["letter"] is not None and isinstance(item.get("ordering"), list):
             cat = CATEGORIES[list(item["ordering"]).index(out["letter"])]
         out["category"] = cat
+        # the documented lenient reading beside the official one (reported as accuracy_lenient)
+        if out["valid"]:
+            out["letter_lenient"], out["parse_lenient"], cat_l = out["letter"], "strict", cat
+        else:
+            lenient, rule = lenient_letter(text)
+            cat_l = (CATEGORIES[list(item["ordering"]).index(lenient)]
+                     if lenient is not None and isinstance(item.get("ordering"), list) else None)
+            out["letter_lenient"], out["parse_lenient"] = lenient, rule
+        out["category_lenient"] = cat_l
         return out
 
     def score(self, predictions, *, bertscore: str | None = "roberta-large"):
@@ -202,6 +211,8 @@ class Vague(Benchmark):
             df["category"] = None
         df["valid"] = df["valid"].fillna(False).astype(bool)
         df["correct"] = df["valid"] & (df["category"] == "correct")
+        if "category_lenient" in df.columns:
+            df["correct_lenient"] = df["category_lenient"] == "correct"
         ff = df["setting"].map(lambda s: setting_spec(s).free_form if s in SETTINGS else False).astype(bool)
         df["free_form"] = ff
         if ff.any():
@@ -243,6 +254,9 @@ class Vague(Benchmark):
                     for cat in CATEGORIES:
                         row[cat] = int((s["category"] == cat).sum())
                     row["accuracy"] = accuracy_pct(row["correct"], len(s))
+                    if "correct_lenient" in s.columns:  # the lenient reading, beside the official one
+                        row["accuracy_lenient"] = accuracy_pct(int(s["correct_lenient"].fillna(False).sum()),
+                                                               len(s))
                 rows.append(row)
         return pd.DataFrame(rows)
 
