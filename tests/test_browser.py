@@ -151,5 +151,5 @@ def test_the_page_check_sees_a_failing_cell(lab):
     nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("1 / 0")]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, root / "notebooks" / "broken.ipynb")
-    out = _run_all(base, "broken", 1)  # Run All stops at the error: the first cell's count is the last one
+    out = _run_all(base, "broken", 2)  # the failing cell gets a count too; Run All stops after it
     assert out["errors"] >= 1
