@@ -597,3 +597,18 @@ def test_agreement_joins_each_human_label_to_its_own_response():
         rscore.agreement_with_labels(judged, humans, on=("id",))
     with pytest.raises(DataError, match="missing column"):
         rscore.agreement_with_labels(judged, humans[["id", "label"]], on=("id", "model"))
+
+
+def test_share_figure_colours_keep_their_meaning_and_absent_classes_leave_the_legend():
+    from matplotlib.colors import to_hex
+
+    df = pd.DataFrame({"model": ["m1"] * 4, "setting": "direct", "image_url": list("abcd"),
+                       "label": ["A", "A", "C", "C"]})  # no Implicit answer, nothing unlabelled
+    shares = rscore.class_shares(df, n_resamples=50)
+    fig = rplots.share_figure(shares, labels=("Explicit", "Implicit", "High Risk", "unlabelled"))
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend == ["Explicit", "High Risk"]
+    colour = {c.get_label(): to_hex(c.patches[0].get_facecolor()) for c in fig.axes[0].containers
+              if hasattr(c, "patches") and c.get_label() in legend}
+    assert colour["High Risk"].lower() == rplots.CLASS_COLORS["High Risk"].lower()
+    assert colour["Explicit"].lower() == rplots.CLASS_COLORS["Explicit"].lower()

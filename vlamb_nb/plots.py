@@ -201,11 +201,12 @@ def grouped_bars(results: Any, *, ax=None, title: str | None = None, ylabel: str
 
 def stacked_bars(shares: Any, *, ax=None, title: str | None = None, ylabel: str | None = None,
                  scale: float = 1.0, segment_order: list[str] | None = None,
-                 bar_order: list[str] | None = None, horizontal: bool = False):
+                 bar_order: list[str] | None = None, horizontal: bool = False, colors: dict[str, str] | None = None):
     """Stacked shares per bar (e.g. answer classes per model) with each segment's CI.
 
     ``shares``: ``{bar: {segment: Result}}`` (or a long DataFrame like ``grouped_bars``). Each
     segment's interval is drawn at its upper edge, so every segment carries its uncertainty.
+    ``colors``: a fixed colour per segment (so a class keeps its meaning across figures).
     """
     import numpy as np
 
@@ -220,7 +221,7 @@ def stacked_bars(shares: Any, *, ax=None, title: str | None = None, ylabel: str 
     for j, s in enumerate(segments):
         trip = [_ci_triplet(nested.get(b, {}).get(s, 0.0)) for b in bars]
         est, err = _yerr(trip, scale)
-        color = PALETTE[j % len(PALETTE)]
+        color = (colors or {}).get(str(s), PALETTE[j % len(PALETTE)])
         if horizontal:
             ax.barh(pos, est, left=bottom, color=color, label=str(s), zorder=2)
             ax.errorbar(bottom + est, pos + (j - len(segments) / 2) * 0.04, xerr=err, fmt="none",

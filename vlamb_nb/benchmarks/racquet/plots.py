@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+#: one colour per class in every RACQUET figure: risk in red, the safe class in green, nothing read in grey
+CLASS_COLORS = {"Explicit": "#55A868", "Implicit": "#DD8452", "High Risk": "#C44E52", "unlabelled": "#BBBBBB",
+                "Stereotypical": "#C44E52", "Anti-stereotypical": "#4C72B0"}
+
 
 def share_figure(shares, *, bar: tuple[str, ...] = ("model", "setting"), title: str | None = None,
                  labels: tuple[str, ...] = ("Explicit", "Implicit", "High Risk")):
@@ -15,6 +19,7 @@ def share_figure(shares, *, bar: tuple[str, ...] = ("model", "setting"), title: 
     df["estimate"] = df["share"]
     df = df[df["series"].isin(labels)]
     order = list(dict.fromkeys(df["group"]))[::-1]  # horizontal bars stack upwards: first group on top
-    present = [x for x in labels if x in set(df["series"])]
+    shown = set(df.loc[df["estimate"].fillna(0) > 0, "series"])
+    present = [x for x in labels if x in shown] or [x for x in labels if x in set(df["series"])]
     return stacked_bars(df, title=title, ylabel="% of responses", segment_order=present, bar_order=order,
-                        horizontal=True)
+                        horizontal=True, colors=CLASS_COLORS)
