@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import vlamb_nb.benchmarks.refadv.score as metrics
+from vlamb_nb import stats
 from vlamb_nb.plots import PALETTE, new_figure
 
 
@@ -28,7 +29,8 @@ def iou_histogram(runs: dict[str, Any], *, bins: int = 20):
 
 
 def accuracy_vs(runs: dict[str, Any]):
-    """Fig. 2 style: Acc@0.5 vs expression length (words) and vs distractor count; marker size ∝ n."""
+    """Fig. 2 style: Acc@0.5 vs expression length (words) and vs distractor count, each point with its Wilson
+    95% interval; marker size ∝ n."""
     fig, axes = new_figure(9.0, 3.5, ncols=2)
     for i, (name, sc) in enumerate(runs.items()):
         color = PALETTE[i % len(PALETTE)]
@@ -38,11 +40,18 @@ def accuracy_vs(runs: dict[str, Any]):
             t = t[t["n"] > 0]
             ax.plot(t["bin"], 100 * t["acc@0.5"], color=color, linewidth=1, label=name)
             ax.scatter(t["bin"], 100 * t["acc@0.5"], s=8 + 200 * t["n"] / max(1, t["n"].max()), color=color, alpha=0.7)
+            ci = [stats.wilson(round(a * n), int(n)) for a, n in zip(t["acc@0.5"], t["n"], strict=True)]
+            acc = 100 * t["acc@0.5"].to_numpy(float)
+            err = [acc - [100 * c.ci_low for c in ci], [100 * c.ci_high for c in ci] - acc]
+            ax.errorbar(list(t["bin"]), acc, yerr=err, fmt="none", ecolor=color, alpha=0.6, capsize=2)
     axes[0].set_xlabel("words in the expression")
     axes[1].set_xlabel("same-category distractors")
     for ax in axes:
         ax.set_ylabel("Acc@0.5 (%)")
-    axes[0].legend(fontsize=7)
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=min(3, max(1, len(names))), fontsize=7,
+               bbox_to_anchor=(0.5, 1.0))
+    fig.text(0.99, -0.04, "bars: Wilson 95% intervals per bin", fontsize=7, color="#666666", ha="right")
     return fig
 
 
