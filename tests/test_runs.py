@@ -114,3 +114,18 @@ def test_a_refadv_store_with_a_4bit_and_a_full_run_of_one_model_is_never_merged(
     with pytest.raises(DataError, match="several runs.*quantization=4bit"):
         bench.score_file(store, source=demo)
     assert bench.score_file(store, source=demo, quantization="4bit")["report"]["Rows"] == "4"
+
+
+def test_records_carry_template_and_data_digests_and_other_data_is_another_run(tmp_path):
+    bench = get_benchmark("vague")
+    a = bench.load(bench.make_sample(tmp_path / "a", n=3, seed=0))
+    b = bench.load(bench.make_sample(tmp_path / "b", n=3, seed=1))
+    store = tmp_path / "s.jsonl"
+    model = ScriptedModel(lambda r: "A", model_id="Q")
+    bench.run(model, a, "lm", store=store, progress=False)
+    bench.run(model, b, "lm", store=store, progress=False)
+    recs = [json.loads(x) for x in store.read_text().splitlines()]
+    assert all(len(r["run"]["template"]) == 16 and len(r["run"]["source"]) == 16 for r in recs)
+    assert len({r["run"]["source"] for r in recs}) == 2 and len({r["run"]["template"] for r in recs}) == 1
+    with pytest.raises(MixedRunsError, match="data"):
+        select_run(recs)

@@ -93,7 +93,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     else:
         reqs = bench.requests(items, setting, **opts)
         out = runner.run(model, reqs, a.out, batch_size=a.batch_size, limit=a.limit,
-                         run_meta=bench.run_meta(model.info, setting))
+                         run_meta=bench.run_meta(model.info, setting, items=items))
     summary = runner.failure_summary(out)
     print(f"{summary['requests']} requests, {summary['failed']} failed; predictions in {a.out}")
     if summary["requests"] and summary["failed"] == summary["requests"]:

@@ -42,6 +42,8 @@ class RunMeta:
     model: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
     deviations: list[Deviation] = field(default_factory=list)
+    template: str = ""  # digest of the benchmark's prompt templates (a changed prompt is another run)
+    source: str = ""  # digest of the items the run was asked about (another data source is another run)
     versions: dict[str, str] = field(default_factory=_versions)
     started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 

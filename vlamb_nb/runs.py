@@ -1,9 +1,10 @@
 """A score belongs to one run: telling runs apart in a store or file, and refusing to merge them.
 
 A prediction store is append-only and may hold several runs: other models, another quantization or
-revision, other decoding parameters, other settings. Scoring them together gives a number no run
+revision, other decoding parameters, other settings, other prompt templates or other data. Scoring them together gives a number no run
 produced. Every stored record carries its run's identity (the model's id, revision, quantization and
-backend, the benchmark and setting, the decoding parameters); :func:`select_run` returns the records of
+backend, the benchmark and setting, the decoding parameters, and in ``run`` the digests of the prompt
+templates and of the items asked); :func:`select_run` returns the records of
 exactly one run or raises :class:`MixedRunsError` listing the runs and how to pick one.
 
 Within one run the same request may appear twice (a rerun after a crash, a retried failure):
@@ -46,6 +47,8 @@ class RunId:
     benchmark: str
     setting: str
     params: str  # digest of the decoding parameters of the run's answer requests
+    template: str = ""  # digest of the prompt templates the run was asked with
+    source: str = ""  # digest of the items the run was asked about
 
     @property
     def label(self) -> str:
@@ -57,7 +60,8 @@ class RunId:
         if self.backend and self.backend not in ("hf",):
             parts.append(self.backend)
         parts.append(self.setting or "?")
-        return " | ".join(parts) + f" | decoding {self.params[:8]}"
+        extra = "".join(f" | {k} {v[:8]}" for k, v in (("prompts", self.template), ("data", self.source)) if v)
+        return " | ".join(parts) + f" | decoding {self.params[:8]}" + extra
 
 
 def base_setting(setting: Any) -> str:
@@ -73,10 +77,12 @@ def run_identity(rec: dict[str, Any]) -> RunId:
     model = rec.get("model") or {}
     if isinstance(model, str):
         model = {"model_id": model}
+    run = rec.get("run") if isinstance(rec.get("run"), dict) else {}
     return RunId(model_id=str(model.get("model_id", "")), revision=model.get("revision"),
                  quantization=model.get("quantization"), backend=model.get("backend"),
                  benchmark=str(rec.get("benchmark") or ""), setting=base_setting(rec.get("setting")),
-                 params="" if _is_step(rec) else digest(rec.get("params") or {}))
+                 params="" if _is_step(rec) else digest(rec.get("params") or {}),
+                 template=str(run.get("template") or ""), source=str(run.get("source") or ""))
 
 
 def identify_runs(records: Iterable[dict[str, Any]]) -> dict[RunId, list[dict[str, Any]]]:

@@ -98,7 +98,7 @@ class Benchmark(ABC):
         setting = self.check_setting(setting or self.default_setting)
         reqs = self.requests(items, setting, **kwargs)
         gens = runner.run(model, reqs, store, batch_size=batch_size, limit=limit, progress=progress,
-                          run_meta=self.run_meta(model.info, setting))
+                          run_meta=self.run_meta(model.info, setting, items=items))
         return self.score(self.predictions(items, gens))
 
     def summary(self, scored) -> dict[str, Any]:
@@ -119,11 +119,14 @@ class Benchmark(ABC):
             out.append(Deviation("model", "a real VLM", "a scripted stand-in (pipeline demonstration only)", "all"))
         return out
 
-    def run_meta(self, model: ModelInfo, setting: str, seed: int | None = None) -> dict[str, Any]:
+    def run_meta(self, model: ModelInfo, setting: str, seed: int | None = None, items: Any = None) -> dict[str, Any]:
+        """What identifies a run (stored with every record): model, setting, seed, the digest of the prompt
+        templates and of the items asked, and the deviations from the paper."""
         from vlamb_nb.meta import RunMeta
 
         return RunMeta(benchmark=self.name, setting=setting, model=model.to_dict(), seed=seed,
-                       deviations=self.deviations(model, setting)).to_dict()
+                       deviations=self.deviations(model, setting), template=template_digest(self.name),
+                       source=source_digest(items)).to_dict()
 
     # -- reference numbers and CLI hooks -----------------------------------------------------------
     def reference(self, table: str | None = None):
@@ -189,3 +192,26 @@ def lenient_letter(text: str | None, letters: str = "ABCD") -> tuple[str | None,
             return hits[0], name
         return None, "ambiguous"
     return None, "unparsed"
+
+
+def template_digest(benchmark: str) -> str:
+    """Digest of a benchmark's prompt templates (the source of its ``prompts`` module): runs asked with other
+    prompt texts are other runs, even under the same model and setting."""
+    import importlib.util
+
+    from vlamb_nb.hashing import digest
+
+    spec = importlib.util.find_spec(f"vlamb_nb.benchmarks.{benchmark}.prompts")
+    if spec is None or spec.origin is None:
+        return ""
+    with open(spec.origin, encoding="utf-8") as fh:
+        return digest(fh.read())[:16]
+
+
+def source_digest(items: Any) -> str:
+    """Digest of the items a run was asked about (their ids, in order, and the source they came from)."""
+    if items is None or not hasattr(items, "columns") or "id" not in items.columns:
+        return ""
+    from vlamb_nb.hashing import digest
+
+    return digest({"ids": [str(i) for i in items["id"]], "source": str(items.attrs.get("source", ""))})[:16]

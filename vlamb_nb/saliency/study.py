@@ -195,7 +195,7 @@ def run_study(model: Any, benchmark: str, *, source: str | os.PathLike | None = 
         scored = bench.run(model, part, setting, store=store, progress=progress, **cap)
         scored["item_id"] = scored["id"].astype(str)
     else:
-        gens = runner.run(model, reqs, store, progress=progress, run_meta=bench.run_meta(model.info, setting))
+        gens = runner.run(model, reqs, store, progress=progress, run_meta=bench.run_meta(model.info, setting, items=items))
         scored = bench.score(bench.predictions(items, gens))
     ex = explainer if explainer is not None else Explainer(model)
     records, maps = explain_items(ex, reqs, items, benchmark=benchmark, methods=methods, scored=scored,

@@ -258,7 +258,7 @@ class Racquet(Benchmark):
                               for u, c in zip(items["image_url"], coco_urls, strict=True)]
         reqs = self.requests(items, setting, **opts)
         gens = runner.run(model, reqs, store, batch_size=batch_size, limit=limit, progress=progress,
-                          run_meta=self.run_meta(model.info, setting, seed=opts.get("seed")))
+                          run_meta=self.run_meta(model.info, setting, seed=opts.get("seed"), items=items))
         gens["item_id"] = gens["request_id"].astype(str).str.split("::").str[0]
         gens["model"] = model.info.model_id
         return gens

@@ -193,7 +193,7 @@ class RefAdv(Benchmark):
             items = self.delete_descriptors(items, rewriter, seed=seed, store=rewriter_store, progress=progress)
         reqs = self.requests(items, setting, style=st, prompt_mode=prompt_mode, seed=seed,
                              max_new_tokens=max_new_tokens)
-        meta = self.run_meta(model.info, setting, seed)
+        meta = self.run_meta(model.info, setting, seed, items=items)
         meta.update(style=st.name, box_format=st.box_format, style_reason=style_reason, repair_text=repair_text)
         meta["deviations"] += [d.__dict__ for d in self.style_deviations(st, model.info, max_new_tokens,
                                                                          repair_text=repair_text)]

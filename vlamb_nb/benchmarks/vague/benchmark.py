@@ -145,7 +145,7 @@ class Vague(Benchmark):
         spec = setting_spec(self.check_setting(setting))
         if limit is not None:
             items = items.iloc[:limit]
-        meta = self.run_meta(model.info, setting)
+        meta = self.run_meta(model.info, setting, items=items)
         meta["deviations"] = [asdict(d) for d in self.deviations(model.info, setting, reading=reading,
                                                                  captions=captions,
                                                                  max_pixels=getattr(model, "max_pixels", None),

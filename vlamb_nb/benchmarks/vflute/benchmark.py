@@ -141,7 +141,7 @@ class VFlute(Benchmark):
         setting = self.check_setting(setting or self.default_setting)
         if limit is not None:
             items = items.head(limit)
-        meta = self.run_meta(model.info, setting)
+        meta = self.run_meta(model.info, setting, items=items)
         reqs = self.requests(items, setting, **opts)
         gens = runner.run(model, reqs, store, batch_size=batch_size, progress=progress, run_meta=meta,
                           desc=f"vflute {setting}" + (" (scene graphs)" if setting == "scene_graph" else ""))
