@@ -110,8 +110,10 @@ def _run_all(base: str, name: str, n_code: int) -> dict:
             page.wait_for_timeout(1000)
         out = {
             "executed": max(counts, default=0),
-            "errors": page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']").count()
-            + page.locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.error']").count(),
+            # JupyterLab 4 renders a cell's exception as stderr text holding the traceback
+            "errors": sum("Traceback" in t for t in page.locator(
+                ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts())
+            + page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']").count(),
             "stderr": page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
             .all_inner_texts(),
             "texts": page.locator(".jp-OutputArea-output").all_inner_texts(),
