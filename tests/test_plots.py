@@ -124,3 +124,15 @@ def test_model_text_with_dollar_signs_is_drawn_verbatim(tmp_path):
     ax.text(0.1, 0.5, "cost $5 and $6")
     save_figure(fig, "t", "dollars", directory=tmp_path)
     assert (tmp_path / "t" / "dollars.png").is_file() or (tmp_path / "dollars.png").is_file()
+
+
+def test_a_figure_of_generated_sample_data_is_stamped_as_such(tmp_path, monkeypatch):
+    from vlamb_nb.notebook import SAMPLE_STAMP, setup
+    from vlamb_nb.plots import new_figure
+
+    monkeypatch.setenv("VLAMB_FIGURES_DIR", str(tmp_path))
+    cfg = setup("vague", profile="offline")
+    fig, _ = new_figure(3, 2)
+    cfg.save_figure(fig, "b1", sample_data=True)
+    assert (tmp_path / "vague" / "demo" / "b1.png").is_file() and not (tmp_path / "vague" / "b1.png").exists()
+    assert any(t.get_text() == SAMPLE_STAMP for t in fig.texts)

@@ -41,6 +41,7 @@ from vlamb_nb.paths import (  # noqa: F401  (re-exported: notebooks import them 
 RESULTS_MIME = "application/vnd.vlamb.results+json"
 PROFILES = ("offline", "paper")
 OFFLINE_MODEL = "tiny:qwen2_5_vl"
+SAMPLE_STAMP = "generated sample data: not the paper's data"
 # model specs that are stand-ins, not models: the offline profile may run them
 STAND_IN_PREFIXES = ("tiny:", "scripted", "replay:")
 
@@ -129,12 +130,15 @@ class NotebookConfig:
         quant = None if spec.startswith(("openai:", "replay:", "scripted")) else self.quantization
         return load_model(spec, quantization=quant, **kwargs)
 
-    def save_figure(self, fig: Any, name: str, *, model_output: bool = False) -> None:
+    def save_figure(self, fig: Any, name: str, *, model_output: bool = False, sample_data: bool = False) -> None:
         """Save a figure of this paper. ``model_output``: drawn from this run's model answers, so under the
         offline profile it is a pipeline demonstration — marked as such in the image and kept in ``demo/``,
         never refreshed into the committed ``figures/``."""
         from vlamb_nb.plots import save_figure
 
+        if sample_data:  # drawn from a generated sample, not the released data: never a paper's figure
+            save_figure(fig, self.paper, name, demo=SAMPLE_STAMP)
+            return
         save_figure(fig, self.paper, name, demo=model_output and self.offline)
 
     def all_deviations(self, *more: Any) -> list[dict[str, Any]]:

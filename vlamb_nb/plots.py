@@ -52,19 +52,20 @@ DEMO_STAMP = "pipeline demo: random model, not a result"
 
 
 def save_figure(fig, paper: str, name: str, *, directory: str | Path | None = None,
-                formats: tuple[str, ...] = ("png", "pdf"), demo: bool = False) -> None:
+                formats: tuple[str, ...] = ("png", "pdf"), demo: bool | str = False) -> None:
     """Write ``<figures>/<paper>/<name>.{png,pdf}`` without timestamps (so reruns are byte-identical).
 
     ``demo``: the figure shows a stand-in model's answers; it is stamped as a pipeline demonstration in the
     image itself and written to ``<figures>/<paper>/demo/``, which ``reproduce --update-figures`` never copies
-    into the committed ``figures/``. Returns nothing, so a cell ending in this call prints no value.
+    into the committed ``figures/``; a string is the stamp's text (e.g. for a generated data sample). Returns
+    nothing, so a cell ending in this call prints no value.
     """
     from vlamb_nb.paths import figures_dir
 
     out_dir = Path(directory) / paper if directory is not None else figures_dir(paper)
     if demo:
         out_dir = out_dir / "demo"
-        stamp_demo(fig)
+        stamp_demo(fig, demo if isinstance(demo, str) else DEMO_STAMP)
     out_dir.mkdir(parents=True, exist_ok=True)
     for fmt in formats:
         p = out_dir / f"{name}.{fmt}"
