@@ -129,3 +129,16 @@ def test_records_carry_template_and_data_digests_and_other_data_is_another_run(t
     assert len({r["run"]["source"] for r in recs}) == 2 and len({r["run"]["template"] for r in recs}) == 1
     with pytest.raises(MixedRunsError, match="data"):
         select_run(recs)
+
+
+def test_a_mucar_store_with_two_quantizations_is_never_merged(tmp_path):
+    bench = get_benchmark("mucar")
+    folder = bench.make_sample(tmp_path / "d", n=2, seed=0)
+    items = bench.load(folder)
+    store = tmp_path / "s.jsonl"
+    model = ScriptedModel(lambda r: "Answer: A", model_id="Q")
+    bench.evaluate(model, items, "full", store=store, progress=False)
+    model.info = replace(model.info, quantization="4bit")
+    bench.evaluate(model, items, "full", store=store, progress=False)
+    with pytest.raises(MixedRunsError, match="4bit"):
+        bench.score_file(store, source=folder, n_resamples=0)

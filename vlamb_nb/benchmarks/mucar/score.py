@@ -330,6 +330,12 @@ def read_predictions(path: str | os.PathLike, *, model: str | None = None,
             raise DataError(f"not valid JSON: {e}", source=p.name) from None
         if isinstance(rows, dict):
             rows = [{"id": k, "output": v} for k, v in rows.items()]
+    if rows and all(isinstance(r, dict) and "request_id" in r and isinstance(r.get("model"), dict) for r in rows):
+        # a prediction store: exactly one run (model, quantization, decoding, prompts, data), duplicates once
+        from vlamb_nb.runs import dedupe, select_run
+
+        _, rows = select_run(rows, model=model, setting=setting, source=p.name)
+        rows, _ = dedupe(rows, source=p.name)
     seen = {str(r["setting"]) for r in rows if isinstance(r, dict) and r.get("setting") and not r.get("_meta")}
     if setting is None and len(seen) > 1:
         raise SettingError(f"{p.name} holds several settings ({', '.join(sorted(seen))}); pass -o setting=NAME")
