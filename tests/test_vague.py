@@ -690,3 +690,20 @@ def test_qwen25_image_budget_is_the_released_codes_or_a_deviation():
     assert "image resolution" not in {d.what for d in BENCHMARK.deviations(qwen, "vlm", max_pixels=1003520)}
     ext = {d.what: d for d in BENCHMARK.deviations(qwen, "sm_ext", captions="dataset")}
     assert "leak the answer" in ext["external captions"].ours
+
+
+def test_table_b2_ocr_check_on_the_released_images(shared_data):
+    """Table B2's OCR sanity test runs on the three released images; a model naming the colour passes."""
+    from vlamb_nb.benchmarks.vague.report import ocr_check
+    from vlamb_nb.models import ScriptedModel
+
+    asked = []
+
+    def respond(req):
+        asked.append(req.prompt_text)
+        return "Person1 is wearing a red shirt." if "person1" in req.prompt_text else "Blue."
+
+    table = ocr_check(ScriptedModel(respond), shared_data / "vague" / "ocr_test")
+    assert table["image"].tolist() == ["(a) ocr_1.jpg", "(b) ocr_2.jpg", "(c) ocr_3.jpg"]
+    assert table["names_expected"].tolist() == [True, True, False]  # person5 answered "Blue."
+    assert "person5" in asked[2] and table["error"].isna().all()

@@ -35,6 +35,10 @@ def test_vague_notebook_defaults(tmp_path, run_notebook):
     assert short["paper"].startswith("16 MCQ") and "offline profile" in short["ours"]
     assert {(p["a"], p["b"]) for p in results["paired_tests"]} >= {("vlm", "lm"), ("vlm_cot", "vlm")}
     assert results["data"]["subset_counts"]["VCR"] >= 1
+    from vlamb_nb.paths import shared_data_dir
+
+    if shared_data_dir() is not None and (shared_data_dir() / "vague" / "ocr_test").is_dir():
+        assert [r["person"] for r in results["table_b2_ocr"]] == ["person1", "person1", "person5"]
     assert (tmp_path / "figures" / "vague" / "fig4_incorrect_choices.png").is_file()  # published counts
     # figures of a generated data sample are stamped and kept apart, never committed as the paper's
     sample = results["data"]["source"].startswith("generated")

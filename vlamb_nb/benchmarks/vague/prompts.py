@@ -234,3 +234,11 @@ def caption_requests(items, *, params: DecodingParams | None = None) -> list[Req
                            images=[item_image(item)], params=params or decoding("caption"),
                            benchmark="vague", setting="caption", meta={"item_id": item["id"], "step": "caption"}))
     return out
+
+
+#: Table B2's OCR sanity test (App. B.4): the t-shirt colour of a tagged person in three COCO images. The
+#: paper does not give the wording; this question is ours (recorded as a deviation where it is run).
+OCR_QUESTION = "What is the color of the t-shirt that {person} is wearing?"
+#: image file (in the released ``ocr_test/`` folder), the tagged person asked about, the expected colour
+OCR_ITEMS = (("a", "ocr_1.jpg", "person1", "red"), ("b", "ocr_2.jpg", "person1", "red"),
+             ("c", "ocr_3.jpg", "person5", "red"))

@@ -6,6 +6,7 @@ The notebook only calls these; each is a thin composition of the benchmark's own
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from vlamb_nb.benchmarks.vague.benchmark import BENCHMARK
 from vlamb_nb.benchmarks.vague.data import SUBSETS, top_verbs
 from vlamb_nb.benchmarks.vague.prompts import BASE_SETTINGS, SETTINGS
 from vlamb_nb.benchmarks.vague.score import predictions_frame
-from vlamb_nb.errors import SettingError
+from vlamb_nb.errors import DataError, SettingError
 
 # paired comparisons the paper makes (a vs b on the same items): visual cues, and CoT vs no CoT
 PAIRS = (("sm", "lm"), ("vlm", "lm"), ("vlm", "sm"), ("sm_cot", "sm"), ("vlm_cot", "vlm"), ("sm_ext", "sm"))
@@ -260,3 +261,38 @@ def recomputed_vs_paper(alpha: float = 0.05):
                      "column": "Acc", **cell})
         rows.append({"table": "Table 1", "row": r["model"], "column": f"{r['subset']} {r['type']}", **cell})
     return reference.compare(pd.DataFrame(rows), "vague")
+
+
+def ocr_check(model, folder: str | os.PathLike | None = None, *, max_new_tokens: int = 32):
+    """Table B2: ask ``model`` the t-shirt colour of the tagged person in the three OCR test images (the
+    released ``ocr_test/`` folder, beside the checkout by default); one row per image with the answer and
+    whether it names the expected colour. The paper reports that every model it tested answered "red"."""
+    import pandas as pd
+
+    from vlamb_nb import runner
+    from vlamb_nb.benchmarks.vague.prompts import OCR_ITEMS, OCR_QUESTION
+    from vlamb_nb.images import load_image
+    from vlamb_nb.models.base import IMAGE_SLOT, DecodingParams, Request, user_message
+    from vlamb_nb.paths import shared_data_dir
+
+    if folder is None:
+        shared = shared_data_dir()
+        if shared is None or not (shared / "vague" / "ocr_test").is_dir():
+            raise DataError("the OCR test images (ocr_test/) are not beside the checkout; pass folder=")
+        folder = shared / "vague" / "ocr_test"
+    folder = Path(folder)
+    reqs = []
+    for label, name, person, _ in OCR_ITEMS:
+        image = load_image(folder / name)
+        msg = user_message(IMAGE_SLOT, OCR_QUESTION.format(person=person))
+        reqs.append(Request(id=f"ocr-{label}::ocr", messages=[msg], images=[image],
+                            params=DecodingParams(max_new_tokens=max_new_tokens), benchmark="vague", setting="ocr",
+                            meta={"item_id": f"ocr-{label}"}))
+    gens = runner.run(model, reqs, None, progress=False)
+    rows = []
+    for (label, name, person, colour), text, error in zip(OCR_ITEMS, gens["text"], gens["error"], strict=True):
+        answer = "" if not isinstance(text, str) else text.strip()
+        rows.append({"image": f"({label}) {name}", "person": person, "expected": colour, "answer": answer,
+                     "names_expected": bool(re.search(rf"\b{colour}\b", answer, re.I)),
+                     "error": error if isinstance(error, str) else None})
+    return pd.DataFrame(rows)
