@@ -612,3 +612,17 @@ def test_share_figure_colours_keep_their_meaning_and_absent_classes_leave_the_le
               if hasattr(c, "patches") and c.get_label() in legend}
     assert colour["High Risk"].lower() == rplots.CLASS_COLORS["High Risk"].lower()
     assert colour["Explicit"].lower() == rplots.CLASS_COLORS["Explicit"].lower()
+
+
+def test_table2_sampling_aggregations_differ_as_defined():
+    # item 1: A A B (3 samples); item 2: C C C C B B (6 samples) -> pooled weights item 2 twice as much
+    df = pd.DataFrame({"model": "m", "setting": "sampling", "image_url": ["u1"] * 3 + ["u2"] * 6,
+                       "id": ["general-1"] * 3 + ["general-2"] * 6,
+                       "label": ["A", "A", "B", "C", "C", "C", "C", "B", "B"]})
+    t = rscore.sampling_aggregations(df).pivot(index="aggregation", columns="label", values="share")
+    assert t.loc["pooled", "A"] == pytest.approx(100 * 2 / 9, abs=0.01)
+    assert t.loc["per_item_mean", "A"] == pytest.approx(100 * (2 / 3 + 0) / 2, abs=0.01)
+    assert t.loc["majority", "A"] == 50.0 and t.loc["majority", "C"] == 50.0
+    assert t.loc["any_explicit", "A"] == 50.0
+    with pytest.raises(SettingError):
+        rscore.sampling_aggregations(df, aggregations=("best",))

@@ -28,6 +28,8 @@ def test_racquet_notebook_defaults(tmp_path, run_notebook):
     assert any("quantization" in d for d in res["deviations"])
     assert any("grounder" in d for d in res["table1_deviations"])
     assert res["bias_annotation_progress"][1] == 16
+    assert {r["aggregation"] for r in res["table2_aggregations"]} == {"pooled", "per_item_mean", "majority",
+                                                                      "any_explicit"}
     t1 = res["table1"][0]
     # every valid response with candidate boxes is grounded (control answers are on BIAS images: no boxes)
     assert t1["responses"] == sum(v["sum"] for k, v in res["responses"].items() if k != "control")

@@ -86,6 +86,61 @@ def class_shares(scored, *, by: tuple[str, ...] = ("model", "setting"), labels: 
     return pd.DataFrame(rows)
 
 
+#: ways to turn n sampled answers per item into Table 2's class shares (the paper does not say which it used)
+SAMPLING_AGGREGATIONS = ("pooled", "per_item_mean", "majority", "any_explicit")
+
+
+def sampling_aggregations(scored, *, by: tuple[str, ...] = ("model",), labels: tuple[str, ...] = ("A", "B", "C"),
+                          aggregations: tuple[str, ...] = SAMPLING_AGGREGATIONS):
+    """Table 2 under each per-item aggregation of the sampled answers (rows of setting ``sampling``).
+
+    - ``pooled``: the share over all samples (most likely the paper's, notes §3; what ``class_shares`` gives);
+    - ``per_item_mean``: each item's class shares averaged over items (equal weight per item, also when an
+      item has fewer usable samples);
+    - ``majority``: each item's most frequent class (a tie, or a majority of unlabelled samples, is
+      ``unlabelled``), then the share over items;
+    - ``any_explicit``: an item is Explicit when any sample is (best of n), else its majority class.
+    Shares are in percent over items (or samples for ``pooled``); unlabelled samples stay in the denominators.
+    """
+    import pandas as pd
+
+    unknown = [a for a in aggregations if a not in SAMPLING_AGGREGATIONS]
+    if unknown:
+        raise SettingError(f"unknown aggregation(s) {unknown}; choose from {list(SAMPLING_AGGREGATIONS)}")
+    df = scored[scored["setting"] == "sampling"] if "setting" in scored.columns else scored
+    if df.empty:
+        raise DataError("no sampled answers (setting 'sampling') to aggregate")
+    by = tuple(b for b in by if b in df.columns)
+    names = (*labels, "unlabelled")
+    lab = df["label"].where(df["label"].isin(labels), "unlabelled")
+    df = df.assign(_lab=lab)
+    rows = []
+    for key, g in (df.groupby(list(by), sort=False) if by else [((), df)]):
+        key = key if isinstance(key, tuple) else (key,)
+        counts = g.groupby(["id", "_lab"]).size().unstack(fill_value=0).reindex(columns=list(names), fill_value=0)
+        for agg in aggregations:
+            if agg == "pooled":
+                share = counts.sum() / counts.to_numpy().sum()
+            elif agg == "per_item_mean":
+                share = counts.div(counts.sum(axis=1), axis=0).mean()
+            else:
+                def pick(r, agg=agg):
+                    if agg == "any_explicit" and r.get("A", 0) > 0:
+                        return "A"
+                    top = r.max()
+                    best = [c for c in names if r[c] == top]
+                    return best[0] if len(best) == 1 else "unlabelled"
+                chosen = counts.apply(pick, axis=1)
+                share = chosen.value_counts().reindex(list(names), fill_value=0) / len(chosen)
+            for name in names:
+                if name == "unlabelled" and share.get(name, 0) == 0:
+                    continue
+                rows.append({**dict(zip(by, key, strict=True)), "aggregation": agg, "label": name,
+                             "class_name": CLASSES.get(name, name), "share": round(100 * float(share[name]), 2),
+                             "items": int(len(counts)), "samples": int(counts.to_numpy().sum())})
+    return pd.DataFrame(rows)
+
+
 def bias_shares(scored, *, by: tuple[str, ...] = ("model", "category"), **kwargs: Any):
     """Fig. 7: Explicit / Stereotypical / Anti-stereotypical shares per model and bias category."""
     return class_shares(scored, by=by, labels=BIAS_LABELS, **kwargs)
