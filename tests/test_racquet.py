@@ -626,3 +626,8 @@ def test_table2_sampling_aggregations_differ_as_defined():
     assert t.loc["any_explicit", "A"] == 50.0
     with pytest.raises(SettingError):
         rscore.sampling_aggregations(df, aggregations=("best",))
+
+
+def test_class_share_intervals_name_their_resampling_unit():
+    df = pd.DataFrame({"model": "m", "setting": "direct", "image_url": list("aabb"), "label": ["A", "B", "A", "C"]})
+    assert set(rscore.class_shares(df, n_resamples=50)["ci_unit"]) == {"image"}

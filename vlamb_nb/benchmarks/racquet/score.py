@@ -82,6 +82,7 @@ def class_shares(scored, *, by: tuple[str, ...] = ("model", "setting"), labels: 
                                     n_resamples=n_resamples, seed=seed)
             rows.append({**dict(zip(by, key, strict=True)), "label": name,
                          "class_name": CLASSES.get(name, name), "share": est, "ci_low": lo, "ci_high": hi,
+                         "ci_unit": "image" if cluster == "image_url" else (cluster if cluster in g else "response"),
                          "count": int(hit.sum()), "n": int(len(g))})
     return pd.DataFrame(rows)
 
