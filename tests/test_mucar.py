@@ -690,3 +690,47 @@ def test_decoding_deviation_names_the_budget_used():
     text = [str(d) for d in B.deviations(info, "full", max_new_tokens=8) if d.what == "decoding"]
     assert text and "8 new tokens" in text[0]
     assert any("64 new tokens" in str(d) for d in B.deviations(info, "full"))
+
+
+# -- Fig. 3: the scenarios panel ------------------------------------------------------------------
+def test_fig3_scenarios_panel_is_not_derivable_from_the_release(release):
+    """The release has no scenario field: the right panel is a labelled stand-in, listed as not derivable."""
+    from vlamb_nb.benchmarks.mucar import plots, report
+
+    counts, info = data.scenario_counts(release)
+    assert counts.empty and not info["derivable"] and info["labelled_queries"] == 0
+    assert release["scenario"].isna().all()
+    assert info["stand_in_counts"] == {"Temporal Information": 99, "Location and Orientation": 60,
+                                       "Relationships": 33, "Cultural Background": 18}
+    fig = plots.plot_distribution(release)
+    left, right = fig.axes
+    assert "category" in left.get_title().lower() and len(left.patches) == 3 * 7
+    assert "not in the release" in right.get_title() and "Stand-in" in right.get_title()
+    assert sum(p.get_width() for p in right.patches) == 210
+    assert "not derivable" in plots.plot_distribution.__doc__
+    nd = {d["item"]: d["reason"] for d in report.not_derivable()}
+    assert "no scenario field" in nd["Fig. 3 (right): scenarios"]
+
+
+def test_fig3_scenarios_panel_counts_a_scenario_field(tmp_path):
+    from vlamb_nb.benchmarks.mucar import plots
+
+    path = B.make_sample(tmp_path / "m")
+    recs = json.loads(path.read_text(encoding="utf-8"))
+    for i, r in enumerate(recs):
+        r["scenario"] = ["daily life", "travel", "food"][i % 3]
+    items = B.load(_write(tmp_path, recs))
+    counts, info = data.scenario_counts(items)
+    assert info["derivable"] and info["labelled_queries"] == len(items)
+    assert set(counts["scenario"]) == {"daily life", "travel", "food"} and counts["queries"].sum() == len(items)
+    right = plots.plot_distribution(items).axes[1]
+    assert right.get_title().startswith("Scenarios (") and sum(p.get_width() for p in right.patches) == len(items)
+
+
+def test_notebook_says_the_scenarios_panel_is_not_derivable(repo_root):
+    nb = json.loads((repo_root / "notebooks" / "mucar.ipynb").read_text(encoding="utf-8"))
+    assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code")
+    text = "\n".join("".join(c["source"]) for c in nb["cells"])
+    assert "no scenario field" in text and "not derivable" in text
+    for call in ("scenario_counts(release)", 'record("not_derivable", not_derivable)', "report.not_derivable()"):
+        assert call in text
