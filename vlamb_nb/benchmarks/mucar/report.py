@@ -1,5 +1,6 @@
 """MUCAR notebook helpers (the notebook only calls these): data for the notebook, runs over settings,
-paper-vs-ours frames, published tables with intervals, the audit frame."""
+paper-vs-ours frames (Table 2, Table 4), published tables with intervals, the audit frame, and the list of
+paper items the release cannot rebuild."""
 
 from __future__ import annotations
 
@@ -104,6 +105,29 @@ def paper_vs_ours(scored, paper_row: str, *, table: str = "Table 2a", n_resample
 
     long = results_long(scored, paper_row, table, n_resamples=n_resamples, seed=seed, categories=categories)
     return reference.compare(long[["table", "row", "column", "value", "ci_low", "ci_high"]], NAME, table=table)
+
+
+def table4_vs_paper(runs: dict[str, Any], *, n_resamples: int = 1000, seed: int = 0):
+    """Table 4's MUCAR columns: each strategy run (``full`` = Vanilla, ``full_cot``, ``full_codis``, the agent)
+    against its published row via ``reference.compare``; runs of other settings are left out."""
+    import pandas as pd
+
+    from vlamb_nb import reference
+    from vlamb_nb.benchmarks.mucar.prompts import TABLE4_ROWS
+    from vlamb_nb.benchmarks.mucar.score import table4_long
+
+    frames = []
+    for setting, scored in runs.items():
+        if setting not in TABLE4_ROWS:
+            continue
+        long = table4_long(scored, n_resamples=n_resamples, seed=seed)
+        cmp = reference.compare(long[["table", "row", "column", "value", "ci_low", "ci_high"]], NAME, table="Table 4")
+        cmp.insert(0, "setting", setting)
+        cmp["n_queries"] = long["n_queries"].to_numpy()
+        frames.append(cmp)
+    if not frames:
+        raise DataError(f"no Table 4 run among {sorted(runs)}; run one of {', '.join(TABLE4_ROWS)}")
+    return pd.concat(frames, ignore_index=True)
 
 
 def not_derivable() -> list[dict[str, str]]:
