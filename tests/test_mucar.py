@@ -858,5 +858,24 @@ def test_table4_strategies_compared_with_the_published_rows(sample):
     assert cmp.loc[("Vanilla", "MUCAR Acc_q"), "paper"] == 53.91
     assert cmp.loc[("CODIS", "MUCAR Acc_q"), "ours"] == 0.0 and cmp.loc[("CoT", "MUCAR Acc_p"), "paper"] == 28.57
     assert (cmp["n_queries"] == len(sample)).all() and "setting" in cmp
+    from vlamb_nb.benchmarks.mucar import plots
+
+    ax = plots.plot_table4(cmp.reset_index()).axes[0]
+    assert len(ax.patches) == 4 * 4  # 4 strategies x (ours, paper) x (Acc_p, Acc_q)
     with pytest.raises(DataError, match="no Table 4 run"):
         report.table4_vs_paper({"c_q": runs["c_q"]})
+
+
+def test_notebook_runs_a_table4_strategy_and_compares_it(repo_root):
+    """Task: one new strategy (the agent) runs under the offline profile and Table 4 is compared, not audited only."""
+    import papermill
+
+    path = repo_root / "notebooks" / "mucar.ipynb"
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert papermill.inspect_notebook(str(path))["table4_settings"]["default"] == "None"
+    assert 'paper=["full_cot", "full_codis", "full_agent"]' in code and 'offline=["full_agent"]' in code
+    for call in ("report.run_settings(model, items, table4_settings", "report.table4_vs_paper(",
+                 'record("table4_vs_paper"', "plots.plot_table4(", 'cfg.save_figure(fig, "table4-prompting-strategies", '
+                 "model_output=True)", '"step_detect", "step_evidence"'):
+        assert call in code
