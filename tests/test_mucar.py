@@ -690,3 +690,192 @@ def test_decoding_deviation_names_the_budget_used():
     text = [str(d) for d in B.deviations(info, "full", max_new_tokens=8) if d.what == "decoding"]
     assert text and "8 new tokens" in text[0]
     assert any("64 new tokens" in str(d) for d in B.deviations(info, "full"))
+
+
+# -- Fig. 3: the scenarios panel ------------------------------------------------------------------
+def test_fig3_scenarios_panel_is_not_derivable_from_the_release(release):
+    """The release has no scenario field: the right panel is a labelled stand-in, listed as not derivable."""
+    from vlamb_nb.benchmarks.mucar import plots, report
+
+    counts, info = data.scenario_counts(release)
+    assert counts.empty and not info["derivable"] and info["labelled_queries"] == 0
+    assert release["scenario"].isna().all()
+    assert info["stand_in_counts"] == {"Temporal Information": 99, "Location and Orientation": 60,
+                                       "Relationships": 33, "Cultural Background": 18}
+    fig = plots.plot_distribution(release)
+    left, right = fig.axes
+    assert "category" in left.get_title().lower() and len(left.patches) == 3 * 7
+    assert "not in the release" in right.get_title() and "Stand-in" in right.get_title()
+    assert sum(p.get_width() for p in right.patches) == 210
+    assert "not derivable" in plots.plot_distribution.__doc__
+    nd = {d["item"]: d["reason"] for d in report.not_derivable()}
+    assert "no scenario field" in nd["Fig. 3 (right): scenarios"]
+
+
+def test_fig3_scenarios_panel_counts_a_scenario_field(tmp_path):
+    from vlamb_nb.benchmarks.mucar import plots
+
+    path = B.make_sample(tmp_path / "m")
+    recs = json.loads(path.read_text(encoding="utf-8"))
+    for i, r in enumerate(recs):
+        r["scenario"] = ["daily life", "travel", "food"][i % 3]
+    items = B.load(_write(tmp_path, recs))
+    counts, info = data.scenario_counts(items)
+    assert info["derivable"] and info["labelled_queries"] == len(items)
+    assert set(counts["scenario"]) == {"daily life", "travel", "food"} and counts["queries"].sum() == len(items)
+    right = plots.plot_distribution(items).axes[1]
+    assert right.get_title().startswith("Scenarios (") and sum(p.get_width() for p in right.patches) == len(items)
+
+
+def test_notebook_says_the_scenarios_panel_is_not_derivable(repo_root):
+    nb = json.loads((repo_root / "notebooks" / "mucar.ipynb").read_text(encoding="utf-8"))
+    assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code")
+    text = "\n".join("".join(c["source"]) for c in nb["cells"])
+    assert "no scenario field" in text and "not derivable" in text
+    for call in ("scenario_counts(release)", 'record("not_derivable", not_derivable)', "report.not_derivable()"):
+        assert call in text
+
+
+# -- Table 4: CoT, CODIS-specific prompting and the agent framework --------------------------------
+def _gold(items):
+    return dict(zip(items["uid"], items["gold"], strict=True))
+
+
+@pytest.mark.parametrize("setting,marker", [
+    ("full_cot", "Think step by step: first explain your reasoning"),
+    ("full_codis", "first use the context to decide how the image should be understood"),
+    ("full_agent_unified", prompts.AGENT_T1 + "\n" + prompts.AGENT_T2 + "\n" + prompts.AGENT_T3),
+])
+def test_single_call_strategies_carry_their_prompt_and_score_like_full(sample, setting, marker):
+    reqs = B.requests(sample, setting)
+    assert len(reqs) == len(sample) and all(marker in r.prompt_text for r in reqs)
+    assert all(r.setting == setting and r.id == r.meta["item_id"] and len(r.images) == 1 for r in reqs)
+    assert reqs[0].params.max_new_tokens == prompts.SETTINGS[setting].max_new_tokens
+    item = sample.iloc[0]
+    assert f"Question: {item['context'].strip()} {item['question']} Options: {' '.join(item['options'])}" \
+        in reqs[0].prompt_text
+    gold = _gold(sample)
+    model = ScriptedModel(lambda r: f"The image settles it.\nAnswer: {gold[r.meta['item_id']]}", model_id="m")
+    scored = B.evaluate(model, sample, setting, progress=False)
+    assert model.calls == len(sample) and scored["correct"].all() and (scored["parse_method"] == "answer_tag").all()
+    t = B.tables(scored, n_resamples=0)
+    assert t["Table 2"].loc["m", "Overall Acc_p"] == 100.0
+    assert set(t["Table 4 (MUCAR columns)"]["row"]) == {prompts.TABLE4_ROWS[setting]}
+    assert {"strict", "lenient"} == set(t["strict vs lenient"]["reading"])
+
+
+def test_strategy_prompts_are_marked_ours_and_recorded_as_deviations():
+    from vlamb_nb.models.base import ModelInfo
+
+    info = ModelInfo(model_id="m")
+    assert "ours" in prompts.__doc__ and "no prompt text" in prompts.__doc__
+    for setting in prompts.STRATEGY_SETTINGS:
+        devs = {d.what: d for d in B.deviations(info, setting)}
+        assert "ours" in devs["prompt wording"].ours and devs["prompt wording"].affects == setting
+        assert devs["Table 4 model"].paper == "gpt-4o-2024-11-20"
+        assert "512 new tokens" in str(devs["decoding"]) or setting == "full_codis"
+    assert "prompt wording" not in {d.what for d in B.deviations(info, "full")}
+    assert "agent variant" in {d.what for d in B.deviations(info, "full_agent")}
+
+
+def _agent_model(items, log):
+    gold = _gold(items)
+
+    def respond(r):
+        uid, step = r.meta["item_id"], r.meta.get("step")
+        log.append((step, r.setting, r.prompt_text))
+        if step == "detect":
+            return f"AMBIGUITY-{uid}"
+        if step == "evidence":
+            return f"EVIDENCE-{uid}"
+        return f"Reasoning.\nAnswer: {gold[uid]}"
+
+    return ScriptedModel(respond, model_id="agent-oracle")
+
+
+def test_agent_runs_three_chained_calls_per_query(sample, tmp_path):
+    log: list = []
+    model = _agent_model(sample, log)
+    store = tmp_path / "agent.jsonl"
+    scored = B.evaluate(model, sample, "full_agent", store=store, progress=False)
+    n = len(sample)
+    assert model.calls == 3 * n and len(scored) == n and scored["correct"].all()
+    by_step = {s: [x for x in log if x[0] == s] for s in prompts.AGENT_STEPS}
+    assert all(len(v) == n for v in by_step.values())
+    assert all(x[1] == "full_agent:detect" and prompts.AGENT_T1 in x[2] for x in by_step["detect"])
+    # step 2 sees step 1's ambiguity analysis; step 3 sees the evidence but not the analysis (§5.3)
+    assert all("Ambiguity (step 1): AMBIGUITY-mucar-" in x[2] and prompts.AGENT_T2 in x[2] for x in by_step["evidence"])
+    for _, setting, text in by_step["answer"]:
+        assert setting == "full_agent" and "Evidence (step 2): EVIDENCE-mucar-" in text and "AMBIGUITY-" not in text
+        assert prompts.AGENT_T3 in text
+    row = scored.set_index("uid").loc["mucar-0"]
+    assert row["step_detect"] == "AMBIGUITY-mucar-0" and row["step_evidence"] == "EVIDENCE-mucar-0"
+    assert row["setting"] == "full_agent"
+    B.evaluate(model, sample, "full_agent", store=store, progress=False)
+    assert model.calls == 3 * n  # all three steps came from the store
+    res = B.score_file(store, source=sample.attrs["source"], setting="full_agent", n_resamples=0)
+    assert res["scored_queries"] == n and res["overall"][0]["value"] == 100.0  # step records are not answers
+
+
+def test_agent_limit_asks_the_same_queries_at_every_step(sample):
+    log: list = []
+    scored = B.evaluate(_agent_model(sample, log), sample, "full_agent", limit=3, progress=False)
+    assert len(scored) == 3 and len(log) == 9
+    asked = {s: {x[2].split("Question: ")[1][:40] for x in log if x[0] == s} for s in prompts.AGENT_STEPS}
+    assert asked["detect"] == asked["evidence"] == asked["answer"]
+
+
+def test_agent_failed_step_is_passed_on_as_no_output(sample):
+    def respond(r):
+        if r.meta.get("step") == "detect":
+            raise RuntimeError("backend down")
+        return "Answer: A"
+
+    model = ScriptedModel(respond)
+    scored = B.evaluate(model, sample, "full_agent", progress=False)
+    assert len(scored) == len(sample) and scored["valid"].all()
+    reqs = B.requests(sample, "full_agent", step="evidence", previous={})
+    assert "Ambiguity (step 1): (no output)" in reqs[0].prompt_text
+    with pytest.raises(SettingError, match="needs the outputs of the step before"):
+        B.requests(sample, "full_agent", step="answer")
+    with pytest.raises(SettingError, match="has the steps"):
+        prompts.build_prompt(sample.iloc[0], "full_agent", step="nope")
+
+
+def test_table4_strategies_compared_with_the_published_rows(sample):
+    from vlamb_nb.benchmarks.mucar import report
+
+    gold = _gold(sample)
+    oracle = ScriptedModel(lambda r: f"Answer: {gold[r.meta['item_id']]}" if r.meta.get("step") in (None, "answer")
+                           else "notes", model_id="oracle")
+    wrong = ScriptedModel(lambda r: "Answer: E", model_id="wrong")
+    runs = {s: B.evaluate(oracle, sample, s, progress=False) for s in ("full", "full_cot", "full_agent")}
+    runs["full_codis"] = B.evaluate(wrong, sample, "full_codis", progress=False)
+    runs["c_q"] = B.evaluate(oracle, sample, "c_q", progress=False)  # not a Table 4 row: left out
+    cmp = report.table4_vs_paper(runs, n_resamples=50).set_index(["row", "column"])
+    assert set(cmp.index.get_level_values(0)) == {"Vanilla", "CoT", "CODIS", "OURS"}
+    assert cmp.loc[("OURS", "MUCAR Acc_p"), "paper"] == 44.87 and cmp.loc[("OURS", "MUCAR Acc_p"), "ours"] == 100.0
+    assert cmp.loc[("Vanilla", "MUCAR Acc_q"), "paper"] == 53.91
+    assert cmp.loc[("CODIS", "MUCAR Acc_q"), "ours"] == 0.0 and cmp.loc[("CoT", "MUCAR Acc_p"), "paper"] == 28.57
+    assert (cmp["n_queries"] == len(sample)).all() and "setting" in cmp
+    from vlamb_nb.benchmarks.mucar import plots
+
+    ax = plots.plot_table4(cmp.reset_index()).axes[0]
+    assert len(ax.patches) == 4 * 4  # 4 strategies x (ours, paper) x (Acc_p, Acc_q)
+    with pytest.raises(DataError, match="no Table 4 run"):
+        report.table4_vs_paper({"c_q": runs["c_q"]})
+
+
+def test_notebook_runs_a_table4_strategy_and_compares_it(repo_root):
+    """Task: one new strategy (the agent) runs under the offline profile and Table 4 is compared, not audited only."""
+    import papermill
+
+    path = repo_root / "notebooks" / "mucar.ipynb"
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert papermill.inspect_notebook(str(path))["table4_settings"]["default"] == "None"
+    assert 'paper=["full_cot", "full_codis", "full_agent"]' in code and 'offline=["full_agent"]' in code
+    for call in ("report.run_settings(model, items, table4_settings", "report.table4_vs_paper(",
+                 'record("table4_vs_paper"', "plots.plot_table4(", 'cfg.save_figure(fig, "table4-prompting-strategies", '
+                 "model_output=True)", '"step_detect", "step_evidence"'):
+        assert call in code

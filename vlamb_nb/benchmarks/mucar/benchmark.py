@@ -18,6 +18,12 @@ query under its own language. Overall Acc_p here is the micro average over all g
 own Overall Acc_p rule cannot be reconstructed. Ablation and prompt-language runs (Table 3, Fig. 4,
 Table 12) are summed over the six non-dual categories, as in the paper.
 Confidence intervals (an addition) resample groups, never queries, so Acc_p stays defined.
+
+Table 4's prompting strategies are settings too (``full_cot``, ``full_codis``, ``full_agent``,
+``full_agent_unified``; prompt texts ours, see :mod:`.prompts`), read by the same parser and scored like
+``full``. ``full_agent`` is multi-step: :meth:`Mucar.run` asks each query's ambiguity (step
+``detect``), then its evidence given that analysis, then the answer given the evidence, each call cached
+in the same store under ``full_agent:<step>`` (the run's step records), the answer under ``full_agent``.
 """
 
 from __future__ import annotations
@@ -40,7 +46,13 @@ from vlamb_nb.benchmarks.mucar.data import (
     quirks,
 )
 from vlamb_nb.benchmarks.mucar.parse import parse_answer, parse_yes_no
-from vlamb_nb.benchmarks.mucar.prompts import DEFAULT_PARAMS, SETTINGS, applicable, build_prompt
+from vlamb_nb.benchmarks.mucar.prompts import (
+    SETTINGS,
+    STRATEGY_SETTINGS,
+    TABLE4_ROWS,
+    applicable,
+    build_prompt,
+)
 from vlamb_nb.benchmarks.mucar.score import (
     NO_PREDICTION,
     _records,
@@ -51,10 +63,14 @@ from vlamb_nb.benchmarks.mucar.score import (
     score_predictions,
     strict_vs_lenient,
     table2,
+    table4_long,
 )
 from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.meta import Deviation
 from vlamb_nb.models.base import IMAGE_SLOT, VLM, DecodingParams, ModelInfo, Request, user_message
+
+#: the model behind every row of Table 4 (its caption)
+TABLE4_MODEL = "gpt-4o-2024-11-20"
 
 
 # -- the benchmark -------------------------------------------------------------------------------
@@ -78,19 +94,27 @@ class Mucar(Benchmark):
     def requests(self, items, setting: str, *, images: str | os.PathLike | None = None,
                  context_mode: str = "prefix", option_sep: str = " ", option_style: str = "raw",
                  layout: str = "flat", params: DecodingParams | None = None, max_new_tokens: int | None = None,
-                 **kwargs: Any) -> list[Request]:
+                 step: str | None = None, previous: dict[str, str] | None = None, **kwargs: Any) -> list[Request]:
         """One request per query (per applicable context for 'c_ambiguous'); images from ``images``.
 
-        ``max_new_tokens`` overrides the default generation budget (a config-friendly shortcut for ``params``).
+        ``max_new_tokens`` overrides the setting's generation budget (a config-friendly shortcut for ``params``).
 
         ``images``: a folder or ``kevindragon221/MUCAR`` (a local hub snapshot); default the loader's.
+
+        Multi-step settings: the requests of ``step`` (default the first); a later step needs ``previous``,
+        each query's output of the step before (``uid`` → text). :meth:`run` chains the steps.
         """
         if kwargs:
             raise SettingError(f"unknown MUCAR request option(s): {', '.join(kwargs)}")
-        if params is None and max_new_tokens is not None:
-            params = DecodingParams(max_new_tokens=int(max_new_tokens))
         self.check_setting(setting)
         spec = SETTINGS[setting]
+        if params is None:
+            params = DecodingParams(max_new_tokens=int(max_new_tokens or spec.max_new_tokens))
+        if spec.steps:
+            step = step or spec.steps[0]
+            if step != spec.steps[0] and previous is None:
+                raise SettingError(f"step {step!r} of {setting!r} needs the outputs of the step before "
+                                   "(previous={uid: text}); Mucar.run chains the steps")
         resolver = None
         if spec.image:
             where = images if images is not None else items.attrs.get("images")
@@ -98,6 +122,7 @@ class Mucar(Benchmark):
                 raise SettingError(f"setting {setting!r} needs images: pass images=<folder> or "
                                    f"images={HUB_IMAGES!r} (a downloaded hub snapshot)")
             resolver = ImageResolver.from_spec(where)
+        final = not spec.steps or step == spec.steps[-1]
         cache: dict[str, Any] = {}
         out = []
         for item in items.to_dict(orient="records"):
@@ -105,17 +130,50 @@ class Mucar(Benchmark):
             if not ok:
                 continue
             text = build_prompt(item, setting, context_mode=context_mode, option_sep=option_sep,
-                                option_style=option_style, layout=layout)
+                                option_style=option_style, layout=layout, step=step,
+                                previous=(previous or {}).get(item["uid"], ""))
             imgs = []
             if resolver is not None:
                 if item["image_id"] not in cache:
                     cache[item["image_id"]] = resolver.load(item["image_id"])
                 imgs = [cache[item["image_id"]]]
             parts = [IMAGE_SLOT, text] if imgs else [text]
-            out.append(Request(id=item["uid"], messages=[user_message(*parts)], images=imgs,
-                               params=params or DEFAULT_PARAMS, benchmark=NAME, setting=setting,
-                               meta={"item_id": item["uid"], "group": item["group"]}))
+            meta = {"item_id": item["uid"], "group": item["group"]} | ({"step": step} if step else {})
+            out.append(Request(id=item["uid"] if final else f"{item['uid']}::{step}",
+                               messages=[user_message(*parts)], images=imgs, params=params, benchmark=NAME,
+                               setting=setting if final else f"{setting}:{step}", meta=meta))
         return out
+
+    def run(self, model: VLM, items, setting: str, *, store: str | os.PathLike | None = None,
+            limit: int | None = None, batch_size: int = 8, progress: bool = True, **opts: Any):
+        """Generate for ``setting``; a multi-step setting runs its steps in order, each fed the one before.
+
+        Every call goes through the runner and the store (cached, resumable); ``limit`` caps the queries, so
+        every step asks the same ones. Returns the generations of all steps (step rows have ``setting``
+        ``<setting>:<step>``).
+        """
+        import pandas as pd
+
+        from vlamb_nb import runner
+
+        self.check_setting(setting)
+        spec = SETTINGS[setting]
+        meta = self.run_meta(model.info, setting, items=items)
+        if not spec.steps:
+            return runner.run(model, self.requests(items, setting, **opts), store, batch_size=batch_size,
+                              limit=limit, progress=progress, run_meta=meta)
+        frames, previous = [], None
+        for step in spec.steps:
+            reqs = self.requests(items, setting, step=step, previous=previous, **opts)
+            if limit is not None:
+                reqs = reqs[: int(limit)]
+            gens = runner.run(model, reqs, store, batch_size=batch_size, progress=progress, run_meta=meta,
+                              desc=f"{setting}:{step}")
+            frames.append(gens)
+            # a failed step passes on no text: the next step says "(no output)" and goes on
+            previous = {str(r).split("::")[0]: ("" if isinstance(e, str) and e else str(t or ""))
+                        for r, t, e in zip(gens["request_id"], gens["text"], gens["error"], strict=True)}
+        return pd.concat(frames, ignore_index=True)
 
     def skipped(self, items, setting: str) -> dict[str, int]:
         """Queries a setting cannot be built for, by reason (reported, never silently dropped)."""
@@ -151,8 +209,18 @@ class Mucar(Benchmark):
             gens["error"] = [e if isinstance(e, str) else "" for e in gens["error"]]
         return super().predictions(items, gens, id_column=id_column)
 
-    def evaluate(self, model: VLM, items, setting: str | None = None, **kwargs: Any):
-        scored = super().evaluate(model, items, setting, **kwargs)
+    def evaluate(self, model: VLM, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
+                 batch_size: int = 8, limit: int | None = None, progress: bool = True, **kwargs: Any):
+        """run → parse → score; a multi-step run keeps each step's text beside the answer (``step_<name>``)."""
+        setting = self.check_setting(setting or self.default_setting)
+        gens = self.run(model, items, setting, store=store, limit=limit, batch_size=batch_size, progress=progress,
+                        **kwargs)
+        is_step = gens["setting"].astype(str).str.contains(":", regex=False)
+        scored = self.score(self.predictions(items, gens[~is_step].reset_index(drop=True)))
+        for step in SETTINGS[setting].steps[:-1]:
+            rows = gens[gens["setting"] == f"{setting}:{step}"]
+            text = dict(zip(rows["request_id"].astype(str).str.split("::").str[0], rows["text"], strict=True))
+            scored[f"step_{step}"] = scored["uid"].map(text)
         scored["model"] = model.info.model_id
         return scored
 
@@ -162,7 +230,7 @@ class Mucar(Benchmark):
         if "setting" in scored and (scored["setting"] == "c_ambiguous").all():
             return {"Is C ambiguous": pair_accuracy(scored, None, n_resamples=n_resamples, seed=seed)}
         cxl = pair_accuracy(scored, ["category", "language"], n_resamples=0)
-        return {
+        out = {
             "Table 2": table2(scored, label),
             "Table 2 (long, with CIs)": results_long(scored, label, n_resamples=n_resamples, seed=seed),
             "by language": pair_accuracy(scored, "language", n_resamples=n_resamples, seed=seed),
@@ -171,6 +239,10 @@ class Mucar(Benchmark):
             "outcomes": scored["outcome"].value_counts().rename_axis("outcome").reset_index(name="n"),
             "strict vs lenient": strict_vs_lenient(scored, n_resamples=n_resamples, seed=seed),
         }
+        settings = set(scored["setting"].dropna()) if "setting" in scored else set()
+        if len(settings) == 1 and next(iter(settings)) in TABLE4_ROWS:
+            out["Table 4 (MUCAR columns)"] = table4_long(scored, n_resamples=n_resamples, seed=seed)
+        return out
 
     def summary(self, scored) -> dict[str, Any]:
         s = failure_summary(scored)
@@ -184,13 +256,26 @@ class Mucar(Benchmark):
                              "rule parser (Answer: X, then fallbacks); optional CODIS-prompt judge", "all"))
         out.append(Deviation("context placement", "not stated (templates have no context slot)",
                              "context prefixed to the question", "all"))
-        budget = max_new_tokens or DEFAULT_PARAMS.max_new_tokens
+        budget = max_new_tokens or SETTINGS[setting].max_new_tokens
         out.append(Deviation("decoding", "not reported", f"greedy, at most {budget} new tokens", "all"))
         out.append(Deviation("option set", "Table 2b/3/12 'with confusing options' (not released)",
                              "the released options only (Table 2a setting)", "Table 2b, Table 3, Table 12"))
         out.append(Deviation("Overall Acc_p", "aggregation rule not reconstructable",
                              "micro average over all groups (the six non-dual categories' groups for "
                              "Table 3 / Fig. 4 / Table 12 settings)", "Overall Acc_p"))
+        if setting in STRATEGY_SETTINGS:
+            spec = SETTINGS[setting]
+            out.append(Deviation("prompt wording", f"Table 4 '{TABLE4_ROWS[setting]}': no prompt text given",
+                                 f"ours ({spec.description}; prompts.py)", setting))
+            out.append(Deviation("Table 4 data", "MUCAR subset and option setting not stated (Vanilla matches "
+                                 "neither Table 2a nor 2b)", "all queries given, released options, all seven "
+                                 "categories", "Table 4"))
+            if model.model_id != TABLE4_MODEL:
+                out.append(Deviation("Table 4 model", TABLE4_MODEL, model.model_id, "Table 4"))
+            if spec.strategy.startswith("agent"):
+                out.append(Deviation("agent variant", "three calls or one unified prompt: not stated which "
+                                     "produced Table 4", "three calls (full_agent) or one unified call "
+                                     "(full_agent_unified), each compared with the 'OURS' row", setting))
         if not SETTINGS[setting].context or not SETTINGS[setting].question:
             out.append(Deviation("ablation", "context/question removed",
                                  "schema-B queries keep their embedded context (it is part of the question)",

@@ -1,4 +1,4 @@
-"""MUCAR figures: Fig. 3 (category × language distribution), accuracy bars with intervals, the image-insensitive failure."""
+"""MUCAR figures: Fig. 3 (category × language distribution, scenarios panel), accuracy bars with intervals, the image-insensitive failure."""
 
 from __future__ import annotations
 
@@ -6,24 +6,47 @@ from typing import Any
 
 import numpy as np
 
-from vlamb_nb.benchmarks.mucar.data import category_language_counts
+from vlamb_nb.benchmarks.mucar.data import category_language_counts, scenario_counts
 
 
 # -- figures -------------------------------------------------------------------------------------
 def plot_distribution(items):
-    """Fig. 3 (left), regenerated: queries per category, stacked by language."""
+    """Fig. 3, regenerated: queries per category stacked by language (left) beside the scenarios (right).
+
+    The paper's right panel shows "scenarios", which it never defines, and the released ``data-all.json``
+    has no scenario field (:func:`~vlamb_nb.benchmarks.mucar.data.scenario_counts`), so that panel is
+    **not derivable** from the release. Where the data carry no scenario, the right panel draws the only
+    scenario-like label the release has, the CODIS image-ambiguity type of the schema-C dual-ambiguity
+    queries, titled as a stand-in so it is never read as the paper's panel.
+    """
     from vlamb_nb.plots import PALETTE, new_figure
 
     tab = category_language_counts(items).drop(index="Overall").drop(columns="Total")
-    fig, ax = new_figure(6.5, 3.2)
+    fig, (ax, right) = new_figure(10.5, 3.4, ncols=2, gridspec_kw={"width_ratios": [3, 2]})
     bottom = np.zeros(len(tab))
     for i, lang in enumerate(tab.columns):
         ax.bar(tab.index, tab[lang], bottom=bottom, label=lang, color=PALETTE[i])
         bottom += tab[lang].to_numpy()
     ax.set_ylabel("queries")
-    ax.set_title("MUCAR release: queries per category and language")
+    ax.set_title("Categories: queries per category and language")
     ax.tick_params(axis="x", rotation=30)
     ax.legend()
+    counts, info = scenario_counts(items)
+    if info["derivable"]:
+        right.barh(counts["scenario"], counts["queries"], color=PALETTE[4])
+        right.set_title(f"Scenarios ({info['labelled_queries']} of {info['queries']} queries labelled)")
+    elif info["stand_in_counts"]:
+        names = list(info["stand_in_counts"])
+        right.barh(names, list(info["stand_in_counts"].values()), color=PALETTE[7])
+        right.set_title(f"Scenarios: not in the release (no scenario field).\nStand-in: image-ambiguity type, "
+                        f"{info['stand_in_queries']} of {info['queries']} queries (schema C only)", fontsize=8)
+    else:
+        right.set_axis_off()
+        right.set_title("Scenarios: not derivable (no scenario field in the data)", fontsize=8)
+    right.invert_yaxis()
+    right.set_xlabel("queries")
+    fig.suptitle("MUCAR release, Fig. 3 layout")
+    fig.tight_layout()
     return fig
 
 
@@ -61,3 +84,25 @@ def plot_image_insensitive(summaries: list[dict[str, Any]]):
                      ("image-insensitive groups", s["image_insensitive_share"] or 0.0)):
             rows.append({"label": s["label"], "metric": m, "value": v})
     return plot_accuracy(pd.DataFrame(rows), title="Image-insensitive answering: Acc_q survives, Acc_p collapses")
+
+
+def plot_table4(comparison):
+    """Table 4's MUCAR columns: each strategy's run (bars with group-bootstrap CIs) beside the published value.
+
+    ``comparison`` is :func:`~vlamb_nb.benchmarks.mucar.report.table4_vs_paper`'s frame; the published cells
+    carry no interval (the paper reports none).
+    """
+    import pandas as pd
+
+    rows = []
+    for _, r in comparison.iterrows():
+        metric = str(r["column"]).replace("MUCAR ", "")
+        label = f"{r['row']} ({r['setting']})"
+        rows.append({"label": label, "metric": f"ours {metric}", "value": r["ours"], "ci_low": r.get("ci_low"),
+                     "ci_high": r.get("ci_high")})
+        rows.append({"label": label, "metric": f"paper {metric}", "value": r["paper"], "ci_low": np.nan,
+                     "ci_high": np.nan})
+    frame = pd.DataFrame(rows)
+    order = {m: i for i, m in enumerate(["ours Acc_p", "paper Acc_p", "ours Acc_q", "paper Acc_q"])}
+    frame = frame.sort_values("metric", key=lambda s: s.map(order), kind="stable")
+    return plot_accuracy(frame, title="Table 4 (MUCAR columns): prompting strategies, ours vs published")

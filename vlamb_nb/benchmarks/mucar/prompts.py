@@ -1,8 +1,14 @@
-"""MUCAR prompts (Table 10, verbatim), input ablations, the answer parser and the CODIS-style judge.
+"""MUCAR prompts (Table 10, verbatim), input ablations, and Table 4's prompting strategies.
 
 The paper's templates have slots only for the question and the options; where the context goes
 is not stated. Default here: the context is prefixed to the question (``"<context> <question>"``)
 and the released option strings are joined with one space (``"A.x B.y"``). Both are options.
+
+Table 4 (§5.3) compares Vanilla (the Table 10 prompt), CoT, CODIS-specific prompting and the paper's
+agent framework (three calls, or one unified prompt). The paper gives the agent's structure
+(𝒜 = ℳ(𝒟⊕𝒬⊕𝒳⊕𝒯1), ℰ = ℳ(𝒟⊕𝒬⊕𝒳⊕𝒜⊕𝒯2), ℛ = ℳ(𝒟⊕𝒬⊕𝒳⊕ℰ⊕𝒯3)) but no prompt text for any of the
+three strategies: every strategy text below is **ours**, minimal, and recorded as a deviation wherever
+it is run.
 """
 
 from __future__ import annotations
@@ -53,12 +59,59 @@ PROMPT_EN_LINES = (
     "Question: [QUESTION HERE] Options: [OPTIONS HERE]"
 )
 
+# -- Table 4 strategies: wording ours (the paper gives none) ------------------------------------------
+#: CoT (ours): Table 10's English prompt with "answer directly, no other words" replaced by "reason first",
+#: keeping its answer line so the same parser reads it (the paper's CoT cases end in "Answer: X").
+PROMPT_COT = (
+    "I'll give you an image. Please answer my question based on the image. Think step by step: first explain "
+    "your reasoning, then select the correct option (A, B, C, D, or E). End your reply with the answer in the "
+    "following format: Answer: [ONLY the option letter; not a complete sentence] Now, please answer this "
+    "question. Question: [QUESTION HERE] Options: [OPTIONS HERE]"
+)
+#: CODIS-specific prompting (ours): CODIS's task framing (an image is interpreted through its textual
+#: context) stated in the instruction, then Table 10's direct-answer format.
+PROMPT_CODIS = (
+    "I'll give you an image and a context. The image, or the text, may be ambiguous on its own: first use the "
+    "context to decide how the image should be understood, then answer my question based on both. Directly "
+    "select the correct option (A, B, C, D, or E). Use the following format to answer: Answer: [ONLY the option "
+    "letter; not a complete sentence] Only give me the reply according to this format, don't give me any other "
+    "words. Now, please answer this question. Question: [QUESTION HERE] Options: [OPTIONS HERE]"
+)
+#: the agent's task description 𝒟 and input 𝒬 ⊕ 𝒳 (text part; the image is the request's image)
+AGENT_TASK = ("I'll give you an image and a question with its context. The text and the image may each be "
+              "ambiguous; read together they allow one interpretation. The question has options (A, B, C, D, or E).")
+AGENT_INPUT = "Question: [QUESTION HERE] Options: [OPTIONS HERE]"
+#: 𝒯1-𝒯3 (ours), each doing what §5.3 says its step does
+AGENT_T1 = ("Step 1, ambiguity detection: identify what in the text or the image is ambiguous, the "
+            "interpretations it allows, and why this matters for the question.")
+AGENT_T2 = ("Step 2, contextual evidence: extract the evidence in the context and the image that decides "
+            "between these interpretations.")
+AGENT_T3 = ("Step 3, reasoning and answer: reason from the evidence to align the context with the image, then "
+            "answer in the following format: Answer: [ONLY the option letter; not a complete sentence]")
+AGENT_ONLY_THIS_STEP = "Reply with this step only; do not answer the question yet."
+#: the three calls; step 3 sees the evidence ℰ but not the ambiguity analysis 𝒜, as §5.3 writes it
+AGENT_STEPS = ("detect", "evidence", "answer")
+AGENT_STEP_TEMPLATES = {
+    "detect": "\n".join([AGENT_TASK, AGENT_INPUT, f"{AGENT_T1} {AGENT_ONLY_THIS_STEP}"]),
+    "evidence": "\n".join([AGENT_TASK, AGENT_INPUT, "Ambiguity (step 1): [PREVIOUS HERE]",
+                           f"{AGENT_T2} {AGENT_ONLY_THIS_STEP}"]),
+    "answer": "\n".join([AGENT_TASK, AGENT_INPUT, "Evidence (step 2): [PREVIOUS HERE]", AGENT_T3]),
+}
+#: the unified alternative: one call, 𝒯 = 𝒯1 ⊕ 𝒯2 ⊕ 𝒯3
+PROMPT_AGENT_UNIFIED = "\n".join([AGENT_TASK, AGENT_INPUT, AGENT_T1, AGENT_T2, AGENT_T3])
+#: a budget that fits reasoning before the answer line (ours; the paper reports no decoding settings)
+REASONING_TOKENS = 512
+
 # -- settings: which inputs the model sees ---------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Setting:
-    """One input configuration: the template, and whether context / question / image are shown."""
+    """One input configuration: the template, and whether context / question / image are shown.
+
+    ``strategy`` names Table 4's prompting strategy; ``steps`` lists the calls of a multi-step setting (the
+    agent), whose templates are in :data:`AGENT_STEP_TEMPLATES`; ``max_new_tokens`` is its default budget.
+    """
 
     name: str
     template: str
@@ -66,6 +119,9 @@ class Setting:
     question: bool = True
     image: bool = True
     description: str = ""
+    strategy: str = "vanilla"
+    steps: tuple[str, ...] = ()
+    max_new_tokens: int = 64
 
 
 SETTINGS: dict[str, Setting] = {s.name: s for s in [
@@ -77,7 +133,21 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("c_i", PROMPT_EN, question=False, description="(C,I): question removed (Fig. 4)"),
     Setting("c_ambiguous", PROMPT_IS_AMBIGUOUS, question=False, image=False,
             description="'Is C ambiguous?' (Table 10; no results in the paper)"),
+    Setting("full_cot", PROMPT_COT, description="(C,Q,I), chain of thought (Table 4 'CoT'; wording ours)",
+            strategy="cot", max_new_tokens=REASONING_TOKENS),
+    Setting("full_codis", PROMPT_CODIS, description="(C,Q,I), CODIS-specific prompting (Table 4 'CODIS'; wording "
+            "ours)", strategy="codis"),
+    Setting("full_agent", AGENT_STEP_TEMPLATES["detect"], description="(C,Q,I), agent framework in three calls: "
+            "ambiguity, evidence, answer (Table 4 'OURS'; T1-T3 ours)", strategy="agent", steps=AGENT_STEPS,
+            max_new_tokens=REASONING_TOKENS),
+    Setting("full_agent_unified", PROMPT_AGENT_UNIFIED, description="(C,Q,I), agent framework as one unified "
+            "prompt T1+T2+T3 (Table 4 'OURS'; wording ours)", strategy="agent_unified",
+            max_new_tokens=REASONING_TOKENS),
 ]}
+#: settings whose prompt text is ours (the paper gives none), and Table 4's row each one answers for
+STRATEGY_SETTINGS = ("full_cot", "full_codis", "full_agent", "full_agent_unified")
+TABLE4_ROWS = {"full": "Vanilla", "full_cot": "CoT", "full_codis": "CODIS", "full_agent": "OURS",
+               "full_agent_unified": "OURS"}
 PROMPT_LANGUAGE = {"full": "English", "full_zh": "Chinese", "full_ms": "Malay"}
 
 CONTEXT_MODES = {
@@ -118,12 +188,25 @@ def format_options(options: list[str], *, sep: str = " ", style: str = "raw") ->
 
 
 def build_prompt(item: Any, setting: str, *, context_mode: str = "prefix", option_sep: str = " ",
-                 option_style: str = "raw", layout: str = "flat") -> str:
-    """The full prompt text of one query under ``setting`` (Table 10 templates, slots filled)."""
+                 option_style: str = "raw", layout: str = "flat", step: str | None = None,
+                 previous: str = "") -> str:
+    """The full prompt text of one query under ``setting`` (Table 10 templates, slots filled).
+
+    Multi-step settings (the agent) take ``step`` (default the first) and ``previous``, the output of the
+    step before, which fills the template's ``[PREVIOUS HERE]`` slot (after the question, so a model's text
+    can never fill the question's slots).
+    """
     if setting not in SETTINGS:
         raise SettingError(f"unknown MUCAR setting {setting!r}; choose one of {', '.join(SETTINGS)}")
     s = SETTINGS[setting]
     template = s.template
+    if s.steps:
+        step = step or s.steps[0]
+        if step not in s.steps:
+            raise SettingError(f"setting {setting!r} has the steps {', '.join(s.steps)}, not {step!r}")
+        template = AGENT_STEP_TEMPLATES[step]
+    elif step is not None:
+        raise SettingError(f"setting {setting!r} is a single call; it has no step {step!r}")
     if layout == "lines" and template == PROMPT_EN:
         template = PROMPT_EN_LINES
     elif layout not in ("flat", "lines"):
@@ -133,8 +216,9 @@ def build_prompt(item: Any, setting: str, *, context_mode: str = "prefix", optio
     context = item["context"] if s.context else None
     question = item["question"] if s.question else ""
     slot = fold_context(context, question, context_mode)
-    return template.replace("[QUESTION HERE]", slot).replace(
+    text = template.replace("[QUESTION HERE]", slot).replace(
         "[OPTIONS HERE]", format_options(list(item["options"]), sep=option_sep, style=option_style))
+    return text.replace("[PREVIOUS HERE]", _text(previous) or "(no output)")
 
 
 def applicable(item: Any, setting: str) -> tuple[bool, str]:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from vlamb_nb.benchmarks.mucar.data import CATEGORY_ORDER, LANGUAGE_ORDER, NON_DUAL_CATEGORIES
-from vlamb_nb.benchmarks.mucar.prompts import SETTINGS
+from vlamb_nb.benchmarks.mucar.prompts import SETTINGS, TABLE4_ROWS
 from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.jsonl import iter_jsonl
 
@@ -249,6 +249,26 @@ def results_long(scored, label: str = "ours", table: str = "Table 2a", *, n_resa
                          "n_groups": both["n_groups"]})
 
 
+def table4_long(scored, *, n_resamples: int = 2000, seed: int = 0):
+    """One run as Table 4's MUCAR cells (``MUCAR Acc_p`` / ``MUCAR Acc_q``, row = the strategy), with CIs.
+
+    The row follows the run's setting (:data:`~vlamb_nb.benchmarks.mucar.prompts.TABLE4_ROWS`: ``full`` is
+    Vanilla, both agent variants are OURS). Table 4 does not state its MUCAR subset, so every category the
+    run covers counts (all seven on the full release).
+    """
+    import pandas as pd
+
+    settings = set(scored["setting"].dropna()) if "setting" in scored else set()
+    if len(settings) != 1 or next(iter(settings)) not in TABLE4_ROWS:
+        raise SettingError(f"Table 4 compares one run of {', '.join(TABLE4_ROWS)}; got settings {sorted(settings)}")
+    setting = next(iter(settings))
+    acc = pair_accuracy(scored, None, categories=None, n_resamples=n_resamples, seed=seed)
+    return pd.DataFrame({"table": "Table 4", "row": TABLE4_ROWS[setting], "column": "MUCAR " + acc["metric"],
+                         "value": acc["value"].round(2), "ci_low": acc["ci_low"].round(2),
+                         "ci_high": acc["ci_high"].round(2), "n_queries": acc["n_queries"],
+                         "n_groups": acc["n_groups"], "setting": setting})
+
+
 def settings_overall(runs: dict[str, Any], *, label: str | None = None,
                      categories: Sequence[str] | None = NON_DUAL_CATEGORIES, n_resamples: int = 1000,
                      seed: int = 0):
@@ -336,7 +356,8 @@ def read_predictions(path: str | os.PathLike, *, model: str | None = None,
 
         _, rows = select_run(rows, model=model, setting=setting, source=p.name)
         rows, _ = dedupe(rows, source=p.name)
-    seen = {str(r["setting"]) for r in rows if isinstance(r, dict) and r.get("setting") and not r.get("_meta")}
+    seen = {str(r["setting"]) for r in rows if isinstance(r, dict) and r.get("setting") and not r.get("_meta")
+            and ":" not in str(r["setting"])}
     if setting is None and len(seen) > 1:
         raise SettingError(f"{p.name} holds several settings ({', '.join(sorted(seen))}); pass -o setting=NAME")
     if setting is not None and seen and setting not in seen:
@@ -346,6 +367,8 @@ def read_predictions(path: str | os.PathLike, *, model: str | None = None,
         if not isinstance(r, dict):
             raise DataError("row is not an object", source=p.name, row=i)
         if r.get("_meta") or (setting is not None and r.get("setting") not in (None, setting)):
+            continue
+        if ":" in str(r.get("setting") or ""):  # an intermediate step of a multi-step run, not an answer
             continue
         if model is not None and isinstance(r.get("model"), dict) and r["model"].get("model_id") != model:
             continue
