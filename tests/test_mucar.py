@@ -879,3 +879,13 @@ def test_notebook_runs_a_table4_strategy_and_compares_it(repo_root):
                  'record("table4_vs_paper"', "plots.plot_table4(", 'cfg.save_figure(fig, "table4-prompting-strategies", '
                  "model_output=True)", '"step_detect", "step_evidence"'):
         assert call in code
+
+
+def test_pair_accuracy_intervals_name_their_resampling_unit(tmp_path):
+    from vlamb_nb.benchmarks.mucar.benchmark import BENCHMARK as B
+    from vlamb_nb.benchmarks.mucar.score import pair_accuracy
+    from vlamb_nb.models import ScriptedModel
+
+    items = B.load(B.make_sample(tmp_path / "s", n=4, seed=0))
+    scored = B.evaluate(ScriptedModel(lambda r: "Answer: A"), items, "full", progress=False)
+    assert set(pair_accuracy(scored, None, n_resamples=50)["ci_unit"]) == {"pair"}

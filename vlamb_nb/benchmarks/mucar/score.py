@@ -190,6 +190,7 @@ def pair_accuracy(scored, by: str | list[str] | None = None, *, categories: Sequ
     order = {"category": CATEGORY_ORDER, "language": LANGUAGE_ORDER}
     for key in keys:
         out[key] = pd.Categorical(out[key], [c for c in order[key] if c in set(out[key])])
+    out["ci_unit"] = "pair"  # intervals resample whole pairs (question_id groups), never single queries
     return out.sort_values(keys + ["metric"], ascending=[True] * len(keys) + [False]).reset_index(drop=True)
 
 
