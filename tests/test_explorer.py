@@ -206,3 +206,66 @@ def test_refadv_scored_rows_show_the_gold_and_predicted_boxes(shared_data):
     d = ExplorerState(scored).details()
     assert d["gold"] not in (None, MISSING) and list(d["gold"]) == list(items["gt_xyxy"].iloc[0])
     assert d["parsed"] not in (None, MISSING)
+
+
+def test_jump_to_id_moves_or_says_why_not_and_leaves_the_state_alone():
+    st = ExplorerState(_frame())
+    st.next(2)
+    jump = st.jump_to_id(" i5 ")  # pasted ids often carry spaces
+    assert jump.ok and st.current()["item_id"] == "i5" and jump.message == "item 'i5': 6 / 8"
+    for bad in ("nope", "", None):
+        jump = st.jump_to_id(bad)
+        assert not jump.ok and st.current()["item_id"] == "i5"
+    assert "no item with id 'nope'" in st.jump_to_id("nope").message
+    assert st.jump_to_id("").message == "type an item id"
+    st.set_filter("setting", "direct")  # i5 is a cot item: filtered out, first match
+    before = (st.position, st.current()["item_id"], len(st))
+    jump = st.jump_to_id("i3")
+    assert not jump.ok and "hidden by the current filters (setting)" in jump.message
+    assert (st.position, st.current()["item_id"], len(st)) == before
+    assert st.jump_to_id("i4").ok and st.position == 2
+    with pytest.raises(SettingError, match="hidden by the current filters"):
+        st.goto_id("i3")
+    no_ids = ExplorerState(_frame().drop(columns=["item_id"]))
+    assert not no_ids.jump_to_id("i1").ok and "no id column" in no_ids.jump_to_id("i1").message
+
+
+def test_slider_spans_the_filtered_items_and_single_value_filters_are_not_offered():
+    frame = _frame().assign(setting="vlm")  # one setting only: a selector for it would do nothing
+    st = ExplorerState(frame)
+    assert "setting" in st.filter_columns and "setting" not in st.shown_filters()
+    assert st.fixed_filters() == {"setting": "vlm"}
+    assert st.slider() == {"min": 1, "max": 8, "value": 1, "disabled": False}
+    st.set_filter("category", "a")
+    st.goto(3)
+    assert st.slider() == {"min": 1, "max": 4, "value": 4, "disabled": False}
+    st.set_filter("language", "zh")  # i2, i6
+    assert st.slider()["max"] == 2
+    st.set_filter("correct", [True])  # i6 only: nothing to slide over
+    assert st.slider() == {"min": 1, "max": 1, "value": 1, "disabled": True}
+    st.set_filter("correct", [None])
+    assert len(st) == 0 and st.slider()["disabled"]
+
+
+def test_widget_slider_and_go_to_id_drive_the_state():
+    import ipywidgets as w
+
+    ex = Explorer(_frame().assign(setting="vlm"))
+    box = ex.widget()
+    selectors = box.children[0].children
+    assert "setting" not in [s.description for s in selectors]  # hidden, and named in a note instead
+    assert "setting = vlm" in box.children[3].value
+    slider, id_box, go_b, message = box.children[2].children
+    assert isinstance(slider, w.IntSlider) and (slider.min, slider.max, slider.value) == (1, 8, 1)
+    slider.value = 5
+    assert ex.state.current()["item_id"] == "i4" and f">{'i4'}</td>" in box.children[-1].value
+    id_box.value = "i6"
+    assert ex.state.current()["item_id"] == "i6" and slider.value == 7 and "7 / 8" in message.value
+    id_box.value = "i99"
+    go_b.click()
+    assert ex.state.current()["item_id"] == "i6" and slider.value == 7 and "no item with id" in message.value
+    category = next(s for s in selectors if s.description == "category")
+    category.value = ("b",)  # i6 is category a: the view moves to i1, the slider shrinks to 4 items
+    assert (slider.max, slider.value) == (4, 1) and ex.state.current()["item_id"] == "i1"
+    slider.value = 4
+    assert ex.state.current()["item_id"] == "i7"

@@ -317,3 +317,67 @@ def test_role_records_average_list_roles():
                                                               benchmark="b", correct=True))
     s = summarize(frame, n_resamples=100).set_index("role")
     assert s.loc["one", "image_share"] == pytest.approx(0.06) and s.loc["many", "image_share"] == pytest.approx(0.09)
+
+
+# -- overlay figures: colour bar and text the fonts cannot draw -----------------------------------------------
+def _overlay_map(prompt="Which cup?", answer="the left one"):
+    from PIL import Image
+
+    from vlamb_nb.saliency.methods import SaliencyMap
+
+    size = (120, 80)
+    lay = _layout(size, qwen_segments(size, 6, (1, 4, 6), merge=2), 6)
+    heat = render(np.arange(6, dtype=float), lay, max_side=None)
+    return SaliencyMap(heat, "gradient", Image.new("RGB", size), prompt, answer, "generated", np.arange(6.0), lay,
+                       details={"image_share": 0.087})
+
+
+def test_overlay_has_a_labelled_colour_bar_starting_at_zero():
+    from vlamb_nb.saliency.analysis import MASS_LABEL, plot_methods
+
+    smap = _overlay_map()
+    fig = plot_overlay(smap, boxes={"gold": (0, 0, 60, 40)})
+    main, bar = fig.axes
+    assert bar.get_ylabel() == MASS_LABEL == "share of saliency mass per map pixel"
+    image = main.get_images()[1]
+    assert image.get_clim() == (0.0, pytest.approx(float(smap.heatmap.max())))  # dark means no mass
+    fig.canvas.draw()
+    assert any(t.get_text().endswith("%") for t in bar.get_yticklabels())  # shares shown as percentages
+    many = plot_methods([smap, smap])
+    assert sum(ax.get_ylabel() == MASS_LABEL for ax in many.axes) == 2  # one bar per map: scales differ
+
+
+def test_overlay_text_never_draws_tofu_or_question_marks(recwarn):
+    """CJK, emoji and control characters: drawn when a font has them, else a counted placeholder; no warning."""
+    import io
+    import warnings
+
+    from vlamb_nb.saliency.analysis import (
+        PLACEHOLDER,
+        _font_coverage,
+        drawable_text,
+        figure_fonts,
+        plot_methods,
+    )
+
+    text = "这个杯子 🙂 café\x07ok\ufffd"
+    shown, replaced = drawable_text(text)
+    codes = _font_coverage()[1]
+    assert "?" not in shown and figure_fonts()[0] == "DejaVu Sans"
+    assert all(ch == PLACEHOLDER or ord(ch) in codes for ch in shown)
+    assert shown.startswith("".join(ch if ord(ch) in codes else PLACEHOLDER for ch in "这个杯子"))
+    assert "café" in shown and shown.endswith(f"ok{PLACEHOLDER}")  # bell and U+FFFD replaced, Latin kept
+    want = sum(ord(ch) not in codes for ch in "这个杯子🙂") + 2
+    assert replaced == want
+    smap = _overlay_map(prompt="哪个杯子 🙂", answer=text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # "Glyph ... missing from font(s)" would raise here
+        for fig in (plot_overlay(smap, boxes={"金": (0, 0, 60, 40)}, title="方法 🙂"), plot_methods([smap])):
+            fig.savefig(io.BytesIO(), format="png")
+            fig.savefig(io.BytesIO(), format="pdf")
+    fig = plot_overlay(smap)
+    label = fig.axes[0].get_xlabel()
+    assert "?" not in label
+    if PLACEHOLDER in label:  # no CJK/emoji font here: the figure says what the placeholder means
+        assert f"{PLACEHOLDER} = " in label.splitlines()[-1] and "no installed font can draw" in label
+    assert not [w for w in recwarn if "Glyph" in str(w.message)]

@@ -707,3 +707,74 @@ def test_table_b2_ocr_check_on_the_released_images(shared_data):
     assert table["image"].tolist() == ["(a) ocr_1.jpg", "(b) ocr_2.jpg", "(c) ocr_3.jpg"]
     assert table["names_expected"].tolist() == [True, True, False]  # person5 answered "Blue."
     assert "person5" in asked[2] and table["error"].isna().all()
+
+
+# -- Table B1 / Fig. B1 from every source, and Table 2's subset approximation ---------------------------------------
+def test_table_b1_and_fig_b1_add_the_real_example_record_beside_a_generated_sample(sample, shared_data, monkeypatch):
+    """With only the README record beside the checkout, B1 shows it (labelled, n=1) next to the generated sample."""
+    import pandas as pd
+
+    from vlamb_nb.benchmarks.vague import report
+
+    if report.example_record_path() is None:
+        pytest.skip("the VAGUE example record is not in the released data folder")
+    sources = report.statistics_sources(sample, "generated sample (9 items, seed 3)")
+    assert list(sources) == ["generated sample", "the one released example record, n=1"]
+    assert "not VAGUE" in sources["generated sample"][1]
+    example, what = sources["the one released example record, n=1"]
+    assert len(example) == 1 and EXAMPLE_NAME in what and "real VAGUE data" in what
+    table = report.table_b1_by_source(sources, report.published_tables()["Table B1"])
+    real = table["VAGUE-VCR: the one released example record, n=1"]
+    # the README record: 7 RAM objects, 2 tagged people, 12 words direct, 13 words indirect (trailing spaces cut)
+    assert real.to_dict() == {"Average object counts": 7.0, "Average people counts": 2.0,
+                              "Average word counts (direct)": 12.0, "Average word counts (indirect)": 13.0,
+                              "Items": 1.0}
+    assert "VAGUE-Ego4D: the one released example record, n=1" not in table  # a VCR record only
+    assert table.loc["Items", "VAGUE-VCR: paper (Table B1)"] == 1144
+    assert table.loc["Average people counts", "VAGUE-Ego4D: paper (Table B1)"] == 2.59
+    assert table.loc["Items", "VAGUE-VCR: generated sample"] == 6
+    verbs = report.verbs_by_source(sources)
+    assert verbs["the one released example record, n=1"] == {"VCR": [("move", 1)]}  # no empty Ego4D panel
+    assert sum(c for _, c in verbs["generated sample"]["VCR"]) == 6
+    assert [report.is_example_source(k) for k in verbs] == [False, True]
+    # the released data needs no stand-in record; the record itself as the source is not shown twice
+    assert list(report.statistics_sources(sample, "released data")) == ["released data"]
+    assert len(report.statistics_sources(example, str(report.example_record_path()))) == 1
+    with_it = pd.concat([sample, example], ignore_index=True)  # e.g. a user's copy of the release
+    assert list(report.statistics_sources(with_it, "my.parquet")) == ["my.parquet"]
+    monkeypatch.setattr(report, "example_record_path", lambda: None)
+    assert list(report.statistics_sources(sample, "generated sample")) == ["generated sample"]
+
+
+def test_human_subset_beside_table_2_says_what_the_selection_could_use(sample, tmp_path):
+    from vlamb_nb.benchmarks.vague import report
+
+    scored = BENCHMARK.evaluate(_gold_model(sample), sample, "vlm", store=tmp_path / "s.jsonl", progress=False)
+    out = report.human_subset(sample, scored, description="generated sample (9 items, seed 3)", n=4, seed=0)
+    want = vague_data.human_subset_approximation(sample, n=4, seed=0)["id"].tolist()
+    assert out["selection"]["id"].tolist() == want
+    table = out["table"]
+    assert table.loc["Human", "Acc"] == 94.0 and table.loc["Human", "N"] == 400  # the paper's rows, as printed
+    ours = table[table["source"] == "ours"]
+    assert len(ours) == 1 and ours.iloc[0][["Acc", "Correct", "N"]].tolist() == [100.0, 4, 4]
+    notes = " ".join(out["notes"])
+    assert "not released" in notes and "ratings are generated, not human" in notes
+    assert "fewer than" not in notes  # 9 items >= 4
+    full = report.human_subset(sample, scored.head(5), description="generated sample (9 items, seed 3)", seed=0)
+    notes = " ".join(full["notes"])
+    assert "Only 9 items are loaded" in notes and "not comparable to Table 2" in notes
+    assert "4 of the 9 selected items have no VLM answer" in notes
+    assert full["table"].iloc[-1]["N"] == 5
+    none = report.human_subset(sample, None, description="x")
+    assert "No VLM MCQ answers" in " ".join(none["notes"]) and (none["table"]["source"] == "paper (Table 2)").all()
+
+
+def test_the_notebook_calls_the_human_subset_and_the_example_record(repo_root):
+    """Stored without outputs, parameters cell kept; Table 2's approximation and the B1 sources are wired in."""
+    nb = json.loads((repo_root / "notebooks" / "vague.ipynb").read_text(encoding="utf-8"))
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert all(not c.get("outputs") and c.get("execution_count") is None for c in code)
+    assert code[0]["metadata"].get("tags") == ["parameters"]
+    text = "\n".join("".join(c["source"]) for c in nb["cells"])
+    assert "report.human_subset(items, scored" in text and "report.statistics_sources(items" in text
+    assert "report.verbs_by_source(b1_sources)" in text and "report.EXAMPLE_STAMP" in text

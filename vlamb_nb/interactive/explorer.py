@@ -17,6 +17,7 @@ from __future__ import annotations
 import html
 import os
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from vlamb_nb.errors import SettingError
@@ -109,6 +110,14 @@ def _box_like(v: Any) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class Jump:
+    """The outcome of a go-to-id request: whether the view moved, and what to tell the user."""
+
+    ok: bool
+    message: str
+
+
 class ExplorerState:
     """Filters, the filtered view and the current position over a predictions DataFrame."""
 
@@ -135,6 +144,7 @@ class ExplorerState:
         self.filters: dict[str, set[Any]] = {}
         self.position = 0
         self._view_index = list(range(len(self.frame)))
+        self._view_set = set(self._view_index)
 
     # -- discovery ---------------------------------------------------------------------------------
     def _filter_columns(self, chosen: Sequence[str] | None) -> dict[str, str]:
@@ -167,6 +177,14 @@ class ExplorerState:
         col = self._col(name)
         counts = self.frame[col].map(_key).value_counts(dropna=False)
         return sorted(counts.index.tolist(), key=lambda v: (str(type(v)), str(v)))
+
+    def shown_filters(self) -> list[str]:
+        """Filters worth a selector: those with at least two values (a one-value list filters nothing)."""
+        return [name for name in self.filter_columns if len(self.options(name)) > 1]
+
+    def fixed_filters(self) -> dict[str, Any]:
+        """Filters with a single value over all items, shown as a note instead of a selector."""
+        return {name: opts[0] for name in self.filter_columns if len(opts := self.options(name)) == 1}
 
     def _col(self, name: str) -> str:
         if name in self.filter_columns:
@@ -201,6 +219,7 @@ class ExplorerState:
             keys = self.frame[col].map(_key)
             mask = [m and k in vals for m, k in zip(mask, keys, strict=True)]
         self._view_index = [i for i, m in enumerate(mask) if m]
+        self._view_set = set(self._view_index)
         # stay on the same item when it survives the filter, else go to the first match
         self.position = self._view_index.index(current) if current in self._view_index else 0
 
@@ -231,14 +250,40 @@ class ExplorerState:
         return self.next(-step)
 
     def goto_id(self, item_id: Any) -> int:
+        """Move to the item with this id in the current view; raise (state unchanged) when it is not there."""
+        jump = self.jump_to_id(item_id)
+        if not jump.ok:
+            raise SettingError(jump.message)
+        return self.position
+
+    def jump_to_id(self, item_id: Any) -> Jump:
+        """Move to the item with this id, or leave the state as it was and say why not (for the go-to box:
+        a typo or a filtered-out item must not silently move the view elsewhere)."""
         col = self.show_columns.get("id")
+        wanted = str(item_id).strip() if item_id is not None else ""
         if col is None:
-            raise SettingError("the predictions have no id column")
-        for pos, i in enumerate(self._view_index):
-            if str(self.frame.at[i, col]) == str(item_id):
-                self.position = pos
-                return pos
-        raise SettingError(f"item {item_id!r} is not in the current view")
+            return Jump(False, "these predictions have no id column, so there is nothing to jump to")
+        if not wanted:
+            return Jump(False, "type an item id")
+        ids = self.frame[col].astype(str)
+        rows = [i for i in range(len(self.frame)) if ids.iat[i] == wanted]
+        if not rows:
+            known = ", ".join(repr(x) for x in ids.head(3))
+            return Jump(False, f"no item with id {wanted!r} (ids look like {known}); nothing changed")
+        in_view = [self._view_index.index(i) for i in rows if i in self._view_set]
+        if not in_view:
+            active = ", ".join(self._filter_name(c) for c in self.filters)
+            return Jump(False, f"item {wanted!r} is hidden by the current filters ({active}); clear them to see it")
+        self.position = in_view[0]
+        return Jump(True, f"item {wanted!r}: {self.position + 1} / {len(self)}")
+
+    def _filter_name(self, column: str) -> str:
+        return next((n for n, c in self.filter_columns.items() if c == column), column)
+
+    def slider(self) -> dict[str, Any]:
+        """The slider over the filtered items, 1-based like the counter (disabled when the view is empty)."""
+        n = len(self)
+        return {"min": 1, "max": max(n, 1), "value": self.position + 1 if n else 1, "disabled": n < 2}
 
     def current(self):
         """The current row (a pandas Series), or None when nothing matches."""
@@ -291,6 +336,8 @@ class ExplorerState:
 class Explorer:
     """The ipywidgets front end over :class:`ExplorerState` (widgets are built when displayed).
 
+    Filter selectors (only for filters with two or more values), prev/next, a slider over the filtered
+    items and a go-to-id box; every control calls the state, so the widget holds no logic of its own.
     ``request_for(row) -> Request`` and ``model`` enable the "saliency" button; ``saliency_method``
     picks the method. Nothing is computed until asked.
     """
@@ -333,26 +380,45 @@ class Explorer:
 
         st = self.state
         selectors = {}
-        for name in st.filter_columns:
+        for name in st.shown_filters():  # a filter with one value would be a selector that does nothing
             opts = [str(o) for o in st.options(name)]
             selectors[name] = w.SelectMultiple(options=opts, description=name, rows=min(4, max(2, len(opts))))
+        fixed = st.fixed_filters()
+        fixed_note = w.HTML("<i>same for every item: " + html.escape(
+            ", ".join(f"{k} = {v}" for k, v in fixed.items())) + "</i>" if fixed else "")
         prev_b, next_b = w.Button(description="◀ prev"), w.Button(description="next ▶")
         sal_b = w.Button(description="saliency", disabled=self.model is None or self.request_for is None)
         counter = w.HTML()
+        slider = w.IntSlider(description="item", readout=True, continuous_update=False, **st.slider())
+        id_box = w.Text(placeholder="item id", description="go to id", continuous_update=False)
+        go_b = w.Button(description="go")
+        message = w.HTML()
         # the item view is one HTML widget (figures inlined as PNG), not an Output widget: capturing
         # display() into an Output widget can leave nbclient (papermill) waiting forever in batch runs
         view = w.HTML()
+        syncing = [False]  # the slider is moved by refresh() too: only a user's move should navigate
 
         def refresh(*_: Any) -> None:
             c = st.counts()
             acc = f", accuracy {c['accuracy']:.1%}" if c.get("accuracy") is not None else ""
             counter.value = f"<b>{st.position + 1 if len(st) else 0} / {c['n']}</b> (of {c['of']}){acc}"
+            syncing[0] = True
+            try:
+                spec = st.slider()
+                slider.disabled = spec["disabled"]
+                if spec["max"] < slider.value:
+                    slider.value = spec["value"]
+                slider.max = spec["max"]
+                slider.value = spec["value"]
+            finally:
+                syncing[0] = False
             view.value = self.item_html()
 
         def on_filter(name: str):
             def handler(change: dict[str, Any]) -> None:
                 raw = set(change["new"])
                 st.set_filter(name, [o for o in st.options(name) if str(o) in raw] or None)
+                message.value = ""
                 refresh()
             return handler
 
@@ -360,6 +426,23 @@ class Explorer:
             sel.observe(on_filter(name), names="value")
         prev_b.on_click(lambda _: (st.prev(), refresh()))
         next_b.on_click(lambda _: (st.next(), refresh()))
+
+        def on_slider(change: dict[str, Any]) -> None:
+            if syncing[0] or not len(st):
+                return
+            st.goto(int(change["new"]) - 1)
+            refresh()
+
+        def on_go(*_: Any) -> None:
+            jump = st.jump_to_id(id_box.value)
+            colour = "inherit" if jump.ok else "#B22222"
+            message.value = f"<span style='color:{colour}'>{html.escape(jump.message)}</span>"
+            if jump.ok:
+                refresh()
+
+        slider.observe(on_slider, names="value")
+        go_b.on_click(on_go)
+        id_box.observe(on_go, names="value")  # Enter (or leaving the box) jumps too
 
         def on_saliency(_: Any) -> None:
             try:
@@ -369,7 +452,8 @@ class Explorer:
 
         sal_b.on_click(on_saliency)
         refresh()
-        return w.VBox([w.HBox(list(selectors.values())), w.HBox([prev_b, next_b, sal_b, counter]), view])
+        return w.VBox([w.HBox(list(selectors.values())), w.HBox([prev_b, next_b, sal_b, counter]),
+                       w.HBox([slider, id_box, go_b, message]), fixed_note, view])
 
     def item_html(self) -> str:
         """The current item as HTML: fields, then the image with its boxes (inlined PNG)."""

@@ -9,11 +9,14 @@ et al. 2018). Records from many items go into one DataFrame (one row per item x 
 
 Box mass is a share of a map normalised over the image, so it says nothing about how much of the answer's
 attention reaches the image at all; every record and summary row therefore carries the map's
-``image_share`` (see :mod:`.methods`), and overlay titles show it.
+``image_share`` (see :mod:`.methods`), and overlay titles show it. Overlays carry a colour bar of the per-pixel
+share of the map's mass, and draw text with a font fallback list (:data:`FONT_FALLBACK`); characters no installed
+font has become :data:`PLACEHOLDER`, counted on the figure.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -162,40 +165,118 @@ BOX_COLORS = {"gold": "#55A868", "target": "#55A868", "distractor": "#C44E52", "
               "predicted": "#DD8452"}
 
 
-def _wrap(text: str, width: int = 70, max_lines: int = 4) -> str:
+# Text in figures is model output and dataset text in any script. Matplotlib draws a character with the first
+# font of the family list that has it; DejaVu Sans (bundled with matplotlib) covers Latin, Greek, Cyrillic and
+# many symbols, the others are used when installed. Noto Color Emoji is left out: matplotlib cannot draw colour
+# bitmap fonts. A character none of them has would come out as an empty box or be dropped with a "Glyph
+# missing" warning, so it is replaced by PLACEHOLDER and the figure says how many were replaced.
+FONT_FALLBACK = ("DejaVu Sans", "Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans CJK TC", "Noto Sans CJK KR",
+                 "Noto Sans SC", "Noto Sans JP", "Source Han Sans", "WenQuanYi Zen Hei", "Noto Sans Symbols",
+                 "Noto Sans Symbols 2", "Noto Emoji", "Symbola")
+PLACEHOLDER = "\u25c7"  # ◇, in DejaVu Sans, so the placeholder itself always draws
+MASS_LABEL = "share of saliency mass per map pixel"
+
+
+@functools.cache
+def _font_coverage() -> tuple[tuple[str, ...], frozenset[int]]:
+    """The installed fonts of FONT_FALLBACK (in order) and the code points they cover together."""
+    from matplotlib import font_manager as fm
+    from matplotlib.ft2font import FT2Font
+
+    families: list[str] = []
+    codes: set[int] = set()
+    installed = {f.name for f in fm.fontManager.ttflist}
+    for name in FONT_FALLBACK:
+        if name not in installed:
+            continue
+        try:
+            path = fm.findfont(fm.FontProperties(family=name), fallback_to_default=False)
+            codes.update(FT2Font(path).get_charmap())
+        except Exception:  # noqa: BLE001 - an unreadable or bitmap-only font is skipped, not fatal
+            continue
+        families.append(name)
+    return tuple(families), frozenset(codes)
+
+
+def figure_fonts() -> list[str]:
+    """The font family list for text in figures (rcParams-style fallback list, installed fonts only)."""
+    return list(_font_coverage()[0])
+
+
+def drawable_text(text: Any) -> tuple[str, int]:
+    """``text`` with whitespace runs inside each line collapsed and every character no figure font can draw
+    replaced by PLACEHOLDER (control characters and U+FFFD, an undecodable byte, included); returns
+    (text, replaced)."""
+    codes = _font_coverage()[1]
+    lines, replaced = [], 0
+    for line in str(text).split("\n"):
+        out = []
+        for ch in " ".join(line.split()):
+            if ch.isprintable() and ch != "\ufffd" and ord(ch) in codes:
+                out.append(ch)
+            else:
+                out.append(PLACEHOLDER)
+                replaced += 1
+        lines.append("".join(out))
+    return "\n".join(lines), replaced
+
+
+def placeholder_note(replaced: int) -> str:
+    """The line a figure carries when characters were replaced, so a ◇ is never mistaken for the data."""
+    if not replaced:
+        return ""
+    fonts = ", ".join(figure_fonts()) or "none"
+    return f"{PLACEHOLDER} = {replaced} character(s) no installed font can draw (fonts: {fonts})"
+
+
+def _wrap(text: str, width: int = 70, max_lines: int = 4) -> tuple[str, int]:
     import textwrap
 
-    # model output may hold control or undecodable characters the font cannot draw: show them as '?'
-    shown = "".join(ch if ch.isprintable() and ch != "\ufffd" else "?" for ch in str(text))
-    lines = textwrap.wrap(" ".join(shown.split()), width) or [""]
+    shown, replaced = drawable_text(" ".join(str(text).split()))  # a wrapped block: newlines are spaces too
+    lines = textwrap.wrap(shown, width) or [""]
     if len(lines) > max_lines:
         lines = lines[:max_lines]
         lines[-1] = lines[-1][: width - 1] + "…"
-    return "\n".join(lines)
+    return "\n".join(lines), replaced
 
 
 def plot_overlay(smap: Any, *, boxes: Mapping[str, Sequence[float]] | None = None, fmt: str = "abs_xyxy",
                  title: str | None = None, show_text: bool = True, alpha: float = 0.55, cmap: str = "inferno",
                  ax: Any = None, width: float = 4.2):
-    """Image, heat map, named boxes (with their mass), prompt and answer; returns the Figure."""
+    """Image, heat map with a colour bar, named boxes (with their mass), prompt and answer; returns the Figure.
+
+    Text the fonts cannot draw is replaced by PLACEHOLDER and counted in a note (in the text block, or in
+    the title when ``show_text`` is off).
+    """
+    from matplotlib.ticker import FuncFormatter
+
     from vlamb_nb.plots import PALETTE, new_figure
 
+    fonts = figure_fonts()
     img = smap.image
     w, h = img.size
     if ax is None:
-        fig, ax = new_figure(width, width * h / w + (0.9 if show_text else 0.2))
+        fig, ax = new_figure(width + 0.7, width * h / w + (0.9 if show_text else 0.2))
     else:
         fig = ax.figure
     ax.imshow(img, extent=(0, w, h, 0))
-    ax.imshow(smap.heatmap, extent=(0, w, h, 0), cmap=cmap, alpha=alpha, interpolation="bilinear")
+    # vmin 0: the darkest colour means no mass, not "the least mass on this map"
+    heat = ax.imshow(smap.heatmap, extent=(0, w, h, 0), cmap=cmap, alpha=alpha, interpolation="bilinear", vmin=0)
+    bar = fig.colorbar(heat, ax=ax, fraction=0.046, pad=0.02, format=FuncFormatter(lambda v, _: f"{100 * v:.3g}%"))
+    bar.set_label(MASS_LABEL, fontsize=7, fontfamily=fonts)
+    bar.ax.tick_params(labelsize=6)
+    replaced = 0
     for i, (role, box) in enumerate((boxes or {}).items()):
         if box is None:
             continue
         x0, y0, x1, y1 = to_abs_xyxy(box, w, h, fmt)
         color = BOX_COLORS.get(role, PALETTE[i % len(PALETTE)])
         ax.add_patch(_rect(x0, y0, x1 - x0, y1 - y0, color))
-        ax.text(x0 + 2, y0 + 2, f"{role} {box_mass(smap.heatmap, (x0, y0, x1, y1), (w, h)):.0%}", color="white",
-                fontsize=7, va="top", bbox={"facecolor": color, "alpha": 0.8, "pad": 1, "linewidth": 0})
+        label, k = drawable_text(role)
+        replaced += k
+        ax.text(x0 + 2, y0 + 2, f"{label} {box_mass(smap.heatmap, (x0, y0, x1, y1), (w, h)):.0%}", color="white",
+                fontsize=7, va="top", fontfamily=fonts,
+                bbox={"facecolor": color, "alpha": 0.8, "pad": 1, "linewidth": 0})
     ax.set_xlim(0, w)
     ax.set_ylim(h, 0)
     ax.set_xticks([])
@@ -203,10 +284,17 @@ def plot_overlay(smap: Any, *, boxes: Mapping[str, Sequence[float]] | None = Non
     ax.grid(False)
     for spine in ax.spines.values():
         spine.set_visible(False)
-    ax.set_title(title or overlay_title(smap), loc="left")
+    shown_title, k = drawable_text(title or overlay_title(smap))
+    replaced += k
     if show_text:
-        ax.set_xlabel(_wrap(f"Q: {smap.prompt}") + "\n" + _wrap(f"A: {smap.answer}", max_lines=2), fontsize=7,
-                      loc="left")
+        q, kq = _wrap(f"Q: {smap.prompt}")
+        a, ka = _wrap(f"A: {smap.answer}", max_lines=2)
+        replaced += kq + ka
+        note = placeholder_note(replaced)
+        ax.set_xlabel(q + "\n" + a + (f"\n{note}" if note else ""), fontsize=7, loc="left", fontfamily=fonts)
+    elif replaced:
+        shown_title += "\n" + placeholder_note(replaced)
+    ax.set_title(shown_title, loc="left", fontfamily=fonts)
     return fig
 
 
@@ -231,11 +319,16 @@ def plot_methods(maps: Sequence[Any], *, boxes: Mapping[str, Sequence[float]] | 
     if not maps:
         raise SettingError("no maps to plot")
     w, h = maps[0].image.size
-    fig, axes = new_figure(width * len(maps), width * h / w + 0.9, ncols=len(maps), squeeze=False)
+    # constrained layout: each panel's colour bar label keeps clear of the next panel
+    fig, axes = new_figure((width + 0.9) * len(maps), width * h / w + 0.9, ncols=len(maps), squeeze=False,
+                           layout="constrained")
     for ax, m in zip(axes[0], maps, strict=True):
         plot_overlay(m, boxes=boxes, fmt=fmt, ax=ax, show_text=False)
-    fig.supxlabel(_wrap(f"Q: {maps[0].prompt}", width=110, max_lines=2) + "\n"
-                  + _wrap(f"A: {maps[0].answer}", width=110, max_lines=1), fontsize=7, x=0.02, ha="left")
+    q, kq = _wrap(f"Q: {maps[0].prompt}", width=110, max_lines=2)
+    a, ka = _wrap(f"A: {maps[0].answer}", width=110, max_lines=1)
+    note = placeholder_note(kq + ka)
+    fig.supxlabel(q + "\n" + a + (f"\n{note}" if note else ""), fontsize=7, x=0.02, ha="left",
+                  fontfamily=figure_fonts())
     return fig
 
 

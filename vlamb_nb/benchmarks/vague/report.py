@@ -1,4 +1,5 @@
-"""VAGUE notebook helpers: the default data source, running every setting, CIs and paired tests.
+"""VAGUE notebook helpers: the default data source, running every setting, CIs and paired tests, Table B1 / Fig. B1
+per data source (the example record beside a generated sample), and Table 2 beside an approximation of its subset.
 
 The notebook only calls these; each is a thin composition of the benchmark's own steps.
 """
@@ -12,7 +13,7 @@ from typing import Any
 
 import vlamb_nb.benchmarks.vague.audit as vague_audit
 from vlamb_nb.benchmarks.vague.benchmark import BENCHMARK
-from vlamb_nb.benchmarks.vague.data import SUBSETS, top_verbs
+from vlamb_nb.benchmarks.vague.data import SUBSETS, dataset_statistics, human_subset_approximation, top_verbs
 from vlamb_nb.benchmarks.vague.prompts import BASE_SETTINGS, SETTINGS
 from vlamb_nb.benchmarks.vague.score import predictions_frame
 from vlamb_nb.errors import DataError, SettingError
@@ -190,6 +191,128 @@ def resolve_source(source: str | os.PathLike | None, workdir: str | os.PathLike,
 
 def verbs_by_subset(items, k: int = 20) -> dict[str, list[tuple[str, int]]]:
     return {s: top_verbs(items, s, k) for s in SUBSETS}
+
+
+# -- Table B1 / Fig. B1 from every data source at hand ------------------------------------------------------
+EXAMPLE_LABEL = "the one released example record"
+PAPER_B1_LABEL = "paper (Table B1)"
+# stamped on figures of the example record: real data, but one item says nothing about the dataset
+EXAMPLE_STAMP = "the one released example record (n=1): not the dataset's distribution"
+
+
+def example_record_items():
+    """The README example record as items (real data, one VCR item), or None when it is not beside the checkout."""
+    path = example_record_path()
+    return None if path is None else BENCHMARK.load(path)
+
+
+def statistics_sources(items, description: str) -> dict[str, tuple[Any, str]]:
+    """What Table B1 and Fig. B1 are computed from: label → (items, what they are).
+
+    The loaded items always; and, when they are not the released data and do not hold it already, the one real
+    record beside the checkout (the README example), so the tables show real VAGUE text next to the generated
+    stand-in, each named.
+    """
+    n = len(items)
+    if description == "released data":
+        what = f"the released VAGUE data beside the checkout ({n} items)"
+        label = "released data"
+    elif description.startswith("generated"):
+        what = (f"{description}: synthetic records in the released schema (make_sample); their statistics "
+                "describe the generator, not VAGUE")
+        label = "generated sample"
+    else:
+        what = f"{description} ({n} items)"
+        label = description
+    out = {label: (items, what)}
+    if description != "released data":
+        example = example_record_items()
+        if example is not None and not set(example["id"]) <= set(items["id"]):  # not already in the data
+            ex = example.iloc[0]
+            out[f"{EXAMPLE_LABEL}, n={len(example)}"] = (
+                example, f"real VAGUE data: the official README record {ex['id']} (VAGUE-{ex['subset']}); with "
+                         "n=1 every 'average' is this record's own count, not the dataset's")
+    return out
+
+
+def table_b1_by_source(sources: dict[str, tuple[Any, str]], published=None):
+    """Table B1 per source side by side (columns ``<subset>: <source label>``), the paper's first if given."""
+    import pandas as pd
+
+    frames = []
+    if published is not None:
+        paper = published.copy()
+        paper.loc["Items"] = [float(vague_audit.N["VCR" if "VCR" in c else "Ego4D"]) for c in paper.columns]
+        paper.columns = [f"{c}: {PAPER_B1_LABEL}" for c in paper.columns]
+        frames.append(paper)
+    for label, (items, _) in sources.items():
+        t = dataset_statistics(items)
+        t.columns = [f"{c}: {label}" for c in t.columns]
+        frames.append(t)
+    return pd.concat(frames, axis=1)
+
+
+def verbs_by_source(sources: dict[str, tuple[Any, str]], k: int = 20) -> dict[str, dict[str, list[tuple[str, int]]]]:
+    """Fig. B1's verbs per source and subset (subsets a source lacks are left out), one figure per source."""
+    return {label: {s: v for s, v in verbs_by_subset(items, k).items() if v} for label, (items, _) in sources.items()}
+
+
+def is_example_source(label: str) -> bool:
+    return label.startswith(EXAMPLE_LABEL)
+
+
+# -- Table 2: the 400-item human subset (approximated) ---------------------------------------------------------
+def human_subset(items, scored=None, *, description: str = "", n: int = vague_audit.N_HUMAN,
+                 seed: int = 0) -> dict[str, Any]:
+    """Table 2 beside our VLM MCQ answers on :func:`~.data.human_subset_approximation` of ``items``.
+
+    The paper's 400 ids are not released; the approximation ranks by the human ratings (direct + indirect)
+    with random tie-breaks, as the paper describes. Returns ``selection`` (the chosen items), ``table``
+    (Table 2's rows, then ours, each with its N) and ``notes`` (why the rows are or are not comparable).
+    """
+    import pandas as pd
+
+    from vlamb_nb.benchmarks.vague.score import accuracy_pct
+
+    notes = [f"Table 2's {n} item ids are not released: the selection takes the highest-rated items (direct + "
+             f"indirect human rating), ties broken at random (seed {seed}), as the paper describes; it is not "
+             "the paper's subset."]
+    rated = items[["rating_direct", "rating_indirect"]].notna().all(axis=1)
+    if not rated.any():
+        notes.append("The items carry no human ratings (meta.rating), so the ranking is arbitrary.")
+    if description.startswith("generated"):
+        notes.append(f"The items are a {description}: their ratings are generated, not human.")
+    if len(items) < n:
+        notes.append(f"Only {len(items)} items are loaded ({description or 'the given source'}), fewer than the "
+                     f"{n} the selection needs, so it returns all of them: the rows below are not a {n}-item "
+                     "subset and are not comparable to Table 2. The selection needs the full release (1,677 "
+                     "items with their ratings).")
+    selection = human_subset_approximation(items, n=n, seed=seed)
+    cols = ["Acc", "FS", "SU", "NE", "Correct"]
+    paper = published_tables()["Table 2"][cols].copy()
+    paper["N"] = float(vague_audit.N_HUMAN)  # the paper's N, whatever size was asked for here
+    paper.insert(0, "source", "paper (Table 2)")
+    rows = []
+    vlm = scored[scored["setting"] == "vlm"] if scored is not None and "setting" in scored.columns else None
+    if vlm is None or vlm.empty:
+        notes.append("No VLM MCQ answers to score on the selection (Table 2 is the VLM setting); run setting "
+                     "'vlm' or score a VLM prediction file.")
+    else:
+        chosen = set(selection["id"].astype(str))
+        for model, g in vlm.groupby("model", sort=False) if "model" in vlm.columns else [("model", vlm)]:
+            s = g[g["item_id"].astype(str).isin(chosen)]
+            if len(s) < len(chosen):
+                notes.append(f"{model}: {len(chosen) - len(s)} of the {len(chosen)} selected items have no VLM "
+                             "answer (limit or missing predictions); the row counts the answered ones.")
+            counts = {c: int((s["category"] == c).sum()) for c in ("FS", "SU", "NE", "correct")}
+            rows.append({"row": f"{model} (ours, approximate subset)", "source": "ours",
+                         "Acc": accuracy_pct(counts["correct"], len(s)) if len(s) else float("nan"),
+                         "FS": counts["FS"], "SU": counts["SU"], "NE": counts["NE"], "Correct": counts["correct"],
+                         "N": float(len(s))})
+    ours = pd.DataFrame(rows, columns=["row", "source", *cols, "N"]).set_index("row")
+    table = pd.concat([paper, ours]) if len(ours) else paper
+    keep = [c for c in ("id", "subset", "rating_direct", "rating_indirect") if c in selection.columns]
+    return {"selection": selection[keep], "table": table, "notes": notes}
 
 
 def evaluate(model_spec: str | None, quant: str | None, items, settings: list[str], *,
