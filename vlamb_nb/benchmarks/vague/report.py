@@ -121,6 +121,7 @@ def breakdown_with_ci(scored, *, n_resamples: int = 2000, seed: int = 0):
         lows.append(100 * res.ci_low)
         highs.append(100 * res.ci_high)
     b["ci_low"], b["ci_high"] = lows, highs
+    b["ci_unit"] = "item (Wilson)"  # each VAGUE item is its own image and question: no shared unit to resample
     return b
 
 
