@@ -196,3 +196,13 @@ def test_a_real_model_through_reproduce_resolves_the_paper_profile():
     assert cfg.profile == "paper"
     assert cfg.value("max_new_tokens", None, paper=None, offline=4) is None  # the paper's per-setting defaults
     assert not [d for d in cfg.deviations if d.what == "max_new_tokens"]
+
+
+def test_the_report_lists_what_the_released_data_cannot_give(tmp_path):
+    from vlamb_nb.reproduce import NotebookRun, write_report
+
+    run = NotebookRun("x", tmp_path / "x.ipynb", tmp_path / "x.out.ipynb", {})
+    run.results = {"not_derivable": [{"item": "Table 8", "reason": "the ADE20K pilot is not released"}]}
+    text = write_report([run], tmp_path).read_text()
+    top = text.index("## Not derivable from the released data")
+    assert top < text.index("## x") and "the ADE20K pilot is not released" in text[top:]

@@ -334,6 +334,10 @@ def write_report(runs: list[NotebookRun], run_dir: Path) -> Path:
         status = "ok" if r.ok else "**failed**"
         lines.append(f"| {r.name} | {status} | {r.seconds:.1f} | {_fmt(r.parameters)} |")
     lines.append("")
+    missing = [(r.name, item) for r in runs for item in (r.results.get("not_derivable") or [])]
+    if missing:  # one list of what the released data cannot give, with the reason, before the details
+        lines += ["## Not derivable from the released data", "", _md_table(
+            [{"notebook": nb, **(it if isinstance(it, dict) else {"item": it})} for nb, it in missing], limit=200)]
     for r in runs:
         lines += [f"## {r.name}", "", f"Executed notebook: `{r.output.name}`", ""]
         for w in r.warnings:
