@@ -56,3 +56,18 @@ def test_a_partial_failure_is_a_warning_with_counts(source, tmp_path, capsys):
     assert code == 0
     assert "3 requests, 1 failed" in out.out
     assert "warning: 1 of 3 requests failed: 1 × " in out.err
+
+
+def test_cli_help_lists_the_benchmarks_and_settings(capsys):
+    from vlamb_nb import cli
+    from vlamb_nb.benchmarks import get_benchmark, list_benchmarks
+
+    assert cli.BENCHMARKS == list_benchmarks()
+    for name in cli.BENCHMARKS:  # the help text names every setting each benchmark accepts
+        listed = cli.SETTINGS_HELP.split(f"{name}:")[1].split(";")[0].split()
+        for setting in get_benchmark(name).settings:
+            assert setting.removesuffix("_ff") in listed, (name, setting)
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    out = capsys.readouterr().out
+    assert "one of vague, mucar, vflute, refadv, racquet" in out

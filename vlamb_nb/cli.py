@@ -167,6 +167,14 @@ def cmd_serve(a: argparse.Namespace) -> int:
     return 0
 
 
+BENCHMARKS = ["vague", "mucar", "vflute", "refadv", "racquet"]
+# settings per benchmark, listed in --help without importing the benchmarks (keeps `vlamb-nb --help` fast)
+SETTINGS_HELP = ("vague: lm sm sm_ext vlm sm_cot vlm_cot (+ _ff free-form); mucar: full full_zh full_ms q_i c_q c_i "
+                 "c_ambiguous full_cot full_codis full_agent full_agent_unified; vflute: zero_shot hypothesis_only "
+                 "scene_graph few_shot; refadv: direct cot bow fixed deletion; racquet: direct clarify cot sampling "
+                 "control")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from vlamb_nb import __version__
 
@@ -176,25 +184,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     data = sub.add_parser("data", help="dataset utilities").add_subparsers(dest="data_command", required=True)
     ds = data.add_parser("stats", help="statistics of a benchmark's data")
-    ds.add_argument("benchmark")
+    ds.add_argument("benchmark", metavar="BENCHMARK", help=f"one of {', '.join(BENCHMARKS)}")
     ds.add_argument("--source", help="hub id, file or folder (default: the benchmark's default source)")
     ds.add_argument("-o", "--option", action="append", metavar="KEY=VALUE", help="loader option")
-    ds.add_argument("--json", action="store_true")
+    ds.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
     ds.set_defaults(func=cmd_data_stats)
 
     sc = sub.add_parser("score", help="score a predictions file")
-    sc.add_argument("benchmark")
+    sc.add_argument("benchmark", metavar="BENCHMARK", help=f"one of {', '.join(BENCHMARKS)}")
     sc.add_argument("--predictions", required=True)
     sc.add_argument("--source", help="the benchmark data the predictions refer to")
     sc.add_argument("--scorer", help="explanation scorer (V-FLUTE): name, or 'none'")
     sc.add_argument("-o", "--option", action="append", metavar="KEY=VALUE")
-    sc.add_argument("--json", action="store_true")
+    sc.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
     sc.set_defaults(func=cmd_score)
 
     rn = sub.add_parser("run", help="generate predictions for a benchmark with a model")
-    rn.add_argument("benchmark")
+    rn.add_argument("benchmark", metavar="BENCHMARK", help=f"one of {', '.join(BENCHMARKS)}")
     rn.add_argument("--model", required=True, help="hub id, local checkpoint, tiny:FAMILY or openai:MODEL")
-    rn.add_argument("--setting")
+    rn.add_argument("--setting", help="the benchmark's setting (default: its first); " + SETTINGS_HELP)
     rn.add_argument("--source")
     rn.add_argument("--quant", choices=["4bit", "8bit", "none"],
                     help="weight quantization (default: 4bit for local weights, none for openai: and replay:)")
@@ -210,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     rf.add_argument("action", choices=["show", "check"])
     rf.add_argument("paper")
     rf.add_argument("--table")
-    rf.add_argument("--json", action="store_true")
+    rf.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
     rf.set_defaults(func=cmd_reference)
 
     rp = sub.add_parser("reproduce", help="execute the paper notebooks and write figures/ and a report")
