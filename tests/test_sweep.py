@@ -110,3 +110,12 @@ def test_sweep_two_tiny_models_two_benchmarks_resumes(tmp_path):
         assert recs[: len(before.get(path, []))] == before.get(path, []), f"{path}: earlier records changed"
     summary = (out / "summary.csv").read_text().splitlines()
     assert len(summary) == 1 + len(MODELS) * len(BENCHES)
+
+
+def test_the_example_sweep_file_in_the_repository_loads():
+    from pathlib import Path
+
+    from vlamb_nb.sweep import load_config
+
+    cfg = load_config(Path(__file__).resolve().parent.parent / "examples" / "sweep.yaml")
+    assert cfg.name == "qwen-vs-llava" and len(cfg.jobs) == 3  # Qwen 4bit, LLaVA 4bit and unquantized
