@@ -34,6 +34,7 @@ def test_notebook_defaults(tmp_path, run):
     for name in ("fig6_f1_drop", "fig11_f1_vs_threshold"):  # drawn from the stand-in's answers: demos
         assert (figs / "demo" / f"{name}.png").is_file() and not (figs / f"{name}.png").exists()
     assert res["adequacy"] is None and not list(figs.rglob("adequacy_pr_curve.png"))
+    assert any(r["item"].startswith("Figs. 6 and 11") for r in res["not_derivable"])
 
 
 def test_notebook_with_adequacy_labels(tmp_path, run):
