@@ -50,6 +50,14 @@ def test_unknown_ids_are_named():
     check_ids(["1"], ["1", "2"])
 
 
+def _two_quantizations(run, items, store, answer: str) -> None:
+    """One scripted model written twice into one store: unquantized, then as '4bit'."""
+    model = ScriptedModel(lambda r: answer, model_id="Q")
+    run(model, items, store)
+    model.info = replace(model.info, quantization="4bit")
+    run(model, items, store)
+
+
 @pytest.fixture(scope="module")
 def vflute_sample(tmp_path_factory):
     bench = get_benchmark("vflute")
@@ -86,10 +94,7 @@ def test_a_vague_store_with_a_4bit_and_a_full_run_is_never_merged(tmp_path):
     folder = bench.make_sample(tmp_path / "d", n=4, seed=0)
     items = bench.load(folder)
     store = tmp_path / "s.jsonl"
-    model = ScriptedModel(lambda r: "A", model_id="Q")
-    bench.run(model, items, "lm", store=store, progress=False)
-    model.info = replace(model.info, quantization="4bit")
-    bench.run(model, items, "lm", store=store, progress=False)
+    _two_quantizations(lambda m, it, st: bench.run(m, it, "lm", store=st, progress=False), items, store, "A")
     with pytest.raises(MixedRunsError, match="4bit"):
         bench.score_file(store, source=folder)
     out = bench.score_file(store, source=folder, quantization="4bit")
@@ -107,10 +112,8 @@ def test_a_refadv_store_with_a_4bit_and_a_full_run_of_one_model_is_never_merged(
     demo = shared_data / "refadv" / "demo"
     items = bench.load(demo).head(4)
     store = tmp_path / "s.jsonl"
-    model = ScriptedModel(lambda r: '[{"bbox_2d": [1, 2, 30, 40]}]', model_id="Q")
-    bench.run(model, items, "direct", store=store, progress=False)
-    model.info = replace(model.info, quantization="4bit")
-    bench.run(model, items, "direct", store=store, progress=False)
+    _two_quantizations(lambda m, it, st: bench.run(m, it, "direct", store=st, progress=False), items, store,
+                       '[{"bbox_2d": [1, 2, 30, 40]}]')
     with pytest.raises(DataError, match="several runs.*quantization=4bit"):
         bench.score_file(store, source=demo)
     assert bench.score_file(store, source=demo, quantization="4bit")["report"]["Rows"] == "4"
@@ -136,9 +139,7 @@ def test_a_mucar_store_with_two_quantizations_is_never_merged(tmp_path):
     folder = bench.make_sample(tmp_path / "d", n=2, seed=0)
     items = bench.load(folder)
     store = tmp_path / "s.jsonl"
-    model = ScriptedModel(lambda r: "Answer: A", model_id="Q")
-    bench.evaluate(model, items, "full", store=store, progress=False)
-    model.info = replace(model.info, quantization="4bit")
-    bench.evaluate(model, items, "full", store=store, progress=False)
+    _two_quantizations(lambda m, it, st: bench.evaluate(m, it, "full", store=st, progress=False), items, store,
+                       "Answer: A")
     with pytest.raises(MixedRunsError, match="4bit"):
         bench.score_file(store, source=folder, n_resamples=0)

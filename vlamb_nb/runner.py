@@ -72,18 +72,15 @@ def generate_batch(model: VLM, batch: Sequence[Request], *, raise_oom: bool = Fa
                            finish_reason="error") for r in batch]
     # results are matched to requests by id, never by position alone: a backend that reorders them gets each
     # answer to its own request, and one that loses track fails those items instead of mislabelling them
-    by_id: dict[str, Generation] = {}
-    for g in gens:
-        by_id.setdefault(str(g.request_id), g)
-    if [str(g.request_id) for g in gens] == [r.id for r in batch] or len(by_id) < len(gens):
-        same = [str(g.request_id) for g in gens] == [r.id for r in batch]
-        if same:
-            return gens
+    ids = [str(g.request_id) for g in gens]
+    if ids == [r.id for r in batch]:
+        return gens
+    if len(set(ids)) < len(ids):
         return [Generation(request_id=r.id, error="backend returned results with repeated request ids",
                            finish_reason="error") for r in batch]
-    return [by_id[r.id] if r.id in by_id else
-            Generation(request_id=r.id, error=f"backend returned no result for request {r.id!r}", finish_reason="error")
-            for r in batch]
+    by_id = dict(zip(ids, gens, strict=True))
+    return [by_id.get(r.id) or Generation(request_id=r.id, error=f"backend returned no result for request {r.id!r}",
+                                          finish_reason="error") for r in batch]
 
 
 def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | os.PathLike | None = None, *,
