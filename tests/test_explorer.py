@@ -269,3 +269,29 @@ def test_widget_slider_and_go_to_id_drive_the_state():
     assert (slider.max, slider.value) == (4, 1) and ex.state.current()["item_id"] == "i1"
     slider.value = 4
     assert ex.state.current()["item_id"] == "i7"
+
+
+def test_explorer_tabs_hold_one_explorer_per_benchmark_built_when_first_shown():
+    from vlamb_nb.interactive.explorer import explorer_tabs
+
+    a, b = Explorer(_frame()), Explorer(_frame().iloc[:3])
+    tabs = explorer_tabs({"refadv": a, "vague": b})
+    assert tabs.titles == ("refadv (8)", "vague (3)")
+    assert tabs.children[0].children == (a.widget(),) and tabs.children[1].children == ()
+    assert b._widget is None  # nothing built for a tab nobody opened
+    tabs.selected_index = 1
+    assert tabs.children[1].children == (b.widget(),)
+    with pytest.raises(SettingError):
+        explorer_tabs({})
+
+
+def test_benchmark_slices_are_filters_when_the_items_carry_them():
+    """Ref-Adv's negation and distractor count, VAGUE's subset: joined from the items and offered as filters."""
+    frame = _frame().drop(columns=["category"])
+    items = pd.DataFrame({"id": [f"i{k}" for k in range(8)], "use_negation": [k % 2 == 0 for k in range(8)],
+                          "distractor_count": [k % 3 for k in range(8)], "subset": ["VCR"] * 5 + ["Ego4D"] * 3})
+    st = ExplorerState(frame, items=items)
+    assert {"negation", "distractors", "subset"} <= set(st.shown_filters())
+    assert st.set_filter("subset", "Ego4D") == 3
+    assert st.set_filter("negation", True) == 1  # i6 is the only Ego4D item with a negation
+    assert st.current()["item_id"] == "i6"

@@ -224,3 +224,20 @@ def test_prepare_exposes_processor_inputs():
     assert m.tokenizer.padding_side == "left"
     out = m.model(**batch)
     assert out.logits.shape[:2] == batch["input_ids"].shape
+
+
+def test_bitsandbytes_hub_kernel_advice_is_dropped_and_other_messages_kept(caplog):
+    """bitsandbytes logs advice to fetch a CPU kernel from the hub only on AVX512-BF16 CPUs: a notebook's stderr
+    must not depend on the CPU, so that one message is filtered and everything else still reaches the log."""
+    import logging
+
+    from vlamb_nb.models.hf import quiet_bitsandbytes_cpu_probe
+
+    lg = logging.getLogger("bitsandbytes.backends.cpu.ops")
+    quiet_bitsandbytes_cpu_probe()
+    quiet_bitsandbytes_cpu_probe()  # idempotent: one filter
+    assert sum(type(f).__name__ == "_NoHubKernelAdvice" for f in lg.filters) == 1
+    with caplog.at_level(logging.WARNING, logger=lg.name):
+        lg.warning("Failed to load CPU gemm_4bit_forward from kernels-community: %s.", "No module named 'kernels'")
+        lg.warning("a real problem")
+    assert [r.getMessage() for r in caplog.records if r.name == lg.name] == ["a real problem"]

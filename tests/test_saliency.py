@@ -381,3 +381,17 @@ def test_overlay_text_never_draws_tofu_or_question_marks(recwarn):
     if PLACEHOLDER in label:  # no CJK/emoji font here: the figure says what the placeholder means
         assert f"{PLACEHOLDER} = " in label.splitlines()[-1] and "no installed font can draw" in label
     assert not [w for w in recwarn if "Glyph" in str(w.message)]
+
+
+def test_study_request_for_explains_a_repair_turn_through_its_items_first_request():
+    """Ref-Adv's scored rows can come from the repair turn ('0::repair-direct'); the explorer's saliency button
+    must explain that item's request, not fail to find it."""
+    from vlamb_nb.models.base import Request
+    from vlamb_nb.saliency.study import Study
+
+    reqs = [Request(f"{k}::direct", [{"role": "user", "content": "q"}], meta={"item_id": str(k)}) for k in (0, 1)]
+    s = Study("refadv", "direct", pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {}, [], [], "", reqs)
+    assert s.request_for({"request_id": "1::direct"}) is reqs[1]
+    assert s.request_for({"request_id": "0::repair-direct", "item_id": "0"}) is reqs[0]
+    with pytest.raises(SettingError, match="item '7'"):
+        s.request_for({"request_id": "7::repair-direct", "item_id": "7"})

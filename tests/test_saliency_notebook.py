@@ -30,7 +30,10 @@ def test_saliency_notebook_runs_with_defaults(tmp_path, monkeypatch, run_noteboo
     assert all(r["n_correct"] + r["n_wrong"] > 0 for r in res["correct_vs_wrong"])
     assert res["paper_vs_ours"] == [] and res["audit"] == {"findings": 0, "mismatches": 0}
     assert any("max_new_tokens" in d for d in res["deviations"])
-    assert res["explorer_counts"]["n"] == res["explorer_counts"]["of"] > 0
+    counts = res["explorer_counts"]  # one explorer per benchmark, each over the offline profile's 3 items
+    assert set(counts) == {"refadv", "vague", "racquet"}
+    assert all(c["n"] == c["of"] == 3 for c in counts.values())
+    assert any("items per benchmark" in d and "3 (offline profile)" in d for d in res["deviations"])
     assert not list((tmp_path / "figures" / "saliency").glob("*.png"))  # the stand-in's maps are demos only
     figs = sorted(p.name for p in (tmp_path / "figures" / "saliency" / "demo").iterdir())
     for b in ("refadv", "vague", "racquet"):

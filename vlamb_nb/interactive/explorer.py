@@ -28,7 +28,11 @@ FILTER_CANDIDATES: dict[str, tuple[str, ...]] = {
     "correct": ("correct", "is_correct", "hit", "right"),
     "failure": ("failure", "failure_type", "outcome"),
     "language": ("language", "lang"),
-    "category": ("category", "subset", "type", "bias", "label_category", "subcategory", "dataset_name"),
+    "category": ("category", "type", "bias", "label_category", "subcategory", "dataset_name"),
+    "subset": ("subset", "image_source"),  # VAGUE's VCR / Ego4D, RACQUET's general / bias, Ref-Adv's image source
+    "negation": ("use_negation",),  # Ref-Adv's slices (its Table 3 and Fig. 4)
+    "distractors": ("distractor_count",),
+    "object": ("coco_category",),  # RACQUET's referent class
 }
 SHOW_CANDIDATES: dict[str, tuple[str, ...]] = {
     "id": ("item_id", "id", "request_id", "uid"),
@@ -517,3 +521,24 @@ def _figure_html(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", bbox_inches="tight")
     return f"<img src='data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}'/>"
+
+
+def explorer_tabs(explorers: dict[str, Explorer]):
+    """One tab per benchmark, each with its own explorer; a tab's widgets are built when it is first shown."""
+    import ipywidgets as w
+
+    if not explorers:
+        raise SettingError("explorer_tabs needs at least one explorer")
+    names = list(explorers)
+    holders = [w.VBox() for _ in names]
+    holders[0].children = (explorers[names[0]].widget(),)
+
+    def on_tab(change: dict[str, Any]) -> None:
+        i = change["new"]
+        if i is not None and not holders[i].children:
+            holders[i].children = (explorers[names[i]].widget(),)
+
+    tabs = w.Tab(children=holders, titles=[f"{n} ({len(explorers[n].state.frame)})" for n in names])
+    tabs.observe(on_tab, names="selected_index")
+    tabs.explorers = explorers  # type: ignore[attr-defined]
+    return tabs

@@ -13,8 +13,11 @@ A hub id, a local folder and a tiny random checkpoint all load through :class:`H
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,11 +30,37 @@ from vlamb_nb.models.families import Family, family_for_config
 QUANTIZATIONS = ("4bit", "8bit", None)
 
 
+class _NoHubKernelAdvice(logging.Filter):
+    """Drops bitsandbytes' CPU advice to fetch a fused kernel from the hub (offline here; the fallback is exact).
+
+    It is logged only on CPUs with AVX512-BF16, so a notebook's stderr would differ from one machine to another.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "kernels-community" not in record.getMessage()
+
+
+def quiet_bitsandbytes_cpu_probe() -> None:
+    """Install the filter once, before bitsandbytes' CPU backend is first imported."""
+    lg = logging.getLogger("bitsandbytes.backends.cpu.ops")
+    if not any(isinstance(f, _NoHubKernelAdvice) for f in lg.filters):
+        lg.addFilter(_NoHubKernelAdvice())
+
+
+@contextlib.contextmanager
+def peft_quiet():
+    """Silences peft's use of a transformers attribute deprecated in 5.x (peft's call, not ours; no effect)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+        yield
+
+
 def quantization_config(quantization: str | None, *, compute_dtype: Any = None,
                         skip_modules: Sequence[str] = ()):
     """bitsandbytes settings: NF4 + double quantization for 4-bit (the QLoRA recipe), or LLM.int8."""
     if quantization is None:
         return None
+    quiet_bitsandbytes_cpu_probe()
     from transformers import BitsAndBytesConfig
 
     skip = list(skip_modules) or None
@@ -73,6 +102,7 @@ class HFModel:
                  adapter: str | os.PathLike | None = None, skip_modules: Sequence[str] = ()) -> None:
         if quantization not in QUANTIZATIONS:
             raise SettingError(f"unknown quantization {quantization!r}; use '4bit', '8bit' or None")
+        quiet_bitsandbytes_cpu_probe()  # transformers imports bitsandbytes whenever it is installed
         try:
             import torch
             import transformers
@@ -309,7 +339,8 @@ def _load_adapter(model: Any, adapter: str | os.PathLike) -> tuple[Any, dict[str
         from peft import PeftModel
     except ImportError as e:  # pragma: no cover - peft is part of the models extra
         raise NotAvailableError(f"loading an adapter needs peft: {e}") from None
-    wrapped = PeftModel.from_pretrained(model, str(path), is_trainable=False).eval()
+    with peft_quiet():
+        wrapped = PeftModel.from_pretrained(model, str(path), is_trainable=False).eval()
     return wrapped, {"path": str(path), "digest": adapter_digest(path)}
 
 

@@ -145,7 +145,12 @@ class Study:
         for r in self.requests:
             if str(r.id) == rid:
                 return r
-        raise SettingError(f"no request {rid!r} in this study")
+        # a row from a follow-up turn (Ref-Adv's repair request) is explained through its item's first request
+        item = str(row.get("item_id", row.get("id", rid.split("::")[0])))
+        for r in self.requests:
+            if str(r.meta.get("item_id", str(r.id).split("::")[0])) == item:
+                return r
+        raise SettingError(f"no request {rid!r} (item {item!r}) in this study")
 
     def first_map(self, method: str | None = None):
         for (_, m), smap in self.maps.items():

@@ -363,6 +363,8 @@ def attach_lora(hf, config: QLoRAConfig) -> dict[str, Any]:
     import torch
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
+    from vlamb_nb.models.hf import peft_quiet
+
     base = hf.model
     if config.quantization is not None:
         base = prepare_model_for_kbit_training(base, use_gradient_checkpointing=config.gradient_checkpointing,
@@ -381,7 +383,8 @@ def attach_lora(hf, config: QLoRAConfig) -> dict[str, Any]:
                       target_modules=lora_target_modules(base), task_type="CAUSAL_LM",
                       modules_to_save=projector if trainable_projector else None)
     torch.manual_seed(config.seed)  # LoRA A matrices are drawn here
-    hf.model = get_peft_model(base, lora)
+    with peft_quiet():
+        hf.model = get_peft_model(base, lora)
     hf.model.config.use_cache = False
     n_train = sum(p.numel() for p in hf.model.parameters() if p.requires_grad)
     return {"lora_targets": len(lora.target_modules), "projector": projector if trainable_projector else [],
