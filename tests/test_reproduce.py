@@ -206,3 +206,19 @@ def test_the_report_lists_what_the_released_data_cannot_give(tmp_path):
     text = write_report([run], tmp_path).read_text()
     top = text.index("## Not derivable from the released data")
     assert top < text.index("## x") and "the ADE20K pilot is not released" in text[top:]
+
+
+@pytest.mark.slow
+def test_notebook_kernels_talk_over_private_unix_sockets_not_tcp(nb_dir, tmp_path, capfd):
+    """Batch kernels use IPC in a private temporary folder: nothing listens on a TCP port another user could
+    reach, and the kernel has no transport warning to print into the terminal."""
+    from vlamb_nb.reproduce import _local_kernel_manager
+
+    km = _local_kernel_manager()()
+    assert km.transport == "ipc" and km.ip.startswith(km._socket_dir.name)
+    failed = reproduce(["mucar"], params={}, run_id="r-ipc", out_dir=tmp_path / "runs", figures=tmp_path / "figs",
+                       notebook_dir=nb_dir, quiet=True)
+    assert failed == 0
+    err = capfd.readouterr().err
+    assert "without encryption" not in err and "Traceback" not in err
+    assert not list(tmp_path.rglob("kernel-ipc*")) and not list(nb_dir.glob("kernel*"))

@@ -395,3 +395,38 @@ def test_study_request_for_explains_a_repair_turn_through_its_items_first_reques
     assert s.request_for({"request_id": "0::repair-direct", "item_id": "0"}) is reqs[0]
     with pytest.raises(SettingError, match="item '7'"):
         s.request_for({"request_id": "7::repair-direct", "item_id": "7"})
+
+
+def _dejavu_only():
+    from matplotlib import font_manager as fm
+    from matplotlib.ft2font import FT2Font
+
+    path = fm.findfont(fm.FontProperties(family="DejaVu Sans"), fallback_to_default=False)
+    return ("DejaVu Sans",), frozenset(FT2Font(path).get_charmap())
+
+
+def test_without_a_cjk_font_chinese_becomes_counted_placeholders(monkeypatch):
+    """The fallback path, forced: only DejaVu Sans installed. No '?', no tofu; the figure explains the mark."""
+    from vlamb_nb.saliency import analysis as sa
+
+    monkeypatch.setattr(sa, "_font_coverage", _dejavu_only)
+    shown, replaced = sa.drawable_text("这个杯子 café")
+    assert shown == f"{sa.PLACEHOLDER * 4} café" and replaced == 4
+    label = plot_overlay(_overlay_map(prompt="哪个杯子", answer="左边")).axes[0].get_xlabel()
+    assert "?" not in label and f"{sa.PLACEHOLDER} = " in label and "no installed font can draw" in label
+
+
+def test_with_a_cjk_font_chinese_is_drawn_as_written(recwarn):
+    """The other path: a CJK font installed (CI installs fonts-noto-cjk) draws the characters themselves."""
+    import io
+
+    from vlamb_nb.saliency import analysis as sa
+
+    if not any("CJK" in f or f.endswith((" SC", " JP")) for f in sa.figure_fonts()):
+        pytest.skip("no CJK font installed (apt-get install fonts-noto-cjk)")
+    shown, replaced = sa.drawable_text("这个杯子 café")
+    assert (shown, replaced) == ("这个杯子 café", 0)
+    fig = plot_overlay(_overlay_map(prompt="哪个杯子", answer="左边的杯子"))
+    assert "左边的杯子" in fig.axes[0].get_xlabel() and sa.PLACEHOLDER not in fig.axes[0].get_xlabel()
+    fig.savefig(io.BytesIO(), format="png")
+    assert not [w for w in recwarn if "Glyph" in str(w.message)]

@@ -86,6 +86,23 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S")
 
 
+def _local_kernel_manager():
+    """A kernel manager whose kernel talks over Unix sockets in a private folder instead of TCP on localhost:
+    no other user on the machine can connect to it (and ipykernel has nothing to warn about)."""
+    import tempfile
+
+    from jupyter_client.manager import AsyncKernelManager
+
+    class LocalKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs: Any) -> None:
+            self._socket_dir = tempfile.TemporaryDirectory(prefix="vlamb-kernel-")
+            kwargs.setdefault("transport", "ipc")
+            kwargs.setdefault("ip", str(Path(self._socket_dir.name) / "kernel"))
+            super().__init__(**kwargs)
+
+    return LocalKernelManager
+
+
 def execute(run: NotebookRun, *, cwd: Path, timeout: int | None = None) -> NotebookRun:
     """Execute one notebook; never raises for a notebook failure (it is recorded on ``run``)."""
     import nbformat
@@ -99,7 +116,7 @@ def execute(run: NotebookRun, *, cwd: Path, timeout: int | None = None) -> Noteb
         with _env(VLAMB_GENERATION_LOG=str(log)):
             papermill.execute_notebook(str(run.path), str(run.output), parameters=run.parameters,
                                        kernel_name="python3", cwd=str(cwd), progress_bar=False, log_output=False,
-                                       execution_timeout=timeout)
+                                       execution_timeout=timeout, kernel_manager_class=_local_kernel_manager())
         run.ok = True
     except PapermillExecutionError as e:
         run.error = f"{e.ename}: {e.evalue}"
