@@ -778,3 +778,18 @@ def test_the_notebook_calls_the_human_subset_and_the_example_record(repo_root):
     text = "\n".join("".join(c["source"]) for c in nb["cells"])
     assert "report.human_subset(items, scored" in text and "report.statistics_sources(items" in text
     assert "report.verbs_by_source(b1_sources)" in text and "report.EXAMPLE_STAMP" in text
+
+
+def test_evaluate_runs_an_already_loaded_model_without_loading_another(tmp_path, monkeypatch):
+    """The notebook loads its model once (Table B2 and the run share it): evaluate() takes the loaded model and
+    never calls load_model, so a 34B checkpoint is not loaded twice on one GPU."""
+    import vlamb_nb.models as models
+    from vlamb_nb.benchmarks.vague import report
+    from vlamb_nb.models import ScriptedModel
+
+    items = BENCHMARK.load(BENCHMARK.make_sample(tmp_path, n=3, seed=0))
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("evaluate loaded a second model"))
+    model = ScriptedModel(lambda req: "A")
+    scored, model_id, _ = report.evaluate(model, "none", items, ["lm"], store=tmp_path / "s.jsonl",
+                                          bertscore=None, progress=False)
+    assert model_id == model.info.model_id and len(scored) == 3

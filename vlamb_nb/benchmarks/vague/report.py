@@ -316,11 +316,12 @@ def human_subset(items, scored=None, *, description: str = "", n: int = vague_au
     return {"selection": selection[keep], "table": table, "notes": notes}
 
 
-def evaluate(model_spec: str | None, quant: str | None, items, settings: list[str], *,
+def evaluate(model_spec: Any, quant: str | None, items, settings: list[str], *,
              predictions: str | os.PathLike | None = None, store: str | os.PathLike | None = None,
              limit: int | None = None, bertscore: str | None = "roberta-large", max_new_tokens: int | None = None,
              captions_file: str | os.PathLike | None = None, progress: bool = True):
-    """Score a prediction file when given, else load the model and run every requested setting.
+    """Score a prediction file when given, else run every requested setting with ``model_spec``: a loaded model
+    (a notebook loads its model once) or a spec to load with the released code's options.
 
     Returns (scored, model id, deviations by setting).
     """
@@ -329,10 +330,13 @@ def evaluate(model_spec: str | None, quant: str | None, items, settings: list[st
         return scored, str(scored["model"].iloc[0]), {}
     if not model_spec:
         raise SettingError("give a model spec or a predictions file")
-    from vlamb_nb.models import load_model
+    if isinstance(model_spec, str):
+        from vlamb_nb.models import load_model
 
-    model = load_model(model_spec, quantization=None if quant in (None, "none") else quant,
-                       **official_model_options(model_spec))
+        model = load_model(model_spec, quantization=None if quant in (None, "none") else quant,
+                           **official_model_options(model_spec))
+    else:
+        model = model_spec
     scored, devs = run_settings(model, items, settings, store=store, limit=limit, bertscore=bertscore,
                                 captions_file=captions_file, max_new_tokens=max_new_tokens, progress=progress)
     return scored, model.info.model_id, devs
