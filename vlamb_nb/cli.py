@@ -35,15 +35,119 @@ def _kv(items: Sequence[str] | None) -> dict[str, Any]:
 def _emit(obj: Any, as_json: bool) -> None:
     if as_json:
         print(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
-        return
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            print(f"{k}: {json.dumps(v, ensure_ascii=False, default=str) if isinstance(v, (dict, list)) else v}")
-    elif isinstance(obj, list):
-        for row in obj:
-            print(json.dumps(row, ensure_ascii=False, default=str))
     else:
-        print(obj)
+        print(render_text(obj))
+
+
+# -- human-readable output: aligned tables ------------------------------------------------------------------
+def _scalar(v: Any) -> bool:
+    return not isinstance(v, (dict, list, tuple)) or (isinstance(v, (list, tuple)) and all(map(_plain, v)))
+
+
+def _plain(v: Any) -> bool:
+    return not isinstance(v, (dict, list, tuple))
+
+
+def _interval(v: Any) -> bool:
+    return isinstance(v, dict) and {"ci_low", "ci_high"} <= set(v) and all(map(_plain, v.values()))
+
+
+def format_value(v: Any) -> str:
+    """One cell: whole numbers as integers, other numbers to 4 significant digits (1 decimal from 100 up),
+    missing values as "–", an estimate with its interval as "x [lo, hi]", short lists comma-separated."""
+    import math
+
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        if v == round(v) and abs(v) < 1e15:
+            return str(int(v))
+        return f"{v:.1f}" if abs(v) >= 100 else f"{v:.4g}"
+    if _interval(v):
+        est = next((v[k] for k in ("estimate", "value", "ours", "accuracy", "share") if k in v), None)
+        ci = f"[{format_value(v['ci_low'])}, {format_value(v['ci_high'])}]"
+        return ci if est is None else f"{format_value(est)} {ci}"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(format_value(x) for x in v)
+    return str(v)
+
+
+def aligned(rows: list[list[str]], header: list[str] | None = None) -> str:
+    """Rows of cells as columns padded to a common width (numbers right-aligned), with a rule under a header."""
+    table = ([header] if header else []) + rows
+    if not table:
+        return ""
+    width = [max(len(r[i]) if i < len(r) else 0 for r in table) for i in range(max(map(len, table)))]
+
+    def numeric(cell: str) -> bool:
+        return bool(cell) and cell.lstrip("-+").replace(".", "", 1).replace(",", "").isdigit()
+
+    body = rows or table
+    right = [all(numeric(r[i]) or r[i] in ("", "–") for r in body if i < len(r)) for i in range(len(width))]
+
+    def line(r: list[str]) -> str:  # a column of numbers is right-aligned, anything else left-aligned
+        cells = [(c.rjust(w) if ok else c.ljust(w)) for c, w, ok in zip(r, width, right, strict=False)]
+        return "  ".join(cells).rstrip()
+
+    out = [line(r) for r in table]
+    if header:
+        out.insert(1, "  ".join("-" * w for w in width))
+    return "\n".join(out)
+
+
+def _records_table(records: list[dict[str, Any]]) -> str:
+    cols = list(dict.fromkeys(k for r in records for k in r))
+    return aligned([[format_value(r.get(c)) for c in cols] for r in records], cols)
+
+
+def _mapping_table(d: dict[str, Any]) -> str:
+    """A mapping of scalars as two columns; a mapping of mappings as a grid (the longer side down)."""
+    if all(isinstance(v, dict) and not _interval(v) and all(map(_scalar, v.values())) for v in d.values()) and d:
+        outer = [str(k) for k in d]
+        inner = list(dict.fromkeys(k for v in d.values() for k in v))
+        if len(inner) > len(outer):  # e.g. many statistics for two subsets: statistics down, subsets across
+            return aligned([[str(k)] + [format_value(d[o].get(k)) for o in d] for k in inner], ["", *outer])
+        return aligned([[o] + [format_value(v.get(k)) for k in inner] for o, v in zip(outer, d.values(),
+                                                                                     strict=True)], ["", *inner])
+    return aligned([[str(k), format_value(v)] for k, v in d.items()])
+
+
+def render_text(obj: Any, title: str | None = None) -> str:
+    """A result (nested dicts, records, scalars) as aligned plain-text tables: the scalars first, then one
+    titled table per nested part. ``--json`` prints the same result as data."""
+    blocks: list[str] = []
+    if isinstance(obj, dict):
+        flat = {k: v for k, v in obj.items() if _scalar(v) or _interval(v)}
+        if flat:
+            blocks.append((f"{title}\n" if title else "") + aligned([[str(k), format_value(v)] for k, v in flat.items()]))
+        for k, v in obj.items():
+            if k in flat:
+                continue
+            name = f"{title} / {k}" if title else str(k)
+            if isinstance(v, list) and v and all(isinstance(r, dict) for r in v):
+                blocks.append(f"{name}\n{_records_table(v)}")
+            elif isinstance(v, dict) and v and (
+                    all(_scalar(x) or _interval(x) for x in v.values())
+                    or all(isinstance(x, dict) and not _interval(x) and all(map(_scalar, x.values()))
+                           for x in v.values())):
+                blocks.append(f"{name}\n{_mapping_table(v)}")
+            elif isinstance(v, (dict, list)) and not v:
+                blocks.append(f"{name}\n(none)")
+            else:
+                blocks.append(render_text(v, name))
+    elif isinstance(obj, list) and obj and all(isinstance(r, dict) for r in obj):
+        blocks.append((f"{title}\n" if title else "") + _records_table(obj))
+    elif isinstance(obj, list):
+        blocks.append((f"{title}\n" if title else "") + "\n".join(format_value(x) for x in obj))
+    else:
+        blocks.append((f"{title}: " if title else "") + format_value(obj))
+    return "\n\n".join(b for b in blocks if b)
 
 
 def cmd_data_stats(a: argparse.Namespace) -> int:
