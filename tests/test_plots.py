@@ -136,3 +136,34 @@ def test_a_figure_of_generated_sample_data_is_stamped_as_such(tmp_path, monkeypa
     cfg.save_figure(fig, "b1", sample_data=True)
     assert (tmp_path / "vague" / "demo" / "b1.png").is_file() and not (tmp_path / "vague" / "b1.png").exists()
     assert any(t.get_text() == SAMPLE_STAMP for t in fig.texts)
+
+
+def test_palette_is_colour_blind_safe_and_classes_keep_their_colours():
+    """One meaning per colour across papers: seaborn's colour-blind palette, risk classes in the risk colour."""
+    import seaborn as sns
+    from matplotlib.colors import to_hex
+
+    from vlamb_nb.benchmarks.racquet.plots import CLASS_COLORS
+
+    assert plots.PALETTE == [to_hex(c).upper() for c in sns.color_palette("colorblind")]
+    assert CLASS_COLORS["High Risk"] == CLASS_COLORS["Stereotypical"] == plots.RISK
+    assert CLASS_COLORS["Explicit"] == plots.SAFE and CLASS_COLORS["unlabelled"] == plots.NEUTRAL
+    assert len({plots.RISK, plots.SAFE, plots.CAUTION, plots.NEUTRAL}) == 4
+
+
+def test_seaborn_grouped_bars_carry_the_package_intervals_and_a_legend_per_series(recwarn):
+    """seaborn draws the bars (no estimator of its own); each whisker spans exactly the interval given."""
+    from matplotlib.colors import to_hex
+
+    nested = {"g1": {"ours": {"estimate": 0.4, "ci_low": 0.31, "ci_high": 0.52},
+                     "High Risk": {"estimate": 0.2, "ci_low": 0.12, "ci_high": 0.29}},
+              "g2": {"ours": {"estimate": 0.6, "ci_low": 0.55, "ci_high": 0.66}}}
+    fig = plots.grouped_bars(nested, scale=100)
+    ax = fig.axes[0]
+    bars = sorted((round(p.get_x() + p.get_width() / 2, 3), round(p.get_height(), 6), to_hex(p.get_facecolor()))
+                  for p in ax.patches)
+    assert [b[1] for b in bars] == pytest.approx([40.0, 20.0, 60.0])  # g2 has no "High Risk" bar: a gap
+    assert bars[1][2].upper() == plots.RISK and bars[0][2].upper() == plots.PALETTE[0]
+    assert np.sort(_segments(ax), axis=0) == pytest.approx(np.array([(12, 29), (31, 52), (55, 66)]))
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["ours", "High Risk"]
+    assert not [w for w in recwarn if "legend" in str(w.message)]

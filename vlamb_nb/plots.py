@@ -1,5 +1,11 @@
 """One figure style for the package; every figure function returns a matplotlib Figure.
 
+seaborn draws the statistical plots (grouped bars, distributions, box plots, heat maps) from the intervals
+:mod:`vlamb_nb.stats` computed — never with its own estimators, so a bar's whisker is the package's cluster
+bootstrap or Wilson interval — and matplotlib draws the rest (images with boxes, stacked shares, overlays).
+Colours carry one meaning in every paper's figures: :data:`PALETTE` is colour-blind safe (seaborn's
+"colorblind", after Okabe & Ito), and :data:`SEMANTIC` fixes the colours of roles and classes.
+
 ``save_figure`` writes png + pdf with deterministic file names and no timestamps, so a
 regenerated figure only changes when its data does.
 """
@@ -15,6 +21,9 @@ STYLE: dict[str, Any] = {
     "font.size": 9,
     "axes.titlesize": 10,
     "axes.labelsize": 9,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 8,
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": True,
@@ -25,13 +34,36 @@ STYLE: dict[str, Any] = {
     "text.parse_math": False,
 }
 
-PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C",
-           "#CCB974", "#64B5CD"]
+#: seaborn's "colorblind" palette (Okabe & Ito's colour-blind-safe set, reordered by seaborn)
+PALETTE = ["#0173B2", "#DE8F05", "#029E73", "#D55E00", "#CC78BC", "#CA9161", "#FBAFE4", "#949494",
+           "#ECE133", "#56B4E9"]
+RISK = "#D55E00"  # vermillion: a harmful or risky class
+SAFE = "#029E73"  # bluish green: the safe class
+CAUTION = "#DE8F05"  # orange: in between
+NEUTRAL = "#949494"  # grey: not read, unlabelled, unknown
+#: one colour per role or class, the same in every paper's figures
+SEMANTIC: dict[str, str] = {
+    "ours": PALETTE[0], "paper": "#000000", "published": "#000000",
+    "correct": SAFE, "wrong": RISK, "unparsed": NEUTRAL, "unlabelled": NEUTRAL, "unscored": NEUTRAL,
+    # RACQUET's answer classes (Figs. 3, 4, 8) and bias labels (Fig. 7)
+    "Explicit": SAFE, "Implicit": CAUTION, "High Risk": RISK,
+    "Anti-stereotypical": PALETTE[0], "Stereotypical": RISK,
+    # saliency box roles
+    "gold": SAFE, "prediction": PALETTE[0], "distractor": CAUTION,
+}
+
+
+def color_for(name: Any, index: int = 0) -> str:
+    """The fixed colour of a role or class when it has one, else the palette's ``index``-th colour."""
+    return SEMANTIC.get(str(name), PALETTE[index % len(PALETTE)])
 
 
 def apply_style() -> None:
+    """seaborn's "ticks" theme with the package's rc and palette (rcParams only: output stays deterministic)."""
     import matplotlib as mpl
+    import seaborn as sns
 
+    sns.set_theme(context="paper", style="ticks", palette=PALETTE, rc=STYLE)
     mpl.rcParams.update(STYLE)
     mpl.rcParams["axes.prop_cycle"] = mpl.cycler(color=PALETTE)
 
@@ -123,6 +155,19 @@ def _yerr(triplets: list[tuple[float, float, float]], scale: float):
     return est, np.vstack([np.clip(est - lo, 0, None), np.clip(hi - est, 0, None)])
 
 
+def _sns_bars(ax, labels: list[str], heights: Any, colors: list[str]) -> None:
+    """One seaborn bar per label at x = 0, 1, ... (the caller adds the intervals)."""
+    import pandas as pd
+    import seaborn as sns
+
+    frame = pd.DataFrame({"label": labels, "height": list(heights)})
+    sns.barplot(data=frame, x="label", y="height", hue="label", order=labels, hue_order=labels,
+                palette=dict(zip(labels, colors, strict=True)), errorbar=None, legend=False, ax=ax,
+                saturation=1.0, zorder=2)
+    ax.set_xlabel("")
+    ax.set_ylabel("")
+
+
 def _axes(ax, width: float, height: float):
     if ax is None:
         return new_figure(width, height)
@@ -148,7 +193,8 @@ def bar_with_ci(results: Any, *, ax=None, title: str | None = None, ylabel: str 
     est, yerr = _yerr([_ci_triplet(p[1]) for p in pairs], scale)
     fig, ax = _axes(ax, max(3.0, 0.6 * len(labels) + 1.5), 3.5)
     x = np.arange(len(labels))
-    ax.bar(x, est, yerr=yerr, capsize=3, color=color or PALETTE[0], ecolor="#333333", zorder=2)
+    _sns_bars(ax, [str(lab) for lab in labels], est, [color or PALETTE[0]] * len(labels))
+    ax.errorbar(x, est, yerr=yerr, fmt="none", ecolor="#333333", capsize=3, zorder=3)
     if reference is not None:
         ref = reference if hasattr(reference, "get") else dict(zip(labels, reference, strict=False))
         pts = [(i, ref.get(lab)) for i, lab in enumerate(labels) if ref.get(lab) is not None]
@@ -182,20 +228,36 @@ def grouped_bars(results: Any, *, ax=None, title: str | None = None, ylabel: str
     series = series_order or list(dict.fromkeys(s for g in nested.values() for s in g))
     if not groups or not series:
         raise ValueError("grouped_bars needs at least one group and one series")
+    import pandas as pd
+    import seaborn as sns
+
     fig, ax = _axes(ax, max(4.0, 0.35 * len(groups) * len(series) + 2.0), 3.5)
-    width = 0.8 / len(series)
+    rows = [{"group": g, "series": s, "est": t[0] * scale, "lo": t[1] * scale, "hi": t[2] * scale}
+            for g in groups for s in series if (v := nested.get(g, {}).get(s)) is not None
+            for t in [_ci_triplet(v)]]
+    long = pd.DataFrame(rows)
+    present = [s for s in series if s in set(long["series"])]
+    # seaborn draws the bars only (errorbar=None): the whiskers are the package's intervals, drawn below
+    sns.barplot(data=long, x="group", y="est", hue="series", order=groups, hue_order=present,
+                palette={s: color_for(s, j) for j, s in enumerate(present)}, errorbar=None, ax=ax,
+                saturation=1.0, zorder=2)
+    for patch in list(ax.patches):  # seaborn's zero-size legend proxies: the legend is rebuilt below
+        if patch.get_width() == 0:
+            patch.remove()
+    width = 0.8 / len(present)
+    for j, s in enumerate(present):
+        part = long[long["series"] == s]
+        xs = np.array([groups.index(g) for g in part["group"]]) - 0.4 + width * (j + 0.5)
+        est = part["est"].to_numpy()
+        ax.errorbar(xs, est, yerr=[np.clip(est - part["lo"], 0, None), np.clip(part["hi"] - est, 0, None)],
+                    fmt="none", ecolor="#333333", capsize=2, zorder=3)
+    ax.set_xlabel("")
     x = np.arange(len(groups))
-    for j, s in enumerate(series):
-        cells = [(i, nested.get(g, {}).get(s)) for i, g in enumerate(groups)]
-        cells = [(i, v) for i, v in cells if v is not None]
-        if not cells:
-            continue
-        est, yerr = _yerr([_ci_triplet(v) for _, v in cells], scale)
-        xs = x[[i for i, _ in cells]] - 0.4 + width * (j + 0.5)
-        ax.bar(xs, est, width=width * 0.95, yerr=yerr, capsize=2, label=str(s),
-               color=PALETTE[j % len(PALETTE)], ecolor="#333333", zorder=2)
     ax.set_xticks(x, [str(g) for g in groups])
-    ax.legend(title=legend_title, ncols=min(len(series), 4), fontsize=7)
+    from matplotlib.patches import Patch
+
+    ax.legend(handles=[Patch(facecolor=color_for(s, j), label=str(s)) for j, s in enumerate(present)],
+              title=legend_title, ncols=min(len(present), 4), fontsize=7)
     _finish(ax, title, ylabel, ylim)
     return fig
 
@@ -222,7 +284,7 @@ def stacked_bars(shares: Any, *, ax=None, title: str | None = None, ylabel: str 
     for j, s in enumerate(segments):
         trip = [_ci_triplet(nested.get(b, {}).get(s, 0.0)) for b in bars]
         est, err = _yerr(trip, scale)
-        color = (colors or {}).get(str(s), PALETTE[j % len(PALETTE)])
+        color = (colors or {}).get(str(s), color_for(s, j))
         if horizontal:
             ax.barh(pos, est, left=bottom, color=color, label=str(s), zorder=2)
             ax.errorbar(bottom + est, pos + (j - len(segments) / 2) * 0.04, xerr=err, fmt="none",

@@ -51,26 +51,18 @@ def plot_distribution(items):
 
 
 def plot_accuracy(frame, *, x: str = "label", hue: str = "metric", title: str = ""):
-    """Grouped bars with CI whiskers from a long frame (``value``, ``ci_low``, ``ci_high``)."""
-    from vlamb_nb.plots import PALETTE, new_figure
+    """Grouped bars (seaborn) with the package's CI whiskers from a long frame (``value``, ``ci_low``,
+    ``ci_high``); a cell without an interval is drawn without a whisker."""
+    from vlamb_nb.plots import grouped_bars
 
-    xs = list(dict.fromkeys(frame[x].astype(str)))
-    hues = list(dict.fromkeys(frame[hue].astype(str)))
-    fig, ax = new_figure(max(5.0, 0.9 * len(xs) * len(hues) / 2 + 2), 3.2)
-    w = 0.8 / len(hues)
-    for j, h in enumerate(hues):
-        sub = frame[frame[hue].astype(str) == h].set_index(frame[frame[hue].astype(str) == h][x].astype(str))
-        vals = [float(sub["value"].get(v, np.nan)) for v in xs]
-        lo = [float(sub["ci_low"].get(v, np.nan)) if "ci_low" in sub else np.nan for v in xs]
-        hi = [float(sub["ci_high"].get(v, np.nan)) if "ci_high" in sub else np.nan for v in xs]
-        err = np.array([[max(v - a, 0) if a == a else 0 for v, a in zip(vals, lo, strict=True)],
-                        [max(b - v, 0) if b == b else 0 for v, b in zip(vals, hi, strict=True)]])
-        ax.bar(np.arange(len(xs)) + j * w, vals, w, yerr=err, capsize=2, label=h, color=PALETTE[j % len(PALETTE)])
-    ax.set_xticks(np.arange(len(xs)) + w * (len(hues) - 1) / 2, xs, rotation=20)
-    ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(0, 105)
-    ax.set_title(title)
-    ax.legend()
+    long = frame.assign(group=frame[x].astype(str), series=frame[hue].astype(str),
+                        estimate=frame["value"].astype(float))
+    for c in ("ci_low", "ci_high"):
+        long[c] = frame[c].astype(float) if c in frame else np.nan
+    fig = grouped_bars(long[long["estimate"].notna()], ylabel="accuracy (%)", ylim=(0, 105),
+                       title=title or None, group_order=list(dict.fromkeys(long["group"])),
+                       series_order=list(dict.fromkeys(long["series"])))
+    fig.axes[0].tick_params(axis="x", rotation=20)
     return fig
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-#: one colour per class in every RACQUET figure: risk in red, the safe class in green, nothing read in grey
-CLASS_COLORS = {"Explicit": "#55A868", "Implicit": "#DD8452", "High Risk": "#C44E52", "unlabelled": "#BBBBBB",
-                "Stereotypical": "#C44E52", "Anti-stereotypical": "#4C72B0"}
+from vlamb_nb.plots import SEMANTIC
+
+#: one colour per class in every RACQUET figure (the package's fixed meanings): risk in vermillion, the safe
+#: class in bluish green, in between in orange, nothing read in grey
+CLASS_COLORS = {c: SEMANTIC[c] for c in ("Explicit", "Implicit", "High Risk", "unlabelled", "Stereotypical",
+                                          "Anti-stereotypical")}
 
 
 def share_figure(shares, *, bar: tuple[str, ...] = ("model", "setting"), title: str | None = None,

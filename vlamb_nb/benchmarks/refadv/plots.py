@@ -18,13 +18,18 @@ def iou_histogram(runs: dict[str, Any], *, bins: int = 20):
     edges = np.linspace(0, 1, bins + 1)
     lo, hi = metrics.NEAR_MISS
     ax.axvspan(lo, hi, color="#DDDDDD", alpha=0.6, label="near miss (0.3-0.5)")
-    for i, (name, sc) in enumerate(runs.items()):
-        ax.hist(sc["iou"].astype(float), bins=edges, histtype="step", linewidth=1.5, color=PALETTE[i % len(PALETTE)],
-                label=name, density=True)
+    import pandas as pd
+    import seaborn as sns
+
+    long = pd.concat([pd.DataFrame({"run": name, "iou": sc["iou"].astype(float).to_numpy()})
+                      for name, sc in runs.items()], ignore_index=True)
+    sns.histplot(data=long, x="iou", hue="run", hue_order=list(runs), bins=edges, element="step", fill=False,
+                 stat="density", common_norm=False, linewidth=1.5, ax=ax,
+                 palette={name: PALETTE[i % len(PALETTE)] for i, name in enumerate(runs)})
     ax.axvline(0.5, color="k", linestyle="--", linewidth=0.8)
     ax.set_xlabel("IoU of the first predicted box with the GT")
     ax.set_ylabel("density")
-    ax.legend(fontsize=7)
+    sns.move_legend(ax, "upper left", fontsize=7, title=None)
     return fig
 
 
@@ -123,10 +128,15 @@ def dataset_distributions(items, *, title: str = "Ref-Adv-s (1,142 released rows
              (axes[1], items["distractor_count"], np.arange(-0.5, top + 1.5), "same-category distractors", False),
              (axes[2], size, np.logspace(math.log10(max(1.0, size.min())), math.log10(size.max()), 25),
               "instance size: sqrt(GT box area), px (log)", True))
-    for ax, values, bins, xlabel, log in specs:
-        for i, (label, mask) in enumerate(groups):
-            ax.hist(values[mask], bins=bins, histtype="step", linewidth=1.5, color=PALETTE[i],
-                    label=f"{label} (n={int(mask.sum())})")
+    import pandas as pd
+    import seaborn as sns
+
+    names = [f"{label} (n={int(mask.sum())})" for label, mask in groups]
+    who = pd.Series(names[1], index=items.index).where(~groups[0][1], names[0])
+    for k, (ax, values, bins, xlabel, log) in enumerate(specs):
+        sns.histplot(x=values.astype(float).to_numpy(), hue=who.to_numpy(), hue_order=names, bins=bins,
+                     element="step", fill=False, linewidth=1.5, ax=ax, legend=k == 0,
+                     palette=dict(zip(names, PALETTE[:2], strict=True)))
         ax.set_xlabel(xlabel)
         ax.set_ylabel("expressions")
         if log:
@@ -134,7 +144,7 @@ def dataset_distributions(items, *, title: str = "Ref-Adv-s (1,142 released rows
             _plain_log_ticks(ax.xaxis)
     for ax, letter in zip(axes, "abc", strict=True):
         ax.set_title(f"({letter})", loc="left")
-    axes[0].legend(fontsize=7)
+    sns.move_legend(axes[0], "upper right", fontsize=7, title=None)
     fig.suptitle(title, fontsize=9)
     return fig
 

@@ -69,27 +69,16 @@ def figB1(verbs: dict[str, list[tuple[str, int]]], *, title: str = "Top solution
 
 
 def accuracy_bars(frame, *, x: str = "setting", hue: str = "subset", title: str = "Accuracy (95% CI)"):
-    """Bars of ``accuracy`` with ``ci_low``/``ci_high`` error bars, grouped by ``x`` and coloured by ``hue``."""
-    import numpy as np
+    """Bars of ``accuracy`` (seaborn) with the package's ``ci_low``/``ci_high`` whiskers, grouped by ``x`` and
+    coloured by ``hue``."""
+    from vlamb_nb.plots import grouped_bars
 
-    xs = list(dict.fromkeys(frame[x]))
-    hues = list(dict.fromkeys(frame[hue]))
-    fig, ax = new_figure(max(5.0, 0.6 * len(xs) * len(hues) + 1.5), 3.6)
-    pos = np.arange(len(xs))
-    width = 0.8 / max(len(hues), 1)
-    for j, h in enumerate(hues):
-        sub = frame[frame[hue] == h].set_index(x).reindex(xs)
-        acc = sub["accuracy"].to_numpy(dtype=float)
-        lo = np.clip(acc - sub["ci_low"].to_numpy(dtype=float), 0, None)
-        hi = np.clip(sub["ci_high"].to_numpy(dtype=float) - acc, 0, None)
-        ax.bar(pos + (j - (len(hues) - 1) / 2) * width, acc, width, yerr=[lo, hi], capsize=2,
-               color=PALETTE[j % len(PALETTE)], label=str(h))
-    ax.set_xticks(pos)
-    ax.set_xticklabels(xs, rotation=30, ha="right")
-    ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(0, 100)
-    ax.legend()
-    ax.set_title(title)
+    long = frame.assign(group=frame[x].astype(str), series=frame[hue].astype(str),
+                        estimate=frame["accuracy"].astype(float))
+    fig = grouped_bars(long[long["estimate"].notna()], ylabel="accuracy (%)", ylim=(0, 100), title=title,
+                       group_order=list(dict.fromkeys(long["group"])),
+                       series_order=list(dict.fromkeys(long["series"])))
+    fig.axes[0].tick_params(axis="x", rotation=30)
     fig.tight_layout()
     return fig
 

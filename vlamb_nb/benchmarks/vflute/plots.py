@@ -10,14 +10,19 @@ from vlamb_nb.benchmarks.vflute.data import DATASETS, SOURCE_NAMES
 
 def plot_lengths(items):
     """Figs. 8-9: claim and explanation length (characters) by source dataset."""
-    from vlamb_nb.plots import new_figure
+    import seaborn as sns
+
+    from vlamb_nb.plots import PALETTE, new_figure
 
     fig, axes = new_figure(9, 3.2, ncols=2)
     sources = [s for s in SOURCE_NAMES if s in set(items["source_dataset"])]
+    names = [SOURCE_NAMES[s] for s in sources]
     for ax, col, title in ((axes[0], "claim", "Fig. 8: caption length"),
                            (axes[1], "explanation", "Fig. 9: explanation length")):
-        data = [items.loc[items["source_dataset"] == s, col].str.len().to_numpy() for s in sources]
-        ax.boxplot(data, tick_labels=[SOURCE_NAMES[s] for s in sources])
+        frame = items.assign(source=items["source_dataset"].map(SOURCE_NAMES), chars=items[col].str.len())
+        sns.boxplot(data=frame[frame["source_dataset"].isin(sources)], x="source", y="chars", order=names,
+                    color=PALETTE[0], fill=False, linewidth=1.2, flierprops={"marker": "o", "markersize": 3}, ax=ax)
+        ax.set_xlabel("")
         ax.set_title(title)
         ax.set_ylabel("characters")
         ax.tick_params(axis="x", rotation=30)
