@@ -178,6 +178,8 @@ def test_slice_accuracy_resamples_images_and_matches_published_bins(pred_dir):
     assert auth.loc["LLM", "estimate"] > auth.loc["human", "estimate"]
     fig = rplots.slice_accuracy(sl)
     assert len(fig.axes) == 2
+    # the shared legend names every run's bar colour and the published ticks
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["qwen25a72b_direct", "published (Ref-Adv-s)"]
 
 
 # -- Table 5 and Figs. 4-6 -------------------------------------------------------------------------------------

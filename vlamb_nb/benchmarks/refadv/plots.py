@@ -17,7 +17,7 @@ def iou_histogram(runs: dict[str, Any], *, bins: int = 20):
     fig, ax = new_figure(6.5, 3.5)
     edges = np.linspace(0, 1, bins + 1)
     lo, hi = metrics.NEAR_MISS
-    ax.axvspan(lo, hi, color="#DDDDDD", alpha=0.6, label="near miss (0.3-0.5)")
+    ax.axvspan(lo, hi, color="#DDDDDD", alpha=0.6)
     import pandas as pd
     import seaborn as sns
 
@@ -29,7 +29,9 @@ def iou_histogram(runs: dict[str, Any], *, bins: int = 20):
     ax.axvline(0.5, color="k", linestyle="--", linewidth=0.8)
     ax.set_xlabel("IoU of the first predicted box with the GT")
     ax.set_ylabel("density")
-    sns.move_legend(ax, "upper left", fontsize=7, title=None)
+    ax.text((lo + hi) / 2, 0.98, f"near miss\n({lo}-{hi})", transform=ax.get_xaxis_transform(), ha="center",
+            va="top", fontsize=7, color="#555555")
+    sns.move_legend(ax, "upper right", fontsize=7, title=None)
     return fig
 
 
@@ -158,6 +160,7 @@ def slice_accuracy(frame, *, families: tuple[str, ...] = ("distractors", "author
 
     fams = [f for f in families if (frame["family"] == f).any()]
     fig, axes = new_figure(5.0 * len(fams), 3.6, ncols=len(fams), squeeze=False)
+    handles: dict[str, Any] = {}
     for ax, fam in zip(axes[0], fams, strict=True):
         part = frame[frame["family"] == fam].rename(columns={"run": "series"})
         groups = list(dict.fromkeys(part["group"]))
@@ -170,10 +173,12 @@ def slice_accuracy(frame, *, families: tuple[str, ...] = ("distractors", "author
         if pts:
             ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker="_", s=120, color="black", zorder=4,
                        label="published (Ref-Adv-s)")
-        ax.get_legend().remove()
+        legend = ax.get_legend()  # one bar colour per run: kept for the figure's shared legend
+        for h, t in zip(legend.legend_handles, legend.get_texts(), strict=True):
+            handles.setdefault(t.get_text(), h)
+        legend.remove()
         ax.set_title({"distractors": "by distractor count", "authorship": "by authorship",
                       "negation": "by negation"}.get(fam, fam))
-    handles: dict[str, Any] = {}
     for ax in axes[0]:
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(lab, h)

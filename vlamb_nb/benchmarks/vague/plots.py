@@ -18,29 +18,26 @@ def fig4(counts, *, alpha: float = 0.05, title: str = "Distribution of incorrect
     ``counts`` has columns ``model, type (LM/SM/VLM), FS, SU, NE, N`` (``vague_audit.fig4_data()``).
     The intervals are an addition of this package (the paper shows none).
     """
-    import numpy as np
+    import pandas as pd
 
+    from vlamb_nb.plots import grouped_bars
     from vlamb_nb.stats import wilson
 
     models = list(dict.fromkeys(counts["model"]))
     types = [t for t in ("LM", "SM", "VLM") if t in set(counts["type"])]
     fig, axes = new_figure(max(6.0, 0.75 * len(models) + 2), 7.5, nrows=3, sharex=True)
-    x = np.arange(len(models))
-    width = 0.8 / max(len(types), 1)
-    for ax, cat in zip(axes, ("FS", "SU", "NE"), strict=True):
-        for j, t in enumerate(types):
-            sub = counts[counts["type"] == t].set_index("model").reindex(models)
-            ks = sub[cat].fillna(0).astype(int).to_numpy()
-            ns = sub["N"].fillna(1).astype(int).to_numpy()
-            ci = [wilson(int(k), int(n), alpha=alpha) for k, n in zip(ks, ns, strict=True)]
-            lo = [k - c.ci_low * n for k, c, n in zip(ks, ci, ns, strict=True)]
-            hi = [c.ci_high * n - k for k, c, n in zip(ks, ci, ns, strict=True)]
-            ax.bar(x + (j - (len(types) - 1) / 2) * width, ks, width, yerr=[lo, hi], capsize=1.5,
-                   color=SETTING_COLORS.get(t, PALETTE[j]), label=t, error_kw={"elinewidth": 0.6})
-        ax.set_ylabel(f"{cat} count")
-    axes[0].legend(ncol=len(types), loc="upper right")
+    for k_ax, (ax, cat) in enumerate(zip(axes, ("FS", "SU", "NE"), strict=True)):  # one facet per error type
+        rows = []
+        for _, r in counts[counts["type"].isin(types)].iterrows():
+            k, n = int(r[cat]), int(r["N"])
+            ci = wilson(k, n, alpha=alpha)
+            rows.append({"group": r["model"], "series": r["type"], "estimate": k, "ci_low": ci.ci_low * n,
+                         "ci_high": ci.ci_high * n})
+        grouped_bars(pd.DataFrame(rows), ax=ax, group_order=models, series_order=types, ylabel=f"{cat} count")
+        if k_ax:
+            ax.get_legend().remove()
     axes[0].set_title(title)
-    axes[-1].set_xticks(x)
+    axes[-1].set_xticks(range(len(models)))
     axes[-1].set_xticklabels(models, rotation=40, ha="right")
     fig.tight_layout()
     return fig
