@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 
+import numpy as np
 import pytest
 
 from vlamb_nb.benchmarks.refadv import data, tables
@@ -237,3 +238,20 @@ def test_notebook_records_the_new_tables(repo_root):
     for call in ('record("not_derivable", tables.not_derivable())', "tables.table1_comparison(",
                  "tables.deletion_demo(", 'record("table1_comparison"', "rplots.slice_accuracy("):
         assert call in code
+
+
+def test_pairwise_heatmap_is_antisymmetric_with_intervals_and_holm_stars(pred_dir):
+    """The seaborn heat map of paired differences: cell (a, b) = −cell (b, a), each annotated with its CI."""
+    from vlamb_nb.benchmarks.refadv import report as analysis
+
+    runs = {n: metrics.read_official_predictions(pred_dir / f"{n}_predictions.jsonl")
+            for n in ("qwen25a3b_direct", "qwen25a7b_direct", "qwen25a72b_direct")}
+    sig = analysis.significance(runs, n_resamples=200, seed=0)
+    fig = rplots.pairwise_heatmap(sig)
+    ax = fig.axes[0]
+    values = np.ma.filled(ax.collections[0].get_array().reshape(3, 3).astype(float), np.nan)
+    assert np.allclose(values, -values.T, equal_nan=True) and np.isnan(np.diag(values)).all()
+    texts = [t.get_text() for t in ax.texts]
+    row = sig[sig["comparison"] == "qwen25a3b_direct − qwen25a72b_direct"].iloc[0]
+    assert f"{row['diff_pp']:+.1f}*\n[{row['ci_low']:.1f}, {row['ci_high']:.1f}]" in texts
+    assert len(fig.axes) == 2 and "row − column" in fig.axes[1].get_ylabel()  # the colour bar says what it shows

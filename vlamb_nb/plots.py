@@ -337,6 +337,22 @@ def forest_plot(results: Any, *, ax=None, title: str | None = None, xlabel: str 
     return fig
 
 
+def heatmap(matrix: Any, *, annot: Any = None, ax=None, title: str | None = None, cbar_label: str | None = None,
+            center: float | None = 0.0, cmap: str = "vlag"):
+    """A seaborn heat map of a square or rectangular DataFrame; ``annot`` (same shape, strings) is written in the
+    cells (e.g. an estimate with its interval). Diverging colours centred on ``center``; empty cells stay blank."""
+    import seaborn as sns
+
+    fig, ax = _axes(ax, max(4.0, 1.1 * matrix.shape[1] + 2.5), max(3.0, 0.75 * matrix.shape[0] + 1.5))
+    sns.heatmap(matrix.astype(float), annot=annot if annot is not None else False, fmt="", cmap=cmap, center=center,
+                linewidths=0.5, linecolor="white", ax=ax, annot_kws={"fontsize": 7},
+                cbar_kws={"label": cbar_label} if cbar_label else None)
+    ax.grid(False)
+    if title:
+        ax.set_title(title)
+    return fig
+
+
 def _nested(results: Any) -> dict[str, dict[str, Any]]:
     if hasattr(results, "iterrows"):
         need = {"group", "series", "estimate"}

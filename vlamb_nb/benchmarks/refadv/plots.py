@@ -240,3 +240,32 @@ def _plain_log_ticks(axis) -> None:
 
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
+
+
+def pairwise_heatmap(sig, *, family: str = "model vs model", alpha: float = 0.05):
+    """Paired Acc@0.5 differences between runs (row − column, points) as a heat map; each cell gives the
+    difference with its image-clustered 95% CI, and * where the Holm-adjusted paired p-value is below ``alpha``."""
+    import pandas as pd
+
+    from vlamb_nb.plots import heatmap
+
+    rows = sig[sig["family"] == family]
+    if rows.empty:
+        raise ValueError(f"no {family!r} comparisons to draw")
+    pairs = [c.split(" − ") for c in rows["comparison"]]
+    runs = list(dict.fromkeys(x for p in pairs for x in p))
+    diff = pd.DataFrame(float("nan"), index=runs, columns=runs)
+    text = pd.DataFrame("", index=runs, columns=runs)
+    for (a, b), (_, r) in zip(pairs, rows.iterrows(), strict=True):
+        star = "*" if r.get("p_holm", float("nan")) < alpha else ""
+        for x, y, sign in ((a, b, 1), (b, a, -1)):
+            lo, hi = sorted((sign * r["ci_low"], sign * r["ci_high"]))
+            diff.loc[x, y] = sign * r["diff_pp"]
+            text.loc[x, y] = f"{sign * r['diff_pp']:+.1f}{star}\n[{lo:.1f}, {hi:.1f}]"
+    fig = heatmap(diff, annot=text.to_numpy(), cbar_label="Acc@0.5 difference, row − column (points)",
+                  title=f"Ref-Adv-s: paired differences (95% CI; * Holm-adjusted p < {alpha})")
+    ax = fig.axes[0]
+    ax.set_xlabel("")
+    ax.set_ylabel("")
+    ax.tick_params(axis="x", rotation=30)
+    return fig
