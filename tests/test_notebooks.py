@@ -55,3 +55,25 @@ def test_defaults_are_the_papers_and_the_offline_shortcuts_are_a_profile(path):
     source = path.read_text(encoding="utf-8")
     assert "setup(" in source, f"{path.name}: does not resolve its profile with notebook.setup"
     assert "tempfile" not in source, f"{path.name}: working files belong under the run folder"
+
+
+# what a cell may end with: a call that displays on purpose (tables through show, so they are rounded and wide)
+# or returns nothing; anything else would print its return value into the notebook
+DISPLAYING = {"show", "print", "display", "record", "save_figure", "widget", "explorer_tabs"}
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)
+def test_no_cell_ends_in_a_bare_value_and_tables_go_through_show(path):
+    import ast
+
+    nb = nbformat.read(path, as_version=4)
+    loose = []
+    for k, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        body = ast.parse(cell.source).body
+        if not body or not isinstance(body[-1], ast.Expr):
+            continue
+        call = body[-1].value
+        name = (getattr(call.func, "id", None) or getattr(call.func, "attr", None)) if isinstance(call, ast.Call) else None
+        if name not in DISPLAYING:
+            loose.append(f"cell {k}: {ast.unparse(call)[:80]}")
+    assert not loose, f"{path.name}: cells that would print a raw value: {loose}"
