@@ -78,3 +78,22 @@ def test_show_displays_and_returns_nothing(monkeypatch):
 @pytest.mark.parametrize("frame", [pd.DataFrame(), pd.DataFrame({"a": [np.nan]})])
 def test_degenerate_frames_do_not_raise(frame):
     D.readable(frame)
+
+
+def test_flat_records_and_dataclasses_are_shown_as_a_field_table(monkeypatch):
+    from dataclasses import dataclass
+
+    @dataclass
+    class Info:
+        model_id: str
+        quantization: str | None
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *objs, **_: shown.extend(objs))
+    D.show({"cell": [1, 2], "mass_in_cell": 1.0, "peak_in_cell": True})
+    D.show(Info("tiny:qwen2_5_vl", None))
+    D.show({"nested": {"a": 1}})  # not flat: shown as it is
+    first, second, third = shown
+    assert list(first.index) == ["cell", "mass_in_cell", "peak_in_cell"] and first.loc["cell", "value"] == "1, 2"
+    assert second.loc["model_id", "value"] == "tiny:qwen2_5_vl" and second.loc["quantization", "value"] == ""
+    assert third == {"nested": {"a": 1}}

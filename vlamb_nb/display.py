@@ -7,6 +7,7 @@ shown. :func:`show` displays and returns None, so a cell ending in ``show(x)`` p
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import Any
@@ -214,6 +215,12 @@ def show(df: Any, *, title: str | None = None, wide: bool | None = None, publish
 
     if title:
         display(Markdown(f"**{title}**"))
+    if dataclasses.is_dataclass(df) and not isinstance(df, type):
+        df = dataclasses.asdict(df)
+    if isinstance(df, dict) and df and all(not isinstance(v, (dict, set)) for v in df.values()):
+        # a flat record (a check's outcome, a model's info): one row per field
+        df = pd.DataFrame({"value": [", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v
+                                     for v in df.values()]}, index=[str(k) for k in df], dtype=object)
     if isinstance(df, pd.Series):
         df = df.to_frame(df.name if df.name is not None else "value")
     if not isinstance(df, pd.DataFrame):
