@@ -97,3 +97,14 @@ def test_flat_records_and_dataclasses_are_shown_as_a_field_table(monkeypatch):
     assert list(first.index) == ["cell", "mass_in_cell", "peak_in_cell"] and first.loc["cell", "value"] == "1, 2"
     assert second.loc["model_id", "value"] == "tiny:qwen2_5_vl" and second.loc["quantization", "value"] == ""
     assert third == {"nested": {"a": 1}}
+
+
+def test_a_cell_compared_twice_is_never_dropped_from_the_wide_view(monkeypatch):
+    cmp = pd.concat([_refadv_comparison().head(2).assign(setting=s) for s in ("direct", "cot")], ignore_index=True)
+    with pytest.raises(ValueError, match="twice"):
+        D.wide_comparison(cmp)
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *objs, **_: shown.extend(objs))
+    D.show(cmp)
+    frames = [o for o in shown if isinstance(o, pd.DataFrame)]
+    assert len(frames) == 1 and len(frames[0]) == 4 and set(frames[0]["setting"]) == {"direct", "cot"}

@@ -199,7 +199,8 @@ def wide_comparison(df: Any):
 
     long = pd.DataFrame({"row": df["row"].astype(str).to_numpy(), "column": df["column"].astype(str).to_numpy(),
                          "cell": [cell(i) for i in range(len(flat))]})
-    long = long.drop_duplicates(["row", "column"], keep="first")
+    if long.duplicated(["row", "column"]).any():
+        raise ValueError("a (row, column) cell appears twice: show these rows long (readable) instead")
     wide = long.pivot(index="row", columns="column", values="cell").fillna("")
     wide = wide.loc[list(dict.fromkeys(long["row"])), list(dict.fromkeys(long["column"]))]
     wide.index.name, wide.columns.name = None, None
@@ -232,6 +233,7 @@ def show(df: Any, *, title: str | None = None, wide: bool | None = None, publish
             known = int(part["paper"].notna().sum())
             note = f" — {n_match} of {known} published cells matched" if n_match is not None and known else ""
             display(Markdown(f"*{table}*: ours (paper){note}"))
-            display(wide_comparison(part))
+            # a cell compared more than once (e.g. per setting) cannot be one grid cell: keep those rows long
+            display(readable(part) if part.duplicated(["row", "column"]).any() else wide_comparison(part))
         return
     display(readable(df, published=published))
