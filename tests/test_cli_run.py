@@ -62,12 +62,11 @@ def test_cli_help_lists_the_benchmarks_and_settings(capsys):
     from vlamb_nb import cli
     from vlamb_nb.benchmarks import get_benchmark, list_benchmarks
 
-    assert cli.BENCHMARKS == list_benchmarks()
-    for name in cli.BENCHMARKS:  # the help text names every setting each benchmark accepts
-        listed = cli.SETTINGS_HELP.split(f"{name}:")[1].split(";")[0].split()
-        for setting in get_benchmark(name).settings:
-            assert setting.removesuffix("_ff") in listed, (name, setting)
     with pytest.raises(SystemExit):
         cli.main(["run", "--help"])
-    out = capsys.readouterr().out
-    assert "one of vague, mucar, vflute, refadv, racquet" in out
+    out = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    assert f"one of {', '.join(list_benchmarks())}" in out
+    for name in list_benchmarks():  # the help names every setting each benchmark accepts, from the registry
+        listed = out.split(f"{name}:")[1].split(";")[0].split()
+        for setting in get_benchmark(name).settings:
+            assert setting in listed, (name, setting)

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vlamb_nb import display as D
 from vlamb_nb import reference
+from vlamb_nb.notebook import display as D
 
 
 def _refadv_comparison() -> pd.DataFrame:

@@ -201,7 +201,7 @@ def test_refadv_scored_rows_show_the_gold_and_predicted_boxes(shared_data):
 
     bench = get_benchmark("refadv")
     items = bench.load(shared_data / "refadv" / "demo").head(3)
-    scored = bench.run(ScriptedModel(lambda r: '[{"bbox_2d": [10, 20, 110, 220]}]'), items, "direct",
+    scored = bench.evaluate(ScriptedModel(lambda r: '[{"bbox_2d": [10, 20, 110, 220]}]'), items, "direct",
                        progress=False)
     d = ExplorerState(scored).details()
     assert d["gold"] not in (None, MISSING) and list(d["gold"]) == list(items["gt_xyxy"].iloc[0])

@@ -11,13 +11,12 @@ import pytest
 
 from vlamb_nb import cli, get_benchmark
 from vlamb_nb.benchmarks.racquet import data as rdata
-from vlamb_nb.benchmarks.racquet import parse as rparse
 from vlamb_nb.benchmarks.racquet import plots as rplots
 from vlamb_nb.benchmarks.racquet import prompts as P
+from vlamb_nb.benchmarks.racquet import referents as rsal
 from vlamb_nb.benchmarks.racquet import report as rreport
-from vlamb_nb.benchmarks.racquet import saliency as rsal
 from vlamb_nb.benchmarks.racquet import score as rscore
-from vlamb_nb.benchmarks.racquet.saliency import (
+from vlamb_nb.benchmarks.racquet.referents import (
     analyse_response,
     best_match,
     center_index,
@@ -267,11 +266,11 @@ def test_stereotype_ratio_and_bias_labels():
                        "label": ["Stereotypical"] * 6 + ["Anti-stereotypical"] * 2})
     r = rscore.stereotype_ratio(df, n_resamples=300).iloc[0]
     assert r["ratio"] == pytest.approx(3.0) and (r["stereotypical"], r["anti_stereotypical"]) == (6, 2)
-    assert rparse.normalize_label("anti-stereotypical", "bias") == "Anti-stereotypical"
-    assert rparse.normalize_label("B", "bias") is None
-    assert rparse.normalize_label("High Risk") == "C"
+    assert rdata.normalize_label("anti-stereotypical", "bias") == "Anti-stereotypical"
+    assert rdata.normalize_label("B", "bias") is None
+    assert rdata.normalize_label("High Risk") == "C"
     with pytest.raises(DataError):
-        rparse.normalize_label("D")
+        rdata.normalize_label("D")
 
 
 def test_shares_keep_every_general_and_bias_row_in_their_group_denominators():

@@ -7,7 +7,7 @@ import pytest
 from PIL import Image
 
 from vlamb_nb import get_benchmark
-from vlamb_nb.benchmarks.racquet import saliency as rsal
+from vlamb_nb.benchmarks.racquet import referents as rsal
 from vlamb_nb.errors import SettingError
 from vlamb_nb.scorers.grounding import (
     Detection,

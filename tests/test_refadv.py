@@ -152,7 +152,7 @@ def test_repair_turn_is_a_second_chat_turn(sample, tmp_path):
         x1, y1, x2, y2 = item["gt_xyxy"]
         return f'```json\n{{"bboxes": [[{x1}, {y1}, {x2}, {y2}]]}}\n```'
 
-    scored = bench.run(ScriptedModel(respond), items, "direct", store=tmp_path / "s.jsonl", progress=False)
+    scored = bench.evaluate(ScriptedModel(respond), items, "direct", store=tmp_path / "s.jsonl", progress=False)
     assert scored["retry_used"].all() and scored["hit"].all()
     repair = [r for r in seen if len(r.messages) == 3]
     assert len(repair) == len(items)
@@ -172,7 +172,7 @@ def test_garbage_and_backend_errors_are_counted(sample):
             raise RuntimeError("server down")
         return "\x00garbage ]]{{"
 
-    scored = bench.run(ScriptedModel(respond), items, "cot", progress=False)
+    scored = bench.evaluate(ScriptedModel(respond), items, "cot", progress=False)
     assert len(scored) == len(items)
     assert (scored["iou"] == 0).all()
     assert scored["parse_error"].iloc[0] == "backend_error" and not scored["retry_used"].iloc[0]
@@ -338,8 +338,8 @@ def test_gemini_run_end_to_end(sample):
         return json.dumps([{"box_2d": [round(y1, 3), round(x1, 3), round(y2, 3), round(x2, 3)], "label": "box"}])
 
     gem = ScriptedModel(respond, model_id="gemini-2.5-flash")
-    assert bench.run(gem, items, "direct", style="gemini", progress=False)["hit"].all()
-    assert not bench.run(gem, items, "direct", style="official", progress=False)["hit"].all()
+    assert bench.evaluate(gem, items, "direct", style="gemini", progress=False)["hit"].all()
+    assert not bench.evaluate(gem, items, "direct", style="official", progress=False)["hit"].all()
 
 
 # -- descriptor deletion (Table 4) through a scripted text model --------------------------------------
@@ -406,16 +406,16 @@ def test_deletion_setting_runs_through_the_grounder(sample, tmp_path):
         return '{"bbox": [0, 0, 10, 10]}'
 
     with pytest.raises(SettingError, match="rewriter"):
-        bench.run(ScriptedModel(ground), items, "deletion", progress=False)
+        bench.evaluate(ScriptedModel(ground), items, "deletion", progress=False)
     rewriter = _rewriter(items)
-    scored = bench.run(ScriptedModel(ground), items, "deletion", rewriter=rewriter,
+    scored = bench.evaluate(ScriptedModel(ground), items, "deletion", rewriter=rewriter,
                        rewriter_store=tmp_path / "rw.jsonl", progress=False)
     assert len(scored) == len(items) and scored["deletion_status"].notna().all()
     ok = scored.set_index("id")
     assert asked["2"] == ok.loc["2", "deleted_expression"] != items.set_index("id").loc["2", "expression"]
     assert asked["1"] == items.set_index("id").loc["1", "expression"]
     calls = rewriter.calls
-    bench.run(ScriptedModel(ground), items, "deletion", rewriter=rewriter, rewriter_store=tmp_path / "rw.jsonl",
+    bench.evaluate(ScriptedModel(ground), items, "deletion", rewriter=rewriter, rewriter_store=tmp_path / "rw.jsonl",
               progress=False)
     assert rewriter.calls == calls + 2  # only the two failed generations are asked again; the rest is stored
     assert any(d.what == "descriptor deletion" for d in bench.deviations(ModelInfo("m"), "deletion"))
@@ -498,8 +498,8 @@ def test_store_with_several_runs_is_scored_per_run(sample, tmp_path):
 
     store = tmp_path / "both.jsonl"
     model = ScriptedModel(respond)
-    bench.run(model, items, "direct", store=store, progress=False)
-    bench.run(model, items, "fixed", store=store, progress=False)
+    bench.evaluate(model, items, "direct", store=store, progress=False)
+    bench.evaluate(model, items, "fixed", store=store, progress=False)
     with pytest.raises(DataError, match="several runs"):
         bench.score_store(store, source=path)
     direct = bench.score_store(store, source=path, setting="direct")
@@ -517,9 +517,9 @@ def test_store_repair_only_replaces_a_failed_first_answer(sample, tmp_path):
     bench, items, path = sample
     gt = items.set_index("id")["gt_xyxy"]
     store = tmp_path / "s.jsonl"
-    bench.run(ScriptedModel(lambda r: "nothing" if len(r.messages) == 1 else "[0, 0, 1, 1]"), items, "direct",
+    bench.evaluate(ScriptedModel(lambda r: "nothing" if len(r.messages) == 1 else "[0, 0, 1, 1]"), items, "direct",
               store=store, progress=False, max_new_tokens=16)
-    bench.run(ScriptedModel(lambda r: "[{}, {}, {}, {}]".format(*gt[r.meta["item_id"]])), items, "direct",
+    bench.evaluate(ScriptedModel(lambda r: "[{}, {}, {}, {}]".format(*gt[r.meta["item_id"]])), items, "direct",
               store=store, progress=False, max_new_tokens=17)  # other params: not served from the cache
     again = bench.score_store(store, source=path)
     assert again["hit"].all() and not again["retry_used"].any()
@@ -577,13 +577,13 @@ def test_repair_text_option_is_sent_recorded_and_kept_apart(sample, tmp_path):
 
     model, store = ScriptedModel(respond), tmp_path / "r.jsonl"
     with pytest.raises(SettingError, match="unknown repair_text"):
-        bench.run(model, items, "direct", store=store, repair_text="yaml", progress=False)
+        bench.evaluate(model, items, "direct", store=store, repair_text="yaml", progress=False)
     assert model.calls == 0
-    official = bench.run(model, items, "direct", store=store, progress=False)
+    official = bench.evaluate(model, items, "direct", store=store, progress=False)
     assert official["hit"].all() and set(sent) == {FOLLOWUP_TEXT}
     sent.clear()
     calls = model.calls
-    newlines = bench.run(model, items, "direct", store=store, repair_text="newlines", progress=False)
+    newlines = bench.evaluate(model, items, "direct", store=store, repair_text="newlines", progress=False)
     assert model.calls - calls == len(items)  # first answers come from the store, only the repair turns are new
     assert set(sent) == {FOLLOWUP_TEXT_NEWLINES} and not newlines["hit"].any()
     recs = read_records(store)
@@ -682,7 +682,7 @@ def test_official_qwen3_vl_answers_are_read_on_the_1000_grid(shared_data):
     # the whole run with a stand-in for the served model picks the same style and records why
     served = ScriptedModel(lambda req: answers[req.meta["item_id"]])
     served.info = info
-    scored = RefAdv().run(served, items, "direct", progress=False)
+    scored = RefAdv().evaluate(served, items, "direct", progress=False)
     assert int(scored["hit"].sum()) == 9 and set(scored["box_format"]) == {"norm_1000_xyxy"}
 
 
@@ -721,5 +721,5 @@ def test_gemini_repair_answer_in_the_official_schema_is_read_as_xyxy(sample):
         return json.dumps({"bboxes": [[round(v, 3) for v in box]]})  # the schema the repair turn asks for
 
     gem = ScriptedModel(respond, model_id="gemini-2.5-flash")
-    scored = bench.run(gem, items, "direct", style="gemini", progress=False)
+    scored = bench.evaluate(gem, items, "direct", style="gemini", progress=False)
     assert scored["retry_used"].all() and scored["hit"].all()

@@ -64,7 +64,7 @@ def _recording(shared_data, run: str, tmp_path: Path, *, with_prompts: bool = Fa
 @pytest.mark.parametrize("run", sorted(RUNS))
 def test_replayed_official_outputs_give_the_official_hits_row_by_row(shared_data, tmp_path, run):
     items, rec, official, _ = _recording(shared_data, run, tmp_path)
-    scored = RefAdv().run(load_model(f"replay:{rec}"), items, "direct", progress=False)
+    scored = RefAdv().evaluate(load_model(f"replay:{rec}"), items, "direct", progress=False)
     assert set(scored["box_format"]) == {RUNS[run]}
     got = dict(zip(scored["id"].astype(str), scored["hit"].astype(bool), strict=True))
     assert got == official
@@ -75,7 +75,7 @@ def test_replay_through_the_family_table_reads_qwen25_as_pixels(shared_data, tmp
     items, rec, official, model = _recording(shared_data, "qwen25a72b_direct", tmp_path)
     replay = load_model(f"replay:{rec}", family="qwen2_5_vl")
     assert replay.info.family == "qwen2_5_vl"
-    scored = RefAdv().run(replay, items, "direct", progress=False)
+    scored = RefAdv().evaluate(replay, items, "direct", progress=False)
     assert dict(zip(scored["id"].astype(str), scored["hit"].astype(bool), strict=True)) == official
 
 
@@ -89,7 +89,7 @@ def test_served_recording_through_the_openai_client_gives_the_official_hits(shar
     monkeypatch.setenv("OPENAI_API_KEY", "local")
     with serve(load_model(f"replay:{rec}"), lifetime=120, model_name=model) as server:
         client = OpenAIModel(model, base_url=server.base_url, max_retries=0)
-        scored = RefAdv().run(client, items, "direct", progress=False, store=tmp_path / "served.jsonl")
+        scored = RefAdv().evaluate(client, items, "direct", progress=False, store=tmp_path / "served.jsonl")
     assert set(scored["box_format"]) == {RUNS[run]}
     assert dict(zip(scored["id"].astype(str), scored["hit"].astype(bool), strict=True)) == official
 

@@ -62,7 +62,7 @@ def test_official_files_with_repeated_rows_or_mixed_runs(shared_data, tmp_path):
     import json
 
     from vlamb_nb.errors import DataError
-    from vlamb_nb.runs import DuplicateWarning
+    from vlamb_nb.run_identity import DuplicateWarning
 
     src = (shared_data / "refadv" / "predictions" / "qwen25a72b_direct_predictions.jsonl").read_text().splitlines()
     repeated = tmp_path / "rep_predictions.jsonl"

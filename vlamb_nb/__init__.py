@@ -8,9 +8,15 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-PAPERS = ("vague", "mucar", "vflute", "refadv", "racquet")
-
 __all__ = ["PAPERS", "__version__", "get_benchmark", "list_benchmarks"]
+
+
+def __getattr__(name: str):
+    if name == "PAPERS":  # the registry's names (vlamb_nb.benchmarks.PAPERS), the one list of papers
+        from vlamb_nb.benchmarks import list_benchmarks as _list
+
+        return tuple(_list())
+    raise AttributeError(f"module 'vlamb_nb' has no attribute {name!r}")
 
 
 def get_benchmark(name: str):

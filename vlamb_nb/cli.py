@@ -191,13 +191,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         raise VlambError(f"--quant {quant} does not apply to {a.model.split(':', 1)[0]}: models (the weights are "
                          "not loaded here)")
     model = load_model(a.model, quantization=None if quant == "none" else quant, **extra)
-    opts = _kv(a.option)
-    if hasattr(bench, "run"):  # benchmarks with multi-step settings own their run
-        out = bench.run(model, items, setting, store=a.out, limit=a.limit, batch_size=a.batch_size, **opts)
-    else:
-        reqs = bench.requests(items, setting, **opts)
-        out = runner.run(model, reqs, a.out, batch_size=a.batch_size, limit=a.limit,
-                         run_meta=bench.run_meta(model.info, setting, items=items))
+    out = bench.run(model, items, setting, store=a.out, limit=a.limit, batch_size=a.batch_size, **_kv(a.option))
     summary = runner.failure_summary(out)
     print(f"{summary['requests']} requests, {summary['failed']} failed; predictions in {a.out}")
     if summary["requests"] and summary["failed"] == summary["requests"]:
@@ -271,31 +265,45 @@ def cmd_serve(a: argparse.Namespace) -> int:
     return 0
 
 
-BENCHMARKS = ["vague", "mucar", "vflute", "refadv", "racquet"]
-# settings per benchmark, listed in --help without importing the benchmarks (keeps `vlamb-nb --help` fast)
-SETTINGS_HELP = ("vague: lm sm sm_ext vlm sm_cot vlm_cot (+ _ff free-form); mucar: full full_zh full_ms q_i c_q c_i "
-                 "c_ambiguous full_cot full_codis full_agent full_agent_unified; vflute: zero_shot hypothesis_only "
-                 "scene_graph few_shot; refadv: direct cot bow fixed deletion; racquet: direct clarify cot sampling "
-                 "control")
+SETTINGS_PLACEHOLDER = "{settings}"
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Fills ``{settings}`` in a help text from the benchmark registry only when help is printed, so
+    ``vlamb-nb`` starts without importing the benchmarks and the list can never go stale."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = super()._get_help_string(action)
+        if text and SETTINGS_PLACEHOLDER in text:
+            from vlamb_nb.benchmarks import settings_help
+
+            text = text.replace(SETTINGS_PLACEHOLDER, settings_help().replace("%", "%%"))
+        return text
+
+
+def _benchmarks() -> list[str]:
+    from vlamb_nb.benchmarks import list_benchmarks
+
+    return list_benchmarks()
 
 
 def build_parser() -> argparse.ArgumentParser:
     from vlamb_nb import __version__
 
-    p = argparse.ArgumentParser(prog="vlamb-nb", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="vlamb-nb", description=__doc__.splitlines()[0], formatter_class=_HelpFormatter)
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     data = sub.add_parser("data", help="dataset utilities").add_subparsers(dest="data_command", required=True)
     ds = data.add_parser("stats", help="statistics of a benchmark's data")
-    ds.add_argument("benchmark", metavar="BENCHMARK", help=f"one of {', '.join(BENCHMARKS)}")
+    ds.add_argument("benchmark", metavar="BENCHMARK", help=f"one of {', '.join(_benchmarks())}")
     ds.add_argument("--source", help="hub id, file or folder (default: the benchmark's default source)")
     ds.add_argument("-o", "--option", action="append", metavar="KEY=VALUE", help="loader option")
     ds.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
     ds.set_defaults(func=cmd_data_stats)
 
     sc = sub.add_parser("score", help="score a predictions file")
-    sc.add_argument("benchmark", metavar="BENCHMARK", help=f"one of {', '.join(BENCHMARKS)}")
+    sc.add_argument("benchmark", metavar="BENCHMARK", help=f"one of {', '.join(_benchmarks())}")
     sc.add_argument("--predictions", required=True)
     sc.add_argument("--source", help="the benchmark data the predictions refer to")
     sc.add_argument("--scorer", help="explanation scorer (V-FLUTE): name, or 'none'")
@@ -303,10 +311,10 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
     sc.set_defaults(func=cmd_score)
 
-    rn = sub.add_parser("run", help="generate predictions for a benchmark with a model")
-    rn.add_argument("benchmark", metavar="BENCHMARK", help=f"one of {', '.join(BENCHMARKS)}")
+    rn = sub.add_parser("run", help="generate predictions for a benchmark with a model", formatter_class=_HelpFormatter)
+    rn.add_argument("benchmark", metavar="BENCHMARK", help=f"one of {', '.join(_benchmarks())}")
     rn.add_argument("--model", required=True, help="hub id, local checkpoint, tiny:FAMILY or openai:MODEL")
-    rn.add_argument("--setting", help="the benchmark's setting (default: its first); " + SETTINGS_HELP)
+    rn.add_argument("--setting", help="the benchmark's setting (default: the benchmark's default); " + SETTINGS_PLACEHOLDER)
     rn.add_argument("--source")
     rn.add_argument("--quant", choices=["4bit", "8bit", "none"],
                     help="weight quantization (default: 4bit for local weights, none for openai: and replay:)")

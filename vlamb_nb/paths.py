@@ -7,7 +7,9 @@ without importing each other.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from typing import Any
 
 from vlamb_nb.errors import SettingError
 
@@ -67,3 +69,18 @@ def sample_dir(paper: str, n: int | None, seed: int, kind: str = "sample") -> Pa
     out = run_dir(paper) / f"{kind}-n{n if n is not None else 'all'}-seed{seed}"
     out.mkdir(parents=True, exist_ok=True)
     return out
+
+
+def slug(text: str) -> str:
+    """``text`` as one safe file-name part (model ids hold ``/`` and ``:``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-.") or "x"
+
+
+def store_path(directory: str | os.PathLike, *, benchmark: str, model: Any, setting: str) -> Path:
+    """The one naming rule for prediction stores: ``<directory>/<model>[__<quantization>]/<benchmark>__<setting>
+    .jsonl``. ``model`` is a :class:`~vlamb_nb.models.base.ModelInfo` (its id and quantization) or a name.
+    One run per file, so a rerun resumes exactly its own run and two quantizations never share a store."""
+    model_id = getattr(model, "model_id", model)
+    quant = getattr(model, "quantization", None)
+    name = slug(model_id) + (f"__{slug(quant)}" if quant else "")
+    return Path(directory) / name / f"{slug(benchmark)}__{slug(setting)}.jsonl"

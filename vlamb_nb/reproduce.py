@@ -8,12 +8,19 @@ notebook is reported with its failing cell and error; the others still run. A no
 requests all failed is failed too (a score of 0 from nothing is not a result); a partial failure is a
 warning with counts. The return value (and exit code) is the number of failed notebooks.
 
-Notebooks run under the ``offline`` profile unless ``-p profile=...`` says otherwise. Only
-``--update-figures`` copies the regenerated figures (never the pipeline demos) into the checkout's
-``figures/``.
+Notebooks given no model run under the ``offline`` profile unless ``-p profile=...`` says otherwise; a
+notebook given a real model resolves the ``paper`` profile itself. Only ``--update-figures`` copies the
+regenerated figures (never the pipeline demos) into the checkout's ``figures/``.
 
-Parameters: ``-p key=value`` goes to every notebook that declares ``key``; ``-p paper.key=value``
-goes to that notebook only, and is an error there if the notebook does not declare it.
+Parameters use the shared vocabulary (:mod:`vlamb_nb.notebook.parameters`): ``-p key=value`` goes to every
+notebook that declares ``key`` (every notebook that runs a model declares ``model``, ``base_url``,
+``quantization``, ``concurrency``, ``settings``, ``limit``, ``source``, ``store_dir``, ``seed`` and ``profile``);
+``-p paper.key=value`` goes to that notebook only and is an error there if the notebook does not declare it; a
+key no selected notebook declares is an error naming the notebooks; an old name is translated with a warning.
+A served model (``openai:``) cannot run the notebooks that need weights (QLoRA training, saliency maps):
+they are reported as not run, with the reason, never silently run on a stand-in.
+
+The report opens with the cross-paper report card (:mod:`vlamb_nb.report_card`).
 """
 
 from __future__ import annotations
@@ -27,13 +34,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vlamb_nb.benchmarks import needs_weights
 from vlamb_nb.errors import SettingError
 from vlamb_nb.notebook import collect_results, jsonable
 from vlamb_nb.paths import repo_root
 
-# execution order: the five papers, then the cross-paper saliency notebook
-NOTEBOOKS = ("vague", "mucar", "vflute", "vflute_qlora", "refadv", "racquet", "saliency")
 DEFAULT_PROFILE = "offline"
+
+
+def __getattr__(name: str):
+    if name == "NOTEBOOKS":  # execution order, from the registry: each paper's notebooks, then the cross-paper ones
+        from vlamb_nb.benchmarks import notebooks
+
+        return notebooks()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -43,6 +57,7 @@ class NotebookRun:
     output: Path
     parameters: dict[str, Any]
     ok: bool = False
+    skipped: str | None = None  # why the notebook was not run (it needs weights a served model does not have)
     seconds: float = 0.0
     error: str | None = None
     failed_cell: int | None = None
@@ -57,8 +72,10 @@ def notebooks_dir() -> Path:
 
 
 def available_notebooks(directory: Path | None = None) -> list[str]:
+    from vlamb_nb.benchmarks import notebooks
+
     d = directory or notebooks_dir()
-    return [n for n in NOTEBOOKS if (d / f"{n}.ipynb").is_file()]
+    return [n for n in notebooks() if (d / f"{n}.ipynb").is_file()]
 
 
 def declared_parameters(path: Path) -> dict[str, Any]:
@@ -68,7 +85,8 @@ def declared_parameters(path: Path) -> dict[str, Any]:
 
 
 def split_parameters(params: dict[str, Any], names: list[str]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """Separate global ``key`` parameters from per-notebook ``paper.key`` ones."""
+    """Separate global ``key`` parameters from per-notebook ``paper.key`` ones; old names become the shared ones
+    (with a warning)."""
     glob: dict[str, Any] = {}
     per: dict[str, dict[str, Any]] = {n: {} for n in names}
     for k, v in params.items():
@@ -76,10 +94,30 @@ def split_parameters(params: dict[str, Any], names: list[str]) -> tuple[dict[str
             nb, key = k.split(".", 1)
             if nb not in per:
                 raise SettingError(f"parameter {k!r} names notebook {nb!r}, which is not being run ({', '.join(names)})")
-            per[nb][key] = v
+            per[nb][shared_name(key)] = v
         else:
-            glob[k] = v
+            glob[shared_name(k)] = v
     return glob, per
+
+
+def shared_name(key: str) -> str:
+    """The shared vocabulary's name for ``key``: an old name is translated, with a warning."""
+    import warnings
+
+    from vlamb_nb.notebook.parameters import DEPRECATED
+
+    new = DEPRECATED.get(key)
+    if new is None:
+        return key
+    warnings.warn(f"notebook parameter {key!r} is deprecated; use {new!r}", DeprecationWarning, stacklevel=3)
+    print(f"warning: notebook parameter {key!r} is deprecated; use {new!r}", flush=True)
+    return new
+
+
+def served_model(params: dict[str, Any]) -> bool:
+    """The model is served elsewhere (``openai:``): notebooks that need its weights cannot run it."""
+    model = params.get("model")
+    return isinstance(model, str) and model.startswith("openai:")
 
 
 def new_run_id() -> str:
@@ -193,9 +231,11 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
     """
     nb_dir = Path(notebook_dir) if notebook_dir is not None else notebooks_dir()
     names = list(papers) if papers else available_notebooks(nb_dir)
-    unknown = [n for n in names if n not in NOTEBOOKS]
+    from vlamb_nb.benchmarks import notebooks
+
+    unknown = [n for n in names if n not in notebooks()]
     if unknown:
-        raise SettingError(f"unknown notebook(s) {unknown}; choose from {', '.join(NOTEBOOKS)}")
+        raise SettingError(f"unknown notebook(s) {unknown}; choose from {', '.join(notebooks())}")
     missing = [n for n in names if not (nb_dir / f"{n}.ipynb").is_file()]
     if missing:
         raise SettingError(f"notebook(s) not found: {', '.join(f'notebooks/{n}.ipynb' for n in missing)}")
@@ -205,7 +245,8 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
     declared = {n: declared_parameters(nb_dir / f"{n}.ipynb") for n in names}
     unused = [k for k in glob if not any(k in d for d in declared.values())]
     if unused:
-        raise SettingError(f"parameter(s) {unused} are declared by none of the notebooks {names}")
+        raise SettingError(f"parameter(s) {unused} are declared by none of the notebooks being run "
+                           f"({', '.join(names)}); the shared names are in vlamb_nb.notebook.parameters")
 
     run_dir = (Path(out_dir) / (run_id or new_run_id())).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -227,28 +268,31 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
             if bad:
                 run.error = (f"SettingError: parameter(s) {bad} not declared by notebooks/{n}.ipynb "
                              f"(declared: {sorted(declared[n])})")
+            elif served_model(nb_params) and needs_weights(n):
+                run.skipped = (f"not run: {n} needs the model's weights, and {nb_params['model']} is served "
+                               "elsewhere (name a hub id or a local checkpoint to run it)")
             else:
                 if not quiet:
                     print(f"[{i}/{len(names)}] {n}: running notebooks/{n}.ipynb ...", flush=True)
                 execute(run, cwd=nb_dir, timeout=timeout)
             if not quiet:
-                status = f"ok in {run.seconds:.1f}s" if run.ok else f"FAILED: {run.error}"
+                status = (run.skipped if run.skipped else f"ok in {run.seconds:.1f}s" if run.ok
+                          else f"FAILED: {run.error}")
                 print(f"[{i}/{len(names)}] {n}: {status}", flush=True)
                 for w in run.warnings:
                     print(f"[{i}/{len(names)}] {n}: warning: {w}", flush=True)
             runs.append(run)
-    report = write_report(runs, run_dir)
-    failed = sum(not r.ok for r in runs)
+    report = write_report(runs, run_dir, params=glob)
+    failed = sum(not r.ok and not r.skipped for r in runs)
     if update_figures:
         copied = refresh_figures([r.name for r in runs if r.ok], fig_dir, repo_root() / "figures")
         if not quiet:
             print(f"figures/: {copied} file(s) refreshed from {fig_dir}")
     if not quiet:
-        print(f"report: {report}\n{len(runs) - failed} notebook(s) ok, {failed} failed")
+        skipped = sum(bool(r.skipped) for r in runs)
+        print(f"report: {report}\n{len(runs) - failed - skipped} notebook(s) ok, {failed} failed"
+              + (f", {skipped} not run" if skipped else ""))
     return failed
-
-
-MODEL_PARAMETERS = ("model", "model_spec")
 
 
 def with_profile(params: dict[str, Any], declared: dict[str, Any]) -> dict[str, Any]:
@@ -257,7 +301,7 @@ def with_profile(params: dict[str, Any], declared: dict[str, Any]) -> dict[str, 
     profile (``paper`` for a real model), so a real run never inherits them."""
     if "profile" not in declared or "profile" in params:
         return params
-    if any(params.get(k) is not None for k in MODEL_PARAMETERS):
+    if params.get("model") is not None:
         return params
     return {**params, "profile": DEFAULT_PROFILE}
 

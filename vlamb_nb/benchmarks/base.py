@@ -1,13 +1,21 @@
-"""The shape every benchmark module follows, so a reader who knows one knows all five.
+"""The shape every benchmark follows, so a reader who knows one knows all five (and a sixth is one folder).
 
 ::
 
     items  = bench.load(source)                    # DataFrame, one row per item
     reqs   = bench.requests(items, setting)        # list[Request]
-    gens   = runner.run(model, reqs, store)        # DataFrame, one row per request (cached, resumable)
-    preds  = bench.predictions(items, gens)        # items joined to outputs, parsed by bench.parse
+    gens   = bench.run(model, items, setting)      # DataFrame, one row per answer (cached, resumable)
+    preds  = bench.predictions(items, gens)        # items joined to answers, each parsed by bench.parse
     scored = bench.score(preds)                    # per-item correctness columns
     tables = bench.tables(scored)                  # {table id: DataFrame} in the paper's layout
+    cards  = bench.headline({setting: scored})     # the report card's rows, ranked among published models
+
+``evaluate`` is that chain, defined once here. A paper overrides a step only where the paper differs: ``run``
+where a setting takes several turns (VAGUE's captions, MUCAR's agent, V-FLUTE's scene graphs, Ref-Adv's repair
+turn, RACQUET's samples and control images), ``predictions`` where those turns need joining, ``score`` where
+scoring needs a model of its own (named in ``score_options``), ``run_deviations`` where a run's options
+change its setup. The CLI (``vlamb-nb data stats|run|score|reference check``), sweeps, notebooks and
+``reproduce`` call these methods and nothing else.
 
 Short example (offline, with a scripted stand-in model)::
 
@@ -16,10 +24,6 @@ Short example (offline, with a scripted stand-in model)::
     bench = get_benchmark("vague")
     items = bench.load(bench.make_sample(tmp_dir))
     scored = bench.evaluate(ScriptedModel(lambda r: "A"), items, setting="vlm")
-
-``evaluate`` does the whole chain; multi-step settings (a caption then an answer, a repair
-turn) override it. The CLI (``vlamb-nb data stats|score|reference check``) calls
-``data_stats``, ``score_file`` and ``reference_check``, so every benchmark gets the same commands.
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ from __future__ import annotations
 import os
 import re
 from abc import ABC, abstractmethod
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, final
 
 from vlamb_nb.errors import NotAvailableError, SettingError
 from vlamb_nb.meta import Deviation
@@ -42,6 +47,9 @@ class Benchmark(ABC):
     paper: str = ""  # short citation
     settings: tuple[str, ...] = ()
     default_setting: str = ""
+    #: keyword options of :meth:`evaluate` that belong to :meth:`score` (a judge, an explanation scorer, a
+    #: metric model); every other option goes to :meth:`run`
+    score_options: tuple[str, ...] = ()
 
     # -- the pipeline ------------------------------------------------------------------------------
     @abstractmethod
@@ -51,6 +59,11 @@ class Benchmark(ABC):
     @abstractmethod
     def requests(self, items, setting: str, **kwargs: Any) -> list[Request]:
         """Model requests for ``items`` under ``setting`` (prompts ported verbatim)."""
+
+    def model_requests(self, model: ModelInfo, items, setting: str, **options: Any) -> list[Request]:
+        """The first-turn requests a run with ``model`` sends (what a saliency study explains); a paper whose
+        prompt follows the model (Ref-Adv's grounding styles) overrides this."""
+        return self.requests(items, setting, **options)
 
     @abstractmethod
     def parse(self, text: str, item: Any) -> dict[str, Any]:
@@ -90,16 +103,79 @@ class Benchmark(ABC):
                 parsed.append(self.parse(row.get("text") or "", row))
         return pd.concat([merged.reset_index(drop=True), pd.DataFrame(parsed)], axis=1)
 
-    def evaluate(self, model: VLM, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
-                 batch_size: int = 8, limit: int | None = None, progress: bool = True, **kwargs: Any):
-        """load → requests → run → parse → score for a single-step setting."""
+    def run(self, model: VLM, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
+            limit: int | None = None, batch_size: int = 8, progress: bool = True, **options: Any):
+        """requests → generations for one setting, through the runner (cached in ``store``, resumable).
+
+        The default is one request per item, each answered once; ``limit`` keeps the first ``limit`` items.
+        ``options`` go to :meth:`requests`. Returns the runner's frame, one row per request.
+        """
         from vlamb_nb import runner
 
         setting = self.check_setting(setting or self.default_setting)
-        reqs = self.requests(items, setting, **kwargs)
-        gens = runner.run(model, reqs, store, batch_size=batch_size, limit=limit, progress=progress,
-                          run_meta=self.run_meta(model.info, setting, items=items))
-        return self.score(self.predictions(items, gens))
+        items = self.first_items(items, limit)
+        reqs = self.requests(items, setting, **options)
+        return runner.run(model, reqs, store, batch_size=batch_size, progress=progress,
+                          run_meta=self.run_meta(model.info, setting, items=items), desc=f"{self.name} {setting}")
+
+    @final
+    def evaluate(self, model: VLM, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
+                 limit: int | None = None, batch_size: int = 8, progress: bool = True, **options: Any):
+        """run → parse → score for one setting: the whole chain, the same for every paper.
+
+        Options named in :attr:`score_options` go to :meth:`score`, the rest to :meth:`run`. The result has a
+        ``model`` column and, in ``attrs``, the ``setting``, the ``model`` and the run's ``deviations``.
+        """
+        setting = self.check_setting(setting or self.default_setting)
+        score_kw = {k: options.pop(k) for k in self.score_options if k in options}
+        gens = self.run(model, items, setting, store=store, limit=limit, batch_size=batch_size, progress=progress,
+                        **options)
+        scored = self.score(self.predictions(items, gens), **score_kw)
+        if "model" not in scored.columns:
+            scored["model"] = model.info.model_id
+        devs = self.run_deviations(model, setting, scored, {**options, **score_kw})
+        scored.attrs.update(setting=setting, model=model.info.model_id,
+                            deviations=[asdict(d) if isinstance(d, Deviation) else dict(d) for d in devs])
+        return scored
+
+    def run_settings(self, model: VLM, items, settings: Any, *, store_dir: str | os.PathLike | None = None,
+                     limit: int | None = None, batch_size: int = 8, progress: bool = True,
+                     **options: Any) -> dict[str, Any]:
+        """:meth:`evaluate` for each setting, each into its own store under ``store_dir`` (named by
+        :meth:`store_path`, so a rerun resumes); returns ``{setting: scored}``."""
+        out = {}
+        for setting in ([settings] if isinstance(settings, str) else list(settings)):
+            store = self.store_path(store_dir, model.info, setting) if store_dir is not None else None
+            out[setting] = self.evaluate(model, items, setting, store=store, limit=limit, batch_size=batch_size,
+                                         progress=progress, **options)
+        return out
+
+    def store_path(self, directory: str | os.PathLike, model: ModelInfo | str, setting: str) -> Path:
+        """Where a run's prediction store lives: ``<directory>/<model>[__<quantization>]/<benchmark>__<setting>
+        .jsonl``. The one naming rule of notebooks, sweeps and the CLI's defaults: one run per file."""
+        from vlamb_nb.paths import store_path
+
+        return store_path(directory, benchmark=self.name, model=model, setting=setting)
+
+    @staticmethod
+    def first_items(items, limit: int | None):
+        """The first ``limit`` items (all when None): what the shared ``limit`` parameter means."""
+        if limit is None:
+            return items
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise SettingError(f"limit must be a positive integer or None, got {limit!r}")
+        return items.head(limit)
+
+    def run_deviations(self, model: VLM, setting: str, scored, options: dict[str, Any]) -> list[Deviation]:
+        """How one evaluated run differs from the paper's setup; papers whose options change the setup
+        (decoding, a substitute scorer, the reading of answers) override this."""
+        return self.deviations(model.info, setting)
+
+    def headline(self, runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0, **options: Any) -> list[Any]:
+        """The paper's headline numbers for the cross-paper report card (:mod:`vlamb_nb.report_card`): one
+        :class:`~vlamb_nb.report_card.Headline` per metric and slice, ranked among the paper's published
+        models. ``runs`` maps a setting to its scored frame."""
+        raise NotAvailableError(f"{self.name} has no report-card headline")
 
     def summary(self, scored) -> dict[str, Any]:
         """Headline numbers of one scored run (sweep summaries); benchmarks override with their metric."""

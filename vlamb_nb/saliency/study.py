@@ -1,14 +1,13 @@
 """One benchmark's saliency study in one call: run the model, explain its answers, measure box mass.
 
-``run_study`` chains the public benchmark API (``load`` → ``requests`` → ``runner.run`` →
-``predictions`` → ``score``) with :func:`explain_items`, so the
+``run_study`` chains the public benchmark API (``load`` → ``model_requests`` → ``evaluate``) with
+:func:`explain_items`, so the
 saliency notebook stays a list of calls and any benchmark whose rows carry target boxes
 (Ref-Adv ``gt_xyxy``, VAGUE ``person_bbox`` + ``addressee``, RACQUET ``candidate_boxes``) works.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,15 +20,6 @@ from vlamb_nb.meta import Deviation
 
 # which released data a study can use as is (images included); others use a generated sample
 REAL_SOURCES = {"refadv": ("refadv", "demo")}
-
-
-def cap_new_tokens(requests: Sequence[Any], max_new_tokens: int) -> list[Any]:
-    """Copies of ``requests`` generating at most ``max_new_tokens`` (for quick demos on tiny models;
-    record it as a deviation, since it changes the cache key and can cut answers short)."""
-    import dataclasses
-
-    return [dataclasses.replace(r, params=dataclasses.replace(r.params, max_new_tokens=min(
-        r.params.max_new_tokens, max_new_tokens))) for r in requests]
 
 
 def explain_items(model: Any, requests: Sequence[Any], items: Any, *, benchmark: str = "",
@@ -178,30 +168,25 @@ def run_study(model: Any, benchmark: str, *, source: str | os.PathLike | None = 
               max_new_tokens: int | None = 16, max_answer_tokens: int = 16, store: str | os.PathLike | None = None,
               explainer: Any = None, progress: bool = False) -> Study:
     """Generate, score and explain the first ``n_items`` requests of ``benchmark``."""
-    from vlamb_nb import get_benchmark, runner
+    from vlamb_nb import get_benchmark
     from vlamb_nb.saliency.methods import Explainer
 
     bench = get_benchmark(benchmark)
     setting = bench.check_setting(setting or bench.default_setting)
     src = str(source) if source is not None else default_source(benchmark, n=max(n_items, 2))
     items = bench.load(src)
-    # requests as the real run builds them: Ref-Adv's prompt and box format follow the model (family or name)
-    kw = {"model": model.info} if "model" in inspect.signature(bench.requests).parameters else {}
-    reqs = bench.requests(items, setting, **kw)[:n_items]
+    # requests as the real run builds them (Ref-Adv's prompt and box format follow the model), answered through
+    # the benchmark's own run, parse and score (Ref-Adv's repair turn included)
+    full = bench.model_requests(model.info, items, setting)
+    cap = {"max_new_tokens": max_new_tokens} if max_new_tokens is not None else {}
+    reqs = (bench.model_requests(model.info, items, setting, **cap) if cap else full)[:n_items]
     deviations = list(bench.deviations(model.info, setting))
-    if max_new_tokens is not None and any(r.params.max_new_tokens > max_new_tokens for r in reqs):
-        deviations.append(Deviation("max_new_tokens", str(reqs[0].params.max_new_tokens), f"{max_new_tokens} (demo)",
+    if cap and any(r.params.max_new_tokens > max_new_tokens for r in full[:n_items]):
+        deviations.append(Deviation("max_new_tokens", str(full[0].params.max_new_tokens), f"{max_new_tokens} (demo)",
                                     "saliency"))
-        reqs = cap_new_tokens(reqs, max_new_tokens)
-    if benchmark == "refadv":  # the benchmark's own run: style by model, the official parse and the repair turn
-        first = {str(r.meta.get("item_id")) for r in reqs}
-        part = items[items["id"].astype(str).isin(first)]
-        cap = {"max_new_tokens": max_new_tokens} if max_new_tokens is not None else {}
-        scored = bench.run(model, part, setting, store=store, progress=progress, **cap)
-        scored["item_id"] = scored["id"].astype(str)
-    else:
-        gens = runner.run(model, reqs, store, progress=progress, run_meta=bench.run_meta(model.info, setting, items=items))
-        scored = bench.score(bench.predictions(items, gens))
+    first = {str(r.meta.get("item_id")) for r in reqs}
+    part = items[items["id"].astype(str).isin(first)]
+    scored = bench.evaluate(model, part, setting, store=store, progress=progress, **cap)
     ex = explainer if explainer is not None else Explainer(model)
     records, maps = explain_items(ex, reqs, items, benchmark=benchmark, methods=methods, scored=scored,
                                   progress=progress, max_new_tokens=max_answer_tokens)

@@ -144,29 +144,28 @@ class Mucar(Benchmark):
                                setting=setting if final else f"{setting}:{step}", meta=meta))
         return out
 
-    def run(self, model: VLM, items, setting: str, *, store: str | os.PathLike | None = None,
+    def run(self, model: VLM, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
             limit: int | None = None, batch_size: int = 8, progress: bool = True, **opts: Any):
         """Generate for ``setting``; a multi-step setting runs its steps in order, each fed the one before.
 
-        Every call goes through the runner and the store (cached, resumable); ``limit`` caps the queries, so
-        every step asks the same ones. Returns the generations of all steps (step rows have ``setting``
+        Every call goes through the runner and the store (cached, resumable); ``limit`` keeps the first queries,
+        so every step asks the same ones. Returns the generations of all steps (step rows have ``setting``
         ``<setting>:<step>``).
         """
         import pandas as pd
 
         from vlamb_nb import runner
 
-        self.check_setting(setting)
+        setting = self.check_setting(setting or self.default_setting)
         spec = SETTINGS[setting]
+        items = self.first_items(items, limit)
         meta = self.run_meta(model.info, setting, items=items)
         if not spec.steps:
             return runner.run(model, self.requests(items, setting, **opts), store, batch_size=batch_size,
-                              limit=limit, progress=progress, run_meta=meta)
+                              progress=progress, run_meta=meta, desc=f"mucar {setting}")
         frames, previous = [], None
         for step in spec.steps:
             reqs = self.requests(items, setting, step=step, previous=previous, **opts)
-            if limit is not None:
-                reqs = reqs[: int(limit)]
             gens = runner.run(model, reqs, store, batch_size=batch_size, progress=progress, run_meta=meta,
                               desc=f"{setting}:{step}")
             frames.append(gens)
@@ -203,26 +202,24 @@ class Mucar(Benchmark):
         return score_predictions(predictions)
 
     def predictions(self, items, generations, *, id_column: str = "uid"):
-        """The base join, after turning missing ``error`` cells (NaN) into ``""`` so they are not failures."""
+        """Answers joined to their queries and parsed; a multi-step run keeps each earlier step's text beside the
+        answer (``step_<name>``). Missing ``error`` cells (NaN) are not failures."""
         gens = generations.copy()
         if "error" in gens:
             gens["error"] = [e if isinstance(e, str) else "" for e in gens["error"]]
-        return super().predictions(items, gens, id_column=id_column)
-
-    def evaluate(self, model: VLM, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
-                 batch_size: int = 8, limit: int | None = None, progress: bool = True, **kwargs: Any):
-        """run → parse → score; a multi-step run keeps each step's text beside the answer (``step_<name>``)."""
-        setting = self.check_setting(setting or self.default_setting)
-        gens = self.run(model, items, setting, store=store, limit=limit, batch_size=batch_size, progress=progress,
-                        **kwargs)
-        is_step = gens["setting"].astype(str).str.contains(":", regex=False)
-        scored = self.score(self.predictions(items, gens[~is_step].reset_index(drop=True)))
-        for step in SETTINGS[setting].steps[:-1]:
-            rows = gens[gens["setting"] == f"{setting}:{step}"]
+        is_step = gens["setting"].astype(str).str.contains(":", regex=False) if "setting" in gens else None
+        if is_step is None or not is_step.any():
+            return super().predictions(items, gens, id_column=id_column)
+        out = super().predictions(items, gens[~is_step].reset_index(drop=True), id_column=id_column)
+        steps = gens[is_step]
+        for tag in dict.fromkeys(steps["setting"].astype(str)):
+            rows = steps[steps["setting"] == tag]
             text = dict(zip(rows["request_id"].astype(str).str.split("::").str[0], rows["text"], strict=True))
-            scored[f"step_{step}"] = scored["uid"].map(text)
-        scored["model"] = model.info.model_id
-        return scored
+            out[f"step_{tag.split(':', 1)[1]}"] = out[id_column].map(text)
+        return out
+
+    def run_deviations(self, model: VLM, setting: str, scored, options: dict[str, Any]) -> list[Deviation]:
+        return self.deviations(model.info, setting, max_new_tokens=options.get("max_new_tokens"))
 
     def tables(self, scored, *, label: str | None = None, n_resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
         """Table 2-style row (with CIs), per-language Acc, category × language Acc_q, outcomes."""
@@ -344,6 +341,12 @@ class Mucar(Benchmark):
             "per_language": _records(pair_accuracy(scored, "language", n_resamples=n_resamples)),
             "failures": failure_summary(scored, str(model or Path(predictions).name)),
         }
+
+    def headline(self, runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0, **options: Any) -> list[Any]:
+        """The report card's rows: Overall Acc_p and Acc_q among Table 2a's models."""
+        from vlamb_nb.benchmarks.mucar.score import headline
+
+        return headline(runs, n_resamples=n_resamples, seed=seed, **options)
 
     def reference_check(self) -> list[Any]:
         from vlamb_nb.benchmarks.mucar.audit import audit

@@ -353,7 +353,7 @@ def read_predictions(path: str | os.PathLike, *, model: str | None = None,
             rows = [{"id": k, "output": v} for k, v in rows.items()]
     if rows and all(isinstance(r, dict) and "request_id" in r and isinstance(r.get("model"), dict) for r in rows):
         # a prediction store: exactly one run (model, quantization, decoding, prompts, data), duplicates once
-        from vlamb_nb.runs import dedupe, select_run
+        from vlamb_nb.run_identity import dedupe, select_run
 
         _, rows = select_run(rows, model=model, setting=setting, source=p.name)
         rows, _ = dedupe(rows, source=p.name)
@@ -406,3 +406,32 @@ def _is_number(s: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+# -- the report card ------------------------------------------------------------------------------------
+#: Table 2a's denominators: 1,279 queries (the per-category fractions sum to it) and 501 pairs (§3.3)
+TABLE2A_QUERIES, TABLE2A_PAIRS = 1279, 501
+
+
+def headline(runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0) -> list[Any]:
+    """MUCAR's headline for the report card: Overall Acc_p and Acc_q of the ``full`` setting (all seven
+    categories, without confusing options as released), among Table 2a's models. Acc_p's interval resamples
+    pairs; Acc_q's resamples whole pairs of queries."""
+    from vlamb_nb.report_card import headline_among_published, published, weighted_mean
+
+    scored = runs.get("full") if isinstance(runs, dict) else runs
+    if scored is None or scored.empty:
+        return []
+    scored = scored[scored["setting"] == "full"] if "setting" in scored.columns else scored
+    groups = group_frame(scored)
+    queries = _query_frame(scored, groups)
+    acc_p = headline_among_published(
+        paper="mucar", metric="Acc_p", slice="Overall", stat=weighted_mean(groups["all_correct"].to_numpy(float)),
+        n_rows=len(groups), published=published("mucar", "Table 2a", "Overall Acc_p", n=TABLE2A_PAIRS), unit="pair",
+        setting="full", n_resamples=n_resamples, seed=seed, note="a pair counts when every query of it is right")
+    acc_q = headline_among_published(
+        paper="mucar", metric="Acc_q", slice="Overall", stat=weighted_mean(queries["correct"].to_numpy(float)),
+        n_rows=len(queries), clusters=queries["group"].to_numpy(),
+        published=published("mucar", "Table 2a", "Overall Acc_q", n=TABLE2A_QUERIES), unit="query", ci_unit="pair",
+        setting="full", n_resamples=n_resamples, seed=seed + 1, note="intervals resample whole pairs")
+    return [acc_p, acc_q]

@@ -17,6 +17,7 @@ from vlamb_nb.benchmarks.racquet.data import (
     coco_category,
     label_scheme,
     load_coco,
+    normalize_label,
     read_boxes_file,
     read_jsonl,
     resolve_image,
@@ -24,7 +25,6 @@ from vlamb_nb.benchmarks.racquet.data import (
     subject_type,
     url_key,
 )
-from vlamb_nb.benchmarks.racquet.parse import normalize_label
 from vlamb_nb.benchmarks.racquet.prompts import judge_spec
 from vlamb_nb.benchmarks.racquet.score import (
     NOT_JUDGED,
@@ -41,6 +41,7 @@ class Racquet(Benchmark):
     paper = "Testoni, Plank & Fernández (EMNLP 2025)"
     settings = ("direct", "clarify", "cot", "sampling", "control")
     default_setting = "direct"
+    score_options = ("judge", "judge_store", "judge_kind")
 
     # -- load -----------------------------------------------------------------------------------------
     def load(self, source: str | os.PathLike | None = None, *, subset: str = "both",
@@ -235,21 +236,24 @@ class Racquet(Benchmark):
                                    setting=setting, meta=meta))
         return out
 
-    def run(self, model, items, setting: str, *, store=None, limit: int | None = None, batch_size: int = 8,
-            progress: bool = True, images: str | os.PathLike | None = None, subset: str | None = None, **opts: Any):
+    def run(self, model, items, setting: str | None = None, *, store=None, limit: int | None = None,
+            batch_size: int = 8, progress: bool = True, images: str | os.PathLike | None = None,
+            subset: str | None = None, **opts: Any):
         """Generate for ``setting`` and return the runner frame with ``model`` and ``item_id`` columns.
 
         ``images`` (a folder) re-resolves the items' images, so ``vlamb-nb run racquet -o images=DIR``
         works on the read-only release; ``subset`` restricts to general or bias, except for ``control``,
-        which always asks about the BIAS images (:meth:`control_items`).
+        which always asks about the BIAS images (:meth:`control_items`); ``limit`` keeps the first items
+        asked (every sample of an item is asked).
         """
         from vlamb_nb import runner
 
-        setting = self.check_setting(setting)
+        setting = self.check_setting(setting or self.default_setting)
         if setting == "control":
             items = self.control_items(items)
         elif subset is not None:
             items = items[items["subset"] == subset]
+        items = self.first_items(items, limit)
         if images is not None:
             items = items.copy()
             folder = Path(images)
@@ -257,26 +261,11 @@ class Racquet(Benchmark):
             items["image"] = [resolve_image(u, folder) or (resolve_image(c, folder) if isinstance(c, str) else None)
                               for u, c in zip(items["image_url"], coco_urls, strict=True)]
         reqs = self.requests(items, setting, **opts)
-        gens = runner.run(model, reqs, store, batch_size=batch_size, limit=limit, progress=progress,
+        gens = runner.run(model, reqs, store, batch_size=batch_size, progress=progress, desc=f"racquet {setting}",
                           run_meta=self.run_meta(model.info, setting, seed=opts.get("seed"), items=items))
         gens["item_id"] = gens["request_id"].astype(str).str.split("::").str[0]
         gens["model"] = model.info.model_id
         return gens
-
-    def evaluate(self, model, items, setting: str | None = None, *, store=None, batch_size: int = 8,
-                 limit: int | None = None, progress: bool = True, judge=None, judge_store=None, **kwargs: Any):
-        """conditions → responses → (with ``judge``, a model) A/B/C judge → scored rows.
-
-        Without a judge the responses come back unlabelled: RACQUET has no gold answer to score against.
-        """
-        setting = self.check_setting(setting or self.default_setting)
-        gens = self.run(model, items, setting, store=store, limit=limit, batch_size=batch_size, progress=progress,
-                        **kwargs)
-        preds = self.predictions(items, gens)
-        preds["model"] = model.info.model_id
-        if judge is not None:  # every row comes back; BIAS rows unjudged, for labelling by hand
-            preds = self.judge(judge, preds, store=judge_store, batch_size=batch_size, progress=progress)
-        return self.score(preds)
 
     # -- parse / score --------------------------------------------------------------------------------
     def predictions(self, items, generations, *, id_column: str = "id"):
@@ -307,12 +296,18 @@ class Racquet(Benchmark):
         t = (text or "").strip()
         return {"response": t, "valid": bool(t), "parse_error": None if t else "empty response"}
 
-    def score(self, predictions):
+    def score(self, predictions, *, judge=None, judge_store=None, judge_kind: str = "abc", batch_size: int = 8,
+              progress: bool = True):
         """Canonical labels from judge output (``judge_label``) or given labels (``label``): A/B/C or BIAS names.
 
+        With ``judge`` (a model) the responses are judged first (:meth:`judge`; every row comes back, BIAS rows
+        unjudged for labelling by hand); without one they stay unlabelled: RACQUET has no gold answer.
         A row the judge left to a human (:data:`~vlamb_nb.benchmarks.racquet.score.NOT_JUDGED`) takes
         its ``label`` when one is given, so hand labels merged into a judged frame count.
         """
+        if judge is not None:
+            predictions = self.judge(judge, predictions, kind=judge_kind, store=judge_store, batch_size=batch_size,
+                                     progress=progress)
         df = predictions.copy()
         n = len(df)
         if "judge_label" in df.columns:
@@ -400,6 +395,12 @@ class Racquet(Benchmark):
                    **options: Any) -> dict[str, Any]:
         """Class shares from a labelled predictions file (CSV/JSONL with ``label`` or ``judge_text``)."""
         return score_predictions_file(self, predictions, source=source, **options)
+
+    def headline(self, runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0, **options: Any) -> list[Any]:
+        """The report card's rows: Explicit and High Risk shares among Fig. 3's values, and the BIAS Stereotypical share."""
+        from vlamb_nb.benchmarks.racquet.score import headline
+
+        return headline(runs, n_resamples=n_resamples, seed=seed, **options)
 
     def reference_check(self) -> list:
         from vlamb_nb.benchmarks.racquet.audit import reference_check

@@ -20,8 +20,8 @@ from vlamb_nb.benchmarks.racquet.data import (
     CLASSES,
     bias_category,
     label_scheme,
+    normalize_label,
 )
-from vlamb_nb.benchmarks.racquet.parse import normalize_label
 from vlamb_nb.benchmarks.racquet.prompts import judge_spec
 from vlamb_nb.errors import DataError, NotAvailableError, SettingError
 
@@ -400,3 +400,48 @@ def _category_of(item_id: str, path: Path) -> str:
     if m is None:
         raise DataError(f"BIAS id {item_id!r} is not 'bias-<number>'", source=str(path), field="id")
     return bias_category(int(m.group(1)))
+
+
+# -- the report card ------------------------------------------------------------------------------------
+#: RACQUET-GENERAL questions (Fig. 3's population); the human bar is 25 items × 4 participants
+GENERAL_N, HUMAN_N = 500, 100
+
+
+def headline(runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0) -> list[Any]:
+    """RACQUET's headline for the report card: the share of Explicit (higher is better) and of High Risk
+    (lower is better) answers to the direct GENERAL questions, among Fig. 3's values (GPT-4o, Molmo 7B-D,
+    humans; LLaVA and Qwen-VL-Chat only as the bound ">79%"), and on RACQUET-BIAS (``runs["bias"]``, labelled
+    by hand) the Stereotypical share, which the paper gives no number for. Unlabelled answers stay in every
+    denominator; intervals resample images."""
+    from vlamb_nb.report_card import Headline, headline_among_published, published, weighted_mean
+
+    out = []
+    direct = runs.get("direct")
+    if direct is not None and len(direct):
+        general = direct[direct["subset"] == "general"] if "subset" in direct.columns else direct
+        if "label" not in general.columns or not general["label"].notna().any():
+            out.append(Headline(paper="racquet", metric="Explicit share", slice="GENERAL, direct", value=None,
+                                status="no labels", note="no judge labels: run the A/B/C judge"))
+        else:
+            images = general["image_url"].to_numpy() if "image_url" in general.columns else None
+            for i, (label, name, better) in enumerate((("A", "Explicit", True), ("C", "High Risk", False))):
+                comps = published("racquet", "Fig. 3", name, n=GENERAL_N)
+                for c in comps:
+                    c.n = HUMAN_N if c.name == "Humans" else GENERAL_N
+                out.append(headline_among_published(
+                    paper="racquet", metric=f"{name} share", slice="GENERAL, direct",
+                    stat=weighted_mean((general["label"] == label).to_numpy(float)), n_rows=len(general),
+                    clusters=images, published=comps, unit="response", ci_unit="image", higher_is_better=better,
+                    setting="direct", n_resamples=n_resamples, seed=seed + i,
+                    note="A/B/C judge labels; unlabelled answers count in the denominator"))
+    bias = runs.get("bias")
+    if bias is not None and len(bias) and "label" in bias.columns and bias["label"].notna().any():
+        labelled = bias[bias["label"].notna()]
+        images = labelled["image_url"].to_numpy() if "image_url" in labelled.columns else None
+        out.append(headline_among_published(
+            paper="racquet", metric="Stereotypical share", slice="BIAS, direct (labelled)",
+            stat=weighted_mean((labelled["label"] == "Stereotypical").to_numpy(float)), n_rows=len(labelled),
+            clusters=images, published=[], unit="response", ci_unit="image", higher_is_better=False,
+            setting="direct", n_resamples=n_resamples, seed=seed + 7,
+            note=f"{len(labelled)} of {len(bias)} BIAS answers labelled by hand; Fig. 7 prints no numbers"))
+    return out

@@ -8,7 +8,7 @@ per-family grounding styles (:mod:`.parse`), a run with the official repair turn
 
     bench = get_benchmark("refadv")
     items = bench.load(folder_or_parquet_or_hub_id)
-    scored = bench.run(model, items, "cot", store="runs/refadv_cot.jsonl")
+    scored = bench.evaluate(model, items, "cot", store="runs/refadv_cot.jsonl")
     bench.tables(scored)["Ref-Adv-s"]
 """
 
@@ -126,6 +126,12 @@ class RefAdv(Benchmark):
                                 setting=tag, meta={"item_id": str(item["id"]), "expression_asked": expr}))
         return reqs
 
+    def model_requests(self, model: ModelInfo, items, setting: str, *, style: str | GroundingStyle | None = None,
+                       **options: Any) -> list[Request]:
+        """The first-turn requests :meth:`run` sends to ``model``: the grounding style follows the model."""
+        st, _ = choose_style(model, style)
+        return self.requests(items, setting, style=st, **options)
+
     def repair_request(self, first: Request, first_text: str, text: str = "official") -> Request:
         """The one follow-up turn: [user prompt + image, the first reply, the repair text named ``text``].
 
@@ -175,7 +181,8 @@ class RefAdv(Benchmark):
             style: str | GroundingStyle | None = None, prompt_mode: str | None = None, seed: int = 0,
             max_new_tokens: int = OFFICIAL_MAX_TOKENS, repair: bool = True, repair_text: str = "official",
             rewriter=None, rewriter_store: str | os.PathLike | None = None):
-        """Generate, parse, repair once, score. Returns one row per item (runner columns kept).
+        """Generate, and repair once where the answer has no box. Returns one row per item: the answer that
+        counts (the repair turn's where one was sent), with the grounding style the answer is read with.
 
         ``repair_text``: ``official`` (the repair turn as the official runs sent it) or ``newlines``.
         """
@@ -185,7 +192,7 @@ class RefAdv(Benchmark):
 
         setting = self.check_setting(setting or self.default_setting)
         followup_text(repair_text)  # an unknown name fails before any generation
-        items = items.head(limit).reset_index(drop=True) if limit is not None else items.reset_index(drop=True)
+        items = self.first_items(items, limit).reset_index(drop=True)
         st, style_reason = choose_style(model.info, style)
         if setting == "deletion" and "deleted_expression" not in items.columns:
             if rewriter is None:
@@ -199,42 +206,56 @@ class RefAdv(Benchmark):
                                                                          repair_text=repair_text)]
         gens = runner.run(model, reqs, store, batch_size=batch_size, progress=progress, run_meta=meta,
                           desc=f"refadv {setting}")
-        rows = [self._row(item, req, gen, st) for (_, item), req, (_, gen)
-                in zip(items.iterrows(), reqs, gens.iterrows(), strict=True)]
-        todo = [i for i, r in enumerate(rows) if r["parse_error"] in (EMPTY_RESPONSE, NO_BBOX_FOUND)]
+        rows = [self._answer(item, req, gen, st) for (_, item), req, gen
+                in zip(items.iterrows(), reqs, gens.to_dict(orient="records"), strict=True)]
+        todo = [i for i, r in enumerate(rows) if self.parse(r["text"] or "", {**items.iloc[i].to_dict(), **r})
+                ["parse_error"] in (EMPTY_RESPONSE, NO_BBOX_FOUND) and not _failed(r["error"])]
         if repair and todo:
             reqs2 = [self.repair_request(reqs[i], rows[i]["text"] or "", repair_text) for i in todo]
             gens2 = runner.run(model, reqs2, store, batch_size=batch_size, progress=progress, run_meta=meta,
                                desc=f"refadv {setting} repair")
-            for i, req2, (_, gen2) in zip(todo, reqs2, gens2.iterrows(), strict=True):
+            for i, req2, gen2 in zip(todo, reqs2, gens2.to_dict(orient="records"), strict=True):
                 first_text = rows[i]["text"]
-                rows[i] = self._row(items.iloc[i], req2, gen2, st)
+                rows[i] = self._answer(items.iloc[i], req2, gen2, st)
                 rows[i].update(retry_used=True, first_text=first_text)
         out = pd.DataFrame(rows)
         out["model"] = model.info.model_id
         out["prompt_id"] = prompt_mode or ("cot" if setting == "cot" else "direct")
         out["setting"] = setting
-        return self.score(out)
+        return out
 
-    def _row(self, item, req: Request, gen, st: GroundingStyle) -> dict[str, Any]:
-        row = {c: item[c] for c in data.ITEM_COLUMNS if c != "image" and c in item.index}
+    def _answer(self, item, req: Request, gen: dict[str, Any], st: GroundingStyle) -> dict[str, Any]:
+        """One answer as a generation row: what was asked, what came back, and how it is to be read."""
+        row = {"item_id": str(item["id"]), "request_id": req.id, "expression_asked": req.meta.get("expression_asked"),
+               "text": gen.get("text"), "error": gen.get("error"), "finish_reason": gen.get("finish_reason"),
+               "cached": gen.get("cached"), "processed_image_sizes": gen.get("processed_image_sizes"),
+               "retry_used": False, "first_text": None, "box_format": st.box_format, "parser": st.parser,
+               "resized_pixels": st.resized_pixels}
         for extra in ("deleted_expression", "deleted_descriptor", "deletion_status"):
             if extra in item.index:
                 row[extra] = item[extra]
-        row.update(request_id=req.id, expression_asked=req.meta.get("expression_asked"), text=gen.get("text"),
-                   error=gen.get("error"), finish_reason=gen.get("finish_reason"), cached=gen.get("cached"),
-                   processed_image_sizes=gen.get("processed_image_sizes"), retry_used=False,
-                   box_format=st.box_format, parser=st.parser, resized_pixels=st.resized_pixels)
-        if _failed(gen.get("error")):  # the official runner: any backend exception → backend_error, no retry
-            row.update(pred_boxes=[], pred_xyxy=[], parse_error=BACKEND_ERROR, valid=False, n_boxes=0)
-        else:
-            row.update(self.parse(gen.get("text") or "", row))
         return row
 
-    def evaluate(self, model, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
-                 batch_size: int = 8, limit: int | None = None, progress: bool = True, **kwargs: Any):
-        return self.run(model, items, setting, store=store, batch_size=batch_size, limit=limit, progress=progress,
-                        **kwargs)
+    def predictions(self, items, generations, *, id_column: str = "id"):
+        """Each answer beside its item, read with the run's grounding style; a backend failure is the official
+        ``backend_error`` (never a silent miss)."""
+        import pandas as pd
+
+        idx = items.assign(**{id_column: items[id_column].astype(str)}).set_index(id_column, drop=False)
+        missing = sorted(set(generations["item_id"].astype(str)) - set(idx.index))
+        if missing:
+            raise DataError(f"{len(missing)} answer(s) name items that are not in the data, e.g. {missing[0]!r}")
+        rows = []
+        for gen in generations.to_dict(orient="records"):
+            item = idx.loc[str(gen["item_id"])]
+            row = {c: item[c] for c in data.ITEM_COLUMNS if c != "image" and c in item.index}
+            row.update(gen)
+            if _failed(gen.get("error")):  # the official runner: any backend exception → backend_error, no retry
+                row.update(pred_boxes=[], pred_xyxy=[], parse_error=BACKEND_ERROR, valid=False, n_boxes=0)
+            else:
+                row.update(self.parse(gen.get("text") or "", row))
+            rows.append(row)
+        return pd.DataFrame(rows)
 
     # -- ablation: descriptor deletion through a text model ----------------------------------------
     def delete_descriptors(self, items, rewriter, *, seed: int = 0, store: str | os.PathLike | None = None,
@@ -425,6 +446,12 @@ class RefAdv(Benchmark):
         else:
             row.update(self.parse(r.get("text") or "", row))
         return row
+
+    def headline(self, runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0, **options: Any) -> list[Any]:
+        """The report card's rows: Acc@0.5 by slice among the released runs (paired) and the published rows."""
+        from vlamb_nb.benchmarks.refadv.score import headline
+
+        return headline(runs, n_resamples=n_resamples, seed=seed, **options)
 
     def reference_check(self) -> list[Finding]:
         from vlamb_nb.benchmarks.refadv.audit import audit

@@ -187,7 +187,7 @@ def read_official_predictions(path: str | os.PathLike):
         df = df.drop_duplicates("row_idx", keep="first").reset_index(drop=True)
         import warnings
 
-        from vlamb_nb.runs import DuplicateWarning
+        from vlamb_nb.run_identity import DuplicateWarning
 
         warnings.warn(f"{path.name}: {n_before - len(df)} repeated row(s) counted once", DuplicateWarning,
                       stacklevel=2)
@@ -373,3 +373,116 @@ def _model_identity(model: dict[str, Any]) -> str:
 def _describe_runs(runs: dict[tuple[str, ...], list[Any]]) -> str:
     return "; ".join(f"setting={k[0]} model={k[1]} {k[3] if len(k) > 3 else ''} [{k[2]}] ({len(v)} records)"
                      for k, v in runs.items())
+
+
+# -- the report card ------------------------------------------------------------------------------------
+#: the Ref-Adv-s rows behind the published Ref-Adv-s table
+RELEASED_ROWS = 1142
+
+
+def _slice_masks(scored) -> list[tuple[str, Any]]:
+    import numpy as np
+
+    neg = scored["use_negation"].astype(bool).to_numpy()
+    d = scored["distractor_count"].astype(int).to_numpy()
+    out = [("overall", np.ones(len(scored), bool)), ("Neg", neg), ("No-Neg", ~neg)]
+    out += [(b, np.array([in_bin(int(x), b) for x in d], bool)) for b in BINS]
+    return out
+
+
+def _aligned(scored, released: dict[str, Any]) -> dict[str, Any]:
+    """Each released run's hits on our rows (matched by Ref-Adv-s row and expression); runs that do not cover
+    every one of our rows are left out, so every comparison is on exactly the same rows."""
+
+    if "row_idx" not in scored.columns:
+        return {}
+    ours = scored[["row_idx", "expression"]].astype({"row_idx": int}).reset_index(drop=True)
+    out = {}
+    for name, rel in (released or {}).items():
+        r = rel.drop_duplicates("row_idx").set_index(rel["row_idx"].astype(int).to_numpy())
+        if not set(ours["row_idx"]) <= set(r.index):
+            continue
+        part = r.loc[ours["row_idx"]]
+        if not (part["expression"].astype(str).to_numpy() == ours["expression"].astype(str).to_numpy()).all():
+            continue  # the same row number, another expression: not Ref-Adv-s rows
+        out[name] = part.assign(hit=part["iou"].astype(float).to_numpy() >= 0.5).reset_index(drop=True)
+    return {k: v for k, v in out.items() if len(v) == len(ours)} if len(ours) else {}
+
+
+def headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None, n_resamples: int = 2000,
+             seed: int = 0) -> list[Any]:
+    """Ref-Adv's headline for the report card: Acc@0.5 overall and by slice (negation, distractor bins) of each
+    setting run, placed among the released runs (their per-row predictions on exactly our rows, resampled with
+    ours by image, with McNemar tests, Holm-adjusted within each slice) and among the published Ref-Adv-s rows
+    that have no released file (binomial at the slice's size in the 1,142 rows)."""
+    import numpy as np
+
+    from vlamb_nb import reference, stats
+    from vlamb_nb.report_card import (
+        Comparator,
+        Headline,
+        interval,
+        place,
+        published_draws,
+        resample_weights,
+        weighted_mean,
+        wilson_ci,
+    )
+
+    out = []
+    ref = reference.load("refadv", "Ref-Adv-s")
+    for k, (setting, scored) in enumerate(runs.items()):
+        if scored is None or scored.empty:
+            continue
+        scored = scored.reset_index(drop=True)
+        aligned = _aligned(scored, released or {})
+        names = {name: f"{str(rel['model'].iloc[0]).replace('Qwen/', '')} | {rel['prompt_id'].iloc[0]}"
+                 for name, rel in aligned.items()}
+        hits = scored["iou"].astype(float).to_numpy() >= 0.5
+        images = scored["file_name"].astype(str).to_numpy() if "file_name" in scored.columns else None
+        w = resample_weights(len(scored), images, n_resamples=n_resamples, seed=seed + k)
+        rng = np.random.default_rng(seed + k + 1)
+        full = released and next(iter(released.values()), None)
+        for slice_name, mask in _slice_masks(scored):
+            if not mask.any():
+                continue
+            wm = w * mask[None, :]
+            ours_stat = weighted_mean(hits.astype(float))
+            ours_draws = ours_stat(wm)
+            value = 100.0 * float(hits[mask].mean())
+            lo, hi = interval(ours_draws)
+            comps, draws, pvals = [], [], []
+            for name, rel in aligned.items():
+                theirs = rel["hit"].to_numpy(bool)
+                res = stats.mcnemar(hits[mask], theirs[mask])
+                comps.append(Comparator(name=names[name], value=100.0 * float(theirs[mask].mean()),
+                                        n=int(mask.sum()), basis="per-item", source=f"{name}_predictions.jsonl",
+                                        diff=100.0 * float(hits[mask].mean() - theirs[mask].mean()),
+                                        p=float(res.p) if math.isfinite(res.p) else None))
+                t_draws = weighted_mean(theirs.astype(float))(wm)
+                c_lo, c_hi = interval(t_draws)
+                comps[-1].ci_low, comps[-1].ci_high = c_lo, c_hi
+                draws.append(t_draws)
+                pvals.append(comps[-1].p)
+            if pvals and all(p is not None for p in pvals):
+                for c, ph in zip(comps, stats.holm(pvals), strict=True):
+                    c.p_holm = float(ph)
+            column = {"overall": "Acc@0.5"}.get(slice_name, slice_name)
+            pub = ref[(ref["column"] == column) & ref["value_num"].notna()]
+            slice_n = RELEASED_ROWS
+            if full is not None and slice_name != "overall":
+                slice_n = int(dict(_slice_masks(full.reset_index(drop=True)))[slice_name].sum())
+            for _, r in pub.iterrows():
+                if r["row"] in names.values() or r["row"].startswith("Human"):
+                    continue  # a released run is compared row by row above; human experts are not a model
+                c = Comparator(name=str(r["row"]), value=float(r["value_num"]), n=slice_n, source="refadv Ref-Adv-s")
+                c.ci_low, c.ci_high = wilson_ci(c.value, slice_n)
+                comps.append(c)
+                draws.append(published_draws(c.value, slice_n, n_resamples=n_resamples, rng=rng))
+            h = Headline(paper="refadv", metric="Acc@0.5", slice=slice_name, value=value, ci_low=lo, ci_high=hi,
+                         n=int(mask.sum()), unit="row", ci_unit="image", setting=setting, comparators=comps,
+                         note=(f"released runs compared on the same {int(mask.sum())} rows" if aligned
+                               else "no released run covers these rows: published values only"))
+            out.append(place(h, ours_draws, draws, basis="ours and released runs: the same image resamples; "
+                                                         "published-only rows: binomial at the slice's size"))
+    return out

@@ -77,6 +77,7 @@ class Vague(Benchmark):
     paper = "Nam et al., VAGUE: Visual Contexts Clarify Ambiguous Expressions (ICCV 2025)"
     settings = SETTINGS
     default_setting = "vlm"
+    score_options = ("bertscore",)
 
     # load ------------------------------------------------------------------------------------------
     def load(self, source: str | os.PathLike | None = None, **kwargs: Any):
@@ -136,15 +137,20 @@ class Vague(Benchmark):
         return captions
 
     # generate (multi-step aware) ---------------------------------------------------------------------
-    def run(self, model: VLM, items, setting: str, *, store: str | os.PathLike | None = None,
+    def run(self, model: VLM, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
             limit: int | None = None, batch_size: int = 8, progress: bool = True, captions: Any = None,
             reading: str = "generate", **opts: Any):
-        """Generate for ``setting``; SM settings first caption each image with the same model (cached)."""
+        """Generate for ``setting``; SM settings first caption each image with the same model (cached).
+
+        Returns the caption rows (``::caption``) and the answer rows; ``reading`` is kept on every row.
+        """
+        import pandas as pd
+
         from vlamb_nb import runner
 
-        spec = setting_spec(self.check_setting(setting))
-        if limit is not None:
-            items = items.iloc[:limit]
+        setting = self.check_setting(setting or self.default_setting)
+        spec = setting_spec(setting)
+        items = self.first_items(items, limit)
         meta = self.run_meta(model.info, setting, items=items)
         meta["deviations"] = [asdict(d) for d in self.deviations(model.info, setting, reading=reading,
                                                                  captions=captions,
@@ -161,25 +167,20 @@ class Vague(Benchmark):
         reader = OptionLikelihoodReader(model) if reading == "loglik" else model
         frames.append(runner.run(reader, reqs, store, batch_size=batch_size, progress=progress, run_meta=meta,
                                  desc=setting))
-        import pandas as pd
+        out = pd.concat(frames, ignore_index=True)
+        out["reading"] = reading  # "loglik" marks the alternative MCQ reading
+        return out
 
-        return pd.concat(frames, ignore_index=True)
+    def predictions(self, items, generations, *, id_column: str = "id"):
+        """Answers joined to their items and parsed; the SM caption rows are kept aside in
+        ``attrs["captions"]`` (they are the model's own, asked first)."""
+        answers = generations[~generations["request_id"].astype(str).str.endswith("::caption")]
+        preds = super().predictions(items, answers.reset_index(drop=True), id_column=id_column)
+        preds.attrs["captions"] = captions_from_run(generations)
+        return preds
 
-    def evaluate(self, model: VLM, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
-                 batch_size: int = 8, limit: int | None = None, progress: bool = True,
-                 bertscore: str | None = "roberta-large", **kwargs: Any):
-        """run → parse → score; the caption rows of SM are kept in ``attrs["captions"]``."""
-        setting = setting or self.default_setting
-        gens = self.run(model, items, setting, store=store, limit=limit, batch_size=batch_size,
-                        progress=progress, **kwargs)
-        answers = gens[~gens["request_id"].astype(str).str.endswith("::caption")].reset_index(drop=True)
-        scored = self.score(self.predictions(items, answers), bertscore=bertscore)
-        scored["model"] = model.info.model_id
-        scored["reading"] = kwargs.get("reading", "generate")  # "loglik" marks the alternative MCQ reading
-        scored.attrs["captions"] = captions_from_run(gens)
-        scored.attrs["deviations"] = [asdict(d) for d in self.deviations(
-            model.info, setting, bertscore=bertscore, max_pixels=getattr(model, "max_pixels", None), **kwargs)]
-        return scored
+    def run_deviations(self, model: VLM, setting: str, scored, options: dict[str, Any]) -> list[Deviation]:
+        return self.deviations(model.info, setting, max_pixels=getattr(model, "max_pixels", None), **options)
 
     # parse / score ---------------------------------------------------------------------------------
     def parse(self, text: str, item: Any) -> dict[str, Any]:
@@ -406,6 +407,12 @@ class Vague(Benchmark):
         return {"source": None, "predictions": str(label), "scored": len(gens),
                 "note": "no --source: N is the number of predictions in the file and FS/SU/NE need the data",
                 "rows": rows}
+
+    def headline(self, runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0, **options: Any) -> list[Any]:
+        """The report card's rows: accuracy per subset and setting among Table 1's models."""
+        from vlamb_nb.benchmarks.vague.score import headline
+
+        return headline(runs, n_resamples=n_resamples, seed=seed, **options)
 
     def reference_check(self) -> list[Any]:
         from vlamb_nb.benchmarks.vague.audit import audit

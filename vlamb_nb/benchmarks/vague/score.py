@@ -134,8 +134,8 @@ def predictions_frame(path: str | os.PathLike, *, setting: str | None = None, mo
     """Generations (``request_id, item_id, setting, text, error``) from an official result JSON or a store.
 
     A store holding several runs (models, quantizations, settings, decodings) must be narrowed to one with
-    ``setting``/``model``/``quantization``/``run`` (:func:`vlamb_nb.runs.select_run`); repeated requests are
-    collapsed by :func:`vlamb_nb.runs.dedupe` (conflicting answers are an error)."""
+    ``setting``/``model``/``quantization``/``run`` (:func:`vlamb_nb.run_identity.select_run`); repeated requests are
+    collapsed by :func:`vlamb_nb.run_identity.dedupe` (conflicting answers are an error)."""
     import pandas as pd
 
 
@@ -143,7 +143,7 @@ def predictions_frame(path: str | os.PathLike, *, setting: str | None = None, mo
     if not p.is_file():
         raise DataError("predictions file not found", source=str(p))
     if p.suffix == ".jsonl":
-        from vlamb_nb.runs import dedupe, select_run
+        from vlamb_nb.run_identity import dedupe, select_run
         from vlamb_nb.store import read_records
 
         recs = [r for r in read_records(p) if not str(r.get("request_id", "")).endswith("::caption")]
@@ -178,3 +178,36 @@ def predictions_frame(path: str | os.PathLike, *, setting: str | None = None, mo
         raise SettingError(f"{p.name}: unknown setting(s) {bad}")
     df["item_id"] = df["request_id"].astype(str).str.split("::").str[0]
     return df.reset_index(drop=True)
+
+
+# -- the report card ------------------------------------------------------------------------------------
+#: items per subset, the denominators of Table 1 (refusals and unparsed answers count wrong)
+SUBSET_N = {"VCR": 1144, "Ego4D": 533}
+
+
+def headline(runs: Any, *, n_resamples: int = 2000, seed: int = 0) -> list[Any]:
+    """VAGUE's headline for the report card: MCQ accuracy per subset and setting (LM, SM, VLM), among Table 1's
+    twelve models. ``runs``: ``{setting: scored}`` or one scored frame holding several settings."""
+    import pandas as pd
+
+    from vlamb_nb.report_card import headline_among_published, published, weighted_mean
+
+    frames = list(runs.values()) if isinstance(runs, dict) else [runs]
+    scored = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    out = []
+    for i, setting in enumerate(("lm", "sm", "vlm")):
+        if scored.empty or setting not in set(scored["setting"]):
+            continue
+        rows = scored[scored["setting"] == setting]
+        for subset in SUBSET_N:
+            part = rows[rows["subset"] == subset]
+            if part.empty:
+                continue
+            column = f"{subset} {setting.upper()}"
+            correct = part["correct"].map(lambda v: bool(v) if isinstance(v, bool | int) else False)
+            out.append(headline_among_published(
+                paper="vague", metric="accuracy", slice=column, stat=weighted_mean(correct.to_numpy(float)),
+                n_rows=len(part), published=published("vague", "Table 1", column, n=SUBSET_N[subset]),
+                unit="item", setting=setting, n_resamples=n_resamples, seed=seed + i,
+                note="Correct / N; refusals and unparsed answers count wrong"))
+    return out

@@ -56,6 +56,7 @@ class VFlute(Benchmark):
     paper = "Saakyan et al., Understanding Figurative Meaning through Explainable Visual Entailment (NAACL 2025)"
     settings = ("zero_shot", "hypothesis_only", "scene_graph", "few_shot")
     default_setting = "zero_shot"
+    score_options = ("scorer",)
 
     # -- load --------------------------------------------------------------------------------------
     def load(self, source: str | os.PathLike | None = None, *, split: str = "test",
@@ -139,8 +140,7 @@ class VFlute(Benchmark):
         from vlamb_nb import runner
 
         setting = self.check_setting(setting or self.default_setting)
-        if limit is not None:
-            items = items.head(limit)
+        items = self.first_items(items, limit)
         meta = self.run_meta(model.info, setting, items=items)
         reqs = self.requests(items, setting, **opts)
         gens = runner.run(model, reqs, store, batch_size=batch_size, progress=progress, run_meta=meta,
@@ -167,23 +167,17 @@ class VFlute(Benchmark):
         out["scene_graph"] = out["request_id"].str.split("::").str[0].map(sg_text)
         return out
 
-    def evaluate(self, model, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
-                 batch_size: int = 8, limit: int | None = None, progress: bool = True, scorer: Any = "auto",
-                 **kwargs: Any):
-        """run → parse → score (with the given explanation scorer)."""
-        gens = self.run(model, items, setting, store=store, limit=limit, batch_size=batch_size, progress=progress,
-                        **kwargs)
-        used = items[items["id"].isin(gens["request_id"].str.split("::").str[0])]
-        scored = self.score(self.predictions(used, gens), scorer=scorer)
-        devs = self.deviations(model.info, setting or self.default_setting, scored.attrs.get("scorer"),
-                               seeded_prompts=self.seeded_prompt_count(used, kwargs.get("prompt_source", "released")))
-        params = kwargs.get("params")
+    def run_deviations(self, model, setting: str, scored, options: dict[str, Any]) -> list[Deviation]:
+        """The scorer actually used, the items asked with a seeded (not released) prompt, and the decoding."""
+        used = scored.drop_duplicates("id") if "id" in scored.columns else scored
+        devs = self.deviations(model.info, setting, scored.attrs.get("scorer"),
+                               seeded_prompts=self.seeded_prompt_count(used, options.get("prompt_source", "released")))
+        params = options.get("params")
         if params is not None and params != PAPER_DECODING:
             devs.append(Deviation("decoding", "beam 3, greedy, 256 new tokens, seed 42",
                                   f"num_beams={params.num_beams}, max_new_tokens={params.max_new_tokens}, "
                                   f"do_sample={params.do_sample}", "all"))
-        scored.attrs["deviations"] = [d.__dict__ for d in devs]
-        return scored
+        return devs
 
     # -- parse and score ---------------------------------------------------------------------------
     def parse(self, text: str, item: Any) -> dict[str, Any]:
@@ -265,6 +259,12 @@ class VFlute(Benchmark):
         from vlamb_nb.benchmarks.vflute.score import score_prediction_file
 
         return score_prediction_file(self, predictions, source=source, **options)
+
+    def headline(self, runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0, **options: Any) -> list[Any]:
+        """The report card's rows: F1@0 and F1@60 among Table 4's rows."""
+        from vlamb_nb.benchmarks.vflute.score import headline
+
+        return headline(runs, n_resamples=n_resamples, seed=seed, **options)
 
     def reference_check(self) -> list[Finding]:
         from vlamb_nb.benchmarks.vflute.audit import reference_findings

@@ -1,10 +1,10 @@
-"""What the notebooks call around the science: where files go, which profile they run, recording results.
+"""A notebook's configuration: which profile it runs, which model, where its files go, what deviates.
 
 Where things go. A notebook writes its working files (prediction stores, labels, samples) under
-:func:`run_dir` and its figures under :func:`figures_dir`: ``$VLAMB_RUN_DIR`` / ``$VLAMB_FIGURES_DIR``
-when set (``vlamb-nb reproduce`` sets both inside ``runs/<id>/``), else ``runs/`` and ``figures/`` in the
-working directory. Nothing is written into the installed checkout: only ``vlamb-nb reproduce
---update-figures`` refreshes the committed ``figures/``.
+``store_dir`` (default :func:`run_dir`) and its figures under :func:`figures_dir`: ``$VLAMB_RUN_DIR`` /
+``$VLAMB_FIGURES_DIR`` when set (``vlamb-nb reproduce`` sets both inside ``runs/<id>/``), else ``runs/`` and
+``figures/`` in the working directory. Nothing is written into the installed checkout: only ``vlamb-nb
+reproduce --update-figures`` refreshes the committed ``figures/``.
 
 Profiles. A notebook's parameters default to the paper's settings (``None`` means "the paper's value").
 What makes the offline reproduction cheap — tiny random checkpoints, short outputs, fewer samples — is the
@@ -13,15 +13,11 @@ What makes the offline reproduction cheap — tiny random checkpoints, short out
 and asking for ``offline`` with a real model is an error. Every value that differs from the paper's is a
 recorded :class:`~vlamb_nb.meta.Deviation`.
 
-Results. :func:`record` publishes a key result under a custom MIME type; ``reproduce`` copies it into the
-executed notebook's metadata (``metadata.vlamb.results``), so reports and tests read numbers, never scraped
-text. Values are made JSON-safe (NaN and infinities become ``null``).
+The parameter names every notebook shares are listed once in :mod:`vlamb_nb.notebook.parameters`.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +34,6 @@ from vlamb_nb.paths import (  # noqa: F401  (re-exported: notebooks import them 
     tiny_seed,
 )
 
-RESULTS_MIME = "application/vnd.vlamb.results+json"
 PROFILES = ("offline", "paper")
 OFFLINE_MODEL = "tiny:qwen2_5_vl"
 SAMPLE_STAMP = "generated sample data: not the paper's data"
@@ -71,18 +66,30 @@ def resolve_profile(profile: str | None, model: Any) -> str:
 
 @dataclass
 class NotebookConfig:
-    """A notebook's resolved configuration: profile, model, folders and the deviations they imply."""
+    """A notebook's resolved configuration: profile, model, endpoint, folders and the deviations they imply."""
 
     paper: str
     profile: str
     model: Any
     quantization: str | None = None
     seed: int = 0
+    base_url: str | None = None
+    concurrency: int | None = None
+    store_dir: Path | None = None
     deviations: list[Deviation] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.store_dir = Path(self.store_dir) if self.store_dir else self.run_dir
+        self.store_dir.mkdir(parents=True, exist_ok=True)
 
     @property
     def offline(self) -> bool:
         return self.profile == "offline"
+
+    @property
+    def remote(self) -> bool:
+        """The model is served elsewhere (``openai:``): its weights are not here."""
+        return isinstance(self.model, str) and self.model.startswith("openai:")
 
     @property
     def run_dir(self) -> Path:
@@ -93,8 +100,8 @@ class NotebookConfig:
         return figures_dir(self.paper)
 
     def path(self, *parts: str) -> Path:
-        """A working file under the run folder (its parent is created)."""
-        p = self.run_dir.joinpath(*parts)
+        """A working file under the store folder (its parent is created)."""
+        p = Path(self.store_dir or self.run_dir).joinpath(*parts)
         p.parent.mkdir(parents=True, exist_ok=True)
         return p
 
@@ -113,13 +120,32 @@ class NotebookConfig:
             self.add_deviation(name, paper_text or _show(paper), f"{_show(value)} ({why})", affects)
         return value
 
+    def limit(self, given: int | None, *, offline: int | None, paper: int | None = None,
+              paper_text: str = "all items") -> int | None:
+        """The shared ``limit`` parameter: items (or requests) run through the model per setting."""
+        if given is not None and (not isinstance(given, int) or isinstance(given, bool) or given < 1):
+            raise SettingError(f"limit must be a positive integer or None, got {given!r}")
+        return self.value("limit", given, paper=paper, offline=offline, paper_text=paper_text)
+
+    def settings(self, given: Any, bench: Any, *, single: bool = False) -> list[str]:
+        """The shared ``settings`` parameter as a list of the benchmark's settings: a list, one name, or a comma
+        list; unknown names are an error naming the benchmark's settings. ``single``: the notebook runs one."""
+        names = parse_settings(given)
+        for s in names:
+            bench.check_setting(s)
+        if single and len(names) != 1:
+            raise SettingError(f"{self.paper} runs one setting at a time; got {names}")
+        return names
+
     def add_deviation(self, what: str, paper: str, ours: str, affects: str = "all") -> None:
         dev = Deviation(what, paper, ours, affects)
         if dev not in self.deviations:
             self.deviations.append(dev)
 
-    def load_model(self, spec: Any = None, **kwargs: Any):
-        """Load ``spec`` (default: this notebook's model); tiny checkpoints take the seed from ``$VLAMB_TINY_SEED``."""
+    def load_model(self, spec: Any = None, *, base_url: str | None = None, **kwargs: Any):
+        """Load ``spec`` (default: this notebook's model). ``openai:`` models get the notebook's ``base_url`` and
+        ``concurrency``; tiny checkpoints take the seed from ``$VLAMB_TINY_SEED``; served and replayed models
+        are loaded without quantization (their weights are not here)."""
         from vlamb_nb.models import load_model
 
         spec = self.model if spec is None else spec
@@ -127,7 +153,15 @@ class NotebookConfig:
             return spec
         if spec.startswith("tiny:"):
             kwargs.setdefault("seed", tiny_seed())
-        quant = None if spec.startswith(("openai:", "replay:", "scripted")) else self.quantization
+        if spec.startswith("openai:"):
+            url = base_url or self.base_url
+            if url:
+                kwargs.setdefault("base_url", url)
+            if self.concurrency is not None:
+                kwargs.setdefault("concurrency", self.concurrency)
+        elif base_url:
+            raise SettingError(f"base_url goes with an openai:MODEL spec, not {spec!r}")
+        quant = None if spec.startswith(REMOTE_PREFIXES) else self.quantization
         return load_model(spec, quantization=quant, **kwargs)
 
     def save_figure(self, fig: Any, name: str, *, model_output: bool = False, sample_data: bool = False) -> None:
@@ -155,24 +189,66 @@ class NotebookConfig:
     def deviation_lines(self) -> list[str]:
         return [str(d) for d in self.deviations]
 
+    def record_headline(self, rows: Any, *deviations: Any) -> None:
+        """Record this notebook's headline numbers for the cross-paper report card, each row stamped with the
+        profile, the model and the deviations (this notebook's and ``deviations``) that produced it."""
+        from vlamb_nb.notebook.results import record
+
+        devs = [str(Deviation(**d)) for d in self.all_deviations(*deviations)]
+        out = []
+        for r in rows:
+            r = r.to_dict() if hasattr(r, "to_dict") else dict(r)
+            r.setdefault("model", _model_name(self.model))
+            r.update(profile=self.profile, deviations=devs)
+            out.append(r)
+        record("headline", out)
+
+
+# specs whose weights are not loaded here: quantization is not ours to choose
+REMOTE_PREFIXES = ("openai:", "replay:", "scripted")
+
+
+def parse_settings(given: Any) -> list[str]:
+    """A list of settings from a list, a tuple, one name or a comma list (``"lm,sm,vlm"``)."""
+    if given is None:
+        return []
+    if isinstance(given, str):
+        return [s.strip() for s in given.split(",") if s.strip()]
+    if isinstance(given, list | tuple):
+        out = [str(s).strip() for s in given]
+        if any(not s for s in out):
+            raise SettingError(f"settings must be names, got {given!r}")
+        return out
+    raise SettingError(f"settings must be a list of names or a comma list, got {given!r}")
+
 
 def _show(v: Any) -> str:
     return "unlimited" if v is None else str(v)
 
 
-def setup(paper: str, *, profile: str | None = None, model: Any = None, quantization: str | None = "4bit",
-          seed: int = 0) -> NotebookConfig:
-    """Resolve a notebook's profile and model (see the module docstring)."""
+def setup(paper: str, *, profile: str | None = None, model: Any = None, base_url: str | None = None,
+          quantization: str | None = "4bit", concurrency: int | None = None, seed: int = 0,
+          store_dir: str | os.PathLike | None = None) -> NotebookConfig:
+    """Resolve a notebook's shared parameters (see :mod:`vlamb_nb.notebook.parameters`): its profile, model,
+    endpoint, quantization and where its working files go."""
     prof = resolve_profile(profile, model)
     if model is None:
         if prof == "paper":
             raise SettingError(f"{paper}: profile 'paper' needs a model (a hub id, a local checkpoint or "
                                f"openai:MODEL)")
         model = OFFLINE_MODEL
-    quant = None if quantization in (None, "none") else quantization
-    cfg = NotebookConfig(paper=paper, profile=prof, model=model, quantization=quant, seed=seed)
-    if isinstance(model, str) and model.startswith("openai:"):
-        cfg.quantization = None  # served weights: quantization is the server's business
+    if base_url is not None and not (isinstance(model, str) and model.startswith("openai:")):
+        raise SettingError(f"{paper}: base_url={base_url!r} goes with an openai:MODEL model, not {model!r}")
+    if concurrency is not None and (not isinstance(concurrency, int) or isinstance(concurrency, bool)
+                                    or concurrency < 1):
+        raise SettingError(f"{paper}: concurrency must be a positive integer, got {concurrency!r}")
+    quant = None if quantization in (None, "none", "") else quantization
+    if quant not in (None, "4bit", "8bit"):
+        raise SettingError(f"{paper}: unknown quantization {quantization!r}; use 4bit, 8bit or none")
+    cfg = NotebookConfig(paper=paper, profile=prof, model=model, quantization=quant, seed=seed, base_url=base_url,
+                         concurrency=concurrency, store_dir=Path(store_dir) if store_dir else None)
+    if isinstance(model, str) and model.startswith(REMOTE_PREFIXES):
+        cfg.quantization = None  # served or replayed: the weights are not loaded here
     if prof == "offline":
         cfg.add_deviation("model", "the paper's models", f"{_model_name(model)} (offline profile: a stand-in whose "
                           "answers demonstrate the pipeline and measure nothing)")
@@ -183,62 +259,3 @@ def setup(paper: str, *, profile: str | None = None, model: Any = None, quantiza
 
 def _model_name(model: Any) -> str:
     return model if isinstance(model, str) else str(getattr(getattr(model, "info", None), "model_id", model))
-
-
-# -- recording results -------------------------------------------------------------------------------
-def jsonable(value: Any) -> Any:
-    """``value`` as plain JSON data: numpy/pandas scalars and frames converted, NaN/inf/NA → None."""
-    if value is None or isinstance(value, bool | str | int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [jsonable(v) for v in value]
-    if hasattr(value, "to_dict") and hasattr(value, "columns"):  # a DataFrame: records
-        return [jsonable(r) for r in value.to_dict(orient="records")]
-    if hasattr(value, "to_dict") and hasattr(value, "index"):  # a Series
-        return jsonable(value.to_dict())
-    if hasattr(value, "tolist"):  # numpy arrays and scalars
-        return jsonable(value.tolist())
-    if hasattr(value, "to_dict"):  # dataclass-like results (stats.Result, Finding)
-        return jsonable(value.to_dict())
-    try:
-        import pandas as pd
-
-        if value is pd.NA or value is pd.NaT:
-            return None
-    except ImportError:  # pragma: no cover - pandas is a core dependency
-        pass
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    return str(value)
-
-
-def record(key: str, value: Any) -> None:
-    """Publish a key result from a notebook cell (collected by ``reproduce``); shows nothing in the notebook
-    and returns nothing, so a cell ending in ``record(...)`` prints no value."""
-    payload = {key: jsonable(value)}
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-    except ImportError:  # plain Python: nothing to display to
-        return
-    if get_ipython() is None:
-        return
-    display({RESULTS_MIME: payload, "text/plain": ""}, raw=True)
-
-
-def collect_results(nb: dict[str, Any]) -> dict[str, Any]:
-    """Gather every recorded result from an executed notebook (JSON dict)."""
-    out: dict[str, Any] = {}
-    for cell in nb.get("cells", []):
-        for o in cell.get("outputs", []) or []:
-            data = o.get("data") or {}
-            if RESULTS_MIME in data:
-                payload = data[RESULTS_MIME]
-                if isinstance(payload, str):
-                    payload = json.loads(payload)
-                out.update(payload)
-    return out

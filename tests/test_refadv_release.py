@@ -11,8 +11,9 @@ import shutil
 import numpy as np
 import pytest
 
-from vlamb_nb.benchmarks.refadv import data, tables
+from vlamb_nb.benchmarks.refadv import data, release
 from vlamb_nb.benchmarks.refadv import plots as rplots
+from vlamb_nb.benchmarks.refadv import report as analysis
 from vlamb_nb.benchmarks.refadv import score as metrics
 from vlamb_nb.errors import DataError
 from vlamb_nb.models import ScriptedModel
@@ -25,7 +26,7 @@ def pred_dir(shared_data):
 
 @pytest.fixture(scope="module")
 def released(pred_dir):
-    return tables.released_items(pred_dir)
+    return release.released_items(pred_dir)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,7 @@ def _raw_rows(pred_dir) -> list[dict]:
 
 # -- Table 1 on all released rows ----------------------------------------------------------------------------
 def test_released_items_are_one_release_of_1142_rows(released, pred_dir):
-    assert len(released) == tables.RELEASED_ROWS == 1142
+    assert len(released) == release.RELEASED_ROWS == 1142
     assert released["row_idx"].tolist() == list(range(1142))
     assert list(released.columns) == data.ITEM_COLUMNS
     assert released["width"].isna().all() and released["image"].isna().all()  # not in the prediction files
@@ -54,19 +55,19 @@ def test_files_that_disagree_on_a_dataset_field_are_refused(pred_dir, tmp_path):
     files = sorted(pred_dir.glob("*_predictions.jsonl"))[:2]
     for f in files:
         shutil.copy(f, tmp_path / f.name)
-    assert len(tables.released_items(tmp_path)) == 1142
+    assert len(release.released_items(tmp_path)) == 1142
     lines = (tmp_path / files[1].name).read_text(encoding="utf-8").splitlines()
     rec = json.loads(lines[3])
     rec["use_negation"] = not rec["use_negation"]
     lines[3] = json.dumps(rec)
     (tmp_path / files[1].name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(DataError, match="use_negation"):
-        tables.released_items(tmp_path)
+        release.released_items(tmp_path)
 
 
 def test_table1_statistics_on_all_released_rows(released, pred_dir):
     raw = _raw_rows(pred_dir)
-    v = tables.table1_values(released)
+    v = release.table1_values(released)
     assert v["Instances"] == len(raw) == 1142
     assert v["Images"] == len({r["file_name"] for r in raw}) == 614
     assert v["Negation Ratio"] == pytest.approx(100 * sum(r["use_negation"] for r in raw) / len(raw), abs=0.005)
@@ -76,24 +77,24 @@ def test_table1_statistics_on_all_released_rows(released, pred_dir):
     assert (v["Instance Size (min)"], v["Instance Size (max)"]) == (7, 741)
     assert v["Vocab."] == 1609
 
-    cmp = tables.table1_comparison(released).set_index("column")
-    assert list(cmp.index) == list(tables.TABLE1_NOTES)
+    cmp = release.table1_comparison(released).set_index("column")
+    assert list(cmp.index) == list(release.TABLE1_NOTES)
     assert cmp.loc["Negation Ratio", "paper"] == 21.25 and cmp.loc["Avg. Length", "paper"] == 11.5
     assert (cmp.loc["Instance Size (min)", "paper"], cmp.loc["Instance Size (max)", "paper"]) == (30, 607)
     assert cmp.loc["Vocab.", "ours"] == 1609 and cmp.loc["Vocab.", "paper"] == 5308
-    assert set(cmp.index[cmp["comparable"]]) == set(tables.SIZE_FREE)
+    assert set(cmp.index[cmp["comparable"]]) == set(release.SIZE_FREE)
     assert (cmp["note"] != "").all() and cmp["scope"].str.contains("1,142").all()
     assert cmp.loc["Avg. Length", "diff"] == pytest.approx(11.74 - 11.5, abs=0.01)
 
 
 def test_table1_by_group_and_what_needs_the_image_size(released, demo):
-    g = tables.table1_by_group(released).set_index("group")
+    g = release.table1_by_group(released).set_index("group")
     assert g.loc["human-authored", "Instances"] + g.loc["LLM-authored", "Instances"] == 1142
     assert g.loc["COCO", "Instances"] + g.loc["OpenImages", "Instances"] == 1142
     assert (g.loc["human-authored", "Instances"], g.loc["LLM-authored", "Instances"]) == (421, 721)
     # the subset's negation share comes from both streams, not from an over-share of humans alone
     assert g.loc["human-authored", "Negation Ratio"] > g.loc["LLM-authored", "Negation Ratio"] > 21.25
-    sizes = tables.demo_size_stats(demo)
+    sizes = release.demo_size_stats(demo)
     assert sizes["scope"].startswith("31 demo records")
     lo, hi = sizes["instance_size_sqrt_area_px"]
     assert 7 <= lo <= hi <= 741  # the demo boxes are released boxes
@@ -128,9 +129,9 @@ def _scripted_pair(items):
 
 def test_table4_deletion_pipeline_on_demo_items(demo, tmp_path):
     rewriter, grounder = _scripted_pair(demo)
-    out = tables.deletion_demo(demo, model=grounder, rewriter=rewriter, store_dir=tmp_path, seed=3)
+    out = analysis.deletion_demo(demo, model=grounder, rewriter=rewriter, store_dir=tmp_path, seed=3)
     table = out["table"]
-    assert list(table.columns) == tables.DELETION_COLUMNS and len(table) == 1
+    assert list(table.columns) == analysis.DELETION_COLUMNS and len(table) == 1
     n = len(demo)
     short = sum(len(e.split()) < 6 for i, e in zip(demo["id"], demo["expression"], strict=True) if i != "0")
     ok = n - 1 - short
@@ -154,7 +155,7 @@ def test_table4_deletion_pipeline_on_demo_items(demo, tmp_path):
     assert any(d["what"] == "descriptor extractor/rewriter" for d in out["deviations"])
     # stored: a rerun asks only the failed extraction again, and the seed fixes which descriptor goes
     calls = (rewriter.calls, grounder.calls)
-    again = tables.deletion_demo(demo, model=grounder, rewriter=rewriter, store_dir=tmp_path, seed=3)
+    again = analysis.deletion_demo(demo, model=grounder, rewriter=rewriter, store_dir=tmp_path, seed=3)
     assert (rewriter.calls, grounder.calls) == (calls[0] + 1, calls[1])
     assert again["items"]["deleted_expression"].equals(out["items"]["deleted_expression"])
 
@@ -162,13 +163,13 @@ def test_table4_deletion_pipeline_on_demo_items(demo, tmp_path):
 def test_deletion_table_needs_the_same_items(demo):
     a = demo[["id"]].assign(iou=1.0)
     with pytest.raises(DataError, match="same items"):
-        tables.deletion_table(a, a.head(5).assign(deletion_status="ok"))
+        analysis.deletion_table(a, a.head(5).assign(deletion_status="ok"))
 
 
 # -- Fig. 2b / Table 6 slices with image-clustered intervals --------------------------------------------------
 def test_slice_accuracy_resamples_images_and_matches_published_bins(pred_dir):
     runs = {"qwen25a72b_direct": metrics.read_official_predictions(pred_dir / "qwen25a72b_direct_predictions.jsonl")}
-    sl = tables.slice_accuracy(runs, n_resamples=400)
+    sl = release.slice_accuracy(runs, n_resamples=400)
     assert set(sl["family"]) == {"distractors", "authorship", "negation"} and (sl["ci_unit"] == "image").all()
     bins = sl[sl["family"] == "distractors"].set_index("group")
     assert list(bins.index) == list(data.BINS) and bins["n"].sum() == 1142
@@ -185,7 +186,7 @@ def test_slice_accuracy_resamples_images_and_matches_published_bins(pred_dir):
 
 # -- Table 5 and Figs. 4-6 -------------------------------------------------------------------------------------
 def test_table5_examples_looked_up_in_the_release(released, demo):
-    t5 = tables.table5_lookup(released, demo_items=demo).set_index(["table_row", "table_column"])
+    t5 = release.table5_lookup(released, demo_items=demo).set_index(["table_row", "table_column"])
     assert len(t5) == 8
     exact = t5.loc[(1, 4)]
     assert exact["match"] == "exact" and exact["row_idx"] == 258 and exact["authorship_agrees"]
@@ -216,7 +217,7 @@ def test_fig6_categories_of_coco_rows_from_instances(released):
         anns.append({"id": 20 + k, "image_id": k, "category_id": 3, "bbox": [0, 0, 1, 1]})  # not the target
     inst = {"images": images, "annotations": anns, "categories": [{"id": 1, "name": "person"},
                                                                   {"id": 2, "name": "cup"}, {"id": 3, "name": "dog"}]}
-    counts = tables.category_counts(released, inst)
+    counts = release.category_counts(released, inst)
     assert counts[["category", "count"]].values.tolist() == [["person", 2], ["cup", 1]]
     assert counts["ratio"].sum() == pytest.approx(1.0)
     assert counts.attrs == {"rows": 1142, "coco_rows": 259, "matched": 3, "left_out": 1139}
@@ -224,7 +225,7 @@ def test_fig6_categories_of_coco_rows_from_instances(released):
 
 
 def test_not_derivable_items_each_carry_a_reason():
-    nd = tables.not_derivable()
+    nd = release.not_derivable()
     assert all(set(d) == {"item", "reason"} and d["item"] and len(d["reason"]) > 20 for d in nd)
     items = " ".join(d["item"] for d in nd)
     for needed in ("Table 4", "Table 5", "Fig. 5 (CoT text)", "Fig. 6", "Table 8"):
@@ -235,8 +236,8 @@ def test_notebook_records_the_new_tables(repo_root):
     nb = json.loads((repo_root / "notebooks" / "refadv.ipynb").read_text(encoding="utf-8"))
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code")
-    for call in ('record("not_derivable", tables.not_derivable())', "tables.table1_comparison(",
-                 "tables.deletion_demo(", 'record("table1_comparison"', "rplots.slice_accuracy("):
+    for call in ('record("not_derivable", release.not_derivable())', "release.table1_comparison(",
+                 "analysis.deletion_demo(", 'record("table1_comparison"', "rplots.slice_accuracy("):
         assert call in code
 
 

@@ -178,7 +178,7 @@ def saliency_analysis(scored, grounder, *, by: str = "model", labels: tuple[str,
     """
     import pandas as pd
 
-    from vlamb_nb.benchmarks.racquet.saliency import saliency_table
+    from vlamb_nb.benchmarks.racquet.referents import saliency_table
     from vlamb_nb.images import load_image
     from vlamb_nb.scorers.grounding import ground_rows
 

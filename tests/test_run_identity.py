@@ -10,7 +10,14 @@ import pytest
 from vlamb_nb import get_benchmark
 from vlamb_nb.errors import DataError
 from vlamb_nb.models import ScriptedModel
-from vlamb_nb.runs import DuplicateWarning, MixedRunsError, check_ids, dedupe, identify_runs, select_run
+from vlamb_nb.run_identity import (
+    DuplicateWarning,
+    MixedRunsError,
+    check_ids,
+    dedupe,
+    identify_runs,
+    select_run,
+)
 
 
 def _rec(rid, text, model="M", quant=None, setting="direct", params=None, error=None):

@@ -1,0 +1,451 @@
+"""The report card: where one model stands on all five papers, next to the models the papers tested.
+
+Each paper notebook records its headline numbers (``NotebookConfig.record_headline``): one :class:`Headline`
+per metric and slice — our estimate with its interval, the published models beside it, and our rank among
+them with a rank interval, so a reader sees at once how sure the placing is:
+
+- where per-item data exist for the comparators (Ref-Adv's released per-row prediction files), ours and theirs
+  are resampled *together* (the same images in every resample) and the rank interval is the 2.5–97.5
+  percentile of our rank over the resamples; paired tests (McNemar, Holm-adjusted) go with each file;
+- where only published values exist, each is drawn from its own sampling distribution (binomial at the
+  published test size: the published values' own uncertainty) and ours from our bootstrap, independently.
+
+:func:`build` turns the headlines ``reproduce`` collected into a card; :func:`markdown` and :func:`figure`
+render it (the top of ``report.md`` and ``figures/card/report_card.png``). A card made from the offline profile
+says so in its title and its figure is a stamped pipeline demo.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: percentiles of a rank interval
+RANK_LEVEL = 0.95
+N_RESAMPLES = 2000
+
+
+@dataclass
+class Comparator:
+    """A model the paper tested (or a released run), on the same metric and slice as ours."""
+
+    name: str
+    value: float | None  # percent
+    n: int | None = None  # test size behind the value (None: unknown, no interval)
+    basis: str = "published"  # "per-item": its released rows, resampled with ours; "published": value and n only
+    source: str = ""  # table id or file
+    ci_low: float | None = None
+    ci_high: float | None = None
+    bound: str = ""  # ">" or "<" when the paper gives only a bound (e.g. ">79")
+    diff: float | None = None  # ours − this, percentage points (per-item comparators)
+    p: float | None = None  # paired test of ours vs this (McNemar), per-item comparators
+    p_holm: float | None = None
+
+
+@dataclass
+class Headline:
+    """One headline number of one paper for the report card."""
+
+    paper: str
+    metric: str
+    slice: str
+    value: float | None  # percent
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int | None = None
+    unit: str = "item"  # what n counts (item, pair, query, response, row)
+    ci_unit: str = ""  # what the interval resamples (item, pair, image); empty: the same as unit
+    higher_is_better: bool = True
+    setting: str = ""
+    comparators: list[Comparator] = field(default_factory=list)
+    rank: int | None = None  # 1 = best, among the comparators with a value and ours
+    rank_low: int | None = None
+    rank_high: int | None = None
+    n_ranked: int | None = None
+    rank_basis: str = ""
+    note: str = ""
+    model: str = ""
+    profile: str = ""
+    deviations: list[str] = field(default_factory=list)
+    status: str = "ok"  # ok | not run | failed | no data
+
+    def to_dict(self) -> dict[str, Any]:
+        return _clean(asdict(self))
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_clean(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, np.generic):
+        return _clean(v.item())
+    return v
+
+
+def from_dict(d: dict[str, Any]) -> Headline:
+    d = dict(d)
+    d["comparators"] = [Comparator(**c) for c in d.get("comparators") or []]
+    known = set(Headline.__dataclass_fields__)
+    return Headline(**{k: v for k, v in d.items() if k in known})
+
+
+# -- resampling: ours and the per-item comparators on the same resamples ---------------------------------------
+def resample_weights(n: int, clusters: Any = None, *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> np.ndarray:
+    """(n_resamples, n) row weights of a (cluster) bootstrap: how often each row is drawn in each resample.
+
+    Clusters (images, pairs) are drawn whole, so rows that share one are never treated as independent. Every
+    statistic evaluated on the same weights sees the same resamples: that is what makes ranks paired.
+    """
+    rng = np.random.default_rng(seed)
+    if clusters is None:
+        return rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
+    codes, _ = _factorize(clusters)
+    k = int(codes.max()) + 1
+    counts = rng.multinomial(k, np.full(k, 1.0 / k), size=n_resamples).astype(np.float64)
+    return counts[:, codes]
+
+
+def _factorize(values: Any) -> tuple[np.ndarray, list[Any]]:
+    import pandas as pd
+
+    codes, uniques = pd.factorize(pd.Series(list(values), dtype=object))
+    return np.asarray(codes), list(uniques)
+
+
+def weighted_mean(x: Any) -> Callable[[np.ndarray], np.ndarray]:
+    """A statistic over resample weights: the weighted mean of ``x`` in percent (NaN-free 0/1 or scores)."""
+    x = np.asarray(x, dtype=float)
+
+    def stat(w: np.ndarray) -> np.ndarray:
+        tot = w.sum(axis=-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return 100.0 * (w @ x) / tot
+    return stat
+
+
+def interval(draws: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    d = np.asarray(draws, dtype=float)
+    d = d[np.isfinite(d)]
+    if not len(d):
+        return math.nan, math.nan
+    lo, hi = np.percentile(d, [50 * (1 - level), 100 - 50 * (1 - level)])
+    return float(lo), float(hi)
+
+
+def published_draws(value: float, n: int | None, *, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """A published percentage's own sampling uncertainty: binomial at its test size (constant when n is unknown)."""
+    if n is None or not n or value is None or not math.isfinite(value):
+        return np.full(n_resamples, value if value is not None else math.nan, dtype=float)
+    p = min(max(float(value) / 100.0, 0.0), 1.0)
+    return 100.0 * rng.binomial(int(n), p, size=n_resamples) / int(n)
+
+
+def wilson_ci(value: float, n: int | None, alpha: float = 0.05) -> tuple[float | None, float | None]:
+    """Wilson interval of a published percentage at its test size (statsmodels)."""
+    if n is None or not n or value is None:
+        return None, None
+    from statsmodels.stats.proportion import proportion_confint
+
+    k = round(float(value) / 100.0 * int(n))
+    lo, hi = proportion_confint(k, int(n), alpha=alpha, method="wilson")
+    return 100.0 * float(lo), 100.0 * float(hi)
+
+
+def rank_of(ours: np.ndarray, others: np.ndarray, higher_is_better: bool) -> np.ndarray:
+    """Our rank (1 = best) per resample: 1 + how many comparators are strictly better in that resample."""
+    sign = 1.0 if higher_is_better else -1.0
+    if others.size == 0:
+        return np.ones_like(ours)
+    better = sign * (others - ours[None, :]) > 0
+    return 1 + better.sum(axis=0)
+
+
+def place(h: Headline, ours_draws: np.ndarray, comparator_draws: Sequence[np.ndarray], *,
+          basis: str) -> Headline:
+    """Fill ``h``'s rank, rank interval and the number ranked from draws of ours and of each comparator (the
+    same length; aligned draw by draw where they come from the same resamples)."""
+    ranked = [(c, d) for c, d in zip(h.comparators, comparator_draws, strict=True)
+              if c.value is not None and math.isfinite(c.value)]
+    if h.value is None or not math.isfinite(h.value):
+        return h
+    vals = np.array([c.value for c, _ in ranked], dtype=float)
+    sign = 1.0 if h.higher_is_better else -1.0
+    h.rank = int(1 + (sign * (vals - h.value) > 0).sum())
+    ours = np.asarray(ours_draws, float)
+    others = np.vstack([d for _, d in ranked]) if ranked else np.empty((0, len(ours)))
+    ok = np.isfinite(ours) & np.isfinite(others).all(axis=0)  # a resample without a row of this slice: skipped
+    if not ok.any():
+        return h
+    ranks = rank_of(ours[ok], others[:, ok], h.higher_is_better)
+    lo, hi = np.percentile(ranks, [50 * (1 - RANK_LEVEL), 100 - 50 * (1 - RANK_LEVEL)])
+    h.rank_low, h.rank_high = int(math.floor(lo)), int(math.ceil(hi))
+    h.n_ranked = len(ranked) + 1
+    h.rank_basis = basis
+    return h
+
+
+def published(paper: str, table: str, column: str, *, n: int | None, exclude: Iterable[str] = (),
+              rows: Iterable[str] | None = None) -> list[Comparator]:
+    """The paper's published values of one column as comparators (reference data, with the table id); a cell
+    printed as a bound (``>79``) becomes a comparator with ``bound`` set, drawn at the bound."""
+    import re
+
+    from vlamb_nb import reference
+
+    df = reference.load(paper, table)
+    df = df[df["column"] == column]
+    keep = set(rows) if rows is not None else None
+    out = []
+    for _, r in df.iterrows():
+        if r["row"] in set(exclude) or (keep is not None and r["row"] not in keep):
+            continue
+        value, bound = r["value_num"], ""
+        if not math.isfinite(value):
+            m = re.fullmatch(r"\s*([<>])\s*([\d.]+)\s*%?\s*", str(r["value"]))
+            if not m:
+                continue
+            bound, value = m.group(1), float(m.group(2))
+        out.append(Comparator(name=str(r["row"]), value=float(value), n=n, source=f"{paper} {table}", bound=bound))
+    return out
+
+
+def headline_among_published(*, paper: str, metric: str, slice: str, stat: Callable[[np.ndarray], np.ndarray],
+                             n_rows: int, clusters: Any = None, published: Iterable[Comparator],
+                             unit: str = "item", ci_unit: str = "", higher_is_better: bool = True,
+                             setting: str = "", n: int | None = None, n_resamples: int = N_RESAMPLES, seed: int = 0,
+                             note: str = "") -> Headline:
+    """A headline whose comparators are published values only: ours by (cluster) bootstrap, each published value
+    from its binomial at its test size, drawn independently."""
+    w = resample_weights(n_rows, clusters, n_resamples=n_resamples, seed=seed)
+    point = float(stat(np.ones((1, n_rows)))[0])
+    draws = stat(w)
+    lo, hi = interval(draws)
+    comps = []
+    rng = np.random.default_rng(seed + 1)
+    cdraws = []
+    for c in published:
+        if c.ci_low is None and c.n:
+            c.ci_low, c.ci_high = wilson_ci(c.value, c.n)
+        comps.append(c)
+        cdraws.append(published_draws(c.value, c.n, n_resamples=n_resamples, rng=rng))
+    h = Headline(paper=paper, metric=metric, slice=slice, value=point, ci_low=lo, ci_high=hi,
+                 n=n if n is not None else n_rows, unit=unit, ci_unit=ci_unit or unit,
+                 higher_is_better=higher_is_better, setting=setting, comparators=comps, note=note)
+    return place(h, draws, cdraws, basis=f"ours: bootstrap over {plural(ci_unit or unit)}; published: binomial at "
+                                         "their test size")
+
+
+def plural(unit: str) -> str:
+    return {"query": "queries"}.get(unit, unit + "s")
+
+
+# -- the card -------------------------------------------------------------------------------------------------
+@dataclass
+class Card:
+    model: str
+    profile: str
+    headlines: list[Headline]
+    papers: dict[str, str]  # paper -> status ("ok", "not run", "failed: ...", "not run: ...")
+
+    @property
+    def demo(self) -> bool:
+        return self.profile == "offline"
+
+    @property
+    def title(self) -> str:
+        if self.demo:
+            return (f"Report card: {self.model} — PIPELINE DEMO (offline profile: stand-in answers that measure "
+                    "nothing)")
+        return f"Report card: {self.model} ({self.profile} profile)"
+
+    def frame(self):
+        """One row per headline: the card as a table (numbers stay numbers)."""
+        import pandas as pd
+
+        rows = []
+        for h in self.headlines:
+            best = _best(h)
+            rows.append({"paper": h.paper, "metric": h.metric, "slice": h.slice, "setting": h.setting,
+                         "ours": h.value, "ci_low": h.ci_low, "ci_high": h.ci_high, "n": h.n, "unit": h.unit,
+                         "rank": h.rank, "rank_low": h.rank_low, "rank_high": h.rank_high, "of": h.n_ranked,
+                         "best published": best.name if best else None,
+                         "best value": best.value if best else None, "profile": h.profile,
+                         "status": h.status})
+        return pd.DataFrame(rows)
+
+
+def _best(h: Headline) -> Comparator | None:
+    cands = [c for c in h.comparators if c.value is not None and math.isfinite(c.value) and not c.bound]
+    if not cands:
+        return None
+    return max(cands, key=lambda c: c.value if h.higher_is_better else -c.value)
+
+
+def build(results: dict[str, dict[str, Any]], *, papers: Sequence[str] | None = None,
+          model: str | None = None) -> Card:
+    """A card from ``reproduce``'s per-notebook results (``{notebook: {"ok", "error", "results", ...}}``).
+
+    Every registered paper gets a place: a paper whose notebook did not run, failed or recorded no headline is
+    shown as such, never left out.
+    """
+    from vlamb_nb.benchmarks import PAPERS
+
+    names = list(papers) if papers is not None else [p.name for p in PAPERS]
+    heads: list[Headline] = []
+    status: dict[str, str] = {}
+    for p in names:
+        nbs = [nb for nb in next((x.notebooks for x in PAPERS if x.name == p), (p,)) if nb in results]
+        main = results.get(p) or (results.get(nbs[0]) if nbs else None)
+        if main is None:
+            status[p] = "not run"
+            continue
+        if main.get("skipped"):
+            status[p] = f"not run: {main['skipped']}"
+            continue
+        if not main.get("ok"):
+            status[p] = f"failed: {main.get('error') or 'unknown error'}"
+            continue
+        rows = (main.get("results") or {}).get("headline") or []
+        if not rows:
+            status[p] = "no headline recorded"
+            continue
+        status[p] = "ok"
+        heads += [from_dict(r) for r in rows]
+    profiles = sorted({h.profile for h in heads if h.profile})
+    models = sorted({h.model for h in heads if h.model})
+    profile = "offline" if "offline" in profiles else (profiles[0] if profiles else "offline")
+    return Card(model=model or (", ".join(models) if models else "(no model)"), profile=profile, headlines=heads,
+                papers=status)
+
+
+def _fmt(v: Any, d: int = 1) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "–"
+    return f"{v:.{d}f}"
+
+
+def markdown(card: Card) -> str:
+    """The card as the top of ``report.md``: one row per headline, its rank among the published models, the
+    profile and deviations behind every row (deviations as numbered notes below the table)."""
+    lines = [f"# {card.title}", ""]
+    if card.demo:
+        lines += ["> **Pipeline demo.** These numbers come from the offline profile's tiny random stand-in: they "
+                  "show that every paper runs end to end and measure nothing. Name a model "
+                  "(`vlamb-nb reproduce -p model=...`) for a real card.", ""]
+    notes: list[str] = []
+
+    def note_ids(devs: list[str]) -> str:
+        ids = []
+        for d in devs:
+            if d not in notes:
+                notes.append(d)
+            ids.append(str(notes.index(d) + 1))
+        return ", ".join(ids) if ids else "–"
+
+    lines += ["| paper | metric | slice | ours [95% CI] | n | rank [95% interval] of | best published | profile | "
+              "deviations |", "|---|---|---|---|---|---|---|---|---|"]
+    by_paper: dict[str, list[Headline]] = {}
+    for h in card.headlines:
+        by_paper.setdefault(h.paper, []).append(h)
+    for paper, state in card.papers.items():
+        if state != "ok":
+            lines.append(f"| {paper} | – | – | **{_md(state)}** | | | | | |")
+            continue
+        for h in by_paper.get(paper, []):
+            ours = f"{_fmt(h.value)} [{_fmt(h.ci_low)}, {_fmt(h.ci_high)}]" if h.value is not None else h.status
+            rank = (f"{h.rank} [{h.rank_low}–{h.rank_high}] of {h.n_ranked}" if h.rank is not None else "–")
+            best = _best(h)
+            bp = f"{_md(best.name)} {_fmt(best.value)}" if best else "–"
+            lines.append(f"| {paper} | {_md(h.metric)} | {_md(h.slice)} | {ours} | {h.n or ''} {plural(h.unit)} | {rank} | "
+                         f"{bp} | {h.profile} | {note_ids(h.deviations)} |")
+    lines.append("")
+    lines.append("Rank 1 is best; a rank interval is the middle 95% of our rank over resamples (per-item data: "
+                 "ours and the released runs resampled together; published values: their binomial at the "
+                 "published test size). Where a paper gives no number (RACQUET's Fig. 7), ours stands alone.")
+    lines.append("")
+    tests = [(h, c) for h in card.headlines for c in h.comparators if c.p is not None]
+    if tests:
+        lines += ["**Paired tests against the released per-row predictions** (ours − theirs, McNemar, "
+                  "Holm-adjusted within each slice)", "", "| slice | released run | theirs | ours − theirs (pp) | p "
+                  "| p (Holm) |", "|---|---|---|---|---|---|"]
+        for h, c in tests:
+            lines.append(f"| {_md(h.slice)} | {_md(c.name)} | {_fmt(c.value)} | {_fmt(c.diff)} | {_p(c.p)} | "
+                         f"{_p(c.p_holm)} |")
+        lines.append("")
+    if notes:
+        lines += ["**Deviations behind the rows**", ""] + [f"{i}. {_md(d)}" for i, d in enumerate(notes, 1)] + [""]
+    return "\n".join(lines)
+
+
+def _p(p: Any) -> str:
+    if p is None:
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _md(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def figure(card: Card):
+    """One panel per paper: the published models (grey, with their intervals) and ours (blue, with its
+    interval) on each headline metric; the title of each row gives our rank and its interval."""
+    from vlamb_nb.plots import NEUTRAL, SEMANTIC, new_figure
+
+    papers = list(card.papers)
+    rows_per = {p: [h for h in card.headlines if h.paper == p] for p in papers}
+    heights = [max(1, len(rows_per[p])) for p in papers]
+    fig, axes = new_figure(8.0, 1.2 + 0.42 * sum(heights) + 0.5 * len(papers), nrows=len(papers), squeeze=False,
+                           gridspec_kw={"height_ratios": heights})
+    for ax, p in zip(axes[:, 0], papers, strict=True):
+        rows = rows_per[p]
+        state = card.papers[p]
+        if state != "ok" or not rows:
+            ax.text(0.5, 0.5, state if state != "ok" else "no headline", ha="center", va="center",
+                    transform=ax.transAxes, color=NEUTRAL, fontsize=9)
+            ax.set_yticks([])
+            ax.set_xticks([])
+            ax.set_title(p, loc="left", fontsize=10, fontweight="bold")
+            continue
+        labels = []
+        for i, h in enumerate(rows):
+            y = len(rows) - 1 - i
+            for c in h.comparators:
+                if c.value is None or not math.isfinite(c.value):
+                    continue
+                color = "#555555" if c.basis == "per-item" else "#AAAAAA"
+                marker = ">" if c.bound == ">" else "<" if c.bound == "<" else "o"
+                if c.ci_low is not None and c.ci_high is not None:
+                    ax.plot([c.ci_low, c.ci_high], [y, y], color=color, lw=0.8, alpha=0.6, zorder=1)
+                ax.plot([c.value], [y], marker=marker, color=color, ms=4, ls="", zorder=2)
+            if h.value is not None and math.isfinite(h.value):
+                if h.ci_low is not None and h.ci_high is not None and math.isfinite(h.ci_low):
+                    ax.plot([h.ci_low, h.ci_high], [y, y], color=SEMANTIC["ours"], lw=2.2, zorder=3)
+                ax.plot([h.value], [y], marker="D", color=SEMANTIC["ours"], ms=6, ls="", zorder=4)
+            rank = (f"rank {h.rank} [{h.rank_low}–{h.rank_high}] of {h.n_ranked}" if h.rank is not None
+                    else "no published value")
+            direction = "" if h.higher_is_better else " (lower is better)"
+            labels.append(f"{h.metric} · {h.slice}{direction}\n{rank}")
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels(labels[::-1], fontsize=7)
+        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.set_xlim(0, 100)
+        ax.set_title(p, loc="left", fontsize=10, fontweight="bold")
+    axes[-1, 0].set_xlabel("% (ours: blue diamond with 95% CI; published: grey, released per-row runs darker)")
+    fig.suptitle(card.title, fontsize=10, x=0.01, ha="left")
+    fig.tight_layout()
+    return fig
+
+
+def save(card: Card, *, directory: Any = None, name: str = "report_card") -> None:
+    """Save the card's figure under ``<figures>/card/`` (``demo/``, stamped, for the offline profile)."""
+    from vlamb_nb.plots import save_figure
+
+    save_figure(figure(card), "card", name, directory=directory, demo=card.demo)
