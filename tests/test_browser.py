@@ -27,11 +27,13 @@ from pathlib import Path
 
 import pytest
 
+from vlamb_nb.benchmarks import notebooks
+
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 CHROMIUM = Path(os.environ.get("VLAMB_CHROMIUM", "/usr/lib/chromium/chromium"))
 NOTEBOOK_TIMEOUT_S = 600
-NOTEBOOKS = ["vague", "mucar", "vflute", "vflute_qlora", "refadv", "racquet", "saliency"]
+NOTEBOOKS = list(notebooks())  # the registry's: every paper's notebooks, then the cross-paper ones
 MAX_SHOT_SCREENS = 60
 
 

@@ -12,10 +12,24 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "vlamb_nb"
-PAPERS = ("vague", "mucar", "vflute", "refadv", "racquet")
-# every paper has these steps; a paper may add its own (mucar/judge.py, vflute/finetune.py, ...)
-COMMON = {"__init__.py", "data.py", "prompts.py", "parse.py", "score.py", "audit.py", "benchmark.py",
-          "report.py", "plots.py"}
+# the step files a paper folder may hold (a step the paper does not have is absent) and what every folder needs
+STEPS = {"__init__.py", "data.py", "prompts.py", "parse.py", "score.py", "audit.py", "benchmark.py", "report.py",
+         "plots.py"}
+REQUIRED = {"__init__.py", "data.py", "prompts.py", "score.py", "benchmark.py"}
+
+
+def _papers() -> list[str]:
+    from vlamb_nb.benchmarks import list_benchmarks
+
+    return list_benchmarks()
+
+
+def _documented_extras() -> set[str]:
+    """Paper-specific modules ARCHITECTURE.md names (``mucar/judge.py`` ...): the only other names allowed."""
+    import re
+
+    text = (PKG.parent / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    return set(re.findall(r"`(\w+/\w+\.py)`", text))
 
 
 def _modules(root: Path = PKG) -> dict[str, Path]:
@@ -107,24 +121,63 @@ def test_the_cycle_check_can_fail(tmp_path):
     assert cycles(import_graph(pkg)) == [["vlamb_nb.a", "vlamb_nb.sub.b"]]
 
 
-@pytest.mark.parametrize("paper", PAPERS)
-def test_each_paper_folder_has_the_common_steps(paper):
+@pytest.mark.parametrize("paper", _papers())
+def test_each_paper_folder_holds_its_steps_under_their_names(paper):
+    """What exists has the right name and place: the steps every paper has, then only step names and the
+    paper-specific modules ARCHITECTURE.md names — never a stub kept to satisfy a list."""
     folder = PKG / "benchmarks" / paper
     names = {f.name for f in folder.glob("*.py")}
-    assert COMMON <= names, f"{paper}/ lacks {sorted(COMMON - names)}"
+    assert REQUIRED <= names, f"{paper}/ lacks {sorted(REQUIRED - names)}"
+    stray = sorted(n for n in names - STEPS if f"{paper}/{n}" not in _documented_extras())
+    assert not stray, f"{paper}/ holds {stray}: neither a step name nor a module ARCHITECTURE.md describes"
     init = (folder / "__init__.py").read_text()
     assert "BENCHMARK" in init
+
+
+def test_the_layout_check_can_fail():
+    assert "mucar/judge.py" in _documented_extras()
+    assert "racquet/helpers.py" not in _documented_extras()
 
 
 def test_benchmarks_folder_holds_only_the_paper_folders():
     flat = sorted(f.name for f in (PKG / "benchmarks").glob("*.py"))
     assert flat == ["__init__.py", "base.py"], f"modules outside a paper folder: {flat}"
     folders = sorted(d.name for d in (PKG / "benchmarks").iterdir() if d.is_dir() and d.name != "__pycache__")
-    assert folders == sorted(PAPERS)
+    assert folders == sorted(_papers())
 
 
-def test_registry_names_the_paper_folders():
-    from vlamb_nb.benchmarks import get_benchmark
+def test_registry_names_the_paper_folders_and_their_notebooks():
+    from vlamb_nb.benchmarks import PAPERS, get_benchmark, notebooks
 
     for paper in PAPERS:
-        assert get_benchmark(paper).name == paper
+        assert get_benchmark(paper.name).name == paper.name
+        assert set(paper.needs_weights) <= set(paper.notebooks)
+        for nb in paper.notebooks:
+            assert (PKG.parent / "notebooks" / f"{nb}.ipynb").is_file(), nb
+    assert {p.stem for p in (PKG.parent / "notebooks").glob("*.ipynb")} == set(notebooks())
+
+
+def test_no_benchmark_overrides_evaluate_and_no_caller_probes_for_a_step():
+    """evaluate is defined once, on the base; nothing asks a benchmark whether it has a step."""
+    import re
+
+    from vlamb_nb.benchmarks import get_benchmark, list_benchmarks
+    from vlamb_nb.benchmarks.base import Benchmark
+
+    for name in list_benchmarks():
+        bench = get_benchmark(name)
+        assert type(bench).evaluate is Benchmark.evaluate, f"{name} overrides evaluate"
+    probes = re.compile(r"hasattr\(\s*(bench|benchmark|self)\w*\s*,|inspect\.signature\(\s*bench")
+    found = [f"{p.relative_to(PKG.parent)}:{i}" for p in PKG.rglob("*.py")
+             for i, line in enumerate(p.read_text().splitlines(), 1) if probes.search(line)]
+    assert not found, f"callers probing a benchmark for a step: {found}"
+
+
+def test_the_paper_list_is_written_once():
+    """No module but the registry spells out the papers' names as a list."""
+    import re
+
+    pattern = re.compile(r"""["']vague["']\s*,\s*["']mucar["']""")
+    found = [str(p.relative_to(PKG.parent)) for p in [*PKG.rglob("*.py"), PKG.parent / "tests" / "test_browser.py"]
+             if pattern.search(p.read_text()) and p != PKG / "benchmarks" / "__init__.py"]
+    assert not found, f"the paper list is written again in {found}"

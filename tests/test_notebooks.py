@@ -35,10 +35,35 @@ def test_every_notebook_is_run_by_reproduce():
     assert {p.stem for p in PATHS} <= set(NOTEBOOKS)
 
 
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_every_notebook_declares_the_shared_vocabulary_and_no_old_name(path):
+    """One name for one thing: every notebook runs a model, so each declares every shared name, in the
+    vocabulary's order at the top of its parameters cell, and none of the old names."""
+    from vlamb_nb.notebook.parameters import DEPRECATED, MODEL_RUN, VOCABULARY
+
+    declared = list(papermill.inspect_notebook(str(path)))
+    missing = [n for n in MODEL_RUN if n not in declared]
+    assert not missing, f"{path.name} lacks the shared parameter(s) {missing}"
+    assert declared[: len(MODEL_RUN)] == list(MODEL_RUN), f"{path.name}: shared names first, in order"
+    old = [n for n in declared if n in DEPRECATED]
+    assert not old, f"{path.name} declares old name(s) {old}; use {[DEPRECATED[n] for n in old]}"
+    assert set(MODEL_RUN) <= set(VOCABULARY)
+
+
+def test_the_vocabulary_is_documented_once_in_the_readme(repo_root):
+    from vlamb_nb.notebook.parameters import DEPRECATED, VOCABULARY
+
+    readme = (repo_root / "README.md").read_text(encoding="utf-8")
+    for name in VOCABULARY:
+        assert readme.count(f"| `{name}` |") == 1, f"README documents {name!r} {readme.count(f'| `{name}` |')} times"
+    for old, new in DEPRECATED.items():
+        assert f"`{old}`" in readme, f"the deprecated alias {old!r} (now {new!r}) is not documented"
+
+
 # parameters that change how a model is run: a real run must never inherit an offline shortcut as default
-MODEL_PARAMS = ("model", "model_spec")
-PAPER_SETTINGS = ("max_new_tokens", "num_beams", "n_samples", "limit", "judge_spec", "judge_max_new_tokens",
-                  "max_steps", "learning_rate", "batch_size", "grad_accum", "n_demo", "n_train", "n_test")
+MODEL_PARAMS = ("model",)
+PAPER_SETTINGS = ("max_new_tokens", "num_beams", "n_samples", "limit", "judge", "judge_max_new_tokens",
+                  "max_steps", "learning_rate", "batch_size", "grad_accum", "n_train")
 
 
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
@@ -59,7 +84,7 @@ def test_defaults_are_the_papers_and_the_offline_shortcuts_are_a_profile(path):
 
 # what a cell may end with: a call that displays on purpose (tables through show, so they are rounded and wide)
 # or returns nothing; anything else would print its return value into the notebook
-DISPLAYING = {"show", "print", "display", "record", "save_figure", "widget", "explorer_tabs"}
+DISPLAYING = {"show", "print", "display", "record", "save_figure", "widget", "explorer_tabs", "record_headline"}
 
 
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)

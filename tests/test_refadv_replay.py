@@ -15,50 +15,35 @@ from pathlib import Path
 
 import pytest
 
-from vlamb_nb import boxes, cli
-from vlamb_nb.benchmarks.refadv import data
+from vlamb_nb import cli
+from vlamb_nb.benchmarks.refadv import data, release
 from vlamb_nb.benchmarks.refadv.benchmark import RefAdv
 from vlamb_nb.models import load_model
 from vlamb_nb.models.base import ModelInfo
 
 pytestmark = pytest.mark.shared
 
-FAILED_FIRST = "I am not able to locate it precisely."
 RUNS = {"qwen25a72b_direct": "abs_xyxy", "qwen3a8bthinking_direct": "norm_1000_xyxy"}
 
 
 def _recording(shared_data, run: str, tmp_path: Path, *, with_prompts: bool = False):
+    """The package's recording of a released run (``release.recording``) and, read straight from the released
+    file, the official hit of every demo row."""
     items = data.load_demo(shared_data / "refadv" / "demo")
-    preds = {}
-    for line in (shared_data / "refadv" / "predictions" / f"{run}_predictions.jsonl").read_text().splitlines():
-        rec = json.loads(line)
-        preds[rec["row_idx"]] = rec
+    path = shared_data / "refadv" / "predictions" / f"{run}_predictions.jsonl"
+    preds = {json.loads(line)["row_idx"]: json.loads(line) for line in path.read_text().splitlines()}
+    official = {str(item["id"]): bool(preds[int(item["row_idx"])]["first_hit"]) for _, item in items.iterrows()}
     model = next(iter(preds.values()))["model_full_name"]
-    prompts = {}
+    lines = release.recording(path, items)
+    assert {r["model"] for r in lines} == {model} and len({r["item_id"] for r in lines}) == len(items)
     if with_prompts:  # what an HTTP request still carries: the first user turn's text
         info = ModelInfo(model, backend="openai")
-        for req in RefAdv().requests(items, "direct", model=info):
-            prompts[req.meta["item_id"]] = next(p["text"] for p in req.messages[0]["content"] if p["type"] == "text")
-    lines, official = [], {}
-    for _, item in items.iterrows():
-        rec = preds[int(item["row_idx"])]
-        assert rec["normal_caption"] == item["expression"] and int(Path(item["image"]).stem) == rec["row_idx"]
-        official[str(item["id"])] = bool(rec["first_hit"])
-        box = rec["pred_box_xyxy_first"]
-        if box and len(box) == 4:
-            raw = boxes.from_abs_xyxy(box, item["width"], item["height"], rec["pred_box_expected_format"])
-            answer = json.dumps([{"bbox_2d": [round(v) for v in raw], "label": "target"}])
-        else:
-            answer = "I cannot find it."
-        turns = [FAILED_FIRST, answer] if rec["retry_followup_used"] else [answer]
-        for turn, text in enumerate(turns):
-            line = {"item_id": str(item["id"]), "setting": "direct", "turn": turn, "text": text, "model": model}
-            if with_prompts:
-                line["prompt"] = prompts[str(item["id"])]
-            lines.append(line)
-    path = tmp_path / f"{run}.jsonl"
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    return items, path, official, model
+        prompts = {req.meta["item_id"]: next(p["text"] for p in req.messages[0]["content"] if p["type"] == "text")
+                   for req in RefAdv().requests(items, "direct", model=info)}
+        lines = [dict(r, prompt=prompts[r["item_id"]]) for r in lines]
+    out = tmp_path / f"{run}.jsonl"
+    out.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return items, out, official, model
 
 
 @pytest.mark.parametrize("run", sorted(RUNS))

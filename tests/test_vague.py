@@ -586,9 +586,11 @@ def test_all_settings_tables_cis_and_paired_tests(sample, tmp_path):
         letter = next(k for k, v in item["letter_category"].items() if v == want)
         return "The speaker wants person1 to go." if req.setting.endswith("_ff") else letter
 
-    scored, devs = report.run_settings(ScriptedModel(respond), sample, report.parse_settings("all"),
-                                       store=tmp_path / "s.jsonl", bertscore=None, progress=False)
+    scored, _, devs = report.evaluate(ScriptedModel(respond), None, sample, report.parse_settings("all"),
+                                      store_dir=tmp_path, bertscore=None, progress=False)
     assert set(devs) == set(SETTINGS)
+    stores = sorted(p.name for p in tmp_path.rglob("*.jsonl"))  # one store per setting, by Benchmark.store_path
+    assert stores == sorted(f"vague__{s}.jsonl" for s in SETTINGS)
     tables = BENCHMARK.tables(scored)
     assert {"Table 1", "Table J5", "Table J6", "Table 3/G4", "Table F3", "Fig. 4"} <= set(tables)
     t1 = tables["Table 1"]

@@ -233,6 +233,30 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
                      timeout=a.cell_timeout or None, update_figures=a.update_figures, tiny_seed=a.tiny_seed)
 
 
+def cmd_card(a: argparse.Namespace) -> int:
+    """The cross-paper report card: of a reproduce run (its results.json), or the example from real outputs."""
+    from pathlib import Path
+
+    from vlamb_nb import report_card
+    from vlamb_nb.paths import repo_root
+
+    if a.example:
+        card = report_card.example()
+        target = repo_root() / "figures" if a.update_figures else Path(a.run_dir or "runs") / "figures"
+    else:
+        if not a.run_dir:
+            raise VlambError("give a reproduce run folder (runs/<id>) or --example")
+        if a.update_figures:
+            raise VlambError("--update-figures refreshes only the committed example card (with --example)")
+        card = report_card.from_run(a.run_dir, model=a.model)
+        target = Path(a.run_dir) / "figures"
+    report_card.save(card, directory=target)
+    print(report_card.markdown(card))
+    where = target / "card" / ("demo" if card.demo else "") / "report_card.png"
+    print(f"figure: {where}", file=sys.stderr)
+    return 0
+
+
 def cmd_make_tiny(a: argparse.Namespace) -> int:
     from vlamb_nb.models.tiny import build_tiny
 
@@ -345,6 +369,15 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--tiny-seed", type=int, metavar="N",
                     help="seed of the tiny random checkpoints (a different seed is a different checkpoint)")
     rp.set_defaults(func=cmd_reproduce)
+
+    cd = sub.add_parser("card", help="the cross-paper report card of a reproduce run, or the example from real outputs")
+    cd.add_argument("run_dir", nargs="?", help="a reproduce run folder (runs/<id>) holding results.json")
+    cd.add_argument("--model", help="the model's name in the title (default: the names the notebooks recorded)")
+    cd.add_argument("--example", action="store_true",
+                    help="the example card: a released Ref-Adv run replayed through the run path (needs ../shared)")
+    cd.add_argument("--update-figures", action="store_true",
+                    help="with --example: write the figure into the checkout's figures/card/")
+    cd.set_defaults(func=cmd_card)
 
     mt = sub.add_parser("make-tiny-model", help="build a tiny random checkpoint (tests, offline demos)")
     mt.add_argument("family")

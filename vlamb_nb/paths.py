@@ -76,11 +76,13 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-.") or "x"
 
 
-def store_path(directory: str | os.PathLike, *, benchmark: str, model: Any, setting: str) -> Path:
-    """The one naming rule for prediction stores: ``<directory>/<model>[__<quantization>]/<benchmark>__<setting>
-    .jsonl``. ``model`` is a :class:`~vlamb_nb.models.base.ModelInfo` (its id and quantization) or a name.
-    One run per file, so a rerun resumes exactly its own run and two quantizations never share a store."""
+def store_path(directory: str | os.PathLike, *, benchmark: str, model: Any, setting: str,
+               quantization: str | None = None) -> Path:
+    """The one naming rule for prediction stores (notebooks, sweeps): ``<directory>/<model>[__<quantization>]/
+    <benchmark>__<setting>.jsonl``. ``model`` is a :class:`~vlamb_nb.models.base.ModelInfo` (its id and
+    quantization) or a name (with ``quantization``). One run per file, so a rerun resumes exactly its own run
+    and two quantizations never share a store."""
     model_id = getattr(model, "model_id", model)
-    quant = getattr(model, "quantization", None)
+    quant = getattr(model, "quantization", quantization)
     name = slug(model_id) + (f"__{slug(quant)}" if quant else "")
     return Path(directory) / name / f"{slug(benchmark)}__{slug(setting)}.jsonl"

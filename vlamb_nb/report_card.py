@@ -253,6 +253,7 @@ class Card:
     profile: str
     headlines: list[Headline]
     papers: dict[str, str]  # paper -> status ("ok", "not run", "failed: ...", "not run: ...")
+    subtitle: str = ""  # what produced the card, when it is not one reproduce run (the example)
 
     @property
     def demo(self) -> bool:
@@ -335,6 +336,8 @@ def markdown(card: Card) -> str:
     """The card as the top of ``report.md``: one row per headline, its rank among the published models, the
     profile and deviations behind every row (deviations as numbered notes below the table)."""
     lines = [f"# {card.title}", ""]
+    if card.subtitle:
+        lines += [f"_{card.subtitle}_", ""]
     if card.demo:
         lines += ["> **Pipeline demo.** These numbers come from the offline profile's tiny random stand-in: they "
                   "show that every paper runs end to end and measure nothing. Name a model "
@@ -394,52 +397,68 @@ def _md(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+#: one marker per released run within a panel (they are named in the panel's legend)
+MARKERS = ("s", "^", "v", "P", "X", "*", "h", "p", "<", ">")
+
+
 def figure(card: Card):
-    """One panel per paper: the published models (grey, with their intervals) and ours (blue, with its
-    interval) on each headline metric; the title of each row gives our rank and its interval."""
+    """One panel per paper: each headline metric on its own line, ours (blue diamond, 95% CI) among the released
+    runs (dark grey, one marker each, named in the legend, the same rows as ours) and the published models (light
+    grey dots; ▶/◀ a printed bound); each line's label gives our rank and its interval."""
     from vlamb_nb.plots import NEUTRAL, SEMANTIC, new_figure
 
     papers = list(card.papers)
     rows_per = {p: [h for h in card.headlines if h.paper == p] for p in papers}
-    heights = [max(1, len(rows_per[p])) for p in papers]
-    fig, axes = new_figure(8.0, 1.2 + 0.42 * sum(heights) + 0.5 * len(papers), nrows=len(papers), squeeze=False,
+    heights = [max(0.6, len(rows_per[p])) if card.papers[p] == "ok" else 0.6 for p in papers]
+    fig, axes = new_figure(8.5, 1.0 + 0.45 * sum(heights) + 0.45 * len(papers), nrows=len(papers), squeeze=False,
                            gridspec_kw={"height_ratios": heights})
     for ax, p in zip(axes[:, 0], papers, strict=True):
         rows = rows_per[p]
         state = card.papers[p]
+        ax.set_title(p, loc="left", fontsize=10, fontweight="bold")
         if state != "ok" or not rows:
             ax.text(0.5, 0.5, state if state != "ok" else "no headline", ha="center", va="center",
-                    transform=ax.transAxes, color=NEUTRAL, fontsize=9)
+                    transform=ax.transAxes, color=NEUTRAL, fontsize=8, wrap=True)
             ax.set_yticks([])
             ax.set_xticks([])
-            ax.set_title(p, loc="left", fontsize=10, fontweight="bold")
+            ax.grid(False)
+            for spine in ax.spines.values():
+                spine.set_visible(False)
             continue
-        labels = []
+        named = list(dict.fromkeys(c.name for h in rows for c in h.comparators if c.basis == "per-item"))
+        marker = {n: MARKERS[i % len(MARKERS)] for i, n in enumerate(named)}
+        labels, seen = [], set()
         for i, h in enumerate(rows):
             y = len(rows) - 1 - i
             for c in h.comparators:
                 if c.value is None or not math.isfinite(c.value):
                     continue
-                color = "#555555" if c.basis == "per-item" else "#AAAAAA"
-                marker = ">" if c.bound == ">" else "<" if c.bound == "<" else "o"
-                if c.ci_low is not None and c.ci_high is not None:
-                    ax.plot([c.ci_low, c.ci_high], [y, y], color=color, lw=0.8, alpha=0.6, zorder=1)
-                ax.plot([c.value], [y], marker=marker, color=color, ms=4, ls="", zorder=2)
+                per_item = c.basis == "per-item"
+                color = "#4D4D4D" if per_item else "#B0B0B0"
+                m = marker[c.name] if per_item else (">" if c.bound == ">" else "<" if c.bound == "<" else "o")
+                if c.ci_low is not None and c.ci_high is not None and not c.bound:
+                    ax.plot([c.ci_low, c.ci_high], [y, y], color=color, lw=0.7, alpha=0.5, zorder=1)
+                label = c.name if per_item else "published models"
+                ax.plot([c.value], [y], marker=m, color=color, ms=5 if per_item else 4, ls="", zorder=2,
+                        label=None if label in seen else label)
+                seen.add(label)
             if h.value is not None and math.isfinite(h.value):
                 if h.ci_low is not None and h.ci_high is not None and math.isfinite(h.ci_low):
                     ax.plot([h.ci_low, h.ci_high], [y, y], color=SEMANTIC["ours"], lw=2.2, zorder=3)
-                ax.plot([h.value], [y], marker="D", color=SEMANTIC["ours"], ms=6, ls="", zorder=4)
+                ax.plot([h.value], [y], marker="D", color=SEMANTIC["ours"], ms=6, ls="", zorder=4,
+                        label=None if "ours" in seen else f"ours ({card.model})")
+                seen.add("ours")
             rank = (f"rank {h.rank} [{h.rank_low}–{h.rank_high}] of {h.n_ranked}" if h.rank is not None
                     else "no published value")
-            direction = "" if h.higher_is_better else " (lower is better)"
+            direction = " (lower is better)" if not h.higher_is_better else ""
             labels.append(f"{h.metric} · {h.slice}{direction}\n{rank}")
         ax.set_yticks(range(len(rows)))
         ax.set_yticklabels(labels[::-1], fontsize=7)
         ax.set_ylim(-0.6, len(rows) - 0.4)
         ax.set_xlim(0, 100)
-        ax.set_title(p, loc="left", fontsize=10, fontweight="bold")
-    axes[-1, 0].set_xlabel("% (ours: blue diamond with 95% CI; published: grey, released per-row runs darker)")
-    fig.suptitle(card.title, fontsize=10, x=0.01, ha="left")
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=6, frameon=False)
+    axes[-1, 0].set_xlabel("%  (ours with its 95% CI; released runs on the same rows; published models at their n)")
+    fig.suptitle(card.title + (f"\n{card.subtitle}" if card.subtitle else ""), fontsize=9, x=0.01, ha="left")
     fig.tight_layout()
     return fig
 
@@ -449,3 +468,61 @@ def save(card: Card, *, directory: Any = None, name: str = "report_card") -> Non
     from vlamb_nb.plots import save_figure
 
     save_figure(figure(card), "card", name, directory=directory, demo=card.demo)
+
+
+def from_run(run_dir: Any, *, model: str | None = None) -> Card:
+    """The card of a finished ``reproduce`` run, rebuilt from its ``results.json``."""
+    import json
+    from pathlib import Path
+
+    from vlamb_nb.errors import DataError
+
+    path = Path(run_dir) / "results.json"
+    if not path.is_file():
+        raise DataError("no results.json: not a reproduce run folder", source=str(run_dir))
+    return build(json.loads(path.read_text(encoding="utf-8")), model=model)
+
+
+EXAMPLE_RUN = "qwen25a72b_direct"
+
+
+def example(*, run: str = EXAMPLE_RUN, workdir: Any = None, n_resamples: int = N_RESAMPLES, seed: int = 0) -> Card:
+    """The committed example card, from real outputs: a released Ref-Adv run (``run``, Qwen2.5-VL-72B direct)
+    rebuilt as a recording and replayed through the package's run path (requests → parse → repair → score) on
+    the 31 released demo images, then placed among the other released runs on the same rows and the published
+    Ref-Adv-s rows. The other papers were not run, and the card says so."""
+    from pathlib import Path
+
+    from vlamb_nb import get_benchmark
+    from vlamb_nb.benchmarks.refadv import release
+    from vlamb_nb.benchmarks.refadv import report as rreport
+    from vlamb_nb.benchmarks.refadv import score as rscore
+    from vlamb_nb.errors import NotAvailableError
+    from vlamb_nb.models import load_model
+    from vlamb_nb.paths import run_dir, shared_data_dir
+
+    pred_dir = rreport.predictions_dir()
+    shared = shared_data_dir()
+    demo = shared / "refadv" / "demo" if shared is not None else None
+    if pred_dir is None or demo is None or not (pred_dir / f"{run}_predictions.jsonl").is_file():
+        raise NotAvailableError("the example card replays a released Ref-Adv run: it needs the released demo and "
+                                "prediction files beside the checkout (../shared/data/refadv)")
+    bench = get_benchmark("refadv")
+    items = bench.load(demo)
+    folder = Path(workdir) if workdir is not None else run_dir("card")
+    recording = release.write_recording(pred_dir / f"{run}_predictions.jsonl", items, folder / f"{run}.replay.jsonl")
+    model = load_model(f"replay:{recording}")
+    scored = bench.evaluate(model, items, "direct", progress=False)
+    released = {k: v for k, v in rscore.official_runs(pred_dir).items() if k != run}
+    rows = bench.headline({"direct": scored}, released=released, n_resamples=n_resamples, seed=seed)
+    devs = [str(d) for d in bench.deviations(model.info, "direct")] + [
+        "answers: the released prediction file rebuilt as a recording and replayed (the model was not run here)",
+        f"data: the {len(items)} released demo images of Ref-Adv-s's 1,142 rows"]
+    for h in rows:
+        h.model, h.profile, h.deviations = model.info.model_id, "paper", devs
+    from vlamb_nb.benchmarks import list_benchmarks
+
+    papers = {p: ("ok" if p == "refadv" else "not run") for p in list_benchmarks()}
+    return Card(model=model.info.model_id, profile="paper", headlines=rows, papers=papers,
+                subtitle=f"Ref-Adv: the released {run} run replayed through the run path on the {len(items)} demo "
+                         "images; the other papers were not run")

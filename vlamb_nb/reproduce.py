@@ -282,7 +282,7 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
                 for w in run.warnings:
                     print(f"[{i}/{len(names)}] {n}: warning: {w}", flush=True)
             runs.append(run)
-    report = write_report(runs, run_dir, params=glob)
+    report = write_report(runs, run_dir, params=glob, figures=fig_dir)
     failed = sum(not r.ok and not r.skipped for r in runs)
     if update_figures:
         copied = refresh_figures([r.name for r in runs if r.ok], fig_dir, repo_root() / "figures")
@@ -387,12 +387,37 @@ def _ordered_keys(results: dict[str, Any]) -> list[str]:
     return sorted(results, key=lambda k: (rank(k), list(results).index(k)))
 
 
-def write_report(runs: list[NotebookRun], run_dir: Path) -> Path:
-    lines = ["# Reproduction report", "",
-             f"Run `{run_dir.name}`: {sum(r.ok for r in runs)} of {len(runs)} notebook(s) succeeded.", "",
-             "| notebook | status | seconds | parameters |", "|---|---|---|---|"]
+def summaries(runs: list[NotebookRun]) -> dict[str, dict[str, Any]]:
+    """Each notebook's outcome and recorded results, as written to ``results.json`` (what the card is built from)."""
+    return {r.name: {"ok": r.ok, "skipped": r.skipped, "error": r.error, "warnings": r.warnings,
+                     "seconds": round(r.seconds, 2), "parameters": r.parameters, "generations": r.generations,
+                     "results": r.results} for r in runs}
+
+
+def write_report(runs: list[NotebookRun], run_dir: Path, *, params: dict[str, Any] | None = None,
+                 figures: Path | None = None) -> Path:
+    """``report.md`` (the report card first, then each notebook's results) and ``results.json``; the card's
+    figure goes to ``<figures>/card/`` (``demo/`` under the offline profile; never refreshed into the committed
+    ``figures/``, whose example card is made by ``vlamb-nb card --example``)."""
+    from vlamb_nb import report_card
+
+    results = jsonable(summaries(runs))
+    card = report_card.build(results, model=(params or {}).get("model"))
+    try:
+        report_card.save(card, directory=figures if figures is not None else run_dir / "figures")
+    except Exception as e:  # noqa: BLE001 - a figure that cannot be drawn must not lose the report
+        card_figure_error = f"{type(e).__name__}: {e}"
+    else:
+        card_figure_error = None
+    lines = [report_card.markdown(card), ""]
+    if card_figure_error:
+        lines += [f"**The card's figure could not be drawn:** `{card_figure_error}`", ""]
+    lines += ["# Reproduction report", "",
+              f"Run `{run_dir.name}`: {sum(r.ok for r in runs)} of {len(runs)} notebook(s) succeeded"
+              + (f", {sum(bool(r.skipped) for r in runs)} not run" if any(r.skipped for r in runs) else "") + ".",
+              "", "| notebook | status | seconds | parameters |", "|---|---|---|---|"]
     for r in runs:
-        status = "ok" if r.ok else "**failed**"
+        status = "not run" if r.skipped else "ok" if r.ok else "**failed**"
         lines.append(f"| {r.name} | {status} | {r.seconds:.1f} | {_fmt(r.parameters)} |")
     lines.append("")
     missing = [(r.name, item) for r in runs for item in (r.results.get("not_derivable") or [])]
@@ -401,6 +426,9 @@ def write_report(runs: list[NotebookRun], run_dir: Path) -> Path:
             [{"notebook": nb, **(it if isinstance(it, dict) else {"item": it})} for nb, it in missing], limit=200)]
     for r in runs:
         lines += [f"## {r.name}", "", f"Executed notebook: `{r.output.name}`", ""]
+        if r.skipped:
+            lines += [f"**{r.skipped}**", ""]
+            continue
         for w in r.warnings:
             lines += [f"**Warning:** {w}", ""]
         if not r.ok:
@@ -411,11 +439,11 @@ def write_report(runs: list[NotebookRun], run_dir: Path) -> Path:
         if not r.results:
             lines += ["_No recorded results._", ""]
         for k in _ordered_keys(r.results):
+            if k == "headline":
+                continue  # shown in the report card above
             lines.append(_render_value(k, r.results[k]))
     path = run_dir / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")
-    (run_dir / "results.json").write_text(json.dumps(jsonable(
-        {r.name: {"ok": r.ok, "error": r.error, "warnings": r.warnings, "seconds": round(r.seconds, 2),
-                  "parameters": r.parameters, "generations": r.generations, "results": r.results} for r in runs}),
-        indent=2, ensure_ascii=False, allow_nan=False), encoding="utf-8")
+    (run_dir / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False, allow_nan=False),
+                                          encoding="utf-8")
     return path

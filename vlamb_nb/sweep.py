@@ -151,7 +151,11 @@ def load_config(path: str | os.PathLike) -> SweepConfig:
 
 
 def store_path(job: SweepJob, bench: str, setting: str) -> Path:
-    return Path(job.out_dir) / "predictions" / job.slug / f"{bench}__{_slug(setting)}.jsonl"
+    """The job's store for one benchmark and setting, named by the package's one rule (``paths.store_path``)."""
+    from vlamb_nb.paths import store_path as named
+
+    return named(Path(job.out_dir) / "predictions", benchmark=bench, model=job.model_name,
+                 quantization=job.quantization, setting=setting)
 
 
 def run_job(job: SweepJob) -> list[dict[str, Any]]:

@@ -127,15 +127,25 @@ class NotebookConfig:
             raise SettingError(f"limit must be a positive integer or None, got {given!r}")
         return self.value("limit", given, paper=paper, offline=offline, paper_text=paper_text)
 
-    def settings(self, given: Any, bench: Any, *, single: bool = False) -> list[str]:
-        """The shared ``settings`` parameter as a list of the benchmark's settings: a list, one name, or a comma
-        list; unknown names are an error naming the benchmark's settings. ``single``: the notebook runs one."""
+    def settings(self, given: Any, choices: Any, *, single: bool = False) -> list[str]:
+        """The shared ``settings`` parameter as a list: a list, one name, or a comma list; a name not in
+        ``choices`` (a benchmark's ``settings``) is an error naming them. ``single``: the notebook runs one."""
         names = parse_settings(given)
-        for s in names:
-            bench.check_setting(s)
+        unknown = [s for s in names if s not in tuple(choices)]
+        if unknown:
+            raise SettingError(f"{self.paper}: unknown setting(s) {unknown}; choose from {', '.join(choices)}")
         if single and len(names) != 1:
             raise SettingError(f"{self.paper} runs one setting at a time; got {names}")
         return names
+
+    def beams(self, num_beams: int, *, affects: str = "all") -> int:
+        """Beam search where the backend has it: an OpenAI-compatible endpoint has none, so a served model
+        decodes greedily instead (a recorded deviation), rather than failing every request."""
+        if self.remote and num_beams and num_beams > 1:
+            self.add_deviation("num_beams", str(num_beams), "1 (an OpenAI-compatible endpoint has no beam search)",
+                               affects)
+            return 1
+        return num_beams
 
     def add_deviation(self, what: str, paper: str, ours: str, affects: str = "all") -> None:
         dev = Deviation(what, paper, ours, affects)
@@ -189,17 +199,18 @@ class NotebookConfig:
     def deviation_lines(self) -> list[str]:
         return [str(d) for d in self.deviations]
 
-    def record_headline(self, rows: Any, *deviations: Any) -> None:
+    def record_headline(self, rows: Any, *deviations: Any, model: str | None = None) -> None:
         """Record this notebook's headline numbers for the cross-paper report card, each row stamped with the
-        profile, the model and the deviations (this notebook's and ``deviations``) that produced it."""
+        profile, the model (``model``, default this notebook's) and the deviations (this notebook's and
+        ``deviations``) that produced it."""
         from vlamb_nb.notebook.results import record
 
         devs = [str(Deviation(**d)) for d in self.all_deviations(*deviations)]
         out = []
         for r in rows:
             r = r.to_dict() if hasattr(r, "to_dict") else dict(r)
-            r.setdefault("model", _model_name(self.model))
-            r.update(profile=self.profile, deviations=devs)
+            r.update(model=r.get("model") or model or _model_name(self.model), profile=self.profile,
+                     deviations=devs)
             out.append(r)
         record("headline", out)
 

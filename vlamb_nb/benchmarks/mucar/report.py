@@ -8,12 +8,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from vlamb_nb.benchmarks.mucar.benchmark import BENCHMARK
 from vlamb_nb.benchmarks.mucar.data import CATEGORY_ORDER, NAME, load_items, make_sample
 from vlamb_nb.benchmarks.mucar.prompts import PROMPT_LANGUAGE
 from vlamb_nb.benchmarks.mucar.score import group_frame, results_long
 from vlamb_nb.errors import DataError
-from vlamb_nb.models.base import VLM, DecodingParams
 
 
 def paper_table_with_ci(table: str, items, *, alpha: float = 0.05):
@@ -81,23 +79,6 @@ def constant_model(letter: str = "A"):
     return ScriptedModel(lambda r: f"Answer: {letter}", model_id=f"constant-{letter}")
 
 
-def run_settings(model: VLM, items, settings: list[str], *, store_dir: str | os.PathLike | None = None,
-                 batch_size: int = 8, limit: int | None = None, progress: bool = True,
-                 max_new_tokens: int | None = None) -> dict[str, Any]:
-    """Evaluate ``model`` under several settings (one resumable store per setting)."""
-    params = DecodingParams(max_new_tokens=max_new_tokens) if max_new_tokens else None
-    out = {}
-    for s in settings:
-        store = Path(store_dir) / f"mucar-{_safe(model.info.model_id)}-{s}.jsonl" if store_dir else None
-        out[s] = BENCHMARK.evaluate(model, items, s, store=store, batch_size=batch_size, limit=limit,
-                                    progress=progress, params=params)
-    return out
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-
-
 def paper_vs_ours(scored, paper_row: str, *, table: str = "Table 2a", n_resamples: int = 1000, seed: int = 0,
                   categories: list[str] | None = None):
     """``reference.compare`` of one run against one published row (paper value, ours, CI, flags)."""
@@ -107,7 +88,7 @@ def paper_vs_ours(scored, paper_row: str, *, table: str = "Table 2a", n_resample
     return reference.compare(long[["table", "row", "column", "value", "ci_low", "ci_high"]], NAME, table=table)
 
 
-def table4_vs_paper(runs: dict[str, Any], *, n_resamples: int = 1000, seed: int = 0):
+def paper_vs_ours_table4(runs: dict[str, Any], *, n_resamples: int = 1000, seed: int = 0):
     """Table 4's MUCAR columns: each strategy run (``full`` = Vanilla, ``full_cot``, ``full_codis``, the agent)
     against its published row via ``reference.compare``; runs of other settings are left out."""
     import pandas as pd

@@ -41,7 +41,7 @@ class Racquet(Benchmark):
     paper = "Testoni, Plank & Fernández (EMNLP 2025)"
     settings = ("direct", "clarify", "cot", "sampling", "control")
     default_setting = "direct"
-    score_options = ("judge", "judge_store", "judge_kind")
+    score_options = ("judge", "judge_store", "judge_kind", "judge_max_new_tokens")
 
     # -- load -----------------------------------------------------------------------------------------
     def load(self, source: str | os.PathLike | None = None, *, subset: str = "both",
@@ -296,8 +296,8 @@ class Racquet(Benchmark):
         t = (text or "").strip()
         return {"response": t, "valid": bool(t), "parse_error": None if t else "empty response"}
 
-    def score(self, predictions, *, judge=None, judge_store=None, judge_kind: str = "abc", batch_size: int = 8,
-              progress: bool = True):
+    def score(self, predictions, *, judge=None, judge_store=None, judge_kind: str = "abc",
+              judge_max_new_tokens: int | None = None, batch_size: int = 8, progress: bool = True):
         """Canonical labels from judge output (``judge_label``) or given labels (``label``): A/B/C or BIAS names.
 
         With ``judge`` (a model) the responses are judged first (:meth:`judge`; every row comes back, BIAS rows
@@ -307,7 +307,7 @@ class Racquet(Benchmark):
         """
         if judge is not None:
             predictions = self.judge(judge, predictions, kind=judge_kind, store=judge_store, batch_size=batch_size,
-                                     progress=progress)
+                                     progress=progress, max_new_tokens=judge_max_new_tokens)
         df = predictions.copy()
         n = len(df)
         if "judge_label" in df.columns:

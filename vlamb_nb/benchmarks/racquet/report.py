@@ -94,55 +94,16 @@ def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | 
     return out
 
 
-def run_conditions(model, items, settings: tuple[str, ...] | list[str] = ("direct", "clarify", "cot"), *,
-                   store_dir: str | os.PathLike | None = None, limit: int | None = None, progress: bool = True,
-                   batch_size: int = 8, subset: str = "general", **request_options: Any):
-    """Run every prompting condition on one subset; one predictions frame (``model``, ``setting``) for all.
-
-    ``control`` asks the adjective-free "What is the person wearing?" once per RACQUET-BIAS image (§5),
-    whatever ``subset`` is.
-    """
-    import pandas as pd
-
-    frames = []
-    for s in settings:
-        part_name = "bias" if s == "control" else subset
-        store = Path(store_dir) / f"{_slug(model.info.model_id)}-{part_name}-{s}.jsonl" if store_dir else None
-        part = items[items["subset"] == subset]
-        gens = BENCHMARK.run(model, part, s, store=store, limit=limit, progress=progress, batch_size=batch_size,
-                             **request_options)
-        preds = BENCHMARK.predictions(items, gens)
-        preds["model"] = model.info.model_id
-        frames.append(preds)
-    return pd.concat(frames, ignore_index=True)
-
-
-def judge_conditions(judge_model, predictions, *, store_dir: str | os.PathLike | None = None, progress: bool = True,
-                     max_new_tokens: int | None = None, batch_size: int = 8) -> dict[str, Any]:
-    """A/B/C judge on every response and the YES/NO judge on CoT responses; scored frames."""
-    def store(kind: str):
-        return Path(store_dir) / f"judge-{_slug(judge_model.info.model_id)}-{kind}.jsonl" if store_dir else None
-
-    judged = BENCHMARK.judge(judge_model, predictions, kind="abc", store=store("abc"), progress=progress,
-                             max_new_tokens=max_new_tokens, batch_size=batch_size)
-    out = {"scored": BENCHMARK.score(judged)}
-    cot = predictions[predictions["setting"] == "cot"]
-    if len(cot):
-        out["cot_mentions"] = BENCHMARK.judge(judge_model, cot, kind="cot", store=store("cot"), progress=progress,
-                                              max_new_tokens=max_new_tokens, batch_size=batch_size)
-    return out
-
-
-def records(frame) -> list[dict[str, Any]]:
-    """Rows as JSON-safe dicts (NaN and inf become None) for ``vlamb_nb.notebook.record``."""
-    import math
-
-    def clean(v: Any) -> Any:
-        if isinstance(v, float) and not math.isfinite(v):
-            return None
-        return v.item() if hasattr(v, "item") and not isinstance(v, str | bytes) else v
-
-    return [{k: clean(v) for k, v in r.items()} for r in frame.to_dict(orient="records")]
+def judge_cot(judge_model, scored, *, store_dir: str | os.PathLike | None = None, progress: bool = True,
+              max_new_tokens: int | None = None, batch_size: int = 8):
+    """The CoT YES/NO judge (App. G.3: does the reasoning mention several referents?) on the CoT responses;
+    None when no CoT run is given."""
+    cot = scored[scored["setting"] == "cot"] if "setting" in scored.columns else scored.iloc[:0]
+    if not len(cot):
+        return None
+    store = Path(store_dir) / f"judge-{_slug(judge_model.info.model_id)}-cot.jsonl" if store_dir else None
+    return BENCHMARK.judge(judge_model, cot, kind="cot", store=store, progress=progress,
+                           max_new_tokens=max_new_tokens, batch_size=batch_size)
 
 
 def _slug(s: str) -> str:

@@ -330,6 +330,13 @@ class RefAdv(Benchmark):
                                  "our extract/rewrite prompts through the model protocol", "Table 4"))
         return out
 
+    def run_deviations(self, model, setting: str, scored, options: dict[str, Any]) -> list[Deviation]:
+        """The setting's deviations and those of the grounding style, token budget and repair text it ran with."""
+        st, _ = choose_style(model.info, options.get("style"))
+        return self.deviations(model.info, setting) + self.style_deviations(
+            st, model.info, options.get("max_new_tokens", OFFICIAL_MAX_TOKENS),
+            repair_text=options.get("repair_text", "official"))
+
     def style_deviations(self, st: GroundingStyle, model: ModelInfo, max_new_tokens: int, *,
                          repair_text: str = "official") -> list[Deviation]:
         out = []

@@ -317,3 +317,53 @@ def not_derivable() -> list[dict[str, str]]:
          "reason": "no category field or instance masks are released, and the attribute/relation counting "
                    "method is not stated"},
     ]
+
+
+# -- a released run as a recording: its answers replayed through the run path ----------------------------------
+#: the first answer of a row whose official run needed the repair turn (the released files keep only the box)
+FAILED_FIRST = "I am not able to locate it precisely."
+
+
+def recording(predictions: str | os.PathLike, items, *, setting: str = "direct") -> list[dict[str, Any]]:
+    """What a released run answered on ``items`` (demo records, with their image sizes), rebuilt for
+    ``replay:FILE``: the predicted box in the model's own coordinate format (``pred_box_expected_format``) as the
+    official JSON answer, after a failed first answer where the official run needed the repair turn. Replayed
+    through ``run`` → parse → repair → score it gives the official per-row hits (tested)."""
+    import json
+
+    path = Path(predictions)
+    rows: dict[int, dict[str, Any]] = {}
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"not JSON ({e.msg})", source=str(path), row=i) from None
+            rows[int(rec["row_idx"])] = rec
+    out = []
+    for _, item in items.iterrows():
+        rec = rows.get(int(item["row_idx"]))
+        if rec is None or rec.get("normal_caption") != item["expression"]:
+            raise DataError(f"item {item['id']} (row {item['row_idx']}) is not in the release with this expression",
+                            source=str(path))
+        box = rec.get("pred_box_xyxy_first")
+        if box and len(box) == 4:
+            raw = boxes.from_abs_xyxy(box, item["width"], item["height"], rec["pred_box_expected_format"])
+            answer = json.dumps([{"bbox_2d": [round(v) for v in raw], "label": "target"}])
+        else:
+            answer = "I cannot find it."
+        turns = [FAILED_FIRST, answer] if rec.get("retry_followup_used") else [answer]
+        out += [{"item_id": str(item["id"]), "setting": setting, "turn": t, "text": text,
+                 "model": rec["model_full_name"]} for t, text in enumerate(turns)]
+    return out
+
+
+def write_recording(predictions: str | os.PathLike, items, path: str | os.PathLike, **kwargs: Any) -> Path:
+    """:func:`recording` as a JSON Lines file for ``replay:FILE``."""
+    import json
+
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recording(predictions, items, **kwargs)),
+                   encoding="utf-8")
+    return out

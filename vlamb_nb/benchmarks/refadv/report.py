@@ -34,6 +34,18 @@ def demo_source(fallback_dir: str | os.PathLike | None = None, n: int = 12, seed
     return make_sample(fallback_dir or sample_dir(PAPER, n, seed), n=n, seed=seed)
 
 
+def notebook_data(source: str | os.PathLike | None = None, *, n: int = 12, seed: int = 0) -> dict[str, Any]:
+    """The notebook's data (the same shape in every paper's report): ``source``, or the released demo (31 real
+    images) when present, else a generated sample; statistics and the pipeline use the same items."""
+    from vlamb_nb import get_benchmark
+
+    path = source if source is not None else demo_source(n=n, seed=seed)
+    items = get_benchmark(PAPER).load(path)
+    kind = str(source) if source is not None else (
+        "released demo" if (items["dataset"] == "ref-adv-s-demo").all() else f"generated sample (n={n}, seed={seed})")
+    return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind}
+
+
 def predictions_dir() -> Path | None:
     """The official prediction files beside the checkout, when present."""
     from vlamb_nb.paths import shared_data_dir
@@ -218,34 +230,6 @@ def negation_analysis(runs: dict[str, Any]):
     return out.round(4)
 
 
-def pipeline_demo(items, *, model: str = "tiny:qwen2_5_vl", quantization: str | None = "4bit",
-                  settings: tuple[str, ...] = ("direct", "cot", "bow", "fixed"), store_dir: str | os.PathLike | None = None,
-                  max_new_tokens: int = 24, batch_size: int = 16, seed: int = 0, progress: bool = False) -> dict[str, Any]:
-    """Run each setting on ``items`` with one model (cached stores, repair turn included)."""
-    from vlamb_nb import get_benchmark
-    from vlamb_nb.models import load_model
-    from vlamb_nb.paths import run_dir
-
-    bench = get_benchmark(PAPER)
-    vlm = load_model(model, quantization=quantization)
-    store_dir = Path(store_dir) if store_dir is not None else run_dir(PAPER)
-    out = {}
-    for s in settings:
-        out[s] = bench.evaluate(vlm, items, s, store=store_dir / f"refadv_{s}.jsonl", batch_size=batch_size,
-                           max_new_tokens=max_new_tokens, seed=seed, progress=progress)
-    return {"model": vlm.info, "runs": out, "deviations": _deviations(bench, vlm.info, settings, max_new_tokens)}
-
-
-def _deviations(bench, info, settings, max_new_tokens) -> list[dict[str, Any]]:
-    from vlamb_nb.benchmarks.refadv.parse import style_for
-
-    seen: dict[str, dict[str, Any]] = {}
-    for s in settings:
-        for d in bench.deviations(info, s) + bench.style_deviations(style_for(info), info, max_new_tokens):
-            seen.setdefault(d.what, d.__dict__)
-    return list(seen.values())
-
-
 # -- Table 4: descriptor deletion ------------------------------------------------------------------------------
 DELETION_COLUMNS = ["model", "rewriter", "n", "rewritten", "Orig@0.5", "1D@0.5", "Δ", "Δ rewritten rows",
                     "hits lost", "hits gained"]
@@ -284,7 +268,7 @@ def deletion_demo(items, *, model: Any, quantization: str | None = None, rewrite
 
     ``model``/``rewriter`` are load_model specs or loaded models; the rewriter defaults to the grounding model
     (the paper used the text LLM Qwen2.5-72B with unpublished prompts). The direct run shares its store with
-    :func:`pipeline_demo`, so a notebook pays for it once.
+    the settings' runs (``Benchmark.store_path``), so a notebook pays for it once.
     """
     from vlamb_nb import get_benchmark
     from vlamb_nb.benchmarks.refadv.prompts import OFFICIAL_MAX_TOKENS
@@ -298,13 +282,14 @@ def deletion_demo(items, *, model: Any, quantization: str | None = None, rewrite
                                        if isinstance(rewriter, str) else rewriter)
     store_dir = Path(store_dir) if store_dir is not None else run_dir(PAPER)
     tokens = OFFICIAL_MAX_TOKENS if max_new_tokens is None else max_new_tokens
-    rewritten = bench.delete_descriptors(items, rw, seed=seed, store=store_dir / "refadv_deletion_rewrites.jsonl",
+    rewritten = bench.delete_descriptors(items, rw, seed=seed,
+                                         store=bench.store_path(store_dir, rw.info, "deletion-rewrites"),
                                          batch_size=batch_size, progress=progress,
                                          max_new_tokens=rewriter_max_new_tokens)
-    orig = bench.evaluate(vlm, items, "direct", store=store_dir / "refadv_direct.jsonl", batch_size=batch_size,
-                     max_new_tokens=tokens, seed=seed, progress=progress)
-    one = bench.evaluate(vlm, rewritten, "deletion", store=store_dir / "refadv_deletion.jsonl", batch_size=batch_size,
-                    max_new_tokens=tokens, seed=seed, progress=progress)
+    orig = bench.evaluate(vlm, items, "direct", store=bench.store_path(store_dir, vlm.info, "direct"),
+                          batch_size=batch_size, max_new_tokens=tokens, seed=seed, progress=progress)
+    one = bench.evaluate(vlm, rewritten, "deletion", store=bench.store_path(store_dir, vlm.info, "deletion"),
+                         batch_size=batch_size, max_new_tokens=tokens, seed=seed, progress=progress)
     deviations = [d.__dict__ for d in bench.deviations(vlm.info, "deletion")]
     deviations.append(Deviation("descriptor extractor/rewriter", "Qwen2.5-72B (text LLM)",
                                 f"{rw.info.model_id}, up to {rewriter_max_new_tokens} new tokens", "Table 4").__dict__)
@@ -355,11 +340,3 @@ def slice_table(runs: dict[str, Any]):
             row[f"n_{k}"] = s[f"n_{k}"]
         rows.append(row)
     return pd.DataFrame(rows).round(1)
-
-
-def to_records(frame) -> list[dict[str, Any]]:
-    """Rows as JSON-safe dicts (NaN → None) for ``notebook.record``."""
-    import math
-
-    return [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
-            for r in frame.to_dict(orient="records")]

@@ -75,29 +75,16 @@ def parse_settings(settings: str | list[str] | None) -> list[str]:
     return names
 
 
-def run_settings(model, items, settings: list[str], *, store: str | os.PathLike | None, limit: int | None = None,
-                 bertscore: str | None = "roberta-large", captions_file: str | os.PathLike | None = None,
-                 max_new_tokens: int | None = None, progress: bool = True, batch_size: int = 8):
-    """Evaluate ``model`` under each setting on the same items; one scored frame for all of them.
-
-    ``sm_ext`` uses ``captions_file`` when given, else the dataset's own ``meta.caption`` (recorded as a
-    deviation). Returns (scored, deviations by setting).
-    """
-    import pandas as pd
-
-    frames, devs = [], {}
-    for s in settings:
-        opts: dict[str, Any] = {}
-        if s.startswith("sm_ext"):
-            opts["captions"] = str(captions_file) if captions_file is not None else "dataset"
-        if max_new_tokens is not None:
-            opts["max_new_tokens"] = max_new_tokens
-        sc = BENCHMARK.evaluate(model, items, s, store=store, limit=limit, progress=progress, batch_size=batch_size,
-                                bertscore=bertscore if s.endswith("_ff") else None, **opts)
-        frames.append(sc)
-        devs[s] = sc.attrs.get("deviations", [])
-    scored = pd.concat(frames, ignore_index=True)
-    return scored, devs
+def setting_options(setting: str, *, bertscore: str | None = "roberta-large",
+                    captions_file: str | os.PathLike | None = None, max_new_tokens: int | None = None) -> dict[str, Any]:
+    """The options one VAGUE setting is evaluated with: ``sm_ext`` reads ``captions_file`` when given, else the
+    dataset's own ``meta.caption`` (recorded as a deviation); BERTScore only for the free-form settings."""
+    opts: dict[str, Any] = {"bertscore": bertscore if setting.endswith("_ff") else None}
+    if setting.startswith("sm_ext"):
+        opts["captions"] = str(captions_file) if captions_file is not None else "dataset"
+    if max_new_tokens is not None:
+        opts["max_new_tokens"] = max_new_tokens
+    return opts
 
 
 def breakdown_with_ci(scored, *, n_resamples: int = 2000, seed: int = 0):
@@ -182,12 +169,18 @@ def check_subsets(items) -> dict[str, int]:
     return counts
 
 
-def resolve_source(source: str | os.PathLike | None, workdir: str | os.PathLike, *, n: int = 4,
-                   seed: int = 0) -> tuple[str | Path, str]:
-    """``source`` as given, or (when None) the released data beside the checkout, else a generated sample."""
+def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | os.PathLike | None = None,
+                  n: int = 4, seed: int = 0) -> dict[str, Any]:
+    """The notebook's data (the same shape in every paper's report): ``source`` as given, or (when None) the
+    released data beside the checkout, else a generated sample; statistics and the pipeline use the same items."""
+    from vlamb_nb.paths import sample_dir as default_sample_dir
+
     if source is not None:
-        return source, str(source)
-    return default_source(workdir, n=n, seed=seed)
+        path, kind = source, str(source)
+    else:
+        path, kind = default_source(sample_dir or default_sample_dir("vague", n, seed), n=n, seed=seed)
+    items = BENCHMARK.load(path)
+    return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind}
 
 
 def verbs_by_subset(items, k: int = 20) -> dict[str, list[tuple[str, int]]]:
@@ -317,11 +310,12 @@ def human_subset(items, scored=None, *, description: str = "", n: int = vague_au
 
 
 def evaluate(model_spec: Any, quant: str | None, items, settings: list[str], *,
-             predictions: str | os.PathLike | None = None, store: str | os.PathLike | None = None,
+             predictions: str | os.PathLike | None = None, store_dir: str | os.PathLike | None = None,
              limit: int | None = None, bertscore: str | None = "roberta-large", max_new_tokens: int | None = None,
              captions_file: str | os.PathLike | None = None, progress: bool = True):
     """Score a prediction file when given, else run every requested setting with ``model_spec``: a loaded model
-    (a notebook loads its model once) or a spec to load with the released code's options.
+    (a notebook loads its model once) or a spec to load with the released code's options. Each setting has
+    its own store under ``store_dir`` (``Benchmark.store_path``), so a rerun resumes.
 
     Returns (scored, model id, deviations by setting).
     """
@@ -337,9 +331,15 @@ def evaluate(model_spec: Any, quant: str | None, items, settings: list[str], *,
                            **official_model_options(model_spec))
     else:
         model = model_spec
-    scored, devs = run_settings(model, items, settings, store=store, limit=limit, bertscore=bertscore,
-                                captions_file=captions_file, max_new_tokens=max_new_tokens, progress=progress)
-    return scored, model.info.model_id, devs
+    import pandas as pd
+
+    runs = {}
+    for s in settings:
+        runs.update(BENCHMARK.run_settings(model, items, [s], store_dir=store_dir, limit=limit, progress=progress,
+                                           **setting_options(s, bertscore=bertscore, captions_file=captions_file,
+                                                             max_new_tokens=max_new_tokens)))
+    scored = pd.concat(list(runs.values()), ignore_index=True)
+    return scored, model.info.model_id, {s: sc.attrs.get("deviations", []) for s, sc in runs.items()}
 
 
 def official_model_options(model_spec: str) -> dict[str, Any]:

@@ -26,6 +26,23 @@ def resolve_source(source: str | os.PathLike | None, *, n: int = 16, seed: int =
     return BENCHMARK.make_sample(folder, n=n, seed=seed), f"generated sample (n={n}, seed={seed})"
 
 
+def notebook_data(source: str | os.PathLike | None = None, *, n: int = 8, seed: int = 0,
+                  evaluate_source: bool = False) -> dict[str, Any]:
+    """The notebook's data (the same shape in every paper's report): statistics on ``source`` or the released
+    test split beside the checkout (no images needed); the pipeline on a generated sample with images, or on
+    ``source`` itself with ``evaluate_source``. The folders are returned too (few-shot and prediction files)."""
+    from vlamb_nb.benchmarks.vflute.benchmark import BENCHMARK
+
+    folder, kind = resolve_source(source, release=True)
+    release = BENCHMARK.load(folder)
+    if evaluate_source and source is not None:
+        return {"release": release, "release_kind": kind, "release_folder": folder, "pipeline": release,
+                "pipeline_kind": kind, "pipeline_folder": folder}
+    demo, demo_kind = resolve_source(None, n=n, seed=seed)
+    return {"release": release, "release_kind": kind, "release_folder": folder, "pipeline": BENCHMARK.load(demo),
+            "pipeline_kind": demo_kind, "pipeline_folder": demo}
+
+
 def figure_runs(bench, runs: dict[str, Any], predictions: dict[str, str] | None, source: Any,
                 scorer: Any) -> dict[str, dict[str, Any]]:
     """Tables (``Fig. 6`` drops, ``F1 curve``) for every run to draw: the scored ``runs`` plus each file in
