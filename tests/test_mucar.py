@@ -144,11 +144,11 @@ def test_malformed_records_name_row_and_field(tmp_path, sample):
     recs = json.loads((tmp_path / "mucar" / "data-all.json").read_text(encoding="utf-8"))
     bad = [dict(r) for r in recs]
     del bad[3]["options"]
-    with pytest.raises(DataError, match=r"row 3.*'options'"):
+    with pytest.raises(DataError, match=r"row 4.*'options'"):  # rows count from 1, as editors show
         B.load(_write(tmp_path, bad))
     bad = [dict(r) for r in recs]
     bad[2]["answer"] = "Z.nothing"
-    with pytest.raises(DataError, match=r"row 2.*'answer'"):
+    with pytest.raises(DataError, match=r"row 3.*'answer'"):
         B.load(_write(tmp_path, bad))
     bad = [dict(r) for r in recs]
     bad[1]["tags"] = {"category": 9, "language": 1}

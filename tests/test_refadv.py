@@ -191,7 +191,7 @@ def test_unknown_setting_and_unsafe_demo_path(tmp_path):
         RefAdv().check_setting("nope")
     (tmp_path / "images").mkdir()
     (tmp_path / "demo_samples.json").write_text(json.dumps([{"image": "x/0000.jpg", "caption": "c", "width": 5}]))
-    with pytest.raises(DataError, match="row 0.*field 'bbox'"):
+    with pytest.raises(DataError, match="row 1, field 'bbox'"):  # rows count from 1
         data.load_demo(tmp_path)
 
 
@@ -513,7 +513,8 @@ def test_store_with_several_runs_is_scored_per_run(sample, tmp_path):
 
 
 def test_store_repair_only_replaces_a_failed_first_answer(sample, tmp_path):
-    """A newer first answer with a box wins over an older run's repair turn for the same item."""
+    """Two decodings in one store are two runs: the newer run's first answers are never mixed with the older
+    run's repair turns, and neither run is scored without being picked."""
     bench, items, path = sample
     gt = items.set_index("id")["gt_xyxy"]
     store = tmp_path / "s.jsonl"
@@ -521,8 +522,12 @@ def test_store_repair_only_replaces_a_failed_first_answer(sample, tmp_path):
               store=store, progress=False, max_new_tokens=16)
     bench.evaluate(ScriptedModel(lambda r: "[{}, {}, {}, {}]".format(*gt[r.meta["item_id"]])), items, "direct",
               store=store, progress=False, max_new_tokens=17)  # other params: not served from the cache
-    again = bench.score_store(store, source=path)
+    with pytest.raises(DataError, match=r"several runs.*\[0\].*\[1\].*run=N"):
+        bench.score_store(store, source=path)
+    again = bench.score_store(store, source=path, run=1)
     assert again["hit"].all() and not again["retry_used"].any()
+    older = bench.score_store(store, source=path, run=0)
+    assert older["retry_used"].all() and not older["hit"].any()
 
 
 @pytest.mark.parametrize("field,value", [("gt_bbox_xyxy", None), ("gt_bbox_xyxy", [1, 2, "x", 4]),
@@ -538,7 +543,7 @@ def test_malformed_official_row_names_the_field(tmp_path, field, value):
     bad.write_text(json.dumps(rec) + "\n" + json.dumps(dict(rec, **{field: value})) + "\n")
     with pytest.raises(DataError, match=field) as e:
         metrics.read_official_predictions(bad)
-    assert "line 2" in str(e.value)
+    assert "row 2," in str(e.value)  # a JSON Lines row is its line
 
 
 # -- the repair turn as the official runs sent it -----------------------------------------------------

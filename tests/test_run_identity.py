@@ -51,6 +51,24 @@ def test_dedupe_collapses_identical_prefers_a_retry_and_refuses_conflicts():
         dedupe([_rec("1", "a"), _rec("1", "b")])
 
 
+def test_dedupe_keeps_an_answer_over_later_failures_and_names_the_lines_of_a_conflict():
+    a, fail, fail2 = _rec("1", "a"), _rec("1", "", error="HTTP 500"), _rec("1", "", error="timeout")
+    with pytest.warns(DuplicateWarning):
+        assert dedupe([a, fail])[0] == [a]  # a later failure never replaces an answer
+    with pytest.warns(DuplicateWarning):
+        assert dedupe([fail, fail2])[0] == [fail2]  # a failure retried and failed again: still one failure
+    with pytest.raises(DataError, match=r"p\.jsonl.*'1' has two different answers on lines 2 and 5"):
+        dedupe([a, _rec("1", "b")], source="p.jsonl", lines=[2, 5])
+
+
+@pytest.mark.parametrize("none", ["none", "None", "null", ""])
+def test_the_unquantized_run_is_picked_with_none_null_or_an_empty_value(none):
+    recs = [_rec("1::direct", "full"), _rec("1::direct", "4b", quant="4bit")]
+    rid, got = select_run(recs, quantization=none)
+    assert rid.quantization is None and [r["text"] for r in got] == ["full"]
+    assert [r["text"] for r in select_run(recs, quantization="4bit")[1]] == ["4b"]
+
+
 def test_unknown_ids_are_named():
     with pytest.raises(DataError, match=r"3 id\(s\) not in the source: x, y"):
         check_ids(["x", "y", "z", "1"], ["1", "2"])

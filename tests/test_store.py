@@ -9,7 +9,7 @@ import time
 import pytest
 
 from vlamb_nb.errors import StoreError
-from vlamb_nb.store import PredictionStore, TornLineWarning, request_key
+from vlamb_nb.store import PredictionStore, TornLineWarning, read_records, request_key
 
 KEY_ARGS = dict(model_id="m", revision=None, quantization="4bit", benchmark="vague", setting="vlm",
                 prompt={"messages": [{"role": "user", "content": "hi"}]}, image_digests=["abc"],
@@ -114,6 +114,66 @@ def test_corrupt_middle_line_is_an_error(tmp_path):
     p.write_text('{"key": "a"}\nnot json\n{"key": "b"}\n')
     with pytest.raises(StoreError, match="line 2"):
         PredictionStore(p)
+
+
+def _lines(*recs) -> str:
+    return "".join(json.dumps(r) + "\n" for r in recs)
+
+
+def test_a_later_failure_never_replaces_an_answer_and_a_rerun_does_not_ask_again(tmp_path):
+    p = tmp_path / "preds.jsonl"
+    p.write_text(_lines({"key": "a", "request_id": "1::vlm", "text": "A"},
+                        {"key": "a", "request_id": "1::vlm", "text": "", "error": "HTTP 500"}))
+    st = PredictionStore(p)
+    assert "a" in st and st.keys() == {"a"} and st.failed_keys() == set()
+    assert st.get("a")["text"] == "A" and st.line("a") == 1
+    with st:  # a failure appended after the answer (a second writer, a merged file) changes nothing
+        st.append({"key": "a", "request_id": "1::vlm", "text": "", "error": "timeout"})
+    assert PredictionStore(p).get("a")["text"] == "A"
+    assert [r["text"] for r in read_records(p)] == ["A"]
+
+
+def test_a_retried_failure_is_replaced_by_its_answer_and_identical_repeats_count_once(tmp_path):
+    p = tmp_path / "preds.jsonl"
+    p.write_text(_lines({"key": "a", "text": "", "error": "HTTP 500"}, {"key": "a", "text": "A"},
+                        {"key": "b", "text": "B"}, {"key": "b", "text": "B"}))
+    from vlamb_nb.store import read_store
+
+    st = PredictionStore(p)
+    assert st.keys() == {"a", "b"} and len(st) == 2 and st.line("a") == 2 and st.line("b") == 3
+    assert [(ln, r["text"]) for ln, r in read_store(p)] == [(2, "A"), (3, "B")]
+
+
+def test_two_different_answers_to_one_request_are_refused_naming_file_request_and_lines(tmp_path):
+    p = tmp_path / "preds.jsonl"
+    p.write_text(_lines({"key": "a", "request_id": "1::vlm", "text": "A"}, {"key": "b", "text": "B"},
+                        {"key": "a", "request_id": "1::vlm", "text": "C"}))
+    st = PredictionStore(p)  # a run may still resume it: the request is answered
+    assert st.keys() == {"a", "b"} and len(st.conflicts()) == 1
+    with pytest.raises(StoreError) as info:
+        read_records(p)
+    msg = str(info.value)
+    for words in ("preds.jsonl", "'1::vlm'", "line 1", "line 3", "'A'", "'C'"):
+        assert words in msg, msg
+
+
+@pytest.mark.parametrize("where", ["middle", "last"])
+def test_a_non_utf8_byte_is_an_error_naming_line_and_byte_offset(tmp_path, where):
+    p = tmp_path / "preds.jsonl"
+    bad = b'{"key": "b", "text": "\xff"}\n'
+    good = b'{"key": "a", "text": "x"}\n'
+    data = good + bad + (good.replace(b'"a"', b'"c"') if where == "middle" else b"")
+    p.write_bytes(data)
+    with pytest.raises(StoreError) as info:
+        PredictionStore(p)  # the last line too: a byte that is not UTF-8 is damage, not an interrupted write
+    msg, offset = str(info.value), data.index(b"\xff")
+    assert "preds.jsonl" in msg and "line 2" in msg and f"byte offset {offset}" in msg, msg
+
+
+def test_a_byte_order_mark_is_not_data(tmp_path):
+    p = tmp_path / "preds.jsonl"
+    p.write_bytes(b"\xef\xbb\xbf" + _lines({"key": "a", "text": "x"}).encode())
+    assert [r["text"] for r in read_records(p)] == ["x"]
 
 
 def test_second_writer_refused(tmp_path):

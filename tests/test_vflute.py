@@ -369,7 +369,7 @@ def test_bad_records_name_row_and_field(tmp_path, sample):
     recs[2]["label"] = "neutral"
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(recs))
-    with pytest.raises(DataError, match=r"bad.json, row 2, field 'label'"):
+    with pytest.raises(DataError, match=r"bad.json, row 3, field 'label'"):  # the third record
         BENCH.load(bad)
     recs[2]["label"] = "entailment"
     del recs[4]["claim"]

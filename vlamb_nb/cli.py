@@ -16,7 +16,7 @@ from vlamb_nb.errors import NotAvailableError, VlambError
 
 EXIT_ERROR = 2
 EXIT_NOT_AVAILABLE = 3
-EXIT_RUN_FAILED = 4  # every model request failed: there is nothing to score
+EXIT_RUN_FAILED = 4  # every model request failed (run), or no item was answered (score): nothing to score
 
 
 def _kv(items: Sequence[str] | None) -> dict[str, Any]:
@@ -161,12 +161,20 @@ def cmd_data_stats(a: argparse.Namespace) -> int:
 
 def cmd_score(a: argparse.Namespace) -> int:
     from vlamb_nb import get_benchmark
+    from vlamb_nb.metrics import nothing_answered
 
     bench = get_benchmark(a.benchmark)
     opts = _kv(a.option)
     if a.scorer is not None:
         opts["scorer"] = a.scorer
-    _emit(bench.score_file(a.predictions, source=a.source, **opts), a.json)
+    if "quantization" in opts and opts["quantization"] in (None, ""):
+        opts["quantization"] = "none"  # YAML reads `null` and an empty value as no value: here, unquantized
+    out = bench.score_file(a.predictions, source=a.source, **opts)
+    reason = nothing_answered(out)
+    if reason:
+        print(f"vlamb-nb: error: nothing to score in {a.predictions}: {reason}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    _emit(out, a.json)
     return 0
 
 

@@ -8,20 +8,26 @@ class VlambError(Exception):
 
 
 class DataError(VlambError, ValueError):
-    """A malformed record or file; the message names the file, the row/line and the field."""
+    """A malformed record or file; the message names the file, the row or line and the field.
+
+    Both count from 1, as editors show: ``row`` is a record (the first object of a JSON list is row 1, a JSON
+    Lines record goes by its line); ``line`` is a line of text, where a file cannot be read as records.
+    """
 
     def __init__(self, message: str, *, source: str | None = None, row: int | str | None = None,
-                 field: str | None = None) -> None:
+                 field: str | None = None, line: int | None = None) -> None:
         where = []
         if source is not None:
             where.append(str(source))
         if row is not None:
             where.append(f"row {row}")
+        if line is not None:
+            where.append(f"line {line}")
         if field is not None:
             where.append(f"field {field!r}")
         prefix = (", ".join(where) + ": ") if where else ""
         super().__init__(prefix + message)
-        self.source, self.row, self.field = source, row, field
+        self.source, self.row, self.field, self.line = source, row, field, line
 
 
 class ImageError(VlambError, ValueError):

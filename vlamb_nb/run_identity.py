@@ -8,8 +8,8 @@ templates and of the items asked); :func:`select_run` returns the records of
 exactly one run or raises :class:`MixedRunsError` listing the runs and how to pick one.
 
 Within one run the same request may appear twice (a rerun after a crash, a retried failure):
-:func:`dedupe` keeps one record when the answers agree, prefers a success over a failure, and refuses
-conflicting answers. :func:`check_ids` refuses ids that are not in the data being scored.
+:func:`dedupe` applies the prediction store's rule (:mod:`vlamb_nb.store`): one record when the answers
+agree, a success over any failure, and conflicting answers refused. :func:`check_ids` refuses ids that are not in the data being scored.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.hashing import digest
+from vlamb_nb.store import ANSWER_FIELDS, failed
 
 #: the model fields that make two runs different runs
 MODEL_FIELDS = ("model_id", "revision", "quantization", "backend")
@@ -111,11 +112,26 @@ def describe(runs: dict[RunId, list[dict[str, Any]]]) -> str:
     return "; ".join(f"[{i}] {rid.label} ({len(recs)} records)" for i, (rid, recs) in enumerate(runs.items()))
 
 
+#: how a run without quantization is named when picking it (``-o quantization=none``, ``=null`` or ``=``)
+UNQUANTIZED = ("", "none", "null")
+
+
+def quantization_matches(have: Any, want: Any) -> bool:
+    """Whether a run quantized ``have`` is the one asked for; ``want`` None asks nothing, and ``none``, ``null``
+    or an empty value ask for the run without quantization."""
+    if want is None:
+        return True
+    if str(want).strip().lower() in UNQUANTIZED:
+        return have is None or str(have).strip().lower() in UNQUANTIZED
+    return str(have) == str(want)
+
+
 def select_run(records: Iterable[dict[str, Any]], *, model: str | None = None, setting: str | None = None,
                quantization: str | None = None, run: int | None = None,
                source: str = "") -> tuple[RunId, list[dict[str, Any]]]:
     """The records of exactly one run. Several runs and no selector (``model``, ``setting``,
-    ``quantization`` or the run's index ``run``) is a :class:`MixedRunsError` that lists them."""
+    ``quantization`` — ``"none"`` for the run without — or the run's index ``run``) is a
+    :class:`MixedRunsError` that lists them."""
     runs = identify_runs(records)
     if not runs:
         raise DataError("no records to score", source=source)
@@ -125,7 +141,7 @@ def select_run(records: Iterable[dict[str, Any]], *, model: str | None = None, s
             raise SettingError(f"run index {run} out of range; the file holds {describe(runs)}")
         keys = [keys[int(run)]]
     keys = [k for k in keys if (model is None or k.model_id == model) and (setting is None or k.setting == setting)
-            and (quantization is None or str(k.quantization) == str(quantization))]
+            and quantization_matches(k.quantization, quantization)]
     if not keys:
         raise MixedRunsError(f"no run matches model={model!r} setting={setting!r} quantization={quantization!r}; "
                              f"the file holds {describe(runs)}", source=source)
@@ -137,33 +153,43 @@ def select_run(records: Iterable[dict[str, Any]], *, model: str | None = None, s
     return keys[0], runs[keys[0]]
 
 
-def dedupe(records: Sequence[dict[str, Any]], *, key: str = "request_id", answer: Sequence[str] = ("text", "error"),
-           source: str = "") -> tuple[list[dict[str, Any]], int]:
-    """One record per ``key``: identical answers are collapsed (counted), a success replaces an earlier
-    failure (a rerun retried it), and two different successful answers are an error."""
+def dedupe(records: Sequence[dict[str, Any]], *, key: str = "request_id", answer: Sequence[str] = ANSWER_FIELDS,
+           source: str = "", lines: Sequence[int] | None = None) -> tuple[list[dict[str, Any]], int]:
+    """One record per ``key``, by the store's rule (:mod:`vlamb_nb.store`): identical answers are collapsed
+    (counted), a success replaces an earlier failure (a rerun retried it), a later failure never replaces an
+    answer, and two different successful answers are an error naming the request and, given ``lines`` (the
+    1-based line of each record), both lines."""
     out: dict[Any, dict[str, Any]] = {}
+    at: dict[Any, int | None] = {}
     dropped = 0
-    for r in records:
+    for i, r in enumerate(records):
         k = r.get(key)
+        line = lines[i] if lines is not None else None
         if k not in out:
-            out[k] = r
+            out[k], at[k] = r, line
             continue
         old = out[k]
-        same = all(old.get(f) == r.get(f) for f in answer)
-        if same:
-            dropped += 1
-        elif old.get("error") and not r.get("error"):
-            out[k] = r  # the retry succeeded
-            dropped += 1
-        elif r.get("error") and not old.get("error"):
-            dropped += 1  # a later failure never replaces an answer
-        else:
-            raise DataError(f"{key} {k!r} has two different answers ({_short(old)} vs {_short(r)}); the file mixes "
-                            "runs or was edited", source=source)
+        dropped += 1
+        if failed(old):
+            out[k], at[k] = r, line  # the retry succeeded (or failed again: the newer error counts)
+        elif not failed(r) and not all(old.get(f) == r.get(f) for f in answer):
+            where = f" on lines {at[k]} and {line}" if at[k] is not None and line is not None else ""
+            raise DataError(f"{key} {k!r} has two different answers{where} ({_short(old)} vs {_short(r)}); the "
+                            "file mixes runs or was edited", source=source)
     if dropped:
         warnings.warn(f"{source or 'predictions'}: {dropped} duplicate record(s) dropped", DuplicateWarning,
                       stacklevel=2)
     return list(out.values()), dropped
+
+
+def one_run(numbered: Sequence[tuple[int, dict[str, Any]]], *, source: str = "",
+            **pick: Any) -> list[tuple[int, dict[str, Any]]]:
+    """(line, record) pairs of a store (:func:`vlamb_nb.store.read_store`) narrowed to one run
+    (:func:`select_run`, ``pick`` its selectors) with one record per request (:func:`dedupe`)."""
+    line_of = {id(r): ln for ln, r in numbered}
+    _, recs = select_run([r for _, r in numbered], source=source, **pick)
+    recs, _ = dedupe(recs, source=source, lines=[line_of[id(r)] for r in recs])
+    return [(line_of[id(r)], r) for r in recs]
 
 
 def _short(rec: dict[str, Any], n: int = 40) -> str:

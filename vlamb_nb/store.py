@@ -10,6 +10,12 @@ when the store is next opened for writing. A damaged line anywhere else is an er
 silently dropping it would lose data. A second writer on the same file is refused through an
 ``flock`` on ``<real path>.lock`` (symlinks resolved, so two names for one file share one lock),
 which the kernel releases when the owning process dies, so a crash never leaves a stale lock.
+
+One request (its key and request id) may appear on several lines: a failure retried by a rerun, a store
+copied twice into one file. A success replaces an earlier failure, a later failure never replaces a success
+(so a rerun does not ask again), identical answers count once, and two different answers to one request are
+kept apart in :meth:`PredictionStore.conflicts`: reading a store for scoring (:func:`read_store`) refuses
+them, naming the file, the request and both lines.
 """
 
 from __future__ import annotations
@@ -26,8 +32,11 @@ from typing import Any
 
 from vlamb_nb.errors import StoreError
 from vlamb_nb.hashing import canonical_json, digest
+from vlamb_nb.jsonl import BOM, not_utf8
 
 KEY_FIELDS = ("model_id", "revision", "quantization", "benchmark", "setting", "prompt", "image_digests", "params")
+#: what a model answered: two successful records of one request that differ here are two different answers
+ANSWER_FIELDS = ("text", "option_logprobs")
 
 
 class TornLineWarning(UserWarning):
@@ -51,7 +60,7 @@ def request_key(*, model_id: str, revision: str | None, quantization: str | None
 
 def _parse_record(raw: bytes) -> dict[str, Any]:
     rec = json.loads(raw)
-    if not isinstance(rec, dict) or "key" not in rec:
+    if not isinstance(rec, dict) or not isinstance(rec.get("key"), str):
         raise ValueError("not a record with a 'key'")
     return rec
 
@@ -61,44 +70,127 @@ class _Scan:
     """What reading a store file found, and what opening it for writing must repair."""
 
     records: list[dict[str, Any]]
+    lines: list[int]  # the 1-based line of each record
     good_end: int  # byte offset just past the last complete record (its newline included, if present)
     torn: bytes = b""  # an unparseable last line, dropped (an interrupted write)
     needs_newline: bool = False  # the last record is complete but its newline never reached the disk
+    next_line: int = 1  # the line the next appended record will stand on, once repaired
+
+
+def _check_utf8(path: Path, data: bytes, start: int, raw: bytes, last: bool) -> bool:
+    """True when ``raw`` (the line at byte ``start``) is UTF-8 text. A byte that is not is damage, named by
+    line and offset, unless the last line ends inside a character: a write cut short (False)."""
+    try:
+        raw.decode("utf-8")
+        return True
+    except UnicodeDecodeError as e:
+        if last and e.reason == "unexpected end of data":
+            return False
+        line, what = not_utf8(data, e, base=start)
+        raise StoreError(f"{path}: line {line}: {what}; the file was edited or damaged, refusing to guess") from None
 
 
 def _scan(path: Path) -> _Scan:
     """Read records; a damaged line is an error unless it is the last one, which may be a torn write."""
     if not path.exists():
-        return _Scan([], 0)
+        return _Scan([], [], 0)
     data = path.read_bytes()
+    scan = _scan_bytes(path, data)
+    scan.next_line = data[: scan.good_end].count(b"\n") + 1 + scan.needs_newline
+    return scan
+
+
+def _scan_bytes(path: Path, data: bytes) -> _Scan:
     records: list[dict[str, Any]] = []
-    lines = data.split(b"\n")
+    numbers: list[int] = []
+    bom = len(BOM) if data.startswith(BOM) else 0  # a byte-order mark (an editor's) is not data
+    lines = data[bom:].split(b"\n")
     # the piece after the final newline is empty for a clean file, else a last line without its newline
     complete, tail = lines[:-1], lines[-1]
-    offset = good_end = 0
+    offset = good_end = bom
     for i, raw in enumerate(complete, start=1):
         end = offset + len(raw) + 1
+        last = i == len(complete) and not tail.strip()
         if raw.strip():
             try:
+                if not _check_utf8(path, data, offset, raw, last):
+                    return _Scan(records, numbers, good_end, torn=data[good_end:])
                 rec = _parse_record(raw)
             except ValueError as e:
-                if i == len(complete) and not tail.strip():
+                if last:
                     # a last line that is complete but unparseable is also a torn write (newline landed)
-                    return _Scan(records, good_end, torn=data[good_end:])
+                    return _Scan(records, numbers, good_end, torn=data[good_end:])
                 raise StoreError(f"{path}: line {i} is not a valid store record ({e}); "
                                  "the file was edited or damaged, refusing to guess") from None
             records.append(rec)
+            numbers.append(i)
         good_end = end
         offset = end
     if not tail.strip():
-        return _Scan(records, good_end)
+        return _Scan(records, numbers, good_end)
     try:
         # a whole record whose newline is missing (a crash between the two, or a copy that lost it)
         # is data, not a torn write: a strict prefix of a JSON object never parses as one
+        if not _check_utf8(path, data, offset, tail, True):
+            return _Scan(records, numbers, good_end, torn=data[good_end:])
         records.append(_parse_record(tail))
+        numbers.append(len(complete) + 1)
     except ValueError:
-        return _Scan(records, good_end, torn=data[good_end:])
-    return _Scan(records, len(data), needs_newline=True)
+        return _Scan(records, numbers, good_end, torn=data[good_end:])
+    return _Scan(records, numbers, len(data), needs_newline=True)
+
+
+def failed(rec: dict[str, Any]) -> bool:
+    """A record whose generation failed (it carries an error and no answer)."""
+    return bool(rec.get("error"))
+
+
+def same_answer(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return all(a.get(f) == b.get(f) for f in ANSWER_FIELDS)
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two different successful answers to one request, by the lines they stand on (1-based)."""
+
+    key: str
+    request_id: str | None
+    first_line: int
+    line: int
+    first_text: str
+    text: str
+
+    def describe(self) -> str:
+        rid = f" (request {self.request_id!r})" if self.request_id is not None else ""
+        key = self.key if len(self.key) <= 16 else self.key[:16] + "…"
+        return (f"key {key}{rid} has two different answers, {_short(self.first_text)} on line "
+                f"{self.first_line} and {_short(self.text)} on line {self.line}")
+
+
+def _short(text: Any, n: int = 40) -> str:
+    t = "" if text is None else str(text)
+    return repr(t if len(t) <= n else t[: n - 1] + "…")
+
+
+class _OnePer:
+    """One record per key (a request hash, or a request hash and id) under the store's rule: a success over any
+    failure, the first of two different answers (the second is a :class:`Conflict`), the newest of several
+    failures. ``records`` keeps the order in which keys first appeared."""
+
+    def __init__(self) -> None:
+        self.records: dict[Any, dict[str, Any]] = {}
+        self.lines: dict[Any, int] = {}
+        self.conflicts: list[Conflict] = []
+
+    def add(self, k: Any, rec: dict[str, Any], line: int) -> None:
+        old = self.records.get(k)
+        if old is not None and not failed(old):
+            if not failed(rec) and not same_answer(old, rec):
+                self.conflicts.append(Conflict(rec["key"], rec.get("request_id"), self.lines[k], line,
+                                               old.get("text"), rec.get("text")))
+            return  # a repeat, a later failure or a conflicting answer never replaces an answer
+        self.records[k] = rec
+        self.lines[k] = line
 
 
 class PredictionStore:
@@ -112,8 +204,11 @@ class PredictionStore:
         self.run_meta = dict(run_meta or {})
         self._lock_fd: int | None = None
         self._fh = None
-        self._records: dict[str, dict[str, Any]] = {}
-        self._order: list[str] = []
+        # the runner's view, one record per request hash (what a rerun may skip), and the scorers', one record
+        # per request hash and request id (two items asked the same prompt are two requests, answered alike)
+        self._by_key = _OnePer()
+        self._by_request = _OnePer()
+        self._next_line = 1
         self._load(repair=False)
 
     # -- reading -----------------------------------------------------------------------------------
@@ -133,33 +228,50 @@ class PredictionStore:
                     fh.write(b"\n")
                 fh.flush()
                 os.fsync(fh.fileno())
-        self._records = {}
-        self._order = []
-        for rec in records:
-            if rec["key"] not in self._records:
-                self._order.append(rec["key"])
-            self._records[rec["key"]] = rec  # a later record for the same key wins (a retried failure)
+        self._by_key, self._by_request = _OnePer(), _OnePer()
+        for rec, line in zip(records, scan.lines, strict=True):
+            self._keep(rec, line)
+        self._next_line = scan.next_line
+
+    def _keep(self, rec: dict[str, Any], line: int) -> None:
+        self._by_key.add(rec["key"], rec, line)
+        self._by_request.add((rec["key"], rec.get("request_id")), rec, line)
 
     def __contains__(self, key: str) -> bool:
-        rec = self._records.get(key)
-        return rec is not None and not rec.get("error")
+        rec = self._by_key.records.get(key)
+        return rec is not None and not failed(rec)
 
     def __len__(self) -> int:
-        return len(self._order)
+        return len(self._by_key.records)
 
     def keys(self) -> set[str]:
         """Keys of finished (non-failed) records: what a rerun may skip."""
-        return {k for k in self._order if k in self}
+        return {k for k in self._by_key.records if k in self}
 
     def failed_keys(self) -> set[str]:
-        return {k for k in self._order if self._records[k].get("error")}
+        return {k for k, r in self._by_key.records.items() if failed(r)}
 
     def get(self, key: str) -> dict[str, Any] | None:
-        return self._records.get(key)
+        return self._by_key.records.get(key)
+
+    def line(self, key: str) -> int | None:
+        """The 1-based line of the record ``key`` stands for."""
+        return self._by_key.lines.get(key)
+
+    def conflicts(self) -> list[Conflict]:
+        """Requests (hash and id) answered twice with different answers (the first answer is the one kept)."""
+        return list(self._by_request.conflicts)
+
+    def check(self) -> None:
+        """Refuse a store with two different answers to one request: scoring one of them would be a guess."""
+        c = self._by_request.conflicts
+        if c:
+            more = f" ({len(c) - 1} more request(s) like it)" if len(c) > 1 else ""
+            raise StoreError(f"{self.path}: {c[0].describe()}{more}; the store mixes runs or was edited, "
+                             "refusing to pick one")
 
     def records(self) -> Iterator[dict[str, Any]]:
-        for k in self._order:
-            yield self._records[k]
+        yield from self._by_key.records.values()
 
     def to_frame(self):
         """All records as a pandas DataFrame (one row per request)."""
@@ -221,12 +333,21 @@ class PredictionStore:
         self._fh.write(line)
         self._fh.flush()
         os.fsync(self._fh.fileno())
-        if rec["key"] not in self._records:
-            self._order.append(rec["key"])
-        self._records[rec["key"]] = rec
+        self._keep(rec, self._next_line)
+        self._next_line += 1
         return rec
 
 
+def read_store(path: str | os.PathLike) -> list[tuple[int, dict[str, Any]]]:
+    """(1-based line, record) for every request of a store file, for scoring: one record per request (its hash
+    and id; see the module doc), a torn last line skipped with a warning, and two different answers to one
+    request a :class:`StoreError` naming the file, the request and both lines."""
+    store = PredictionStore(path)
+    store.check()
+    kept = store._by_request
+    return [(kept.lines[k], rec) for k, rec in kept.records.items()]
+
+
 def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """All complete records of a store file (a torn last line is skipped with a warning)."""
-    return list(PredictionStore(path).records())
+    """The records of :func:`read_store`, without their lines."""
+    return [rec for _, rec in read_store(path)]

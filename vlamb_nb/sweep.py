@@ -124,7 +124,8 @@ def load_config(path: str | os.PathLike) -> SweepConfig:
     for i, b in enumerate(raw.get("benchmarks") or []):
         b = {"name": b} if isinstance(b, str) else dict(b)
         if set(b) - BENCH_KEYS:
-            raise DataError(f"unknown key(s) {sorted(set(b) - BENCH_KEYS)}", source=str(path), row=f"benchmarks[{i}]")
+            raise DataError(f"entry {i + 1} has unknown key(s) {sorted(set(b) - BENCH_KEYS)}", source=str(path),
+                            field="benchmarks")
         bench = get_benchmark(b["name"])
         settings = [str(s) for s in _as_list(b.get("settings") or [bench.default_setting])]
         for s in settings:
@@ -137,7 +138,8 @@ def load_config(path: str | os.PathLike) -> SweepConfig:
     for i, m in enumerate(raw.get("models") or []):
         m = {"spec": m} if isinstance(m, str) else dict(m)
         if set(m) - MODEL_KEYS or "spec" not in m:
-            raise DataError(f"a model needs 'spec' and may have {sorted(MODEL_KEYS)}", source=str(path), row=f"models[{i}]")
+            raise DataError(f"entry {i + 1}: a model needs 'spec' and may have {sorted(MODEL_KEYS)}", source=str(path),
+                            field="models")
         for q in _as_list(m.get("quantization", default_q)):
             jobs.append(SweepJob(model=str(m["spec"]), model_name=str(m.get("name") or m["spec"]), quantization=_quant(q),
                                  benchmarks=benches, out_dir=str(out_dir), batch_size=int(raw.get("batch_size", 8)),

@@ -53,7 +53,7 @@ def read_labels(path: str | os.PathLike, *, labels: Sequence[str] | None = None,
         return pd.DataFrame(columns=COLUMNS)
     from vlamb_nb.jsonl import read_csv
 
-    df = read_csv(path)
+    df = read_csv(path, allow_empty=True)  # a file the annotator started: its header, no label yet
     for c in ("id", "label"):
         if c not in df.columns:
             raise DataError("a labels file needs 'id' and 'label' columns", source=str(path), field=c)

@@ -51,7 +51,7 @@ def _check_pairs(predictions: Sequence[str], references: Sequence[str]) -> tuple
     preds, refs = list(predictions), list(references)
     if len(preds) != len(refs):
         raise DataError(f"{len(preds)} predictions but {len(refs)} references")
-    for i, (p, r) in enumerate(zip(preds, refs, strict=True)):
+    for i, (p, r) in enumerate(zip(preds, refs, strict=True), start=1):
         if not isinstance(p, str) or not isinstance(r, str):
             raise DataError(f"explanations must be strings, got {type(p).__name__} / {type(r).__name__}", row=i)
     return preds, refs

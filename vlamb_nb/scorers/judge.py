@@ -131,7 +131,7 @@ def judge_requests(spec: JudgeSpec, rows: Any, *, id_column: str = "request_id",
     fmap = {f: f for f in spec.fields}
     fmap.update(field_map or {})
     out: list[Request] = []
-    for i, row in enumerate(_rows(rows)):
+    for i, row in enumerate(_rows(rows), start=1):
         if id_column not in row:
             raise DataError(f"judge input has no {id_column!r} column", row=i, field=id_column)
         vals: dict[str, Any] = {}

@@ -54,6 +54,7 @@ from vlamb_nb.benchmarks.mucar.prompts import (
     build_prompt,
 )
 from vlamb_nb.benchmarks.mucar.score import (
+    GENERATION_FAILED,
     NO_PREDICTION,
     _records,
     failure_summary,
@@ -67,6 +68,7 @@ from vlamb_nb.benchmarks.mucar.score import (
 )
 from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.meta import Deviation
+from vlamb_nb.metrics import coverage
 from vlamb_nb.models.base import IMAGE_SLOT, VLM, DecodingParams, ModelInfo, Request, user_message
 
 #: the model behind every row of Table 4 (its caption)
@@ -287,13 +289,16 @@ class Mucar(Benchmark):
 
     def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
                    grouping: str = DEFAULT_GROUPING, model: str | None = None, setting: str | None = None,
-                   missing: str = "wrong", n_resamples: int = 2000, **options: Any) -> dict[str, Any]:
+                   missing: str = "wrong", n_resamples: int = 2000, quantization: str | None = None,
+                   run: int | None = None, **options: Any) -> dict[str, Any]:
         """Score raw outputs: JSON/JSONL/CSV rows with an id and an output, a prediction store, or the
         release's own layout with ``eval.models.<model>.output`` filled in.
 
         Queries without a prediction count as wrong (``missing="wrong"``, the paper's denominators), or
         ``missing="skip"`` leaves out every group with a missing query: scoring only the answered part of a
-        group would let it pass Acc_p on fewer queries than it has.
+        group would let it pass Acc_p on fewer queries than it has. A query whose generation failed counts as
+        wrong (``generation_failed``); ``coverage`` says how many queries were answered, failed or missing.
+        ``model``/``setting``/``quantization``/``run`` pick one run of a store holding several.
         """
         if options:
             raise SettingError(f"unknown MUCAR score option(s): {', '.join(options)}")
@@ -305,13 +310,14 @@ class Mucar(Benchmark):
         items = load_items(source, grouping=grouping)
         ok = [applicable(r, setting or "full")[0] for r in items.to_dict(orient="records")]
         items = items[ok]  # queries the setting cannot be asked are not "missing" (see Mucar.skipped)
-        outputs = read_predictions(predictions, model=model, setting=setting)
+        outputs, failed = read_predictions(predictions, model=model, setting=setting, quantization=quantization,
+                                           run=run)
         by_uid = dict(zip(items["uid"], items.index, strict=True))
-        unknown = [u for u in outputs if u not in by_uid]
+        unknown = [u for u in (*outputs, *failed) if u not in by_uid]
         if unknown:
             raise DataError(f"{len(unknown)} prediction id(s) not in the data, e.g. {unknown[0]!r}",
                             source=str(predictions), field="id")
-        have = items["uid"].isin(outputs)
+        have = items["uid"].isin(outputs) | items["uid"].isin(failed)
         if source is None and missing == "wrong" and not have.all():
             raise DataError(f"no --source given, so the file is scored against the whole release ({len(items)} "
                             f"queries), but it answers {int(have.sum())} of them; the rest would count as wrong. "
@@ -327,12 +333,14 @@ class Mucar(Benchmark):
             sub = items.copy()
         sub["setting"] = setting or "full"
         sub["text"] = sub["uid"].map(outputs)
-        parsed = [self.parse(t, r) if isinstance(t, str) else dict(NO_PREDICTION)
-                  for t, r in zip(sub["text"], sub.to_dict(orient="records"), strict=True)]
+        parsed = [self.parse(t, r) if isinstance(t, str) else dict(GENERATION_FAILED) if u in failed
+                  else dict(NO_PREDICTION) for u, t, r in zip(sub["uid"], sub["text"], sub.to_dict(orient="records"),
+                                                              strict=True)]
         import pandas as pd
 
         scored = score_predictions(pd.concat([sub.reset_index(drop=True), pd.DataFrame(parsed)], axis=1))
         return {
+            "coverage": coverage(items["uid"], outputs, failed, failed.values()),
             "n_predictions": int(len(outputs)), "n_items": int(len(items)),
             "missing_items": int((~have).sum()), "missing_counted_as": "wrong" if missing == "wrong" else
             "skipped (whole groups)", "incomplete_groups": len(incomplete), "scored_queries": int(len(scored)),

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from vlamb_nb.errors import DataError, ImageError, SettingError
+from vlamb_nb.jsonl import read_json
 
 NAME = "mucar"
 DATA_FILE = "data-all.json"
@@ -159,13 +160,8 @@ def resolve_source(source: str | os.PathLike | None) -> Path:
 
 
 def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise DataError(f"not valid JSON: {e}", source=str(path)) from None
-    if not isinstance(data, list):
-        raise DataError("expected a JSON array of records", source=str(path))
-    return data
+    """The release's records (a JSON list); bad text or JSON is a DataError naming the file and line."""
+    return read_json(path, expect=list, what="records")
 
 
 def _field(rec: dict[str, Any], name: str, typ: type | tuple[type, ...], src: str, row: int) -> Any:
@@ -173,7 +169,8 @@ def _field(rec: dict[str, Any], name: str, typ: type | tuple[type, ...], src: st
         raise DataError("missing field", source=src, row=row, field=name)
     v = rec[name]
     if not isinstance(v, typ):
-        raise DataError(f"expected {typ}, got {type(v).__name__}", source=src, row=row, field=name)
+        want = " or ".join(t.__name__ for t in typ) if isinstance(typ, tuple) else typ.__name__
+        raise DataError(f"expected {want}, got {type(v).__name__}", source=src, row=row, field=name)
     return v
 
 
@@ -241,12 +238,12 @@ def load_items(source: str | os.PathLike | None = None, *, grouping: str = DEFAU
     grouping = resolve_grouping(grouping)
     path = resolve_source(source)
     rows = [normalise_record(r, src=str(path.name), row=i, grouping=grouping)
-            for i, r in enumerate(read_records(path))]
+            for i, r in enumerate(read_records(path), start=1)]
     items = pd.DataFrame(rows, columns=ITEM_COLUMNS)
     dup = items["uid"].duplicated()
     if dup.any():
         i = int(dup.idxmax())
-        raise DataError(f"duplicate id {items['record_id'].iloc[i]}", source=path.name, row=i, field="id")
+        raise DataError(f"duplicate id {items['record_id'].iloc[i]}", source=path.name, row=i + 1, field="id")
     if images is None and (path.parent / "images").is_dir():
         images = path.parent / "images"
     items.attrs["source"] = str(path)

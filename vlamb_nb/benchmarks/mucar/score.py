@@ -27,6 +27,9 @@ from vlamb_nb.jsonl import iter_jsonl
 # -- scoring -------------------------------------------------------------------------------------
 # a query a prediction file has no output for: scored wrong and labelled, never dropped
 NO_PREDICTION = {"letter": None, "valid": False, "parse_method": "no_prediction", "refusal": False}
+# a query whose generation failed: scored wrong and labelled apart from an unreadable answer
+GENERATION_FAILED = {"letter": None, "valid": False, "parse_method": "generation_failed",
+                     "parse_error": "generation_failed", "refusal": False}
 
 
 def outcome(row: Any) -> str:
@@ -327,36 +330,49 @@ def _records(df) -> list[dict[str, Any]]:
 _OUTPUT_FIELDS = ("output", "response", "text", "prediction", "pred")
 
 
-def read_predictions(path: str | os.PathLike, *, model: str | None = None,
-                     setting: str | None = None) -> dict[str, str]:
-    """``{uid: raw output}`` from JSON / JSONL / CSV prediction files (see :meth:`Mucar.score_file`).
+def _numbered_rows(p: Path, **pick: Any) -> list[tuple[int, Any]]:
+    """(row, record) of a prediction file: a JSON list or object (rows from 1), JSON Lines and CSV (rows by their
+    line); a prediction store narrowed to one run with one record per request (:mod:`vlamb_nb.run_identity`)."""
+    from vlamb_nb.jsonl import read_csv, read_json
+
+    if p.suffix.lower() == ".csv":
+        return [(i, r) for i, r in enumerate(read_csv(p).to_dict(orient="records"), start=2)]
+    if p.suffix.lower() == ".jsonl":
+        numbered = list(iter_jsonl(p))
+        rows = [r for _, r in numbered]
+        if rows and all("request_id" in r and isinstance(r.get("model"), dict) for r in rows):
+            # a prediction store: exactly one run (model, quantization, decoding, prompts, data), duplicates once
+            from vlamb_nb.run_identity import one_run
+            from vlamb_nb.store import read_store
+
+            numbered = one_run(read_store(p), source=p.name, **pick)
+        return numbered
+    data = read_json(p)
+    if isinstance(data, dict):
+        data = [{"id": k, "output": v} for k, v in data.items()]
+    if not isinstance(data, list):
+        raise DataError(f"expected a JSON list of rows or an object {{id: output}}, got {type(data).__name__}",
+                        source=p.name)
+    return list(enumerate(data, start=1))
+
+
+def read_predictions(path: str | os.PathLike, *, model: str | None = None, setting: str | None = None,
+                     quantization: str | None = None, run: int | None = None
+                     ) -> tuple[dict[str, str], dict[str, str]]:
+    """(``{uid: raw output}``, ``{uid: error}`` of the queries whose generation failed) from JSON / JSONL / CSV
+    prediction files (see :meth:`Mucar.score_file`).
 
     Rows carrying a ``setting`` (a prediction store) are filtered to ``setting``; a file holding several
-    settings, or two different outputs for one query, must be narrowed down (``setting=`` / ``model=``)
-    rather than letting the last row silently win.
+    settings or runs, or two different outputs for one query, must be narrowed down (``setting=`` / ``model=``
+    / ``quantization=`` / ``run=``) rather than letting the last row silently win. An output that is not text
+    is an error naming its row and field.
     """
     p = Path(path)
     if not p.is_file():
         raise DataError(f"predictions file not found: {p}")
-    if p.suffix.lower() == ".csv":
-        from vlamb_nb.jsonl import read_csv
-
-        rows = read_csv(p).to_dict(orient="records")
-    elif p.suffix.lower() == ".jsonl":
-        rows = [rec for _, rec in iter_jsonl(p)]
-    else:
-        try:
-            rows = json.loads(p.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise DataError(f"not valid JSON: {e}", source=p.name) from None
-        if isinstance(rows, dict):
-            rows = [{"id": k, "output": v} for k, v in rows.items()]
-    if rows and all(isinstance(r, dict) and "request_id" in r and isinstance(r.get("model"), dict) for r in rows):
-        # a prediction store: exactly one run (model, quantization, decoding, prompts, data), duplicates once
-        from vlamb_nb.run_identity import dedupe, select_run
-
-        _, rows = select_run(rows, model=model, setting=setting, source=p.name)
-        rows, _ = dedupe(rows, source=p.name)
+    numbered = _numbered_rows(p, model=model, setting=setting, quantization=quantization,
+                              run=None if run is None else int(run))
+    rows = [r for _, r in numbered]
     seen = {str(r["setting"]) for r in rows if isinstance(r, dict) and r.get("setting") and not r.get("_meta")
             and ":" not in str(r["setting"])}
     if setting is None and len(seen) > 1:
@@ -364,7 +380,9 @@ def read_predictions(path: str | os.PathLike, *, model: str | None = None,
     if setting is not None and seen and setting not in seen:
         raise SettingError(f"{p.name} has no predictions for setting {setting!r}; it has {', '.join(sorted(seen))}")
     out: dict[str, str] = {}
-    for i, r in enumerate(rows, 1):
+    failed: dict[str, str] = {}
+    first_row: dict[str, int] = {}
+    for i, r in numbered:
         if not isinstance(r, dict):
             raise DataError("row is not an object", source=p.name, row=i)
         if r.get("_meta") or (setting is not None and r.get("setting") not in (None, setting)):
@@ -378,26 +396,38 @@ def read_predictions(path: str | os.PathLike, *, model: str | None = None,
             raise DataError("row has no id / uid / request_id", source=p.name, row=i, field="id")
         uid = str(rid).split("::")[0]
         uid = uid if uid.startswith("mucar-") else f"mucar-{int(float(uid))}" if _is_number(uid) else uid
-        text = next((r[f] for f in _OUTPUT_FIELDS if f in r), None)
-        if text is None and isinstance(r.get("eval"), dict):  # the release's own layout, outputs filled in
+        error = r.get("error")
+        if isinstance(error, str) and error.strip():  # the generation failed: no answer, counted apart
+            if uid not in out:
+                failed[uid] = error
+            continue
+        field = next((f for f in _OUTPUT_FIELDS if f in r), None)
+        text = r[field] if field else None
+        if field is None and isinstance(r.get("eval"), dict):  # the release's own layout, outputs filled in
             models = r["eval"].get("models") or {}
             name = model or (next(iter(models)) if len(models) == 1 else None)
             if name is None or name not in models:
                 raise DataError(f"choose the model with model=...; available: {sorted(models)}", source=p.name,
                                 row=i, field="eval.models")
-            text = models[name].get("output")
+            field, text = f"eval.models.{name}.output", models[name].get("output")
             if text in ("", None):
                 continue  # an empty placeholder: this item was not run
-        if text is None:
+        if field is None:
             raise DataError(f"row has none of {', '.join(_OUTPUT_FIELDS)}", source=p.name, row=i)
-        text = "" if r.get("error") or text is None else str(text)
+        if text is None:
+            text = ""
+        if not isinstance(text, str):
+            raise DataError(f"an output must be text, got {type(text).__name__} {text!r}", source=p.name, row=i,
+                            field=field)
         if uid in out and out[uid] != text:
-            raise DataError(f"two different outputs for {uid}; narrow the file down with -o setting=/model=",
-                            source=p.name, row=i, field="id")
+            raise DataError(f"two different outputs for {uid} (rows {first_row[uid]} and {i}); narrow the file "
+                            "down with -o setting=/model=", source=p.name, row=i, field="id")
         out[uid] = text
-    if not out:
+        first_row.setdefault(uid, i)
+        failed.pop(uid, None)  # a failure retried with success
+    if not out and not failed:
         raise DataError("no predictions found", source=p.name)
-    return out
+    return out, failed
 
 
 def _is_number(s: str) -> bool:

@@ -223,16 +223,17 @@ def load_coco(paths: str | os.PathLike | list) -> dict[str, Any]:
             if k not in data:
                 raise DataError("not a COCO instances file", source=str(p), field=k)
         cats.update({int(c["id"]): str(c["name"]) for c in data["categories"]})
-        for i, im in enumerate(data["images"]):
+        for i, im in enumerate(data["images"], start=1):
             if "flickr_url" not in im or "id" not in im:
-                raise DataError("image record without flickr_url/id", source=str(p), row=i, field="flickr_url")
+                raise DataError(f"image record {i} without flickr_url/id", source=str(p), row=i,
+                                field="images.flickr_url")
             by_url[url_key(im["flickr_url"])] = im
-        for i, a in enumerate(data["annotations"]):
+        for i, a in enumerate(data["annotations"], start=1):
             try:
                 x, y, w, h = (float(v) for v in a["bbox"])
                 cat = cats[int(a["category_id"])]
             except (KeyError, TypeError, ValueError) as e:
-                raise DataError(f"bad annotation ({e})", source=str(p), row=i, field="bbox") from None
+                raise DataError(f"bad annotation {i} ({e})", source=str(p), row=i, field="annotations.bbox") from None
             if a.get("iscrowd"):
                 continue
             boxes.setdefault(int(a["image_id"]), []).append((cat, (x, y, x + w, y + h)))
@@ -264,8 +265,11 @@ def read_boxes_file(path: str | os.PathLike) -> dict[str, list[tuple[float, floa
                 raise DataError("boxes must be lists of 4 numbers", source=str(path), field=str(k)) from None
         return out
     import csv
+    import io
 
-    with open(path, newline="", encoding="utf-8") as fh:
+    from vlamb_nb.jsonl import read_text
+
+    with io.StringIO(read_text(path), newline="") as fh:
         for i, r in enumerate(csv.DictReader(fh), start=2):
             try:
                 b = tuple(float(r[c]) for c in ("x1", "y1", "x2", "y2"))

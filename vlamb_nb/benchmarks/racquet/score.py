@@ -24,6 +24,8 @@ from vlamb_nb.benchmarks.racquet.data import (
 )
 from vlamb_nb.benchmarks.racquet.prompts import judge_spec
 from vlamb_nb.errors import DataError, NotAvailableError, SettingError
+from vlamb_nb.jsonl import iter_jsonl, read_csv
+from vlamb_nb.metrics import coverage
 
 #: ``judge_parse_error`` of a row the judge leaves to a human (RACQUET-BIAS): unlabelled, never dropped
 NOT_JUDGED = "not judged: RACQUET-BIAS is labelled by hand"
@@ -263,10 +265,21 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
     path = Path(path)
     if not path.is_file():
         raise DataError("no such predictions file", source=str(path))
-    try:
-        df = pd.read_json(path, lines=True) if path.suffix.lower() in (".jsonl", ".json") else pd.read_csv(path)
-    except ValueError as e:  # pandas' EmptyDataError is one: an empty CSV
-        raise DataError(f"cannot read predictions ({e})", source=str(path)) from None
+    superseded = 0
+    if path.suffix.lower() in (".jsonl", ".json"):  # JSON Lines: a labels file, or the judge's prediction store
+        recs = [r for _, r in iter_jsonl(path)]
+        if recs and all({"key", "request_id", "text"} <= set(r) and "label" not in r and "judge_text" not in r
+                        for r in recs):
+            from vlamb_nb.run_identity import dedupe
+            from vlamb_nb.store import read_store
+
+            lines = len(recs)
+            numbered = read_store(path)  # one record per request; two different answers to one are refused
+            recs, _ = dedupe([r for _, r in numbered], source=str(path), lines=[ln for ln, _ in numbered])
+            superseded = lines - len(recs)  # retried failures and repeats, counted once
+        df = pd.DataFrame(recs)
+    else:
+        df = read_csv(path, dtype=None, keep_default_na=True)
     if df.empty:
         raise DataError("no rows: the predictions file is empty", source=str(path))
     if "id" not in df.columns and "item_id" in df.columns:
@@ -282,17 +295,11 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
     df["id"] = df["id"].astype(str)
     is_store = "label" not in df.columns and "judge_text" not in df.columns and "text" in df.columns \
         and "request_id" in df.columns
-    superseded = 0
     if is_store:  # a judge prediction store: <item>::<setting or sample-k>::judge-racquet-abc
         parts = df["request_id"].astype(str).str.split("::")
         if not parts.str[-1].eq("judge-racquet-abc").all():
             raise DataError("a store given to score must come from the racquet A/B/C judge", source=str(path),
                             field="request_id")
-        if "key" in df.columns:  # a later record of the same request and prompt is a retry, and wins
-            before = len(df)
-            df = df.drop_duplicates(["request_id", "key"], keep="last").reset_index(drop=True)
-            parts = df["request_id"].astype(str).str.split("::")
-            superseded = before - len(df)
         df["judge_text"] = df["text"]
         step = parts.str[1]
         sampled = step.map(lambda v: re.fullmatch(r"sample-\d+", str(v)) is not None)
@@ -337,8 +344,13 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
     df.loc[is_bias, "category"] = [c if isinstance(c, str) else _category_of(i, path)
                                    for c, i in zip(df.loc[is_bias, "category"], df.loc[is_bias, "id"], strict=True)]
     scored = bench.score(df)
-    out: dict[str, Any] = {"file": str(path), "rows": int(len(df)), "unlabelled": int(scored["label"].isna().sum()),
-                           "duplicates_dropped": len(dropped)}
+    errors = _failures(df)
+    failed = [e is not None for e in errors]
+    out: dict[str, Any] = {
+        "coverage": coverage(None if items is None else items["id"], df.loc[[not f for f in failed], "id"],
+                             df.loc[failed, "id"], [e for e in errors if e is not None]),
+        "file": str(path), "rows": int(len(df)), "unlabelled": int(scored["label"].isna().sum()),
+        "duplicates_dropped": len(dropped)}
     if is_store:
         out["superseded_retries"] = superseded
     for name, table in share_tables(scored, n_resamples=n_resamples, seed=seed).items():
@@ -352,6 +364,19 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
         _check_known_ids(humans["id"].astype(str), items, Path(human_labels)) if items is not None else None
         on = tuple(c for c in ("id", "model", "setting") if c in humans.columns and c in scored.columns)
         out["judge_human_agreement"] = agreement_with_labels(scored, humans, on=on).to_dict()
+    return out
+
+
+def _failures(df) -> list[str | None]:
+    """Per row, the error of a failed request (the judge's, or the evaluated model's, whose response the judge
+    never saw), or None."""
+    out: list[str | None] = []
+    for row in df.to_dict(orient="records"):
+        err = next((v for v in (row.get("judge_error"), row.get("error")) if isinstance(v, str) and v.strip()), None)
+        reason = row.get("judge_parse_error")
+        if err is None and isinstance(reason, str) and reason.startswith("no response: generation failed"):
+            err = reason
+        out.append(err)
     return out
 
 

@@ -51,7 +51,9 @@ from vlamb_nb.benchmarks.refadv.prompts import (
 )
 from vlamb_nb.benchmarks.refadv.score import _describe_runs, _failed, _is_official, _model_identity, _text
 from vlamb_nb.errors import DataError, SettingError
+from vlamb_nb.hashing import digest
 from vlamb_nb.meta import Deviation
+from vlamb_nb.metrics import coverage
 from vlamb_nb.models.base import (
     IMAGE_SLOT,
     DecodingParams,
@@ -366,11 +368,14 @@ class RefAdv(Benchmark):
             scored = metrics.read_official_predictions(path)
             check = metrics.check_official(scored)
             kind = "official"
+            failed = scored["parse_error"] == BACKEND_ERROR
+            cov = coverage(None, scored.loc[~failed, "id"], scored.loc[failed, "id"])
         else:
             scored = self.score_store(path, source=source, **options)
             check, kind = None, "store"
+            cov = scored.attrs["coverage"]
         s = metrics.summary(scored)
-        out: dict[str, Any] = {"benchmark": self.name, "predictions": str(path), "format": kind,
+        out: dict[str, Any] = {"coverage": cov, "benchmark": self.name, "predictions": str(path), "format": kind,
                                "summary": {k: (round(100 * v, 2) if isinstance(v, float) and k not in ("parse_fail_rate",)
                                                else v) for k, v in s.items()},
                                "report": metrics.report_row(scored, model=str(scored["model"].iloc[0]),
@@ -382,28 +387,33 @@ class RefAdv(Benchmark):
 
     def score_store(self, path: str | os.PathLike, *, source: str | os.PathLike | None = None,
                     style: str | None = None, setting: str | None = None, model: str | None = None,
-                    repair_text: str = "official", quantization: str | None = None, **_: Any):
+                    repair_text: str = "official", quantization: str | None = None, run: int | None = None,
+                    **_: Any):
         """Re-parse and score a prediction store written by :meth:`run` against the items in ``source``.
 
-        A store may hold several runs (settings, grounding styles, models): each is scored alone, so
-        ``setting``/``model`` must pick one when there are several (a mixed score would be silently
-        wrong). Per item the newest first answer counts, and its repair turn only when that answer
-        had no box, exactly as :meth:`run` decides; only repair turns sent with ``repair_text`` count.
+        A store may hold several runs (settings, grounding styles, models, quantizations, decoding parameters):
+        each is scored alone, so ``setting``/``model``/``quantization`` (``none`` for the run without) or the
+        run's index ``run`` must pick one when there are several (a mixed score would be silently wrong). Per item the first answer counts (a later failure
+        never replaces it, a different later answer is an error: :mod:`vlamb_nb.run_identity`), and its repair turn
+        only when that answer had no box, exactly as :meth:`run` decides; only repair turns sent with
+        ``repair_text`` count. ``attrs["coverage"]`` says how many source items were answered, failed or missing.
         """
         import pandas as pd
 
-        from vlamb_nb.store import PredictionStore
+        from vlamb_nb.run_identity import dedupe, quantization_matches
+        from vlamb_nb.store import read_store
 
         if source is None:
             raise DataError("scoring a prediction store needs --source (the data the predictions refer to)",
                             source=str(path))
         items = self.load(source).set_index("id", drop=False)
         want = _repair_tag(repair_text)
-        recs = list(PredictionStore(path).records())
-        if not recs:
+        numbered = read_store(path)
+        if not numbered:
             raise DataError("no records", source=str(path))
+        line_of = {id(r): ln for ln, r in numbered}
         runs: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-        for r in recs:
+        for r in (rec for _, rec in numbered):
             rid = str(r.get("request_id", ""))
             item_id, _, suffix = rid.partition("::")
             if item_id not in items.index:
@@ -417,31 +427,45 @@ class RefAdv(Benchmark):
             tag = tag.removesuffix(want) if is_repair else tag
             m = r.get("model") or {}
             ident = _model_identity(m)  # quantization, revision and backend make another run
-            runs.setdefault((run_setting, m.get("model_id", ""), tag, ident), []).append(
-                dict(r, item_id=item_id, is_repair=is_repair))
+            decoding = digest(r.get("params") or {})[:8]  # and so do other decoding parameters (a repair turn
+            rec = dict(r, item_id=item_id, is_repair=is_repair)  # is sent with its first turn's)
+            line_of[id(rec)] = line_of[id(r)]
+            runs.setdefault((run_setting, m.get("model_id", ""), tag, ident, decoding), []).append(rec)
         chosen = [k for k in runs if (setting is None or k[0] == setting) and (model is None or k[1] == model)
-                  and (quantization is None or f"quantization={quantization}" in k[3])]
+                  and quantization_matches((runs[k][0].get("model") or {}).get("quantization"), quantization)]
+        if run is not None:
+            if not 0 <= int(run) < len(runs):
+                raise SettingError(f"run index {run} out of range; the store holds {_describe_runs(runs)}")
+            chosen = [k for k in chosen if k == list(runs)[int(run)]]
         if not chosen:
-            raise DataError(f"no run matches setting={setting!r} model={model!r}; the store holds "
-                            f"{_describe_runs(runs)}", source=str(path))
+            raise DataError(f"no run matches setting={setting!r} model={model!r} quantization={quantization!r}"
+                            f"{'' if run is None else f' run={run}'}; the store holds {_describe_runs(runs)}",
+                            source=str(path))
         if len(chosen) > 1:
-            raise DataError(f"the store holds several runs ({_describe_runs({k: runs[k] for k in chosen})}); "
-                            "pick one with setting=..., model=... (and quantization=...)", source=str(path))
+            raise DataError(f"the store holds several runs ({_describe_runs(runs, only=chosen)}); pick one with "
+                            "setting=..., model=..., quantization=... or run=N", source=str(path))
         run_recs = runs[chosen[0]]
+        run_recs, _ = dedupe(run_recs, source=str(path), lines=[line_of[id(r)] for r in run_recs])
         st = STYLES[style] if style else style_for(ModelInfo(**run_recs[0]["model"]) if "model" in run_recs[0] else None)
         first: dict[str, dict[str, Any]] = {}
         repair: dict[str, dict[str, Any]] = {}
-        for r in run_recs:  # append-only store: a later record is the newer answer
+        for r in run_recs:  # one record per request (a first answer, a repair turn)
             (repair if r["is_repair"] else first)[r["item_id"]] = r
-        rows = []
+        rows, errors = [], []
         for item_id, r in first.items():
             item = items.loc[item_id]
             row = self._store_row(item, r, st)
             if row["parse_error"] in (EMPTY_RESPONSE, NO_BBOX_FOUND) and item_id in repair:
                 row = self._store_row(item, repair[item_id], st)
                 row.update(retry_used=True, first_text=r.get("text"))
+            if row["parse_error"] == BACKEND_ERROR:
+                errors.append((repair.get(item_id) if row["retry_used"] else r).get("error"))
             rows.append(row)
-        return self.score(pd.DataFrame(rows))
+        scored = self.score(pd.DataFrame(rows))
+        failed = [r["id"] for r in rows if r["parse_error"] == BACKEND_ERROR]
+        scored.attrs["coverage"] = coverage(items["id"], [r["id"] for r in rows if r["parse_error"] != BACKEND_ERROR],
+                                            failed, errors)
+        return scored
 
     def _store_row(self, item, r: dict[str, Any], st: GroundingStyle) -> dict[str, Any]:
         row = {c: item[c] for c in data.ITEM_COLUMNS if c != "image"}

@@ -53,26 +53,44 @@ def _int(value: Any, source: str, row: int, field: str) -> int:
         raise DataError(f"expected an integer, got {value!r}", source=source, row=row, field=field) from None
 
 
-def refadv_row(rec: dict[str, Any], i: int, source: str, *, dataset: str = "ref-adv-s") -> dict[str, Any]:
-    """One released Ref-Adv-s record (HF columns) as an item row; errors name the row and field."""
+def _typed(rec: dict[str, Any], name: str, kind: type, default: Any, source: str, row: int,
+           field: str | None = None) -> Any:
+    """``rec[name]`` when it has the type the release gives it (``default`` when absent or null); a value of
+    another type (a number for a text, the text "false" for a flag) is refused, never converted."""
+    v = rec.get(name)
+    if v is None:
+        return default
+    if not isinstance(v, kind) or (kind is not bool and isinstance(v, bool)):
+        raise DataError(f"expected {kind.__name__}, got {type(v).__name__} {v!r}", source=source, row=row,
+                        field=field or name)
+    return v
+
+
+def refadv_row(rec: dict[str, Any], i: int, source: str, *, dataset: str = "ref-adv-s",
+               fields: dict[str, str] | None = None) -> dict[str, Any]:
+    """One released Ref-Adv-s record (HF columns) as an item row; errors name the row (``i + 1``: rows count
+    from 1) and the field, under its name in the file (``fields`` maps the HF column names to it)."""
+    row = i + 1
+    name = {**{f: f for f in rec}, **(fields or {})}
     for f in REFADV_REQUIRED:
         if f not in rec or rec[f] is None:
-            raise DataError("missing value", source=source, row=i, field=f)
+            raise DataError("missing value", source=source, row=row, field=name.get(f, f))
     caption = rec["normal_caption"]
     if not isinstance(caption, str) or not caption.strip():
-        raise DataError(f"expected a non-empty string, got {caption!r}", source=source, row=i, field="normal_caption")
-    row_idx = _int(rec.get("row_idx", i), source, i, "row_idx")
+        raise DataError(f"expected a non-empty string, got {caption!r}", source=source, row=row,
+                        field=name["normal_caption"])
+    row_idx = _int(rec.get("row_idx", i), source, row, "row_idx")
     return {
         "id": str(row_idx),
         "row_idx": row_idx,
-        "file_name": str(rec.get("file_name") or ""),
+        "file_name": _typed(rec, "file_name", str, "", source, row, name.get("file_name")),
         "expression": caption,
-        "gt_xyxy": _box(rec["solution"], source, i, "solution"),
-        "width": _int(rec["width"], source, i, "width"),
-        "height": _int(rec["height"], source, i, "height"),
-        "image_source": str(rec.get("image_source") or ""),
-        "human_authored": bool(rec.get("human_authored", False)),
-        "use_negation": bool(rec.get("use_negation", False)),
+        "gt_xyxy": _box(rec["solution"], source, row, name["solution"]),
+        "width": _int(rec["width"], source, row, name["width"]),
+        "height": _int(rec["height"], source, row, name["height"]),
+        "image_source": _typed(rec, "image_source", str, "", source, row, name.get("image_source")),
+        "human_authored": _typed(rec, "human_authored", bool, False, source, row, name.get("human_authored")),
+        "use_negation": _typed(rec, "use_negation", bool, False, source, row, name.get("use_negation")),
         "distractor_count": parse_distractor_count(rec.get("distractors")),
         "image": rec["image"],
         "dataset": dataset,
@@ -106,6 +124,11 @@ def load_refadv_hub(repo_id: str = HUB_ID, *, revision: str | None = None):
     return load_refadv_parquet(path)
 
 
+#: the demo file's names of the release's columns (errors name the field as the file has it)
+DEMO_FIELDS = {"normal_caption": "caption", "solution": "bbox", "image_source": "source",
+               "human_authored": "human_authored", "use_negation": "negation"}
+
+
 def load_demo(folder: str | os.PathLike):
     """The website demo: ``demo_samples.json`` plus ``images/NNNN.jpg`` (NNNN is the release row index)."""
     from vlamb_nb.images import safe_join
@@ -117,15 +140,15 @@ def load_demo(folder: str | os.PathLike):
     rows = []
     for i, rec in enumerate(records):
         if not isinstance(rec, dict):
-            raise DataError("record is not an object", source=str(jpath), row=i)
+            raise DataError("record is not an object", source=str(jpath), row=i + 1)
         for f in ("image", "caption", "bbox", "width", "height"):
             if rec.get(f) is None:
-                raise DataError("missing value", source=str(jpath), row=i, field=f)
-        name = Path(str(rec["image"])).name
+                raise DataError("missing value", source=str(jpath), row=i + 1, field=f)
+        name = Path(_typed(rec, "image", str, "", str(jpath), i + 1)).name
         try:
             image_path = safe_join(folder / "images", name)
         except ImageError as e:
-            raise DataError(str(e), source=str(jpath), row=i, field="image") from None
+            raise DataError(str(e), source=str(jpath), row=i + 1, field="image") from None
         stem = Path(name).stem
         row_idx = int(stem) if stem.isdigit() else i
         rows.append(refadv_row({
@@ -133,7 +156,7 @@ def load_demo(folder: str | os.PathLike):
             "width": rec["width"], "height": rec["height"], "image_source": rec.get("source"),
             "human_authored": rec.get("human_authored"), "use_negation": rec.get("negation"),
             "distractors": rec.get("distractors"), "row_idx": row_idx, "file_name": name,
-        }, i, str(jpath), dataset="ref-adv-s-demo"))
+        }, i, str(jpath), dataset="ref-adv-s-demo", fields=DEMO_FIELDS))
     return _frame(rows)
 
 
@@ -184,7 +207,7 @@ def load_refcoco_refer(folder: str | os.PathLike, *, split_by: str = "unc", spli
             raise DataError("file not found", source=str(p))
     with open(refs_path, "rb") as fh:
         refs = pickle.load(fh)  # noqa: S301 - explicit opt-in above
-    instances = json.loads(inst_path.read_text(encoding="utf-8"))
+    instances = read_json(inst_path, expect=dict, what="COCO instances")
     images, anns, by_id = _coco_index(instances, str(inst_path))
     name = dataset or folder.name
     rows = []
@@ -196,7 +219,7 @@ def load_refcoco_refer(folder: str | os.PathLike, *, split_by: str = "unc", spli
         img = images.get(ref.get("image_id"))
         if ann is None or img is None:
             raise DataError(f"annotation {ref.get('ann_id')} or image {ref.get('image_id')} not in instances.json",
-                            source=str(refs_path), row=i, field="ann_id")
+                            source=str(refs_path), row=i + 1, field="ann_id")
         gt = list(boxes.xywh_to_xyxy(ann["bbox"]))
         n_dis = same_category_distractors(anns.get(img["id"], []), ref.get("category_id", ann.get("category_id")))
         for j, sent in enumerate(ref.get("sentences", [])):
@@ -226,11 +249,11 @@ def load_refcoco_parquet(path: str | os.PathLike, *, instances: str | os.PathLik
         raise DataError(f"missing columns {missing}; found {table.column_names}", source=str(path))
     index = None
     if instances is not None:
-        index = _coco_index(json.loads(Path(instances).read_text(encoding="utf-8")), str(instances))
+        index = _coco_index(read_json(instances, expect=dict, what="COCO instances"), str(instances))
     name = dataset or path.stem
     rows, seen = [], set()
     for i, rec in enumerate(table.to_pylist()):
-        gt = list(boxes.xywh_to_xyxy(_box(rec["bbox"], str(path), i, "bbox")))
+        gt = list(boxes.xywh_to_xyxy(_box(rec["bbox"], str(path), i + 1, "bbox")))
         w, h = rec.get("width"), rec.get("height")
         if w is None or h is None:
             from vlamb_nb.images import load_image

@@ -50,8 +50,8 @@ def released_items(folder: str | os.PathLike):
         for f in ROW_FIELDS:
             if not sc[f].equals(base[f]):
                 bad = int(sc.loc[sc[f] != base[f], "row_idx"].iloc[0])
-                raise DataError(f"differs from {first_name}", source=f"{folder}/{name}_predictions.jsonl",
-                                row=bad, field=f)
+                raise DataError(f"row_idx {bad} differs from {first_name}",
+                                source=f"{folder}/{name}_predictions.jsonl", field=f)
         if not sc["gt_xyxy"].map(tuple).equals(base["gt_xyxy"].map(tuple)):
             raise DataError(f"GT boxes differ from {first_name}", source=f"{folder}/{name}_predictions.jsonl",
                             field="gt_bbox_xyxy")

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from vlamb_nb import boxes
-from vlamb_nb.benchmarks.refadv.data import BINS, in_bin
+from vlamb_nb.benchmarks.refadv.data import BINS, _typed, in_bin
 from vlamb_nb.errors import DataError
-from vlamb_nb.jsonl import iter_jsonl, read_json
+from vlamb_nb.jsonl import iter_jsonl, read_json, read_text
 
 THRESHOLDS = (0.5, 0.75, 0.9)
 # our mAcc: COCO-style mean over IoU 0.50:0.05:0.95 (the paper's definition is not reproducible)
@@ -142,8 +142,8 @@ def read_official_predictions(path: str | os.PathLike):
     for ln, rec in iter_jsonl(path):
         for f in OFFICIAL_FIELDS:
             if f not in rec:
-                raise DataError("missing field", source=str(path), row=f"line {ln}", field=f)
-        where = {"source": str(path), "row": f"line {ln}"}
+                raise DataError("missing field", source=str(path), row=ln, field=f)
+        where = {"source": str(path), "row": ln}
         pred = _official_box(rec["pred_box_xyxy_first"] or [], "pred_box_xyxy_first", allow_empty=True, **where)
         gt = _official_box(rec["gt_bbox_xyxy"], "gt_bbox_xyxy", **where)
         try:
@@ -151,17 +151,18 @@ def read_official_predictions(path: str | os.PathLike):
         except (TypeError, ValueError):
             bad = "distractor_count" if not _is_int_like(rec["distractor_count"]) else "first_iou"
             raise DataError(f"not a number: {rec[bad]!r}", field=bad, **where) from None
+        text = {f: _typed(rec, f, str, "", str(path), ln) for f in OFFICIAL_TEXT}
+        flag = {f: _typed(rec, f, bool, False, str(path), ln) for f in OFFICIAL_FLAGS}
         rows.append({
-            "id": str(rec["row_idx"]), "row_idx": int(rec["row_idx"]), "file_name": rec.get("file_name", ""),
-            "expression": rec.get("normal_caption", ""), "image_source": rec.get("image_source", ""),
-            "human_authored": bool(rec.get("human_authored", False)),
-            "use_negation": bool(rec.get("use_negation", False)),
+            "id": str(rec["row_idx"]), "row_idx": int(rec["row_idx"]), "file_name": text["file_name"],
+            "expression": text["normal_caption"], "image_source": text["image_source"],
+            "human_authored": flag["human_authored"], "use_negation": flag["use_negation"],
             "distractor_count": n_distractors, "gt_xyxy": gt, "pred_xyxy": pred,
             "iou": first_iou(pred, gt), "official_iou": official_iou,
-            "official_hit": bool(rec["first_hit"]), "parse_error": str(rec.get("parse_error") or ""),
-            "retry_used": bool(rec.get("retry_followup_used", False)),
-            "model": rec.get("model_full_name", ""), "prompt_id": rec.get("prompt_id", ""),
-            "box_format": rec.get("pred_box_expected_format", ""),
+            "official_hit": flag["first_hit"], "parse_error": text["parse_error"],
+            "retry_used": flag["retry_followup_used"],
+            "model": text["model_full_name"], "prompt_id": text["prompt_id"],
+            "box_format": text["pred_box_expected_format"],
         })
     if not rows:
         raise DataError("no prediction rows", source=str(path))
@@ -196,6 +197,12 @@ def read_official_predictions(path: str | os.PathLike):
     return df
 
 
+#: text and true/false fields of an official row: a value of another type is refused, never converted
+OFFICIAL_TEXT = ("file_name", "normal_caption", "image_source", "parse_error", "model_full_name", "prompt_id",
+                 "pred_box_expected_format")
+OFFICIAL_FLAGS = ("human_authored", "use_negation", "first_hit", "retry_followup_used")
+
+
 def _is_int_like(v: Any) -> bool:
     try:
         int(v)
@@ -204,7 +211,7 @@ def _is_int_like(v: Any) -> bool:
     return True
 
 
-def _official_box(value: Any, field: str, *, source: str, row: str, allow_empty: bool = False) -> list[float]:
+def _official_box(value: Any, field: str, *, source: str, row: int, allow_empty: bool = False) -> list[float]:
     """A 4-number box from an official file (``[]`` allowed for a missing prediction), else a DataError."""
     if allow_empty and isinstance(value, list) and not value:
         return []
@@ -324,20 +331,20 @@ def _instances_index(instances: str | os.PathLike | dict[str, Any]):
         if not isinstance(data.get(key), list):
             raise DataError(f"missing list {key!r} (expected COCO instances format)", source=source, field=key)
     by_name: dict[str, Any] = {}
-    for i, im in enumerate(data["images"]):
+    for i, im in enumerate(data["images"], start=1):
         if not isinstance(im, dict) or "file_name" not in im or "id" not in im:
-            raise DataError("image record needs 'id' and 'file_name'", source=source, row=f"images[{i}]")
+            raise DataError(f"image record {i} needs 'id' and 'file_name'", source=source, row=i, field="images")
         by_name[str(im["file_name"])] = im["id"]
     anns: dict[Any, list[tuple[dict[str, Any], Any]]] = {}
-    for i, a in enumerate(data["annotations"]):
+    for i, a in enumerate(data["annotations"], start=1):
         missing = [k for k in ("image_id", "bbox", "category_id") if not isinstance(a, dict) or k not in a]
         if missing:
-            raise DataError("annotation is missing a field", source=source, row=f"annotations[{i}]",
-                            field=missing[0])
+            raise DataError(f"annotation {i} is missing a field", source=source, row=i,
+                            field=f"annotations.{missing[0]}")
         try:
             box = boxes.xywh_to_xyxy(a["bbox"])
         except (TypeError, ValueError) as e:
-            raise DataError(str(e), source=source, row=f"annotations[{i}]", field="bbox") from None
+            raise DataError(f"annotation {i}: {e}", source=source, row=i, field="annotations.bbox") from None
         anns.setdefault(a["image_id"], []).append((a, box))
     return by_name, anns
 
@@ -353,15 +360,14 @@ def _failed(error: Any) -> bool:
 
 
 def _is_official(path: Path) -> bool:
-
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    raise DataError("first line is not JSON", source=str(path)) from None
-                return isinstance(rec, dict) and "first_iou" in rec and "pred_box_xyxy_first" in rec
+    """Whether a JSON Lines file holds official per-row predictions (else: one of our prediction stores)."""
+    for ln, line in enumerate(read_text(path).split("\n"), start=1):
+        if line.strip():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                raise DataError("the first record is not JSON", source=str(path), row=ln) from None
+            return isinstance(rec, dict) and "first_iou" in rec and "pred_box_xyxy_first" in rec
     raise DataError("empty file", source=str(path))
 
 
@@ -370,9 +376,11 @@ def _model_identity(model: dict[str, Any]) -> str:
     return " ".join(f"{k}={model.get(k)}" for k in ("quantization", "revision", "backend") if model.get(k))
 
 
-def _describe_runs(runs: dict[tuple[str, ...], list[Any]]) -> str:
-    return "; ".join(f"setting={k[0]} model={k[1]} {k[3] if len(k) > 3 else ''} [{k[2]}] ({len(v)} records)"
-                     for k, v in runs.items())
+def _describe_runs(runs: dict[tuple[str, ...], list[Any]], only: list[tuple[str, ...]] | None = None) -> str:
+    """``[i] setting=... model=... [tag] decoding ... (n records)`` for each run (``only``: those, by index)."""
+    return "; ".join(f"[{i}] setting={k[0]} model={k[1]} {k[3] if len(k) > 3 else ''} [{k[2]}]"
+                     f"{f' decoding {k[4]}' if len(k) > 4 else ''} ({len(v)} records)"
+                     for i, (k, v) in enumerate(runs.items()) if only is None or k in only)
 
 
 # -- the report card ------------------------------------------------------------------------------------

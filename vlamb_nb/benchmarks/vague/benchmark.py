@@ -343,12 +343,13 @@ class Vague(Benchmark):
             raise SettingError(f"unknown vague score option(s): {', '.join(options)}")
         gens = predictions_frame(predictions, setting=setting, **pick)
         if source is None:
-            return self.score_answers_only(gens, predictions)
+            return {"coverage": _coverage(None, gens)} | self.score_answers_only(gens, predictions)
         items = self.load(source)
         scored, missing = self.score_generations(items, gens, bertscore=bertscore, missing=missing_mode,
                                                  label=str(predictions))
         b = self.breakdown(scored)
-        return {"source": str(source), "predictions": str(predictions), "items_in_source": len(items),
+        return {"coverage": _coverage(items["id"], gens), "source": str(source), "predictions": str(predictions),
+                "items_in_source": len(items),
                 "missing_predictions": missing, "missing_counted_as": "invalid" if missing_mode == "wrong" else
                 "skipped", "scored": len(scored), "rows": b.to_dict(orient="records")}
 
@@ -418,6 +419,17 @@ class Vague(Benchmark):
         from vlamb_nb.benchmarks.vague.audit import audit
 
         return audit()
+
+
+def _coverage(item_ids, gens) -> dict[str, Any]:
+    """Items answered, failed (every request of the item failed) and missing, from read generations."""
+    from vlamb_nb.metrics import coverage
+
+    errors = gens["error"].tolist() if "error" in gens.columns else [None] * len(gens)
+    failed = [isinstance(e, str) and bool(e) for e in errors]
+    ids = gens["item_id"].tolist()
+    return coverage(item_ids, [i for i, f in zip(ids, failed, strict=True) if not f],
+                    [i for i, f in zip(ids, failed, strict=True) if f], [e for e, f in zip(errors, failed, strict=True) if f])
 
 
 BENCHMARK = Vague()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vlamb_nb.errors import DataError, ImageError, NotAvailableError
-from vlamb_nb.jsonl import read_json
+from vlamb_nb.jsonl import iter_jsonl, read_json
 
 HUB_ID = "HazelNam/vague-bench"
 JSON_FILES = ("vcr_1144_final.json", "ego4d_533_final.json")
@@ -109,6 +109,10 @@ def normalize_record(rec: dict[str, Any], *, source: str, row: int, image: Any =
         subject, action, obj = parse_solution(solution)
     except ValueError as e:
         raise DataError(str(e), source=source, row=row, field="solution") from None
+    for key in ("caption", "fake_caption"):  # prompt text: a number or a list here is an edited record
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            raise DataError(f"expected str, got {type(meta[key]).__name__}", source=source, row=row,
+                            field=f"meta.{key}")
     rating = meta.get("rating") or {}
     return {
         "id": name,
@@ -148,7 +152,7 @@ def _read_parquet(paths: list[Path]) -> list[dict[str, Any]]:
             rows = pq.read_table(path).to_pylist()
         except Exception as e:  # noqa: BLE001 - a damaged file is reported with its name
             raise DataError(f"cannot read parquet: {e}", source=path.name) from None
-        for i, rec in enumerate(rows):
+        for i, rec in enumerate(rows, start=1):
             image = rec.pop("image", None)
             if image is None:
                 raise DataError("missing embedded image", source=path.name, row=i, field="image")
@@ -169,19 +173,18 @@ def _find_image_dir(json_path: Path, image_dir: str | os.PathLike | None) -> Pat
 def _read_json(path: Path, image_dir: str | os.PathLike | None) -> list[dict[str, Any]]:
     from vlamb_nb.images import safe_join
 
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = ([json.loads(line) for line in text.splitlines() if line.strip()] if path.suffix == ".jsonl"
-                else json.loads(text))
-    except (OSError, ValueError) as e:
-        raise DataError(f"cannot read JSON: {e}", source=path.name) from None
-    if isinstance(data, dict):  # a single record (like the README example)
-        data = [data]
-    if not isinstance(data, list):
-        raise DataError("expected a list of records", source=path.name)
+    if path.suffix == ".jsonl":  # a record is numbered by its line, as in every JSON Lines file
+        numbered = list(iter_jsonl(path))
+    else:
+        data = read_json(path)
+        if isinstance(data, dict):  # a single record (like the README example)
+            data = [data]
+        if not isinstance(data, list):
+            raise DataError("expected a list of records", source=path.name)
+        numbered = list(enumerate(data, start=1))
     folder = _find_image_dir(path, image_dir)
     out = []
-    for i, rec in enumerate(data):
+    for i, rec in numbered:
         name = rec.get("image_name") if isinstance(rec, dict) else None
         img = None
         if isinstance(name, str):

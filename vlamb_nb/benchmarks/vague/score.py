@@ -143,12 +143,12 @@ def predictions_frame(path: str | os.PathLike, *, setting: str | None = None, mo
     if not p.is_file():
         raise DataError("predictions file not found", source=str(p))
     if p.suffix == ".jsonl":
-        from vlamb_nb.run_identity import dedupe, select_run
-        from vlamb_nb.store import read_records
+        from vlamb_nb.run_identity import one_run
+        from vlamb_nb.store import read_store
 
-        recs = [r for r in read_records(p) if not str(r.get("request_id", "")).endswith("::caption")]
-        _, recs = select_run(recs, setting=setting, model=model, quantization=quantization, run=run, source=p.name)
-        recs, _ = dedupe(recs, source=p.name)
+        numbered = [(ln, r) for ln, r in read_store(p) if not str(r.get("request_id", "")).endswith("::caption")]
+        recs = [r for _, r in one_run(numbered, setting=setting, model=model, quantization=quantization, run=run,
+                                      source=p.name)]
         df = pd.DataFrame([{"request_id": r.get("request_id"), "setting": r.get("setting"), "text": r.get("text"),
                             "error": r.get("error"), "model": (r.get("model") or {}).get("model_id", p.stem)}
                            for r in recs])
@@ -162,9 +162,13 @@ def predictions_frame(path: str | os.PathLike, *, setting: str | None = None, mo
         m = re.match(r"(.+?)_(?:VLM|SM_gpt|SM|LLM|zeroshot_cot_SM|zeroshot_cot)_(?:mcq|da)\.json$", p.name)
         model = m.group(1) if m else p.stem
         rows = []
-        for i, (k, v) in enumerate(data.items()):
+        for i, (k, v) in enumerate(data.items(), start=1):
             if not isinstance(v, dict) or "model_output" not in v:
-                raise DataError("missing model_output", source=p.name, row=i, field=str(k))
+                raise DataError(f"{k!r} has no model_output", source=p.name, row=i, field="model_output")
+            for name in ("model_output", "true_answer"):  # text, or null: never a number turned into text
+                if v.get(name) is not None and not isinstance(v[name], str):
+                    raise DataError(f"{k!r}: expected text, got {type(v[name]).__name__} {v[name]!r}", source=p.name,
+                                    row=i, field=name)
             item = str(k).removesuffix(IMAGE_SUFFIX)
             truth = v.get("true_answer")
             rows.append({"request_id": f"{item}::{setting}", "setting": setting, "model": model,

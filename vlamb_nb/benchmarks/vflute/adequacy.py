@@ -42,13 +42,12 @@ def read_adequacy_labels(path: str | os.PathLike):
     """
     import pandas as pd
 
+    from vlamb_nb.jsonl import read_csv
+
     p = Path(path)
     if not p.is_file():
         raise DataError("adequacy labels file not found", source=str(p))
-    try:
-        raw = pd.read_csv(p, dtype=str, keep_default_na=False)
-    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as e:
-        raise DataError(f"not a readable CSV: {e}", source=str(p)) from None
+    raw = read_csv(p, allow_empty=True)
     raw.columns = [str(c).strip() for c in raw.columns]
     missing = [c for c in ADEQUACY_COLUMNS if c not in raw.columns]
     if missing:

@@ -60,29 +60,33 @@ def dataset_of(source: str, phenomenon: str) -> str:
 
 
 # -- validation ------------------------------------------------------------------------------------
-def _require(rec: dict[str, Any], fld: str, src: str, row: int) -> Any:
+def _require(rec: dict[str, Any], fld: str, src: str, row: int) -> str:
+    """A text field: present, not empty, and text (a number or a list is refused, never turned into text)."""
     v = rec.get(fld)
     if v is None or (isinstance(v, float) and v != v) or (isinstance(v, str) and not v.strip()):
         raise DataError("missing or empty value", source=src, row=row, field=fld)
+    if not isinstance(v, str):
+        raise DataError(f"expected text, got {type(v).__name__} {v!r}", source=src, row=row, field=fld)
     return v
 
 
 def normalise_record(rec: dict[str, Any], *, src: str, row: int, split: str, index: int | None,
-                     image_root: str | None) -> dict[str, Any]:
-    """One validated item row; every problem names the file, row and field."""
-    source = str(_require(rec, "source_dataset", src, row)).strip().lower()
+                     image_root: str | None, position: int | None = None) -> dict[str, Any]:
+    """One validated item row; every problem names the file, row (1-based) and field. ``position`` is the
+    index an id without a number of its own takes (default: ``row``)."""
+    source = _require(rec, "source_dataset", src, row).strip().lower()
     if source not in SOURCE_NAMES:
         raise DataError(f"unknown source_dataset {source!r}; expected one of {', '.join(SOURCE_NAMES)}",
                         source=src, row=row, field="source_dataset")
-    phen = str(_require(rec, "phenomenon", src, row)).strip().lower()
+    phen = _require(rec, "phenomenon", src, row).strip().lower()
     if phen not in PHENOMENA:
         raise DataError(f"unknown phenomenon {phen!r}", source=src, row=row, field="phenomenon")
-    label = str(_require(rec, "label", src, row)).strip().lower()
+    label = _require(rec, "label", src, row).strip().lower()
     if label not in LABELS:
         raise DataError(f"label must be 'entailment' or 'contradiction', got {label!r}", source=src, row=row,
                         field="label")
-    claim = str(_require(rec, "claim", src, row)).strip()
-    expl = str(_require(rec, "explanation", src, row)).strip()
+    claim = _require(rec, "claim", src, row).strip()
+    expl = _require(rec, "explanation", src, row).strip()
     rid = rec.get("id")
     if rid is None or (isinstance(rid, float) and rid != rid):
         if index is None:
@@ -91,8 +95,10 @@ def normalise_record(rec: dict[str, Any], *, src: str, row: int, split: str, ind
     rid = str(rid)
     if index is None:
         tail = rid.rsplit("-", 1)[-1]
-        index = int(tail) if tail.isdigit() else row
+        index = int(tail) if tail.isdigit() else row if position is None else position
     prompt = rec.get("prompt")
+    if prompt is not None and not isinstance(prompt, (str, float)):  # NaN: an empty CSV cell
+        raise DataError(f"expected text, got {type(prompt).__name__}", source=src, row=row, field="prompt")
     if isinstance(prompt, str) and prompt.strip():
         if "REPLACE_CLAIM" not in prompt:
             raise DataError("prompt has no REPLACE_CLAIM slot", source=src, row=row, field="prompt")
@@ -126,10 +132,11 @@ def read_json(path: str | os.PathLike, *, split: str = "test", image_root: str |
     p = Path(path)
     data = read_json_file(p, expect=list, what="records")
     rows = []
-    for i, rec in enumerate(data):
+    for i, rec in enumerate(data, start=1):
         if not isinstance(rec, dict):
             raise DataError("record is not an object", source=str(p), row=i)
-        rows.append(normalise_record(rec, src=str(p), row=i, split=split, index=None, image_root=image_root))
+        rows.append(normalise_record(rec, src=str(p), row=i, split=split, index=None, image_root=image_root,
+                                     position=i - 1))
     return _frame(rows, str(p))
 
 
@@ -172,7 +179,7 @@ def read_parquet(paths: list[str | os.PathLike] | str | os.PathLike, *, split: s
     for i, rec in enumerate(df.to_dict(orient="records")):
         img = rec.get("image")
         if not isinstance(img, dict) or not img.get("bytes"):
-            raise DataError("image is not a Hugging Face {'bytes','path'} struct with bytes", source=src, row=i,
+            raise DataError("image is not a Hugging Face {'bytes','path'} struct with bytes", source=src, row=i + 1,
                             field="image")
         rec = dict(rec)
         rec["id"] = None
@@ -180,7 +187,7 @@ def read_parquet(paths: list[str | os.PathLike] | str | os.PathLike, *, split: s
         rec["image"] = {"bytes": img["bytes"],
                         "path": f"{str(rec.get('source_dataset', '')).lower()}/{FILE_SPLIT[split]}/{i}."
                                 f"{_image_ext(img['bytes'])}"}
-        item = normalise_record(rec, src=src, row=i, split=split, index=i, image_root=None)
+        item = normalise_record(rec, src=src, row=i + 1, split=split, index=i, image_root=None)
         item["prompt_origin"] = "seeded"  # the hub rows carry no instruction
         rows.append(item)
     return _frame(rows, src)

@@ -38,7 +38,6 @@ from vlamb_nb.benchmarks.vflute.adequacy import adequacy_report, read_adequacy_l
 from vlamb_nb.benchmarks.vflute.data import DATASETS
 from vlamb_nb.benchmarks.vflute.parse import _label_from_marker, parse_output
 from vlamb_nb.errors import DataError, SettingError
-from vlamb_nb.jsonl import iter_jsonl
 
 PERCENTS = np.arange(101)  # threshold i/100 for i = 0..100
 REPORTED = (0, 53, 60)  # Table 4's F1@0, F1@53, F1@60
@@ -245,27 +244,28 @@ def read_predictions(path: str | os.PathLike, *, scene_graph: bool | None = None
     sg = scene_graph if scene_graph is not None else "sg" in p.name  # the official script's file-name rule
     rows = []
     if p.suffix.lower() == ".jsonl":
-        from vlamb_nb.run_identity import dedupe, select_run
+        from vlamb_nb.run_identity import one_run
+        from vlamb_nb.store import read_store
 
-        recs = []
-        for i, rec in iter_jsonl(p):
+        numbered = []
+        for i, rec in read_store(p):
             if "request_id" not in rec:
                 raise DataError("store record without request_id", source=str(p), row=i, field="request_id")
             if not str(rec["request_id"]).endswith("::sg"):  # the scene-graph step of a two-step run
-                recs.append(rec)
-        if recs:
-            _, recs = select_run(recs, model=model, quantization=quantization, run=run, source=p.name)
-            recs, _ = dedupe(recs, source=p.name)
-        for rec in recs:
+                numbered.append((i, rec))
+        if numbered:
+            numbered = one_run(numbered, model=model, quantization=quantization, run=run, source=p.name)
+        for _, rec in numbered:
             rid = str(rec["request_id"])
             is_sg = sg or rec.get("setting") == "scene_graph"
-            parsed = parse_output(None if rec.get("error") else rec.get("text"), scene_graph=is_sg)
-            rows.append({"id": rid.split("::")[0], **parsed, "source_format": "store"})
+            error = rec.get("error") if isinstance(rec.get("error"), str) and rec["error"] else None
+            parsed = parse_output(None if error else rec.get("text"), scene_graph=is_sg)
+            rows.append({"id": rid.split("::")[0], **parsed, "source_format": "store", "error": error})
         df = pd.DataFrame(rows)
     else:
         from vlamb_nb.jsonl import read_csv
 
-        raw = read_csv(p, dtype=None, keep_default_na=True)
+        raw = read_csv(p, dtype=str, keep_default_na=True)
         if "id" not in raw.columns:
             raise DataError("missing column 'id'", source=str(p))
         if "output" in raw.columns:
@@ -329,6 +329,7 @@ def score_prediction_file(bench, predictions: str | os.PathLike, *, source: str 
     f1 = {d: {f"F1@{int(r.pct)}": round(100 * r.f1, 2) for r in g.itertuples()} for d, g in at.groupby("dataset",
                                                                                                         sort=False)}
     out: dict[str, Any] = {
+        "coverage": scored.attrs["coverage"],
         "benchmark": "vflute", "predictions": str(predictions), "n": int(len(scored)), "n_missing": n_missing,
         "n_unparsed": int(scored["label_pred"].isna().sum()), "scorer": scored.attrs["scorer"],
         "f1": {k: f1[k] for k in ["overall", *DATASETS] if k in f1},
@@ -364,16 +365,23 @@ def _score_file(bench, predictions: str | os.PathLike, items, scorer: Any,
                 scene_graph: bool | None, **pick: Any) -> tuple[Any, int]:
     """A prediction file joined to the gold items and scored; also how many items it has no prediction for.
     ``pick``: ``model``/``quantization``/``run`` choosing one run of a store (:func:`read_predictions`)."""
+    from vlamb_nb.metrics import coverage
+
     preds = read_predictions(predictions, scene_graph=scene_graph, **pick)
     unknown = sorted(set(preds["id"]) - set(items["id"]))
     if unknown:
         raise DataError(f"{len(unknown)} prediction id(s) are not in the gold data (wrong --source?), e.g. "
                         f"{unknown[0]!r}", source=str(predictions))
+    errors = preds["error"] if "error" in preds.columns else preds["id"].map(lambda _: None)
+    failed = errors.map(lambda e: isinstance(e, str) and bool(e))
     merged = items.merge(preds, on="id", how="left")
     n_missing = int(merged["source_format"].isna().sum())
     merged["label_pred"] = merged["label_pred"].astype(object).where(merged["label_pred"].notna(), None)
     merged["explanation_pred"] = merged["explanation_pred"].fillna("")
-    return bench.score(merged, scorer=scorer), n_missing
+    scored = bench.score(merged, scorer=scorer)
+    scored.attrs["coverage"] = coverage(items["id"], preds.loc[~failed, "id"], preds.loc[failed, "id"],
+                                        errors[failed])
+    return scored, n_missing
 
 
 def _drop(f0: float, f60: float) -> float:
