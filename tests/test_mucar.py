@@ -852,7 +852,7 @@ def test_table4_strategies_compared_with_the_published_rows(sample):
     runs = {s: B.evaluate(oracle, sample, s, progress=False) for s in ("full", "full_cot", "full_agent")}
     runs["full_codis"] = B.evaluate(wrong, sample, "full_codis", progress=False)
     runs["c_q"] = B.evaluate(oracle, sample, "c_q", progress=False)  # not a Table 4 row: left out
-    cmp = report.table4_vs_paper(runs, n_resamples=50).set_index(["row", "column"])
+    cmp = report.paper_vs_ours_table4(runs, n_resamples=50).set_index(["row", "column"])
     assert set(cmp.index.get_level_values(0)) == {"Vanilla", "CoT", "CODIS", "OURS"}
     assert cmp.loc[("OURS", "MUCAR Acc_p"), "paper"] == 44.87 and cmp.loc[("OURS", "MUCAR Acc_p"), "ours"] == 100.0
     assert cmp.loc[("Vanilla", "MUCAR Acc_q"), "paper"] == 53.91
@@ -863,7 +863,7 @@ def test_table4_strategies_compared_with_the_published_rows(sample):
     ax = plots.plot_table4(cmp.reset_index()).axes[0]
     assert len(ax.patches) == 4 * 4  # 4 strategies x (ours, paper) x (Acc_p, Acc_q)
     with pytest.raises(DataError, match="no Table 4 run"):
-        report.table4_vs_paper({"c_q": runs["c_q"]})
+        report.paper_vs_ours_table4({"c_q": runs["c_q"]})
 
 
 def test_notebook_runs_a_table4_strategy_and_compares_it(repo_root):
@@ -875,7 +875,7 @@ def test_notebook_runs_a_table4_strategy_and_compares_it(repo_root):
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     assert papermill.inspect_notebook(str(path))["table4_settings"]["default"] == "None"
     assert 'paper=["full_cot", "full_codis", "full_agent"]' in code and 'offline=["full_agent"]' in code
-    for call in ("report.run_settings(model, items, table4_settings", "report.table4_vs_paper(",
+    for call in ("bench.run_settings(model, items, table4_settings", "report.paper_vs_ours_table4(",
                  'record("table4_vs_paper"', "plots.plot_table4(", 'cfg.save_figure(fig, "table4-prompting-strategies", '
                  "model_output=True)", '"step_detect", "step_evidence"'):
         assert call in code

@@ -22,7 +22,7 @@ def test_mucar_notebook_defaults(tmp_path, run_notebook):
     assert {r["setting"] for r in res["settings"]} >= {"full", "q_i", "c_q"}
     const = next(s for s in res["failure_summaries"] if s["label"] == "constant-A")
     assert const["image_insensitive_groups"] == const["groups_with_distinct_golds"] > 0
-    assert any(d.startswith("limit: paper all requests; here 8 (offline profile)") for d in res["deviations"])
+    assert any(d.startswith("limit: paper all queries; here 8 (offline profile)") for d in res["deviations"])
     assert (tmp_path / "figures" / "mucar" / "fig3-category-language-distribution.png").is_file()
     for name in ("fig4-input-and-prompt-language-ablations", "image-insensitive-failure"):  # the stand-in's answers
         assert not (tmp_path / "figures" / "mucar" / f"{name}.png").exists()

@@ -792,6 +792,6 @@ def test_evaluate_runs_an_already_loaded_model_without_loading_another(tmp_path,
     items = BENCHMARK.load(BENCHMARK.make_sample(tmp_path, n=3, seed=0))
     monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("evaluate loaded a second model"))
     model = ScriptedModel(lambda req: "A")
-    scored, model_id, _ = report.evaluate(model, "none", items, ["lm"], store=tmp_path / "s.jsonl",
+    scored, model_id, _ = report.evaluate(model, "none", items, ["lm"], store_dir=tmp_path,
                                           bertscore=None, progress=False)
     assert model_id == model.info.model_id and len(scored) == 3

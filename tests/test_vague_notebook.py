@@ -50,4 +50,4 @@ def test_vague_notebook_defaults(tmp_path, run_notebook):
     assert not (tmp_path / "figures" / "vague" / "ours_accuracy.png").exists()
     assert (tmp_path / "figures" / "vague" / "demo" / "ours_accuracy.png").is_file()
     # working files (stores, samples) live under the run folder, not in the system's temporary folder
-    assert any((tmp_path / "runs" / "vague").glob("*.jsonl"))
+    assert any((tmp_path / "runs" / "vague").rglob("*.jsonl"))

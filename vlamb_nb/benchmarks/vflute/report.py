@@ -90,7 +90,7 @@ def adequacy_section(scored, labels: str | os.PathLike | None, *, n_resamples: i
             "summary": {k: v for k, v in rep.items() if k != "curve"}}
 
 
-def comparison(bench, scored, row: str):
+def paper_vs_ours(bench, scored, row: str):
     """Paper vs ours for one Table 4 row (None when ``row`` is not a published row)."""
     from vlamb_nb import reference
 

@@ -1,0 +1,111 @@
+"""The report card: ranks with intervals, paired comparisons on the same rows, and a card that says what it is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vlamb_nb import report_card as rc
+
+
+def test_cluster_weights_draw_whole_clusters():
+    clusters = np.array(["a", "a", "b", "c", "c", "c"])
+    w = rc.resample_weights(6, clusters, n_resamples=500, seed=1)
+    assert w.shape == (500, 6)
+    assert (w[:, 0] == w[:, 1]).all() and (w[:, 3] == w[:, 4]).all() and (w[:, 4] == w[:, 5]).all()
+    assert set(np.unique(w[:, 2])) <= {0, 1, 2, 3} and (w[:, [0, 2, 3]].sum(axis=1) == 3).all()
+    assert rc.resample_weights(6, None, n_resamples=50, seed=1).sum(axis=1).tolist() == [6] * 50
+
+
+def test_rank_interval_is_narrow_when_ours_is_far_ahead_and_wide_when_it_is_not():
+    n = 400
+    good = rc.Comparator("weak", 40.0, n=1000)
+    close = rc.Comparator("close", 70.0, n=50)
+    stat = rc.weighted_mean(np.r_[np.ones(290), np.zeros(110)])  # ours: 72.5%
+    h = rc.headline_among_published(paper="p", metric="acc", slice="all", stat=stat, n_rows=n,
+                                    published=[good, close], n_resamples=2000, seed=0)
+    assert h.value == pytest.approx(72.5) and h.rank == 1 and h.n_ranked == 3
+    assert h.rank_low == 1 and h.rank_high == 2  # "close" (n=50) overtakes us in some resamples, "weak" never
+    assert h.ci_low < 72.5 < h.ci_high
+    assert good.ci_low is not None and good.ci_low < 40 < good.ci_high  # Wilson at the published n
+    worse = rc.headline_among_published(paper="p", metric="risk", slice="all", stat=stat, n_rows=n,
+                                        published=[rc.Comparator("low", 10.0, n=500)], higher_is_better=False,
+                                        n_resamples=500, seed=0)
+    assert (worse.rank, worse.rank_low, worse.rank_high) == (2, 2, 2)  # lower is better: 72.5% risk is last
+
+
+def test_a_bound_printed_by_the_paper_is_a_comparator_at_the_bound():
+    comps = rc.published("racquet", "Fig. 3", "High Risk", n=500)
+    bounds = {c.name: (c.value, c.bound) for c in comps}
+    assert bounds["LLaVA-34B"] == (79.0, ">") and bounds["Molmo 7B-D"] == (17.1, "")
+
+
+def _scored(hits, rows, images, expressions):
+    return pd.DataFrame({"row_idx": rows, "expression": expressions, "file_name": images,
+                         "iou": [0.9 if h else 0.1 for h in hits], "use_negation": [i % 2 == 0 for i in rows],
+                         "distractor_count": [2, 3, 5, 8] * (len(rows) // 4), "model": "m", "prompt_id": "direct"})
+
+
+def test_refadv_compares_released_runs_on_exactly_our_rows_with_paired_tests():
+    from vlamb_nb.benchmarks.refadv.score import headline
+
+    rows = list(range(40))
+    expr = [f"e{i}" for i in rows]
+    images = [f"{i // 2}.jpg" for i in rows]
+    ours = _scored([True] * 36 + [False] * 4, rows, images, expr)
+    worse = _scored([True] * 10 + [False] * 30, rows, images, expr).assign(model="Qwen/Qwen2.5-VL-3B-Instruct")
+    other_rows = _scored([True] * 40, rows, images, [e + "!" for e in expr]).assign(model="other")
+    out = headline({"direct": ours}, released={"a": worse, "b": other_rows}, n_resamples=300, seed=0)
+    overall = next(h for h in out if h.slice == "overall")
+    assert overall.value == pytest.approx(90.0) and overall.unit == "row" and overall.ci_unit == "image"
+    per_item = [c for c in overall.comparators if c.basis == "per-item"]
+    assert [c.name for c in per_item] == ["Qwen2.5-VL-3B-Instruct | direct"]  # "b" asks other expressions: left out
+    assert per_item[0].value == pytest.approx(25.0) and per_item[0].diff == pytest.approx(65.0)
+    assert per_item[0].p < 0.001 and per_item[0].p_holm == pytest.approx(per_item[0].p)
+    assert (overall.rank, overall.rank_low, overall.rank_high) == (1, 1, 1)
+    # ours cover 40 of the 1,142 released rows: the published values on all rows are not the same field
+    assert all(c.basis == "per-item" for c in overall.comparators)
+    assert {h.slice for h in out} == {"overall", "Neg", "No-Neg", "2-3", "4-6", ">=7"}
+
+
+def test_the_card_names_every_paper_and_says_when_it_is_a_demo(tmp_path):
+    head = rc.Headline(paper="vague", metric="accuracy", slice="VCR VLM", value=50.0, ci_low=40.0, ci_high=60.0,
+                       n=100, comparators=[rc.Comparator("x", 45.0, n=1144)], rank=1, rank_low=1, rank_high=2,
+                       n_ranked=2, model="tiny:qwen2_5_vl", profile="offline", deviations=["model: stand-in"])
+    results = {"vague": {"ok": True, "results": {"headline": [head.to_dict()]}},
+               "mucar": {"ok": False, "error": "SettingError: boom"},
+               "vflute": {"ok": True, "results": {}},
+               "refadv": {"ok": False, "skipped": "not run: needs weights"}}
+    card = rc.build(results)
+    assert card.papers == {"vague": "ok", "mucar": "failed: SettingError: boom", "vflute": "no headline recorded",
+                           "refadv": "not run: not run: needs weights", "racquet": "not run"}
+    text = rc.markdown(card)
+    assert text.startswith("# Report card: tiny:qwen2_5_vl — PIPELINE DEMO")
+    assert "| vague | accuracy | VCR VLM | 50.0 [40.0, 60.0] | 100 items | 1 [1–2] of 2 | x 45.0 | offline | 1 |" in text
+    assert "1. model: stand-in" in text and "**failed: SettingError: boom**" in text
+    rc.save(card, directory=tmp_path)
+    assert (tmp_path / "card" / "demo" / "report_card.png").is_file()
+    assert not (tmp_path / "card" / "report_card.png").exists()
+    real = rc.build({"vague": {"ok": True, "results": {"headline": [dict(head.to_dict(), profile="paper")]}}})
+    assert rc.markdown(real).startswith("# Report card: tiny:qwen2_5_vl (paper profile)")
+
+
+@pytest.mark.shared
+def test_the_example_card_replays_the_released_run_through_the_run_path(shared_data, tmp_path):
+    card = rc.example(workdir=tmp_path, n_resamples=200)
+    assert card.papers["refadv"] == "ok" and {v for k, v in card.papers.items() if k != "refadv"} == {"not run"}
+    overall = next(h for h in card.headlines if h.slice == "overall")
+    rows = [json.loads(line) for line in (shared_data / "refadv" / "predictions" / "qwen25a72b_direct_predictions.jsonl")
+            .read_text().splitlines()]
+    demo = json.loads((shared_data / "refadv" / "demo" / "demo_samples.json").read_text())
+    demo_rows = {int(Path(r["image"]).stem) for r in demo}  # a demo image is named by its Ref-Adv-s row
+    official = [bool(r["first_hit"]) for r in rows if int(r["row_idx"]) in demo_rows]
+    assert overall.n == len(official) == 31
+    assert overall.value == pytest.approx(100 * sum(official) / len(official))  # the official hits, replayed
+    assert overall.model == "Qwen/Qwen2.5-VL-72B-Instruct" and overall.profile == "paper"
+    assert "qwen25a72b_direct" not in {c.source.split("_predictions")[0] for c in overall.comparators}
+    assert any("replayed" in d for d in overall.deviations)
