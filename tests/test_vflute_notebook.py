@@ -24,7 +24,7 @@ def test_notebook_defaults(tmp_path, run):
     assert res["audit"]["checked"] > 20 and res["audit"]["mismatches"] >= 1
     assert res["explanation_scorer"]["substitute"] is True
     whats = {d["what"] for d in res["deviations"]}
-    assert {"quantization", "explanation score", "decoding", "max_new_tokens", "num_beams", "items run"} <= whats
+    assert {"quantization", "explanation score", "decoding", "max_new_tokens", "num_beams", "limit"} <= whats
     beams = next(d for d in res["deviations"] if d["what"] == "num_beams")
     assert beams["paper"] == "3" and beams["ours"] == "1 (offline profile)"
     row = res["ours_table4"][0]

@@ -9,7 +9,7 @@ pytestmark = pytest.mark.slow
 
 def test_notebook_defaults(tmp_path, run_notebook):
     pytest.importorskip("peft")
-    res = run_notebook("vflute_qlora", out_dir=str(tmp_path / "run"))
+    res = run_notebook("vflute_qlora", store_dir=str(tmp_path / "run"))
     assert res["data_source"].startswith("generated sample") and res["n_train"] == 8
     summary = res["train_summary"]
     assert summary["steps"] == 6 and summary["loss_fell"] is True
