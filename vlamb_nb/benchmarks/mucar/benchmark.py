@@ -290,13 +290,16 @@ class Mucar(Benchmark):
 
     def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
                    grouping: str = DEFAULT_GROUPING, model: str | None = None, setting: str | None = None,
-                   missing: str = "wrong", n_resamples: int = 2000, **options: Any) -> dict[str, Any]:
+                   missing: str = "wrong", n_resamples: int = 2000, judge: Any = None,
+                   judge_store: str | os.PathLike | None = None, **options: Any) -> dict[str, Any]:
         """Score raw outputs: JSON/JSONL/CSV rows with an id and an output, a prediction store, or the
         release's own layout with ``eval.models.<model>.output`` filled in.
 
         Queries without a prediction count as wrong (``missing="wrong"``, the paper's denominators), or
         ``missing="skip"`` leaves out every group with a missing query: scoring only the answered part of a
-        group would let it pass Acc_p on fewer queries than it has.
+        group would let it pass Acc_p on fewer queries than it has. ``judge`` (a model or a spec) also reads
+        every answer with the CODIS judge prompt, as the paper read them with GPT-4o (:mod:`.judge`), its
+        verdicts cached in ``judge_store``.
         """
         if options:
             raise SettingError(f"unknown MUCAR score option(s): {', '.join(options)}")
@@ -335,7 +338,7 @@ class Mucar(Benchmark):
         import pandas as pd
 
         scored = score_predictions(pd.concat([sub.reset_index(drop=True), pd.DataFrame(parsed)], axis=1))
-        return {
+        out = {
             "n_predictions": int(len(outputs)), "n_items": int(len(items)),
             "missing_items": int((~have).sum()), "missing_counted_as": "wrong" if missing == "wrong" else
             "skipped (whole groups)", "incomplete_groups": len(incomplete), "scored_queries": int(len(scored)),
@@ -344,6 +347,11 @@ class Mucar(Benchmark):
             "per_language": _records(pair_accuracy(scored, "language", n_resamples=n_resamples)),
             "failures": failure_summary(scored, str(model or Path(predictions).name)),
         }
+        if judge is not None:
+            from vlamb_nb.benchmarks.mucar.judge import judge_report
+
+            out["judge"] = judge_report(judge, scored, store=judge_store, n_resamples=n_resamples)
+        return out
 
     def reference_check(self) -> list[Any]:
         from vlamb_nb.benchmarks.mucar.audit import audit
