@@ -542,8 +542,8 @@ def test_mean_bootstrap_of_continuous_values_holds_small_blocks():
                 peaks[name, b] = tracemalloc.get_traced_memory()[1]
             finally:
                 tracemalloc.stop()
-    # a few blocks in flight per producer thread, each a few arrays of BLOCK_ELEMENTS numbers
-    assert max(peaks.values()) < 200 * gather.BLOCK_ELEMENTS, peaks
+    # one block's buffers: at most eight arrays of BLOCK_ELEMENTS 8-byte numbers
+    assert max(peaks.values()) < 8 * 8 * gather.BLOCK_ELEMENTS, peaks
     for name in ("ci", "paired"):  # and no more for 4x the resamples than the output itself
         assert peaks[name, 8000] - peaks[name, 2000] < 8 * 6000 + 500_000, peaks
     # the gather path still draws the textbook resample distribution
@@ -581,28 +581,23 @@ def test_gather_derives_the_indices_generator_integers_draws():
             assert keep is not None and 0.2 < 1 - keep.mean() < 0.6
 
 
-@pytest.mark.parametrize("n,n_resamples", [(6027, 10000), (777, 999), (40, 2000), (16385, 30), (6027, 1)])
-def test_gather_means_and_generator_state_are_those_of_the_integers_path(n, n_resamples):
-    """Same seed, same resamples, bit for bit, with one thread or two, and the generator left where it was."""
+@pytest.mark.parametrize("n,n_resamples", [(6027, 10000), (777, 999), (40, 2000), (16385, 30), (6027, 1),
+                                          (49153, 3)])
+def test_gather_means_and_generator_state_are_those_of_the_integers_path(n, n_resamples, monkeypatch):
+    """Same seed, same resamples, bit for bit, and the generator left where ``integers`` leaves it."""
     from vlamb_nb.stats import gather
 
+    monkeypatch.setattr(gather, "RAW_ELEMENTS", 0)  # the raw path even where integers would be as fast
     x = np.random.default_rng(n).normal(size=n)
     ref_rng = np.random.default_rng(0)
     ref = _integers_path_means(x, n_resamples, ref_rng)
     if (n, n_resamples) == (6027, 10000):  # this stream rejects some 32-bit draws: the rare path runs too
         low = np.multiply(np.random.PCG64(0).random_raw(n * n_resamples // 2).view(np.uint32), np.uint32(n))
         assert (low < (2**32 - n) % n).any()
-    for threads in (1, 2):
-        rng = np.random.default_rng(0)
-        assert np.array_equal(gather.resample_means(x, n_resamples, rng, threads=threads), ref), threads
-        assert rng.bit_generator.state == ref_rng.bit_generator.state
-        assert np.array_equal(rng.random(3), np.random.Generator(_copy(ref_rng.bit_generator)).random(3))
-
-
-def _copy(bg: np.random.PCG64) -> np.random.PCG64:
-    out = np.random.PCG64()
-    out.state = bg.state
-    return out
+    rng = np.random.default_rng(0)
+    assert np.array_equal(gather.resample_means(x, n_resamples, rng), ref)
+    assert rng.bit_generator.state == ref_rng.bit_generator.state
+    assert np.array_equal(rng.random(3), ref_rng.random(3))
 
 
 def test_gather_falls_back_to_integers_where_it_cannot_vouch_for_the_draws(monkeypatch):

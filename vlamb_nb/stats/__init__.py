@@ -22,6 +22,14 @@ through count vectors). Importing it loads numpy only; scipy, statsmodels, sciki
 pandas load on first use.
 """
 
+__all__ = [
+    "Result", "Statistic", "adjust", "benjamini_hochberg", "bootstrap_ci", "cohen_kappa", "fleiss_kappa",
+    "group_accuracy_statistic", "holm", "macro_f1_from_counts", "macro_f1_statistic", "mcnemar",
+    "mcnemar_exact", "mcnemar_table", "mean_statistic", "paired_bootstrap", "permutation_test",
+    "proportion_ci", "proportion_coverage", "ratings_to_table", "results_frame", "vectorized", "wilson",
+    "wilson_from_percent",
+]
+
 from vlamb_nb.stats.agreement import cohen_kappa, fleiss_kappa, ratings_to_table
 from vlamb_nb.stats.bootstrap import (
     Statistic,
@@ -36,11 +44,3 @@ from vlamb_nb.stats.multiple_testing import adjust, benjamini_hochberg, holm
 from vlamb_nb.stats.paired import mcnemar, mcnemar_exact, mcnemar_table, paired_bootstrap, permutation_test
 from vlamb_nb.stats.proportions import proportion_ci, proportion_coverage, wilson, wilson_from_percent
 from vlamb_nb.stats.result import Result, results_frame
-
-__all__ = [
-    "Result", "Statistic", "adjust", "benjamini_hochberg", "bootstrap_ci", "cohen_kappa", "fleiss_kappa",
-    "group_accuracy_statistic", "holm", "macro_f1_from_counts", "macro_f1_statistic", "mcnemar",
-    "mcnemar_exact", "mcnemar_table", "mean_statistic", "paired_bootstrap", "permutation_test",
-    "proportion_ci", "proportion_coverage", "ratings_to_table", "results_frame", "vectorized", "wilson",
-    "wilson_from_percent",
-]

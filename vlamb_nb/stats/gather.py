@@ -3,88 +3,79 @@
 Own code on numpy's raw bit stream. A mean of continuous values has nothing for the count
 path of :mod:`.bootstrap` to merge, so each resample draws ``n`` item indices and sums the
 values they pick. Drawing the indices is most of the cost: ``Generator.integers(0, n)`` hands out
-one 32-bit half of a PCG64 word per index through a call per half, several times the cost of the
-word itself, and a per-resample Python loop pays the same price. :func:`resample_means` draws
+one 32-bit half of a PCG64 word per index through a call per half, about three times the cost of
+the word itself, and a per-resample Python loop pays the same price. :func:`resample_means` draws
 the *same* indices as ``rng.integers(0, n, size=(B, n))`` from the raw words
 (``PCG64.random_raw``) with numpy's own rule, vectorized:
 
 - the 32-bit halves are used low half first, as ``next_uint32`` hands them out;
 - an index is the high word of ``u * n``; a half whose low word falls below
-  ``(2**32 - n) % n`` is rejected and the next one taken (Lemire's method, as numpy draws it);
-- blocks of raw words are independent (``PCG64.advance`` jumps to any block), so two threads
-  draw and gather alternate blocks; the main thread sums each resample's values in order.
+  ``(2**32 - n) % n`` is rejected and the next one taken (Lemire's method, as numpy draws it).
 
 Each resample is summed as one row of ``n`` values, as before, so the means are bit for bit
 those of ``np.take(values, rng.integers(0, n, size=(rows, n))).sum(axis=1) / n`` and the
 generator is left where ``integers`` would leave it. Where that cannot be vouched for (another
 bit generator, a half-word already buffered, a numpy whose ``integers`` draws otherwise: checked
 once against ``integers`` itself), the plain ``integers`` path runs instead, with the same numbers.
+
+Why about 2x a loop and not more (``perf/bench_stats.py``, 6,027 values x 10,000 resamples, CPU
+seconds on the 2-core development machine): the loop takes 0.46 s, of which ``integers`` is
+0.24 s; here the raw words alone take 0.085 s, ``u * n`` and its shift 0.04 s, the rejection
+check 0.013 s, the gather 0.045 s (``take(mode="clip")``: half the cost of the bounds-checked
+one) and the row sums 0.016 s, so ~0.2 s is the floor for these indices and ~0.25 s is reached.
+Two threads drawing alternate blocks (``PCG64.advance``) or a thread drawing words ahead of the
+gather were slower on that busy machine (1.4-1.6x against 1.8x for one thread: waiting for the
+GIL costs more than the second core gives), so one thread draws. Faster needs other indices,
+i.e. other results for the same seed.
 """
 
 from __future__ import annotations
 
 import functools
-import os
-import queue
-import threading
-from collections.abc import Iterator
 
 import numpy as np
 
-BLOCK_ELEMENTS = 32_768  # indices per block: index and value blocks stay near L2 size (2 MB ones lose)
-THREADS = 2  # block producers; the machine's CPU count caps it
+BLOCK_ELEMENTS = 49_152  # indices per block: larger blocks amortise the calls, 2 MB ones spill the cache
 INTEGERS_BLOCK_ELEMENTS = 16_384  # the same for Generator.integers (fresh arrays: beyond 128 kB, page faults)
 RAW_ELEMENTS = 500_000  # below this many indices, setting up the raw path costs more than it saves
-THREADED_ELEMENTS = 4_000_000  # fewer indices than this (~20 ms) do not pay for starting threads (~1 ms)
 
 
-def resample_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator,
-                   threads: int | None = None) -> np.ndarray:
+def resample_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Means of ``n_resamples`` resamples (``n`` draws with replacement each) of ``values``.
 
     Equal, bit for bit, to drawing ``rng.integers(0, n, size=(rows, n))`` block after block and
-    averaging each row; ``threads`` (default: up to :data:`THREADS`) changes the speed only.
+    averaging each row.
     """
     vals = np.ascontiguousarray(values, dtype=float)
     n = len(vals)
     if n_resamples * n < RAW_ELEMENTS or not _raw_path_usable(rng, n):
         return _integers_means(vals, n_resamples, rng, max(1, INTEGERS_BLOCK_ELEMENTS // n))
     rows = min(max(1, BLOCK_ELEMENTS // n), n_resamples)
-    if (rows * n) % 2:  # whole words per block: blocks can then be drawn independently
+    if (rows * n) % 2:  # whole words per block, so blocks end on a row unless a draw was rejected
         rows += 1
     words = rows * n // 2
-    if threads is None:
-        threads = min(THREADS, _cpus()) if n_resamples * n >= THREADED_ELEMENTS else 1
     bg = rng.bit_generator
     start = bg.state
     threshold = np.uint32((2**32 - n) % n)
+    scratch = _Scratch(words)
     out = np.empty(n_resamples)
-    done, used = 0, 0  # resamples finished; 32-bit halves consumed
+    done, block = 0, 0  # resamples finished; blocks drawn
     carry = vals[:0]
-    blocks_ = _blocks(bg, start, words, vals, threshold, max(1, threads))
-    try:
-        for c, (picked, keep) in enumerate(blocks_):
-            if len(carry):
-                picked = np.concatenate([carry, picked])
-            full = min(len(picked) // n, n_resamples - done)
-            out[done:done + full] = picked[:full * n].reshape(full, n).sum(axis=1) / n
-            done += full
-            if done == n_resamples:
-                need = full * n - len(carry)  # values this block still had to give
-                used = 2 * words * c + (need if keep is None else int(np.flatnonzero(keep)[need - 1]) + 1)
-                break
-            carry = picked[full * n:].copy()  # the block's buffer is reused
-    finally:
-        blocks_.close()  # stops the producer threads
+    while True:
+        picked, keep = _block(bg, words, vals, threshold, scratch)
+        if len(carry):
+            picked = np.concatenate([carry, picked])
+        full = min(len(picked) // n, n_resamples - done)
+        out[done:done + full] = picked[:full * n].reshape(full, n).sum(axis=1) / n
+        done += full
+        if done == n_resamples:
+            need = full * n - len(carry)  # values this block still had to give
+            used = 2 * words * block + (need if keep is None else int(np.flatnonzero(keep)[need - 1]) + 1)
+            break
+        carry = picked[full * n:].copy()  # the block's buffer is reused
+        block += 1
     _set_state_after(bg, start, used)
     return out
-
-
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def _integers_means(vals: np.ndarray, n_resamples: int, rng: np.random.Generator, rows: int) -> np.ndarray:
@@ -112,81 +103,20 @@ def _indices(u: np.ndarray, n: int, threshold: np.uint32, scratch: _Scratch | No
 
 
 class _Scratch:
-    """One producer's buffers, reused block after block: fresh ones cost a page fault every 4 kB.
+    """Buffers reused block after block: fresh ones of this size cost a page fault every 4 kB."""
 
-    ``ring`` value buffers take turns, so a block handed on is not overwritten while the
-    consumer still reads it (one being summed, one queued, one being filled).
-    """
-
-    def __init__(self, words: int, ring: int) -> None:
+    def __init__(self, words: int) -> None:
         self.idx = np.empty(2 * words, np.uint64)
         self.low = np.empty(2 * words, np.uint32)
-        self.picked = [np.empty(2 * words) for _ in range(ring)]
-        self.turn = 0
-
-    def next_picked(self) -> np.ndarray:
-        self.turn = (self.turn + 1) % len(self.picked)
-        return self.picked[self.turn]
+        self.picked = np.empty(2 * words)
 
 
 def _block(bg: np.random.PCG64, words: int, vals: np.ndarray, threshold: np.uint32,
            scratch: _Scratch) -> tuple[np.ndarray, np.ndarray | None]:
     u = bg.random_raw(words).view(np.uint32)
     idx, keep = _indices(u, len(vals), threshold, scratch)
-    picked = scratch.next_picked()[:len(idx)]
+    picked = scratch.picked[:len(idx)]
     return np.take(vals, idx, out=picked, mode="clip"), keep  # in range by construction: no bounds check
-
-
-def _blocks(bg: np.random.PCG64, start: dict, words: int, vals: np.ndarray, threshold: np.uint32,
-            threads: int) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
-    """Picked values of consecutive blocks of ``words`` raw words from ``start``, in order, forever.
-
-    One thread draws from ``bg`` itself; more draw from copies of ``start``, leaving ``bg`` alone.
-    """
-    if threads == 1:
-        scratch = _Scratch(words, 1)
-        while True:
-            yield _block(bg, words, vals, threshold, scratch)
-    stop = threading.Event()
-    queues: list[queue.Queue] = [queue.Queue(maxsize=1) for _ in range(threads)]
-
-    def produce(w: int) -> None:
-        own = np.random.PCG64(0)  # a fixed seed: cheaper than OS entropy, and replaced at once
-        own.state = start
-        own.advance(w * words)
-        scratch = _Scratch(words, 3)
-        try:
-            while not stop.is_set():
-                item: object = _block(own, words, vals, threshold, scratch)
-                own.advance((threads - 1) * words)
-                _put(queues[w], item, stop)
-        except BaseException as e:  # handed to the consumer, which raises it
-            _put(queues[w], e, stop)
-
-    workers = [threading.Thread(target=produce, args=(w,), daemon=True) for w in range(threads)]
-    for t in workers:
-        t.start()
-    try:
-        c = 0
-        while True:
-            item = queues[c % threads].get()
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-            c += 1
-    finally:
-        stop.set()
-        for t in workers:
-            t.join()
-
-
-def _put(q: queue.Queue, item: object, stop: threading.Event) -> None:
-    while not stop.is_set():
-        try:
-            q.put(item, timeout=0.05)
-            return
-        except queue.Full:
-            continue
 
 
 def _set_state_after(bg: np.random.PCG64, start: dict, used: int) -> None:
