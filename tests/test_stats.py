@@ -32,6 +32,17 @@ def _systems(n: int, acc_a: float, acc_b: float, seed: int, k: int = 2):
     return gold, pa, pb
 
 
+def test_import_loads_numpy_only():
+    """The libraries (scipy, statsmodels, scikit-learn, pandas) load on first use, torch never."""
+    import subprocess
+    import sys
+
+    heavy = ("torch", "transformers", "scipy", "statsmodels", "sklearn", "pandas")
+    code = f"import sys, vlamb_nb.stats; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 # ----------------------------------------------------------------------------- known values
 
 
