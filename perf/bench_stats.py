@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vlamb_nb import metrics, stats
+from vlamb_nb import stats
+from vlamb_nb.benchmarks.vflute.score import macro_f1
 
 
 @dataclass
@@ -96,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     stats.paired_bootstrap(ca[:50], cb[:50], stats.macro_f1_statistic(gold[:50]), n_resamples=10)
     stats.bootstrap_ci(ca[:50], n_resamples=10, method="bca")
     stats.permutation_test(ca[:50], cb[:50], n_resamples=10)
+    stats.bootstrap_ci(np.random.default_rng(0).normal(size=50), n_resamples=10)  # the gather path's check
 
     print(f"items={n} resamples={b} (loop timed on {loop_b} resamples, scaled per resample; "
           f"best of {rep} runs)")
@@ -120,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
 
     f1 = stats.macro_f1_statistic(gold)
     vec_s, res = timed(lambda: stats.paired_bootstrap(pa, pb, f1, n_resamples=b), rep)
-    loop_s, deltas = timed(lambda: loop_paired(pa, pb, lambda v, idx: metrics.macro_f1(gold[idx], v[idx]),
+    loop_s, deltas = timed(lambda: loop_paired(pa, pb, lambda v, idx: macro_f1(gold[idx], v[idx]),
                                                loop_b), rep)
     row("paired macro-F1", vec_s, loop_s)
     print(f"{'':<4}vectorized: {res}; loop CI "

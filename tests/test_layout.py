@@ -1,4 +1,4 @@
-"""The package layout: one folder per paper with the same step files, and no import cycles.
+"""The package layout: one folder per paper with the same step files, no import cycles, no unused modules.
 
 The import graph is read from the source (every ``import``, also inside functions), so a cycle that only
 bites when a function runs is caught too.
@@ -7,11 +7,14 @@ bites when a function runs is caught too.
 from __future__ import annotations
 
 import ast
+import json
+import tomllib
 from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parent.parent / "vlamb_nb"
+ROOT = Path(__file__).resolve().parent.parent
+PKG = ROOT / "vlamb_nb"
 # the step files a paper folder may hold (a step the paper does not have is absent) and what every folder needs
 STEPS = {"__init__.py", "data.py", "prompts.py", "parse.py", "score.py", "audit.py", "benchmark.py", "report.py",
          "plots.py"}
@@ -103,6 +106,63 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         if v not in index:
             visit(v)
     return out
+
+
+def notebook_imports(folder: Path) -> set[str]:
+    """Every name the notebooks' code cells import: ``from a.b import c`` gives ``a.b`` and ``a.b.c``."""
+    out: set[str] = set()
+    for nb in sorted(folder.glob("*.ipynb")):
+        for i, cell in enumerate(json.loads(nb.read_text(encoding="utf-8"))["cells"]):
+            if cell["cell_type"] != "code":
+                continue
+            src = "".join(cell["source"])
+            src = "\n".join(line for line in src.splitlines() if not line.lstrip().startswith(("%", "!")))
+            for node in ast.walk(ast.parse(src, f"{nb.name} cell {i + 1}")):
+                if isinstance(node, ast.Import):
+                    out |= {a.name for a in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.module:
+                    out |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return out
+
+
+def entry_points(pyproject: Path) -> set[str]:
+    """The modules of the console scripts (``vlamb-nb = "vlamb_nb.cli:main"`` gives ``vlamb_nb.cli``)."""
+    scripts = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("scripts", {})
+    return {target.split(":")[0] for target in scripts.values()}
+
+
+def unused_modules(root: Path = PKG, notebooks: Path = ROOT / "notebooks",
+                   pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
+    """Modules no other package module, notebook or console script imports (``__init__``/``__main__`` aside)."""
+    used = set().union(*import_graph(root).values()) | notebook_imports(notebooks) | entry_points(pyproject)
+    return sorted(m for m, path in _modules(root).items()
+                  if path.name not in ("__init__.py", "__main__.py") and m not in used)
+
+
+def test_every_module_has_a_user():
+    dead = unused_modules()
+    assert not dead, f"modules nothing imports (wire them to their user or remove them): {dead}"
+
+
+def test_the_unused_module_check_can_fail(tmp_path):
+    pkg = tmp_path / "vlamb_nb"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "__main__.py").write_text("")
+    (pkg / "cli.py").write_text("from vlamb_nb import used\n")
+    (pkg / "used.py").write_text("")
+    (pkg / "dead.py").write_text("import os\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "shown.py").write_text("")
+    (pkg / "sub" / "lonely.py").write_text("")
+    nbs = tmp_path / "notebooks"
+    nbs.mkdir()
+    cell = {"cell_type": "code", "source": ["%matplotlib inline\n", "from vlamb_nb.sub import shown\n"]}
+    note = {"cell_type": "markdown", "source": ["import vlamb_nb.sub.lonely"]}  # prose is no user
+    (nbs / "a.ipynb").write_text(json.dumps({"cells": [note, cell]}))
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project.scripts]\nx = "vlamb_nb.cli:main"\n')
+    assert unused_modules(pkg, nbs, pyproject) == ["vlamb_nb.dead", "vlamb_nb.sub.lonely"]
 
 
 def test_no_module_imports_one_that_imports_it_back():

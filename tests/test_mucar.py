@@ -511,6 +511,38 @@ def test_judge_and_agreement(sample):
     assert "Here is the output: Answer: A" in judge_spec_prompt(judged)
 
 
+def _letter_judge(model_id: str = "judge") -> ScriptedModel:
+    """A judge that compares the groundtruth letter with the output's ``Answer: X``, as a careful reader would."""
+    def verdict(r) -> str:
+        gold = re.search(r"Here is the groundtruth: ([A-E])\.", r.prompt_text).group(1)
+        said = re.search(r"Here is the output: Answer: ([A-E])", r.prompt_text)
+        return "right" if said and said.group(1) == gold else "wrong"
+
+    return ScriptedModel(verdict, model_id=model_id)
+
+
+def test_score_file_reads_answers_with_the_judge_too(sample, tmp_path, capsys, monkeypatch):
+    groups = sample.groupby("group")["uid"].agg(list)
+    right = set(groups[groups.map(len) >= 2].iloc[0])
+    p = _filled(sample, tmp_path, right)  # these answered correctly, the rest left empty
+    out = B.score_file(p, source=tmp_path / "mucar", n_resamples=0, judge=_letter_judge(),
+                       judge_store=tmp_path / "judge.jsonl")
+    parser = {r["metric"]: r["value"] for r in out["overall"]}
+    judged = {r["metric"]: r["value"] for r in out["judge"]["overall"]}
+    assert judged == parser and parser["Acc_q"] == pytest.approx(100 * len(right) / len(sample))
+    assert out["judge"]["agreement_with_parser"]["percent_agreement"] == 100.0
+    assert out["judge"]["model"] == "judge" and out["judge"]["no_verdict"] == 0
+    assert (tmp_path / "judge.jsonl").is_file()
+    # a lenient judge that calls everything right: its reading, not the parser's, is reported
+    monkeypatch.setattr("vlamb_nb.models.load_model", lambda spec: ScriptedModel(lambda r: "right", model_id=spec))
+    assert cli.main(["score", "mucar", "--predictions", str(p), "--source", str(tmp_path / "mucar"),
+                     "-o", "n_resamples=0", "-o", "judge=lenient", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["judge"]["model"] == "lenient"
+    assert {r["metric"]: r["value"] for r in res["judge"]["overall"]} == {"Acc_q": 100.0, "Acc_p": 100.0}
+    assert res["judge"]["agreement_with_parser"]["percent_agreement"] < 100.0
+
+
 def judge_spec_prompt(judged):
     spec = mjudge.judge_spec()
     r = judged.iloc[0]

@@ -227,6 +227,27 @@ def test_threshold_indexing_has_no_float_equality_trap():
         vm.threshold(0.7)
 
 
+def test_adjusted_predictions_follow_the_official_rule_and_refuse_bad_input():
+    t = np.array([1, 1, 0, 0, 1, 0])
+    p = np.array([1, 0, 0, 1, 1, 0])
+    s = np.array([0.9, 0.7, 0.53, 0.6, 0.52, -0.1])
+    # official: where(score <= t, 1 - label_true, label_pred)
+    assert vm.adjusted_predictions(t, p, s, 53).tolist() == np.where(s <= 0.53, 1 - t, p).tolist()
+    # threshold 0 still flips negative (BLEURT) scores: F1@0 is not quite plain F1
+    assert vm.adjusted_predictions(t, p, s, 0).tolist() == [1, 0, 0, 1, 1, 1]
+    assert vm.f1_curve_arrays(t, p, s, percents=[0])[0] != vm.macro_f1(t, p)
+    # one gold class only (NYCartoons): still adjusted, to the other class
+    assert vm.adjusted_predictions([1, 1], [1, 1], [0.1, 0.9], 50).tolist() == [0, 1]
+    with pytest.raises(DataError, match="NaN"):
+        vm.adjusted_predictions(t, p, [np.nan] * 6, 50)
+    with pytest.raises(DataError, match="NaN"):
+        vm.f1_curve_arrays(t, p, [np.nan] * 6)
+    with pytest.raises(DataError, match="0/1"):
+        vm.adjusted_predictions([2, 1], [1, 1], [0.1, 0.9], 50)
+    with pytest.raises(DataError, match="lengths differ"):
+        vm.adjusted_predictions(t, p, s[:3], 50)
+
+
 def test_unparsed_labels_are_wrong():
     t = np.array([1, 0, 1])
     assert vm.fill_unparsed(t, [None, None, 1]).tolist() == [0, 1, 1]

@@ -290,7 +290,8 @@ class Mucar(Benchmark):
     def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
                    grouping: str = DEFAULT_GROUPING, model: str | None = None, setting: str | None = None,
                    missing: str = "wrong", n_resamples: int = 2000, quantization: str | None = None,
-                   run: int | None = None, **options: Any) -> dict[str, Any]:
+                   run: int | None = None, judge: Any = None, judge_store: str | os.PathLike | None = None,
+                   **options: Any) -> dict[str, Any]:
         """Score raw outputs: JSON/JSONL/CSV rows with an id and an output, a prediction store, or the
         release's own layout with ``eval.models.<model>.output`` filled in.
 
@@ -298,7 +299,9 @@ class Mucar(Benchmark):
         ``missing="skip"`` leaves out every group with a missing query: scoring only the answered part of a
         group would let it pass Acc_p on fewer queries than it has. A query whose generation failed counts as
         wrong (``generation_failed``); ``coverage`` says how many queries were answered, failed or missing.
-        ``model``/``setting``/``quantization``/``run`` pick one run of a store holding several.
+        ``model``/``setting``/``quantization``/``run`` pick one run of a store holding several. ``judge`` (a model
+        or a spec) also reads every answer with the CODIS judge prompt, as the paper read them with GPT-4o
+        (:mod:`.judge`), its verdicts cached in ``judge_store``.
         """
         if options:
             raise SettingError(f"unknown MUCAR score option(s): {', '.join(options)}")
@@ -339,7 +342,7 @@ class Mucar(Benchmark):
         import pandas as pd
 
         scored = score_predictions(pd.concat([sub.reset_index(drop=True), pd.DataFrame(parsed)], axis=1))
-        return {
+        out = {
             "coverage": coverage(items["uid"], outputs, failed, failed.values()),
             "n_predictions": int(len(outputs)), "n_items": int(len(items)),
             "missing_items": int((~have).sum()), "missing_counted_as": "wrong" if missing == "wrong" else
@@ -349,6 +352,11 @@ class Mucar(Benchmark):
             "per_language": _records(pair_accuracy(scored, "language", n_resamples=n_resamples)),
             "failures": failure_summary(scored, str(model or Path(predictions).name)),
         }
+        if judge is not None:
+            from vlamb_nb.benchmarks.mucar.judge import judge_report
+
+            out["judge"] = judge_report(judge, scored, store=judge_store, n_resamples=n_resamples)
+        return out
 
     def headline(self, runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0, **options: Any) -> list[Any]:
         """The report card's rows: Overall Acc_p and Acc_q among Table 2a's models."""

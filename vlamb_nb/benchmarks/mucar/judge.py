@@ -1,5 +1,6 @@
 """MUCAR's LLM-judge step: the CODIS judge prompt (the paper's GPT-4o judge prompt is not released), running
-it, and agreement between the judge and the rule parser."""
+it, and agreement between the judge and the rule parser. ``vlamb-nb score mucar ... -o judge=MODEL`` reads a
+prediction file both ways (:func:`judge_report`)."""
 
 from __future__ import annotations
 
@@ -68,6 +69,8 @@ def run_judge(model: VLM, scored, *, store: str | os.PathLike | None = None, bat
     from vlamb_nb.scorers import judge
 
     frame = scored.reset_index(drop=True).copy()
+    if "request_id" not in frame:  # rows scored from a prediction file: one query per row, one setting
+        frame["request_id"] = frame["uid"].astype(str) + "::" + frame["setting"].astype(str)
     frame["judge_question"] = [build_prompt(r, "full") for r in frame.to_dict(orient="records")]
     frame["groundtruth"] = frame["gold"] + ". " + frame["gold_text"]
     frame["output"] = frame["text"].fillna("").replace("", "(empty)")
@@ -92,3 +95,24 @@ def agreement(a, b) -> dict[str, Any]:
     k = cohen_kappa(x, y, ci=True)
     return {"n": int(len(x)), "percent_agreement": round(100 * float((x == y).mean()), 2),
             "cohen_kappa": k.estimate, "kappa_ci": [k.ci_low, k.ci_high]}
+
+
+def judge_report(model: VLM | str, scored, *, store: str | os.PathLike | None = None,
+                 n_resamples: int = 2000) -> dict[str, Any]:
+    """A scored run read the paper's way, by an LLM judge, beside the rule parser's reading.
+
+    ``model``: a VLM, or a spec for :func:`vlamb_nb.models.load_model`. Returns the judge's Acc_q and
+    Acc_p (a verdict the judge's output does not give counts as wrong, and is counted) and its agreement
+    with the parser.
+    """
+    from vlamb_nb.benchmarks.mucar.score import _records, pair_accuracy
+
+    if isinstance(model, str):
+        from vlamb_nb.models import load_model
+
+        model = load_model(model)
+    judged = run_judge(model, scored, store=store, progress=False)
+    by_judge = judged.assign(correct=judged["judge_correct"].eq(1.0))
+    return {"model": model.info.model_id, "no_verdict": int(judged["judge_correct"].isna().sum()),
+            "overall": _records(pair_accuracy(by_judge, None, n_resamples=n_resamples)),
+            "agreement_with_parser": agreement(judged["judge_correct"], judged["correct"].astype(float))}

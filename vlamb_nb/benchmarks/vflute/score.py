@@ -62,49 +62,50 @@ def macro_f1(y_true: Sequence[int], y_pred: Sequence[int]) -> float:
 
 
 def _macro_f1_matrix(t: np.ndarray, preds: np.ndarray) -> np.ndarray:
-    """Macro-F1 of each row of ``preds`` (shape k × n) against ``t`` (n), binary labels 0/1."""
-    out = np.zeros(preds.shape[0])
-    n_present = np.zeros(preds.shape[0])
-    for c in (0, 1):
-        tc = (t == c)[None, :]
-        pc = preds == c
-        tp = (tc & pc).sum(axis=1)
-        denom = tc.sum() + pc.sum(axis=1)  # 2TP + FP + FN
-        present = denom > 0
-        f1 = np.where(present, 2 * tp / np.where(denom == 0, 1, denom), 0.0)
-        out += f1
-        n_present += present
-    return np.where(n_present > 0, out / np.maximum(n_present, 1), 0.0)
+    """Macro-F1 of each row of ``preds`` (shape k × n) against ``t`` (n, not empty), binary labels 0/1."""
+    from vlamb_nb.stats import macro_f1_from_counts
+
+    tc = np.stack([t == 0, t == 1])[None, :, :]  # (1, class, item)
+    pc = np.stack([preds == 0, preds == 1], axis=1)  # (row, class, item)
+    return macro_f1_from_counts((tc & pc).sum(axis=2), tc.sum(axis=2), pc.sum(axis=2))
 
 
-def adjusted_predictions(label_true: np.ndarray, label_pred: np.ndarray, scores: np.ndarray,
-                         pct: int) -> np.ndarray:
-    """Official rule: ExplanationScore ``<= t`` → the prediction becomes wrong (``1 - gold``).
-
-    The rule lives in ``vlamb_nb.metrics.explanation_adjusted``; the classes are fixed to 0/1 so
-    a subset with one class present (NYCartoons) is still adjusted.
-    """
-    from vlamb_nb import metrics
-
-    return metrics.explanation_adjusted(np.asarray(label_true, dtype=int), np.asarray(label_pred, dtype=int),
-                                        np.asarray(scores, dtype=float), threshold(pct), labels=(0, 1))
-
-
-def f1_curve_arrays(label_true: Sequence[int], label_pred: Sequence[int], scores: Sequence[float],
-                    percents: Sequence[int] = PERCENTS) -> np.ndarray:
-    """Macro-F1 at each threshold percent, vectorised over thresholds."""
+def _f1_inputs(label_true, label_pred, scores) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     t = np.asarray(label_true, dtype=int)
     p = np.asarray(label_pred, dtype=int)
     s = np.asarray(scores, dtype=float)
     if not (t.shape == p.shape == s.shape):
         raise DataError(f"lengths differ: {t.size} gold, {p.size} predictions, {s.size} scores")
     if np.isnan(s).any():
-        raise DataError("explanation scores contain NaN")
+        raise DataError("explanation scores contain NaN; score empty explanations explicitly", field="scores")
+    if not np.isin(t, (0, 1)).all():
+        raise DataError("gold labels must be 0/1", field="label_true")
+    return t, p, s
+
+
+def _adjust(t: np.ndarray, p: np.ndarray, s: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """The official rule, broadcast over ``thresholds``: ``score <= t`` makes the prediction wrong."""
+    return np.where(s <= thresholds, 1 - t, p)
+
+
+def adjusted_predictions(label_true: np.ndarray, label_pred: np.ndarray, scores: np.ndarray,
+                         pct: int) -> np.ndarray:
+    """Official rule: ExplanationScore ``<= t`` → the prediction becomes wrong (``1 - gold``).
+
+    The classes are fixed to 0/1, so a subset with one class present (NYCartoons) is still adjusted.
+    """
+    t, p, s = _f1_inputs(label_true, label_pred, scores)
+    return _adjust(t, p, s, np.float64(threshold(pct)))
+
+
+def f1_curve_arrays(label_true: Sequence[int], label_pred: Sequence[int], scores: Sequence[float],
+                    percents: Sequence[int] = PERCENTS) -> np.ndarray:
+    """Macro-F1 at each threshold percent, vectorised over thresholds."""
+    t, p, s = _f1_inputs(label_true, label_pred, scores)
     th = np.array([threshold(int(i)) for i in percents])
     if t.size == 0:
         return np.zeros(len(th))
-    adjusted = np.where(s[None, :] <= th[:, None], 1 - t[None, :], p[None, :])
-    return _macro_f1_matrix(t, adjusted)
+    return _macro_f1_matrix(t, _adjust(t[None, :], p[None, :], s[None, :], th[:, None]))
 
 
 def fill_unparsed(label_true: np.ndarray, label_pred: Sequence[Any]) -> np.ndarray:
@@ -428,16 +429,15 @@ def tables(scored, *, model: str = "ours", ci: bool = False, n_resamples: int = 
 
 
 # -- Table 4's random baseline -----------------------------------------------------------------------
-def _f1_grid(n_pos: int, n_neg: int) -> tuple[np.ndarray, np.ndarray]:
-    """Macro-F1 of every (TP_entail, FP_entail) outcome of a guesser, and whether each outcome is possible."""
+def _f1_grid(n_pos: int, n_neg: int) -> np.ndarray:
+    """Macro-F1 of every (TP_entail, FP_entail) outcome of a guesser on ``n_pos`` + ``n_neg`` items."""
+    from vlamb_nb.stats import macro_f1_from_counts
+
     a = np.arange(n_pos + 1)[:, None]  # entailment items guessed entailment
     b = np.arange(n_neg + 1)[None, :]  # contradiction items guessed entailment
-    d_pos = n_pos + a + b  # 2TP + FP + FN of the entailment class
-    d_neg = n_neg + (n_pos - a) + (n_neg - b)
-    f_pos = np.where(d_pos > 0, 2 * a / np.maximum(d_pos, 1), 0.0)
-    f_neg = np.where(d_neg > 0, 2 * (n_neg - b) / np.maximum(d_neg, 1), 0.0)
-    present = (d_pos > 0).astype(int) + (d_neg > 0)  # scikit-learn: classes in gold ∪ predictions
-    return (f_pos + f_neg) / np.maximum(present, 1), present > 0
+    tp = np.stack(np.broadcast_arrays(a, n_neg - b), axis=-1)  # per class: entailment, contradiction
+    n_pred = np.stack(np.broadcast_arrays(a + b, (n_pos - a) + (n_neg - b)), axis=-1)
+    return macro_f1_from_counts(tp, np.array([n_pos, n_neg]), n_pred)  # classes in gold ∪ predictions
 
 
 def expected_random_f1(n_pos: int, n_neg: int, *, p: float = 0.5, method: str = "exact") -> dict[str, float]:
@@ -463,7 +463,7 @@ def expected_random_f1(n_pos: int, n_neg: int, *, p: float = 0.5, method: str = 
         raise SettingError(f"method must be 'exact' or 'plugin', got {method!r}")
     from scipy.stats import binom
 
-    f1, _ = _f1_grid(n_pos, n_neg)
+    f1 = _f1_grid(n_pos, n_neg)
     w = binom.pmf(np.arange(n_pos + 1), n_pos, p)[:, None] * binom.pmf(np.arange(n_neg + 1), n_neg, p)[None, :]
     mean = float((w * f1).sum())
     return {"mean": mean, "sd": float(np.sqrt((w * (f1 - mean) ** 2).sum()))}

@@ -1,0 +1,46 @@
+"""Confidence intervals and paired significance tests for every comparison the papers make.
+
+The papers report point estimates; this package says which differences are real. Every
+function returns a :class:`Result` (estimate, CI, p, n, method, seed) that renders in a
+DataFrame (:func:`results_frame`) and as error bars (``vlamb_nb.plots.bar_with_ci``).
+
+One module per concern; each names in its docstring the library it calls and what is its own:
+
+- ``result``: :class:`Result`, :func:`results_frame` (own; pandas draws the frame);
+- ``bootstrap``: vectorized statistics (mean, macro-F1, group accuracy; :func:`macro_f1_from_counts`),
+  the cluster bootstrap by count vectors, :func:`bootstrap_ci` (own engine; scipy for BCa quantiles);
+- ``gather``: bootstrap means of continuous values by index gathering (own, on numpy's PCG64 stream);
+- ``paired``: :func:`paired_bootstrap`, :func:`permutation_test` (scipy for a mean), McNemar
+  (statsmodels; exact: scipy);
+- ``proportions``: :func:`wilson`, :func:`proportion_ci`, coverage by simulation (statsmodels);
+- ``agreement``: :func:`cohen_kappa` (scikit-learn, statsmodels), :func:`fleiss_kappa` (statsmodels);
+- ``multiple_testing``: :func:`holm`, :func:`benjamini_hochberg`, :func:`adjust` (statsmodels).
+
+Where a library has the method, the package calls it and only adds the Result, the checks and
+the parts the library lacks; the resampling engine is its own (no library resamples clusters
+through count vectors). Importing it loads numpy only; scipy, statsmodels, scikit-learn and
+pandas load on first use.
+"""
+
+__all__ = [
+    "Result", "Statistic", "adjust", "benjamini_hochberg", "bootstrap_ci", "cohen_kappa", "fleiss_kappa",
+    "group_accuracy_statistic", "holm", "macro_f1_from_counts", "macro_f1_statistic", "mcnemar",
+    "mcnemar_exact", "mcnemar_table", "mean_statistic", "paired_bootstrap", "permutation_test",
+    "proportion_ci", "proportion_coverage", "ratings_to_table", "results_frame", "vectorized", "wilson",
+    "wilson_from_percent",
+]
+
+from vlamb_nb.stats.agreement import cohen_kappa, fleiss_kappa, ratings_to_table
+from vlamb_nb.stats.bootstrap import (
+    Statistic,
+    bootstrap_ci,
+    group_accuracy_statistic,
+    macro_f1_from_counts,
+    macro_f1_statistic,
+    mean_statistic,
+    vectorized,
+)
+from vlamb_nb.stats.multiple_testing import adjust, benjamini_hochberg, holm
+from vlamb_nb.stats.paired import mcnemar, mcnemar_exact, mcnemar_table, paired_bootstrap, permutation_test
+from vlamb_nb.stats.proportions import proportion_ci, proportion_coverage, wilson, wilson_from_percent
+from vlamb_nb.stats.result import Result, results_frame

@@ -1,0 +1,94 @@
+"""The result type every statistic returns: estimate, interval, p-value, n, method and seed.
+
+Own code: a frozen dataclass that renders as text, as a JSON-able dict (``notebook.record``), as
+matplotlib error bars (``yerr``) and, through pandas, as a tidy DataFrame (:func:`results_frame`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class Result:
+    """One estimate with its interval and test: the currency of tables and error-bar plots."""
+
+    estimate: float
+    ci_low: float = NAN
+    ci_high: float = NAN
+    p: float = NAN
+    n: int = 0
+    method: str = ""
+    seed: int | None = None
+    name: str = ""
+    alpha: float = 0.05
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able dict (NaN becomes None so ``notebook.record`` stays valid JSON)."""
+        d = asdict(self)
+        return {k: _clean(v) for k, v in d.items()}
+
+    @property
+    def yerr(self) -> tuple[float, float]:
+        """(below, above) distances for matplotlib ``yerr``; 0 when there is no interval."""
+        lo = self.estimate - self.ci_low if math.isfinite(self.ci_low) else 0.0
+        hi = self.ci_high - self.estimate if math.isfinite(self.ci_high) else 0.0
+        return max(lo, 0.0), max(hi, 0.0)
+
+    @property
+    def significant(self) -> bool:
+        """``p < alpha`` (False when there is no p-value)."""
+        return bool(math.isfinite(self.p) and self.p < self.alpha)
+
+    def scaled(self, factor: float = 100.0) -> Result:
+        """Estimate and interval times ``factor`` (papers print percentages)."""
+        return replace(self, estimate=self.estimate * factor, ci_low=self.ci_low * factor,
+                       ci_high=self.ci_high * factor)
+
+    def named(self, name: str) -> Result:
+        return replace(self, name=name)
+
+    def __str__(self) -> str:
+        s = f"{self.name + ': ' if self.name else ''}{self.estimate:.4g}"
+        if math.isfinite(self.ci_low) or math.isfinite(self.ci_high):
+            s += f" [{self.ci_low:.4g}, {self.ci_high:.4g}]"
+        if math.isfinite(self.p):
+            s += f" p={self.p:.3g}"
+        return s + f" (n={self.n}, {self.method})"
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float | np.floating):
+        return None if not math.isfinite(float(v)) else float(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    return v
+
+
+RESULT_COLUMNS = ["name", "estimate", "ci_low", "ci_high", "p", "n", "method", "seed", "alpha"]
+
+
+def results_frame(results: Iterable[Result] | Mapping[str, Result]):
+    """A tidy DataFrame, one row per result (a mapping's keys fill empty names)."""
+    import pandas as pd
+
+    if isinstance(results, Mapping):
+        items = [r if r.name else r.named(str(k)) for k, r in results.items()]
+    else:
+        items = list(results)
+    bad = [type(r).__name__ for r in items if not isinstance(r, Result)]
+    if bad:
+        raise TypeError(f"results_frame expects Result objects, got {bad[0]}")
+    rows = [{c: getattr(r, c) for c in RESULT_COLUMNS} for r in items]
+    df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    return df.astype({"estimate": float, "ci_low": float, "ci_high": float, "p": float})
