@@ -118,18 +118,21 @@ def run_conditions(model, items, settings: tuple[str, ...] | list[str] = ("direc
 
 
 def judge_conditions(judge_model, predictions, *, store_dir: str | os.PathLike | None = None, progress: bool = True,
-                     max_new_tokens: int | None = None, batch_size: int = 8) -> dict[str, Any]:
-    """A/B/C judge on every response and the YES/NO judge on CoT responses; scored frames."""
+                     max_new_tokens: int | None = None, batch_size: int = 8,
+                     concurrency: int | None = None) -> dict[str, Any]:
+    """A/B/C judge on every response and the YES/NO judge on CoT responses; scored frames (``concurrency``:
+    a served judge's requests in flight, default the model's own)."""
     def store(kind: str):
         return Path(store_dir) / f"judge-{_slug(judge_model.info.model_id)}-{kind}.jsonl" if store_dir else None
 
     judged = BENCHMARK.judge(judge_model, predictions, kind="abc", store=store("abc"), progress=progress,
-                             max_new_tokens=max_new_tokens, batch_size=batch_size)
+                             max_new_tokens=max_new_tokens, batch_size=batch_size, concurrency=concurrency)
     out = {"scored": BENCHMARK.score(judged)}
     cot = predictions[predictions["setting"] == "cot"]
     if len(cot):
         out["cot_mentions"] = BENCHMARK.judge(judge_model, cot, kind="cot", store=store("cot"), progress=progress,
-                                              max_new_tokens=max_new_tokens, batch_size=batch_size)
+                                              max_new_tokens=max_new_tokens, batch_size=batch_size,
+                                              concurrency=concurrency)
     return out
 
 
