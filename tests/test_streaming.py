@@ -304,3 +304,24 @@ def test_the_endpoint_benchmark_runs_tiny_and_checks_its_targets(tmp_path):
     missed = " ".join(bench.misses(broken))
     assert "without an answer" in missed and "retry budget" in missed and "of the ideal" in missed
     assert "old defaults" in missed
+
+
+def test_a_judge_sets_its_own_requests_in_flight(server):
+    from vlamb_nb.scorers.judge import JudgeSpec, first_token_parser, run_judge
+
+    state, lock = {"now": 0, "peak": 0}, threading.Lock()
+
+    def answer(h: FaultHandler, n: int, body: Any) -> None:
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+        time.sleep(0.05)
+        with lock:
+            state["now"] -= 1
+        h.reply(200, completion("yes"))
+
+    srv = server(answer)
+    spec = JudgeSpec("yn", template="Is {x} fine?", parse=first_token_parser(["yes", "no"]))
+    rows = [{"request_id": f"r{i}", "x": i} for i in range(12)]
+    judged = run_judge(_model(srv), spec, rows, progress=False, concurrency=2)  # the model's own is 64
+    assert judged["judge_label"].eq("yes").all() and state["peak"] == 2
