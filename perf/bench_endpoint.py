@@ -18,7 +18,7 @@ bow and fixed) go through ``load_model("openai:...")`` and ``runner.run`` into a
 Targets (exit 1 when one is missed): 64 in flight reaches at least 0.8 of the ideal; the capacity-limited
 run loses nothing and stays within the retry budget; the default settings are at least 8× the old defaults.
 
-Usage: python perf/bench_endpoint.py [--items 75] [--latency 0.2] [--capacity 16]
+Usage: python perf/bench_endpoint.py [--items 150] [--latency 0.2] [--capacity 16]
 """
 
 from __future__ import annotations
@@ -281,11 +281,13 @@ def run_bench(*, items: int, latency: float, levels: tuple[int, ...] = LEVELS, c
     from vlamb_nb.models.openai_compat import DEFAULT_CONCURRENCY
 
     make = EndpointThread if in_process else EndpointProcess
+    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(workdir or tmp)
         reqs = refadv_requests(root, items)
         res: dict[str, Any] = {"latency": latency, "requests": len(reqs), "levels": {},
-                               "default_concurrency": DEFAULT_CONCURRENCY, "capacity": capacity}
+                               "default_concurrency": DEFAULT_CONCURRENCY, "capacity": capacity,
+                               "machine": f"{os.cpu_count()} CPU cores, load average {load:.1f} at the start"}
         with make(latency) as ep:
             measure(ep, reqs[:8], root / "warmup.jsonl", model_kwargs={"concurrency": 8})  # imports, first sockets
             for c in levels:
@@ -309,7 +311,7 @@ def misses(res: dict[str, Any]) -> list[str]:
     out = []
     top = res["levels"].get(64)
     if top is not None and top["ratio"] < TARGET_RATIO:
-        out.append(f"64 in flight reached {top['ratio']:.2f} of the ideal (target {TARGET_RATIO})")
+        out.append(f"64 in flight reached {top['ratio']:.3f} of the ideal (target {TARGET_RATIO})")
     lim = res["limited"]
     if lim["answered"] < lim["distinct_keys"] or lim["failed"]:
         out.append(f"capacity-limited endpoint: {lim['distinct_keys'] - lim['answered']} request(s) without an "
@@ -327,7 +329,7 @@ def misses(res: dict[str, Any]) -> list[str]:
 def report(res: dict[str, Any]) -> str:
     lat, n = res["latency"], res["requests"]
     lines = [f"{n} Ref-Adv requests ({', '.join(SETTINGS)}), endpoint latency {lat * 1000:.0f} ms, "
-             "through load_model('openai:...') + runner.run into a prediction store", "",
+             "through load_model('openai:...') + runner.run into a prediction store; " + res["machine"], "",
              f"{'in flight':>9} {'seconds':>8} {'req/s':>7} {'peak (server)':>13} {'ideal s':>8} {'of ideal':>8}"]
     for c, r in res["levels"].items():
         lines.append(f"{c:>9} {r['seconds']:>8.2f} {r['per_s']:>7.1f} {r['peak']:>13} {r['ideal_s']:>8.2f} "
@@ -350,7 +352,7 @@ def report(res: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--items", type=int, default=75, help="Ref-Adv sample items (4 requests each)")
+    p.add_argument("--items", type=int, default=150, help="Ref-Adv sample items (4 requests each)")
     p.add_argument("--latency", type=float, default=0.2, help="seconds the endpoint takes per answer")
     p.add_argument("--capacity", type=int, help="requests at once of the capacity-limited endpoint (default 16)")
     p.add_argument("--retry-after", type=float, default=1.0, help="its Retry-After, seconds")
