@@ -301,10 +301,10 @@ def test_out_of_order_replies_are_matched_to_their_requests(fault_server):
 
     def slow_first(h: FaultHandler, n: int, body: Any) -> None:
         prompt = body["messages"][0]["content"]
-        time.sleep(0.3 * (5 - int(prompt[1:])))  # p0 is slowest, p4 fastest (wide gaps: a loaded machine)
-        h.reply(200, completion(f"answer to {prompt}"))
-        with h.server.lock:
+        time.sleep(0.15 * (5 - int(prompt[1:])))  # p0 is slowest, p4 fastest
+        with h.server.lock:  # before the reply: once the last reply is out, the client may return at once
             finished.append(prompt)
+        h.reply(200, completion(f"answer to {prompt}"))
 
     srv = fault_server(slow_first)
     m = model(srv, concurrency=5)
