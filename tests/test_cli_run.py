@@ -25,7 +25,7 @@ def source(tmp_path):
 
 def _run(source, srv, out, capsys):
     code = cli.main(["run", "refadv", "--model", "openai:m", "--base-url", srv.base_url, "--source", source,
-                     "--setting", "direct", "--limit", "3", "--out", str(out)])
+                     "--setting", "direct", "--limit", "3", "--out", str(out), "--max-retries", "0"])
     return code, capsys.readouterr()
 
 
@@ -70,3 +70,30 @@ def test_cli_help_lists_the_benchmarks_and_settings(capsys):
         listed = out.split(f"{name}:")[1].split(";")[0].split()
         for setting in get_benchmark(name).settings:
             assert setting in listed, (name, setting)
+
+
+def test_endpoint_settings_reach_the_model_and_only_an_openai_model_takes_them(source, tmp_path, capsys,
+                                                                                monkeypatch):
+    import vlamb_nb.models as models
+
+    built = []
+    real = models.load_model
+
+    def spy(spec, **kw):
+        built.append(real(spec, **kw))
+        return built[-1]
+
+    monkeypatch.setattr(models, "load_model", spy)
+    srv = _server(lambda r: False)
+    try:
+        code = cli.main(["run", "refadv", "--model", "openai:m", "--base-url", srv.base_url, "--source", source,
+                         "--setting", "direct", "--limit", "3", "--out", str(tmp_path / "p.jsonl"),
+                         "--concurrency", "3", "--timeout", "7", "--max-retries", "1", "--deadline", "30"])
+    finally:
+        srv.stop()
+    assert code == 0, capsys.readouterr().err
+    m = built[0]
+    assert (m.concurrency, m.timeout, m.max_retries, m.deadline) == (3, 7.0, 1, 30.0)
+    code = cli.main(["run", "refadv", "--model", "replay:none.jsonl", "--source", source, "--concurrency", "3",
+                     "--out", str(tmp_path / "q.jsonl")])
+    assert code == cli.EXIT_ERROR and "--concurrency go with an openai:MODEL spec" in capsys.readouterr().err

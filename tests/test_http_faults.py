@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from vlamb_nb import runner
+from vlamb_nb.errors import SettingError
 from vlamb_nb.models import Request, user_message
 from vlamb_nb.models.openai_compat import DETAIL_CHARS, OpenAIModel, retry_after_seconds
 
@@ -120,8 +121,8 @@ def ok_after(n_faults: int, fault: Callable[[FaultHandler], None]) -> Script:
 
 
 def model(srv: FaultServer, **kw: Any) -> OpenAIModel:
-    kw = {"backoff": 0.01, "max_retries": 2, "timeout": 5, "api_key_env": KEY_ENV, **kw}
-    return OpenAIModel("m", base_url=srv.base_url, **kw)
+    kw = {"base_url": srv.base_url, "backoff": 0.01, "max_retries": 2, "timeout": 5, "api_key_env": KEY_ENV, **kw}
+    return OpenAIModel("m", **kw)
 
 
 def ask(m: OpenAIModel, prompt: str = "hi", rid: str = "a"):
@@ -301,9 +302,9 @@ def test_out_of_order_replies_are_matched_to_their_requests(fault_server):
     def slow_first(h: FaultHandler, n: int, body: Any) -> None:
         prompt = body["messages"][0]["content"]
         time.sleep(0.15 * (5 - int(prompt[1:])))  # p0 is slowest, p4 fastest
-        h.reply(200, completion(f"answer to {prompt}"))
-        with h.server.lock:
+        with h.server.lock:  # before the reply: once the last reply is out, the client may return at once
             finished.append(prompt)
+        h.reply(200, completion(f"answer to {prompt}"))
 
     srv = fault_server(slow_first)
     m = model(srv, concurrency=5)
@@ -322,3 +323,147 @@ def test_model_pickles_after_use_and_closes(fault_server):
     assert ask(clone).text == "ok" and clone.base_url == m.base_url
     m.close()
     assert ask(m).text == "ok"  # a closed model reopens its pool on the next request
+
+
+# -- a deadline across retries ------------------------------------------------------------------------
+
+def test_a_request_stops_at_its_deadline_across_all_retries(fault_server):
+    srv = fault_server(_trickle_body)  # one byte a second: every attempt runs into its timeout
+    m = model(srv, timeout=1, max_retries=5, deadline=2.5)
+    t0 = time.monotonic()
+    g = ask(m)
+    elapsed = time.monotonic() - t0
+    # six attempts of 1 s each would take 6 s (of 120 s each by default: 12 minutes); the deadline ends it
+    assert "within the request's deadline of 2.5 s" in g.error and "timed out" in g.error
+    assert 2.3 <= elapsed < 3.5 and len(srv.hits) == 3
+
+
+def test_request_settings_have_sane_defaults_and_are_checked():
+    m = OpenAIModel("m", base_url="http://127.0.0.1:9/v1")
+    assert m.concurrency >= 32 and m.deadline == 600 and m.timeout == 120 and m.max_retries == 5
+    assert OpenAIModel("m", base_url="http://127.0.0.1:9/v1", deadline=0).deadline is None  # 0: no deadline
+    for bad in ({"concurrency": 0}, {"max_retries": -1}, {"timeout": 0}, {"deadline": -1}, {"concurrency": "many"}):
+        with pytest.raises(SettingError):
+            OpenAIModel("m", base_url="http://127.0.0.1:9/v1", **bad)
+
+
+# -- credentials in the address -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["api_key", "key"])
+def test_query_parameters_are_sent_as_parameters_and_secrets_never_shown(fault_server, tmp_path, caplog, name):
+    secret = "qs-secret-0123456789"
+    srv = fault_server(lambda h, n, b: h.reply(500, {"error": {"message": f"upstream failed for {h.path}"}}))
+    caplog.set_level(logging.INFO, logger="httpx")
+    m = model(srv, base_url=f"{srv.base_url}/?api-version=2024-06-01&{name}={secret}", max_retries=0)
+    out = runner.run(m, [Request(id="a", messages=[user_message("hi")])], tmp_path / "p.jsonl", progress=False)
+    # the query goes with the request, after the route, not glued in front of /chat/completions
+    assert srv.hits[0]["path"] == f"/v1/chat/completions?api-version=2024-06-01&{name}={secret}"
+    stored = (tmp_path / "p.jsonl").read_text()
+    error = out["error"].iloc[0]
+    assert "HTTP 500" in error and f"{name}=***" in error  # the server echoed the address with the key: masked
+    for shown in (error, stored, json.dumps(m.info.to_dict()), caplog.text, repr(m.base_url)):
+        assert secret not in shown
+    assert m.info.endpoint == f"{srv.base_url}?api-version=2024-06-01&{name}=***"
+    assert "HTTP Request: POST" in caplog.text  # httpx did log the request line, masked
+
+
+def test_credentials_before_the_host_are_refused_without_being_shown():
+    with pytest.raises(SettingError) as err:
+        OpenAIModel("m", base_url="http://alice:hunter2@127.0.0.1:9/v1")
+    msg = str(err.value)
+    assert "hunter2" not in msg and "alice" not in msg and "credentials" in msg and "api_key_env" in msg
+
+
+def test_cli_run_refuses_credentials_in_the_base_url(tmp_path, capsys):
+    from vlamb_nb import cli, get_benchmark
+
+    src = get_benchmark("refadv").make_sample(tmp_path / "data", n=1)
+    out = tmp_path / "p.jsonl"
+    code = cli.main(["run", "refadv", "--model", "openai:m", "--base-url", "http://alice:hunter2@127.0.0.1:9/v1",
+                     "--source", str(src), "--limit", "1", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_ERROR and "credentials" in err and "hunter2" not in err and not out.exists()
+
+
+# -- the endpoint is part of a run's identity ---------------------------------------------------------
+
+def test_one_model_name_served_by_two_endpoints_is_two_runs(fault_server, tmp_path):
+    from vlamb_nb.run_identity import MixedRunsError, identify_runs, select_run
+    from vlamb_nb.store import read_records
+
+    one = fault_server(lambda h, n, b: h.reply(200, completion("from one")))
+    two = fault_server(lambda h, n, b: h.reply(200, completion("from two")))
+    reqs = [Request(id=f"q{i}", messages=[user_message(f"q{i}")], benchmark="b", setting="s") for i in range(3)]
+    store = tmp_path / "p.jsonl"
+    runner.run(model(one), reqs, store, progress=False)
+    out = runner.run(model(two), reqs, store, progress=False)
+    assert len(two.hits) == 3 and not out["cached"].any() and (out["text"] == "from two").all()
+    runs = identify_runs(read_records(store))
+    assert sorted(r.endpoint for r in runs) == sorted([one.base_url, two.base_url])
+    assert all(r.endpoint in r.label for r in runs)
+    with pytest.raises(MixedRunsError, match="2 runs"):
+        select_run(read_records(store))
+
+
+# -- one image conversion for every backend -------------------------------------------------------------
+
+def _sent_image(body: Any):
+    import base64
+    import io
+
+    from PIL import Image
+
+    url = next(p for p in body["messages"][0]["content"] if p["type"] == "image_url")["image_url"]["url"]
+    return Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))), url
+
+
+@pytest.mark.parametrize("kind", ["png-16-bit", "jpeg-cmyk", "jpeg-exif-rotated"])
+def test_the_endpoint_gets_the_rgb_pixels_a_local_model_gets(fault_server, tmp_path, kind):
+    import numpy as np
+    from PIL import Image
+
+    from vlamb_nb.images import load_image
+    from vlamb_nb.models import IMAGE_SLOT
+
+    if kind == "png-16-bit":
+        path = tmp_path / "deep.png"
+        Image.fromarray(np.arange(40 * 30, dtype=np.uint16).reshape(30, 40) * 50).save(path)  # 0..59950
+        assert Image.open(path).mode.startswith("I")  # a real 16-bit greyscale file
+    elif kind == "jpeg-cmyk":
+        path = tmp_path / "print.jpg"
+        Image.new("CMYK", (40, 30), (0, 128, 255, 20)).save(path, quality=95)
+        assert Image.open(path).mode == "CMYK"
+    else:
+        path = tmp_path / "phone.jpg"
+        exif = Image.Exif()
+        exif[0x0112] = 6  # stored landscape, shown rotated 90 degrees
+        Image.new("RGB", (40, 30), (200, 30, 30)).save(path, exif=exif)
+    seen: list[Any] = []
+
+    def keep(h: FaultHandler, n: int, body: Any) -> None:
+        seen.append(body)
+        h.reply(200, completion("ok"))
+
+    srv = fault_server(keep)
+    g = model(srv).generate([Request(id="a", messages=[user_message(IMAGE_SLOT, "what?")], images=[str(path)])])[0]
+    sent, _ = _sent_image(seen[0])
+    local = load_image(path)  # what a Hugging Face model is given
+    assert g.error is None and sent.mode == "RGB" and sent.size == local.size
+    assert np.array_equal(np.asarray(sent.convert("RGB")), np.asarray(local))
+    assert g.image_sizes == [local.size]
+
+
+def test_an_8_bit_rgb_file_is_sent_byte_for_byte(fault_server, tmp_path):
+    import base64
+
+    from PIL import Image
+
+    from vlamb_nb.models import IMAGE_SLOT
+
+    path = tmp_path / "plain.jpg"
+    Image.new("RGB", (40, 30), (10, 200, 30)).save(path, quality=90)
+    seen: list[Any] = []
+    srv = fault_server(lambda h, n, b: (seen.append(b), h.reply(200, completion("ok")))[-1])
+    model(srv).generate([Request(id="a", messages=[user_message(IMAGE_SLOT, "what?")], images=[str(path)])])
+    _, url = _sent_image(seen[0])
+    assert url.startswith("data:image/jpeg;base64,") and base64.b64decode(url.split(",", 1)[1]) == path.read_bytes()

@@ -118,4 +118,49 @@ def test_the_example_sweep_file_in_the_repository_loads():
     from vlamb_nb.sweep import load_config
 
     cfg = load_config(Path(__file__).resolve().parent.parent / "examples" / "sweep.yaml")
-    assert cfg.name == "qwen-vs-llava" and len(cfg.jobs) == 3  # Qwen 4bit, LLaVA 4bit and unquantized
+    assert cfg.name == "qwen-vs-llava" and len(cfg.jobs) == 4  # Qwen 4bit, LLaVA 4bit and unquantized, a server
+    served = [j for j in cfg.jobs if j.model.startswith("openai:")]
+    assert len(served) == 1 and served[0].quantization is None
+    assert served[0].model_options == {"base_url": "http://localhost:8000/v1", "concurrency": 64, "timeout": 120,
+                                       "max_retries": 5, "deadline": 600}
+    assert all(not j.model_options for j in cfg.jobs if j not in served)  # local models take no endpoint keys
+
+
+def test_endpoint_keys_apply_to_served_models_and_the_command_line_wins(tmp_path):
+    _bench_or_skip("refadv")
+    path = _write(tmp_path, {"concurrency": 8, "timeout": 30, "deadline": 100,
+                             "models": ["tiny:qwen2_5_vl", {"spec": "openai:m", "options": {"timeout": 5}}],
+                             "benchmarks": [{"name": "refadv"}]})
+    local, served = load_config(path).jobs
+    assert local.model_options == {}  # a local model sends no requests over a network
+    assert served.model_options == {"concurrency": 8, "timeout": 5, "deadline": 100}  # its own options win
+    _, served = load_config(path, remote={"concurrency": 2, "max_retries": None}).jobs
+    assert served.model_options == {"concurrency": 2, "timeout": 5, "deadline": 100}  # the command line wins
+
+
+def test_a_served_model_sweeps_with_its_key_in_the_address_never_written(tmp_path):
+    pytest.importorskip("submitit")
+    from vlamb_nb.models import ScriptedModel
+    from vlamb_nb.models.serve import ChatServer
+    from vlamb_nb.sweep import sweep
+
+    bench = _bench_or_skip("refadv")
+    src = bench.make_sample(tmp_path / "data", n=3)
+    srv = ChatServer(ScriptedModel(lambda r: '[{"bbox_2d": [1, 2, 30, 40]}]', model_id="m"), host="127.0.0.1",
+                     port=0).start(lifetime=120)
+    secret = "sweep-secret-0123456789"
+    out = tmp_path / "out"
+    cfg = _write(tmp_path, {"name": "served", "out_dir": str(out), "progress": False, "concurrency": 4,
+                            "models": [{"spec": "openai:m", "quantization": "none",
+                                        "options": {"base_url": f"{srv.base_url}?key={secret}", "max_retries": 0}}],
+                            "benchmarks": [{"name": "refadv", "source": str(src), "settings": ["direct"]}]})
+    try:
+        failed = sweep(cfg, quiet=True)
+    finally:
+        srv.stop()
+    assert failed == 0, (out / "summary.md").read_text()
+    written = {p: p.read_text(errors="replace") for p in out.rglob("*") if p.is_file() and p.suffix != ".pkl"}
+    assert any("key=***" in t for t in written.values())  # the address is there, masked
+    assert not [p for p, t in written.items() if secret in t]
+    config = json.loads((out / "config.json").read_text())[0]
+    assert config["model_options"]["concurrency"] == 4

@@ -180,6 +180,27 @@ def cmd_score(a: argparse.Namespace) -> int:
 
 # specs whose weights are not loaded here: quantization is not ours to choose
 REMOTE_SPECS = ("openai:", "replay:")
+#: options of an openai: model settable on the command line (run and sweep)
+REMOTE_FLAGS = ("base_url", "api_key_env", "concurrency", "timeout", "max_retries", "deadline")
+
+
+def remote_options(a: argparse.Namespace) -> dict[str, Any]:
+    """The endpoint options given on the command line (None where not given; ``--deadline 0``: no deadline)."""
+    return {k: getattr(a, k, None) for k in REMOTE_FLAGS}
+
+
+def _add_remote_flags(p: argparse.ArgumentParser, *, endpoint: bool) -> None:
+    if endpoint:
+        p.add_argument("--base-url", help="OpenAI-compatible endpoint for openai:MODEL (default $OPENAI_BASE_URL); "
+                                          "query parameters are sent with every request; no user:password@")
+        p.add_argument("--api-key-env", help="environment variable holding the endpoint's key "
+                                             "(default OPENAI_API_KEY)")
+    p.add_argument("--concurrency", type=int, metavar="N",
+                   help="openai: requests in flight (default 64; halved for a while by 429/503 answers)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="openai: seconds per attempt (default 120)")
+    p.add_argument("--max-retries", type=int, metavar="N", help="openai: retries per request (default 5)")
+    p.add_argument("--deadline", type=float, metavar="SECONDS",
+                   help="openai: seconds per request, every retry included (default 600; 0: none)")
 
 
 def cmd_run(a: argparse.Namespace) -> int:
@@ -189,11 +210,10 @@ def cmd_run(a: argparse.Namespace) -> int:
     bench = get_benchmark(a.benchmark)
     setting = bench.check_setting(a.setting or bench.default_setting)
     items = bench.load(a.source)
-    extra: dict[str, Any] = {}
-    if a.model.startswith("openai:"):
-        extra = {k: v for k, v in (("base_url", a.base_url), ("api_key_env", a.api_key_env)) if v}
-    elif a.base_url or a.api_key_env:
-        raise VlambError("--base-url and --api-key-env go with an openai:MODEL spec")
+    extra: dict[str, Any] = {k: v for k, v in remote_options(a).items() if v is not None}
+    if extra and not a.model.startswith("openai:"):
+        flags = ", ".join("--" + k.replace("_", "-") for k in extra)
+        raise VlambError(f"{flags} go with an openai:MODEL spec (a remote endpoint), not {a.model}")
     quant = a.quant or ("none" if a.model.startswith(REMOTE_SPECS) else "4bit")
     if quant != "none" and a.model.startswith(REMOTE_SPECS):
         raise VlambError(f"--quant {quant} does not apply to {a.model.split(':', 1)[0]}: models (the weights are "
@@ -276,7 +296,7 @@ def cmd_make_tiny(a: argparse.Namespace) -> int:
 def cmd_sweep(a: argparse.Namespace) -> int:
     from vlamb_nb.sweep import sweep
 
-    return sweep(a.config)
+    return sweep(a.config, remote={k: v for k, v in remote_options(a).items() if v is not None})
 
 
 def cmd_serve(a: argparse.Namespace) -> int:
@@ -350,8 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--source")
     rn.add_argument("--quant", choices=["4bit", "8bit", "none"],
                     help="weight quantization (default: 4bit for local weights, none for openai: and replay:)")
-    rn.add_argument("--base-url", help="OpenAI-compatible endpoint for openai:MODEL (default $OPENAI_BASE_URL)")
-    rn.add_argument("--api-key-env", help="environment variable holding the endpoint's key (default OPENAI_API_KEY)")
+    _add_remote_flags(rn, endpoint=True)
     rn.add_argument("--limit", type=int)
     rn.add_argument("--batch-size", type=int, default=8)
     rn.add_argument("--out", required=True, help="prediction store (JSONL); rerunning resumes it")
@@ -405,6 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sw = sub.add_parser("sweep", help="run models × benchmarks × settings from a YAML config")
     sw.add_argument("config")
+    _add_remote_flags(sw, endpoint=False)  # for its openai: models; over the file's keys of the same names
     sw.set_defaults(func=cmd_sweep)
     return p
 

@@ -305,3 +305,49 @@ def encode_png(img: Image) -> bytes:
     buf = io.BytesIO()
     img.save(buf, format="PNG")
     return buf.getvalue()
+
+
+#: encoded formats a remote model may be sent unchanged, with their MIME types
+PASSTHROUGH_MIME = {"JPEG": "image/jpeg", "PNG": "image/png", "WEBP": "image/webp"}
+
+
+def _as_loaded(img: Image, data: bytes | None) -> bool:
+    """True when ``img`` (and its file ``data``) already is what :func:`load_image` would give: 8-bit RGB,
+    no transparency, no EXIF rotation."""
+    if img.mode != "RGB" or "transparency" in img.info:
+        return False
+    if data is not None and img.format == "PNG" and len(data) > 24 and data[24] != 8:
+        return False  # a 16-bit-per-channel PNG: PIL decodes it as RGB, another decoder may not
+    try:
+        orientation = img.getexif().get(0x0112)
+    except Exception:  # a damaged EXIF block: load_image would not rotate either
+        orientation = None
+    return orientation in (None, 1)
+
+
+def model_image_bytes(src: ImageSource) -> tuple[bytes, str, tuple[int, int]]:
+    """``(bytes, mime, (width, height))``: the image a model is given, encoded for sending over HTTP.
+
+    The pixels are those :func:`load_image` gives a local model (EXIF rotation applied, any mode made
+    8-bit RGB by :func:`to_rgb`), so every backend sees the same image: a 16-bit PNG or a CMYK JPEG is not
+    sent as it is for a server to decode its own way. A file that already decodes to that (an 8-bit RGB
+    JPEG, PNG or WebP without transparency or rotation, told from its header without decoding the pixels)
+    is sent byte for byte; anything else as the converted image in PNG (lossless).
+    """
+    from PIL import Image as PILImage
+
+    if isinstance(src, PILImage.Image):
+        img = src if _as_loaded(src, None) else load_image(src)
+        return encode_png(img), "image/png", img.size
+    data, _ = read_image_bytes(src)
+    try:
+        with warnings.catch_warnings():  # a would-be decompression bomb goes the checked way below
+            warnings.simplefilter("error", PILImage.DecompressionBombWarning)
+            head = PILImage.open(io.BytesIO(data))  # the header only: the pixels are the server's to decode
+        mime = PASSTHROUGH_MIME.get(head.format or "")
+        if mime is not None and _as_loaded(head, data):
+            return data, mime, head.size
+    except Exception:  # noqa: BLE001 - unreadable here: load_image below refuses it with the reason
+        pass
+    img = load_image(src)
+    return encode_png(img), "image/png", img.size

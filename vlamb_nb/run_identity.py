@@ -2,9 +2,9 @@
 
 A prediction store is append-only and may hold several runs: other models, another quantization or
 revision, other decoding parameters, other settings, other prompt templates or other data. Scoring them together gives a number no run
-produced. Every stored record carries its run's identity (the model's id, revision, quantization and
-backend, the benchmark and setting, the decoding parameters, and in ``run`` the digests of the prompt
-templates and of the items asked); :func:`select_run` returns the records of
+produced. Every stored record carries its run's identity (the model's id, revision, quantization,
+backend and, for a served model, endpoint; the benchmark and setting, the decoding parameters, and in
+``run`` the digests of the prompt templates and of the items asked); :func:`select_run` returns the records of
 exactly one run or raises :class:`MixedRunsError` listing the runs and how to pick one.
 
 Within one run the same request may appear twice (a rerun after a crash, a retried failure):
@@ -24,7 +24,7 @@ from vlamb_nb.hashing import digest
 from vlamb_nb.store import ANSWER_FIELDS, failed
 
 #: the model fields that make two runs different runs
-MODEL_FIELDS = ("model_id", "revision", "quantization", "backend")
+MODEL_FIELDS = ("model_id", "revision", "quantization", "backend", "endpoint")
 #: suffixes of extra steps that belong to the run of the base setting (repair turn, SM captions, ...)
 STEP_SEPARATOR = ":"
 
@@ -50,6 +50,7 @@ class RunId:
     params: str  # digest of the decoding parameters of the run's answer requests
     template: str = ""  # digest of the prompt templates the run was asked with
     source: str = ""  # digest of the items the run was asked about
+    endpoint: str | None = None  # the server a remote model answered from (credentials masked)
 
     @property
     def label(self) -> str:
@@ -60,6 +61,8 @@ class RunId:
             parts.append(f"rev {self.revision}")
         if self.backend and self.backend not in ("hf",):
             parts.append(self.backend)
+        if self.endpoint:
+            parts.append(f"at {self.endpoint}")
         parts.append(self.setting or "?")
         extra = "".join(f" | {k} {v[:8]}" for k, v in (("prompts", self.template), ("data", self.source)) if v)
         return " | ".join(parts) + f" | decoding {self.params[:8]}" + extra
@@ -83,7 +86,8 @@ def run_identity(rec: dict[str, Any]) -> RunId:
                  quantization=model.get("quantization"), backend=model.get("backend"),
                  benchmark=str(rec.get("benchmark") or ""), setting=base_setting(rec.get("setting")),
                  params="" if _is_step(rec) else digest(rec.get("params") or {}),
-                 template=str(run.get("template") or ""), source=str(run.get("source") or ""))
+                 template=str(run.get("template") or ""), source=str(run.get("source") or ""),
+                 endpoint=model.get("endpoint"))
 
 
 def identify_runs(records: Iterable[dict[str, Any]]) -> dict[RunId, list[dict[str, Any]]]:
@@ -99,8 +103,8 @@ def identify_runs(records: Iterable[dict[str, Any]]) -> dict[RunId, list[dict[st
         else:
             runs.setdefault(rid, []).append(r)
     for rid, r in steps:
-        owners = [k for k in runs if (k.model_id, k.revision, k.quantization, k.backend, k.benchmark, k.setting)
-                  == (rid.model_id, rid.revision, rid.quantization, rid.backend, rid.benchmark, rid.setting)]
+        same = (*MODEL_FIELDS, "benchmark", "setting")
+        owners = [k for k in runs if all(getattr(k, f) == getattr(rid, f) for f in same)]
         if len(owners) == 1:
             runs[owners[0]].append(r)
         else:  # no base run, or several decodings of it: the step stands as its own run

@@ -1,9 +1,17 @@
-"""Batched, cached, resumable generation: ``run(model, requests, store)``.
+"""Cached, resumable generation: ``run(model, requests, store)``, batched or streamed per backend.
 
-Finished requests (by request hash) are skipped, each new generation is written to the
-store as soon as its batch returns, and a failure inside a batch is recorded per item
-instead of stopping the run. Out-of-memory during a batch halves the batch size (kept for
-the rest of the run) and retries, down to 1; an item that fails alone is recorded as failed.
+Finished requests (by request hash) are skipped and a failure is recorded per item instead of
+stopping the run. How the rest is sent depends on the backend, never on the caller:
+
+* a local model (any plain :class:`~vlamb_nb.models.base.VLM`) gets batches of ``batch_size``; each
+  batch's answers are written when it returns. Out-of-memory during a batch halves the batch size (kept
+  for the rest of the run) and retries, down to 1; an item that fails alone is recorded as failed.
+* a remote endpoint (a :class:`~vlamb_nb.models.base.StreamingVLM`) gets every request at once and keeps
+  ``concurrency`` in flight, sending the next as each answer arrives (no batch barrier); each answer is
+  written to the store the moment it arrives (answers that arrive together share one fsync) and moves
+  the progress bar. A crash loses at most the requests in flight.
+
+The store has one writer: the thread that called :func:`run` (worker threads only hand answers back).
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from vlamb_nb.models.base import VLM, Generation, Request
+from vlamb_nb.models.base import VLM, Generation, Request, StreamingVLM
 from vlamb_nb.store import PredictionStore
 
 RESULT_COLUMNS = ["request_id", "key", "benchmark", "setting", "text", "error", "finish_reason",
@@ -28,10 +36,10 @@ def _progress(total: int, enabled: bool, desc: str):
     return tqdm(total=total, disable=not enabled, desc=desc, unit="req")
 
 
-def _record(req: Request, key: str, gen: Generation, model: VLM) -> dict[str, Any]:
+def _record(req: Request, key: str, gen: Generation, model: dict[str, Any]) -> dict[str, Any]:
     rec = gen.to_dict()
     rec.update(key=key, request_id=req.id, benchmark=req.benchmark, setting=req.setting,
-               model=model.info.to_dict(), params=req.params.to_dict(), prompt=req.prompt_text)
+               model=dict(model), params=req.params.to_dict(), prompt=req.prompt_text)
     return rec
 
 
@@ -85,16 +93,26 @@ def generate_batch(model: VLM, batch: Sequence[Request], *, raise_oom: bool = Fa
 
 def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | os.PathLike | None = None, *,
         batch_size: int = 8, limit: int | None = None, progress: bool = True, retry_failed: bool = True,
-        run_meta: dict[str, Any] | None = None, desc: str = "generate"):
+        run_meta: dict[str, Any] | None = None, desc: str = "generate", concurrency: int | None = None,
+        stream: bool | None = None):
     """Generate for every request not already finished in ``store``; return one row per request.
 
-    The returned frame's ``attrs`` hold ``batch_size`` (after any out-of-memory halving),
-    ``oom_events`` and ``model_calls`` (batches sent to the backend).
+    ``concurrency``: requests in flight for a streaming (remote) backend, default its own setting; a local
+    model ignores it. ``stream``: None chooses per backend (see the module docstring); False sends even a
+    streaming backend batches of ``batch_size`` with a barrier after each (how remote runs went before
+    streaming, kept to measure against). The returned frame's ``attrs`` hold ``strategy`` ("stream" or
+    "batch"), ``batch_size`` (after any out-of-memory halving), ``oom_events`` and ``model_calls`` (batches
+    sent, or requests when streamed).
     """
     import pandas as pd
 
     if batch_size < 1:
         raise ValueError("batch_size must be >= 1")
+    if concurrency is not None and concurrency < 1:
+        raise ValueError("concurrency must be >= 1")
+    streaming = isinstance(model, StreamingVLM) if stream is None else bool(stream)
+    if streaming and not isinstance(model, StreamingVLM):
+        raise ValueError(f"{model.info.model_id} ({model.info.backend}) answers batches only; use stream=None")
     reqs = list(requests)[: limit if limit is not None else None]
     if isinstance(store, PredictionStore):
         st = store
@@ -111,31 +129,25 @@ def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | 
     owns = st is not None and st._fh is None
     if st is not None and todo:
         st.open()
+
+    info = model.info.to_dict()
+
+    def keep(pairs: Sequence[tuple[tuple[Request, str], Generation]]) -> None:
+        recs = [_record(r, k, g, info) for (r, k), g in pairs]
+        if st is not None:
+            recs = st.append_many(recs)
+        for ((_, k), _), rec in zip(pairs, recs, strict=True):
+            fresh[k] = rec
+
     size, oom_events, calls = batch_size, 0, 0
     try:
         bar = _progress(len(todo), progress and bool(todo), desc)
-        i = 0
-        while i < len(todo):
-            chunk = todo[i: i + size]
-            calls += 1
-            try:
-                gens = generate_batch(model, [r for r, _ in chunk], raise_oom=True)
-            except _BatchOOM as oom:
-                oom_events += 1
-                if size > 1:
-                    size = max(1, size // 2)
-                    bar.write(f"out of memory with {len(chunk)} requests per batch; retrying with {size}")
-                    continue
-                gens = [Generation(request_id=r.id, finish_reason="error",
-                                   error=f"{type(oom.original).__name__} at batch size 1: {oom.original}")
-                        for r, _ in chunk]
-            for (r, k), g in zip(chunk, gens, strict=True):
-                rec = _record(r, k, g, model)
-                if st is not None:
-                    rec = st.append(rec)
-                fresh[k] = rec
-            bar.update(len(chunk))
-            i += len(chunk)
+        if streaming:
+            calls = len(todo)
+            if todo:
+                _stream(model, todo, keep, bar, concurrency)  # type: ignore[arg-type]
+        else:
+            size, oom_events, calls = _batches(model, todo, keep, bar, batch_size)
         bar.close()
     finally:
         if owns and st is not None:
@@ -150,9 +162,63 @@ def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | 
         row.update(request_id=r.id, key=k, benchmark=r.benchmark, setting=r.setting, cached=cached)
         rows.append(row)
     out = pd.DataFrame(rows, columns=RESULT_COLUMNS)
-    out.attrs.update(batch_size=size, oom_events=oom_events, model_calls=calls)
+    out.attrs.update(strategy="stream" if streaming else "batch", batch_size=size, oom_events=oom_events,
+                     model_calls=calls)
     log_generations(out, model=model.info.model_id, desc=desc)
     return out
+
+
+def _batches(model: VLM, todo: list[tuple[Request, str]], keep, bar, size: int) -> tuple[int, int, int]:
+    """Batches of ``size``, each kept when it returns; an out-of-memory batch is retried at half the size.
+    Returns the final batch size, the out-of-memory events and the batches sent."""
+    oom_events = calls = i = 0
+    while i < len(todo):
+        chunk = todo[i: i + size]
+        calls += 1
+        try:
+            gens = generate_batch(model, [r for r, _ in chunk], raise_oom=True)
+        except _BatchOOM as oom:
+            oom_events += 1
+            if size > 1:
+                size = max(1, size // 2)
+                bar.write(f"out of memory with {len(chunk)} requests per batch; retrying with {size}")
+                continue
+            gens = [Generation(request_id=r.id, finish_reason="error",
+                               error=f"{type(oom.original).__name__} at batch size 1: {oom.original}")
+                    for r, _ in chunk]
+        keep(list(zip(chunk, gens, strict=True)))
+        bar.update(len(chunk))
+        i += len(chunk)
+    return size, oom_events, calls
+
+
+def _stream(model: StreamingVLM, todo: list[tuple[Request, str]], keep, bar, concurrency: int | None) -> None:
+    """Send every request through ``model.stream`` and keep each answer as it arrives.
+
+    An answer is filed under the request at the index the backend names, after checking that it answers
+    that request (its id), so a backend that mixes answers up fails those items instead of mislabelling them.
+    """
+    reqs = [r for r, _ in todo]
+    answered: set[int] = set()
+    for finished in model.stream(reqs, concurrency=concurrency):
+        pairs = []
+        for i, g in finished:
+            if not 0 <= i < len(todo) or i in answered:
+                continue  # an index the run never asked for, or a second answer: dropped, counted below
+            answered.add(i)
+            if str(g.request_id) != reqs[i].id:
+                g = Generation(request_id=reqs[i].id, finish_reason="error",
+                               error=f"backend returned the answer to {g.request_id!r} for request {reqs[i].id!r}")
+            pairs.append((todo[i], g))
+        if pairs:
+            keep(pairs)
+            bar.update(len(pairs))
+    missing = [i for i in range(len(todo)) if i not in answered]
+    if missing:
+        keep([(todo[i], Generation(request_id=reqs[i].id, finish_reason="error",
+                                   error=f"backend returned no result for request {reqs[i].id!r}"))
+              for i in missing])
+        bar.update(len(missing))
 
 
 def default_run_meta(model: VLM) -> dict[str, Any]:

@@ -10,15 +10,23 @@ Example::
     name: qwen-vs-llava
     executor: local            # or slurm
     out_dir: sweeps/qwen-vs-llava
-    batch_size: 8
+    batch_size: 8              # local models: requests per batch
+    concurrency: 64            # openai: models: requests in flight (halved for a while on 429/503)
+    timeout: 120               # openai: seconds per attempt
+    max_retries: 5             # openai: retries per request
+    deadline: 600              # openai: seconds per request, every retry included (0: none)
     quantization: [4bit]       # default for models that do not say
     slurm: {partition: gpu, gpus_per_node: 1, timeout_min: 240, mem_gb: 64, cpus_per_task: 8}
     models:
       - Qwen/Qwen2.5-VL-7B-Instruct
       - {spec: llava-hf/llava-1.5-7b-hf, quantization: [4bit, none], name: llava15}
+      - {spec: "openai:Qwen/Qwen2.5-VL-72B-Instruct", options: {base_url: "http://gpu-node:8000/v1"}}
     benchmarks:
       - {name: vague, source: HazelNam/vague-bench, settings: [vlm, lm], limit: 100}
       - {name: refadv, settings: [direct]}
+
+``concurrency``, ``timeout``, ``max_retries`` and ``deadline`` apply to every ``openai:`` model (a model's
+own ``options`` win; ``vlamb-nb sweep --concurrency N ...`` wins over both); local models ignore them.
 """
 
 from __future__ import annotations
@@ -32,7 +40,10 @@ from typing import Any
 
 from vlamb_nb.errors import DataError, SettingError
 
-TOP_KEYS = {"name", "executor", "out_dir", "batch_size", "quantization", "slurm", "models", "benchmarks", "progress"}
+#: endpoint options the file may set for all openai: models
+REMOTE_KEYS = ("concurrency", "timeout", "max_retries", "deadline")
+TOP_KEYS = {"name", "executor", "out_dir", "batch_size", "quantization", "slurm", "models", "benchmarks", "progress",
+            *REMOTE_KEYS}
 MODEL_KEYS = {"spec", "quantization", "name", "options"}
 BENCH_KEYS = {"name", "source", "settings", "limit", "options"}
 SLURM_KEYS = {"partition", "gpus_per_node", "timeout_min", "mem_gb", "cpus_per_task", "account", "qos",
@@ -91,8 +102,10 @@ def _quant(v: Any) -> str | None:
     return str(v)
 
 
-def load_config(path: str | os.PathLike) -> SweepConfig:
-    """Read and validate a sweep YAML; unknown keys, settings and benchmarks are errors up front."""
+def load_config(path: str | os.PathLike, *, remote: dict[str, Any] | None = None) -> SweepConfig:
+    """Read and validate a sweep YAML; unknown keys, settings and benchmarks are errors up front.
+
+    ``remote``: endpoint options for every ``openai:`` model, over the file's (the command line's flags)."""
     import yaml
 
     from vlamb_nb.benchmarks import get_benchmark
@@ -134,16 +147,21 @@ def load_config(path: str | os.PathLike) -> SweepConfig:
     if not benches:
         raise DataError("no benchmarks listed", source=str(path), field="benchmarks")
 
+    file_remote = {k: raw[k] for k in REMOTE_KEYS if raw.get(k) is not None}
+    cli_remote = {k: v for k, v in (remote or {}).items() if v is not None}
     jobs: list[SweepJob] = []
     for i, m in enumerate(raw.get("models") or []):
         m = {"spec": m} if isinstance(m, str) else dict(m)
         if set(m) - MODEL_KEYS or "spec" not in m:
             raise DataError(f"entry {i + 1}: a model needs 'spec' and may have {sorted(MODEL_KEYS)}", source=str(path),
                             field="models")
+        options = dict(m.get("options") or {})
+        if str(m["spec"]).startswith("openai:"):  # the command line wins, then the model's options, then the file
+            options = {**file_remote, **options, **cli_remote}
         for q in _as_list(m.get("quantization", default_q)):
             jobs.append(SweepJob(model=str(m["spec"]), model_name=str(m.get("name") or m["spec"]), quantization=_quant(q),
                                  benchmarks=benches, out_dir=str(out_dir), batch_size=int(raw.get("batch_size", 8)),
-                                 model_options=dict(m.get("options") or {}), progress=bool(raw.get("progress", True))))
+                                 model_options=options, progress=bool(raw.get("progress", True))))
     if not jobs:
         raise DataError("no models listed", source=str(path), field="models")
     slugs = [j.slug for j in jobs]
@@ -203,13 +221,21 @@ def _executor(cfg: SweepConfig):
     return ex
 
 
-def sweep(config: str | os.PathLike, *, quiet: bool = False) -> int:
-    """Run a sweep; write ``summary.csv`` and ``summary.md``; return the number of failed jobs."""
+def sweep(config: str | os.PathLike, *, quiet: bool = False, remote: dict[str, Any] | None = None) -> int:
+    """Run a sweep; write ``summary.csv`` and ``summary.md``; return the number of failed jobs.
+
+    ``remote``: endpoint options (``concurrency``, ``timeout``, ...) for every ``openai:`` model, over the file's."""
     import pandas as pd
 
-    cfg = load_config(config)
+    from vlamb_nb.models.openai_compat import redact_url
+
+    cfg = load_config(config, remote=remote)
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
-    (cfg.out_dir / "config.json").write_text(json.dumps([asdict(j) for j in cfg.jobs], indent=2, default=str))
+    shown = [asdict(j) for j in cfg.jobs]
+    for j in shown:  # an address with a key in its query is written masked, like everywhere else
+        if isinstance(j["model_options"].get("base_url"), str):
+            j["model_options"]["base_url"] = redact_url(j["model_options"]["base_url"])
+    (cfg.out_dir / "config.json").write_text(json.dumps(shown, indent=2, default=str))
     ex = _executor(cfg)
     rows: list[dict[str, Any]] = []
     failures: list[str] = []

@@ -13,6 +13,7 @@ from vlamb_nb.models.base import (
     ModelInfo,
     Request,
     ScriptedModel,
+    StreamingVLM,
     assistant_message,
     system_message,
     text_part,
@@ -20,18 +21,25 @@ from vlamb_nb.models.base import (
 )
 
 __all__ = [
-    "IMAGE_SLOT", "VLM", "DecodingParams", "Generation", "ModelInfo", "Request", "ScriptedModel",
+    "IMAGE_SLOT", "VLM", "DecodingParams", "Generation", "ModelInfo", "Request", "ScriptedModel", "StreamingVLM",
     "assistant_message", "load_model", "system_message", "text_part", "user_message",
 ]
 
 
-def load_model(spec: str, *, quantization: str | None = None, **kwargs):
+def load_model(spec: str, *, quantization: str | None = None, concurrency: int | None = None,
+               timeout: float | None = None, max_retries: int | None = None, deadline: float | None = None, **kwargs):
     """Build a backend from a spec.
 
     - ``tiny:FAMILY``: a tiny random checkpoint built locally (tests, offline demos)
     - ``openai:MODEL`` (``base_url=`` / ``api_key_env=`` keyword arguments): an OpenAI-compatible endpoint
+    - ``replay:FILE``: recorded answers
     - anything else: a Hugging Face model id or a local checkpoint folder
+
+    ``concurrency`` (requests in flight, default 64), ``timeout`` (seconds per attempt, default 120),
+    ``max_retries`` (default 5) and ``deadline`` (seconds per request with its retries, default 600) set an
+    ``openai:`` model's requests; any other backend accepts and ignores them, so one setting serves every spec.
     """
     from vlamb_nb.models.loading import load_model as _load
 
-    return _load(spec, quantization=quantization, **kwargs)
+    return _load(spec, quantization=quantization, concurrency=concurrency, timeout=timeout,
+                 max_retries=max_retries, deadline=deadline, **kwargs)

@@ -3,11 +3,16 @@
 A :class:`Request` is a chat (transformers message format) whose ``{"type": "image"}``
 slots are filled, in order, by ``images``. Backends (a 4-bit Hugging Face model, an
 OpenAI-compatible endpoint, a scripted stand-in for tests) all return :class:`Generation`.
+
+Every backend answers lists of requests (:class:`VLM`: a local model pads them into one batch). A
+backend whose requests are independent calls to a server also declares :class:`StreamingVLM`: it takes
+the whole list and hands back answers as they finish, keeping many in flight, so the runner never
+waits for the slowest request of a batch before sending the next.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -98,7 +103,8 @@ class Request:
         return request_key(model_id=model.model_id, revision=model.revision, quantization=model.quantization,
                            benchmark=self.benchmark, setting=self.setting,
                            prompt={"messages": self.messages, "options": self.options},
-                           image_digests=self.image_digests(), params=self.params.to_dict())
+                           image_digests=self.image_digests(), params=self.params.to_dict(),
+                           endpoint=model.endpoint)
 
 
 def _content(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -129,7 +135,11 @@ class Generation:
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """Identity of a model for cache keys and run metadata (never holds secrets)."""
+    """Identity of a model for cache keys and run metadata (never holds secrets).
+
+    ``endpoint`` is the address a remote model answers from, without credentials: one model name served
+    by two servers (another checkpoint, another quantization behind the same name) is two runs.
+    """
 
     model_id: str
     revision: str | None = None
@@ -138,6 +148,7 @@ class ModelInfo:
     family: str | None = None
     dtype: str | None = None
     trust_remote_code: bool = False
+    endpoint: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -155,6 +166,21 @@ class VLM(Protocol):
 
     def score_options(self, request: Request, options: Sequence[str]) -> list[float]:
         """Log-likelihood of each option as the assistant's answer to ``request``."""
+        ...
+
+
+@runtime_checkable
+class StreamingVLM(VLM, Protocol):
+    """A backend whose requests are independent calls (a remote endpoint): the runner streams to it.
+
+    ``stream`` takes every request at once, keeps up to ``concurrency`` of them in flight (default: the
+    backend's own setting) and yields what has finished since the last yield, as ``(index, generation)``
+    pairs, ``index`` being the request's position in ``requests``. Each request is answered exactly once,
+    failures included (``error`` set). Closing the iterator early stops sending new requests.
+    """
+
+    def stream(self, requests: Sequence[Request], *,
+               concurrency: int | None = None) -> Iterator[list[tuple[int, Generation]]]:
         ...
 
 

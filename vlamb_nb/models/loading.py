@@ -3,7 +3,9 @@
 - ``tiny:FAMILY`` builds (once, cached per user) a tiny random checkpoint (seed ``seed=``, else
   ``$VLAMB_TINY_SEED``, else 0) and loads it with
   :class:`~vlamb_nb.models.hf.HFModel`, the same class and code path as a hub model;
-- ``openai:MODEL`` talks to an OpenAI-compatible endpoint (``base_url=``, ``api_key_env=``);
+- ``openai:MODEL`` talks to an OpenAI-compatible endpoint (``base_url=``, ``api_key_env=``, and the request
+  settings ``concurrency=``, ``timeout=``, ``max_retries=``, ``deadline=``: see
+  :class:`~vlamb_nb.models.openai_compat.OpenAIModel`);
 - ``replay:FILE`` answers from recorded real outputs (:mod:`vlamb_nb.models.replay`);
 - anything else is a Hugging Face hub id or a local checkpoint folder.
 """
@@ -14,12 +16,24 @@ from typing import Any
 
 from vlamb_nb.errors import SettingError
 
+#: request settings of a served model; any spec takes them, so one notebook parameter serves every backend
+REMOTE_SETTINGS = ("concurrency", "timeout", "max_retries", "deadline")
 
-def load_model(spec: str, quantization: str | None = None, **kwargs: Any):
-    """Build the backend named by ``spec`` (see the module docstring)."""
+
+def load_model(spec: str, quantization: str | None = None, *, concurrency: int | None = None,
+               timeout: float | None = None, max_retries: int | None = None, deadline: float | None = None,
+               **kwargs: Any):
+    """Build the backend named by ``spec`` (see the module docstring).
+
+    ``concurrency`` (requests in flight), ``timeout`` (seconds per attempt), ``max_retries`` and ``deadline``
+    (seconds per request, retries included) configure an ``openai:`` model; None keeps its defaults. Other
+    backends send no requests over a network and ignore them.
+    """
     if not isinstance(spec, str) or not spec.strip():
         raise SettingError(f"model spec must be a non-empty string, got {spec!r}")
     spec = spec.strip()
+    remote = {k: v for k, v in zip(REMOTE_SETTINGS, (concurrency, timeout, max_retries, deadline), strict=True)
+              if v is not None}
     if spec.startswith("tiny:"):
         from vlamb_nb.models.hf import HFModel
         from vlamb_nb.models.tiny import TINY_VERSION, tiny_path
@@ -43,7 +57,7 @@ def load_model(spec: str, quantization: str | None = None, **kwargs: Any):
 
         if quantization not in (None, "none"):
             kwargs.setdefault("quantization_label", quantization)
-        return OpenAIModel(spec.split(":", 1)[1], **kwargs)
+        return OpenAIModel(spec.split(":", 1)[1], **remote, **kwargs)
     from vlamb_nb.models.hf import HFModel
 
     return HFModel(spec, quantization=quantization, **kwargs)

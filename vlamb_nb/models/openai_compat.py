@@ -1,17 +1,30 @@
 """Any OpenAI-compatible chat endpoint behind the ``VLM`` protocol.
 
 Works with a vLLM server (``vllm serve MODEL`` then ``base_url="http://host:8000/v1"``) and with
-API models such as GPT-4o. Images travel as base64 data URLs; requests run concurrently up to a
-limit. HTTP goes through one pooled ``httpx.Client`` per model with these rules:
+API models such as GPT-4o. Images travel as base64 data URLs, each image encoded once per model
+(a bounded cache keyed by the image's digest) and converted exactly as a local model's images are
+(:func:`vlamb_nb.images.model_image_bytes`). The model is a :class:`~vlamb_nb.models.base.StreamingVLM`:
+:meth:`OpenAIModel.stream` keeps up to ``concurrency`` requests in flight and hands back each answer
+as it arrives. HTTP goes through one pooled ``httpx.Client`` per model with these rules:
 
-* ``timeout`` bounds the whole request (connect, upload, headers, body), so a server that trickles
-  its reply cannot hold a worker for longer;
+* ``timeout`` bounds each attempt (connect, upload, headers, body), so a server that trickles its
+  reply cannot hold a worker for longer; ``deadline`` bounds the whole request, every retry and
+  back-off included, measured from its first send;
 * redirects are never followed: a redirected POST would come back as a GET, or take the key to
   another host; the redirect is reported as a failure naming the status and ``Location``;
-* 408, 409, 429 and 5xx answers, timeouts and dropped connections are retried with exponential
-  backoff, honouring ``Retry-After`` on 429/503, never waiting longer than ``max_backoff``;
+* 408, 409, 429 and 5xx answers, timeouts and dropped connections are retried (at most
+  ``max_retries`` times per request) with exponential backoff, honouring ``Retry-After`` on 429/503,
+  never waiting longer than ``max_backoff``;
+* a 429 or 503 also halves the number of requests in flight and pauses new sends for its
+  ``Retry-After``; each success then adds about one request in flight per round trip, back up to
+  ``concurrency`` (additive increase, multiplicative decrease, as TCP does);
 * the API key is read from an environment variable at call time and is never stored on the object,
   in metadata, in error messages (even when the server echoes it) or in httpx/httpcore debug logs;
+* ``base_url`` is split: its query parameters (``?api-version=...``, a gateway's ``?key=...``) are sent
+  with every request, and everything shown (errors, stored records, ``info.endpoint``, logs) carries the
+  address with secret-looking query values masked. A ``user:password@`` in the address is refused:
+  a credential belongs in the environment variable named by ``api_key_env``, not in an address that
+  is printed and stored;
 * a reply without an answer (content filter, null content, no choices, malformed JSON) is a failed
   ``Generation``, so a rerun retries it rather than keeping an empty answer.
 """
@@ -20,19 +33,19 @@ from __future__ import annotations
 
 import base64
 import email.utils
-import io
 import json
 import logging
 import math
 import os
+import queue
 import random
 import re
 import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -54,19 +67,54 @@ class EndpointError(RuntimeError):
 
 # -- secrets ----------------------------------------------------------------------------------------
 _KEY_ENVS: set[str] = {"OPENAI_API_KEY"}  # variables whose values are scrubbed from errors and logs
+_URL_SECRETS: set[str] = set()  # secret query values of the base URLs in use, scrubbed the same way
 _BEARER = re.compile(r"(?i)\bbearer\s+[^\s'\",;)\]}]+")
+#: query parameter names whose values are treated as secrets (api_key, key, token, sig, ...)
+_SECRET_NAMES = r"key|token|secret|passw|pwd|sig|auth|credential|session"
+SECRET_PARAM = re.compile(_SECRET_NAMES, re.IGNORECASE)
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@?#]*@")
+_URL_SECRET_QUERY = re.compile(r"([?&;][^=&\s?#]*(?:" + _SECRET_NAMES + r")[^=&\s?#]*=)[^&\s'\"#<>]+",
+                               re.IGNORECASE)
 
 
 def scrub(text: str, *secrets: str | None) -> str:
-    """``text`` with the given secrets and any bearer token masked: errors end up in result files and logs."""
-    for s in secrets:
+    """``text`` with the given secrets, any bearer token and any credential inside a URL (``user:pass@``,
+    ``?api_key=...``) masked: errors end up in result files and logs."""
+    for s in (*secrets, *tuple(_URL_SECRETS)):
         if s:
             text = text.replace(s, "***")
+    text = _URL_USERINFO.sub(r"\1***@", text)
+    text = _URL_SECRET_QUERY.sub(r"\1***", text)
     return _BEARER.sub("Bearer ***", text)
 
 
 def _known_keys() -> list[str]:
     return [v for name in tuple(_KEY_ENVS) if (v := os.environ.get(name))]
+
+
+def redact_url(url: str) -> str:
+    """``url`` as it may be shown and stored: ``user:pass@`` and secret-looking query values masked."""
+    return scrub(str(url))
+
+
+def split_base_url(url: str) -> tuple[str, list[tuple[str, str]], str]:
+    """``(base, query, shown)``: the address requests go to (no query, no trailing slash), the query
+    parameters sent with every request, and the address as shown and stored (:func:`redact_url`).
+
+    An address with a ``user:password@`` part is refused: the message shows it masked.
+    """
+    parts = urllib.parse.urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SettingError(f"base_url must be an http(s) URL with a host, got {redact_url(url)!r}")
+    if "@" in parts.netloc:
+        raise SettingError(f"base_url {redact_url(url)!r} carries credentials (user:password@host); they would be "
+                           "printed and stored with every error. Put the key in an environment variable and name "
+                           "it with api_key_env (sent as a bearer token), and give the address without them")
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+    shown = base + ("?" + urllib.parse.urlencode([(k, "***" if SECRET_PARAM.search(k) else v) for k, v in query],
+                                                 safe="*") if query else "")
+    return base, query, shown
 
 
 class ScrubSecretsFilter(logging.Filter):
@@ -156,7 +204,21 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
-def _transport(base_url: str) -> httpx.HTTPTransport:
+_ssl_lock = threading.Lock()
+_ssl_context: Any = None
+
+
+def _shared_ssl_context() -> Any:
+    """One verifying SSL context per process: building one loads the CA bundle (a large share of a CPU
+    second per hundred), and every worker's client needs one."""
+    global _ssl_context
+    with _ssl_lock:
+        if _ssl_context is None:
+            _ssl_context = httpx.create_ssl_context(trust_env=True)
+        return _ssl_context
+
+
+def _transport(base_url: str, limits: httpx.Limits | None = None) -> httpx.HTTPTransport:
     """httpx's transport, through the proxy urllib would use for ``base_url``, its sockets held to the deadline.
 
     The client is given this transport explicitly (so it ignores proxy variables itself); the proxy is
@@ -166,7 +228,8 @@ def _transport(base_url: str) -> httpx.HTTPTransport:
     proxy = urllib.request.getproxies().get(parts.scheme)
     if proxy and parts.hostname and urllib.request.proxy_bypass(parts.hostname):
         proxy = None
-    transport = httpx.HTTPTransport(proxy=proxy, trust_env=True)
+    transport = httpx.HTTPTransport(verify=_shared_ssl_context(), proxy=proxy, trust_env=True,
+                                   **({"limits": limits} if limits else {}))
     pool = getattr(transport, "_pool", None)  # httpx exposes no hook for the network backend
     if pool is not None and isinstance(getattr(pool, "_network_backend", None), httpcore.NetworkBackend):
         pool._network_backend = _DeadlineBackend(pool._network_backend)
@@ -197,27 +260,68 @@ def retry_after_seconds(value: str | None) -> float | None:
 
 
 def image_data_url(image: Any) -> tuple[str, tuple[int, int]]:
-    """``data:<mime>;base64,...`` for any image source, keeping JPEG/PNG/WebP/GIF bytes as they are."""
-    from PIL import Image as PILImage
+    """``data:<mime>;base64,...`` of the image a model is given (:func:`vlamb_nb.images.model_image_bytes`:
+    the file's own bytes when they already are 8-bit RGB, else the RGB conversion a local model gets)."""
+    from vlamb_nb.images import model_image_bytes
 
-    from vlamb_nb.images import _open_bytes, encode_png, read_image_bytes
-
-    if isinstance(image, PILImage.Image):
-        return "data:image/png;base64," + base64.b64encode(encode_png(image)).decode(), image.size
-    data, label = read_image_bytes(image)
-    img = _open_bytes(data, label)
-    fmt = (img.format or "").lower()
-    mime = {"jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp", "gif": "image/gif"}.get(fmt)
-    if mime is None:  # BMP, TIFF, ...: re-encode to a format every endpoint accepts
-        buf = io.BytesIO()
-        img.convert("RGB").save(buf, format="PNG")
-        data, mime = buf.getvalue(), "image/png"
-    return f"data:{mime};base64," + base64.b64encode(data).decode(), img.size
+    data, mime, size = model_image_bytes(image)
+    return f"data:{mime};base64," + base64.b64encode(data).decode(), size
 
 
-def to_openai_messages(request: Request) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
-    """Chat messages in the OpenAI format; image slots become ``image_url`` parts, in order."""
-    images = iter(request.images)
+class ImageURLCache:
+    """Data URLs by image digest, so an image asked about in several requests (settings, repair turns,
+    samples) is converted and base64-encoded once. Bounded: beyond ``max_bytes`` of URLs the least recently
+    used are dropped. Thread-safe; two threads wanting the same new image wait for one encoding."""
+
+    def __init__(self, max_bytes: int = 256 * 2**20) -> None:
+        self.max_bytes = max_bytes
+        self.size = 0  # bytes of URLs held
+        self.encodings = 0  # images converted and encoded (cache misses)
+        self._urls: OrderedDict[str, tuple[str, tuple[int, int]]] = OrderedDict()
+        self._pending: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._urls)
+
+    def get(self, image: Any) -> tuple[str, tuple[int, int]]:
+        from vlamb_nb.images import image_digest
+
+        key = image_digest(image)
+        while True:
+            with self._lock:
+                hit = self._urls.get(key)
+                if hit is not None:
+                    self._urls.move_to_end(key)
+                    return hit
+                waiting = self._pending.get(key)
+                if waiting is None:
+                    self._pending[key] = threading.Event()
+            if waiting is None:
+                break
+            waiting.wait()  # another thread is encoding it; if that failed, this thread tries itself
+        value = None
+        try:
+            value = image_data_url(image)
+            return value
+        finally:
+            with self._lock:
+                self.encodings += 1
+                if value is not None and len(value[0]) <= self.max_bytes:
+                    self._urls[key] = value
+                    self.size += len(value[0])
+                    while self.size > self.max_bytes:
+                        _, (url, _) = self._urls.popitem(last=False)
+                        self.size -= len(url)
+                self._pending.pop(key).set()
+
+
+def to_openai_messages(request: Request, images: Callable[[Any], tuple[str, tuple[int, int]]] = image_data_url,
+                       ) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
+    """Chat messages in the OpenAI format; image slots become ``image_url`` parts, in order.
+
+    ``images`` turns an image into its data URL and size (a model passes its :class:`ImageURLCache`)."""
+    pending = iter(request.images)
     sizes: list[tuple[int, int]] = []
     out = []
     for m in request.messages:
@@ -228,7 +332,7 @@ def to_openai_messages(request: Request) -> tuple[list[dict[str, Any]], list[tup
         parts = []
         for p in content:
             if p.get("type") == "image":
-                url, size = image_data_url(next(images))
+                url, size = images(next(pending))
                 sizes.append(size)
                 parts.append({"type": "image_url", "image_url": {"url": url}})
             elif p.get("type") == "text":
@@ -238,6 +342,61 @@ def to_openai_messages(request: Request) -> tuple[list[dict[str, Any]], list[tup
         else:
             out.append({"role": m["role"], "content": parts})
     return out, sizes
+
+
+# -- how many requests in flight ----------------------------------------------------------------------
+class AdaptiveLimit:
+    """At most ``limit`` requests in flight, adapted to the server (additive increase, multiplicative decrease).
+
+    An overload answer (429, 503) halves the limit, once per round trip: answers to requests sent before
+    the last cut are the same congestion and cut nothing more. Its ``Retry-After`` (capped by ``max_pause``)
+    pauses every new send. Each success raises the limit by ``1 / limit``, so about one more request per
+    round trip, back up to ``maximum``. ``peak`` is the most requests ever in flight at once.
+    """
+
+    def __init__(self, maximum: int, *, max_pause: float = 60.0) -> None:
+        if maximum < 1:
+            raise SettingError(f"concurrency must be >= 1, got {maximum}")
+        self.maximum = int(maximum)
+        self.limit = float(maximum)
+        self.max_pause = max_pause
+        self.active = self.peak = self.cuts = 0
+        self._resume_at = 0.0
+        self._cut_at = float("-inf")
+        self._cond = threading.Condition()
+
+    @property
+    def allowed(self) -> int:
+        return max(1, int(self.limit))
+
+    def acquire(self) -> float:
+        """Wait for a free slot (and for any Retry-After pause to end); return the send time."""
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                if now >= self._resume_at and self.active < self.allowed:
+                    break
+                self._cond.wait(timeout=max(self._resume_at - now, 0.0) or None)
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+            return now
+
+    def release(self, sent: float, *, ok: bool = False, overloaded: bool = False,
+                retry_after: float | None = None) -> None:
+        """Free the slot of a request sent at ``sent``; ``ok`` grows the limit, ``overloaded`` cuts it."""
+        with self._cond:
+            self.active -= 1
+            now = time.monotonic()
+            if overloaded:
+                if sent >= self._cut_at:
+                    self.limit = max(1.0, self.limit / 2)
+                    self._cut_at = now
+                    self.cuts += 1
+                if retry_after:
+                    self._resume_at = max(self._resume_at, now + min(retry_after, self.max_pause))
+            elif ok:
+                self.limit = min(float(self.maximum), self.limit + 1.0 / self.limit)
+            self._cond.notify_all()
 
 
 def decoding_body(params: DecodingParams) -> dict[str, Any]:
@@ -264,48 +423,86 @@ def _content_text(content: Any) -> str | None:
     return None
 
 
+#: requests in flight by default: enough to keep a vLLM server's batch full (it schedules up to 256 sequences)
+DEFAULT_CONCURRENCY = 64
+DEFAULT_TIMEOUT = 120.0  # seconds per attempt
+DEFAULT_DEADLINE = 600.0  # seconds per request, every retry included
+
+
 class OpenAIModel:
-    """A chat-completions endpoint; ``info.model_id`` is ``openai:<model>``."""
+    """A chat-completions endpoint; ``info.model_id`` is ``openai:<model>``, ``info.endpoint`` its address
+    (credentials masked).
+
+    ``concurrency``: requests in flight (lowered for a while by 429/503 answers); ``timeout``: seconds per
+    attempt; ``max_retries``: retries per request; ``deadline``: seconds per request from its first send,
+    every retry and back-off included (0 or None: no limit beyond ``timeout`` × attempts).
+    """
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
-                 concurrency: int = 4, timeout: float = 120.0, max_retries: int = 5, backoff: float = 1.0,
-                 max_backoff: float = 60.0, extra_body: dict[str, Any] | None = None,
-                 quantization_label: str | None = None, revision: str | None = None) -> None:
+                 concurrency: int = DEFAULT_CONCURRENCY, timeout: float = DEFAULT_TIMEOUT, max_retries: int = 5,
+                 deadline: float | None = DEFAULT_DEADLINE, backoff: float = 1.0, max_backoff: float = 60.0,
+                 extra_body: dict[str, Any] | None = None, quantization_label: str | None = None,
+                 revision: str | None = None, image_cache_bytes: int = 256 * 2**20) -> None:
         if not model:
             raise SettingError("openai: needs a model name, e.g. openai:gpt-4o or openai:Qwen/Qwen2.5-VL-7B-Instruct")
-        if concurrency < 1 or max_retries < 0 or timeout <= 0:
-            raise SettingError("concurrency >= 1, max_retries >= 0 and timeout > 0 are required")
+        try:
+            concurrency, max_retries, timeout = int(concurrency), int(max_retries), float(timeout)
+            deadline = float(deadline) if deadline else None
+        except (TypeError, ValueError):
+            raise SettingError(f"concurrency and max_retries must be integers, timeout and deadline numbers; got "
+                               f"concurrency={concurrency!r}, max_retries={max_retries!r}, timeout={timeout!r}, "
+                               f"deadline={deadline!r}") from None
+        if concurrency < 1 or max_retries < 0 or timeout <= 0 or (deadline is not None and deadline < 0):
+            raise SettingError(f"concurrency >= 1, max_retries >= 0, timeout > 0 and deadline >= 0 (0 or None: no "
+                               f"deadline) are required; got concurrency={concurrency}, max_retries={max_retries}, "
+                               f"timeout={timeout:g}, deadline={deadline}")
         self.model = model
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        if not self.base_url.startswith(("http://", "https://")):
-            raise SettingError(f"base_url must be an http(s) URL, got {self.base_url!r}")
+        base, self._query, self.endpoint = split_base_url(base_url or os.environ.get("OPENAI_BASE_URL")
+                                                          or DEFAULT_BASE_URL)
+        self.base_url = base  # without its query (sent as parameters) and never with credentials
+        _URL_SECRETS.update(v for k, v in self._query if v and SECRET_PARAM.search(k))
         self.api_key_env = api_key_env  # the variable's name only; its value is read per call
         _KEY_ENVS.add(api_key_env)  # so the log filter masks this key too
         if self.base_url == DEFAULT_BASE_URL and not os.environ.get(api_key_env):
             raise SettingError(f"the OpenAI API needs a key in the environment variable {api_key_env}")
-        self.concurrency, self.timeout, self.max_retries = concurrency, timeout, max_retries
+        self.concurrency, self.timeout, self.max_retries, self.deadline = concurrency, timeout, max_retries, deadline
         self.backoff, self.max_backoff = backoff, max_backoff
         self.extra_body = dict(extra_body or {})
         self.info = ModelInfo(model_id=f"openai:{model}", revision=revision, quantization=quantization_label,
-                              backend="openai")
+                              backend="openai", endpoint=self.endpoint)
         self.http_attempts = 0  # every HTTP attempt, retries included (for tests and measurements)
+        self.last_limit: AdaptiveLimit | None = None  # the in-flight limit of the latest stream (peak, cuts)
+        self.image_cache_bytes = image_cache_bytes
+        self.images = ImageURLCache(image_cache_bytes)
         self._lock = threading.Lock()
-        self._client: httpx.Client | None = None  # opened on first use, shared by the worker threads
+        self._clients: list[httpx.Client] = []  # every client opened (closed by close())
+        self._idle: list[httpx.Client] = []  # clients no worker holds, kept with their open connection
 
     # -- lifecycle ----------------------------------------------------------------------------------
-    def _http(self) -> httpx.Client:
+    def _checkout(self) -> httpx.Client:
+        """A client for one worker. Each worker holds its own one-connection client: httpx's shared pool scans
+        every connection for every request, which at 64 in flight costs more CPU than the request itself."""
         with self._lock:
-            if self._client is None:
-                # trust_env=False: no .netrc credentials and no proxy lookup by the client (``_transport`` does it)
-                self._client = httpx.Client(transport=_transport(self.base_url), follow_redirects=False,
-                                            timeout=self.timeout, trust_env=False)
-            return self._client
+            if self._idle:
+                return self._idle.pop()
+        # trust_env=False: no .netrc credentials and no proxy lookup by the client (``_transport`` does it)
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=2)
+        client = httpx.Client(transport=_transport(self.base_url, limits), follow_redirects=False,
+                              timeout=self.timeout, trust_env=False)
+        with self._lock:
+            self._clients.append(client)
+        return client
+
+    def _checkin(self, client: httpx.Client) -> None:
+        with self._lock:
+            if client in self._clients:  # not closed meanwhile
+                self._idle.append(client)
 
     def close(self) -> None:
         """Close pooled connections; a later request opens new ones."""
         with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
+            clients, self._clients, self._idle = self._clients, [], []
+        for client in clients:
             client.close()
 
     def __enter__(self) -> OpenAIModel:
@@ -315,16 +512,18 @@ class OpenAIModel:
         self.close()
 
     def __getstate__(self) -> dict[str, Any]:
-        """Picklable like the settings it holds: the connection pool and lock are rebuilt on the other side."""
+        """Picklable like the settings it holds: the connection pool, image cache and lock are rebuilt."""
         state = dict(vars(self))
         state.pop("_lock", None)
-        state["_client"] = None
+        state.update(_clients=[], _idle=[], images=None, last_limit=None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         vars(self).update(state)
         self._lock = threading.Lock()
+        self.images = ImageURLCache(self.image_cache_bytes)
         _KEY_ENVS.add(self.api_key_env)
+        _URL_SECRETS.update(v for k, v in self._query if v and SECRET_PARAM.search(k))
 
     # -- HTTP ---------------------------------------------------------------------------------------
     def _key(self) -> str | None:
@@ -346,13 +545,14 @@ class OpenAIModel:
             return min(asked, self.max_backoff)
         return min(self.backoff * (2 ** attempt), self.max_backoff) * (0.5 + random.random() / 2)
 
-    def _exchange(self, url: str, data: bytes) -> tuple[int, httpx.Headers, bytes]:
-        """One POST within ``timeout`` in total: sockets wait at most the time left, and the body is
+    def _exchange(self, client: httpx.Client, url: str, data: bytes, budget: float) -> tuple[int, httpx.Headers, bytes]:
+        """One POST within ``budget`` seconds in total: sockets wait at most the time left, and the body is
         streamed and checked against the deadline, so a trickling server cannot stretch the request."""
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + budget
         _deadline.at = deadline
         try:
-            with self._http().stream("POST", url, content=data, headers=self._headers()) as resp:
+            with client.stream("POST", url, params=self._query or None, content=data,
+                               headers=self._headers()) as resp:
                 chunks = []
                 for chunk in resp.iter_bytes():
                     chunks.append(chunk)
@@ -374,49 +574,84 @@ class OpenAIModel:
                                 f"({type(payload).__name__})")
         return payload
 
-    def post(self, route: str, body: dict[str, Any]) -> dict[str, Any]:
-        """POST JSON with retries; raises :class:`EndpointError` with a reason that never holds the key."""
+    def post(self, route: str, body: dict[str, Any], *, limit: AdaptiveLimit | None = None,
+             client: httpx.Client | None = None) -> dict[str, Any]:
+        """POST JSON with retries; raises :class:`EndpointError` with a reason that never holds a credential.
+
+        Each attempt holds a slot of ``limit`` (the stream's in-flight limit) while it is on the wire, not
+        while it backs off. At most ``max_retries`` retries, all within ``deadline`` of the first send.
+        ``client``: the calling worker's (default: one checked out for this call).
+        """
+        if client is None:
+            client = self._checkout()
+            try:
+                return self.post(route, body, limit=limit, client=client)
+            finally:
+                self._checkin(client)
         data = json.dumps(body).encode()
-        url = f"{self.base_url}/{route.lstrip('/')}"
-        last = ""
+        route = route.lstrip("/")
+        url = f"{self.base_url}/{route}"
+        shown = url + self.endpoint[len(self.base_url):]  # the masked query, as everything shows it
+        limit = limit or AdaptiveLimit(1, max_pause=self.max_backoff)
+        last, end, attempts, out_of_time = "", float("inf"), 0, False
         for attempt in range(self.max_retries + 1):
+            sent = limit.acquire()
+            if attempt == 0 and self.deadline is not None:
+                end = sent + self.deadline
+            budget = min(self.timeout, end - time.monotonic())
+            if budget <= 0:
+                limit.release(sent)
+                out_of_time = True
+                break
             with self._lock:
                 self.http_attempts += 1
-            retry_after = None
+            attempts += 1
+            status: int | None = None
+            retry_after: str | None = None
             try:
-                status, headers, raw = self._exchange(url, data)
+                status, headers, raw = self._exchange(client, url, data, budget)
+                if status in RETRY_AFTER_STATUS:
+                    retry_after = headers.get("Retry-After")
             except (httpx.TimeoutException, _DeadlinePassed):
-                last = f"timed out after {self.timeout:g} s ({url})"
+                last = (f"timed out after {self.timeout:g} s ({shown})" if budget >= self.timeout else
+                        f"timed out at the request's deadline ({shown})")
             except httpx.ConnectError as e:
-                last = f"cannot reach {url}: {e}"
+                last = f"cannot reach {shown}: {e}"
             except httpx.RequestError as e:  # dropped connection, protocol or decoding error
-                last = f"{type(e).__name__} from {url}: {e}"
-            else:
+                last = f"{type(e).__name__} from {shown}: {e}"
+            finally:
+                limit.release(sent, ok=status is not None and 200 <= status < 300,
+                              overloaded=status in RETRY_AFTER_STATUS, retry_after=retry_after_seconds(retry_after))
+            if status is not None:
                 if 200 <= status < 300:
-                    return self._parse(status, raw, url)  # malformed JSON is not retried: it is the server's answer
+                    return self._parse(status, raw, shown)  # malformed JSON is not retried: it is the answer
                 if 300 <= status < 400:
                     location = headers.get("Location") or "(no Location header)"
                     raise EndpointError(self._scrub(
-                        f"HTTP {status} redirect from {url} to {location}: not followed, since the POST would be "
+                        f"HTTP {status} redirect from {shown} to {location}: not followed, since the POST would be "
                         f"resent as a GET or the key sent elsewhere; set base_url to the final address"))
                 detail = self._scrub(raw.decode("utf-8", errors="replace"))  # before cutting: no half key survives
-                last = f"HTTP {status} from {url}: {detail[:DETAIL_CHARS]}"
+                last = f"HTTP {status} from {shown}: {detail[:DETAIL_CHARS]}"
                 if status not in RETRY_STATUS:
                     raise EndpointError(self._scrub(last))
-                if status in RETRY_AFTER_STATUS:
-                    retry_after = headers.get("Retry-After")
             if attempt < self.max_retries:
-                time.sleep(self._sleep_for(attempt, retry_after))
-        raise EndpointError(self._scrub(f"gave up after {self.max_retries + 1} attempts: {last}"))
+                pause = self._sleep_for(attempt, retry_after)
+                if time.monotonic() + pause >= end:
+                    out_of_time = True
+                    break
+                time.sleep(pause)
+        within = f" within the request's deadline of {self.deadline:g} s" if out_of_time else ""
+        raise EndpointError(self._scrub(f"gave up after {attempts} attempts{within}: {last}"))
 
     # -- protocol -----------------------------------------------------------------------------------
-    def _one(self, request: Request) -> Generation:
+    def _one(self, request: Request, limit: AdaptiveLimit | None = None,
+             client: httpx.Client | None = None) -> Generation:
         t0 = time.perf_counter()
         sizes: list[tuple[int, int]] = []
         try:
-            messages, sizes = to_openai_messages(request)
+            messages, sizes = to_openai_messages(request, self.images.get)
             body = {"model": self.model, "messages": messages, **decoding_body(request.params), **self.extra_body}
-            resp = self.post("chat/completions", body)
+            resp = self.post("chat/completions", body, limit=limit, client=client)
         except Exception as e:  # noqa: BLE001 - one failed request never stops the others
             return Generation(request_id=request.id, error=self._scrub(f"{type(e).__name__}: {e}"),
                               finish_reason="error", seconds=time.perf_counter() - t0, image_sizes=sizes or None)
@@ -444,21 +679,74 @@ class OpenAIModel:
                               seconds=time.perf_counter() - t0)
         return Generation(**common, text=text or "", finish_reason=finish, seconds=time.perf_counter() - t0)
 
+    def stream(self, requests: Sequence[Request], *,
+               concurrency: int | None = None) -> Iterator[list[tuple[int, Generation]]]:
+        """Answers as they arrive: lists of ``(index, generation)`` of what finished since the last yield.
+
+        ``concurrency`` worker threads (default: the model's) each send a request, wait for its answer and
+        take the next, so a slot is refilled the moment it frees up; an :class:`AdaptiveLimit` keeps the
+        number actually on the wire at what the server accepts. Closing the iterator stops new sends (the
+        requests already sent finish in the background and are dropped).
+        """
+        reqs = list(requests)
+        if not reqs:
+            return
+        width = int(concurrency or self.concurrency)
+        limit = AdaptiveLimit(width, max_pause=self.max_backoff)
+        self.last_limit = limit
+        todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for i in range(len(reqs)):
+            todo.put(i)
+        done: queue.SimpleQueue[tuple[int, Generation]] = queue.SimpleQueue()
+        stop = threading.Event()
+
+        def work() -> None:
+            client = self._checkout()
+            try:
+                while not stop.is_set():
+                    try:
+                        i = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    try:
+                        g = self._one(reqs[i], limit, client)
+                    except BaseException as e:  # noqa: BLE001 - _one records failures; the reader must not hang
+                        g = Generation(request_id=reqs[i].id, error=self._scrub(f"{type(e).__name__}: {e}"),
+                                       finish_reason="error")
+                    done.put((i, g))
+            finally:
+                self._checkin(client)
+
+        for n in range(min(width, len(reqs))):
+            threading.Thread(target=work, daemon=True, name=f"vlamb-openai-{n}").start()
+        left = len(reqs)
+        try:
+            while left:
+                try:
+                    first = done.get(timeout=0.5)  # a timeout keeps Ctrl-C responsive
+                except queue.Empty:
+                    continue
+                batch = [first]
+                while True:
+                    try:
+                        batch.append(done.get_nowait())
+                    except queue.Empty:
+                        break
+                left -= len(batch)
+                yield batch
+        finally:
+            stop.set()
+
     def generate(self, requests: Sequence[Request]) -> list[Generation]:
         """Up to ``concurrency`` requests in flight; each result is filed under the request it answers.
 
-        Replies finish in any order, so each future carries its request and the result is checked
-        against that request's id, rather than trusting the order in which results arrive.
+        Replies finish in any order, so each result carries its request's index and is checked against
+        that request's id, rather than trusting the order in which results arrive.
         """
         reqs = list(requests)
         results: dict[int, Generation] = {}
-        if len(reqs) <= 1 or self.concurrency == 1:
-            results = {i: self._one(r) for i, r in enumerate(reqs)}
-        else:
-            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(reqs))) as pool:
-                futures = {pool.submit(self._one, r): i for i, r in enumerate(reqs)}
-                for fut in as_completed(futures):
-                    results[futures[fut]] = fut.result()
+        for finished in self.stream(reqs):
+            results.update(finished)
         out = []
         for i, r in enumerate(reqs):
             g = results[i]
@@ -475,7 +763,7 @@ class OpenAIModel:
         """
         if not options:
             raise SettingError(f"request {request.id}: no options to score")
-        messages, _ = to_openai_messages(request)
+        messages, _ = to_openai_messages(request, self.images.get)
         body = {"model": self.model, "messages": messages, "max_tokens": 1, "temperature": 0.0,
                 "logprobs": True, "top_logprobs": 20, **self.extra_body}
         resp = self.post("chat/completions", body)

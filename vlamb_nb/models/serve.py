@@ -112,6 +112,7 @@ CLIENT_ERRORS = ("SettingError", "ImageError", "DataError")
 
 class ChatServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # the listen backlog: a client opening 64 connections at once must not be dropped
 
     def __init__(self, model: VLM, *, host: str = "127.0.0.1", port: int = 0, model_name: str | None = None,
                  handler: type[ChatHandler] = ChatHandler) -> None:

@@ -2,10 +2,12 @@
 
 A judge is a prompt template plus a parser. :func:`judge_requests` fills the template
 for each row (text only, no image: the RACQUET judge never sees the image),
-:func:`run_judge` generates through :func:`vlamb_nb.runner.run` (cached, resumable,
-batched) and parses every output. An output the parser cannot read is kept as a row
-with ``judge_valid=False`` and counted, never dropped. Any backend works: a local 4-bit
-model, or an OpenAI-compatible endpoint (e.g. a vLLM server with Llama-3-70B-Instruct).
+:func:`run_judge` generates through :func:`vlamb_nb.runner.run` (cached, resumable;
+batched for a local model, streamed to an endpoint) and parses every output. An output the
+parser cannot read is kept as a row with ``judge_valid=False`` and counted, never dropped.
+Any backend works: a local 4-bit model, or an OpenAI-compatible endpoint (e.g. a vLLM server
+with Llama-3-70B-Instruct: ``load_model("openai:...", base_url=..., concurrency=64)``; a judge's
+``concurrency=`` overrides the model's requests in flight for that judge).
 
 Example (RACQUET A/B/C judge; MUCAR reuses the same functions with its own spec)::
 
@@ -165,8 +167,12 @@ def parse_outputs(spec: JudgeSpec, texts: Sequence[str | None], errors: Sequence
 
 def run_judge(model: VLM, spec: JudgeSpec, rows: Any, *, id_column: str = "request_id",
               field_map: Mapping[str, str] | None = None, store: str | os.PathLike | None = None,
-              batch_size: int = 8, limit: int | None = None, progress: bool = True, prefix: str = "judge"):
-    """Judge every row; return the rows with ``<prefix>_text``, ``_label``, ``_valid``, ``_parse_error``."""
+              batch_size: int = 8, limit: int | None = None, progress: bool = True, prefix: str = "judge",
+              concurrency: int | None = None):
+    """Judge every row; return the rows with ``<prefix>_text``, ``_label``, ``_valid``, ``_parse_error``.
+
+    ``batch_size`` is a local judge's batch; ``concurrency`` a served judge's requests in flight (default: the
+    model's own)."""
     import pandas as pd
 
     from vlamb_nb import runner
@@ -177,7 +183,7 @@ def run_judge(model: VLM, spec: JudgeSpec, rows: Any, *, id_column: str = "reque
         frame, reqs = frame.iloc[:limit].reset_index(drop=True), reqs[:limit]
     meta = {"judge": spec.name, "model": model.info.to_dict(), "params": spec.params.to_dict()}
     gens = runner.run(model, reqs, store, batch_size=batch_size, progress=progress, run_meta=meta,
-                      desc=f"judge {spec.name}")
+                      desc=f"judge {spec.name}", concurrency=concurrency)
     parsed = parse_outputs(spec, gens["text"].tolist(), gens["error"].tolist())
     out = frame.copy()
     out[f"{prefix}_model"] = model.info.model_id

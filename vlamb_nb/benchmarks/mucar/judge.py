@@ -64,8 +64,10 @@ def judge_spec():
 
 
 def run_judge(model: VLM, scored, *, store: str | os.PathLike | None = None, batch_size: int = 8,
-              progress: bool = True):
-    """Judge every output with ``model``; adds ``judge_correct`` (1/0) beside the rule parser's ``correct``."""
+              progress: bool = True, concurrency: int | None = None):
+    """Judge every output with ``model``; adds ``judge_correct`` (1/0) beside the rule parser's ``correct``.
+
+    ``concurrency``: requests in flight for a served judge (default: the model's own; a local judge batches)."""
     from vlamb_nb.scorers import judge
 
     frame = scored.reset_index(drop=True).copy()
@@ -75,7 +77,7 @@ def run_judge(model: VLM, scored, *, store: str | os.PathLike | None = None, bat
     frame["groundtruth"] = frame["gold"] + ". " + frame["gold_text"]
     frame["output"] = frame["text"].fillna("").replace("", "(empty)")
     out = judge.run_judge(model, judge_spec(), frame, field_map={"question": "judge_question"}, store=store,
-                          batch_size=batch_size, progress=progress)
+                          batch_size=batch_size, progress=progress, concurrency=concurrency)
     out["judge_correct"] = np.where(out["judge_valid"].astype(bool), (out["judge_label"] == "right").astype(float),
                                     np.nan)
     return out

@@ -333,7 +333,8 @@ class Racquet(Benchmark):
 
     # -- judging --------------------------------------------------------------------------------------
     def judge(self, model, predictions, *, kind: str = "abc", store=None, batch_size: int = 8,
-              progress: bool = True, max_new_tokens: int | None = None, subsets: tuple[str, ...] = ("general",)):
+              progress: bool = True, max_new_tokens: int | None = None, subsets: tuple[str, ...] = ("general",),
+              concurrency: int | None = None):
         """Run the paper's judge over responses: ``abc`` (App. C) or ``cot`` (YES/NO, App. G.3).
 
         The judge sees the question as the model saw it (with any suffix) and the response,
@@ -343,6 +344,7 @@ class Racquet(Benchmark):
         the judge; RACQUET-BIAS rows are labelled by hand in the paper
         (:mod:`vlamb_nb.interactive.annotate`) and return unlabelled, marked ``NOT_JUDGED``.
         A judge's CLASS A on BIAS (``subsets=("general", "bias")``) still means Explicit.
+        ``concurrency``: requests in flight for a served judge (default: the model's own).
         """
         import pandas as pd
 
@@ -367,7 +369,7 @@ class Racquet(Benchmark):
             ok &= ~df["error"].map(lambda v: isinstance(v, str) and bool(v))
         judged = J.run_judge(model, spec, df[ok], id_column="request_id",
                              field_map={"question": "question_asked", "response": "response"}, store=store,
-                             batch_size=batch_size, progress=progress)
+                             batch_size=batch_size, progress=progress, concurrency=concurrency)
         empty = df[~ok].copy()
         if len(empty):  # no response to judge (empty, or generation failed): counted as unparsed, never dropped
             for c, v in (("judge_model", model.info.model_id), ("judge_text", ""), ("judge_error", None),

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from vlamb_nb.benchmarks.vague.data import CATEGORIES, LETTERS
-from vlamb_nb.models.base import VLM, Generation, ModelInfo, Request
+from vlamb_nb.models.base import VLM, Generation, Request
 
 # -- parsing -----------------------------------------------------------------------------------------
 _REFUSAL = re.compile(r"\b(i\s+(?:do\s*n[o']?t|cannot|can\s*not|can't|am\s+(?:not\s+sure|unable))|"
@@ -118,10 +119,7 @@ class OptionLikelihoodReader:
 
     def __init__(self, model: VLM) -> None:
         self.model = model
-        info = model.info
-        self.info = ModelInfo(model_id=info.model_id, revision=info.revision, quantization=info.quantization,
-                              backend=info.backend, family=info.family, dtype=info.dtype,
-                              trust_remote_code=info.trust_remote_code)
+        self.info = replace(model.info)  # the same identity, every field (a served model's endpoint too)
 
     def generate(self, requests: Sequence[Request]) -> list[Generation]:
         out = []
