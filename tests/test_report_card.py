@@ -96,7 +96,9 @@ def test_the_card_names_every_paper_and_says_when_it_is_a_demo(tmp_path):
 
 @pytest.mark.shared
 def test_the_example_card_replays_the_released_run_through_the_run_path(shared_data, tmp_path):
-    card = rc.example(workdir=tmp_path, n_resamples=200)
+    from vlamb_nb.benchmarks.refadv.report import example_card
+
+    card = example_card(workdir=tmp_path, n_resamples=200)
     assert card.papers["refadv"] == "ok" and {v for k, v in card.papers.items() if k != "refadv"} == {"not run"}
     overall = next(h for h in card.headlines if h.slice == "overall")
     rows = [json.loads(line) for line in (shared_data / "refadv" / "predictions" / "qwen25a72b_direct_predictions.jsonl")
@@ -109,3 +111,5 @@ def test_the_example_card_replays_the_released_run_through_the_run_path(shared_d
     assert overall.model == "Qwen/Qwen2.5-VL-72B-Instruct" and overall.profile == "paper"
     assert "qwen25a72b_direct" not in {c.source.split("_predictions")[0] for c in overall.comparators}
     assert any("replayed" in d for d in overall.deviations)
+    rc.save(card, directory=tmp_path)  # what `vlamb-nb card --example --update-figures` writes to figures/card/
+    assert (tmp_path / "card" / "report_card.png").is_file() and not (tmp_path / "card" / "demo").exists()

@@ -33,6 +33,13 @@ def test_every_notebook_succeeds_and_records_results(full_run):
     for n in names:
         assert summary[n]["results"], f"{n} recorded no results"
     report = (tmp / "runs" / "all" / "report.md").read_text()
+    # the report card opens the report, says it is a pipeline demo, and has every paper's headline
+    assert report.startswith("# Report card: tiny:qwen2_5_vl — PIPELINE DEMO")
+    from vlamb_nb.benchmarks import PAPERS
+
+    heads = {h["paper"] for s in summary.values() for h in (s["results"].get("headline") or [])}
+    assert heads == {p.name for p in PAPERS}
+    assert {h["profile"] for s in summary.values() for h in (s["results"].get("headline") or [])} == {"offline"}
     for n in names:
         assert f"## {n}" in report
     assert "NaN" not in (tmp / "runs" / "all" / "results.json").read_text()  # JSON null, never NaN
@@ -47,5 +54,9 @@ def test_every_committed_figure_is_regenerated(full_run, repo_root, shared_data)
                              check=True).stdout.split()
     figures = [f for f in tracked if f.endswith((".png", ".pdf"))]
     assert not [f for f in figures if "/demo/" in f], "a pipeline demo is committed under figures/"
+    # the example report card is drawn by `vlamb-nb card --example` (tests/test_report_card.py), not by a notebook;
+    # the offline run's own card is a stamped demo
+    figures = [f for f in figures if not f.startswith("figures/card/")]
+    assert (tmp / "figures" / "card" / "demo" / "report_card.png").is_file()
     missing = [f for f in figures if not (tmp / f).is_file()]
     assert not missing, f"committed figures that reproduce did not write: {missing}"

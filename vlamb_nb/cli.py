@@ -269,7 +269,9 @@ def cmd_card(a: argparse.Namespace) -> int:
     from vlamb_nb.paths import repo_root
 
     if a.example:
-        card = report_card.example()
+        from vlamb_nb.benchmarks.refadv.report import example_card
+
+        card = example_card()
         target = repo_root() / "figures" if a.update_figures else Path(a.run_dir or "runs") / "figures"
     else:
         if not a.run_dir:

@@ -456,7 +456,8 @@ def figure(card: Card):
         ax.set_yticklabels(labels[::-1], fontsize=7)
         ax.set_ylim(-0.6, len(rows) - 0.4)
         ax.set_xlim(0, 100)
-        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=6, frameon=False)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=6, frameon=False)
     axes[-1, 0].set_xlabel("%  (ours with its 95% CI; released runs on the same rows; published models at their n)")
     fig.suptitle(card.title + (f"\n{card.subtitle}" if card.subtitle else ""), fontsize=9, x=0.01, ha="left")
     fig.tight_layout()
@@ -481,48 +482,3 @@ def from_run(run_dir: Any, *, model: str | None = None) -> Card:
     if not path.is_file():
         raise DataError("no results.json: not a reproduce run folder", source=str(run_dir))
     return build(json.loads(path.read_text(encoding="utf-8")), model=model)
-
-
-EXAMPLE_RUN = "qwen25a72b_direct"
-
-
-def example(*, run: str = EXAMPLE_RUN, workdir: Any = None, n_resamples: int = N_RESAMPLES, seed: int = 0) -> Card:
-    """The committed example card, from real outputs: a released Ref-Adv run (``run``, Qwen2.5-VL-72B direct)
-    rebuilt as a recording and replayed through the package's run path (requests → parse → repair → score) on
-    the 31 released demo images, then placed among the other released runs on the same rows and the published
-    Ref-Adv-s rows. The other papers were not run, and the card says so."""
-    from pathlib import Path
-
-    from vlamb_nb import get_benchmark
-    from vlamb_nb.benchmarks.refadv import release
-    from vlamb_nb.benchmarks.refadv import report as rreport
-    from vlamb_nb.benchmarks.refadv import score as rscore
-    from vlamb_nb.errors import NotAvailableError
-    from vlamb_nb.models import load_model
-    from vlamb_nb.paths import run_dir, shared_data_dir
-
-    pred_dir = rreport.predictions_dir()
-    shared = shared_data_dir()
-    demo = shared / "refadv" / "demo" if shared is not None else None
-    if pred_dir is None or demo is None or not (pred_dir / f"{run}_predictions.jsonl").is_file():
-        raise NotAvailableError("the example card replays a released Ref-Adv run: it needs the released demo and "
-                                "prediction files beside the checkout (../shared/data/refadv)")
-    bench = get_benchmark("refadv")
-    items = bench.load(demo)
-    folder = Path(workdir) if workdir is not None else run_dir("card")
-    recording = release.write_recording(pred_dir / f"{run}_predictions.jsonl", items, folder / f"{run}.replay.jsonl")
-    model = load_model(f"replay:{recording}")
-    scored = bench.evaluate(model, items, "direct", progress=False)
-    released = {k: v for k, v in rscore.official_runs(pred_dir).items() if k != run}
-    rows = bench.headline({"direct": scored}, released=released, n_resamples=n_resamples, seed=seed)
-    devs = [str(d) for d in bench.deviations(model.info, "direct")] + [
-        "answers: the released prediction file rebuilt as a recording and replayed (the model was not run here)",
-        f"data: the {len(items)} released demo images of Ref-Adv-s's 1,142 rows"]
-    for h in rows:
-        h.model, h.profile, h.deviations = model.info.model_id, "paper", devs
-    from vlamb_nb.benchmarks import list_benchmarks
-
-    papers = {p: ("ok" if p == "refadv" else "not run") for p in list_benchmarks()}
-    return Card(model=model.info.model_id, profile="paper", headlines=rows, papers=papers,
-                subtitle=f"Ref-Adv: the released {run} run replayed through the run path on the {len(items)} demo "
-                         "images; the other papers were not run")

@@ -183,7 +183,6 @@ def slice_accuracy(runs: dict[str, Any], *, n_resamples: int = 2000, seed: int =
     import pandas as pd
 
     from vlamb_nb import reference, stats
-    from vlamb_nb.benchmarks.refadv.report import row_name
 
     ref = reference.load(PAPER, "Ref-Adv-s").set_index(["row", "column"])["value_num"]
     rows = []
@@ -191,7 +190,7 @@ def slice_accuracy(runs: dict[str, Any], *, n_resamples: int = 2000, seed: int =
         sc = runs[name]
         hits = (sc["iou"].to_numpy(float) >= 0.5).astype(float)
         images = sc["file_name"].astype(str).to_numpy()
-        rname = row_name(sc)
+        rname = metrics.row_name(sc)
         for family, group, mask in _slices(sc):
             if not mask.any():
                 continue

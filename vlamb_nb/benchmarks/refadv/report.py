@@ -55,11 +55,6 @@ def predictions_dir() -> Path | None:
     return p if p is not None and any(p.glob("*_predictions.jsonl")) else None
 
 
-def row_name(scored) -> str:
-    """Reference row id of a run: ``<model without 'Qwen/'> | <prompt id>``."""
-    return f"{str(scored['model'].iloc[0]).replace('Qwen/', '')} | {scored['prompt_id'].iloc[0]}"
-
-
 def ours_long(runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0):
     """Our Ref-Adv-s cells in long form (``table,row,column,value,ci_low,ci_high``) for ``reference.compare``."""
     import pandas as pd
@@ -87,7 +82,7 @@ def ours_long(runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0):
                 r = stats.bootstrap_ci((values >= thr).astype(float), n_resamples=n_resamples, seed=seed,
                                        clusters=images)
                 lo, hi = 100 * r.ci_low, 100 * r.ci_high
-            rows.append({"table": "Ref-Adv-s", "row": row_name(sc), "column": col, "value": float(rep[col]),
+            rows.append({"table": "Ref-Adv-s", "row": metrics.row_name(sc), "column": col, "value": float(rep[col]),
                          "ci_low": lo, "ci_high": hi, "ci_unit": CLUSTER_UNIT})
     return pd.DataFrame(rows)
 
@@ -340,3 +335,46 @@ def slice_table(runs: dict[str, Any]):
             row[f"n_{k}"] = s[f"n_{k}"]
         rows.append(row)
     return pd.DataFrame(rows).round(1)
+
+
+# -- the example report card ---------------------------------------------------------------------------------
+EXAMPLE_RUN = "qwen25a72b_direct"
+
+
+def example_card(*, run: str = EXAMPLE_RUN, workdir: Any = None, n_resamples: int = 2000, seed: int = 0):
+    """The committed example card, from real outputs: a released Ref-Adv run (``run``, Qwen2.5-VL-72B direct)
+    rebuilt as a recording and replayed through the package's run path (requests → parse → repair → score) on
+    the 31 released demo images, then placed among the other released runs on the same rows and the published
+    Ref-Adv-s rows. The other papers were not run, and the card says so."""
+    from vlamb_nb import get_benchmark
+    from vlamb_nb.benchmarks import list_benchmarks
+    from vlamb_nb.benchmarks.refadv import release
+    from vlamb_nb.benchmarks.refadv import score as rscore
+    from vlamb_nb.errors import NotAvailableError
+    from vlamb_nb.models import load_model
+    from vlamb_nb.paths import run_dir, shared_data_dir
+    from vlamb_nb.report_card import Card
+
+    pred_dir = predictions_dir()
+    shared = shared_data_dir()
+    demo = shared / "refadv" / "demo" if shared is not None else None
+    if pred_dir is None or demo is None or not (pred_dir / f"{run}_predictions.jsonl").is_file():
+        raise NotAvailableError("the example card replays a released Ref-Adv run: it needs the released demo and "
+                                "prediction files beside the checkout (../shared/data/refadv)")
+    bench = get_benchmark("refadv")
+    items = bench.load(demo)
+    folder = Path(workdir) if workdir is not None else run_dir("card")
+    recording = release.write_recording(pred_dir / f"{run}_predictions.jsonl", items, folder / f"{run}.replay.jsonl")
+    model = load_model(f"replay:{recording}")
+    scored = bench.evaluate(model, items, "direct", progress=False)
+    released = {k: v for k, v in rscore.official_runs(pred_dir).items() if k != run}
+    rows = bench.headline({"direct": scored}, released=released, n_resamples=n_resamples, seed=seed)
+    devs = [str(d) for d in bench.deviations(model.info, "direct")] + [
+        "answers: the released prediction file rebuilt as a recording and replayed (the model was not run here)",
+        f"data: the {len(items)} released demo images of Ref-Adv-s's 1,142 rows"]
+    for h in rows:
+        h.model, h.profile, h.deviations = model.info.model_id, "paper", devs
+    papers = {p: ("ok" if p == "refadv" else "not run") for p in list_benchmarks()}
+    return Card(model=model.info.model_id, profile="paper", headlines=rows, papers=papers,
+                subtitle=f"Ref-Adv: the released {run} run replayed through the run path on the {len(items)} demo "
+                         "images; the other papers were not run")

@@ -90,6 +90,11 @@ def summary(scored) -> dict[str, Any]:
     return out
 
 
+def row_name(scored) -> str:
+    """Reference row id of a run: ``<model without 'Qwen/'> | <prompt id>``."""
+    return f"{str(scored['model'].iloc[0]).replace('Qwen/', '')} | {scored['prompt_id'].iloc[0]}"
+
+
 def report_row(scored, *, model: str, prompt: str, source: str = "", variant: str | None = None) -> dict[str, str]:
     """One row of the official ``report.py`` table: same columns, same rounding (empty bin → 0.0)."""
     s = summary(scored)
@@ -446,8 +451,7 @@ def headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None, n_
             continue
         scored = scored.reset_index(drop=True)
         aligned = _aligned(scored, released or {})
-        names = {name: f"{str(rel['model'].iloc[0]).replace('Qwen/', '')} | {rel['prompt_id'].iloc[0]}"
-                 for name, rel in aligned.items()}
+        names = {name: row_name(rel) for name, rel in aligned.items()}
         hits = scored["iou"].astype(float).to_numpy() >= 0.5
         images = scored["file_name"].astype(str).to_numpy() if "file_name" in scored.columns else None
         w = resample_weights(len(scored), images, n_resamples=n_resamples, seed=seed + k)
