@@ -85,7 +85,7 @@ def test_the_card_names_every_paper_and_says_when_it_is_a_demo(tmp_path):
                            "refadv": "not run: not run: needs weights", "racquet": "not run"}
     text = rc.markdown(card)
     assert text.startswith("# Report card: tiny:qwen2_5_vl — PIPELINE DEMO")
-    assert "| vague | accuracy | VCR VLM | 50.0 [40.0, 60.0] | 100 items | 1 [1–2] of 2 | x 45.0 | offline | 1 |" in text
+    assert "| vague | – | accuracy | VCR VLM | 50.0 [40.0, 60.0] | 100 items | 1 [1–2] of 2 | x 45.0 | offline | 1 |" in text
     assert "1. model: stand-in" in text and "**failed: SettingError: boom**" in text
     rc.save(card, directory=tmp_path)
     assert (tmp_path / "card" / "demo" / "report_card.png").is_file()

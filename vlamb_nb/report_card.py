@@ -352,22 +352,23 @@ def markdown(card: Card) -> str:
             ids.append(str(notes.index(d) + 1))
         return ", ".join(ids) if ids else "–"
 
-    lines += ["| paper | metric | slice | ours [95% CI] | n | rank [95% interval] of | best published | profile | "
-              "deviations |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += ["| paper | setting | metric | slice | ours [95% CI] | n | rank [95% interval] of | best published | "
+              "profile | deviations |", "|---|---|---|---|---|---|---|---|---|---|"]
     by_paper: dict[str, list[Headline]] = {}
     for h in card.headlines:
         by_paper.setdefault(h.paper, []).append(h)
     for paper, state in card.papers.items():
         if state != "ok":
-            lines.append(f"| {paper} | – | – | **{_md(state)}** | | | | | |")
+            lines.append(f"| {paper} | – | – | – | **{_md(state)}** | | | | | |")
             continue
         for h in by_paper.get(paper, []):
             ours = f"{_fmt(h.value)} [{_fmt(h.ci_low)}, {_fmt(h.ci_high)}]" if h.value is not None else h.status
             rank = (f"{h.rank} [{h.rank_low}–{h.rank_high}] of {h.n_ranked}" if h.rank is not None else "–")
             best = _best(h)
             bp = f"{_md(best.name)} {_fmt(best.value)}" if best else "–"
-            lines.append(f"| {paper} | {_md(h.metric)} | {_md(h.slice)} | {ours} | {h.n or ''} {plural(h.unit)} | {rank} | "
-                         f"{bp} | {h.profile} | {note_ids(h.deviations)} |")
+            n = f"{h.n} {h.unit if h.n == 1 else plural(h.unit)}" if h.n else "–"
+            lines.append(f"| {paper} | {_md(h.setting) or '–'} | {_md(h.metric)} | {_md(h.slice)} | {ours} | {n} | "
+                         f"{rank} | {bp} | {h.profile} | {note_ids(h.deviations)} |")
     lines.append("")
     lines.append("Rank 1 is best; a rank interval is the middle 95% of our rank over resamples (per-item data: "
                  "ours and the released runs resampled together; published values: their binomial at the "
@@ -375,12 +376,13 @@ def markdown(card: Card) -> str:
     lines.append("")
     tests = [(h, c) for h in card.headlines for c in h.comparators if c.p is not None]
     if tests:
-        lines += ["**Paired tests against the released per-row predictions** (ours − theirs, McNemar, "
-                  "Holm-adjusted within each slice)", "", "| slice | released run | theirs | ours − theirs (pp) | p "
-                  "| p (Holm) |", "|---|---|---|---|---|---|"]
+        lines += ["**Paired tests against the released per-row predictions** (ours − theirs on the same rows, "
+                  "McNemar, Holm-adjusted within each setting and slice)", "",
+                  "| paper | setting | slice | released run | theirs | ours − theirs (pp) | p | p (Holm) |",
+                  "|---|---|---|---|---|---|---|---|"]
         for h, c in tests:
-            lines.append(f"| {_md(h.slice)} | {_md(c.name)} | {_fmt(c.value)} | {_fmt(c.diff)} | {_p(c.p)} | "
-                         f"{_p(c.p_holm)} |")
+            lines.append(f"| {h.paper} | {_md(h.setting)} | {_md(h.slice)} | {_md(c.name)} | {_fmt(c.value)} | "
+                         f"{_fmt(c.diff)} | {_p(c.p)} | {_p(c.p_holm)} |")
         lines.append("")
     if notes:
         lines += ["**Deviations behind the rows**", ""] + [f"{i}. {_md(d)}" for i, d in enumerate(notes, 1)] + [""]
@@ -451,7 +453,8 @@ def figure(card: Card):
             rank = (f"rank {h.rank} [{h.rank_low}–{h.rank_high}] of {h.n_ranked}" if h.rank is not None
                     else "no published value")
             direction = " (lower is better)" if not h.higher_is_better else ""
-            labels.append(f"{h.metric} · {h.slice}{direction}\n{rank}")
+            setting = f" ({h.setting})" if h.setting and len({x.setting for x in rows}) > 1 else ""
+            labels.append(f"{h.metric} · {h.slice}{setting}{direction}\n{rank}")
         ax.set_yticks(range(len(rows)))
         ax.set_yticklabels(labels[::-1], fontsize=7)
         ax.set_ylim(-0.6, len(rows) - 0.4)
