@@ -39,6 +39,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 CHROMIUM = Path(os.environ.get("VLAMB_CHROMIUM", "/usr/lib/chromium/chromium"))
 # outer bounds only: each wait ends as soon as its state shows; these catch a state that never comes
+SERVER_TIMEOUT_S = 180  # JupyterLab answering /api/status after its start
 NOTEBOOK_TIMEOUT_S = 600  # Run All, from the first prompt turning [*] to every cell done
 KERNEL_TIMEOUT_S = 300  # a notebook's kernel started, connected and idle after the page opens
 START_TIMEOUT_S = 60  # Run All given -> a prompt turns [*] (or a number); then it is given again
@@ -89,7 +90,7 @@ def lab(tmp_path_factory, repo_root):
          "--allow-root", "--IdentityProvider.token=", "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
          f"--ServerApp.root_dir={root}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + KERNEL_TIMEOUT_S
+    deadline = time.monotonic() + SERVER_TIMEOUT_S
     while True:
         try:
             urllib.request.urlopen(f"{base}/api/status", timeout=10).read()
@@ -99,7 +100,7 @@ def lab(tmp_path_factory, repo_root):
                 pytest.fail(f"JupyterLab exited with {server.returncode} before answering /api/status")
             if time.monotonic() > deadline:
                 server.kill()
-                pytest.fail(f"JupyterLab did not answer /api/status within {KERNEL_TIMEOUT_S} s")
+                pytest.fail(f"JupyterLab did not answer /api/status within {SERVER_TIMEOUT_S} s")
             time.sleep(0.5)
     try:
         yield base, root
