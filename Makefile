@@ -1,6 +1,7 @@
 # Entry points, each self-contained on a fresh machine:
 #   make reproduce   offline reproduction of all five papers' notebooks -> figures/ and runs/
 #   make test        lint + the whole test suite
+#   make test-busy   the JupyterLab browser tests while other processes keep every core busy
 #   make lab         JupyterLab on notebooks/ with the package's environment as its Python kernel
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -9,7 +10,7 @@ BIN := $(VENV)/bin
 TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
 STAMP := $(VENV)/.installed
 
-.PHONY: reproduce test install lint lab clean-venv
+.PHONY: reproduce test test-busy install lint lab clean-venv
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +39,11 @@ lint: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check vlamb_nb tests perf scripts
 	$(BIN)/python -m pytest -q
+
+# BUSY_PROCS busy loops (default: one per core) for the whole run, or only its first BUSY_FOR seconds
+test-busy: $(STAMP)
+	$(BIN)/python scripts/busy.py $(if $(BUSY_PROCS),--procs $(BUSY_PROCS)) $(if $(BUSY_FOR),--for $(BUSY_FOR)) \
+		-- $(BIN)/python -m pytest -q tests/test_browser.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,0 +1,48 @@
+"""scripts/busy.py (``make test-busy``): the load really runs beside the command and ends with it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "busy.py"
+
+# the command lists its parent's other children (the busy loops) and how much CPU they have used so far
+PROBE = """
+import os, sys, time
+time.sleep(1.0)
+parent = os.getppid()
+kids = open(f"/proc/{parent}/task/{parent}/children").read().split()
+loops = [k for k in kids if int(k) != os.getpid()]
+ticks = [int(open(f"/proc/{k}/stat").read().rsplit(")", 1)[1].split()[11]) for k in loops]
+print(" ".join(loops))
+print(sum(ticks))
+sys.exit(3)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_loops_burn_cpu_beside_the_command_and_end_with_it():
+    out = subprocess.run([sys.executable, str(SCRIPT), "--procs", "2", "--", sys.executable, "-c", PROBE],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 3, out.stderr  # the command's status is the script's
+    pids_line, ticks_line = out.stdout.splitlines()[-2:]
+    pids = [int(p) for p in pids_line.split()]
+    assert len(pids) == 2, out.stdout
+    assert int(ticks_line) > 0, "the loops used no CPU while the command ran"
+    time.sleep(0.5)
+    alive = [p for p in pids if Path(f"/proc/{p}").exists()
+             and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+    assert alive == [], f"busy loops {alive} outlived the command"
+
+
+def test_without_a_command_it_says_so():
+    out = subprocess.run([sys.executable, str(SCRIPT), "--procs", "1"], capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ))
+    assert out.returncode == 2
+    assert "no command given" in out.stderr
