@@ -9,6 +9,12 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "OFFLINE_MODEL", "PROFILES", "RESULTS_MIME", "SAMPLE_STAMP", "TINY_SEED_ENV", "NotebookConfig", "collect_results", "figures_dir",
+    "format_p", "is_stand_in", "jsonable", "parse_settings", "readable", "record", "repo_root", "resolve_profile",
+    "run_dir", "setup", "shared_data_dir", "show", "tiny_seed",
+]
+
 from vlamb_nb.notebook.config import (
     OFFLINE_MODEL,
     PROFILES,
@@ -27,9 +33,3 @@ from vlamb_nb.notebook.config import (
 )
 from vlamb_nb.notebook.display import format_p, readable, show
 from vlamb_nb.notebook.results import RESULTS_MIME, collect_results, jsonable, record
-
-__all__ = [
-    "OFFLINE_MODEL", "PROFILES", "RESULTS_MIME", "SAMPLE_STAMP", "TINY_SEED_ENV", "NotebookConfig", "collect_results", "figures_dir",
-    "format_p", "is_stand_in", "jsonable", "parse_settings", "readable", "record", "repo_root", "resolve_profile",
-    "run_dir", "setup", "shared_data_dir", "show", "tiny_seed",
-]
