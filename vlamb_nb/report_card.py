@@ -370,9 +370,10 @@ def markdown(card: Card) -> str:
             lines.append(f"| {paper} | {_md(h.setting) or '–'} | {_md(h.metric)} | {_md(h.slice)} | {ours} | {n} | "
                          f"{rank} | {bp} | {h.profile} | {note_ids(h.deviations)} |")
     lines.append("")
-    lines.append("Rank 1 is best; a rank interval is the middle 95% of our rank over resamples (per-item data: "
-                 "ours and the released runs resampled together; published values: their binomial at the "
-                 "published test size). Where a paper gives no number (RACQUET's Fig. 7), ours stands alone.")
+    lines.append("Rank 1 is best and a tie shares the better rank; a rank interval is the middle 95% of our rank "
+                 "over resamples (per-item data: ours and the released runs resampled together; published values: "
+                 "their binomial at the published test size). Where a paper gives no number (RACQUET's Fig. 7), "
+                 "ours stands alone.")
     lines.append("")
     tests = [(h, c) for h in card.headlines for c in h.comparators if c.p is not None]
     if tests:
