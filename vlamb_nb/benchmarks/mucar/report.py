@@ -1,5 +1,5 @@
-"""MUCAR notebook helpers (the notebook only calls these): data for the notebook, runs over settings,
-paper-vs-ours frames (Table 2, Table 4), published tables with intervals, the audit frame, and the list of
+"""MUCAR notebook helpers (the notebook only calls these): ``notebook_data``, ``paper_vs_ours`` (Table 2) and
+``paper_vs_ours_table4``, published tables with intervals, the audit frame, and the list of
 paper items the release cannot rebuild."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""What the notebook calls: whole steps (data, conditions, judging) and the paper-shaped tables."""
+"""What the notebook calls: ``notebook_data``, the CoT YES/NO judge, and the paper-shaped tables (the conditions
+run and are judged through ``Benchmark.run_settings(..., judge=...)``)."""
 
 from __future__ import annotations
 

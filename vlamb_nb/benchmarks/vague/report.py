@@ -1,4 +1,4 @@
-"""VAGUE notebook helpers: the default data source, running every setting, CIs and paired tests, Table B1 / Fig. B1
+"""VAGUE notebook helpers: ``notebook_data``, running every setting (``evaluate``, one store per setting), CIs and paired tests, Table B1 / Fig. B1
 per data source (the example record beside a generated sample), and Table 2 beside an approximation of its subset.
 
 The notebook only calls these; each is a thin composition of the benchmark's own steps.
