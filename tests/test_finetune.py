@@ -211,3 +211,16 @@ def test_other_families_train_and_reload(family, train_items, tmp_path):
     assert made["lora_targets"] == 14 and len(made["projector"]) == 1  # 2 layers x 7 linear; the projector
     check = ft.reload_check(res, train_items)
     assert check["max_abs_logit_diff"] < 1e-5 and check["same_text"] and check["same_identity"]
+
+
+@pytest.mark.parametrize("quantization", ["4bit", None])
+def test_checkpointing_is_on_when_asked_and_warns_of_no_deprecated_name(quantization):
+    import warnings
+
+    hf = ft.load_base(FAMILY, ft.QLoRAConfig(quantization=quantization))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)  # transformers 5 warns on the old method name
+        ft.attach_lora(hf, ft.QLoRAConfig(quantization=quantization, gradient_checkpointing=True))
+    base = hf.model.get_base_model()
+    on = getattr(base, "is_activation_checkpointing", None)
+    assert (on if on is not None else base.is_gradient_checkpointing) is True

@@ -358,6 +358,19 @@ def projector_modules(model) -> list[str]:
     return [p for p in PROJECTOR_NAMES if p in present]
 
 
+def checkpointing_on(model) -> None:
+    """Non-reentrant activation checkpointing, by the name this transformers gives it.
+
+    transformers 5 renamed ``gradient_checkpointing_enable`` (now a deprecated alias that warns)
+    to ``activation_checkpointing_enable``; older versions have only the first.
+    """
+    enable = getattr(model, "activation_checkpointing_enable", None)
+    if enable is not None:
+        enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+
 def attach_lora(hf, config: QLoRAConfig) -> dict[str, Any]:
     """Turn ``hf.model`` into a trainable peft model; return what was made trainable."""
     import torch
@@ -367,13 +380,14 @@ def attach_lora(hf, config: QLoRAConfig) -> dict[str, Any]:
 
     base = hf.model
     if config.quantization is not None:
-        base = prepare_model_for_kbit_training(base, use_gradient_checkpointing=config.gradient_checkpointing,
-                                               gradient_checkpointing_kwargs={"use_reentrant": False})
+        base = prepare_model_for_kbit_training(base, use_gradient_checkpointing=False)
+        if config.gradient_checkpointing:  # what peft does with use_reentrant=False, by the current name
+            checkpointing_on(base)
     else:
         for p in base.parameters():
             p.requires_grad_(False)
         if config.gradient_checkpointing:
-            base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            checkpointing_on(base)
             base.enable_input_require_grads()
     projector = projector_modules(base) if config.train_projector else []
     trainable_projector = bool(projector) and not any(
