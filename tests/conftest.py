@@ -27,6 +27,16 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Each test's figures closed after it: pyplot keeps every open figure in memory."""
+    yield
+    import sys
+
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
+
+
 @pytest.fixture(scope="package")
 def repo_root() -> Path:
     return REPO

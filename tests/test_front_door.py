@@ -159,7 +159,10 @@ def test_a_parameter_no_selected_notebook_declares_is_an_error_naming_them(tmp_p
 def test_an_old_parameter_name_is_translated_with_a_warning(capsys):
     from vlamb_nb.reproduce import split_parameters
 
-    with pytest.warns(DeprecationWarning, match="'model_spec' is deprecated; use 'model'"):
+    with pytest.warns(DeprecationWarning) as caught:
         glob, per = split_parameters({"model_spec": "x", "mucar.n_demo": 3}, ["mucar"])
+    assert sorted(str(w.message) for w in caught) == [
+        "notebook parameter 'model_spec' is deprecated; use 'model'",
+        "notebook parameter 'n_demo' is deprecated; use 'limit'"]
     assert glob == {"model": "x"} and per == {"mucar": {"limit": 3}}
     assert "deprecated" in capsys.readouterr().out
