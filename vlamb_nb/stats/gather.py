@@ -18,15 +18,18 @@ generator is left where ``integers`` would leave it. Where that cannot be vouche
 bit generator, a half-word already buffered, a numpy whose ``integers`` draws otherwise: checked
 once against ``integers`` itself), the plain ``integers`` path runs instead, with the same numbers.
 
-Why about 2x a loop and not more (``perf/bench_stats.py``, 6,027 values x 10,000 resamples, CPU
-seconds on the 2-core development machine): the loop takes 0.46 s, of which ``integers`` is
-0.24 s; here the raw words alone take 0.085 s, ``u * n`` and its shift 0.04 s, the rejection
-check 0.013 s, the gather 0.045 s (``take(mode="clip")``: half the cost of the bounds-checked
-one) and the row sums 0.016 s, so ~0.2 s is the floor for these indices and ~0.25 s is reached.
-Two threads drawing alternate blocks (``PCG64.advance``) or a thread drawing words ahead of the
-gather were slower on that busy machine (1.4-1.6x against 1.8x for one thread: waiting for the
-GIL costs more than the second core gives), so one thread draws. Faster needs other indices,
-i.e. other results for the same seed.
+Why about 2x a loop and not the 3x ``perf/bench_stats.py`` asks for (6,027 values x 10,000
+resamples, CPU seconds on the 2-core development machine): the loop takes 0.43-0.48 s, of which
+``integers`` is ~0.24 s; here the raw words alone take 0.083 s, ``u * n`` and its shift 0.04 s,
+the rejection check 0.012 s, the gather 0.043 s (``take(mode="clip")``: half the cost of the
+bounds-checked one) and the row sums 0.026 s, so ~0.2 s is the floor for these indices and
+0.22-0.25 s is reached; 3x would need 0.15 s. A row that spans two blocks is the only one copied
+(after the first rejected draw, every block used to be copied whole). More threads were measured
+and not kept: the caller drawing even blocks and a helper thread odd ones (``PCG64.advance``;
+the same indices, bit for bit) took 0.217 s against 0.243 s for one thread on the idle machine,
+and 0.298 s against 0.251 s with one other busy process (``take`` scales 1.3x on two threads,
+the raw words 1.6x, and a thread waiting for the GIL behind a busy core costs more than the
+second core gives). Faster than that needs other indices, i.e. other results for the same seed.
 """
 
 from __future__ import annotations
@@ -60,19 +63,26 @@ def resample_means(values: np.ndarray, n_resamples: int, rng: np.random.Generato
     scratch = _Scratch(words)
     out = np.empty(n_resamples)
     done, block = 0, 0  # resamples finished; blocks drawn
-    carry = vals[:0]
+    carry = vals[:0]  # the first values of a resample whose row the last block did not finish
     while True:
         picked, keep = _block(bg, words, vals, threshold, scratch)
-        if len(carry):
-            picked = np.concatenate([carry, picked])
-        full = min(len(picked) // n, n_resamples - done)
-        out[done:done + full] = picked[:full * n].reshape(full, n).sum(axis=1) / n
+        head = 0  # this block's values that finish the carried row
+        if len(carry):  # only that row is copied (after a rejection, every block carries one)
+            head = min(n - len(carry), len(picked))
+            row = np.concatenate([carry, picked[:head]])
+            if len(row) < n:  # a block short of even that (tiny blocks, many rejections)
+                carry, block = row, block + 1
+                continue
+            out[done] = row.reshape(1, n).sum(axis=1)[0] / n  # summed as every other row is
+            done += 1
+        full = min((len(picked) - head) // n, n_resamples - done)
+        out[done:done + full] = picked[head:head + full * n].reshape(full, n).sum(axis=1) / n
         done += full
         if done == n_resamples:
-            need = full * n - len(carry)  # values this block still had to give
+            need = head + full * n  # values this block gave
             used = 2 * words * block + (need if keep is None else int(np.flatnonzero(keep)[need - 1]) + 1)
             break
-        carry = picked[full * n:].copy()  # the block's buffer is reused
+        carry = picked[head + full * n:].copy()  # the block's buffer is reused
         block += 1
     _set_state_after(bg, start, used)
     return out
