@@ -37,6 +37,28 @@ def _close_figures():
         sys.modules["matplotlib.pyplot"].close("all")
 
 
+@pytest.fixture
+def fault_server():
+    """``make(script)``: a scripted faulty endpoint on 127.0.0.1 (``test_http_faults.FaultServer``), stopped after the test."""
+    import threading
+
+    from test_http_faults import FaultServer
+
+    servers: list[FaultServer] = []
+
+    def make(script) -> FaultServer:
+        srv = FaultServer(script)
+        threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        servers.append(srv)
+        return srv
+
+    yield make
+    for s in servers:
+        s.stopping.set()
+        s.shutdown()
+        s.server_close()
+
+
 @pytest.fixture(scope="package")
 def repo_root() -> Path:
     return REPO

@@ -10,7 +10,7 @@ reason where either is missing. The server runs on a copy of ``notebooks/`` with
 the test's temporary folder, so the checkout is untouched.
 
 A laptop is rarely idle, so every step waits on a state JupyterLab shows rather than on a fixed delay: the
-kernel started on the server (``/api/sessions``) and connected and idle in the page (the status bar's kernel
+kernel started on the server (its REST API) and connected and idle in the page (the status bar's kernel
 item, not the toolbar's execution indicator, which reads "idle" before any kernel exists), the "Select
 Kernel" dialog accepted with the Python kernel where it shows, Run All seen to start (a prompt turns ``[*]``
 or a number; if not, it is given again, then through the command palette), and each widget rendered before it
@@ -125,22 +125,22 @@ def browser(lab):
         b.close()
 
 
-def _end_sessions(base: str) -> None:
+def _stop_kernels(base: str) -> None:
     """Shut down every kernel, as closing JupyterLab and reopening it later would."""
-    for s in _sessions(base):
+    for s in _kernels_by_notebook(base):
         urllib.request.urlopen(urllib.request.Request(f"{base}/api/sessions/{s['id']}", method="DELETE"),
                                timeout=WIDGET_TIMEOUT_S)
 
 
-def _sessions(base: str) -> list[dict]:
+def _kernels_by_notebook(base: str) -> list[dict]:
     return json.loads(urllib.request.urlopen(f"{base}/api/sessions", timeout=60).read())
 
 
 def _server_kernel_state(base: str, name: str) -> str:
-    """The server's view of the notebook's kernel: its ``execution_state``, or "no session" before one exists."""
+    """The server's view of the notebook's kernel: its ``execution_state``, or "no kernel" before one is started."""
     path = f"notebooks/{name}.ipynb"
-    states = [s["kernel"]["execution_state"] for s in _sessions(base) if s["path"] == path and s.get("kernel")]
-    return states[-1] if states else "no session"
+    states = [s["kernel"]["execution_state"] for s in _kernels_by_notebook(base) if s["path"] == path and s.get("kernel")]
+    return states[-1] if states else "no kernel"
 
 
 def _n_code(root: Path, name: str) -> int:
@@ -331,7 +331,7 @@ def _clean_run(browser, lab, shots: Path, name: str, interact: Callable | None =
         raise
     finally:
         page.close()
-        _end_sessions(base)
+        _stop_kernels(base)
     return {**out, "executed": executed, "n_code": tab.n_code, "console": console, "kernel_dialogs": tab.kernel_dialogs,
             "run_all_tries": tab.run_all_tries, **(extra or {})}
 
@@ -541,7 +541,7 @@ def test_saliency_explorer_responds_to_clicks(browser, lab, shots):
 def test_annotator_labels_skips_and_resumes_in_a_new_kernel(browser, lab, shots):
     first = _clean_run(browser, lab, shots, "racquet", _label_and_skip(shots))
     _assert_clean("racquet", first)
-    # the labels are on disk in the run folder, not in the kernel: a new kernel (sessions ended) resumes them
+    # the labels are on disk in the run folder, not in the kernel: a new kernel (the old ones stopped) resumes them
     files = list((lab[1] / "runs").rglob("racquet-bias-labels.csv"))
     assert len(files) == 1 and first["labelled"] in files[0].read_text()
     again = _clean_run(browser, lab, shots, "racquet", _labels_resume(shots))

@@ -82,23 +82,6 @@ class FaultServer(ThreadingHTTPServer):
 
 
 @pytest.fixture
-def fault_server():
-    servers: list[FaultServer] = []
-
-    def make(script: Script) -> FaultServer:
-        srv = FaultServer(script)
-        threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        servers.append(srv)
-        return srv
-
-    yield make
-    for s in servers:
-        s.stopping.set()
-        s.shutdown()
-        s.server_close()
-
-
-@pytest.fixture
 def key(monkeypatch):
     monkeypatch.setenv(KEY_ENV, KEY)
     return KEY

@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 
 import pytest
+from test_vflute import _oracle
 
 from vlamb_nb import get_benchmark
 from vlamb_nb.errors import DataError
@@ -88,17 +89,6 @@ def vflute_sample(tmp_path_factory):
     bench = get_benchmark("vflute")
     folder = bench.make_sample(tmp_path_factory.mktemp("vf"), n=6, seed=1)
     return bench, folder, bench.load(folder)
-
-
-def _oracle(items, wrong: bool = False):
-    gold = dict(zip(items["claim"], zip(items["explanation"], items["label"], strict=True), strict=True))
-    flip = {"entailment": "contradiction", "contradiction": "entailment"}
-
-    def respond(req):
-        claim = next(c for c in gold if f'"{c}"' in req.prompt_text)
-        expl, label = gold[claim]
-        return f"{expl}\nLABEL: {flip[label] if wrong else label}"
-    return respond
 
 
 def test_a_vflute_store_with_two_models_is_never_merged(tmp_path, vflute_sample):

@@ -30,23 +30,6 @@ pytestmark = pytest.mark.timeout(60)
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture
-def server():
-    servers: list[FaultServer] = []
-
-    def make(script) -> FaultServer:
-        srv = FaultServer(script)
-        threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        servers.append(srv)
-        return srv
-
-    yield make
-    for s in servers:
-        s.stopping.set()
-        s.shutdown()
-        s.server_close()
-
-
 def _model(srv: FaultServer, **kw: Any) -> OpenAIModel:
     return OpenAIModel("m", base_url=srv.base_url, **{"backoff": 0.01, "timeout": 10, **kw})
 
@@ -65,8 +48,8 @@ def _lines(path: Path) -> int:
 
 # -- which strategy ------------------------------------------------------------------------------------
 
-def test_the_runner_streams_to_endpoints_and_batches_local_models(server, tmp_path):
-    srv = server(lambda h, n, b: h.reply(200, completion("ok")))
+def test_the_runner_streams_to_endpoints_and_batches_local_models(fault_server, tmp_path):
+    srv = fault_server(lambda h, n, b: h.reply(200, completion("ok")))
     remote = _model(srv)
     assert isinstance(remote, StreamingVLM)  # declared by the backend, not chosen by the caller
     assert runner.run(remote, _reqs(3), None, progress=False).attrs["strategy"] == "stream"
@@ -83,7 +66,7 @@ def test_the_runner_streams_to_endpoints_and_batches_local_models(server, tmp_pa
 
 # -- no barrier, each answer kept as it arrives -----------------------------------------------------------
 
-def test_a_slow_request_holds_back_nothing_and_each_answer_is_stored_on_arrival(server, tmp_path, monkeypatch):
+def test_a_slow_request_holds_back_nothing_and_each_answer_is_stored_on_arrival(fault_server, tmp_path, monkeypatch):
     store = tmp_path / "p.jsonl"
     moved: list[int] = []
 
@@ -110,7 +93,7 @@ def test_a_slow_request_holds_back_nothing_and_each_answer_is_stored_on_arrival(
             time.sleep(0.02)
         h.reply(200, completion(f"answer {_prompt(body)}"))
 
-    srv = server(script)
+    srv = fault_server(script)
     out = runner.run(_model(srv, concurrency=4), _reqs(12), store, batch_size=4)
     # with a barrier after each batch of 4, nothing after q0's batch could be sent while q0 was pending
     assert while_slow == {"stored": 11, "bar": 11, "sent": 12}
@@ -147,12 +130,12 @@ runner.run(load_model("openai:m", base_url=sys.argv[1], concurrency=4, max_retri
 """
 
 
-def test_sigkill_mid_run_loses_only_requests_in_flight_and_a_rerun_duplicates_nothing(server, tmp_path):
+def test_sigkill_mid_run_loses_only_requests_in_flight_and_a_rerun_duplicates_nothing(fault_server, tmp_path):
     def slow(h: FaultHandler, n: int, body: Any) -> None:
         time.sleep(0.15)
         h.reply(200, completion(f"answer {_prompt(body)}"))
 
-    srv = server(slow)
+    srv = fault_server(slow)
     store = tmp_path / "p.jsonl"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, "-c", CHILD, srv.base_url, str(store)], env=env,
@@ -202,7 +185,7 @@ def test_adaptive_limit_halves_once_per_round_trip_pauses_and_climbs_back():
     assert time.monotonic() - t0 >= 0.25  # Retry-After held the next send back
 
 
-def test_an_overloaded_endpoint_gets_fewer_requests_in_flight_and_loses_none(server):
+def test_an_overloaded_endpoint_gets_fewer_requests_in_flight_and_loses_none(fault_server):
     capacity, state, lock = 3, {"now": 0, "peak_served": 0, "rejected": 0}, threading.Lock()
 
     def limited(h: FaultHandler, n: int, body: Any) -> None:
@@ -222,7 +205,7 @@ def test_an_overloaded_endpoint_gets_fewer_requests_in_flight_and_loses_none(ser
             with lock:
                 state["now"] -= 1
 
-    srv = server(limited)
+    srv = fault_server(limited)
     m = _model(srv, concurrency=16, max_retries=4)
     out = runner.run(m, _reqs(60), None, progress=False)
     attempts: dict[str, int] = {}
@@ -236,7 +219,7 @@ def test_an_overloaded_endpoint_gets_fewer_requests_in_flight_and_loses_none(ser
 
 # -- images encoded once -----------------------------------------------------------------------------------
 
-def test_each_image_is_encoded_once_per_model_and_the_cache_is_bounded(server, tmp_path):
+def test_each_image_is_encoded_once_per_model_and_the_cache_is_bounded(fault_server, tmp_path):
     import io
 
     from PIL import Image
@@ -258,7 +241,7 @@ def test_each_image_is_encoded_once_per_model_and_the_cache_is_bounded(server, t
         time.sleep(0.02)
         h.reply(200, completion("ok"))
 
-    srv = server(keep)
+    srv = fault_server(keep)
     reqs = [Request(id=f"r{i}", messages=[user_message(IMAGE_SLOT, f"img{i % 3} request {i}")],
                     images=[images[i % 3]]) for i in range(18)]
     m = _model(srv, concurrency=9)
@@ -306,7 +289,7 @@ def test_the_endpoint_benchmark_runs_tiny_and_checks_its_targets(tmp_path):
     assert "old defaults" in missed
 
 
-def test_a_judge_sets_its_own_requests_in_flight(server):
+def test_a_judge_sets_its_own_requests_in_flight(fault_server):
     from vlamb_nb.scorers.judge import JudgeSpec, first_token_parser, run_judge
 
     state, lock = {"now": 0, "peak": 0}, threading.Lock()
@@ -320,7 +303,7 @@ def test_a_judge_sets_its_own_requests_in_flight(server):
             state["now"] -= 1
         h.reply(200, completion("yes"))
 
-    srv = server(answer)
+    srv = fault_server(answer)
     spec = JudgeSpec("yn", template="Is {x} fine?", parse=first_token_parser(["yes", "no"]))
     rows = [{"request_id": f"r{i}", "x": i} for i in range(12)]
     judged = run_judge(_model(srv), spec, rows, progress=False, concurrency=2)  # the model's own is 64

@@ -438,13 +438,15 @@ def test_requests_per_setting(sample):
         BENCH.requests(items, "few_shot")
 
 
-def _oracle(items):
+def _oracle(items, wrong: bool = False):
+    """Answers with each item's gold explanation and label (``wrong``: the opposite label)."""
     gold = dict(zip(items["claim"], zip(items["explanation"], items["label"], strict=True), strict=True))
+    flip = {"entailment": "contradiction", "contradiction": "entailment"}
 
     def respond(req):
         claim = next(c for c in gold if f'"{c}"' in req.prompt_text)
         expl, label = gold[claim]
-        return f"{expl}\nLABEL: {label}"
+        return f"{expl}\nLABEL: {flip[label] if wrong else label}"
     return respond
 
 

@@ -70,7 +70,7 @@ _KEY_ENVS: set[str] = {"OPENAI_API_KEY"}  # variables whose values are scrubbed 
 _URL_SECRETS: set[str] = set()  # secret query values of the base URLs in use, scrubbed the same way
 _BEARER = re.compile(r"(?i)\bbearer\s+[^\s'\",;)\]}]+")
 #: query parameter names whose values are treated as secrets (api_key, key, token, sig, ...)
-_SECRET_NAMES = r"key|token|secret|passw|pwd|sig|auth|credential|session"
+_SECRET_NAMES = r"key|token|secret|passw|pwd|sig|auth|credential|sess"
 SECRET_PARAM = re.compile(_SECRET_NAMES, re.IGNORECASE)
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@?#]*@")
 _URL_SECRET_QUERY = re.compile(r"([?&;][^=&\s?#]*(?:" + _SECRET_NAMES + r")[^=&\s?#]*=)[^&\s'\"#<>]+",
