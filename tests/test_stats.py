@@ -553,8 +553,9 @@ def test_mean_bootstrap_of_continuous_values_holds_small_blocks():
                 peaks[name, b] = tracemalloc.get_traced_memory()[1]
             finally:
                 tracemalloc.stop()
-    # one block's buffers: at most eight arrays of BLOCK_ELEMENTS 8-byte numbers
-    assert max(peaks.values()) < 8 * 8 * gather.BLOCK_ELEMENTS, peaks
+    # one block's buffers per thread: indices and picked values (8 bytes each), the raw words and
+    # low words (2 + 4 bytes per pair of indices), the rejection mask, and no more
+    assert max(peaks.values()) < gather._usable_threads() * 24 * gather.BLOCK_ELEMENTS, peaks
     for name in ("ci", "paired"):  # and no more for 4x the resamples than the output itself
         assert peaks[name, 8000] - peaks[name, 2000] < 8 * 6000 + 500_000, peaks
     # the gather path still draws the textbook resample distribution
@@ -568,94 +569,92 @@ def test_mean_bootstrap_of_continuous_values_holds_small_blocks():
     assert d.ci_high - d.ci_low == pytest.approx(2 * 1.96 * se_d, rel=0.1)
 
 
-def _integers_path_means(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """The gather path as it was: ``Generator.integers`` in blocks of 16,384 indices, one row per resample."""
-    n = len(x)
-    step = max(1, 16_384 // n)
-    out = np.empty(n_resamples)
-    for start in range(0, n_resamples, step):
-        size = min(step, n_resamples - start)
-        out[start:start + size] = np.take(x, rng.integers(0, n, size=(size, n))).sum(axis=1) / n
-    return out
+def _spec_indices(seed: int, n: int, count: int) -> list[int]:
+    """The documented rule, in Python integers: a 32-bit half ``u`` (low half of a word first)
+    gives the pair ``divmod((u * n * n) >> 32, n)``, accepted when ``(u * n * n) mod 2**32 >=
+    2**32 mod n**2``; rejected pairs are replaced, in order, by the next accepted ones of the
+    stream; all first indices come before all second ones."""
+    bg = np.random.PCG64(seed)
+
+    def halves(k: int) -> list[int]:
+        return [int(u) for u in bg.random_raw((k + 1) // 2).view(np.uint32)[:k]]
+
+    def pair(u: int) -> tuple[int, int, bool]:
+        prod = u * n * n
+        hi, lo = divmod(prod >> 32, n)
+        return hi, lo, prod % 2**32 >= 2**32 % (n * n)
+
+    pairs = [pair(u) for u in halves((count + 1) // 2)]
+    bad = [i for i, p in enumerate(pairs) if not p[2]]
+    while bad:
+        again = [pair(u) for u in halves(len(bad))]
+        for i, p in zip(bad, again, strict=True):
+            if p[2]:
+                pairs[i] = p
+        bad = [i for i, p in zip(bad, again, strict=True) if not p[2]]
+    return ([p[0] for p in pairs] + [p[1] for p in pairs])[:count]
 
 
-def test_gather_derives_the_indices_generator_integers_draws():
+@pytest.mark.parametrize("n,count", [(56755, 20001), (56755, 20000), (7, 999), (1, 10), (65536, 4000)])
+def test_gather_draws_indices_by_the_documented_rule(n, count):
+    """Two indices per 32-bit draw (Lemire's method for a range of n**2); n = 56,755 rejects a quarter."""
     from vlamb_nb.stats import gather
 
-    for seed, n in ((0, 6027), (1, 2), (2, 3 * 2**30), (3, 2**31 + 1), (4, 2**32 - 2)):
-        threshold = np.uint32((2**32 - n) % n)
-        u = np.random.PCG64(seed).random_raw(5000).view(np.uint32)
-        idx, keep = gather._indices(u, n, threshold)
-        want = np.random.default_rng(seed).integers(0, n, size=len(idx))
-        assert np.array_equal(idx, want), (seed, n)
-        if n in (3 * 2**30, 2**31 + 1):  # rejections happen and are skipped like numpy skips them
-            assert keep is not None and 0.2 < 1 - keep.mean() < 0.6
+    out = np.empty(count + 1, np.int64)
+    got = gather.draw_indices(np.random.PCG64(4), n, count, out)
+    assert got.tolist() == _spec_indices(4, n, count)
+    if n == 56755:  # the rejection path ran: some first draws were replaced
+        u = np.random.PCG64(4).random_raw(count // 4).view(np.uint32).astype(object)
+        assert sum((x * n * n) % 2**32 < 2**32 % (n * n) for x in u) > count // 20
 
 
-@pytest.mark.parametrize("n,n_resamples", [(6027, 10000), (777, 999), (40, 2000), (16385, 30), (6027, 1),
-                                          (49153, 3)])
-def test_gather_means_and_generator_state_are_those_of_the_integers_path(n, n_resamples, monkeypatch):
-    """Same seed, same resamples, bit for bit, and the generator left where ``integers`` leaves it."""
+def test_gather_beyond_two_indices_per_draw_uses_generator_integers():
     from vlamb_nb.stats import gather
 
-    monkeypatch.setattr(gather, "RAW_ELEMENTS", 0)  # the raw path even where integers would be as fast
+    n = gather.PAIR_LIMIT + 1
+    got = gather.draw_indices(np.random.PCG64(2), n, 3001, np.empty(3002, np.int64))
+    assert np.array_equal(got, np.random.Generator(np.random.PCG64(2)).integers(0, n, size=3001))
+
+
+@pytest.mark.parametrize("n,n_resamples", [(6027, 3000), (5, 20000), (777, 999), (70_000, 40)])
+def test_gather_means_are_one_function_of_the_seed_whatever_the_threads(n, n_resamples, monkeypatch):
+    """Parts drawn from generators seeded by the caller's: the same numbers on 1, 2 or 3 threads."""
+    from vlamb_nb.stats import gather
+
+    monkeypatch.setattr(gather, "BLOCK_ELEMENTS", 20_000)  # many parts of several blocks, even at these sizes
+    monkeypatch.setattr(gather, "PART_ELEMENTS", 60_000)
+    monkeypatch.setattr(gather, "THREAD_ELEMENTS", 0)
     x = np.random.default_rng(n).normal(size=n)
-    ref_rng = np.random.default_rng(0)
-    ref = _integers_path_means(x, n_resamples, ref_rng)
-    if (n, n_resamples) == (6027, 10000):  # this stream rejects some 32-bit draws: the rare path runs too
-        low = np.multiply(np.random.PCG64(0).random_raw(n * n_resamples // 2).view(np.uint32), np.uint32(n))
-        assert (low < (2**32 - n) % n).any()
-    rng = np.random.default_rng(0)
-    assert np.array_equal(gather.resample_means(x, n_resamples, rng), ref)
-    assert rng.bit_generator.state == ref_rng.bit_generator.state
-    assert np.array_equal(rng.random(3), ref_rng.random(3))
+    runs = {t: gather.resample_means(x, n_resamples, np.random.default_rng(0), threads=t) for t in (1, 2, 3)}
+    assert np.array_equal(runs[1], runs[2]) and np.array_equal(runs[1], runs[3])
+    parts = -(-n_resamples // gather.part_rows(n))
+    assert parts > 1
+    rng, ref = np.random.default_rng(0), np.random.default_rng(0)
+    gather.resample_means(x, n_resamples, rng)
+    ref.integers(0, 2**64, size=parts, dtype=np.uint64)  # one 64-bit draw of the caller's per part
+    assert rng.bit_generator.state == ref.bit_generator.state
+    other = gather.resample_means(x, n_resamples, np.random.default_rng(1))
+    assert not np.array_equal(other, runs[1])
+    # the textbook resample distribution: mean x-bar, variance of the mean var(x) / n
+    boot = runs[1]
+    se = x.std() / math.sqrt(n)
+    assert boot.mean() == pytest.approx(x.mean(), abs=5 * se / math.sqrt(n_resamples))
+    assert boot.std() == pytest.approx(se, rel=5 * math.sqrt(0.5 / n_resamples))
 
 
-def test_gather_rows_that_span_blocks_are_summed_like_every_other_row(monkeypatch):
-    """Blocks cut short by rejections (here: made up, some shorter than a row) still give one row per n values."""
+def test_continuous_bootstrap_results_come_from_the_gather_engine():
+    """bootstrap_ci and paired_bootstrap of continuous values: quantiles of the seed's resample means."""
     from vlamb_nb.stats import gather
 
-    n, n_resamples = 7, 40
-    stream = np.random.default_rng(3).normal(size=n * n_resamples + 50)
-    cuts = np.cumsum([5, 3, 2, 20, 1, 1, 1, 30, 6, 13, 7, 7, 60])
-    chunks = iter(np.split(stream, cuts))
-
-    def made_up_block(bg, words, vals, threshold, scratch):
-        return next(chunks), None
-
-    monkeypatch.setattr(gather, "RAW_ELEMENTS", 0)
-    monkeypatch.setattr(gather, "_block", made_up_block)
-    got = gather.resample_means(np.zeros(n), n_resamples, np.random.default_rng(0))
-    assert np.array_equal(got, stream[:n * n_resamples].reshape(n_resamples, n).sum(axis=1) / n)
-
-
-def test_gather_falls_back_to_integers_where_it_cannot_vouch_for_the_draws(monkeypatch):
-    from vlamb_nb.stats import gather
-
-    x = np.random.default_rng(5).normal(size=3000)
-    other = np.random.Generator(np.random.MT19937(0))  # another bit generator
-    assert np.array_equal(gather.resample_means(x, 50, other),
-                          _integers_path_means(x, 50, np.random.Generator(np.random.MT19937(0))))
-    half = np.random.default_rng(0)
-    half.integers(0, 10, dtype=np.uint32)  # leaves a 32-bit half buffered
-    ref = np.random.default_rng(0)
-    ref.integers(0, 10, dtype=np.uint32)
-    assert np.array_equal(gather.resample_means(x, 50, half), _integers_path_means(x, 50, ref))
-    monkeypatch.setattr(gather, "_draws_like_integers", lambda: False)  # a numpy that draws otherwise
-    assert np.array_equal(gather.resample_means(x, 50, np.random.default_rng(1)),
-                          _integers_path_means(x, 50, np.random.default_rng(1)))
-
-
-def test_continuous_bootstrap_results_are_those_of_the_integers_path():
-    """bootstrap_ci and paired_bootstrap of continuous values: the same numbers as before the gather rewrite."""
     x = np.random.default_rng(8).normal(size=6027)
     y = x + np.random.default_rng(9).normal(size=6027)
     for seed in (0, 12345):
-        boot = _integers_path_means(x, 10000, np.random.default_rng(seed))
+        boot = gather.resample_means(x, 10000, np.random.default_rng(seed))
         r = stats.bootstrap_ci(x, n_resamples=10000, seed=seed)
         assert (r.ci_low, r.ci_high) == tuple(np.quantile(boot, [0.025, 0.975]))
+        assert r.estimate == pytest.approx(x.mean(), rel=1e-12)
         d = x - y
-        deltas = _integers_path_means(d, 10000, np.random.default_rng(seed))
+        deltas = gather.resample_means(d, 10000, np.random.default_rng(seed))
         p = stats.paired_bootstrap(x, y, n_resamples=10000, seed=seed)
         assert (p.ci_low, p.ci_high) == tuple(np.quantile(deltas, [0.025, 0.975]))
         delta = x.mean() - y.mean()

@@ -9,7 +9,7 @@ One module per concern; each names in its docstring the library it calls and wha
 - ``result``: :class:`Result`, :func:`results_frame` (own; pandas draws the frame);
 - ``bootstrap``: vectorized statistics (mean, macro-F1, group accuracy; :func:`macro_f1_from_counts`),
   the cluster bootstrap by count vectors, :func:`bootstrap_ci` (own engine; scipy for BCa quantiles);
-- ``gather``: bootstrap means of continuous values by index gathering (own, on numpy's PCG64 stream);
+- ``gather``: bootstrap means of continuous values, two indices per random draw, parts on threads (own, on PCG64);
 - ``paired``: :func:`paired_bootstrap`, :func:`permutation_test` (scipy for a mean), McNemar
   (statsmodels; exact: scipy);
 - ``proportions``: :func:`wilson`, :func:`proportion_ci`, coverage by simulation (statsmodels);
