@@ -3,8 +3,8 @@
 V-FLUTE scale: 10,000 paired resamples over 6,027 items, for accuracy and for macro-F1.
 Both paths run in this one process on the same data; the printed ratios are what the
 package's claims rest on. Each time is the best of ``--repeat`` runs, and the runs of a case
-and of its loop alternate, so a slow spell of a shared machine falls on both sides of a ratio. Also prints coverage of the 95% intervals by
-simulation (Wilson against the bootstrap intervals).
+and of its loop alternate, so a slow spell of a shared machine falls on both sides of a ratio.
+Also prints coverage of the 95% intervals by simulation (Wilson against the bootstrap intervals).
 
 Exits with status 1, naming the cases, when a vectorized case misses its target: every case
 must beat its loop (a vectorized path that loses to a loop is a bug, not a result), and the
