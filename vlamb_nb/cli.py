@@ -159,6 +159,63 @@ def cmd_data_stats(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_data_fetch(a: argparse.Namespace) -> int:
+    """Fetch (or import) each paper's release; one line per paper that fails, never a traceback."""
+    from vlamb_nb.releases import fetch
+    from vlamb_nb.releases.catalog import release
+
+    papers = [release(p).paper for p in (a.papers or _benchmarks())]
+    if a.from_path and len(papers) != 1:
+        raise VlambError("--from imports one paper's copy: name the paper (vlamb-nb data fetch PAPER --from PATH)")
+    failed = 0
+    for paper in papers:
+        try:
+            m = fetch(paper, from_path=a.from_path, allow_mismatch=a.allow_mismatch, models=not a.no_models,
+                      concurrency=a.concurrency, progress=not a.quiet)
+        except VlambError as e:
+            print(f"vlamb-nb: {e}", file=sys.stderr)
+            failed += 1
+            continue
+        state = "complete" if m["complete"] else "INCOMPLETE"
+        print(f"{paper}: {m['label']} {state}: {len(m['files'])} files, {_size(sum(f['size'] for f in m['files']))}")
+        for what, v in (m.get("missing") or {}).items():
+            print(f"  {v['count']} {what} could not be had (first: {', '.join(map(str, v['first']))})")
+            failed += 1
+        for d in m.get("deviations") or []:
+            print(f"  deviation: {d}")
+        for mod in m.get("models") or []:
+            if mod.get("error"):
+                print(f"  metric model {mod['repo']}: {mod['error']}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def cmd_data_status(a: argparse.Namespace) -> int:
+    from vlamb_nb.datahome import data_home
+    from vlamb_nb.releases import status
+
+    rows = status(verify=a.verify)
+    if a.json:
+        _emit({"data_home": str(data_home()), "papers": rows}, True)
+    else:
+        print(f"data home: {data_home()}")
+        table = [{"paper": r["paper"], "state": r["state"], "items": r["items"],
+                  "revision": (r["revision"] or "")[:7], "size": _size(r["bytes"]) if r["bytes"] else "",
+                  "missing": r["missing"], "metric models": r["models"]} for r in rows]
+        print(render_text(table))
+        for r in rows:
+            for problem in r["problems"]:
+                print(f"{r['paper']}: {problem}")
+    return 0 if all(r["state"].startswith("complete") for r in rows) else 1
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"
+
+
 def cmd_score(a: argparse.Namespace) -> int:
     from vlamb_nb import get_benchmark
     from vlamb_nb.metrics import nothing_answered
@@ -258,7 +315,8 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     from vlamb_nb.reproduce import reproduce
 
     return reproduce(a.papers or None, params=_kv(a.param), run_id=a.run_id, out_dir=a.out,
-                     timeout=a.cell_timeout or None, update_figures=a.update_figures, tiny_seed=a.tiny_seed)
+                     timeout=a.cell_timeout or None, update_figures=a.update_figures, tiny_seed=a.tiny_seed,
+                     fetch=a.fetch)
 
 
 def cmd_card(a: argparse.Namespace) -> int:
@@ -355,6 +413,21 @@ def build_parser() -> argparse.ArgumentParser:
     ds.add_argument("-o", "--option", action="append", metavar="KEY=VALUE", help="loader option")
     ds.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
     ds.set_defaults(func=cmd_data_stats)
+    df = data.add_parser("fetch", help="download each paper's release once into the data home, verified")
+    df.add_argument("papers", nargs="*", metavar="PAPER", help=f"any of {', '.join(_benchmarks())} (default: all)")
+    df.add_argument("--from", dest="from_path", metavar="PATH",
+                    help="import a copy made elsewhere (a hub snapshot folder, the files as released, or another "
+                         "data home's paper folder) instead of downloading")
+    df.add_argument("--allow-mismatch", action="store_true",
+                    help="use a release whose counts differ from the paper's (recorded as a deviation)")
+    df.add_argument("--no-models", action="store_true", help="skip the metric models the default scorers load")
+    df.add_argument("--concurrency", type=int, default=8, help="files downloaded at once (images, shards)")
+    df.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    df.set_defaults(func=cmd_data_fetch)
+    dst = data.add_parser("status", help="what is in the data home ($VLAMB_DATA), how big, and whether it verifies")
+    dst.add_argument("--verify", action="store_true", help="hash every file again against its manifest")
+    dst.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
+    dst.set_defaults(func=cmd_data_status)
 
     sc = sub.add_parser("score", help="score a predictions file")
     sc.add_argument("benchmark", metavar="BENCHMARK", help=f"one of {', '.join(_benchmarks())}")
@@ -397,6 +470,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="copy the regenerated figures (never pipeline demos) into the checkout's figures/")
     rp.add_argument("--tiny-seed", type=int, metavar="N",
                     help="seed of the tiny random checkpoints (a different seed is a different checkpoint)")
+    rp.add_argument("--fetch", action="store_true",
+                    help="fetch a paper's release first when a paper-profile notebook needs it and it is not there")
     rp.set_defaults(func=cmd_reproduce)
 
     cd = sub.add_parser("card", help="the cross-paper report card of a reproduce run, or the example from real outputs")

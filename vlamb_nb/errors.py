@@ -44,3 +44,11 @@ class StoreError(VlambError, RuntimeError):
 
 class NotAvailableError(VlambError, RuntimeError):
     """A feature whose dependency (package, file, network access) is missing here."""
+
+
+class NotFetchedError(NotAvailableError):
+    """A paper's release is not in the data home: the one line says which command fetches it."""
+
+
+class FetchError(VlambError, RuntimeError):
+    """A download that could not be completed or verified (unreachable, refused, gated, wrong checksum)."""

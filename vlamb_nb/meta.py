@@ -44,6 +44,9 @@ class RunMeta:
     deviations: list[Deviation] = field(default_factory=list)
     template: str = ""  # digest of the benchmark's prompt templates (a changed prompt is another run)
     source: str = ""  # digest of the items the run was asked about (another data source is another run)
+    #: what the items are (:class:`~vlamb_nb.datahome.DataIdentity`: release, revision, N), so every stored answer
+    #: says which data it stands on
+    data: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=_versions)
     started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 

@@ -72,6 +72,8 @@ class Headline:
     profile: str = ""
     deviations: list[str] = field(default_factory=list)
     status: str = "ok"  # ok | not run | failed | no data
+    #: the data the row stands on (:class:`~vlamb_nb.datahome.DataIdentity` as a dict, with ``n_run`` items asked)
+    data: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _clean(asdict(self))
@@ -318,12 +320,43 @@ def build(results: dict[str, dict[str, Any]], *, papers: Sequence[str] | None = 
             status[p] = "no headline recorded"
             continue
         status[p] = "ok"
-        heads += [from_dict(r) for r in rows]
+        heads += [data_rule(from_dict(r)) for r in rows]
     profiles = sorted({h.profile for h in heads if h.profile})
     models = sorted({h.model for h in heads if h.model})
     profile = "offline" if "offline" in profiles else (profiles[0] if profiles else "offline")
     return Card(model=model or (", ".join(models) if models else "(no model)"), profile=profile, headlines=heads,
                 papers=status)
+
+
+def data_rule(h: Headline) -> Headline:
+    """A row is ranked among the paper's models only on the paper's data: a generated sample is never ranked, and
+    a rank on part of the release (``limit``) or on other files says so."""
+    d = h.data
+    if not d:
+        return h
+    if d.get("kind") == "sample":
+        h.rank = h.rank_low = h.rank_high = h.n_ranked = None
+        h.rank_basis = "not ranked: a generated sample, not the paper's data"
+    elif h.rank is not None and d.get("n_run") is not None and d.get("n_items") and d["n_run"] < d["n_items"]:
+        h.rank_basis = f"on a subset: {d['n_run']:,} of {d['n_items']:,} items"
+    elif h.rank is not None and d.get("kind") == "source":
+        h.rank_basis = "on given files, not the fetched release"
+    return h
+
+
+def data_text(h: Headline) -> str:
+    """What a card row stands on: ``release@revision · n of N``, or what else it is."""
+    d = h.data
+    if not d:
+        return "unknown"
+    if d.get("kind") == "sample":
+        return "generated sample (not ranked)"
+    rev = f"@{str(d['revision'])[:7]}" if d.get("revision") else ""
+    what = f"{d.get('release', '')}{rev}" if d.get("kind") == "release" else (d.get("label") or d.get("release", ""))
+    n, total = d.get("n_run"), d.get("n_items")
+    if n is not None and total:
+        what += f" · {n:,} of {total:,}"
+    return what
 
 
 def _fmt(v: Any, d: int = 1) -> str:
@@ -353,22 +386,24 @@ def markdown(card: Card) -> str:
         return ", ".join(ids) if ids else "–"
 
     lines += ["| paper | setting | metric | slice | ours [95% CI] | n | rank [95% interval] of | best published | "
-              "profile | deviations |", "|---|---|---|---|---|---|---|---|---|---|"]
+              "data | profile | deviations |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     by_paper: dict[str, list[Headline]] = {}
     for h in card.headlines:
         by_paper.setdefault(h.paper, []).append(h)
     for paper, state in card.papers.items():
         if state != "ok":
-            lines.append(f"| {paper} | – | – | – | **{_md(state)}** | | | | | |")
+            lines.append(f"| {paper} | – | – | – | **{_md(state)}** | | | | | | |")
             continue
         for h in by_paper.get(paper, []):
             ours = f"{_fmt(h.value)} [{_fmt(h.ci_low)}, {_fmt(h.ci_high)}]" if h.value is not None else h.status
             rank = (f"{h.rank} [{h.rank_low}–{h.rank_high}] of {h.n_ranked}" if h.rank is not None else "–")
+            if h.rank_basis.startswith(("not ranked", "on a subset", "on given")):
+                rank += f" ({_md(h.rank_basis)})"
             best = _best(h)
             bp = f"{_md(best.name)} {_fmt(best.value)}" if best else "–"
             n = f"{h.n} {h.unit if h.n == 1 else plural(h.unit)}" if h.n else "–"
             lines.append(f"| {paper} | {_md(h.setting) or '–'} | {_md(h.metric)} | {_md(h.slice)} | {ours} | {n} | "
-                         f"{rank} | {bp} | {h.profile} | {note_ids(h.deviations)} |")
+                         f"{rank} | {bp} | {_md(data_text(h))} | {h.profile} | {note_ids(h.deviations)} |")
     lines.append("")
     lines.append("Rank 1 is best and a tie shares the better rank; a rank interval is the middle 95% of our rank "
                  "over resamples (per-item data: ours and the released runs resampled together; published values: "
@@ -453,6 +488,10 @@ def figure(card: Card):
                 seen.add("ours")
             rank = (f"rank {h.rank} [{h.rank_low}–{h.rank_high}] of {h.n_ranked}" if h.rank is not None
                     else "no published value")
+            if h.rank_basis.startswith("not ranked"):
+                rank = "not ranked: generated sample"
+            elif h.rank_basis.startswith(("on a subset", "on given")):
+                rank += f" ({h.rank_basis})"
             direction = " (lower is better)" if not h.higher_is_better else ""
             setting = f" ({h.setting})" if h.setting and len({x.setting for x in rows}) > 1 else ""
             labels.append(f"{h.metric} · {h.slice}{setting}{direction}\n{rank}")

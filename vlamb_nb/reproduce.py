@@ -222,8 +222,12 @@ def judge_generations(run: NotebookRun, log: Path) -> None:
 def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None = None, run_id: str | None = None,
               out_dir: str | os.PathLike = "runs", figures: str | os.PathLike | None = None,
               timeout: int | None = 1800, quiet: bool = False, notebook_dir: str | os.PathLike | None = None,
-              update_figures: bool = False, tiny_seed: int | None = None) -> int:
+              update_figures: bool = False, tiny_seed: int | None = None, fetch: bool = False) -> int:
     """Run notebooks and write the report; return the number of failed notebooks.
+
+    Under the paper profile a paper's notebook runs on its fetched release; when that is not in the data home the
+    notebook fails with one line naming ``vlamb-nb data fetch PAPER`` (the others still run), or, with ``fetch``,
+    the release is fetched first.
 
     ``figures``: where figures go (default ``<run>/figures``). ``update_figures``: afterwards copy each
     successful notebook's figures (not its pipeline demos) into the checkout's ``figures/``.
@@ -271,6 +275,8 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
             elif served_model(nb_params) and needs_weights(n):
                 run.skipped = (f"not run: {n} needs the model's weights, and {nb_params['model']} is served "
                                "elsewhere (name a hub id or a local checkpoint to run it)")
+            elif (missing_data := release_missing(n, nb_params, fetch=fetch, quiet=quiet)) is not None:
+                run.error = missing_data
             else:
                 if not quiet:
                     print(f"[{i}/{len(names)}] {n}: running notebooks/{n}.ipynb ...", flush=True)
@@ -293,6 +299,42 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
         print(f"report: {report}\n{len(runs) - failed - skipped} notebook(s) ok, {failed} failed"
               + (f", {skipped} not run" if skipped else ""))
     return failed
+
+
+def release_missing(notebook: str, params: dict[str, Any], *, fetch: bool = False, quiet: bool = False) -> str | None:
+    """Why a paper-profile notebook cannot run on its paper's release (one line), or None when it can: a real model
+    is never run on generated data by default. With ``fetch`` the missing release is fetched first."""
+    from vlamb_nb.benchmarks import PAPERS
+    from vlamb_nb.datahome import read_manifest
+    from vlamb_nb.errors import VlambError
+    from vlamb_nb.notebook.config import resolve_profile
+
+    paper = next((p.name for p in PAPERS if p.name == notebook), None)
+    if paper is None or params.get("source") is not None:
+        return None
+    try:
+        if resolve_profile(params.get("profile"), params.get("model")) != "paper":
+            return None
+        manifest = read_manifest(paper)
+    except VlambError as e:
+        return f"{type(e).__name__}: {e}"
+    if manifest is not None and manifest.get("complete"):
+        return None
+    if fetch:
+        from vlamb_nb.releases import fetch as fetch_release
+
+        if not quiet:
+            print(f"{paper}: fetching the paper's release first (--fetch) ...", flush=True)
+        try:
+            m = fetch_release(paper, progress=not quiet)
+        except VlambError as e:
+            return f"{type(e).__name__}: {e}"
+        if m.get("complete"):
+            return None
+        return f"NotFetchedError: {paper}: the fetched release is incomplete; see `vlamb-nb data status`"
+    state = "incomplete" if manifest is not None else "not fetched"
+    return (f"NotFetchedError: {paper}: the paper's release is {state} here; run `vlamb-nb data fetch {paper}` "
+            f"(or `vlamb-nb reproduce --fetch`), or pass -p {paper}.source=...")
 
 
 def with_profile(params: dict[str, Any], declared: dict[str, Any]) -> dict[str, Any]:

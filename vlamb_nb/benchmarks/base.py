@@ -135,7 +135,8 @@ class Benchmark(ABC):
             scored["model"] = model.info.model_id
         devs = self.run_deviations(model, setting, scored, {**options, **score_kw})
         scored.attrs.update(setting=setting, model=model.info.model_id,
-                            deviations=[asdict(d) if isinstance(d, Deviation) else dict(d) for d in devs])
+                            deviations=[asdict(d) if isinstance(d, Deviation) else dict(d) for d in devs],
+                            data=dict(getattr(items, "attrs", {}).get("data") or {}))
         return scored
 
     def run_settings(self, model: VLM, items, settings: Any, *, store_dir: str | os.PathLike | None = None,
@@ -202,7 +203,7 @@ class Benchmark(ABC):
 
         return RunMeta(benchmark=self.name, setting=setting, model=model.to_dict(), seed=seed,
                        deviations=self.deviations(model, setting), template=template_digest(self.name),
-                       source=source_digest(items)).to_dict()
+                       source=source_digest(items), data=dict(getattr(items, "attrs", {}).get("data") or {})).to_dict()
 
     # -- reference numbers and CLI hooks -----------------------------------------------------------
     def reference(self, table: str | None = None):

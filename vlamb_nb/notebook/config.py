@@ -199,18 +199,27 @@ class NotebookConfig:
     def deviation_lines(self) -> list[str]:
         return [str(d) for d in self.deviations]
 
-    def record_headline(self, rows: Any, *deviations: Any, model: str | None = None) -> None:
+    def record_headline(self, rows: Any, *deviations: Any, model: str | None = None, data: Any = None,
+                        limit: int | None = None) -> None:
         """Record this notebook's headline numbers for the cross-paper report card, each row stamped with the
-        profile, the model (``model``, default this notebook's) and the deviations (this notebook's and
-        ``deviations``) that produced it."""
+        profile, the model (``model``, default this notebook's), the deviations (this notebook's and
+        ``deviations``) and the data it stands on (``data``: the notebook data's
+        :class:`~vlamb_nb.datahome.DataIdentity`; with ``limit``, the run asked ``limit`` of its N items)."""
         from vlamb_nb.notebook.results import record
 
         devs = [str(Deviation(**d)) for d in self.all_deviations(*deviations)]
+        ident = None
+        if data is not None:
+            ident = data.to_dict() if hasattr(data, "to_dict") else dict(data)
+            total = ident.get("n_items")
+            ident["n_run"] = min(limit, total) if limit is not None and total is not None else (limit or total)
         out = []
         for r in rows:
             r = r.to_dict() if hasattr(r, "to_dict") else dict(r)
             r.update(model=r.get("model") or model or _model_name(self.model), profile=self.profile,
                      deviations=devs)
+            if ident is not None:
+                r["data"] = ident
             out.append(r)
         record("headline", out)
 

@@ -50,26 +50,35 @@ PROMPT_LANGUAGES = PROMPT_LANGUAGE
 
 # -- notebook helpers (the notebook only calls these) -----------------------------------------------
 def notebook_data(source: str | os.PathLike | None = None, images: str | os.PathLike | None = None, *,
-                  sample_dir: str | os.PathLike | None = None, n: int = 4, seed: int = 0) -> dict[str, Any]:
+                  sample_dir: str | os.PathLike | None = None, n: int = 4, seed: int = 0,
+                  profile: str = "offline") -> dict[str, Any]:
     """Data for the notebook: the release for statistics/audit, and the items the pipeline runs on.
 
-    ``source`` given: the pipeline uses it (with ``images``). Otherwise statistics use the release
-    beside the checkout when present, and the pipeline a generated sample (same schema, generated images).
+    ``source`` given: both use it (with ``images``). The paper profile: the fetched release (``vlamb-nb data fetch
+    mucar``), else one line naming that command. The offline profile: statistics on the release beside the
+    checkout when present, the pipeline on a generated sample (same schema, generated images).
+    ``data`` is what the pipeline's items are (:class:`~vlamb_nb.datahome.DataIdentity`), also in their attrs.
     """
+    from vlamb_nb.datahome import choose, sample_identity, tag
     from vlamb_nb.paths import sample_dir as default_sample_dir
 
+    choice = choose(NAME, source, profile=profile)
+    if choice is not None:
+        items = tag(load_items(choice.source, images=images if images is not None else choice.images),
+                    choice.identity)
+        return {"release": items, "release_kind": choice.identity.kind, "pipeline": items,
+                "pipeline_kind": choice.identity.kind, "data": choice.identity}
     release = None
     try:
-        release = load_items(source)
+        release = load_items(None)
     except DataError:
-        if source is not None:
-            raise
-    if source is not None:
-        return {"release": release, "pipeline": load_items(source, images=images), "pipeline_kind": "source"}
+        pass
     folder = Path(sample_dir) if sample_dir is not None else default_sample_dir("mucar", n, seed)
     sample = load_items(make_sample(folder, n=n, seed=seed))
+    ident = sample_identity(NAME, n_items=len(sample), seed=seed)
+    tag(sample, ident)
     return {"release": release if release is not None else sample, "pipeline": sample, "pipeline_kind": "sample",
-            "release_kind": "release" if release is not None else "sample"}
+            "release_kind": "release" if release is not None else "sample", "data": ident}
 
 
 def constant_model(letter: str = "A"):

@@ -71,27 +71,35 @@ def dataset_frame(stats: dict[str, Any]):
 
 
 def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | os.PathLike | None = None,
-                  n: int = 6, seed: int = 0, **load_options: Any) -> dict[str, Any]:
+                  n: int = 6, seed: int = 0, profile: str = "offline", **load_options: Any) -> dict[str, Any]:
     """Items for the notebook: the release for statistics, and a pipeline set (with images) to run models on.
 
-    With ``source`` None the statistics use the release beside the checkout when present and
-    the pipeline a generated sample; with ``source`` given both use it.
+    ``source`` given: both use it. The paper profile: the fetched release with its images (``vlamb-nb data fetch
+    racquet``). The offline profile: statistics on the release beside the checkout when present, the pipeline
+    on a generated sample. ``data`` says what the pipeline's items are.
     """
+    from vlamb_nb.datahome import choose, sample_identity, tag
     from vlamb_nb.paths import sample_dir as default_sample_dir
 
+    choice = choose("racquet", source, profile=profile)
+    if choice is not None:
+        if choice.images is not None:
+            load_options.setdefault("images", str(choice.images))
+        items = tag(BENCHMARK.load(choice.source, **load_options), choice.identity)
+        return {"release": items, "release_kind": choice.identity.kind, "pipeline": items,
+                "pipeline_kind": choice.identity.kind, "data": choice.identity}
     out: dict[str, Any] = {}
-    if source is not None:
-        items = BENCHMARK.load(source, **load_options)
-        return {"release": items, "release_kind": "source", "pipeline": items, "pipeline_kind": "source"}
     try:
         out.update(release=BENCHMARK.load(None), release_kind="release")
     except NotAvailableError:
         out.update(release=None, release_kind="none")
     folder = Path(sample_dir) if sample_dir is not None else default_sample_dir("racquet", n, seed)
     sample = BENCHMARK.load(BENCHMARK.make_sample(folder, n=n, seed=seed))
+    ident = sample_identity("racquet", n_items=len(sample), seed=seed)
+    tag(sample, ident)
     if out["release"] is None:
         out.update(release=sample, release_kind="sample")
-    out.update(pipeline=sample, pipeline_kind="sample")
+    out.update(pipeline=sample, pipeline_kind="sample", data=ident)
     return out
 
 

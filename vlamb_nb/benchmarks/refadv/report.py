@@ -34,22 +34,51 @@ def demo_source(fallback_dir: str | os.PathLike | None = None, n: int = 12, seed
     return make_sample(fallback_dir or sample_dir(PAPER, n, seed), n=n, seed=seed)
 
 
-def notebook_data(source: str | os.PathLike | None = None, *, n: int = 12, seed: int = 0) -> dict[str, Any]:
-    """The notebook's data (the same shape in every paper's report): ``source``, or the released demo (31 real
-    images) when present, else a generated sample; statistics and the pipeline use the same items."""
+def notebook_data(source: str | os.PathLike | None = None, *, n: int = 12, seed: int = 0,
+                  profile: str = "offline") -> dict[str, Any]:
+    """The notebook's data (the same shape in every paper's report): ``source``; under the paper profile the fetched
+    Ref-Adv-s release (``vlamb-nb data fetch refadv``, all 1,142 rows); offline, the released demo (31 real
+    images) when present, else a generated sample. Statistics and the pipeline use the same items; ``data`` says
+    what they are."""
     from vlamb_nb import get_benchmark
+    from vlamb_nb.datahome import DataIdentity, choose, sample_identity, tag
 
-    path = source if source is not None else demo_source(n=n, seed=seed)
-    items = get_benchmark(PAPER).load(path)
-    kind = str(source) if source is not None else (
-        "released demo" if (items["dataset"] == "ref-adv-s-demo").all() else f"generated sample (n={n}, seed={seed})")
-    return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind}
+    choice = choose(PAPER, source, profile=profile)
+    if choice is not None:
+        items = tag(get_benchmark(PAPER).load(choice.source), choice.identity)
+        kind = choice.identity.label if choice.identity.kind == "release" else str(source)
+        return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind,
+                "data": choice.identity, "predictions": choice.extra.get("predictions")}
+    items = get_benchmark(PAPER).load(demo_source(n=n, seed=seed))
+    if (items["dataset"] == "ref-adv-s-demo").all():
+        kind = "released demo"
+        from vlamb_nb.benchmarks.refadv.release import RELEASED_ROWS
+
+        ident = DataIdentity(kind="source", paper=PAPER, release="the website's Ref-Adv-s demo", n_items=RELEASED_ROWS,
+                             label=f"released demo ({len(items)} of the {RELEASED_ROWS:,} Ref-Adv-s rows)")
+    else:
+        kind = f"generated sample (n={n}, seed={seed})"
+        ident = sample_identity(PAPER, n_items=len(items), seed=seed)
+    tag(items, ident)
+    return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind, "data": ident,
+            "predictions": None}
 
 
-def predictions_dir() -> Path | None:
-    """The official prediction files beside the checkout, when present."""
+def predictions_dir(profile: str = "offline") -> Path | None:
+    """The official per-row prediction files: under the paper profile those fetched with the release, else the
+    ones beside the checkout, when present."""
     from vlamb_nb.paths import shared_data_dir
 
+    if profile != "offline":
+        from vlamb_nb.datahome import fetched
+        from vlamb_nb.errors import NotAvailableError
+
+        try:
+            p = fetched(PAPER).extra.get("predictions")
+        except NotAvailableError:
+            p = None
+        if p is not None and any(Path(p).glob("*_predictions.jsonl")):
+            return Path(p)
     shared = shared_data_dir()
     p = shared / "refadv" / "predictions" if shared is not None else None
     return p if p is not None and any(p.glob("*_predictions.jsonl")) else None

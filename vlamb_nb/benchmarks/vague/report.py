@@ -170,17 +170,25 @@ def check_subsets(items) -> dict[str, int]:
 
 
 def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | os.PathLike | None = None,
-                  n: int = 4, seed: int = 0) -> dict[str, Any]:
-    """The notebook's data (the same shape in every paper's report): ``source`` as given, or (when None) the
-    released data beside the checkout, else a generated sample; statistics and the pipeline use the same items."""
+                  n: int = 4, seed: int = 0, profile: str = "offline") -> dict[str, Any]:
+    """The notebook's data (the same shape in every paper's report): ``source`` as given; under the paper profile
+    the fetched release (``vlamb-nb data fetch vague``); offline, the released data beside the checkout, else a
+    generated sample. Statistics and the pipeline use the same items; ``data`` says what they are."""
+    from vlamb_nb.datahome import choose, given_identity, sample_identity, tag
     from vlamb_nb.paths import sample_dir as default_sample_dir
 
-    if source is not None:
-        path, kind = source, str(source)
-    else:
-        path, kind = default_source(sample_dir or default_sample_dir("vague", n, seed), n=n, seed=seed)
+    choice = choose("vague", source, profile=profile)
+    if choice is not None:
+        items = tag(BENCHMARK.load(choice.source), choice.identity)
+        kind = "released data" if choice.identity.kind == "release" else str(source)
+        return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind,
+                "data": choice.identity}
+    path, kind = default_source(sample_dir or default_sample_dir("vague", n, seed), n=n, seed=seed)
     items = BENCHMARK.load(path)
-    return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind}
+    ident = (sample_identity("vague", n_items=len(items), seed=seed) if kind.startswith("generated")
+             else given_identity("vague", path, len(items)))
+    tag(items, ident)
+    return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind, "data": ident}
 
 
 def verbs_by_subset(items, k: int = 20) -> dict[str, list[tuple[str, int]]]:

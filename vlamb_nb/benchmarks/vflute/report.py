@@ -27,20 +27,31 @@ def resolve_source(source: str | os.PathLike | None, *, n: int = 16, seed: int =
 
 
 def notebook_data(source: str | os.PathLike | None = None, *, n: int = 8, seed: int = 0,
-                  evaluate_source: bool = False) -> dict[str, Any]:
-    """The notebook's data (the same shape in every paper's report): statistics on ``source`` or the released
-    test split beside the checkout (no images needed); the pipeline on a generated sample with images, or on
-    ``source`` itself with ``evaluate_source``. The folders are returned too (few-shot and prediction files)."""
+                  profile: str = "offline") -> dict[str, Any]:
+    """The notebook's data (the same shape in every paper's report). The paper profile: statistics and the pipeline
+    on ``source`` (with its images) or, when None, on the fetched test split (``vlamb-nb data fetch vflute``; images
+    embedded). The offline profile: statistics on ``source`` or the released test split beside the checkout (no
+    images needed), the pipeline on a generated sample with images (a demonstration, whatever the source). The
+    folders are returned too (few-shot and prediction files); ``data`` says what the pipeline's items are."""
     from vlamb_nb.benchmarks.vflute.benchmark import BENCHMARK
+    from vlamb_nb.datahome import choose, sample_identity, tag
 
+    if profile != "offline":
+        choice = choose("vflute", source, profile=profile)
+        assert choice is not None
+        folder = Path(choice.source)
+        items = tag(BENCHMARK.load(folder), choice.identity)
+        kind = "released test split (fetched)" if choice.identity.kind == "release" else "given files"
+        return {"release": items, "release_kind": kind, "release_folder": folder, "pipeline": items,
+                "pipeline_kind": kind, "pipeline_folder": folder, "data": choice.identity}
     folder, kind = resolve_source(source, release=True)
     release = BENCHMARK.load(folder)
-    if evaluate_source and source is not None:
-        return {"release": release, "release_kind": kind, "release_folder": folder, "pipeline": release,
-                "pipeline_kind": kind, "pipeline_folder": folder}
     demo, demo_kind = resolve_source(None, n=n, seed=seed)
-    return {"release": release, "release_kind": kind, "release_folder": folder, "pipeline": BENCHMARK.load(demo),
-            "pipeline_kind": demo_kind, "pipeline_folder": demo}
+    pipeline = BENCHMARK.load(demo)
+    ident = sample_identity("vflute", n_items=len(pipeline), seed=seed)
+    tag(pipeline, ident)
+    return {"release": release, "release_kind": kind, "release_folder": folder, "pipeline": pipeline,
+            "pipeline_kind": demo_kind, "pipeline_folder": demo, "data": ident}
 
 
 def figure_runs(bench, runs: dict[str, Any], predictions: dict[str, str] | None, source: Any,

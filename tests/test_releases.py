@@ -1,0 +1,294 @@
+"""Real data through the front door: each release fetched through the real hub client (against a stand-in on
+127.0.0.1) and plain HTTP, verified, recorded, resumed, refused; imported with ``--from``; listed by ``data
+status``; read by the paper profile. Nothing here reaches the internet."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import hubstub
+import pytest
+import release_fixtures as rf
+from chat_endpoint import ChatEndpoint
+
+from vlamb_nb import cli
+from vlamb_nb.datahome import DataIdentity, fetched, read_manifest, release_dir
+from vlamb_nb.errors import FetchError, NotFetchedError
+from vlamb_nb.releases import fetch, status
+
+pytestmark = pytest.mark.shared  # the released records and runs beside the checkout are served as released
+
+stand_in_hub = hubstub.stand_in_hub
+static_server = hubstub.static_server
+
+
+@pytest.fixture
+def web(stand_in_hub, static_server, tmp_path, monkeypatch, shared_data):
+    """Both stand-ins serving every release, the data home in tmp, URLs mirrored to the static server."""
+    monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "data-home"))
+    monkeypatch.setenv("VLAMB_MIRRORS", rf.serve_releases(stand_in_hub, static_server))
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    return stand_in_hub, static_server
+
+
+def test_refadv_is_fetched_verified_recorded_and_read_by_the_paper_profile(web):
+    hub, files = web
+    m = fetch("refadv", progress=False)
+    assert m["complete"] and m["counts"] == {"rows": 1142} and m["n_items"] == 1142
+    repo_sha = hub.repos[("dataset", "dddraxxx/ref-adv-s")].sha
+    assert m["revision"] == repo_sha and m["label"].startswith(f"hub:dddraxxx/ref-adv-s@{repo_sha[:7]}")
+    parquet = release_dir("refadv") / "files" / "data" / "train-00000-of-00001.parquet"
+    want = rf.refadv_repo()["data/train-00000-of-00001.parquet"]
+    assert parquet.read_bytes() == want
+    recorded = {f["path"]: f for f in m["files"]}
+    assert recorded["data/train-00000-of-00001.parquet"]["verified"] == "hub listing"
+    assert len([p for p in recorded if p.startswith("predictions/")]) == 5  # the released runs, pinned sha256
+    assert not (release_dir("refadv") / ".staging").exists()
+    # the paper profile reads it, and says what it is
+    choice = fetched("refadv")
+    assert choice.identity == DataIdentity(kind="release", paper="refadv", release="hub:dddraxxx/ref-adv-s",
+                                           revision=repo_sha, n_items=1142, label=m["label"])
+    from vlamb_nb.benchmarks.refadv import report
+
+    data = report.notebook_data(None, profile="paper")
+    assert len(data["pipeline"]) == 1142 and data["data"].kind == "release"
+    assert data["pipeline"].attrs["data"]["revision"] == repo_sha
+    assert Path(data["predictions"]).is_dir()
+    row = next(r for r in status() if r["paper"] == "refadv")
+    assert row["state"] == "complete" and row["items"] == 1142 and row["revision"] == repo_sha
+
+
+def test_a_second_fetch_downloads_nothing_again(web):
+    hub, files = web
+    fetch("refadv", progress=False)
+    gets = len(hub.file_requests("data/train-00000-of-00001.parquet"))
+    url_gets = len(files.seen("GET"))
+    fetch("refadv", progress=False)
+    assert len(hub.file_requests("data/train-00000-of-00001.parquet")) == gets == 1
+    assert len(files.seen("GET")) == url_gets
+
+
+def test_a_killed_download_resumes_and_nothing_half_written_is_visible(web, monkeypatch):
+    from huggingface_hub import constants
+
+    hub, _ = web
+    monkeypatch.setattr(constants, "DOWNLOAD_CHUNK_SIZE", 4096)  # the client writes whole chunks: small ones here
+    name = "data/train-00000-of-00001.parquet"
+    size = len(rf.refadv_repo()[name])
+    hub.cut_after(name, size // 3, repo_id="dddraxxx/ref-adv-s", reset=True)  # the connection dies mid-file
+    with pytest.raises(FetchError):
+        fetch("refadv", progress=False)
+    assert not (release_dir("refadv") / "files" / name).exists()
+    assert read_manifest("refadv") is None
+    fetch("refadv", progress=False)
+    (asked,) = [s[2] for s in hub.file_requests(name) if s[2]]  # the second fetch asked only for the rest
+    start = int(asked.removeprefix("bytes=").removesuffix("-"))
+    assert 0 < start <= size // 3 and start % 4096 == 0  # from what the first one had written
+    assert (release_dir("refadv") / "files" / name).read_bytes() == rf.refadv_repo()[name]
+
+
+def test_a_file_with_the_wrong_sha256_is_refused(web):
+    hub, files = web
+    name = "data/train-00000-of-00001.parquet"
+    good = rf.refadv_repo()[name]
+    hub.corrupt(name, good[:-1] + bytes([good[-1] ^ 1]), repo_id="dddraxxx/ref-adv-s")
+    with pytest.raises(FetchError, match="sha256") as e:
+        fetch("refadv", progress=False)
+    assert "refused" in str(e.value)
+    assert not (release_dir("refadv") / "files" / name).exists()
+    # a URL file whose bytes are not the released ones is refused the same way
+    hub.corrupt(name, None, repo_id="dddraxxx/ref-adv-s")
+    url = next(u for u in rf.url_files() if u.endswith("qwen25a3b_direct_predictions.jsonl"))
+    files.corrupt(rf.url_path(url), b"{}\n")
+    with pytest.raises(FetchError, match="qwen25a3b_direct_predictions.jsonl has sha256"):
+        fetch("refadv", progress=False)
+
+
+def test_gated_release_without_access_names_hf_token_and_the_page(web, monkeypatch):
+    hub, _ = web
+    with pytest.raises(FetchError) as e:
+        fetch("vflute", progress=False)
+    line = str(e.value)
+    assert "\n" not in line and "HF_TOKEN" in line and f"{hub.endpoint}/datasets/ColumbiaNLP/V-FLUTE" in line
+    m = fetch("vflute", token=hub.token, progress=False, models=False)
+    assert m["complete"] and m["counts"] == {"rows": 723}
+    assert [f["path"] for f in m["files"]] == ["data/test-00000-of-00001.parquet"]  # the test split only
+    assert not hub.file_requests("data/train-00000-of-00001.parquet")
+    from vlamb_nb.benchmarks.vflute import report
+
+    data = report.notebook_data(None, profile="paper")
+    assert len(data["pipeline"]) == 723 and data["pipeline"]["image"].notna().all()
+
+
+def test_no_network_is_one_line_naming_from(tmp_path, monkeypatch):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    hubstub.point_client_at(monkeypatch, f"http://127.0.0.1:{port}", tmp_path / "hf")
+    monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "home"))
+    monkeypatch.setenv("VLAMB_MIRRORS", f"*=http://127.0.0.1:{port}/")
+    for paper in ("refadv", "racquet"):
+        with pytest.raises(FetchError) as e:
+            fetch(paper, progress=False)
+        assert "cannot reach" in str(e.value) and "--from" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_missing_image_is_counted_and_leaves_the_release_incomplete(web):
+    _, files = web
+    url = rf.racquet_urls()[3]
+    files.remove(rf.url_path(url))
+    m = fetch("racquet", progress=False, models=False)
+    assert not m["complete"] and m["missing"]["images"]["count"] == 1
+    assert m["missing"]["images"]["first"] == ["general:5"]  # the first question on that image
+    row = next(r for r in status() if r["paper"] == "racquet")
+    assert row["state"] == "incomplete" and "general:5" in row["missing"]
+    with pytest.raises(NotFetchedError, match="incomplete"):
+        fetched("racquet")
+    # once the image is back, a fetch completes it and downloads only that image
+    files.add(rf.url_path(url), rf.url_files()[url])
+    before = len(files.seen("GET"))
+    assert fetch("racquet", progress=False, models=False)["complete"]
+    assert len(files.seen("GET")) == before + 1
+
+
+def test_mucar_images_resolve_in_the_hub_layout_and_gaps_are_reported(stand_in_hub, static_server, tmp_path,
+                                                                       monkeypatch, shared_data):
+    monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "home"))
+    repo = dict(rf.mucar_image_repo())
+    repo.pop("1-1.jpg")
+    stand_in_hub.add_repo("kevindragon221/MUCAR", repo)
+    for url, data in rf.url_files().items():
+        static_server.add(rf.url_path(url), data)
+    monkeypatch.setenv("VLAMB_MIRRORS", f"*={static_server.endpoint}/")
+    m = fetch("mucar", progress=False)
+    assert m["counts"] == {"queries": 1278, "pairs": 501}
+    assert m["missing"] == {"images": {"count": 1, "first": ["1-1"]}} and not m["complete"]
+    assert m["revision"] == "c2410e1b3f229f6ebb3b0f46a3cdad80a8347a56"  # the records' commit
+
+
+def test_counts_that_differ_are_an_error_unless_allowed(stand_in_hub, static_server, tmp_path, monkeypatch,
+                                                        shared_data):
+    monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "home"))
+    stand_in_hub.add_repo("dddraxxx/ref-adv-s", rf.refadv_repo(1100))
+    for url, data in rf.url_files().items():
+        static_server.add(rf.url_path(url), data)
+    monkeypatch.setenv("VLAMB_MIRRORS", f"*={static_server.endpoint}/")
+    with pytest.raises(FetchError, match="rows: expected 1,142, found 1,100"):
+        fetch("refadv", progress=False)
+    assert read_manifest("refadv") is None
+    m = fetch("refadv", progress=False, allow_mismatch=True)
+    assert m["n_items"] == 1100 and "1,100" in m["deviations"][0]
+    assert fetched("refadv").identity.deviations == tuple(m["deviations"])
+
+
+def test_from_imports_a_copy_and_verifies_it(web, tmp_path, shared_data):
+    hub, _ = web
+    from huggingface_hub import snapshot_download
+
+    # a hub cache made elsewhere: the snapshot folder's name is the revision
+    cache = tmp_path / "elsewhere"
+    snapshot_download("dddraxxx/ref-adv-s", repo_type="dataset", cache_dir=cache)
+    copy = tmp_path / "copy"
+    (copy / "predictions").mkdir(parents=True)
+    for p in (shared_data / "refadv" / "predictions").glob("*.jsonl"):
+        (copy / "predictions" / p.name).write_bytes(p.read_bytes())
+    (copy / "datasets--dddraxxx--ref-adv-s").symlink_to(cache / "datasets--dddraxxx--ref-adv-s")
+    gets = len(hub.seen("GET"))
+    m = fetch("refadv", from_path=copy, progress=False)
+    assert len(hub.seen("GET")) == gets  # nothing downloaded
+    assert m["complete"] and m["revision"] == hub.repos[("dataset", "dddraxxx/ref-adv-s")].sha
+    assert m["how"].startswith("imported from")
+    # released files that are not the released bytes are refused
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "racquet_general.jsonl").write_text("{}\n")
+    (bad / "racquet_bias.jsonl").write_bytes((shared_data / "racquet" / "racquet_bias.jsonl").read_bytes())
+    with pytest.raises(FetchError, match="racquet_general.jsonl has sha256"):
+        fetch("racquet", from_path=bad, progress=False)
+
+
+def test_metric_models_go_to_the_hub_cache_one_weights_format(web, tmp_path):
+    hub, _ = web
+    m = fetch("vague", progress=False)
+    assert m["counts"] == {"rows": 1677, "VCR": 1144, "Ego4D": 533} and m["complete"]
+    (model,) = m["models"]
+    assert model["repo"] == "roberta-large" and model["revision"] == hub.repos[("model", "roberta-large")].sha
+    assert hub.file_requests("model.safetensors") and not hub.file_requests("pytorch_model.bin")
+    from huggingface_hub import try_to_load_from_cache
+
+    assert try_to_load_from_cache("roberta-large", "config.json") is not None
+
+
+def test_paper_profile_with_nothing_fetched_fails_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "empty"))
+    from vlamb_nb.benchmarks.mucar import report
+
+    with pytest.raises(NotFetchedError, match=r"run `vlamb-nb data fetch mucar`"):
+        report.notebook_data(None, profile="paper")
+    # the offline profile still runs on a generated sample, and says so
+    data = report.notebook_data(None, sample_dir=tmp_path / "s", profile="offline")
+    assert data["data"].kind == "sample" and data["pipeline"].attrs["data"]["kind"] == "sample"
+
+
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "vlamb_nb.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_cli_fetch_status_and_the_gated_line(web, tmp_path):
+    hub, files = web
+    env = {**os.environ, **hubstub.hub_env(hub.endpoint, tmp_path / "hf")}
+    env.pop("HF_TOKEN", None)
+    r = _cli(env, "data", "fetch", "vflute", "-q")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if x.strip()]
+    assert "HF_TOKEN" in line and "ColumbiaNLP/V-FLUTE" in line
+    r = _cli(env, "data", "fetch", "refadv", "-q")
+    assert r.returncode == 0, r.stderr
+    assert "complete" in r.stdout and "1,142 items" in r.stdout
+    r = _cli(env, "data", "status", "--json")
+    rows = {x["paper"]: x for x in json.loads(r.stdout)["papers"]}
+    assert rows["refadv"]["state"] == "complete" and rows["vflute"]["state"] == "not fetched"
+    assert r.returncode == 1  # not everything is there
+
+
+@pytest.mark.slow
+def test_reproduce_sends_every_fetched_item_and_the_report_names_the_revision(web, tmp_path, monkeypatch):
+    """The issue's "done when": fetch Ref-Adv-s, then reproduce with a served model and no source."""
+    hub, _ = web
+    assert cli.main(["data", "fetch", "refadv", "-q"]) == 0
+    sha = hub.repos[("dataset", "dddraxxx/ref-adv-s")].sha
+    monkeypatch.chdir(tmp_path)
+    with ChatEndpoint(lambda prompt: '[{"bbox_2d": [10, 10, 60, 60], "label": "target"}]') as server:
+        code = cli.main(["reproduce", "refadv", "--run-id", "r", "--out", str(tmp_path / "runs"),
+                         "-p", "model=openai:acme/vlm-7b", "-p", f"base_url={server.base_url}",
+                         "-p", "settings=direct", "-p", "concurrency=32"])
+        asked = server.prompts
+    assert code == 0
+    grounding = [p for p in asked if "bbox" in p.lower() or "bounding box" in p.lower()]
+    expressions = {r["normal_caption"] for r in rf.refadv_rows()}
+    assert {e for e in expressions if any(e in p for p in grounding)} == expressions
+    report = (tmp_path / "runs" / "r" / "report.md").read_text(encoding="utf-8")
+    assert f"hub:dddraxxx/ref-adv-s@{sha[:7]} · 1,142 of 1,142" in report
+
+
+@pytest.mark.slow
+def test_reproduce_with_nothing_fetched_ranks_nothing_and_names_the_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "empty"))
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["reproduce", "mucar", "--run-id", "r", "--out", str(tmp_path / "runs"),
+                     "-p", "model=openai:acme/vlm-7b", "-p", "base_url=http://127.0.0.1:9/v1"])
+    assert code == 1
+    results = json.loads((tmp_path / "runs" / "r" / "results.json").read_text(encoding="utf-8"))
+    assert "vlamb-nb data fetch mucar" in results["mucar"]["error"]
+    from vlamb_nb import report_card
+
+    card = report_card.from_run(tmp_path / "runs" / "r")
+    assert card.papers["mucar"].startswith("failed") and "vlamb-nb data fetch mucar" in card.papers["mucar"]
+    assert not [h for h in card.headlines if h.rank is not None]
