@@ -425,43 +425,50 @@ def _brute_force_sign_flip_p(d: np.ndarray) -> float:
     return min(1.0, 2 * min(np.mean(null <= obs + tol), np.mean(null >= obs - tol)))
 
 
-def test_permutation_test_of_a_mean_calls_scipy_and_agrees_with_the_hand_written_values(monkeypatch):
+@pytest.mark.parametrize("engine", ["sign-flip", "scipy"])
+def test_permutation_test_of_a_mean_agrees_with_the_hand_written_values(monkeypatch, engine):
     calls = _spy(monkeypatch, "scipy.stats", "permutation_test")
     rng = np.random.default_rng(42)
     a = (rng.random(60) < 0.7).astype(int)
     b = np.where(rng.random(60) < 0.6, a, (rng.random(60) < 0.5)).astype(int)
-    # few discordant pairs: scipy enumerates every swap, so p is exact; the hand-written
+    # few discordant pairs: every swap is enumerated, so p is exact; the hand-written
     # Monte Carlo test gave 0.5070174649126754 (200,000 resamples, seed 1)
-    r = stats.permutation_test(a, b, n_resamples=2000, seed=1)
+    r = stats.permutation_test(a, b, n_resamples=2000, seed=1, engine=engine)
     assert r.extra["exact"] and r.estimate == pytest.approx(0.05)
     assert r.p == pytest.approx(_brute_force_sign_flip_p((a - b)[a != b].astype(float)))
     assert r.p == pytest.approx(0.5070174649126754, abs=0.005)
-    assert calls[-1][1]["permutation_type"] == "samples"
     x = np.array([0.3, 1.2, -0.5, 2.2, 0.9, 1.1, -0.2, 0.4, 1.8, 0.0])
     y = np.array([0.1, 0.8, -0.4, 1.5, 1.0, 0.2, -0.6, 0.5, 1.1, -0.3])
-    r = stats.permutation_test(x, y, n_resamples=2000, seed=1)  # 1024 swaps, all enumerated
+    r = stats.permutation_test(x, y, n_resamples=2000, seed=1, engine=engine)  # 1024 swaps, all enumerated
     assert r.p == pytest.approx(_brute_force_sign_flip_p(x - y)) and r.estimate == pytest.approx(0.33)
     assert r.p == pytest.approx(0.025219873900630498, abs=0.002)  # hand-written, 200,000 resamples
     # clusters: whole clusters swap; hand-written Monte Carlo gave 0.5619421902890486
     cl = np.arange(60) // 3
-    r = stats.permutation_test(a, b, n_resamples=2000, seed=1, clusters=cl)
+    r = stats.permutation_test(a, b, n_resamples=2000, seed=1, clusters=cl, engine=engine)
     sums = np.bincount(cl, weights=a - b)
     assert r.p == pytest.approx(_brute_force_sign_flip_p(sums[sums != 0]))
     assert r.p == pytest.approx(0.5619421902890486, abs=0.005) and "cluster" in r.method
-    # many discordant pairs: Monte Carlo in scipy; hand-written values at 200,000 resamples
+    # many discordant pairs: Monte Carlo; hand-written values at 200,000 resamples
     rng = np.random.default_rng(7)
     a = (rng.random(300) < 0.70).astype(int)
     b = np.where(rng.random(300) < 0.5, a, (rng.random(300) < 0.62)).astype(int)
-    r = stats.permutation_test(a, b, n_resamples=20000, seed=1)
+    r = stats.permutation_test(a, b, n_resamples=20000, seed=1, engine=engine)
     assert not r.extra["exact"] and r.p == pytest.approx(0.7154714226428868, abs=0.02)
     assert r.p == pytest.approx(stats.mcnemar(a, b, exact=True).p, abs=0.02)  # same null for 0/1 data
-    r = stats.permutation_test(a, b, n_resamples=20000, seed=1, clusters=np.arange(300) // 3)
+    r = stats.permutation_test(a, b, n_resamples=20000, seed=1, clusters=np.arange(300) // 3, engine=engine)
     assert r.p == pytest.approx(0.7005564972175139, abs=0.02)
-    n_scipy = len(calls)
+    assert r.method == "paired permutation cluster" and set(r.extra) == {"n_resamples", "n_clusters", "exact"}
+    if engine == "scipy":
+        assert len(calls) == 5 and all(kw["permutation_type"] == "samples" for _, kw in calls)
+    else:
+        assert not calls  # scipy stays the reference only
     # other statistics keep the vectorized engine (scipy has no weighted macro-F1)
-    stats.permutation_test(a, b, stats.macro_f1_statistic(np.ones(300, int)), n_resamples=200)
+    n_scipy = len(calls)
+    stats.permutation_test(a, b, stats.macro_f1_statistic(np.ones(300, int)), n_resamples=200, engine=engine)
     assert len(calls) == n_scipy
-    assert stats.permutation_test([1, 0, 1], [1, 0, 1]).p == 1.0  # no pair differs
+    assert stats.permutation_test([1, 0, 1], [1, 0, 1], engine=engine).p == 1.0  # no pair differs
+    with pytest.raises(SettingError, match="engine"):
+        stats.permutation_test(a, b, engine="numba")
 
 
 # ----------------------------------------------------------------------------- small samples
