@@ -690,7 +690,8 @@ def test_benchmark_fails_loudly_when_a_vectorized_case_misses_its_target(monkeyp
             bench.Row("mean ok", 0.1, 0.31, target=3.0)]
     assert bench.missed_cases(rows) == ["slow (0.50x < 1x)", "mean (2.50x < 3x)"]
     # best of 3: one hiccup decides nothing; a tiny size has no 3x to give, so that target is off here
-    args = ["--n", "300", "--resamples", "300", "--repeat", "3", "--continuous-target", "1"]
+    args = ["--n", "300", "--resamples", "300", "--repeat", "3", "--continuous-target", "1",
+            "--permutation-target", "1"]
     assert bench.main(args) == 0
     real = stats.bootstrap_ci
 
@@ -702,3 +703,8 @@ def test_benchmark_fails_loudly_when_a_vectorized_case_misses_its_target(monkeyp
     monkeypatch.setattr(bench.stats, "bootstrap_ci", slow_bootstrap_ci)
     assert bench.main(args) == 1
     assert "FAIL: below target: mean of continuous values (" in capsys.readouterr().err
+    # the sign-flip cases are gated (scipy's is not): an unreachable target names both of them
+    assert bench.main([*args[:-2], "--permutation-target", "1e9"]) == 1
+    err = capsys.readouterr().err
+    assert "paired permutation, accuracy (" in err and "paired permutation, continuous values (" in err
+    assert "[scipy]" not in err
