@@ -621,6 +621,8 @@ def test_sign_flip_monte_carlo_is_within_binomial_error_of_the_exact_p():
     exact = min(1.0, 2 * min(np.mean(sums <= obs + 1e-9), np.mean(sums >= obs - 1e-9)))
     r = stats.sign_flip_test(d, n_resamples, rng=5)
     assert not r.exact and abs(r.p - exact) <= _mc_bound(exact, n_resamples), (r.p, exact)
+    r = stats.sign_flip_test(d, 2**22)  # as many resamples as patterns: enumerated, as scipy would
+    assert r.exact and r.p == pytest.approx(exact, rel=1e-12)
 
 
 def test_sign_flip_monte_carlo_with_clusters_is_within_binomial_error():

@@ -32,6 +32,11 @@ of ``PART_ROWS``; each part draws from its own PCG64 seeded by one 64-bit draw o
 (first its binomials, then its random bytes), so the p-value is a function of the seed, the
 differences and this module's constants, the same on every machine and for any number of
 threads. An enumerated p-value draws nothing and does not depend on the seed.
+
+Costs (``perf/bench_stats.py`` sizes, 6,027 items x 10,000 resamples, shared 2-core machine):
+0/1 accuracy ~1 ms (2,269 discordant items: 10,000 binomials), continuous differences ~14-18 ms
+(754 table lookups per resample), against 0.34-0.47 s for a per-resample loop and 0.8 s for
+scipy's ``permutation_test``, which permutes every pair of every resample.
 """
 
 from __future__ import annotations
@@ -65,7 +70,7 @@ class SignFlip:
     n_resamples: int  # patterns counted: 2**k when exact
 
 
-def sign_flip_test(differences: Any, n_resamples: int = 10000, rng: Any = 0,
+def sign_flip_test(differences: Any, n_resamples: int = 10000, rng: int | np.random.Generator | None = 0,
                    threads: int | None = None) -> SignFlip:
     """Two-sided paired permutation test of ``mean(differences) == 0`` by flipping signs.
 
@@ -77,6 +82,8 @@ def sign_flip_test(differences: Any, n_resamples: int = 10000, rng: Any = 0,
     d = np.asarray(differences, dtype=float).ravel()
     if not np.isfinite(d).all():
         raise ValueError("sign-flip test needs finite differences")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
     d = d[d != 0]
     k = len(d)
     observed = math.fsum(d)
