@@ -557,6 +557,8 @@ def test_sign_flip_all_zero_differences_and_cancelling_clusters_give_p_one():
     r = stats.permutation_test([1, 0, 1, 0, 0, 1], b, clusters=[0, 0, 1, 1, 2, 2])
     assert r.p == 1.0 and r.extra["exact"] and r.extra["n_clusters"] == 3
     assert stats.sign_flip_test([5.0]).p == 1.0  # one difference: +-5, both tails hold half
+    for engine in ("sign-flip", "scipy"):  # one pair differs
+        assert stats.permutation_test([1, 0, 1], [0, 0, 1], engine=engine).p == 1.0
 
 
 def test_sign_flip_clusters_flip_whole_clusters():

@@ -196,6 +196,8 @@ def _scipy_paired_permutation(a: np.ndarray, b: np.ndarray, ccodes: np.ndarray |
     x, y = sa[keep], sb[keep]
     if len(x) == 0:  # no swap changes anything: the null distribution is the point 0
         return delta, 1.0, True, len(sa)
+    if len(x) == 1:  # +-d, one in each tail: p = 1 (scipy refuses a single pair)
+        return delta, 1.0, True, len(sa)
 
     def mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
         return (x - y).sum(axis=axis) / n
