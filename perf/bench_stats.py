@@ -7,9 +7,11 @@ and of its loop alternate, so a slow spell of a shared machine falls on both sid
 Also prints coverage of the 95% intervals by simulation (Wilson against the bootstrap intervals).
 
 Exits with status 1, naming the cases, when a vectorized case misses its target: every case
-must beat its loop (a vectorized path that loses to a loop is a bug, not a result), and the
+must beat its loop (a vectorized path that loses to a loop is a bug, not a result), the
 bootstrap means of continuous values must run at least ``--continuous-target`` (3) times their
-loops' speed.
+loops' speed, and the sign-flip permutation test (accuracy and continuous values) at least
+``--permutation-target`` (10) times its loop's. scipy's permutation test is printed beside them
+for reference, not gated.
 
     python perf/bench_stats.py            # full run
     python perf/bench_stats.py --quick    # fewer loop resamples (ratio extrapolated per resample)
@@ -100,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5, help="time each case this many times and keep the best")
     ap.add_argument("--continuous-target", type=float, default=3.0,
                     help="least ratio for the bootstrap means of continuous values (default: 3)")
+    ap.add_argument("--permutation-target", type=float, default=10.0,
+                    help="least ratio for the sign-flip permutation test (default: 10)")
     args = ap.parse_args(argv)
     n, b, rep = args.n, args.resamples, args.repeat
     loop_b = max(1, b // 10) if args.quick else b
@@ -109,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     stats.paired_bootstrap(ca[:50], cb[:50], stats.macro_f1_statistic(gold[:50]), n_resamples=10)
     stats.bootstrap_ci(ca[:50], n_resamples=10, method="bca")
     stats.permutation_test(ca[:50], cb[:50], n_resamples=10)
+    stats.permutation_test(ca[:50], cb[:50], n_resamples=10, engine="scipy")
     stats.bootstrap_ci(np.random.default_rng(0).normal(size=50), n_resamples=10)  # the gather path's check
 
     print(f"items={n} resamples={b} (loop timed on {loop_b} resamples, scaled per resample; "
@@ -165,7 +170,13 @@ def main(argv: list[str] | None = None) -> int:
     vec_s, _ = timed(lambda: stats.bootstrap_ci(ca, n_resamples=b, method="bca"), rep)
     row("accuracy, BCa", vec_s, None)
 
-    (vec_s, res), (loop_s, _) = timed_pair(lambda: stats.permutation_test(ca, cb, n_resamples=b),
+    # the loop flips every item; the engine drops the items that agree and draws binomials/bytes
+    for label, u, v in [("accuracy", ca, cb), ("continuous values", x, y)]:
+        (vec_s, res), (loop_s, _) = timed_pair(lambda u=u, v=v: stats.permutation_test(u, v, n_resamples=b),
+                                               lambda u=u, v=v: loop_sign_flip(u - v, loop_b), rep)
+        row(f"paired permutation, {label}", vec_s, loop_s, target=args.permutation_target)
+        print(f"{'':<4}{res}")
+    (vec_s, res), (loop_s, _) = timed_pair(lambda: stats.permutation_test(ca, cb, n_resamples=b, engine="scipy"),
                                            lambda: loop_sign_flip(ca - cb, loop_b), rep)
     row("paired permutation, accuracy [scipy]", vec_s, loop_s, gated=False)
     print(f"{'':<4}{res}")

@@ -425,43 +425,250 @@ def _brute_force_sign_flip_p(d: np.ndarray) -> float:
     return min(1.0, 2 * min(np.mean(null <= obs + tol), np.mean(null >= obs - tol)))
 
 
-def test_permutation_test_of_a_mean_calls_scipy_and_agrees_with_the_hand_written_values(monkeypatch):
+@pytest.mark.parametrize("engine", ["sign-flip", "scipy"])
+def test_permutation_test_of_a_mean_agrees_with_the_hand_written_values(monkeypatch, engine):
     calls = _spy(monkeypatch, "scipy.stats", "permutation_test")
     rng = np.random.default_rng(42)
     a = (rng.random(60) < 0.7).astype(int)
     b = np.where(rng.random(60) < 0.6, a, (rng.random(60) < 0.5)).astype(int)
-    # few discordant pairs: scipy enumerates every swap, so p is exact; the hand-written
+    # few discordant pairs: every swap is enumerated, so p is exact; the hand-written
     # Monte Carlo test gave 0.5070174649126754 (200,000 resamples, seed 1)
-    r = stats.permutation_test(a, b, n_resamples=2000, seed=1)
+    r = stats.permutation_test(a, b, n_resamples=2000, seed=1, engine=engine)
     assert r.extra["exact"] and r.estimate == pytest.approx(0.05)
     assert r.p == pytest.approx(_brute_force_sign_flip_p((a - b)[a != b].astype(float)))
     assert r.p == pytest.approx(0.5070174649126754, abs=0.005)
-    assert calls[-1][1]["permutation_type"] == "samples"
     x = np.array([0.3, 1.2, -0.5, 2.2, 0.9, 1.1, -0.2, 0.4, 1.8, 0.0])
     y = np.array([0.1, 0.8, -0.4, 1.5, 1.0, 0.2, -0.6, 0.5, 1.1, -0.3])
-    r = stats.permutation_test(x, y, n_resamples=2000, seed=1)  # 1024 swaps, all enumerated
+    r = stats.permutation_test(x, y, n_resamples=2000, seed=1, engine=engine)  # 1024 swaps, all enumerated
     assert r.p == pytest.approx(_brute_force_sign_flip_p(x - y)) and r.estimate == pytest.approx(0.33)
     assert r.p == pytest.approx(0.025219873900630498, abs=0.002)  # hand-written, 200,000 resamples
     # clusters: whole clusters swap; hand-written Monte Carlo gave 0.5619421902890486
     cl = np.arange(60) // 3
-    r = stats.permutation_test(a, b, n_resamples=2000, seed=1, clusters=cl)
+    r = stats.permutation_test(a, b, n_resamples=2000, seed=1, clusters=cl, engine=engine)
     sums = np.bincount(cl, weights=a - b)
     assert r.p == pytest.approx(_brute_force_sign_flip_p(sums[sums != 0]))
     assert r.p == pytest.approx(0.5619421902890486, abs=0.005) and "cluster" in r.method
-    # many discordant pairs: Monte Carlo in scipy; hand-written values at 200,000 resamples
+    # many discordant pairs: Monte Carlo; hand-written values at 200,000 resamples
     rng = np.random.default_rng(7)
     a = (rng.random(300) < 0.70).astype(int)
     b = np.where(rng.random(300) < 0.5, a, (rng.random(300) < 0.62)).astype(int)
-    r = stats.permutation_test(a, b, n_resamples=20000, seed=1)
+    r = stats.permutation_test(a, b, n_resamples=20000, seed=1, engine=engine)
     assert not r.extra["exact"] and r.p == pytest.approx(0.7154714226428868, abs=0.02)
     assert r.p == pytest.approx(stats.mcnemar(a, b, exact=True).p, abs=0.02)  # same null for 0/1 data
-    r = stats.permutation_test(a, b, n_resamples=20000, seed=1, clusters=np.arange(300) // 3)
+    r = stats.permutation_test(a, b, n_resamples=20000, seed=1, clusters=np.arange(300) // 3, engine=engine)
     assert r.p == pytest.approx(0.7005564972175139, abs=0.02)
-    n_scipy = len(calls)
+    assert r.method == "paired permutation cluster" and set(r.extra) == {"n_resamples", "n_clusters", "exact"}
+    if engine == "scipy":
+        assert len(calls) == 5 and all(kw["permutation_type"] == "samples" for _, kw in calls)
+    else:
+        assert not calls  # scipy stays the reference only
     # other statistics keep the vectorized engine (scipy has no weighted macro-F1)
-    stats.permutation_test(a, b, stats.macro_f1_statistic(np.ones(300, int)), n_resamples=200)
+    n_scipy = len(calls)
+    stats.permutation_test(a, b, stats.macro_f1_statistic(np.ones(300, int)), n_resamples=200, engine=engine)
     assert len(calls) == n_scipy
-    assert stats.permutation_test([1, 0, 1], [1, 0, 1]).p == 1.0  # no pair differs
+    assert stats.permutation_test([1, 0, 1], [1, 0, 1], engine=engine).p == 1.0  # no pair differs
+    with pytest.raises(SettingError, match="engine"):
+        stats.permutation_test(a, b, engine="numba")
+
+
+# ----------------------------------------------------------------------------- sign-flip permutation engine
+
+
+def _exact_flip_tails(d, strict: bool = False) -> tuple[float, float]:
+    """(P(T <= t), P(T >= t)) over all 2**k sign flips, in exact rationals (decimal inputs as written).
+
+    ``strict=True`` counts only sums strictly beyond ``t``: the count a tie-blind engine would make.
+    """
+    import itertools
+    from fractions import Fraction
+
+    exact = [Fraction(str(v)) for v in d if v != 0]
+    obs = sum(exact, Fraction(0))
+    sums = [sum((s * v for s, v in zip(signs, exact, strict=True)), Fraction(0))
+            for signs in itertools.product((-1, 1), repeat=len(exact))]
+    total = len(sums)
+    if strict:
+        return sum(s < obs for s in sums) / total, sum(s > obs for s in sums) / total
+    return sum(s <= obs for s in sums) / total, sum(s >= obs for s in sums) / total
+
+
+def _two_sided(tails: tuple[float, float]) -> float:
+    return min(1.0, 2 * min(tails))
+
+
+def _mc_bound(p_exact: float, n_resamples: int) -> float:
+    """4.5 binomial standard errors of twice a tail share, plus the ``+1`` of ``(# + 1) / (B + 1)``."""
+    q = min(p_exact, 1.0) / 2
+    return 4.5 * 2 * math.sqrt(q * (1 - q) / n_resamples) + 2 / (n_resamples + 1)
+
+
+def _scipy_exact_p(d) -> float:
+    from scipy.stats import permutation_test as sp
+
+    d = np.asarray(d, dtype=float)
+    res = sp((d, np.zeros(len(d))), lambda x, y, axis=-1: (x - y).mean(axis=axis), permutation_type="samples",
+             vectorized=True, n_resamples=np.inf, alternative="two-sided")
+    return float(res.pvalue)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sign_flip_enumeration_is_exactly_scipys_exact_p(seed):
+    rng = np.random.default_rng(seed)
+    k = 4 + seed
+    cases = [rng.integers(-2, 3, k), np.round(rng.normal(size=k), 1), rng.integers(0, 5, k) / 4 - 0.5]
+    for d in cases:
+        d = d.astype(float)
+        if np.count_nonzero(d) < 2:
+            continue
+        r = stats.sign_flip_test(d, n_resamples=100)  # k <= 20: enumerated whatever n_resamples
+        assert r.exact and r.n_resamples == 2 ** np.count_nonzero(d)
+        assert r.p == _scipy_exact_p(d[d != 0])  # scipy enumerates too: the same count, the same float
+        assert r.p == pytest.approx(_two_sided(_exact_flip_tails(d)), rel=1e-12, abs=0)
+        # through permutation_test: the sign-flip engine and scipy's agree to the last bit
+        a, b = np.maximum(d, 0), np.maximum(-d, 0)
+        p_flip = stats.permutation_test(a, b, n_resamples=4096, seed=seed).p
+        assert p_flip == stats.permutation_test(a, b, n_resamples=4096, seed=seed, engine="scipy").p == r.p
+
+
+def test_sign_flip_counts_ties_at_the_observed_sum():
+    # integer differences tie often: 2 + 1 - 1 - 2 + 2 + 2 = 4 is reached by many patterns
+    d = np.array([2, 1, -1, -2, 2, 2, 3, -3], float)
+    with_ties, without = _two_sided(_exact_flip_tails(d)), _two_sided(_exact_flip_tails(d, strict=True))
+    assert with_ties != without  # a tie-blind count would give another p
+    assert stats.sign_flip_test(d).p == pytest.approx(with_ties, rel=1e-12)
+    # decimal differences whose rounded sums differ where the exact sums tie (0.3 - 0.1 - 0.2 = 0)
+    d = np.array([0.3, -0.1, -0.2, 0.5, 0.4, -0.4, 0.7])
+    with_ties, without = _two_sided(_exact_flip_tails(d)), _two_sided(_exact_flip_tails(d, strict=True))
+    assert with_ties != without
+    assert stats.sign_flip_test(d).p == pytest.approx(with_ties, rel=1e-12)
+    assert _scipy_exact_p(d) == pytest.approx(with_ties, rel=1e-12)
+    # a sum that is 0 in exact arithmetic but not in floating point: p = 1 (every pattern ties or beats it)
+    assert stats.sign_flip_test([0.1, 0.2, -0.3]).p == 1.0
+    assert stats.sign_flip_test([0.1, 0.2, -0.3] * 9, n_resamples=2000).p == 1.0  # k = 27: Monte Carlo
+
+
+def test_sign_flip_all_zero_differences_and_cancelling_clusters_give_p_one():
+    r = stats.sign_flip_test(np.zeros(50))
+    assert (r.p, r.exact, r.k, r.statistic) == (1.0, True, 0, 0.0)
+    a = np.array([1, 0, 1, 1, 0, 0])
+    assert stats.permutation_test(a, a.copy()).p == 1.0
+    # each cluster holds one win and one loss: its summed difference is 0, so no swap changes anything
+    b = np.array([0, 1, 1, 0, 1, 0])
+    r = stats.permutation_test([1, 0, 1, 0, 0, 1], b, clusters=[0, 0, 1, 1, 2, 2])
+    assert r.p == 1.0 and r.extra["exact"] and r.extra["n_clusters"] == 3
+    assert stats.sign_flip_test([5.0]).p == 1.0  # one difference: +-5, both tails hold half
+    for engine in ("sign-flip", "scipy"):  # one pair differs
+        assert stats.permutation_test([1, 0, 1], [0, 0, 1], engine=engine).p == 1.0
+
+
+def test_sign_flip_clusters_flip_whole_clusters():
+    rng = np.random.default_rng(6)
+    a = (rng.random(36) < 0.7).astype(int)
+    b = np.where(rng.random(36) < 0.4, a, rng.integers(0, 2, 36))
+    clusters = np.repeat(np.arange(12), 3)
+    sums = np.bincount(clusters, weights=a - b)
+    r = stats.permutation_test(a, b, clusters=clusters, n_resamples=100)
+    assert r.extra["exact"] and "cluster" in r.method
+    assert r.p == pytest.approx(_two_sided(_exact_flip_tails(sums)), rel=1e-12)
+    per_item = stats.permutation_test(a, b, n_resamples=100)
+    assert per_item.p == pytest.approx(_two_sided(_exact_flip_tails(a - b)), rel=1e-12)
+    assert r.p != per_item.p  # flipping items one by one is another test
+    k = np.count_nonzero(sums)  # scipy enumerates only when 2**k <= n_resamples
+    assert r.p == stats.permutation_test(a, b, clusters=clusters, n_resamples=2**k, engine="scipy").p
+
+
+def _integer_flip_distribution(d) -> tuple[np.ndarray, int]:
+    """Exact sign-flip distribution of integer differences, by convolving each item's {-|d|, +|d|}:
+    ``(dist, total)`` with ``dist[i] = P(T = i - total)``."""
+    d = np.abs(np.asarray(d, dtype=np.int64))
+    d = d[d != 0]
+    total = int(d.sum())
+    dist = np.zeros(2 * total + 1)  # dist[i] = P(T = i - total)
+    dist[total] = 1.0
+    for v in d:
+        dist = 0.5 * (np.roll(dist, int(v)) + np.roll(dist, -int(v)))  # |T| <= total: nothing wraps
+    return dist, total
+
+
+def test_sign_flip_monte_carlo_is_within_binomial_error_of_the_exact_p():
+    from scipy.stats import binom
+
+    n_resamples = 20000
+    # 0/1 scores, 300 discordant items: T = 2X - 300 with X ~ Binomial(300, 1/2) (binomial path)
+    d = np.array([1.0] * 162 + [-1.0] * 138 + [0.0] * 500)
+    r = stats.sign_flip_test(d, n_resamples, rng=3)
+    exact = min(1.0, 2 * min(binom.cdf(162, 300, 0.5), binom.sf(161, 300, 0.5)))
+    assert not r.exact and abs(r.p - exact) <= _mc_bound(exact, n_resamples), (r.p, exact)
+    # the same against scipy's own Monte Carlo test (two estimates: the bound for their difference)
+    from scipy.stats import permutation_test as sp
+
+    sp_p = sp((d, np.zeros(len(d))), lambda x, y, axis=-1: (x - y).mean(axis=axis), permutation_type="samples",
+              vectorized=True, n_resamples=n_resamples, rng=np.random.default_rng(3)).pvalue
+    assert abs(r.p - sp_p) <= math.sqrt(2) * _mc_bound(exact, n_resamples), (r.p, sp_p)
+    # integer scores of several sizes: common values by binomials, rare ones by byte tables
+    rng = np.random.default_rng(8)
+    d = np.concatenate([rng.choice([-1, 1], 400), rng.choice([-2, 2], 200), rng.integers(-9, 10, 37)])
+    d[:50] = 2  # a shift, so the p-value is not near 1
+    dist, total = _integer_flip_distribution(d)
+    obs = int(d.sum())
+    exact = min(1.0, 2 * min(dist[:obs + total + 1].sum(), dist[obs + total:].sum()))
+    r = stats.sign_flip_test(d.astype(float), n_resamples, rng=4)
+    assert 0.01 < exact < 0.5 and abs(r.p - exact) <= _mc_bound(exact, n_resamples), (r.p, exact)
+    # continuous differences, k = 22 (> 20, 2**22 > B: Monte Carlo), against all 2**22 sums
+    d = np.random.default_rng(9).normal(0.35, 1.0, 22)
+    sums = np.zeros(1)
+    for v in d:
+        sums = np.concatenate([sums + v, sums - v])
+    obs = d.sum()
+    exact = min(1.0, 2 * min(np.mean(sums <= obs + 1e-9), np.mean(sums >= obs - 1e-9)))
+    r = stats.sign_flip_test(d, n_resamples, rng=5)
+    assert not r.exact and abs(r.p - exact) <= _mc_bound(exact, n_resamples), (r.p, exact)
+    r = stats.sign_flip_test(d, 2**22)  # as many resamples as patterns: enumerated, as scipy would
+    assert r.exact and r.p == pytest.approx(exact, rel=1e-12)
+
+
+def test_sign_flip_monte_carlo_with_clusters_is_within_binomial_error():
+    rng = np.random.default_rng(11)
+    a = (rng.random(900) < 0.72).astype(int)
+    b = np.where(rng.random(900) < 0.5, a, (rng.random(900) < 0.66)).astype(int)
+    clusters = np.arange(900) // 3
+    sums = np.bincount(clusters, weights=a - b).astype(np.int64)
+    dist, total = _integer_flip_distribution(sums)
+    obs = int(sums.sum())
+    exact = min(1.0, 2 * min(dist[:obs + total + 1].sum(), dist[obs + total:].sum()))
+    r = stats.permutation_test(a, b, clusters=clusters, n_resamples=20000, seed=2)
+    assert not r.extra["exact"] and abs(r.p - exact) <= _mc_bound(exact, 20000), (r.p, exact)
+    assert r.p == stats.permutation_test(a, b, clusters=clusters, n_resamples=20000, seed=2).p
+
+
+def test_sign_flip_is_one_function_of_the_seed(monkeypatch):
+    from vlamb_nb.stats import permutation
+
+    d = np.random.default_rng(0).normal(0.05, 1.0, 3000)
+    d[:400] = 1.0  # one common value (binomial) beside continuous ones (byte tables)
+    p = stats.sign_flip_test(d, 6000, rng=7).p
+    assert p == stats.sign_flip_test(d, 6000, rng=np.random.default_rng(7)).p
+    assert p == stats.sign_flip_test(d, 6000, rng=7, threads=1).p
+    nulls = {seed: permutation._monte_carlo(*np.unique(np.abs(d), return_counts=True), 6000,
+                                            np.random.default_rng(seed), None) for seed in (7, 8)}
+    assert not np.array_equal(nulls[7], nulls[8])
+    monkeypatch.setattr(permutation, "THREAD_LOOKUPS", 0)  # force threads: parts drawn in any order
+    for threads in (1, 2, 4):
+        again = permutation._monte_carlo(*np.unique(np.abs(d), return_counts=True), 6000,
+                                         np.random.default_rng(7), threads)
+        assert np.array_equal(again, nulls[7]), threads
+    # the documented rule, for 0/1 differences: per part, a PCG64 seeded by one 64-bit draw of the
+    # seed's generator, one Binomial(k, 1/2) per resample
+    d = np.array([1.0] * 170 + [-1.0] * 130)
+    seeds = np.random.default_rng(3).integers(0, 2**64, size=3, dtype=np.uint64)
+    null = np.concatenate([2 * np.random.Generator(np.random.PCG64(int(s))).binomial(
+        [300], 0.5, size=(min(permutation.PART_ROWS, 9000 - i * permutation.PART_ROWS), 1))[:, 0] - 300
+        for i, s in enumerate(seeds)])
+    assert len(null) == 9000 and permutation.PART_ROWS == 4096
+    less, greater = np.count_nonzero(null <= 40) + 1, np.count_nonzero(null >= 40) + 1
+    assert stats.sign_flip_test(d, 9000, rng=3).p == min(1.0, 2 * min(less, greater) / 9001)
+    # an enumerated p draws nothing: the seed cannot change it
+    assert stats.sign_flip_test(d[:15], 10, rng=1).p == stats.sign_flip_test(d[:15], 10, rng=2).p
 
 
 # ----------------------------------------------------------------------------- small samples
@@ -683,7 +890,8 @@ def test_benchmark_fails_loudly_when_a_vectorized_case_misses_its_target(monkeyp
             bench.Row("mean ok", 0.1, 0.31, target=3.0)]
     assert bench.missed_cases(rows) == ["slow (0.50x < 1x)", "mean (2.50x < 3x)"]
     # best of 3: one hiccup decides nothing; a tiny size has no 3x to give, so that target is off here
-    args = ["--n", "300", "--resamples", "300", "--repeat", "3", "--continuous-target", "1"]
+    args = ["--n", "300", "--resamples", "300", "--repeat", "3", "--continuous-target", "1",
+            "--permutation-target", "1"]
     assert bench.main(args) == 0
     real = stats.bootstrap_ci
 
@@ -695,3 +903,8 @@ def test_benchmark_fails_loudly_when_a_vectorized_case_misses_its_target(monkeyp
     monkeypatch.setattr(bench.stats, "bootstrap_ci", slow_bootstrap_ci)
     assert bench.main(args) == 1
     assert "FAIL: below target: mean of continuous values (" in capsys.readouterr().err
+    # the sign-flip cases are gated (scipy's is not): an unreachable target names both of them
+    assert bench.main([*args[:-2], "--permutation-target", "1e9"]) == 1
+    err = capsys.readouterr().err
+    assert "paired permutation, accuracy (" in err and "paired permutation, continuous values (" in err
+    assert "[scipy]" not in err
