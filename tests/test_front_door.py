@@ -14,12 +14,17 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import hubstub
 import pytest
+import release_fixtures as rf
 
 from vlamb_nb import cli
 from vlamb_nb.benchmarks import PAPERS, needs_weights, notebooks
 
 pytestmark = pytest.mark.slow
+
+stand_in_hub = hubstub.stand_in_hub
+static_server = hubstub.static_server
 
 NAME = "acme/vlm-7b"
 
@@ -107,9 +112,18 @@ def test_the_answers_have_each_benchmarks_shape():
     assert json.loads(answer("Report bbox coordinates in JSON format."))[0]["bbox_2d"] == [10, 10, 60, 60]
 
 
-def test_one_command_runs_a_served_model_through_every_paper_and_writes_the_report_card(tmp_path, monkeypatch):
+@pytest.mark.shared
+def test_one_command_runs_a_served_model_through_every_paper_and_writes_the_report_card(
+        tmp_path, monkeypatch, stand_in_hub, static_server, shared_data):
+    from vlamb_nb.releases import fetch
+
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    # every paper's release, fetched from the stand-ins as a user fetches it from the hub and the release URLs
+    monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "data-home"))
+    monkeypatch.setenv("VLAMB_MIRRORS", rf.serve_releases(stand_in_hub, static_server))
+    revisions = {p.name: fetch(p.name, token=stand_in_hub.token, models=False, progress=False)["revision"]
+                 for p in PAPERS}
     server = Endpoint()
     try:
         code = cli.main(["reproduce", "--run-id", "served", "--out", str(tmp_path / "runs"),
@@ -141,9 +155,15 @@ def test_one_command_runs_a_served_model_through_every_paper_and_writes_the_repo
     heads = [h for nb in model_notebooks for h in results[nb]["results"].get("headline", [])]
     assert {h["paper"] for h in heads} == {p.name for p in PAPERS}
     assert {h["profile"] for h in heads} == {"paper"} and {h["model"] for h in heads} == {f"openai:{NAME}"}
+    # every row stands on the fetched release, at its revision, and says how much of it the run asked
+    for h in heads:
+        assert h["data"]["kind"] == "release" and h["data"]["revision"] == revisions[h["paper"]], h
+        assert h["data"]["n_run"] == 3 < h["data"]["n_items"], h
     report = (run / "report.md").read_text()
     assert report.startswith(f"# Report card: openai:{NAME} (paper profile)")
     assert "PIPELINE DEMO" not in report.split("# Reproduction report")[0]
+    assert f"hub:dddraxxx/ref-adv-s@{revisions['refadv'][:7]} · 3 of 1,142" in report
+    assert "on a subset: 3 of 1,142 items" in report
     assert (run / "figures" / "card" / "report_card.png").is_file()
     assert not (run / "figures" / "card" / "demo").exists()
 
