@@ -745,5 +745,8 @@ def example(*, n_resamples: int = N_RESAMPLES, seed: int = 0) -> Comparison:
     files = sorted(folder.glob("*_direct_predictions.jsonl"))
     if len(files) < 2:
         raise NotAvailableError(f"fewer than two released Ref-Adv direct runs in {folder.name}/")
-    return compare(files, n_resamples=n_resamples, seed=seed,
-                   title="Released Ref-Adv-s runs (direct prompt) compared on their common rows")
+    out = compare(files, n_resamples=n_resamples, seed=seed,
+                  title="Released Ref-Adv-s runs (direct prompt) compared on their common rows")
+    for m in out.models:  # the released files by name: where they lie on this machine is no part of the result
+        m["origins"] = [Path(o).name for o in m["origins"]]
+    return out
