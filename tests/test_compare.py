@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 from itertools import combinations
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,7 +18,7 @@ import yaml
 
 from vlamb_nb import get_benchmark
 from vlamb_nb.compare import Run, compare
-from vlamb_nb.errors import SettingError
+from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.models import ScriptedModel
 
 N_VAGUE = 20
@@ -334,3 +333,23 @@ def test_a_sweep_of_two_replayed_models_on_two_papers_ends_with_the_comparison(t
     assert sweep(conf, quiet=True) == 0
     assert {p: p.read_text() for p in (out / "predictions").rglob("*.jsonl")} == before
     assert json.loads((out / "comparison.json").read_text())["pairs"] == result["pairs"]
+
+
+def test_a_reproduce_run_folder_is_read_from_its_stores_and_its_notebook_source(vague_runs, tmp_path):
+    import shutil
+
+    run = tmp_path / "runs" / "r1"
+    for name in ("a", "b"):
+        target = run / "vague" / f"model-{name}" / "vague__vlm.jsonl"
+        target.parent.mkdir(parents=True)
+        shutil.copyfile(vague_runs["stores"][name], target)
+    (run / "results.json").write_text(json.dumps({"vague": {"ok": True, "parameters": {
+        "source": str(vague_runs["src"])}, "results": {}}}))
+    c = compare([run], n_resamples=B)
+    a_right, b_right = vague_runs["right"]["a"], vague_runs["right"]["b"]
+    row = _pair(c, "model-a", "model-b")
+    assert row["diff"] == pytest.approx(100 * (len(a_right) - len(b_right)) / N_VAGUE)
+    assert row["p"] == pytest.approx(exact_mcnemar(len(a_right - b_right), len(b_right - a_right)))
+    (run / "results.json").write_text(json.dumps({"vague": {"ok": True, "parameters": {}, "results": {}}}))
+    with pytest.raises(DataError, match="--source vague=PATH"):
+        compare([run], n_resamples=B)

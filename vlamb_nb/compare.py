@@ -595,6 +595,7 @@ def _sweep_runs(folder: Path) -> list[Run]:
 def _reproduce_runs(folder: Path, sources: Any) -> list[Run]:
     """The stores a reproduce run left under ``<run>/<paper>/``, scored against the source its notebook was
     given (``sources`` override), else the one generated sample the notebook wrote there."""
+    from vlamb_nb import get_benchmark
     from vlamb_nb.benchmarks import list_benchmarks
 
     results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
@@ -603,15 +604,21 @@ def _reproduce_runs(folder: Path, sources: Any) -> list[Run]:
         pdir = folder / paper
         if not pdir.is_dir():
             continue
-        stores = sorted(s for s in pdir.rglob(f"{paper}__*.jsonl"))
+        settings = set(get_benchmark(paper).settings)
+        stores = sorted(s for s in pdir.rglob(f"{paper}__*.jsonl") if s.stem.split("__", 1)[1] in settings)
         if not stores:
             continue
-        source = _source_for(paper, sources) or ((results.get(paper) or {}).get("parameters") or {}).get("source")
+        given = (results.get(paper) or {}).get("parameters") or {}
+        source = _source_for(paper, sources) or given.get("source")
         if source is None:
             samples = sorted(d for d in pdir.iterdir() if d.is_dir() and d.name.startswith("sample-"))
             source = samples[0] if len(samples) == 1 else None
-        for s in stores:
-            out.append(score_store(s, source=source))
+        if source is None:
+            raise DataError(f"the {paper} notebook was given no source and left no single generated sample: give "
+                            f"the data it ran on (--source {paper}=PATH)", source=str(pdir))
+        elif not Path(str(source)).is_absolute() and (folder / str(source)).exists():
+            source = folder / str(source)
+        out += [score_store(s, source=source) for s in stores]
     if not out:
         raise DataError("no prediction stores under the run folder", source=str(folder))
     return out
