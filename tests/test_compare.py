@@ -353,3 +353,17 @@ def test_a_reproduce_run_folder_is_read_from_its_stores_and_its_notebook_source(
     (run / "results.json").write_text(json.dumps({"vague": {"ok": True, "parameters": {}, "results": {}}}))
     with pytest.raises(DataError, match="--source vague=PATH"):
         compare([run], n_resamples=B)
+
+
+def test_the_package_calls_compare_and_stays_light(vague_runs):
+    import subprocess
+    import sys
+
+    import vlamb_nb
+
+    c = vlamb_nb.compare([vague_runs["stores"]["a"], vague_runs["stores"]["b"]], sources=str(vague_runs["src"]),
+                         n_resamples=B)
+    assert len(c.pairs) == 3 and isinstance(c.values, pd.DataFrame)
+    code = "import sys, vlamb_nb; print(sorted(m for m in ('numpy', 'pandas', 'torch') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

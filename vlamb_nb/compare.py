@@ -26,7 +26,9 @@ import json
 import math
 import os
 import shutil
+import sys
 import tempfile
+import types
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -757,3 +759,14 @@ def example(*, n_resamples: int = N_RESAMPLES, seed: int = 0) -> Comparison:
     for m in out.models:  # the released files by name: where they lie on this machine is no part of the result
         m["origins"] = [Path(o).name for o in m["origins"]]
     return out
+
+
+class _CallableModule(types.ModuleType):
+    """``vlamb_nb.compare(runs, ...)`` reads as the one thing this module does; the module stays importable as
+    a module (``from vlamb_nb.compare import compare, Run``)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Comparison:
+        return compare(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
