@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from itertools import combinations
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -367,3 +368,30 @@ def test_the_package_calls_compare_and_stays_light(vague_runs):
     code = "import sys, vlamb_nb; print(sorted(m for m in ('numpy', 'pandas', 'torch') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _with_data(src: Path, dst: Path, data: dict) -> Path:
+    """A copy of a store whose run meta records ``data`` (what the runner stores with every record)."""
+    recs = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
+    dst.write_text("".join(json.dumps({**r, "run": {**r["run"], "data": data}}) + "\n" for r in recs))
+    return dst
+
+
+def test_cli_refuses_runs_of_different_data_in_one_line_unless_asked(vague_runs, tmp_path, capsys):
+    from vlamb_nb.cli import main
+
+    s = vague_runs["stores"]
+    release = {"kind": "release", "release": "hub:HazelNam/vague-bench", "revision": "1111111", "n_items": 1000,
+               "label": "VAGUE"}
+    sample = {"kind": "sample", "release": None, "revision": None, "n_items": N_VAGUE, "label": "generated sample"}
+    a = _with_data(s["a"], tmp_path / "a.jsonl", release)
+    b = _with_data(s["b"], tmp_path / "b.jsonl", sample)
+    args = ["compare", str(a), str(b), "--source", str(vague_runs["src"]), "--n-resamples", str(B), "--out",
+            str(tmp_path / "cmp")]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "runs of different data" in err and "generated sample" in err
+    assert main([*args, "--allow-different-data", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["allowed"] and "different data" in out["allowed"][0]
+    assert out["models"][0]["data"]["vague/vlm"] == release

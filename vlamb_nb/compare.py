@@ -265,12 +265,13 @@ class Comparison:
     correction: str = "holm"
     baseline: str | None = None
     title: str = "Model comparison"
+    allowed: list[str] = field(default_factory=list)  # refusals waived on request (different data or settings)
 
     def to_dict(self) -> dict[str, Any]:
         from vlamb_nb.report_card import _clean
 
         return _clean({"title": self.title, "correction": self.correction, "baseline": self.baseline,
-                       "notes": self.notes, "models": self.models,
+                       "allowed": self.allowed, "notes": self.notes, "models": self.models,
                        "values": self.values.to_dict(orient="records"),
                        "pairs": self.pairs.to_dict(orient="records")})
 
@@ -328,6 +329,7 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
     if baseline is not None and baseline not in models:
         raise SettingError(f"baseline {baseline!r} is not one of the compared models: {', '.join(models)}")
     notes: list[str] = []
+    allowed: list[str] = []
     by_paper: dict[str, list[Run]] = {}
     for r in loaded:
         by_paper.setdefault(r.paper, []).append(r)
@@ -344,6 +346,7 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
             if not allow_different_settings:
                 raise SettingError(f"{paper}: runs of different settings ({desc}); settings are never paired — "
                                    "pass --allow-different-settings to compare the settings they share")
+            allowed.append(f"{paper}: different settings ({desc})")
             notes.append(f"{paper}: runs of different settings ({desc}); only the shared settings are compared "
                          "(allowed)")
         diff = _data_difference(pruns)
@@ -351,6 +354,7 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
             if not allow_different_data:
                 raise SettingError(f"{paper}: runs of different data: {diff}; pass --allow-different-data to "
                                    "compare them on their common items anyway")
+            allowed.append(f"{paper}: different data ({diff})")
             notes.append(f"{paper}: compared across different data (allowed): {diff}")
         else:
             notes.append(_data_note(paper, pruns))
@@ -415,7 +419,7 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
                      "data": {f"{r.paper}/{r.setting}": r.data for r in rs},
                      "deviations": sorted({d for r in rs for d in r.deviations})})
     return Comparison(pd.DataFrame(value_rows, columns=value_cols), pairs_df, notes, meta, correction, baseline,
-                      title)
+                      title, allowed)
 
 
 def _unique_names(runs: list[Run]) -> None:
@@ -649,6 +653,8 @@ def markdown(c: Comparison) -> str:
     lines = [f"# {c.title}", ""]
     if c.baseline:
         lines += [f"Every model is compared with **{_md(c.baseline)}**.", ""]
+    for a in c.allowed:
+        lines += [f"> **Compared on request despite {_md(a)}.**", ""]
     lines += ["| paper | setting | metric | slice | model | value [95% CI] | n | rank [95% interval] | dropped |",
               "|---|---|---|---|---|---|---|---|---|"]
     for r in c.values.to_dict(orient="records"):
@@ -669,7 +675,8 @@ def markdown(c: Comparison) -> str:
             lines.append(f"| {r['paper']} | {_md(r['setting'])} | {_md(r['metric'])} | {_md(r['slice'])} | "
                          f"{_md(r['model_a'])} | {_md(r['model_b'])} | {_fmt(r['diff'])} [{_fmt(r['ci_low'])}, "
                          f"{_fmt(r['ci_high'])}] | {_md(r['test'])} | {_p(r['p'])} | {_p(r['p_adjusted'])} |")
-        lines.append("")
+        lines += ["", "McNemar counts items as independent; where items share an image or a pair, the interval "
+                  "(which resamples whole images or pairs) is the more cautious guide.", ""]
     if c.notes:
         lines += ["**Notes**", ""] + [f"- {_md(n)}" for n in c.notes] + [""]
     lines += ["**Models**", ""]
