@@ -395,3 +395,16 @@ def test_cli_refuses_runs_of_different_data_in_one_line_unless_asked(vague_runs,
     out = json.loads(capsys.readouterr().out)
     assert out["allowed"] and "different data" in out["allowed"][0]
     assert out["models"][0]["data"]["vague/vlm"] == release
+
+
+def test_different_deviations_are_compared_and_listed_per_model():
+    a, b = _runs_with(RELEASE, RELEASE)
+    a.deviations = ["quantization: paper full/half precision weights; here 4bit [affects all]", "decoding: greedy"]
+    b.deviations = ["decoding: greedy"]
+    c = compare([a, b], n_resamples=B)
+    assert len(c.pairs) == 1
+    md = c.markdown()
+    assert "- **A**: refadv/direct; own deviations: quantization" in md
+    assert "- **B**: refadv/direct; own deviations: none" in md
+    assert "Deviations of every model:\n\n- decoding: greedy" in md
+    assert {m["model"]: m["deviations"] for m in c.to_dict()["models"]}["A"][1].startswith("quantization")

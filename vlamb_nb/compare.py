@@ -679,10 +679,14 @@ def markdown(c: Comparison) -> str:
                   "(which resamples whole images or pairs) is the more cautious guide.", ""]
     if c.notes:
         lines += ["**Notes**", ""] + [f"- {_md(n)}" for n in c.notes] + [""]
-    lines += ["**Models**", ""]
+    shared = set.intersection(*(set(m["deviations"]) for m in c.models)) if c.models else set()
+    lines += ["**Models** (each model's own deviations from the papers' setups; those of every model below)", ""]
     for m in c.models:
-        devs = "; ".join(m["deviations"]) or "none recorded"
-        lines.append(f"- **{_md(m['model'])}**: {', '.join(m['runs'])}; deviations: {_md(devs)}")
+        own = [d for d in m["deviations"] if d not in shared]
+        lines.append(f"- **{_md(m['model'])}**: {', '.join(m['runs'])}; own deviations: "
+                     f"{_md('; '.join(own)) if own else 'none'}")
+    if shared:
+        lines += ["", "Deviations of every model:", ""] + [f"- {_md(d)}" for d in sorted(shared)]
     lines.append("")
     return "\n".join(lines)
 
