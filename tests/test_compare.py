@@ -408,3 +408,16 @@ def test_different_deviations_are_compared_and_listed_per_model():
     assert "- **B**: refadv/direct; own deviations: none" in md
     assert "Deviations of every model:\n\n- decoding: greedy" in md
     assert {m["model"]: m["deviations"] for m in c.to_dict()["models"]}["A"][1].startswith("quantization")
+
+
+def test_one_model_name_from_two_places_is_never_merged():
+    a, b = _runs_with(None, None)
+    b.model = a.model = "openai:m"
+    a.endpoint, b.endpoint = "http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1"
+    c = compare([a, b], n_resamples=B)
+    assert set(c.values["model"]) == {"openai:m @ 127.0.0.1:8001", "openai:m @ 127.0.0.1:8002"}
+    x, y = _runs_with(None, None)
+    x.model = y.model = "m"
+    x.origin, y.origin = "runs/one/refadv__direct.jsonl", "runs/two/refadv__direct.jsonl"
+    assert set(compare([x, y], n_resamples=B).values["model"]) == {"m (one/refadv__direct.jsonl)",
+                                                                   "m (two/refadv__direct.jsonl)"}

@@ -57,6 +57,7 @@ class Run:
     origin: str = ""  # the file or folder it came from
     data: dict[str, Any] | None = None  # the data identity (kind, release, revision, n_items, label)
     deviations: list[str] = field(default_factory=list)
+    endpoint: str | None = None  # a served model's address (credentials masked): one name on two servers
 
 
 @dataclass
@@ -428,12 +429,19 @@ def _unique_names(runs: list[Run]) -> None:
     seen: dict[tuple[str, str, str], list[Run]] = {}
     for r in runs:
         seen.setdefault((r.model, r.paper, r.setting), []).append(r)
+    from urllib.parse import urlsplit
+
     for group in seen.values():
-        if len(group) > 1:
-            for i, r in enumerate(group, 1):
-                r.model = f"{r.model} ({Path(r.origin).name or i})"
-                if sum(x.model == r.model for x in group) > 1:
-                    r.model = f"{r.model} #{i}"
+        if len(group) < 2:
+            continue
+        hosts = [urlsplit(r.endpoint).netloc.rpartition("@")[2] if r.endpoint else "" for r in group]
+        by_host = len(set(hosts)) == len(group)
+        for i, (r, host) in enumerate(zip(group, hosts, strict=True), 1):
+            where = host if by_host else "/".join(Path(r.origin).parts[-2:]) or str(i)
+            r.model = f"{r.model} @ {where}" if by_host else f"{r.model} ({where})"
+        for i, r in enumerate(group, 1):
+            if sum(x.model == r.model for x in group) > 1:
+                r.model = f"{r.model} #{i}"
 
 
 # -- reading RUNs ------------------------------------------------------------------------------------------------
@@ -561,7 +569,7 @@ def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None
                 scored = bench.evaluate(_StoredAnswers(info), items, setting, store=copy, progress=False, **opts)
     devs = [_deviation_line(d) for d in meta.get("deviations") or []]
     return Run(model=name or _model_name(meta["model"]), paper=paper, setting=setting, scored=scored,
-               origin=str(path), data=meta.get("data"), deviations=devs)
+               origin=str(path), data=meta.get("data"), deviations=devs, endpoint=info.endpoint)
 
 
 def _deviation_line(d: Any) -> str:
