@@ -421,3 +421,24 @@ def test_one_model_name_from_two_places_is_never_merged():
     x.origin, y.origin = "runs/one/refadv__direct.jsonl", "runs/two/refadv__direct.jsonl"
     assert set(compare([x, y], n_resamples=B).values["model"]) == {"m (one/refadv__direct.jsonl)",
                                                                    "m (two/refadv__direct.jsonl)"}
+
+
+def test_racquet_shares_are_compared_by_image_with_the_paired_bootstrap():
+    rng = np.random.default_rng(1)
+    n = 48
+    images = [f"http://images/{i // 4}.jpg" for i in range(n)]  # four questions per image
+
+    def frame(labels) -> pd.DataFrame:
+        return pd.DataFrame({"id": [f"general-{i}" for i in range(n)], "subset": "general", "image_url": images,
+                             "label": labels})
+    la, lb = rng.choice(["A", "B", "C"], n, p=[0.6, 0.3, 0.1]), rng.choice(["A", "B", "C"], n, p=[0.3, 0.4, 0.3])
+    c = compare([Run("A", "racquet", "direct", frame(la)), Run("B", "racquet", "direct", frame(lb))], n_resamples=B)
+    explicit = _pair(c, "A", "B", "Explicit share", "GENERAL")
+    assert explicit["diff"] == pytest.approx(100 * (np.mean(la == "A") - np.mean(lb == "A")))
+    assert explicit["test"].startswith("paired bootstrap") and "cluster" in explicit["ci_method"]
+    risk = c.values[c.values["metric"] == "High Risk share"].set_index("model")
+    assert not risk["higher_is_better"].any() and risk.loc["A", "rank"] == 1  # fewer risky answers rank first
+    assert (risk["n_clusters"] == 12).all()
+    unlabelled = compare([Run("A", "racquet", "direct", frame([None] * n)),
+                          Run("B", "racquet", "direct", frame(lb))], n_resamples=B)
+    assert unlabelled.pairs.empty and any("no judge labels" in note for note in unlabelled.notes)
