@@ -482,8 +482,9 @@ def build_parser() -> argparse.ArgumentParser:
     cm.add_argument("--allow-different-settings", action="store_true",
                     help="compare models that ran different settings on the settings they share; recorded")
     cm.add_argument("--out", help="folder for comparison.md, .json and the figure (default ./comparison)")
-    cm.add_argument("--n-resamples", type=int, default=2000, metavar="B")
-    cm.add_argument("--seed", type=int, default=0)
+    cm.add_argument("--n-resamples", type=int, default=2000, metavar="B",
+                    help="bootstrap resamples behind every interval and rank (default 2000)")
+    cm.add_argument("--seed", type=int, default=0, help="seed of the resamples")
     cm.add_argument("--json", action="store_true", help="print machine-readable JSON instead of markdown")
     cm.add_argument("--example", action="store_true",
                     help="the released Ref-Adv direct runs on their common rows (needs ../shared)")

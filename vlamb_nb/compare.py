@@ -320,6 +320,9 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
 
     if correction not in ("holm", "bh"):
         raise SettingError(f"unknown correction {correction!r}; use holm or bh")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 100:
+        raise SettingError(f"n_resamples must be an integer of at least 100 (intervals and ranks need them), got "
+                           f"{n_resamples!r}")
     loaded: list[Run] = []
     for r in runs:
         loaded += [r] if isinstance(r, Run) else load_runs(r, sources=sources)
