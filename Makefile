@@ -21,13 +21,16 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# the notebooks, then the example report card (a released Ref-Adv run replayed; skipped, exit 3, without the
-# released data beside the checkout)
+# the notebooks, then the example report card (a released Ref-Adv run replayed) and the example comparison (the
+# released Ref-Adv runs on their common rows); each skipped, exit 3, without the released data beside the checkout
 reproduce: $(STAMP)
 	$(BIN)/vlamb-nb reproduce --update-figures
 	@$(BIN)/vlamb-nb card --example --update-figures > /dev/null; rc=$$?; \
 	  if [ $$rc -eq 3 ]; then echo "example report card skipped: no released Ref-Adv data beside the checkout"; \
 	  elif [ $$rc -ne 0 ]; then exit $$rc; else echo "figures/card/report_card.png refreshed"; fi
+	@$(BIN)/vlamb-nb compare --example --update-figures > /dev/null; rc=$$?; \
+	  if [ $$rc -eq 3 ]; then echo "example comparison skipped: no released Ref-Adv data beside the checkout"; \
+	  elif [ $$rc -ne 0 ]; then exit $$rc; else echo "figures/compare/refadv_released_runs.png refreshed"; fi
 
 # the venv's own ipykernel is the notebooks' "python3" kernel; ipywidgets 8 needs no extension step
 lab: $(STAMP)

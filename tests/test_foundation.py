@@ -31,7 +31,7 @@ def test_cli_help_lists_every_command(capsys):
     with pytest.raises(SystemExit):
         cli.main(["--help"])
     out = capsys.readouterr().out
-    for c in ("data", "score", "run", "reference", "reproduce", "make-tiny-model", "sweep"):
+    for c in ("data", "score", "run", "reference", "reproduce", "make-tiny-model", "sweep", "compare"):
         assert c in out
 
 

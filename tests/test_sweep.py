@@ -110,6 +110,10 @@ def test_sweep_two_tiny_models_two_benchmarks_resumes(tmp_path):
         assert recs[: len(before.get(path, []))] == before.get(path, []), f"{path}: earlier records changed"
     summary = (out / "summary.csv").read_text().splitlines()
     assert len(summary) == 1 + len(MODELS) * len(BENCHES)
+    # and it ends with the comparison of its models on the items both answered
+    assert "Comparison of 2 models" in (out / "summary.md").read_text()
+    compared = json.loads((out / "comparison.json").read_text())
+    assert {p["paper"] for p in compared["pairs"]} == set(BENCHES)
 
 
 def test_the_example_sweep_file_in_the_repository_loads():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["PAPERS", "__version__", "get_benchmark", "list_benchmarks"]
+__all__ = ["PAPERS", "__version__", "compare", "get_benchmark", "list_benchmarks"]
 
 
 def __getattr__(name: str):
@@ -16,6 +16,10 @@ def __getattr__(name: str):
         from vlamb_nb.benchmarks import list_benchmarks as _list
 
         return tuple(_list())
+    if name == "compare":  # vlamb_nb.compare(runs, ...): the module, callable as its compare(); loaded on first use
+        import vlamb_nb.compare as _compare
+
+        return _compare
     raise AttributeError(f"module 'vlamb_nb' has no attribute {name!r}")
 
 

@@ -1,4 +1,4 @@
-"""``vlamb-nb``: dataset statistics, scoring, runs, reference checks and the one-command reproduction.
+"""``vlamb-nb``: dataset statistics, scoring, runs, comparisons, reference checks and the one-command reproduction.
 
 Every subcommand dispatches to the benchmark's own methods, so the CLI adds no logic of
 its own. Expected failures (bad input, missing feature) print one line and exit non-zero.
@@ -345,6 +345,64 @@ def cmd_card(a: argparse.Namespace) -> int:
     return 0
 
 
+def _sources(items: Sequence[str] | None) -> dict[str, str] | str | None:
+    """``--source PAPER=PATH`` (repeatable), or one ``--source PATH`` for stores of one paper."""
+    if not items:
+        return None
+    if len(items) == 1 and "=" not in items[0]:
+        return items[0]
+    out = {}
+    for it in items:
+        paper, sep, path = it.partition("=")
+        if not sep or not path:
+            raise VlambError(f"expected --source PAPER=PATH, got {it!r}")
+        out[paper.strip()] = path
+    return out
+
+
+def cmd_compare(a: argparse.Namespace) -> int:
+    """Models compared on the items all of them answered: values, paired differences and tests, ranks."""
+    from pathlib import Path
+
+    from vlamb_nb import compare
+    from vlamb_nb.paths import repo_root
+
+    if a.example:
+        if a.runs:
+            raise VlambError("--example compares the released Ref-Adv runs; give no RUN with it")
+        result = compare.example(n_resamples=a.n_resamples, seed=a.seed)
+    else:
+        if len(a.runs) < 1:
+            raise VlambError("give at least one RUN (a reproduce run folder, a sweep folder or a prediction store)")
+        if a.update_figures:
+            raise VlambError("--update-figures refreshes only the committed example (with --example)")
+        result = compare.compare(a.runs, baseline=a.baseline, correction=a.correction,
+                                 allow_different_data=a.allow_different_data,
+                                 allow_different_settings=a.allow_different_settings, sources=_sources(a.source),
+                                 n_resamples=a.n_resamples, seed=a.seed)
+    if a.example and a.update_figures:  # only the committed figure: nothing else is written into the checkout
+        import matplotlib.pyplot as plt
+
+        from vlamb_nb.plots import save_figure
+
+        fig = result.figure()
+        save_figure(fig, "compare", EXAMPLE_NAME, directory=repo_root() / "figures")
+        plt.close(fig)
+        written = [repo_root() / "figures" / "compare" / f"{EXAMPLE_NAME}.{x}" for x in ("png", "pdf")]
+    else:
+        written = result.save(Path(a.out or "comparison"), name=EXAMPLE_NAME if a.example else "comparison")
+    if a.json:
+        _emit(result.to_dict(), True)
+    else:
+        print(result.markdown())
+    print("written: " + ", ".join(str(w) for w in written), file=sys.stderr)
+    return 0
+
+
+#: the committed example's file name under figures/compare/
+EXAMPLE_NAME = "refadv_released_runs"
+
+
 def cmd_make_tiny(a: argparse.Namespace) -> int:
     from vlamb_nb.models.tiny import build_tiny
 
@@ -482,6 +540,32 @@ def build_parser() -> argparse.ArgumentParser:
     cd.add_argument("--update-figures", action="store_true",
                     help="with --example: write the figure into the checkout's figures/card/")
     cd.set_defaults(func=cmd_card)
+
+    cm = sub.add_parser("compare", help="compare models on the items all of them answered: differences, tests, "
+                                        "ranks")
+    cm.add_argument("runs", nargs="*", metavar="RUN",
+                    help="a reproduce run folder, a sweep's output folder (every model in it), a prediction store "
+                         "or an official Ref-Adv per-row file")
+    cm.add_argument("--baseline", metavar="NAME", help="compare every model with this one instead of all pairs")
+    cm.add_argument("--correction", choices=["holm", "bh"], default="holm",
+                    help="multiple-testing correction over all the tests (default holm; bh: Benjamini-Hochberg)")
+    cm.add_argument("--source", action="append", metavar="[PAPER=]PATH",
+                    help="the data a prediction store was run on (repeatable, one per paper)")
+    cm.add_argument("--allow-different-data", action="store_true",
+                    help="compare runs of different data (release, revision, a sample) on their common items; "
+                         "recorded in the output")
+    cm.add_argument("--allow-different-settings", action="store_true",
+                    help="compare models that ran different settings on the settings they share; recorded")
+    cm.add_argument("--out", help="folder for comparison.md, .json and the figure (default ./comparison)")
+    cm.add_argument("--n-resamples", type=int, default=2000, metavar="B",
+                    help="bootstrap resamples behind every interval and rank (default 2000)")
+    cm.add_argument("--seed", type=int, default=0, help="seed of the resamples")
+    cm.add_argument("--json", action="store_true", help="print machine-readable JSON instead of markdown")
+    cm.add_argument("--example", action="store_true",
+                    help="the released Ref-Adv direct runs on their common rows (needs ../shared)")
+    cm.add_argument("--update-figures", action="store_true",
+                    help="with --example: write the figure into the checkout's figures/compare/")
+    cm.set_defaults(func=cmd_compare)
 
     mt = sub.add_parser("make-tiny-model", help="build a tiny random checkpoint (tests, offline demos)")
     mt.add_argument("family")

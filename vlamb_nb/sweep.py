@@ -2,7 +2,8 @@
 
 One job per (model, quantization) loads the model once and runs every benchmark and setting,
 each into its own prediction store, so an interrupted sweep resumes without redoing finished
-items. Jobs go through submitit: ``executor: local`` runs them one after another on this
+items. When the jobs are done the sweep compares its models on the items all of them answered
+(:mod:`vlamb_nb.compare`: ``comparison.md``, ``comparison.json`` and the figure in ``out_dir``). Jobs go through submitit: ``executor: local`` runs them one after another on this
 machine (the same job code as on a cluster), ``executor: slurm`` submits them to SLURM.
 
 Example::
@@ -21,12 +22,15 @@ Example::
       - Qwen/Qwen2.5-VL-7B-Instruct
       - {spec: llava-hf/llava-1.5-7b-hf, quantization: [4bit, none], name: llava15}
       - {spec: "openai:Qwen/Qwen2.5-VL-72B-Instruct", options: {base_url: "http://gpu-node:8000/v1"}}
+      - {spec: "openai:Qwen/Qwen2.5-VL-72B-Instruct", options: {base_url: "http://gpu-node2:8000/v1"}}
     benchmarks:
       - {name: vague, source: HazelNam/vague-bench, settings: [vlm, lm], limit: 100}
       - {name: refadv, settings: [direct]}
 
-``concurrency``, ``timeout``, ``max_retries`` and ``deadline`` apply to every ``openai:`` model (a model's
-own ``options`` win; ``vlamb-nb sweep --concurrency N ...`` wins over both); local models ignore them.
+One ``openai:`` model name on two endpoints (unnamed) is two models, named with their endpoint's host
+(``openai:Qwen/...@gpu-node-8000``), so their stores never collide. ``concurrency``, ``timeout``,
+``max_retries`` and ``deadline`` apply to every ``openai:`` model (a model's own ``options`` win;
+``vlamb-nb sweep --concurrency N ...`` wins over both); local models ignore them.
 """
 
 from __future__ import annotations
@@ -164,10 +168,32 @@ def load_config(path: str | os.PathLike, *, remote: dict[str, Any] | None = None
                                  model_options=options, progress=bool(raw.get("progress", True))))
     if not jobs:
         raise DataError("no models listed", source=str(path), field="models")
+    _name_endpoints(jobs)
     slugs = [j.slug for j in jobs]
     if len(set(slugs)) != len(slugs):
         raise DataError("two models share a name; give them distinct 'name's", source=str(path), field="models")
     return SweepConfig(str(raw.get("name") or path.stem), executor, out_dir, jobs, slurm)
+
+
+def _name_endpoints(jobs: list[SweepJob]) -> None:
+    """One ``openai:`` model name served from two endpoints is two models (two checkpoints behind one name, a
+    4-bit and a 16-bit server): unnamed, each gets its endpoint's host in its name, so their stores and their
+    rows in the comparison never collide."""
+    from urllib.parse import urlsplit
+
+    from vlamb_nb.paths import slug
+
+    by_name: dict[tuple[str, str | None], list[SweepJob]] = {}
+    for j in jobs:
+        by_name.setdefault((j.model_name, j.quantization), []).append(j)
+    for group in by_name.values():
+        urls = [j.model_options.get("base_url") for j in group]
+        if len(group) < 2 or not all(j.model.startswith("openai:") and j.model_name == j.model for j in group) \
+                or len(set(urls)) < len(urls):
+            continue
+        for j, url in zip(group, urls, strict=True):
+            host = urlsplit(str(url)).netloc.rpartition("@")[2] if url else "default-endpoint"
+            j.model_name = f"{j.model_name}@{slug(host)}"
 
 
 def store_path(job: SweepJob, bench: str, setting: str) -> Path:
@@ -263,10 +289,32 @@ def sweep(config: str | os.PathLike, *, quiet: bool = False, remote: dict[str, A
     text = f"# Sweep {cfg.name}\n\n{md}\n"
     if failures:
         text += "\n## Failed jobs\n\n" + "".join(f"- {f}\n" for f in failures)
+    compared = write_comparison(cfg)
+    if compared:
+        text += f"\n{compared}\n"
     (cfg.out_dir / "summary.md").write_text(text, encoding="utf-8")
     if not quiet:
         print(text)
     return len(failures)
+
+
+def write_comparison(cfg: SweepConfig) -> str:
+    """The sweep's models compared on the items all of them answered (``comparison.md``, ``.json`` and the
+    figure in the output folder), from the stores on disk, so a resumed sweep compares everything it holds.
+    Returns a line for the summary; a comparison that cannot be made says why and never fails the sweep."""
+    from vlamb_nb.compare import compare
+
+    if len(cfg.jobs) < 2:
+        return "Comparison: one model only, nothing to compare."
+    try:
+        result = compare([cfg.out_dir], title=f"Sweep {cfg.name}: models compared on the same items")
+        result.save(cfg.out_dir, name="comparison")
+    except Exception as e:  # noqa: BLE001 - the jobs' stores are kept; the comparison can be rerun
+        msg = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+        return f"Comparison not written: {msg} (rerun: vlamb-nb compare {cfg.out_dir})"
+    return (f"Comparison of {len(result.models)} models: comparison.md, comparison.json, comparison.png "
+            f"({len(result.pairs)} paired tests, "
+            f"{result.correction}-adjusted).")
 
 
 def _has_tabulate() -> bool:
