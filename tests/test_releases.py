@@ -292,3 +292,48 @@ def test_reproduce_with_nothing_fetched_ranks_nothing_and_names_the_command(tmp_
     card = report_card.from_run(tmp_path / "runs" / "r")
     assert card.papers["mucar"].startswith("failed") and "vlamb-nb data fetch mucar" in card.papers["mucar"]
     assert not [h for h in card.headlines if h.rank is not None]
+
+
+@pytest.mark.slow
+def test_two_served_models_on_the_fetched_release_compare_with_the_mcnemar_p_their_answers_imply(
+        web, tmp_path, monkeypatch, capsys):
+    """Issue "many models": two reproduce runs of Ref-Adv on the same fetched rows, then `vlamb-nb compare --json`."""
+    import math
+
+    assert cli.main(["data", "fetch", "refadv", "-q"]) == 0
+    n = 40
+    rows = rf.refadv_rows()[:n]
+    box = {r["normal_caption"]: (r["row_idx"], r["gt_bbox_xyxy"]) for r in rows}
+    assert len(box) == n  # one expression per row, so the prompt names the row
+
+    def answers(hit):
+        def answer(prompt: str) -> str:
+            row = next((v for e, v in box.items() if e in prompt), None)
+            b = row[1] if row is not None and hit(row[0]) else [0, 0, 2, 2]
+            return json.dumps([{"bbox_2d": [round(x) for x in b], "label": "target"}])
+        return answer
+
+    monkeypatch.chdir(tmp_path)
+    runs = {}
+    for name, hit in (("a", lambda i: i % 2 == 0), ("b", lambda i: i % 3 == 0)):
+        with ChatEndpoint(answers(hit)) as server:
+            code = cli.main(["reproduce", "refadv", "--run-id", name, "--out", str(tmp_path / "runs"),
+                             "-p", f"model=openai:acme/Qwen2.5-VL-7B-{name}", "-p", f"base_url={server.base_url}",
+                             "-p", "settings=direct", "-p", f"limit={n}", "-p", "concurrency=16"])
+        assert code == 0
+        runs[name] = tmp_path / "runs" / name
+    capsys.readouterr()
+    assert cli.main(["compare", str(runs["a"]), str(runs["b"]), "--json", "--out", str(tmp_path / "cmp")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    pairs = [p for p in out["pairs"] if p["paper"] == "refadv" and p["setting"] == "direct"]
+    assert len(pairs) == 1, out["pairs"]
+    (pair,) = pairs
+    a_hits = {r["row_idx"] for r in rows if r["row_idx"] % 2 == 0}
+    b_hits = {r["row_idx"] for r in rows if r["row_idx"] % 3 == 0}
+    only_a, only_b = len(a_hits - b_hits), len(b_hits - a_hits)  # 13 and 7 discordant rows
+    assert pair["diff"] == pytest.approx(100 * (len(a_hits) - len(b_hits)) / n)
+    k, m = min(only_a, only_b), only_a + only_b
+    exact = min(1.0, 2 * sum(math.comb(m, i) for i in range(k + 1)) / 2 ** m)
+    assert pair["p"] == pytest.approx(exact)
+    assert {(d or {}).get("revision") for m in out["models"] for d in m["data"].values()} == {
+        web[0].repos[("dataset", "dddraxxx/ref-adv-s")].sha}  # both stood on the fetched release

@@ -609,6 +609,22 @@ def _sweep_runs(folder: Path) -> list[Run]:
     return out
 
 
+def _fetched_source(paper: str, stores: list[Path]) -> Any:
+    """The fetched release a paper-profile run stood on (its stores' data identity), or None for other runs; a
+    release fetched again at another revision is not the data the run asked about."""
+    data = _store_meta(stores[0]).get("data") or {}
+    if data.get("kind") != "release":
+        return None
+    from vlamb_nb.datahome import fetched
+
+    choice = fetched(paper)
+    if data.get("revision") and choice.identity.revision != data.get("revision"):
+        raise DataError(f"the run stood on {paper}'s release at {str(data.get('revision'))[:7]}, the data home holds "
+                        f"{str(choice.identity.revision)[:7]}: give the data it ran on (--source {paper}=PATH)",
+                        source=str(stores[0]))
+    return choice.source
+
+
 def _reproduce_runs(folder: Path, sources: Any) -> list[Run]:
     """The stores a reproduce run left under ``<run>/<paper>/``, scored against the source its notebook was
     given (``sources`` override), else the one generated sample the notebook wrote there."""
@@ -627,6 +643,8 @@ def _reproduce_runs(folder: Path, sources: Any) -> list[Run]:
             continue
         given = (results.get(paper) or {}).get("parameters") or {}
         source = _source_for(paper, sources) or given.get("source")
+        if source is None:
+            source = _fetched_source(paper, stores)
         if source is None:
             samples = sorted(d for d in pdir.iterdir() if d.is_dir() and d.name.startswith("sample-"))
             source = samples[0] if len(samples) == 1 else None
