@@ -438,7 +438,7 @@ def headline(runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0) ->
     humans; LLaVA and Qwen-VL-Chat only as the bound ">79%"), and on RACQUET-BIAS (``runs["bias"]``, labelled
     by hand) the Stereotypical share, which the paper gives no number for. Unlabelled answers stay in every
     denominator; intervals resample images."""
-    from vlamb_nb.report_card import Headline, headline_among_published, published, weighted_mean
+    from vlamb_nb.stats.ranking import Headline, headline_among_published, published, weighted_mean
 
     out = []
     direct = runs.get("direct")

@@ -194,7 +194,7 @@ def headline(runs: Any, *, n_resamples: int = 2000, seed: int = 0) -> list[Any]:
     twelve models. ``runs``: ``{setting: scored}`` or one scored frame holding several settings."""
     import pandas as pd
 
-    from vlamb_nb.report_card import headline_among_published, published, weighted_mean
+    from vlamb_nb.stats.ranking import headline_among_published, published, weighted_mean
 
     frames = list(runs.values()) if isinstance(runs, dict) else [runs]
     scored = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

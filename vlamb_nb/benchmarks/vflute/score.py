@@ -545,7 +545,7 @@ def weighted_macro_f1(label_true: Any, predictions: Any):
 def headline(runs: Any, *, n_resamples: int = 2000, seed: int = 0) -> list[Any]:
     """V-FLUTE's headline for the report card: F1@0 (the label) and F1@60 (the label with an adequate
     explanation, ExplanationScore > 0.6) of the first setting run, among Table 4's rows (723 test items)."""
-    from vlamb_nb.report_card import headline_among_published, published
+    from vlamb_nb.stats.ranking import headline_among_published, published
 
     if isinstance(runs, dict):
         if not runs:
