@@ -37,10 +37,10 @@ def demo_source(fallback_dir: str | os.PathLike | None = None, n: int = 12, seed
 def notebook_data(source: str | os.PathLike | None = None, *, n: int = 12, seed: int = 0) -> dict[str, Any]:
     """The notebook's data (the same shape in every paper's report): ``source``, or the released demo (31 real
     images) when present, else a generated sample; statistics and the pipeline use the same items."""
-    from vlamb_nb import get_benchmark
+    from vlamb_nb.benchmarks.refadv.benchmark import BENCHMARK
 
     path = source if source is not None else demo_source(n=n, seed=seed)
-    items = get_benchmark(PAPER).load(path)
+    items = BENCHMARK.load(path)
     kind = str(source) if source is not None else (
         "released demo" if (items["dataset"] == "ref-adv-s-demo").all() else f"generated sample (n={n}, seed={seed})")
     return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind}
@@ -265,13 +265,13 @@ def deletion_demo(items, *, model: Any, quantization: str | None = None, rewrite
     (the paper used the text LLM Qwen2.5-72B with unpublished prompts). The direct run shares its store with
     the settings' runs (``Benchmark.store_path``), so a notebook pays for it once.
     """
-    from vlamb_nb import get_benchmark
+    from vlamb_nb.benchmarks.refadv.benchmark import BENCHMARK
     from vlamb_nb.benchmarks.refadv.prompts import OFFICIAL_MAX_TOKENS
     from vlamb_nb.meta import Deviation
     from vlamb_nb.models import load_model
     from vlamb_nb.paths import run_dir
 
-    bench = get_benchmark(PAPER)
+    bench = BENCHMARK
     vlm = load_model(model, quantization=quantization) if isinstance(model, str) else model
     rw = vlm if rewriter is None else (load_model(rewriter, quantization=quantization)
                                        if isinstance(rewriter, str) else rewriter)
@@ -346,10 +346,10 @@ def example_card(*, run: str = EXAMPLE_RUN, workdir: Any = None, n_resamples: in
     rebuilt as a recording and replayed through the package's run path (requests → parse → repair → score) on
     the 31 released demo images, then placed among the other released runs on the same rows and the published
     Ref-Adv-s rows. The other papers were not run, and the card says so."""
-    from vlamb_nb import get_benchmark
     from vlamb_nb.benchmarks import list_benchmarks
     from vlamb_nb.benchmarks.refadv import release
     from vlamb_nb.benchmarks.refadv import score as rscore
+    from vlamb_nb.benchmarks.refadv.benchmark import BENCHMARK
     from vlamb_nb.errors import NotAvailableError
     from vlamb_nb.models import load_model
     from vlamb_nb.paths import run_dir, shared_data_dir
@@ -361,7 +361,7 @@ def example_card(*, run: str = EXAMPLE_RUN, workdir: Any = None, n_resamples: in
     if pred_dir is None or demo is None or not (pred_dir / f"{run}_predictions.jsonl").is_file():
         raise NotAvailableError("the example card replays a released Ref-Adv run: it needs the released demo and "
                                 "prediction files beside the checkout (../shared/data/refadv)")
-    bench = get_benchmark("refadv")
+    bench = BENCHMARK
     items = bench.load(demo)
     folder = Path(workdir) if workdir is not None else run_dir("card")
     recording = release.write_recording(pred_dir / f"{run}_predictions.jsonl", items, folder / f"{run}.replay.jsonl")
