@@ -6,12 +6,14 @@ when a model is built, so notebooks and the CLI start fast.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 __all__ = ["PAPERS", "__version__", "get_benchmark", "list_benchmarks"]
 
 
 def __getattr__(name: str):
+    if name == "__version__":  # from the package metadata (pyproject.toml), the one place it is written
+        from vlamb_nb.meta import package_version
+
+        return package_version()
     if name == "PAPERS":  # the registry's names (vlamb_nb.benchmarks.PAPERS), the one list of papers
         from vlamb_nb.benchmarks import list_benchmarks as _list
 
