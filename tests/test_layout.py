@@ -226,6 +226,49 @@ def test_the_registry_loads_every_paper():
     assert {f"vlamb_nb.benchmarks.{p}" for p in _papers()} <= graph["vlamb_nb.benchmarks"]
 
 
+#: the kinds of model spec with a prefix; only vlamb_nb/models/ (ModelSpec.parse) may read one
+SPEC_KINDS = ("tiny", "openai", "replay", "scripted")
+
+
+def spec_prefix_reads(root: Path = PKG) -> list[str]:
+    """``file:line`` outside ``models/`` that reads a model spec's prefix: a bare prefix (``"openai:"``, also in a
+    tuple of prefixes) or ``startswith``/``removeprefix`` of one. Writing a spec (``f"replay:{path}"``) is fine."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        if root / "models" in path.parents:
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        written = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+        for node in ast.walk(tree):
+            consts: list[ast.AST] = []
+            if isinstance(node, ast.Constant) and id(node) not in written:
+                consts = [node]
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in ("startswith", "removeprefix")):
+                consts = [c for a in node.args for c in ast.walk(a) if isinstance(c, ast.Constant)]
+            hit = any(isinstance(c.value, str) and (c.value in {f"{k}:" for k in SPEC_KINDS} or (
+                node is not c and c.value.startswith(SPEC_KINDS))) for c in consts)
+            if hit:
+                out.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    return sorted(set(out))
+
+
+def test_only_the_models_package_reads_a_model_spec():
+    found = spec_prefix_reads()
+    assert not found, f"read a model spec with vlamb_nb.models.ModelSpec.parse, not by its prefix: {found}"
+
+
+def test_the_spec_check_can_fail(tmp_path):
+    pkg = tmp_path / "vlamb_nb"
+    (pkg / "models").mkdir(parents=True)
+    (pkg / "models" / "spec.py").write_text("def kind(s):\n    return s.startswith('openai:')\n")
+    (pkg / "cli.py").write_text("REMOTE = ('openai:', 'replay:')\n")
+    (pkg / "sweep.py").write_text("def f(s):\n    return s.startswith(('tiny', 'x'))\n")
+    (pkg / "fine.py").write_text("MODEL = 'tiny:qwen2_5_vl'\n\ndef f(s):\n    return s.startswith('agent'), "
+                                 "f'replay:{s}'\n")
+    assert spec_prefix_reads(pkg) == ["vlamb_nb/cli.py:1", "vlamb_nb/sweep.py:2"]
+
+
 @pytest.mark.parametrize("paper", _papers())
 def test_each_paper_folder_holds_its_steps_under_their_names(paper):
     """What exists has the right name and place: the steps every paper has, then only step names and the

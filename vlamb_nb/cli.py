@@ -178,8 +178,6 @@ def cmd_score(a: argparse.Namespace) -> int:
     return 0
 
 
-# specs whose weights are not loaded here: quantization is not ours to choose
-REMOTE_SPECS = ("openai:", "replay:")
 #: options of an openai: model settable on the command line (run and sweep)
 REMOTE_FLAGS = ("base_url", "api_key_env", "concurrency", "timeout", "max_retries", "deadline")
 
@@ -205,18 +203,19 @@ def _add_remote_flags(p: argparse.ArgumentParser, *, endpoint: bool) -> None:
 
 def cmd_run(a: argparse.Namespace) -> int:
     from vlamb_nb import get_benchmark, runner
-    from vlamb_nb.models import load_model
+    from vlamb_nb.models import ModelSpec, load_model
 
     bench = get_benchmark(a.benchmark)
     setting = bench.check_setting(a.setting or bench.default_setting)
     items = bench.load(a.source)
     extra: dict[str, Any] = {k: v for k, v in remote_options(a).items() if v is not None}
-    if extra and not a.model.startswith("openai:"):
+    spec = ModelSpec.parse(a.model)
+    if extra and not spec.served:
         flags = ", ".join("--" + k.replace("_", "-") for k in extra)
         raise VlambError(f"{flags} go with an openai:MODEL spec (a remote endpoint), not {a.model}")
-    quant = a.quant or ("none" if a.model.startswith(REMOTE_SPECS) else "4bit")
-    if quant != "none" and a.model.startswith(REMOTE_SPECS):
-        raise VlambError(f"--quant {quant} does not apply to {a.model.split(':', 1)[0]}: models (the weights are "
+    quant = a.quant or ("4bit" if spec.weights_local else "none")
+    if quant != "none" and not spec.weights_local:
+        raise VlambError(f"--quant {quant} does not apply to {spec.kind}: models (the weights are "
                          "not loaded here)")
     model = load_model(a.model, quantization=None if quant == "none" else quant, **extra)
     out = bench.run(model, items, setting, store=a.out, limit=a.limit, batch_size=a.batch_size, **_kv(a.option))

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from vlamb_nb.errors import DataError, SettingError
+from vlamb_nb.models.spec import ModelSpec
 
 #: endpoint options the file may set for all openai: models
 REMOTE_KEYS = ("concurrency", "timeout", "max_retries", "deadline")
@@ -156,7 +157,7 @@ def load_config(path: str | os.PathLike, *, remote: dict[str, Any] | None = None
             raise DataError(f"entry {i + 1}: a model needs 'spec' and may have {sorted(MODEL_KEYS)}", source=str(path),
                             field="models")
         options = dict(m.get("options") or {})
-        if str(m["spec"]).startswith("openai:"):  # the command line wins, then the model's options, then the file
+        if str(m["spec"]).strip() and ModelSpec.parse(str(m["spec"])).served:  # the command line wins, then the model's options, then the file
             options = {**file_remote, **options, **cli_remote}
         for q in _as_list(m.get("quantization", default_q)):
             jobs.append(SweepJob(model=str(m["spec"]), model_name=str(m.get("name") or m["spec"]), quantization=_quant(q),

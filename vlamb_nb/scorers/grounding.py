@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from vlamb_nb.errors import NotAvailableError, SettingError
+from vlamb_nb.models.spec import ModelSpec
 
 
 @dataclass(frozen=True)
@@ -286,10 +287,11 @@ def get_grounder(spec: str | Grounder | None = None, **kwargs: Any) -> Grounder:
     folder, or None (the default detector)."""
     if spec is None:
         return ZeroShotDetector(**kwargs)
-    if isinstance(spec, str) and (spec == "tiny" or spec.startswith("tiny:")):
+    parsed = ModelSpec.parse(spec) if isinstance(spec, str) and spec.strip() else None
+    if parsed is not None and parsed.kind == "tiny":
         from vlamb_nb.paths import tiny_seed
 
-        kind = spec.split(":", 1)[1] if ":" in spec else "grounding-dino"
+        kind = parsed.name or "grounding-dino"
         det = ZeroShotDetector(tiny_detector_path(kind, seed=tiny_seed()), **kwargs)
         det.name = f"zero-shot:tiny random {kind}"
         return det

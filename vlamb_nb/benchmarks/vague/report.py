@@ -346,9 +346,10 @@ def official_model_options(model_spec: str) -> dict[str, Any]:
     """Loading options the released code uses: Qwen2.5-VL at ``max_pixels`` 1280·28·28 (local weights only;
     an ``openai:`` server sets its own)."""
     from vlamb_nb.benchmarks.vague.benchmark import OFFICIAL_QWEN_MAX_PIXELS
+    from vlamb_nb.models.spec import ModelSpec
 
     low = str(model_spec).lower()
-    if low.startswith(("openai:", "replay:")):
+    if not ModelSpec.parse(str(model_spec)).weights_local:  # a server sets its own
         return {}
     if "qwen2.5-vl" in low or "qwen2_5_vl" in low:
         return {"max_pixels": OFFICIAL_QWEN_MAX_PIXELS}
