@@ -203,16 +203,5 @@ def parse_summary(judged, *, prefix: str = "judge") -> dict[str, Any]:
             "generation_failed": int(failed.sum()), "labels": {str(k): int(v) for k, v in counts.items()}}
 
 
-def agreement(a: Sequence[Any], b: Sequence[Any], *, ci: bool = True):
-    """Cohen's kappa between two label lists (e.g. judge vs a human), over pairs both labelled."""
-    from vlamb_nb.stats import cohen_kappa
-
-    pairs = [(x, y) for x, y in zip(a, b, strict=True) if _present(x) and _present(y)]
-    if not pairs:
-        raise DataError("no item has both labels; cannot compute agreement")
-    r1, r2 = zip(*pairs, strict=True)
-    return cohen_kappa(list(r1), list(r2), ci=ci)
-
-
 def _present(x: Any) -> bool:
     return x is not None and not (isinstance(x, float) and x != x) and str(x) != ""
