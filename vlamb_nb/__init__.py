@@ -14,10 +14,10 @@ def __getattr__(name: str):
         from vlamb_nb.meta import package_version
 
         return package_version()
-    if name == "PAPERS":  # the registry's names (vlamb_nb.benchmarks.PAPERS), the one list of papers
-        from vlamb_nb.benchmarks import list_benchmarks as _list
+    if name == "PAPERS":  # the registry (vlamb_nb.benchmarks.PAPERS) itself: one list of papers, one meaning
+        from vlamb_nb.benchmarks import PAPERS
 
-        return tuple(_list())
+        return PAPERS
     raise AttributeError(f"module 'vlamb_nb' has no attribute {name!r}")
 
 
