@@ -76,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.evaluate:
         test_items = BENCHMARK.load(source, split=args.test_split)
         params = DecodingParams(max_new_tokens=args.max_new_tokens, num_beams=args.num_beams, seed=42)
-        scored = ft.evaluate(result.adapter_dir, test_items, store=out / "predictions.jsonl", scorer=args.scorer,
-                             limit=args.eval_limit, model=result.model, params=params)
+        scored = ft.evaluate_adapter(result.adapter_dir, test_items, store=out / "predictions.jsonl",
+                                     scorer=args.scorer, limit=args.eval_limit, model=result.model, params=params)
         summary["table4"] = BENCHMARK.tables(scored)["Table 4"].reset_index().to_dict(orient="records")
         summary["deviations"] = scored.attrs["deviations"]
     else:

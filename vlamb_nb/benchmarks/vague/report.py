@@ -1,4 +1,4 @@
-"""VAGUE notebook helpers: ``notebook_data``, running every setting (``evaluate``, one store per setting), CIs and paired tests, Table B1 / Fig. B1
+"""VAGUE notebook helpers: ``notebook_data``, running every setting (``evaluate_settings``, one store per setting), CIs and paired tests, Table B1 / Fig. B1
 per data source (the example record beside a generated sample), and Table 2 beside an approximation of its subset.
 
 The notebook only calls these; each is a thin composition of the benchmark's own steps.
@@ -309,10 +309,11 @@ def human_subset(items, scored=None, *, description: str = "", n: int = vague_au
     return {"selection": selection[keep], "table": table, "notes": notes}
 
 
-def evaluate(model_spec: Any, quant: str | None, items, settings: list[str], *,
-             predictions: str | os.PathLike | None = None, store_dir: str | os.PathLike | None = None,
-             limit: int | None = None, bertscore: str | None = "roberta-large", max_new_tokens: int | None = None,
-             captions_file: str | os.PathLike | None = None, progress: bool = True):
+def evaluate_settings(model_spec: Any, quant: str | None, items, settings: list[str], *,
+                      predictions: str | os.PathLike | None = None, store_dir: str | os.PathLike | None = None,
+                      limit: int | None = None, bertscore: str | None = "roberta-large",
+                      max_new_tokens: int | None = None, captions_file: str | os.PathLike | None = None,
+                      progress: bool = True):
     """Score a prediction file when given, else run every requested setting with ``model_spec``: a loaded model
     (a notebook loads its model once) or a spec to load with the released code's options. Each setting has
     its own store under ``store_dir`` (``Benchmark.store_path``), so a rerun resumes.

@@ -692,9 +692,9 @@ def finetuned_deviations(adapter_dir: str | os.PathLike) -> list[Deviation]:
     return [Deviation(**d) for d in read_adapter_record(adapter_dir).get("deviations", [])]
 
 
-def evaluate(adapter_dir: str | os.PathLike, items, *, setting: str | None = None, store=None,
-             scorer: Any = "auto", batch_size: int = 8, limit: int | None = None, progress: bool = True,
-             model: Any = None, **kwargs: Any):
+def evaluate_adapter(adapter_dir: str | os.PathLike, items, *, setting: str | None = None, store=None,
+                     scorer: Any = "auto", batch_size: int = 8, limit: int | None = None, progress: bool = True,
+                     model: Any = None, **kwargs: Any):
     """Score a fine-tuned adapter on V-FLUTE (the −Image run is evaluated with white images too)."""
     from vlamb_nb.benchmarks.vflute.benchmark import BENCHMARK
 
