@@ -248,9 +248,9 @@ def test_layerwise_reduction_matches_the_full_attention_tensors(explainers, fami
 @pytest.mark.slow
 def test_refadv_study_runs_the_benchmarks_own_path(tmp_path):
     """The Ref-Adv saliency study asks and scores as a real run does: the model's box format, the repair turn."""
+    from vlamb_nb import saliency_study as study
     from vlamb_nb.benchmarks.refadv.parse import style_for
     from vlamb_nb.models import load_model
-    from vlamb_nb import saliency_study as study
 
     model = load_model("tiny:qwen2_5_vl")
     s = study.run_study(model, "refadv", n_items=1, methods=("attention",), max_new_tokens=4,
