@@ -143,12 +143,6 @@ class Study:
                 return r
         raise SettingError(f"no request {rid!r} (item {item!r}) in this study")
 
-    def first_map(self, method: str | None = None):
-        for (_, m), smap in self.maps.items():
-            if method is None or m == method:
-                return smap
-        return None
-
 
 def default_source(benchmark: str, *, n: int = 4, seed: int = 0, directory: str | os.PathLike | None = None) -> str:
     """The real release when it is beside the checkout and has its images, else a generated sample."""

@@ -81,21 +81,6 @@ def first_token_parser(labels: Sequence[str], *, case_sensitive: bool = False) -
     return parse
 
 
-def first_of_parser(labels: Sequence[str], *, case_sensitive: bool = False) -> Parser:
-    """Label = the first whole-word occurrence of any label anywhere in the output (a lenient fallback)."""
-    rx = re.compile(r"\b(" + "|".join(re.escape(x) for x in labels) + r")\b", 0 if case_sensitive else re.I)
-    canon = {(x if case_sensitive else x.lower()): x for x in labels}
-
-    def parse(text: str) -> dict[str, Any]:
-        m = rx.search(text or "")
-        if m is None:
-            return {"label": None, "valid": False, "parse_error": "no label found"}
-        key = m.group(1) if case_sensitive else m.group(1).lower()
-        return {"label": canon[key], "valid": True, "parse_error": None}
-
-    return parse
-
-
 # -- the judge ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class JudgeSpec:

@@ -162,13 +162,6 @@ def score_predictions(path: str | os.PathLike, items, *, setting: str | None = N
     return scored
 
 
-def check_subsets(items) -> dict[str, int]:
-    counts = {s: int((items["subset"] == s).sum()) for s in SUBSETS}
-    if not sum(counts.values()):
-        raise SettingError("no items")
-    return counts
-
-
 def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | os.PathLike | None = None,
                   n: int = 4, seed: int = 0) -> dict[str, Any]:
     """The notebook's data (the same shape in every paper's report): ``source`` as given, or (when None) the
