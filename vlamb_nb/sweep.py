@@ -228,7 +228,7 @@ def sweep(config: str | os.PathLike, *, quiet: bool = False, remote: dict[str, A
     ``remote``: endpoint options (``concurrency``, ``timeout``, ...) for every ``openai:`` model, over the file's."""
     import pandas as pd
 
-    from vlamb_nb.models.openai_compat import redact_url
+    from vlamb_nb.models.http import redact_url
 
     cfg = load_config(config, remote=remote)
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
