@@ -56,6 +56,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     from vlamb_nb.benchmarks.vflute import finetune as ft
     from vlamb_nb.benchmarks.vflute.benchmark import BENCHMARK
+    from vlamb_nb.benchmarks.vflute.finetune_eval import evaluate_adapter
+    from vlamb_nb.benchmarks.vflute.finetune_recipe import QLoRAConfig, with_overrides
     from vlamb_nb.meta import format_deviations
     from vlamb_nb.models import DecodingParams
 
@@ -66,8 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         train_items = train_items.head(args.limit)
     eval_items = BENCHMARK.load(source, split=args.eval_split) if args.eval_split else None
-    config = ft.with_overrides(
-        ft.QLoRAConfig.paper(args.setting), epochs=args.epochs, max_steps=args.max_steps,
+    config = with_overrides(
+        QLoRAConfig.paper(args.setting), epochs=args.epochs, max_steps=args.max_steps,
         batch_size=args.batch_size, grad_accum=args.grad_accum, learning_rate=args.lr, projector_lr=args.lr,
         gradient_checkpointing=False if args.no_gradient_checkpointing else None)
     config = replace(config, quantization=None if args.quantization == "none" else args.quantization)
@@ -76,8 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.evaluate:
         test_items = BENCHMARK.load(source, split=args.test_split)
         params = DecodingParams(max_new_tokens=args.max_new_tokens, num_beams=args.num_beams, seed=42)
-        scored = ft.evaluate(result.adapter_dir, test_items, store=out / "predictions.jsonl", scorer=args.scorer,
-                             limit=args.eval_limit, model=result.model, params=params)
+        scored = evaluate_adapter(result.adapter_dir, test_items, store=out / "predictions.jsonl", scorer=args.scorer,
+                                  limit=args.eval_limit, model=result.model, params=params)
         summary["table4"] = BENCHMARK.tables(scored)["Table 4"].reset_index().to_dict(orient="records")
         summary["deviations"] = scored.attrs["deviations"]
     else:

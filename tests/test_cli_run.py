@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from vlamb_nb import cli, get_benchmark
@@ -97,3 +99,32 @@ def test_endpoint_settings_reach_the_model_and_only_an_openai_model_takes_them(s
     code = cli.main(["run", "refadv", "--model", "replay:none.jsonl", "--source", source, "--concurrency", "3",
                      "--out", str(tmp_path / "q.jsonl")])
     assert code == cli.EXIT_ERROR and "--concurrency go with an openai:MODEL spec" in capsys.readouterr().err
+
+
+def test_flags_speak_the_notebooks_vocabulary_and_old_spellings_still_work(source, tmp_path, capsys):
+    """--settings, --quantization and --store-dir as in notebooks; --setting, --quant and --out are accepted with a
+    note on stderr naming the new flag."""
+    srv = _server(lambda r: False)
+    try:
+        code = cli.main(["run", "refadv", "--model", "openai:m", "--base-url", srv.base_url, "--source", source,
+                         "--settings", "direct", "--limit", "2", "--store-dir", str(tmp_path / "stores"),
+                         "--max-retries", "0"])
+        out = capsys.readouterr()
+        assert code == 0 and "deprecated" not in out.err
+        store = Path(out.out.strip().rpartition("predictions in ")[2])
+        assert store.is_file() and store.name == "refadv__direct.jsonl" and (tmp_path / "stores") in store.parents
+        code, out = _run(source, srv, tmp_path / "p.jsonl", capsys)  # --setting and --out
+    finally:
+        srv.stop()
+    assert code == 0 and (tmp_path / "p.jsonl").is_file()
+    assert "--setting is deprecated; use --settings" in out.err and "--out is deprecated; use --store-dir" in out.err
+    code = cli.main(["run", "refadv", "--model", "openai:m", "--quant", "8bit", "--source", source,
+                     "--store-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_ERROR and "--quant is deprecated; use --quantization" in err
+    assert "--quantization 8bit does not apply to openai: models" in err
+    assert cli.main(["run", "refadv", "--model", "openai:m", "--source", source]) == cli.EXIT_ERROR
+    assert "--store-dir" in capsys.readouterr().err
+    args = cli.build_parser().parse_args(["reproduce", "--out", "elsewhere"])
+    assert args.runs_dir == "elsewhere" and "--out is deprecated" in capsys.readouterr().err
+    assert cli.build_parser().parse_args(["serve", "tiny:x", "--quant", "8bit"]).quantization == "8bit"

@@ -9,6 +9,9 @@ import shutil
 import pytest
 
 from vlamb_nb.benchmarks.vflute import finetune as ft
+from vlamb_nb.benchmarks.vflute import finetune_data as ftd
+from vlamb_nb.benchmarks.vflute import finetune_eval as fte
+from vlamb_nb.benchmarks.vflute import finetune_recipe as ftr
 from vlamb_nb.errors import DataError, SettingError
 
 torch = pytest.importorskip("torch")
@@ -31,11 +34,11 @@ def train_items(tmp_path_factory):
 @pytest.fixture(scope="module")
 def trained(train_items, tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
-    return ft.train(FAMILY, train_items, out, ft.QLoRAConfig(**FAST), progress=False)
+    return ft.train(FAMILY, train_items, out, ftr.QLoRAConfig(**FAST), progress=False)
 
 
 def _inputs(hf, example):
-    batch = ft.encode_batch(hf, [example])
+    batch = ftd.encode_batch(hf, [example])
     return {k: v for k, v in batch.items() if k != "labels"}
 
 
@@ -67,13 +70,13 @@ def test_learning_rate_follows_warmup_then_cosine(trained):
 
 def test_labels_cover_only_the_answer(trained, train_items):
     hf = trained.model
-    examples = ft.training_examples(train_items.head(2))
-    batch = ft.encode_batch(hf, examples)
+    examples = ftd.training_examples(train_items.head(2))
+    batch = ftd.encode_batch(hf, examples)
     ids, labels, mask = batch["input_ids"], batch["labels"], batch["attention_mask"]
     assert ids.shape[0] == 2 and (mask == 0).any()  # two lengths: right padding present
     tok = hf.tokenizer
     for i, ex in enumerate(examples):
-        kept = labels[i] != ft.IGNORE_INDEX
+        kept = labels[i] != ftd.IGNORE_INDEX
         first = int(kept.nonzero()[0])
         assert not kept[:first].any() and (labels[i][kept] == ids[i][kept]).all()
         assert not kept[mask[i] == 0].any()  # padding never carries loss
@@ -87,13 +90,13 @@ def test_labels_cover_only_the_answer(trained, train_items):
 
 def test_saved_adapter_reloads_with_the_same_logits(trained, train_items):
     hf = trained.model
-    example = ft.training_examples(train_items.tail(1))[0]
+    example = ftd.training_examples(train_items.tail(1))[0]
     inputs = _inputs(hf, example)
     with torch.no_grad():
         before = hf.model(**inputs).logits
         with hf.model.disable_adapter():
             base = hf.model(**inputs).logits
-    reloaded = ft.load_finetuned(trained.adapter_dir)
+    reloaded = fte.load_finetuned(trained.adapter_dir)
     assert "+adapter@" in reloaded.info.model_id and reloaded.info.quantization == "4bit"
     assert reloaded.info.model_id == hf.info.model_id  # same cache identity, never the base model's
     with torch.no_grad():
@@ -103,7 +106,7 @@ def test_saved_adapter_reloads_with_the_same_logits(trained, train_items):
     # generation through the vlamb_nb model protocol gives the same text
     from vlamb_nb.models import DecodingParams, Request
 
-    req = ft._requests(example)[0]
+    req = ftd.example_requests(example)[0]
     req = Request(id="x", messages=req.messages, images=req.images, params=DecodingParams(max_new_tokens=8))
     assert hf.generate([req])[0].text == reloaded.generate([req])[0].text
 
@@ -121,7 +124,7 @@ def test_adapter_holds_lora_on_the_language_model_and_the_projector(trained):
 
 
 def test_run_record_lists_every_deviation(trained):
-    rec = ft.read_adapter_record(trained.adapter_dir)
+    rec = fte.read_adapter_record(trained.adapter_dir)
     whats = {d["what"] for d in rec["deviations"]}
     assert {"fine-tuning precision", "hardware", "learning_rate", "projector_lr", "training length",
             "effective batch", "base model", "prompt format"} <= whats
@@ -133,17 +136,17 @@ def test_run_record_lists_every_deviation(trained):
 
 def test_paper_config_matches_the_recipe():
     """The defaults are the paper's: only the unavoidable deviations remain."""
-    paper = ft.QLoRAConfig.paper()
-    whats = {d.what for d in ft.deviations(paper, base_model=ft.recipe()["base_model"], device="cuda",
-                                           compute_dtype="bfloat16")}
+    paper = ftr.QLoRAConfig.paper()
+    whats = {d.what for d in ftr.deviations(paper, base_model=ftr.recipe()["base_model"], device="cuda",
+                                            compute_dtype="bfloat16")}
     assert whats == {"fine-tuning precision", "prompt format"}
-    ablation = ft.QLoRAConfig.paper("hypothesis_only")
-    assert ablation.epochs == 10 and "epochs" not in {d.what for d in ft.deviations(ablation)}
-    assert "epochs" in {d.what for d in ft.deviations(ft.QLoRAConfig(setting="hypothesis_only"))}
+    ablation = ftr.QLoRAConfig.paper("hypothesis_only")
+    assert ablation.epochs == 10 and "epochs" not in {d.what for d in ftr.deviations(ablation)}
+    assert "epochs" in {d.what for d in ftr.deviations(ftr.QLoRAConfig(setting="hypothesis_only"))}
 
 
 def test_interrupted_run_resumes_to_the_same_losses(train_items, tmp_path):
-    cfg = ft.QLoRAConfig(**{**FAST, "max_steps": 3, "save_steps": 2, "lora_dropout": 0.3})
+    cfg = ftr.QLoRAConfig(**{**FAST, "max_steps": 3, "save_steps": 2, "lora_dropout": 0.3})
     full = ft.train(FAMILY, train_items, tmp_path / "a", cfg, progress=False)
     assert (tmp_path / "a" / "checkpoint-2").is_dir() and not (tmp_path / "a" / "checkpoint-3").exists()
     shutil.rmtree(tmp_path / "a" / "adapter")  # as if the run died after the step-2 checkpoint
@@ -151,12 +154,12 @@ def test_interrupted_run_resumes_to_the_same_losses(train_items, tmp_path):
     assert again.resumed_from == 2 and len(again.losses) == 3
     assert again.losses == pytest.approx(full.losses, abs=1e-4)
     # another config never resumes from these checkpoints
-    other = ft.QLoRAConfig(**{**FAST, "max_steps": 1, "lora_r": 8})
+    other = ftr.QLoRAConfig(**{**FAST, "max_steps": 1, "lora_r": 8})
     assert ft._latest_checkpoint(tmp_path / "a", other) is None
 
 
 def test_hypothesis_only_trains_on_white_squares(train_items):
-    exs = ft.training_examples(train_items, setting="hypothesis_only")
+    exs = ftd.training_examples(train_items, setting="hypothesis_only")
     assert all(e.image.getextrema() == ((255, 255), (255, 255), (255, 255)) for e in exs)
     assert exs[0].target.endswith("\nLABEL: " + train_items.loc[0, "label"])
     assert '"' + train_items.loc[0, "claim"].strip() + '"' in exs[0].instruction
@@ -166,19 +169,19 @@ def test_bad_input_is_a_clear_error(train_items, tmp_path):
     bad = train_items.copy()
     bad.loc[1, "explanation"] = "  "
     with pytest.raises(DataError, match="explanation"):
-        ft.training_examples(bad)
+        ftd.training_examples(bad)
     bad = train_items.copy()
     bad.loc[2, "label"] = "neutral"
     with pytest.raises(DataError, match=str(bad.loc[2, "id"])):
-        ft.training_examples(bad)
+        ftd.training_examples(bad)
     with pytest.raises(DataError, match="no training items"):
-        ft.training_examples(train_items.head(0))
+        ftd.training_examples(train_items.head(0))
     with pytest.raises(SettingError):
-        ft.QLoRAConfig(setting="label_only")
+        ftr.QLoRAConfig(setting="label_only")
     with pytest.raises(SettingError):
-        ft.QLoRAConfig(batch_size=0)
+        ftr.QLoRAConfig(batch_size=0)
     with pytest.raises(SettingError, match="not an adapter"):
-        ft.load_finetuned(tmp_path)
+        fte.load_finetuned(tmp_path)
 
 
 @pytest.mark.slow
@@ -194,7 +197,7 @@ def test_cli_script_trains_and_evaluates(repo_root, tmp_path, capsys):
                       "--max-new-tokens", "4", "--num-beams", "1", "--json"])
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["steps"] == 2 and (tmp_path / "run" / "adapter" / ft.RECIPE_FILE).is_file()
+    assert out["steps"] == 2 and (tmp_path / "run" / "adapter" / ftr.RECIPE_FILE).is_file()
     assert 0 <= out["table4"][0]["F1@0"] <= 100
     whats = {d["what"] for d in out["deviations"]}
     assert {"fine-tuning precision", "decoding", "training length"} <= whats
@@ -205,11 +208,11 @@ def test_cli_script_trains_and_evaluates(repo_root, tmp_path, capsys):
 @pytest.mark.slow
 @pytest.mark.parametrize("family", ["llava", "llava_onevision", "idefics3"])
 def test_other_families_train_and_reload(family, train_items, tmp_path):
-    cfg = ft.QLoRAConfig(**{**FAST, "max_steps": 2, "gradient_checkpointing": False})
+    cfg = ftr.QLoRAConfig(**{**FAST, "max_steps": 2, "gradient_checkpointing": False})
     res = ft.train(f"tiny:{family}", train_items, tmp_path, cfg, progress=False)
-    made = ft.read_adapter_record(res.adapter_dir)["made"]
+    made = fte.read_adapter_record(res.adapter_dir)["made"]
     assert made["lora_targets"] == 14 and len(made["projector"]) == 1  # 2 layers x 7 linear; the projector
-    check = ft.reload_check(res, train_items)
+    check = fte.reload_check(res, train_items)
     assert check["max_abs_logit_diff"] < 1e-5 and check["same_text"] and check["same_identity"]
 
 
@@ -217,10 +220,10 @@ def test_other_families_train_and_reload(family, train_items, tmp_path):
 def test_checkpointing_is_on_when_asked_and_warns_of_no_deprecated_name(quantization):
     import warnings
 
-    hf = ft.load_base(FAMILY, ft.QLoRAConfig(quantization=quantization))
+    hf = ft.load_base(FAMILY, ftr.QLoRAConfig(quantization=quantization))
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)  # transformers 5 warns on the old method name
-        ft.attach_lora(hf, ft.QLoRAConfig(quantization=quantization, gradient_checkpointing=True))
+        ft.attach_lora(hf, ftr.QLoRAConfig(quantization=quantization, gradient_checkpointing=True))
     base = hf.model.get_base_model()
     on = getattr(base, "is_activation_checkpointing", None)
     assert (on if on is not None else base.is_gradient_checkpointing) is True

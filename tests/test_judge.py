@@ -82,7 +82,9 @@ def test_judge_requests_are_text_only_and_validate_input():
 
 def test_agreement_uses_pairs_with_both_labels():
     stats = pytest.importorskip("vlamb_nb.stats")
-    r = judge.agreement(["A", "B", "C", "A", None], ["A", "B", "C", "B", "A"], ci=False)
+    r = stats.cohen_kappa(["A", "B", "C", "A", None], ["A", "B", "C", "B", "A"], ci=False, drop_missing=True)
     direct = stats.cohen_kappa(["A", "B", "C", "A"], ["A", "B", "C", "B"], ci=False)
     assert r.estimate == pytest.approx(direct.estimate)
     assert r.estimate < 1.0
+    with pytest.raises(DataError, match="no item has both labels"):
+        stats.cohen_kappa(["A", ""], [None, "B"], drop_missing=True)

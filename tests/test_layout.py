@@ -45,8 +45,26 @@ def _modules(root: Path = PKG) -> dict[str, Path]:
     return out
 
 
+def _dynamic_loads(tree: ast.AST, mods: dict[str, Path]) -> set[str]:
+    """The modules a module loads by name (``importlib.import_module``): a string constant names one module, an
+    f-string ``f"pkg.{x}"`` any module directly under ``pkg`` (the registry loads every paper this way)."""
+    if not any(isinstance(n, ast.Attribute | ast.Name) and getattr(n, "attr", getattr(n, "id", "")) == "import_module"
+               for n in ast.walk(tree)):
+        return set()
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in mods:
+            out.add(node.value)
+        elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+            prefix = str(node.values[0].value)
+            if prefix.endswith(".") and prefix[:-1] in mods:
+                out |= {m for m in mods if m.startswith(prefix) and "." not in m[len(prefix):]}
+    return out
+
+
 def import_graph(root: Path = PKG) -> dict[str, set[str]]:
-    """Module -> the package modules it imports (``from pkg import sub`` counts as importing ``pkg.sub``)."""
+    """Module -> the package modules it imports (``from pkg import sub`` counts as importing ``pkg.sub``; an
+    import of a package it sits in, the root included, is an edge too), and the modules it loads by name."""
     mods = _modules(root)
 
     def resolve(name: str) -> str | None:
@@ -57,7 +75,9 @@ def import_graph(root: Path = PKG) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for mod, path in mods.items():
         package = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        graph[mod] |= _dynamic_loads(tree, mods) - {mod}
+        for node in ast.walk(tree):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
@@ -68,7 +88,7 @@ def import_graph(root: Path = PKG) -> dict[str, set[str]]:
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
             for t in targets:
                 r = resolve(t)
-                if r and r != mod and not mod.startswith(r + "."):  # a submodule importing its own package
+                if r and r != mod:
                     graph[mod].add(r)
     return graph
 
@@ -179,6 +199,74 @@ def test_the_cycle_check_can_fail(tmp_path):
     (pkg / "sub" / "b.py").write_text("import vlamb_nb.a as a\n")
     (pkg / "c.py").write_text("from vlamb_nb import a\n")
     assert cycles(import_graph(pkg)) == [["vlamb_nb.a", "vlamb_nb.sub.b"]]
+
+
+def test_the_cycle_check_sees_the_root_package_and_the_registrys_loads(tmp_path):
+    """A loop through the package facade or through a registry that loads its papers by name is a loop too."""
+    pkg = tmp_path / "vlamb_nb"
+    (pkg / "papers" / "one").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("def get(name):\n    from vlamb_nb.papers import load\n    return load(name)\n")
+    (pkg / "papers" / "__init__.py").write_text(
+        "import importlib\n\ndef load(name):\n    return importlib.import_module(f'vlamb_nb.papers.{name}')\n")
+    (pkg / "papers" / "one" / "__init__.py").write_text("from vlamb_nb.papers.one.score import x\n")
+    (pkg / "papers" / "one" / "score.py").write_text("x = 1\n")
+    (pkg / "version.py").write_text("")
+    graph = import_graph(pkg)
+    assert "vlamb_nb.papers.one" in graph["vlamb_nb.papers"]
+    assert cycles(graph) == []
+    (pkg / "papers" / "one" / "score.py").write_text("def f():\n    from vlamb_nb import get\n")  # via the root
+    assert cycles(import_graph(pkg)) == [["vlamb_nb", "vlamb_nb.papers", "vlamb_nb.papers.one",
+                                          "vlamb_nb.papers.one.score"]]
+    (pkg / "papers" / "one" / "score.py").write_text("from vlamb_nb.papers import load\n")  # via the registry
+    assert cycles(import_graph(pkg)) == [["vlamb_nb.papers", "vlamb_nb.papers.one", "vlamb_nb.papers.one.score"]]
+
+
+def test_the_registry_loads_every_paper():
+    graph = import_graph()
+    assert {f"vlamb_nb.benchmarks.{p}" for p in _papers()} <= graph["vlamb_nb.benchmarks"]
+
+
+#: the kinds of model spec with a prefix; only vlamb_nb/models/ (ModelSpec.parse) may read one
+SPEC_KINDS = ("tiny", "openai", "replay", "scripted")
+
+
+def spec_prefix_reads(root: Path = PKG) -> list[str]:
+    """``file:line`` outside ``models/`` that reads a model spec's prefix: a bare prefix (``"openai:"``, also in a
+    tuple of prefixes) or ``startswith``/``removeprefix`` of one. Writing a spec (``f"replay:{path}"``) is fine."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        if root / "models" in path.parents:
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        written = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+        for node in ast.walk(tree):
+            consts: list[ast.AST] = []
+            if isinstance(node, ast.Constant) and id(node) not in written:
+                consts = [node]
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in ("startswith", "removeprefix")):
+                consts = [c for a in node.args for c in ast.walk(a) if isinstance(c, ast.Constant)]
+            hit = any(isinstance(c.value, str) and (c.value in {f"{k}:" for k in SPEC_KINDS} or (
+                node is not c and c.value.startswith(SPEC_KINDS))) for c in consts)
+            if hit:
+                out.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    return sorted(set(out))
+
+
+def test_only_the_models_package_reads_a_model_spec():
+    found = spec_prefix_reads()
+    assert not found, f"read a model spec with vlamb_nb.models.ModelSpec.parse, not by its prefix: {found}"
+
+
+def test_the_spec_check_can_fail(tmp_path):
+    pkg = tmp_path / "vlamb_nb"
+    (pkg / "models").mkdir(parents=True)
+    (pkg / "models" / "spec.py").write_text("def kind(s):\n    return s.startswith('openai:')\n")
+    (pkg / "cli.py").write_text("REMOTE = ('openai:', 'replay:')\n")
+    (pkg / "sweep.py").write_text("def f(s):\n    return s.startswith(('tiny', 'x'))\n")
+    (pkg / "fine.py").write_text("MODEL = 'tiny:qwen2_5_vl'\n\ndef f(s):\n    return s.startswith('agent'), "
+                                 "f'replay:{s}'\n")
+    assert spec_prefix_reads(pkg) == ["vlamb_nb/cli.py:1", "vlamb_nb/sweep.py:2"]
 
 
 @pytest.mark.parametrize("paper", _papers())

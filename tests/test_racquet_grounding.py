@@ -9,12 +9,12 @@ from PIL import Image
 from vlamb_nb import get_benchmark
 from vlamb_nb.benchmarks.racquet import referents as rsal
 from vlamb_nb.errors import SettingError
+from vlamb_nb.models.tiny import build_tiny_detector
 from vlamb_nb.scorers.grounding import (
     Detection,
     TableGrounder,
     ZeroShotDetector,
     best_box,
-    build_tiny_detector,
     get_grounder,
     ground_rows,
     prompt_text,

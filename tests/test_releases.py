@@ -276,6 +276,13 @@ def test_reproduce_sends_every_fetched_item_and_the_report_names_the_revision(we
     assert {e for e in expressions if any(e in p for p in grounding)} == expressions
     report = (tmp_path / "runs" / "r" / "report.md").read_text(encoding="utf-8")
     assert f"hub:dddraxxx/ref-adv-s@{sha[:7]} · 1,142 of 1,142" in report
+    # on the whole release the five released runs are compared row by row, the official table's rows beside them
+    results = json.loads((tmp_path / "runs" / "r" / "results.json").read_text(encoding="utf-8"))
+    overall = next(h for h in results["refadv"]["results"]["headline"] if h["slice"] == "overall")
+    per_item = [c for c in overall["comparators"] if c["basis"] == "per-item"]
+    assert len(per_item) == 4 and {c["n"] for c in per_item} == {1142}  # the four direct runs
+    assert [c for c in overall["comparators"] if c["basis"] == "published"]
+    assert overall["rank"] is not None and overall["data"]["n_run"] == 1142
 
 
 @pytest.mark.slow

@@ -85,7 +85,7 @@ def test_the_card_names_every_paper_and_says_when_it_is_a_demo(tmp_path):
                            "refadv": "not run: not run: needs weights", "racquet": "not run"}
     text = rc.markdown(card)
     assert text.startswith("# Report card: tiny:qwen2_5_vl — PIPELINE DEMO")
-    assert "| vague | – | accuracy | VCR VLM | 50.0 [40.0, 60.0] | 100 items | 1 [1–2] of 2 | x 45.0 | offline | 1 |" in text
+    assert "| vague | – | accuracy | VCR VLM | 50.0 [40.0, 60.0] | 100 items | 1 [1–2] of 2 | x 45.0 | unknown | offline | 1 |" in text
     assert "1. model: stand-in" in text and "**failed: SettingError: boom**" in text
     rc.save(card, directory=tmp_path)
     assert (tmp_path / "card" / "demo" / "report_card.png").is_file()
@@ -113,3 +113,27 @@ def test_the_example_card_replays_the_released_run_through_the_run_path(shared_d
     assert any("replayed" in d for d in overall.deviations)
     rc.save(card, directory=tmp_path)  # what `vlamb-nb card --example --update-figures` writes to figures/card/
     assert (tmp_path / "card" / "report_card.png").is_file() and not (tmp_path / "card" / "demo").exists()
+
+
+def test_a_row_says_what_data_it_stands_on_and_a_generated_sample_is_never_ranked():
+    def row(data):
+        return rc.Headline(paper="refadv", metric="Acc@0.5", slice="overall", value=50.0, ci_low=40.0, ci_high=60.0,
+                           n=data.get("n_run"), comparators=[rc.Comparator("x", 45.0, n=1142)], rank=1, rank_low=1,
+                           rank_high=2, n_ranked=2, rank_basis="bootstrap", model="m", profile="paper",
+                           data=data).to_dict()
+
+    release = {"kind": "release", "paper": "refadv", "release": "hub:dddraxxx/ref-adv-s", "revision": "abcdef0123",
+               "n_items": 1142}
+    results = {"refadv": {"ok": True, "results": {"headline": [
+        row({**release, "n_run": 1142}), row({**release, "n_run": 40}),
+        row({"kind": "sample", "paper": "refadv", "release": "generated sample (seed 0)", "n_items": 12,
+             "n_run": 12})]}}}
+    card = rc.build(results, papers=["refadv"])
+    full, subset, sample = card.headlines
+    assert (full.rank, full.rank_basis) == (1, "bootstrap")
+    assert subset.rank == 1 and subset.rank_basis == "on a subset: 40 of 1,142 items"
+    assert sample.rank is None and sample.n_ranked is None and sample.rank_basis.startswith("not ranked")
+    text = rc.markdown(card)
+    assert "| hub:dddraxxx/ref-adv-s@abcdef0 · 1,142 of 1,142 |" in text
+    assert "1 [1–2] of 2 (on a subset: 40 of 1,142 items)" in text and "· 40 of 1,142 |" in text
+    assert "| – (not ranked: a generated sample, not the paper's data) | x 45.0 | generated sample (not ranked) |" in text

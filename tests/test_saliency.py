@@ -387,7 +387,7 @@ def test_study_request_for_explains_a_repair_turn_through_its_items_first_reques
     """Ref-Adv's scored rows can come from the repair turn ('0::repair-direct'); the explorer's saliency button
     must explain that item's request, not fail to find it."""
     from vlamb_nb.models.base import Request
-    from vlamb_nb.saliency.study import Study
+    from vlamb_nb.saliency_study import Study
 
     reqs = [Request(f"{k}::direct", [{"role": "user", "content": "q"}], meta={"item_id": str(k)}) for k in (0, 1)]
     s = Study("refadv", "direct", pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {}, [], [], "", reqs)

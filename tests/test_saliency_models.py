@@ -158,7 +158,7 @@ def test_our_best_resolution_rule_matches_transformers():
 def test_explain_items_counts_failures_and_joins_correctness(explainers):
     import pandas as pd
 
-    from vlamb_nb.saliency.study import explain_items
+    from vlamb_nb.saliency_study import explain_items
 
     good = _request(_image((80, 60)))
     broken = _request(b"not an image")
@@ -248,9 +248,9 @@ def test_layerwise_reduction_matches_the_full_attention_tensors(explainers, fami
 @pytest.mark.slow
 def test_refadv_study_runs_the_benchmarks_own_path(tmp_path):
     """The Ref-Adv saliency study asks and scores as a real run does: the model's box format, the repair turn."""
+    from vlamb_nb import saliency_study as study
     from vlamb_nb.benchmarks.refadv.parse import style_for
     from vlamb_nb.models import load_model
-    from vlamb_nb.saliency import study
 
     model = load_model("tiny:qwen2_5_vl")
     s = study.run_study(model, "refadv", n_items=1, methods=("attention",), max_new_tokens=4,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
-from vlamb_nb.scorers.grounding import ZeroShotDetector, build_tiny_detector
+from vlamb_nb.models.tiny import build_tiny_detector
+from vlamb_nb.scorers.grounding import ZeroShotDetector
 
 pytestmark = pytest.mark.slow
 

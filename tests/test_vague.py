@@ -586,7 +586,7 @@ def test_all_settings_tables_cis_and_paired_tests(sample, tmp_path):
         letter = next(k for k, v in item["letter_category"].items() if v == want)
         return "The speaker wants person1 to go." if req.setting.endswith("_ff") else letter
 
-    scored, _, devs = report.evaluate(ScriptedModel(respond), None, sample, report.parse_settings("all"),
+    scored, _, devs = report.evaluate_settings(ScriptedModel(respond), None, sample, report.parse_settings("all"),
                                       store_dir=tmp_path, bertscore=None, progress=False)
     assert set(devs) == set(SETTINGS)
     stores = sorted(p.name for p in tmp_path.rglob("*.jsonl"))  # one store per setting, by Benchmark.store_path
@@ -792,6 +792,6 @@ def test_evaluate_runs_an_already_loaded_model_without_loading_another(tmp_path,
     items = BENCHMARK.load(BENCHMARK.make_sample(tmp_path, n=3, seed=0))
     monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("evaluate loaded a second model"))
     model = ScriptedModel(lambda req: "A")
-    scored, model_id, _ = report.evaluate(model, "none", items, ["lm"], store_dir=tmp_path,
+    scored, model_id, _ = report.evaluate_settings(model, "none", items, ["lm"], store_dir=tmp_path,
                                           bertscore=None, progress=False)
     assert model_id == model.info.model_id and len(scored) == 3

@@ -6,16 +6,18 @@ when a model is built, so notebooks and the CLI start fast.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 __all__ = ["PAPERS", "__version__", "compare", "get_benchmark", "list_benchmarks"]
 
 
 def __getattr__(name: str):
-    if name == "PAPERS":  # the registry's names (vlamb_nb.benchmarks.PAPERS), the one list of papers
-        from vlamb_nb.benchmarks import list_benchmarks as _list
+    if name == "__version__":  # from the package metadata (pyproject.toml), the one place it is written
+        from vlamb_nb.meta import package_version
 
-        return tuple(_list())
+        return package_version()
+    if name == "PAPERS":  # the registry (vlamb_nb.benchmarks.PAPERS) itself: one list of papers, one meaning
+        from vlamb_nb.benchmarks import PAPERS
+
+        return PAPERS
     if name == "compare":  # vlamb_nb.compare(runs, ...): the module, callable as its compare(); loaded on first use
         import vlamb_nb.compare as _compare
 

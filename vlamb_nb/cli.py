@@ -235,8 +235,6 @@ def cmd_score(a: argparse.Namespace) -> int:
     return 0
 
 
-# specs whose weights are not loaded here: quantization is not ours to choose
-REMOTE_SPECS = ("openai:", "replay:")
 #: options of an openai: model settable on the command line (run and sweep)
 REMOTE_FLAGS = ("base_url", "api_key_env", "concurrency", "timeout", "max_retries", "deadline")
 
@@ -262,23 +260,30 @@ def _add_remote_flags(p: argparse.ArgumentParser, *, endpoint: bool) -> None:
 
 def cmd_run(a: argparse.Namespace) -> int:
     from vlamb_nb import get_benchmark, runner
-    from vlamb_nb.models import load_model
+    from vlamb_nb.models import ModelSpec, load_model
 
     bench = get_benchmark(a.benchmark)
-    setting = bench.check_setting(a.setting or bench.default_setting)
+    if a.store_dir is None and a.out is None:
+        raise VlambError("give --store-dir DIR: the folder the prediction store goes in (a rerun resumes it)")
+    names = [s.strip() for s in (a.settings or "").split(",") if s.strip()]
+    if len(names) > 1:
+        raise VlambError(f"run takes one setting, got {', '.join(names)}; run once per setting")
+    setting = bench.check_setting(names[0] if names else bench.default_setting)
     items = bench.load(a.source)
     extra: dict[str, Any] = {k: v for k, v in remote_options(a).items() if v is not None}
-    if extra and not a.model.startswith("openai:"):
+    spec = ModelSpec.parse(a.model)
+    if extra and not spec.served:
         flags = ", ".join("--" + k.replace("_", "-") for k in extra)
         raise VlambError(f"{flags} go with an openai:MODEL spec (a remote endpoint), not {a.model}")
-    quant = a.quant or ("none" if a.model.startswith(REMOTE_SPECS) else "4bit")
-    if quant != "none" and a.model.startswith(REMOTE_SPECS):
-        raise VlambError(f"--quant {quant} does not apply to {a.model.split(':', 1)[0]}: models (the weights are "
+    quant = a.quantization or ("4bit" if spec.weights_local else "none")
+    if quant != "none" and not spec.weights_local:
+        raise VlambError(f"--quantization {quant} does not apply to {spec.kind}: models (the weights are "
                          "not loaded here)")
     model = load_model(a.model, quantization=None if quant == "none" else quant, **extra)
-    out = bench.run(model, items, setting, store=a.out, limit=a.limit, batch_size=a.batch_size, **_kv(a.option))
+    store = a.out if a.out is not None else bench.store_path(a.store_dir, model.info, setting)
+    out = bench.run(model, items, setting, store=store, limit=a.limit, batch_size=a.batch_size, **_kv(a.option))
     summary = runner.failure_summary(out)
-    print(f"{summary['requests']} requests, {summary['failed']} failed; predictions in {a.out}")
+    print(f"{summary['requests']} requests, {summary['failed']} failed; predictions in {store}")
     if summary["requests"] and summary["failed"] == summary["requests"]:
         print(f"vlamb-nb: error: nothing was generated: {runner.failure_line(summary)}", file=sys.stderr)
         return EXIT_RUN_FAILED
@@ -314,7 +319,7 @@ def cmd_reference(a: argparse.Namespace) -> int:
 def cmd_reproduce(a: argparse.Namespace) -> int:
     from vlamb_nb.reproduce import reproduce
 
-    return reproduce(a.papers or None, params=_kv(a.param), run_id=a.run_id, out_dir=a.out,
+    return reproduce(a.papers or None, params=_kv(a.param), run_id=a.run_id, out_dir=a.runs_dir,
                      timeout=a.cell_timeout or None, update_figures=a.update_figures, tiny_seed=a.tiny_seed,
                      fetch=a.fetch)
 
@@ -424,7 +429,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
     from vlamb_nb.models import load_model
     from vlamb_nb.models.serve import serve
 
-    model = load_model(a.model, quantization=None if a.quant == "none" else a.quant)
+    model = load_model(a.model, quantization=None if a.quantization == "none" else a.quantization)
     server = serve(model, host=a.host, port=a.port, lifetime=a.lifetime, model_name=a.name)
     print(f"serving {model.info.model_id} at {server.base_url} for {a.lifetime:.0f} s", flush=True)
     try:
@@ -455,6 +460,27 @@ def _benchmarks() -> list[str]:
     from vlamb_nb.benchmarks import list_benchmarks
 
     return list_benchmarks()
+
+
+class _OldSpelling(argparse.Action):
+    """An earlier spelling of a flag, still accepted: it sets the new flag's value and says so on stderr."""
+
+    def __init__(self, option_strings: list[str], dest: str, *, new: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.new = new
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(f"vlamb-nb: warning: {option_string} is deprecated; use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def _old_spelling(p: argparse.ArgumentParser, old: str, new: str, **kwargs: Any) -> None:
+    """Accept ``old`` for ``new`` (the notebooks' vocabulary), hidden from help; the value lands in ``new``'s
+    destination unless ``dest`` says otherwise."""
+    kwargs.setdefault("dest", new.lstrip("-").replace("-", "_"))
+    kwargs.setdefault("default", argparse.SUPPRESS)
+    p.add_argument(old, action=_OldSpelling, new=new, help=argparse.SUPPRESS, **kwargs)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -499,14 +525,20 @@ def build_parser() -> argparse.ArgumentParser:
     rn = sub.add_parser("run", help="generate predictions for a benchmark with a model", formatter_class=_HelpFormatter)
     rn.add_argument("benchmark", metavar="BENCHMARK", help=f"one of {', '.join(_benchmarks())}")
     rn.add_argument("--model", required=True, help="hub id, local checkpoint, tiny:FAMILY or openai:MODEL")
-    rn.add_argument("--setting", help="the benchmark's setting (default: the benchmark's default); " + SETTINGS_PLACEHOLDER)
+    rn.add_argument("--settings", metavar="SETTING",
+                    help="the benchmark's setting, one per run (default: the benchmark's default); "
+                         + SETTINGS_PLACEHOLDER)
+    _old_spelling(rn, "--setting", "--settings")
     rn.add_argument("--source")
-    rn.add_argument("--quant", choices=["4bit", "8bit", "none"],
+    rn.add_argument("--quantization", choices=["4bit", "8bit", "none"],
                     help="weight quantization (default: 4bit for local weights, none for openai: and replay:)")
+    _old_spelling(rn, "--quant", "--quantization", choices=["4bit", "8bit", "none"])
     _add_remote_flags(rn, endpoint=True)
     rn.add_argument("--limit", type=int)
     rn.add_argument("--batch-size", type=int, default=8)
-    rn.add_argument("--out", required=True, help="prediction store (JSONL); rerunning resumes it")
+    rn.add_argument("--store-dir", metavar="DIR", help="folder of prediction stores (required): the run's store is "
+                    "DIR/<model>/<benchmark>__<setting>.jsonl, as in notebooks; rerunning resumes it")
+    _old_spelling(rn, "--out", "--store-dir", dest="out", default=None, metavar="FILE")  # the store file itself
     rn.add_argument("-o", "--option", action="append", metavar="KEY=VALUE")
     rn.set_defaults(func=cmd_run)
 
@@ -521,7 +553,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("papers", nargs="*")
     rp.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="notebook parameter")
     rp.add_argument("--run-id")
-    rp.add_argument("--out", default="runs")
+    rp.add_argument("--runs-dir", default="runs", metavar="DIR", help="where run folders go (DIR/<run-id>)")
+    _old_spelling(rp, "--out", "--runs-dir")
     rp.add_argument("--cell-timeout", type=int, default=1800, metavar="SECONDS",
                     help="fail a notebook cell that runs longer (0: no limit, for long real-model runs)")
     rp.add_argument("--update-figures", action="store_true",
@@ -576,7 +609,8 @@ def build_parser() -> argparse.ArgumentParser:
     sv = sub.add_parser("serve", help="serve a model (e.g. replay:FILE of recorded outputs) as an OpenAI-compatible "
                                       "endpoint on 127.0.0.1")
     sv.add_argument("model", help="a load_model spec: hub id, local folder, tiny:FAMILY or replay:FILE")
-    sv.add_argument("--quant", choices=["4bit", "8bit", "none"], default="none")
+    sv.add_argument("--quantization", choices=["4bit", "8bit", "none"], default="none")
+    _old_spelling(sv, "--quant", "--quantization", choices=["4bit", "8bit", "none"])
     sv.add_argument("--host", default="127.0.0.1")
     sv.add_argument("--port", type=int, default=8000)
     sv.add_argument("--name", help="the model name clients send (default: the model's id)")

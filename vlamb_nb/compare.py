@@ -106,7 +106,7 @@ def _answered(paper: str, scored: Any) -> Any:
 
 def _metrics(paper: str, frames: list[Any]) -> tuple[list[Metric], list[str]]:
     """The paper's headline metrics on already aligned frames (same items, same order); notes for what is not."""
-    from vlamb_nb.report_card import plural
+    from vlamb_nb.stats.ranking import plural
 
     first = frames[0]
     if paper == "vague":
@@ -213,7 +213,7 @@ def _data_note(paper: str, runs: Sequence[Run]) -> str:
 
 # -- the statistics of one metric ------------------------------------------------------------------------------
 def _weighted(metric: Metric, values: np.ndarray):
-    from vlamb_nb.report_card import weighted_mean
+    from vlamb_nb.stats.ranking import weighted_mean
 
     if metric.kind == "macro_f1":
         from vlamb_nb.benchmarks.vflute.score import weighted_macro_f1
@@ -269,7 +269,7 @@ class Comparison:
     allowed: list[str] = field(default_factory=list)  # refusals waived on request (different data or settings)
 
     def to_dict(self) -> dict[str, Any]:
-        from vlamb_nb.report_card import _clean
+        from vlamb_nb.stats.ranking import _clean
 
         return _clean({"title": self.title, "correction": self.correction, "baseline": self.baseline,
                        "allowed": self.allowed, "notes": self.notes, "models": self.models,
@@ -316,7 +316,7 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
     import pandas as pd
 
     from vlamb_nb import stats
-    from vlamb_nb.report_card import interval
+    from vlamb_nb.stats.ranking import interval
 
     if correction not in ("holm", "bh"):
         raise SettingError(f"unknown correction {correction!r}; use holm or bh")
@@ -379,7 +379,7 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
                 n = len(metric.values[0])
                 if n == 0:
                     continue
-                from vlamb_nb.report_card import resample_weights
+                from vlamb_nb.stats.ranking import resample_weights
 
                 w = resample_weights(n, metric.clusters, n_resamples=n_resamples, seed=mseed)
                 ones = np.ones((1, n))
@@ -545,7 +545,7 @@ def _model_name(model: dict[str, Any]) -> str:
 def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None,
                 options: dict[str, Any] | None = None) -> Run:
     """A prediction store scored against ``source`` (the data its run was asked about), as a :class:`Run`."""
-    from vlamb_nb import get_benchmark
+    from vlamb_nb.benchmarks import get_benchmark
     from vlamb_nb.models.base import ModelInfo
 
     path = Path(path)
@@ -628,8 +628,7 @@ def _fetched_source(paper: str, stores: list[Path]) -> Any:
 def _reproduce_runs(folder: Path, sources: Any) -> list[Run]:
     """The stores a reproduce run left under ``<run>/<paper>/``, scored against the source its notebook was
     given (``sources`` override), else the one generated sample the notebook wrote there."""
-    from vlamb_nb import get_benchmark
-    from vlamb_nb.benchmarks import list_benchmarks
+    from vlamb_nb.benchmarks import get_benchmark, list_benchmarks
 
     results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
     out = []

@@ -28,10 +28,6 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def digest(obj: Any) -> str:
     """sha256 of the canonical JSON of ``obj``."""
     return sha256_text(canonical_json(obj))

@@ -23,10 +23,18 @@ class Deviation:
         return f"{self.what}: paper {self.paper}; here {self.ours}{tail}"
 
 
-def _versions() -> dict[str, str]:
-    from vlamb_nb import __version__
+def package_version() -> str:
+    """The installed package's version, read from its metadata (so nothing here imports the package root)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    out = {"vlamb_nb": __version__, "python": sys.version.split()[0], "platform": platform.platform()}
+    try:
+        return version("vlamb_nb")
+    except PackageNotFoundError:  # a source tree on the path without an install
+        return "0+unknown"
+
+
+def _versions() -> dict[str, str]:
+    out = {"vlamb_nb": package_version(), "python": sys.version.split()[0], "platform": platform.platform()}
     # report heavy libraries only if something already imported them (never import them here)
     for name in ("torch", "transformers", "bitsandbytes", "numpy", "pandas"):
         mod = sys.modules.get(name)

@@ -13,239 +13,40 @@ them with a rank interval, so a reader sees at once how sure the placing is:
 :func:`build` turns the headlines ``reproduce`` collected into a card; :func:`markdown` and :func:`figure`
 render it (the top of ``report.md`` and ``figures/card/report_card.png``). A card made from the offline profile
 says so in its title and its figure is a stamped pipeline demo.
+
+The ranking engine (:class:`Headline`, resampling, :func:`place`) lives in :mod:`vlamb_nb.stats.ranking`, so the
+papers rank their headlines without importing the card; its names stay importable from here.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
+from vlamb_nb.stats.ranking import (
+    N_RESAMPLES,
+    RANK_LEVEL,
+    Comparator,
+    Headline,
+    from_dict,
+    headline_among_published,
+    interval,
+    place,
+    plural,
+    published,
+    published_draws,
+    rank_of,
+    resample_weights,
+    weighted_mean,
+)
 
-#: percentiles of a rank interval
-RANK_LEVEL = 0.95
-N_RESAMPLES = 2000
-
-
-@dataclass
-class Comparator:
-    """A model the paper tested (or a released run), on the same metric and slice as ours."""
-
-    name: str
-    value: float | None  # percent
-    n: int | None = None  # test size behind the value (None: unknown, no interval)
-    basis: str = "published"  # "per-item": its released rows, resampled with ours; "published": value and n only
-    source: str = ""  # table id or file
-    ci_low: float | None = None
-    ci_high: float | None = None
-    bound: str = ""  # ">" or "<" when the paper gives only a bound (e.g. ">79")
-    diff: float | None = None  # ours − this, percentage points (per-item comparators)
-    p: float | None = None  # paired test of ours vs this (McNemar), per-item comparators
-    p_holm: float | None = None
-
-
-@dataclass
-class Headline:
-    """One headline number of one paper for the report card."""
-
-    paper: str
-    metric: str
-    slice: str
-    value: float | None  # percent
-    ci_low: float | None = None
-    ci_high: float | None = None
-    n: int | None = None
-    unit: str = "item"  # what n counts (item, pair, query, response, row)
-    ci_unit: str = ""  # what the interval resamples (item, pair, image); empty: the same as unit
-    higher_is_better: bool = True
-    setting: str = ""
-    comparators: list[Comparator] = field(default_factory=list)
-    rank: int | None = None  # 1 = best, among the comparators with a value and ours
-    rank_low: int | None = None
-    rank_high: int | None = None
-    n_ranked: int | None = None
-    rank_basis: str = ""
-    note: str = ""
-    model: str = ""
-    profile: str = ""
-    deviations: list[str] = field(default_factory=list)
-    status: str = "ok"  # ok | not run | failed | no data
-    #: the data the row stands on (:class:`~vlamb_nb.datahome.DataIdentity` as a dict, with ``n_run`` items asked)
-    data: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return _clean(asdict(self))
-
-
-def _clean(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {k: _clean(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_clean(x) for x in v]
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, np.generic):
-        return _clean(v.item())
-    return v
-
-
-def from_dict(d: dict[str, Any]) -> Headline:
-    d = dict(d)
-    d["comparators"] = [Comparator(**c) for c in d.get("comparators") or []]
-    known = set(Headline.__dataclass_fields__)
-    return Headline(**{k: v for k, v in d.items() if k in known})
-
-
-# -- resampling: ours and the per-item comparators on the same resamples ---------------------------------------
-def resample_weights(n: int, clusters: Any = None, *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> np.ndarray:
-    """(n_resamples, n) row weights of a (cluster) bootstrap: how often each row is drawn in each resample.
-
-    Clusters (images, pairs) are drawn whole, so rows that share one are never treated as independent. Every
-    statistic evaluated on the same weights sees the same resamples: that is what makes ranks paired.
-    """
-    rng = np.random.default_rng(seed)
-    if clusters is None:
-        return rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
-    codes, _ = _factorize(clusters)
-    k = int(codes.max()) + 1
-    counts = rng.multinomial(k, np.full(k, 1.0 / k), size=n_resamples).astype(np.float64)
-    return counts[:, codes]
-
-
-def _factorize(values: Any) -> tuple[np.ndarray, list[Any]]:
-    import pandas as pd
-
-    codes, uniques = pd.factorize(pd.Series(list(values), dtype=object))
-    return np.asarray(codes), list(uniques)
-
-
-def weighted_mean(x: Any) -> Callable[[np.ndarray], np.ndarray]:
-    """A statistic over resample weights: the weighted mean of ``x`` in percent (NaN-free 0/1 or scores)."""
-    x = np.asarray(x, dtype=float)
-
-    def stat(w: np.ndarray) -> np.ndarray:
-        tot = w.sum(axis=-1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return 100.0 * (w @ x) / tot
-    return stat
-
-
-def interval(draws: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    d = np.asarray(draws, dtype=float)
-    d = d[np.isfinite(d)]
-    if not len(d):
-        return math.nan, math.nan
-    lo, hi = np.percentile(d, [50 * (1 - level), 100 - 50 * (1 - level)])
-    return float(lo), float(hi)
-
-
-def published_draws(value: float, n: int | None, *, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """A published percentage's own sampling uncertainty: binomial at its test size (constant when n is unknown)."""
-    if n is None or not n or value is None or not math.isfinite(value):
-        return np.full(n_resamples, value if value is not None else math.nan, dtype=float)
-    p = min(max(float(value) / 100.0, 0.0), 1.0)
-    return 100.0 * rng.binomial(int(n), p, size=n_resamples) / int(n)
-
-
-def wilson_ci(value: float, n: int | None, alpha: float = 0.05) -> tuple[float | None, float | None]:
-    """Wilson interval of a published percentage at its test size (statsmodels)."""
-    if n is None or not n or value is None:
-        return None, None
-    from statsmodels.stats.proportion import proportion_confint
-
-    k = round(float(value) / 100.0 * int(n))
-    lo, hi = proportion_confint(k, int(n), alpha=alpha, method="wilson")
-    return 100.0 * float(lo), 100.0 * float(hi)
-
-
-def rank_of(ours: np.ndarray, others: np.ndarray, higher_is_better: bool) -> np.ndarray:
-    """Our rank (1 = best) per resample: 1 + how many comparators are strictly better in that resample."""
-    sign = 1.0 if higher_is_better else -1.0
-    if others.size == 0:
-        return np.ones_like(ours)
-    better = sign * (others - ours[None, :]) > 0
-    return 1 + better.sum(axis=0)
-
-
-def place(h: Headline, ours_draws: np.ndarray, comparator_draws: Sequence[np.ndarray], *,
-          basis: str) -> Headline:
-    """Fill ``h``'s rank, rank interval and the number ranked from draws of ours and of each comparator (the
-    same length; aligned draw by draw where they come from the same resamples)."""
-    ranked = [(c, d) for c, d in zip(h.comparators, comparator_draws, strict=True)
-              if c.value is not None and math.isfinite(c.value)]
-    if h.value is None or not math.isfinite(h.value):
-        return h
-    vals = np.array([c.value for c, _ in ranked], dtype=float)
-    sign = 1.0 if h.higher_is_better else -1.0
-    h.rank = int(1 + (sign * (vals - h.value) > 0).sum())
-    ours = np.asarray(ours_draws, float)
-    others = np.vstack([d for _, d in ranked]) if ranked else np.empty((0, len(ours)))
-    ok = np.isfinite(ours) & np.isfinite(others).all(axis=0)  # a resample without a row of this slice: skipped
-    if not ok.any():
-        return h
-    ranks = rank_of(ours[ok], others[:, ok], h.higher_is_better)
-    lo, hi = np.percentile(ranks, [50 * (1 - RANK_LEVEL), 100 - 50 * (1 - RANK_LEVEL)])
-    h.rank_low, h.rank_high = int(math.floor(lo)), int(math.ceil(hi))
-    h.n_ranked = len(ranked) + 1
-    h.rank_basis = basis
-    return h
-
-
-def published(paper: str, table: str, column: str, *, n: int | None, exclude: Iterable[str] = (),
-              rows: Iterable[str] | None = None) -> list[Comparator]:
-    """The paper's published values of one column as comparators (reference data, with the table id); a cell
-    printed as a bound (``>79``) becomes a comparator with ``bound`` set, drawn at the bound."""
-    import re
-
-    from vlamb_nb import reference
-
-    df = reference.load(paper, table)
-    df = df[df["column"] == column]
-    keep = set(rows) if rows is not None else None
-    out = []
-    for _, r in df.iterrows():
-        if r["row"] in set(exclude) or (keep is not None and r["row"] not in keep):
-            continue
-        value, bound = r["value_num"], ""
-        if not math.isfinite(value):
-            m = re.fullmatch(r"\s*([<>])\s*([\d.]+)\s*%?\s*", str(r["value"]))
-            if not m:
-                continue
-            bound, value = m.group(1), float(m.group(2))
-        out.append(Comparator(name=str(r["row"]), value=float(value), n=n, source=f"{paper} {table}", bound=bound))
-    return out
-
-
-def headline_among_published(*, paper: str, metric: str, slice: str, stat: Callable[[np.ndarray], np.ndarray],
-                             n_rows: int, clusters: Any = None, published: Iterable[Comparator],
-                             unit: str = "item", ci_unit: str = "", higher_is_better: bool = True,
-                             setting: str = "", n: int | None = None, n_resamples: int = N_RESAMPLES, seed: int = 0,
-                             note: str = "") -> Headline:
-    """A headline whose comparators are published values only: ours by (cluster) bootstrap, each published value
-    from its binomial at its test size, drawn independently."""
-    w = resample_weights(n_rows, clusters, n_resamples=n_resamples, seed=seed)
-    point = float(stat(np.ones((1, n_rows)))[0])
-    draws = stat(w)
-    lo, hi = interval(draws)
-    comps = []
-    rng = np.random.default_rng(seed + 1)
-    cdraws = []
-    for c in published:
-        if c.ci_low is None and c.n:
-            c.ci_low, c.ci_high = wilson_ci(c.value, c.n)
-        comps.append(c)
-        cdraws.append(published_draws(c.value, c.n, n_resamples=n_resamples, rng=rng))
-    h = Headline(paper=paper, metric=metric, slice=slice, value=point, ci_low=lo, ci_high=hi,
-                 n=n if n is not None else n_rows, unit=unit, ci_unit=ci_unit or unit,
-                 higher_is_better=higher_is_better, setting=setting, comparators=comps, note=note)
-    return place(h, draws, cdraws, basis=f"ours: bootstrap over {plural(ci_unit or unit)}; published: binomial at "
-                                         "their test size")
-
-
-def plural(unit: str) -> str:
-    return {"query": "queries"}.get(unit, unit + "s")
+__all__ = [
+    "N_RESAMPLES", "RANK_LEVEL", "Card", "Comparator", "Headline", "build", "figure", "from_dict", "from_run",
+    "headline_among_published", "interval", "markdown", "place", "plural", "published", "published_draws",
+    "rank_of", "resample_weights", "save", "weighted_mean",
+]
 
 
 # -- the card -------------------------------------------------------------------------------------------------

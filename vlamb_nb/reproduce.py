@@ -116,8 +116,10 @@ def shared_name(key: str) -> str:
 
 def served_model(params: dict[str, Any]) -> bool:
     """The model is served elsewhere (``openai:``): notebooks that need its weights cannot run it."""
+    from vlamb_nb.models.spec import ModelSpec
+
     model = params.get("model")
-    return isinstance(model, str) and model.startswith("openai:")
+    return isinstance(model, str) and bool(model.strip()) and ModelSpec.parse(model).served
 
 
 def new_run_id() -> str:

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from vlamb_nb.errors import DataError, SettingError
+from vlamb_nb.models.spec import ModelSpec
 
 #: endpoint options the file may set for all openai: models
 REMOTE_KEYS = ("concurrency", "timeout", "max_retries", "deadline")
@@ -160,7 +161,7 @@ def load_config(path: str | os.PathLike, *, remote: dict[str, Any] | None = None
             raise DataError(f"entry {i + 1}: a model needs 'spec' and may have {sorted(MODEL_KEYS)}", source=str(path),
                             field="models")
         options = dict(m.get("options") or {})
-        if str(m["spec"]).startswith("openai:"):  # the command line wins, then the model's options, then the file
+        if str(m["spec"]).strip() and ModelSpec.parse(str(m["spec"])).served:  # the command line wins, then the model's options, then the file
             options = {**file_remote, **options, **cli_remote}
         for q in _as_list(m.get("quantization", default_q)):
             jobs.append(SweepJob(model=str(m["spec"]), model_name=str(m.get("name") or m["spec"]), quantization=_quant(q),
@@ -188,7 +189,7 @@ def _name_endpoints(jobs: list[SweepJob]) -> None:
         by_name.setdefault((j.model_name, j.quantization), []).append(j)
     for group in by_name.values():
         urls = [j.model_options.get("base_url") for j in group]
-        if len(group) < 2 or not all(j.model.startswith("openai:") and j.model_name == j.model for j in group) \
+        if len(group) < 2 or not all(ModelSpec.parse(j.model).served and j.model_name == j.model for j in group) \
                 or len(set(urls)) < len(urls):
             continue
         for j, url in zip(group, urls, strict=True):
@@ -253,7 +254,7 @@ def sweep(config: str | os.PathLike, *, quiet: bool = False, remote: dict[str, A
     ``remote``: endpoint options (``concurrency``, ``timeout``, ...) for every ``openai:`` model, over the file's."""
     import pandas as pd
 
-    from vlamb_nb.models.openai_compat import redact_url
+    from vlamb_nb.models.http import redact_url
 
     cfg = load_config(config, remote=remote)
     cfg.out_dir.mkdir(parents=True, exist_ok=True)

@@ -64,11 +64,6 @@ def notebooks() -> tuple[str, ...]:
     return tuple(nb for p in PAPERS for nb in p.notebooks) + CROSS_PAPER_NOTEBOOKS
 
 
-def notebook_paper(notebook: str) -> str | None:
-    """The paper a notebook belongs to (None for a cross-paper notebook)."""
-    return next((p.name for p in PAPERS if notebook in p.notebooks), None)
-
-
 def needs_weights(notebook: str) -> bool:
     """Whether a notebook needs the model's weights (so an ``openai:`` model cannot run it)."""
     return notebook in CROSS_PAPER_NEEDS_WEIGHTS or any(notebook in p.needs_weights for p in PAPERS)

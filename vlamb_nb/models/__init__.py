@@ -19,16 +19,17 @@ from vlamb_nb.models.base import (
     text_part,
     user_message,
 )
+from vlamb_nb.models.spec import ModelSpec
 
 __all__ = [
-    "IMAGE_SLOT", "VLM", "DecodingParams", "Generation", "ModelInfo", "Request", "ScriptedModel", "StreamingVLM",
-    "assistant_message", "load_model", "system_message", "text_part", "user_message",
+    "IMAGE_SLOT", "VLM", "DecodingParams", "Generation", "ModelInfo", "ModelSpec", "Request", "ScriptedModel",
+    "StreamingVLM", "assistant_message", "load_model", "system_message", "text_part", "user_message",
 ]
 
 
 def load_model(spec: str, *, quantization: str | None = None, concurrency: int | None = None,
                timeout: float | None = None, max_retries: int | None = None, deadline: float | None = None, **kwargs):
-    """Build a backend from a spec.
+    """Build a backend from a spec (read by :class:`ModelSpec`).
 
     - ``tiny:FAMILY``: a tiny random checkpoint built locally (tests, offline demos)
     - ``openai:MODEL`` (``base_url=`` / ``api_key_env=`` keyword arguments): an OpenAI-compatible endpoint

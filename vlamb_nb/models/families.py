@@ -161,7 +161,3 @@ def get_family(name: str) -> Family:
         return _BY_NAME[name]
     except KeyError:
         raise SettingError(f"unknown model family {name!r}; known: {', '.join(sorted(_BY_NAME))}") from None
-
-
-def family_names() -> list[str]:
-    return [f.name for f in (*FAMILIES, *TEXT_FAMILIES)]

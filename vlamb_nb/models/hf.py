@@ -416,7 +416,3 @@ def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
         elif isinstance(e, (list, tuple)):
             ids.update(int(x) for x in e)
     return ids
-
-
-def is_local_checkpoint(spec: str) -> bool:
-    return Path(spec).expanduser().is_dir()

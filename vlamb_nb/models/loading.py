@@ -1,4 +1,5 @@
-"""``load_model(spec)``: one entry point from a spec string to a backend.
+"""``load_model(spec)``: one entry point from a spec string (read by :class:`~vlamb_nb.models.spec.ModelSpec`)
+to a backend.
 
 - ``tiny:FAMILY`` builds (once, cached per user) a tiny random checkpoint (seed ``seed=``, else
   ``$VLAMB_TINY_SEED``, else 0) and loads it with
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlamb_nb.errors import SettingError
+from vlamb_nb.models.spec import ModelSpec
 
 #: request settings of a served model; any spec takes them, so one notebook parameter serves every backend
 REMOTE_SETTINGS = ("concurrency", "timeout", "max_retries", "deadline")
@@ -29,17 +30,16 @@ def load_model(spec: str, quantization: str | None = None, *, concurrency: int |
     (seconds per request, retries included) configure an ``openai:`` model; None keeps its defaults. Other
     backends send no requests over a network and ignore them.
     """
-    if not isinstance(spec, str) or not spec.strip():
-        raise SettingError(f"model spec must be a non-empty string, got {spec!r}")
-    spec = spec.strip()
+    parsed = ModelSpec.parse(spec)
+    spec = parsed.text
     remote = {k: v for k, v in zip(REMOTE_SETTINGS, (concurrency, timeout, max_retries, deadline), strict=True)
               if v is not None}
-    if spec.startswith("tiny:"):
+    if parsed.kind == "tiny":
         from vlamb_nb.models.hf import HFModel
         from vlamb_nb.models.tiny import TINY_VERSION, tiny_path
         from vlamb_nb.paths import tiny_seed
 
-        family = spec.split(":", 1)[1]
+        family = parsed.name
         seed = kwargs.pop("seed", None)
         seed = tiny_seed() if seed is None else int(seed)
         path = tiny_path(family, seed=seed, cache_dir=kwargs.pop("cache_dir", None))
@@ -48,16 +48,16 @@ def load_model(spec: str, quantization: str | None = None, *, concurrency: int |
         model = HFModel(path, quantization=quantization, display_id=spec, **kwargs)
         model.info = _with_revision(model.info, label)
         return model
-    if spec.startswith("replay:"):
+    if parsed.kind == "replay":
         from vlamb_nb.models.replay import ReplayModel
 
-        return ReplayModel.from_file(spec.split(":", 1)[1], **kwargs)
-    if spec.startswith("openai:"):
+        return ReplayModel.from_file(parsed.name, **kwargs)
+    if parsed.kind == "openai":
         from vlamb_nb.models.openai_compat import OpenAIModel
 
         if quantization not in (None, "none"):
             kwargs.setdefault("quantization_label", quantization)
-        return OpenAIModel(spec.split(":", 1)[1], **remote, **kwargs)
+        return OpenAIModel(parsed.name, **remote, **kwargs)
     from vlamb_nb.models.hf import HFModel
 
     return HFModel(spec, quantization=quantization, **kwargs)

@@ -24,7 +24,8 @@ as it arrives. HTTP goes through one pooled ``httpx.Client`` per model with thes
   with every request, and everything shown (errors, stored records, ``info.endpoint``, logs) carries the
   address with secret-looking query values masked. A ``user:password@`` in the address is refused:
   a credential belongs in the environment variable named by ``api_key_env``, not in an address that
-  is printed and stored;
+  is printed and stored (secrets, the deadline, ``Retry-After`` and the adaptive limit live in
+  :mod:`vlamb_nb.models.http`; this module is the OpenAI wire format);
 * a reply without an answer (content filter, null content, no choices, malformed JSON) is a failed
   ``Generation``, so a rerun retries it rather than keeping an empty answer.
 """
@@ -32,231 +33,39 @@ as it arrives. HTTP goes through one pooled ``httpx.Client`` per model with thes
 from __future__ import annotations
 
 import base64
-import email.utils
 import json
-import logging
-import math
 import os
 import queue
 import random
-import re
 import threading
 import time
-import urllib.parse
-import urllib.request
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
-import httpcore  # httpx's own transport layer (a dependency of httpx); used for the deadline hook only
 import httpx
 
 from vlamb_nb.errors import SettingError
 from vlamb_nb.models.base import DecodingParams, Generation, ModelInfo, Request
+from vlamb_nb.models.http import (
+    DETAIL_CHARS,
+    KEY_ENVS,
+    RETRY_AFTER_STATUS,
+    RETRY_STATUS,
+    SECRET_PARAM,
+    URL_SECRETS,
+    AdaptiveLimit,
+    DeadlinePassed,
+    EndpointError,
+    deadline_transport,
+    known_keys,
+    request_deadline,
+    retry_after_seconds,
+    scrub,
+    split_base_url,
+)
 
-RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-RETRY_AFTER_STATUS = frozenset({429, 503})
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-DETAIL_CHARS = 300  # of an error reply's body kept in the message
-
-
-class EndpointError(RuntimeError):
-    """A request that failed for good (after retries, or with a non-retryable status)."""
-
-
-# -- secrets ----------------------------------------------------------------------------------------
-_KEY_ENVS: set[str] = {"OPENAI_API_KEY"}  # variables whose values are scrubbed from errors and logs
-_URL_SECRETS: set[str] = set()  # secret query values of the base URLs in use, scrubbed the same way
-_BEARER = re.compile(r"(?i)\bbearer\s+[^\s'\",;)\]}]+")
-#: query parameter names whose values are treated as secrets (api_key, key, token, sig, ...)
-_SECRET_NAMES = r"key|token|secret|passw|pwd|sig|auth|credential|sess"
-SECRET_PARAM = re.compile(_SECRET_NAMES, re.IGNORECASE)
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@?#]*@")
-_URL_SECRET_QUERY = re.compile(r"([?&;][^=&\s?#]*(?:" + _SECRET_NAMES + r")[^=&\s?#]*=)[^&\s'\"#<>]+",
-                               re.IGNORECASE)
-
-
-def scrub(text: str, *secrets: str | None) -> str:
-    """``text`` with the given secrets, any bearer token and any credential inside a URL (``user:pass@``,
-    ``?api_key=...``) masked: errors end up in result files and logs."""
-    for s in (*secrets, *tuple(_URL_SECRETS)):
-        if s:
-            text = text.replace(s, "***")
-    text = _URL_USERINFO.sub(r"\1***@", text)
-    text = _URL_SECRET_QUERY.sub(r"\1***", text)
-    return _BEARER.sub("Bearer ***", text)
-
-
-def _known_keys() -> list[str]:
-    return [v for name in tuple(_KEY_ENVS) if (v := os.environ.get(name))]
-
-
-def redact_url(url: str) -> str:
-    """``url`` as it may be shown and stored: ``user:pass@`` and secret-looking query values masked."""
-    return scrub(str(url))
-
-
-def split_base_url(url: str) -> tuple[str, list[tuple[str, str]], str]:
-    """``(base, query, shown)``: the address requests go to (no query, no trailing slash), the query
-    parameters sent with every request, and the address as shown and stored (:func:`redact_url`).
-
-    An address with a ``user:password@`` part is refused: the message shows it masked.
-    """
-    parts = urllib.parse.urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SettingError(f"base_url must be an http(s) URL with a host, got {redact_url(url)!r}")
-    if "@" in parts.netloc:
-        raise SettingError(f"base_url {redact_url(url)!r} carries credentials (user:password@host); they would be "
-                           "printed and stored with every error. Put the key in an environment variable and name "
-                           "it with api_key_env (sent as a bearer token), and give the address without them")
-    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-    base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
-    shown = base + ("?" + urllib.parse.urlencode([(k, "***" if SECRET_PARAM.search(k) else v) for k, v in query],
-                                                 safe="*") if query else "")
-    return base, query, shown
-
-
-class ScrubSecretsFilter(logging.Filter):
-    """Masks keys and bearer tokens in httpx/httpcore records (at DEBUG httpcore logs raw header lists)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            msg = record.getMessage()
-        except Exception:  # noqa: BLE001 - a broken record is logging's problem, not ours
-            return True
-        clean = scrub(msg, *_known_keys())
-        if clean != msg:
-            record.msg, record.args = clean, None
-        return True
-
-
-# a logger's filters do not apply to its children's records, so every logger httpx and httpcore use is listed
-HTTP_LOGGERS = ("httpx", "httpcore", "httpcore.connection", "httpcore.http11", "httpcore.http2",
-                "httpcore.proxy", "httpcore.socks")
-
-
-def install_log_filter() -> None:
-    """Attach :class:`ScrubSecretsFilter` to the HTTP loggers (idempotent)."""
-    for name in HTTP_LOGGERS:
-        lg = logging.getLogger(name)
-        if not any(isinstance(f, ScrubSecretsFilter) for f in lg.filters):
-            lg.addFilter(ScrubSecretsFilter())
-
-
-install_log_filter()
-
-
-# -- a total deadline per request ---------------------------------------------------------------------
-# httpx's timeouts apply to each socket operation, so a server sending a byte a second never trips them.
-# Every socket operation of a request therefore gets at most the time left before the request's deadline,
-# which ``OpenAIModel._exchange`` keeps in a thread-local (sync httpx does its I/O in the calling thread).
-_deadline = threading.local()
-
-
-def _time_left(timeout: float | None, expired: type[Exception]) -> float | None:
-    at = getattr(_deadline, "at", None)
-    if at is None:
-        return timeout
-    left = at - time.monotonic()
-    if left <= 0:
-        raise expired("the request's total deadline passed")
-    return left if timeout is None else min(timeout, left)
-
-
-class _DeadlineStream(httpcore.NetworkStream):
-    def __init__(self, inner: httpcore.NetworkStream) -> None:
-        self._inner = inner
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, _time_left(timeout, httpcore.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, _time_left(timeout, httpcore.WriteTimeout))
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
-        timeout = _time_left(timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-class _DeadlineBackend(httpcore.NetworkBackend):
-    def __init__(self, inner: httpcore.NetworkBackend) -> None:
-        self._inner = inner
-
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Any = None) -> httpcore.NetworkStream:
-        timeout = _time_left(timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
-
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Any = None) -> httpcore.NetworkStream:
-        timeout = _time_left(timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(self._inner.connect_unix_socket(path, timeout, socket_options))
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
-
-
-_ssl_lock = threading.Lock()
-_ssl_context: Any = None
-
-
-def _shared_ssl_context() -> Any:
-    """One verifying SSL context per process: building one loads the CA bundle (a large share of a CPU
-    second per hundred), and every worker's client needs one."""
-    global _ssl_context
-    with _ssl_lock:
-        if _ssl_context is None:
-            _ssl_context = httpx.create_ssl_context(trust_env=True)
-        return _ssl_context
-
-
-def _transport(base_url: str, limits: httpx.Limits | None = None) -> httpx.HTTPTransport:
-    """httpx's transport, through the proxy urllib would use for ``base_url``, its sockets held to the deadline.
-
-    The client is given this transport explicitly (so it ignores proxy variables itself); the proxy is
-    therefore chosen here, with the same rules as the urllib code this replaced.
-    """
-    parts = urllib.parse.urlsplit(base_url)
-    proxy = urllib.request.getproxies().get(parts.scheme)
-    if proxy and parts.hostname and urllib.request.proxy_bypass(parts.hostname):
-        proxy = None
-    transport = httpx.HTTPTransport(verify=_shared_ssl_context(), proxy=proxy, trust_env=True,
-                                   **({"limits": limits} if limits else {}))
-    pool = getattr(transport, "_pool", None)  # httpx exposes no hook for the network backend
-    if pool is not None and isinstance(getattr(pool, "_network_backend", None), httpcore.NetworkBackend):
-        pool._network_backend = _DeadlineBackend(pool._network_backend)
-    # otherwise (a future httpx) the body is still read against the deadline in ``_exchange``
-    return transport
-
-
-class _DeadlinePassed(Exception):
-    pass
-
-
-def retry_after_seconds(value: str | None) -> float | None:
-    """Seconds asked for by a ``Retry-After`` header (delta-seconds or an HTTP date); None if absent or unreadable."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - datetime.now(UTC)).total_seconds()
-    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 def image_data_url(image: Any) -> tuple[str, tuple[int, int]]:
@@ -344,61 +153,6 @@ def to_openai_messages(request: Request, images: Callable[[Any], tuple[str, tupl
     return out, sizes
 
 
-# -- how many requests in flight ----------------------------------------------------------------------
-class AdaptiveLimit:
-    """At most ``limit`` requests in flight, adapted to the server (additive increase, multiplicative decrease).
-
-    An overload answer (429, 503) halves the limit, once per round trip: answers to requests sent before
-    the last cut are the same congestion and cut nothing more. Its ``Retry-After`` (capped by ``max_pause``)
-    pauses every new send. Each success raises the limit by ``1 / limit``, so about one more request per
-    round trip, back up to ``maximum``. ``peak`` is the most requests ever in flight at once.
-    """
-
-    def __init__(self, maximum: int, *, max_pause: float = 60.0) -> None:
-        if maximum < 1:
-            raise SettingError(f"concurrency must be >= 1, got {maximum}")
-        self.maximum = int(maximum)
-        self.limit = float(maximum)
-        self.max_pause = max_pause
-        self.active = self.peak = self.cuts = 0
-        self._resume_at = 0.0
-        self._cut_at = float("-inf")
-        self._cond = threading.Condition()
-
-    @property
-    def allowed(self) -> int:
-        return max(1, int(self.limit))
-
-    def acquire(self) -> float:
-        """Wait for a free slot (and for any Retry-After pause to end); return the send time."""
-        with self._cond:
-            while True:
-                now = time.monotonic()
-                if now >= self._resume_at and self.active < self.allowed:
-                    break
-                self._cond.wait(timeout=max(self._resume_at - now, 0.0) or None)
-            self.active += 1
-            self.peak = max(self.peak, self.active)
-            return now
-
-    def release(self, sent: float, *, ok: bool = False, overloaded: bool = False,
-                retry_after: float | None = None) -> None:
-        """Free the slot of a request sent at ``sent``; ``ok`` grows the limit, ``overloaded`` cuts it."""
-        with self._cond:
-            self.active -= 1
-            now = time.monotonic()
-            if overloaded:
-                if sent >= self._cut_at:
-                    self.limit = max(1.0, self.limit / 2)
-                    self._cut_at = now
-                    self.cuts += 1
-                if retry_after:
-                    self._resume_at = max(self._resume_at, now + min(retry_after, self.max_pause))
-            elif ok:
-                self.limit = min(float(self.maximum), self.limit + 1.0 / self.limit)
-            self._cond.notify_all()
-
-
 def decoding_body(params: DecodingParams) -> dict[str, Any]:
     """Decoding parameters in chat-completions terms (greedy = temperature 0)."""
     if params.num_beams > 1:
@@ -460,9 +214,9 @@ class OpenAIModel:
         base, self._query, self.endpoint = split_base_url(base_url or os.environ.get("OPENAI_BASE_URL")
                                                           or DEFAULT_BASE_URL)
         self.base_url = base  # without its query (sent as parameters) and never with credentials
-        _URL_SECRETS.update(v for k, v in self._query if v and SECRET_PARAM.search(k))
+        URL_SECRETS.update(v for k, v in self._query if v and SECRET_PARAM.search(k))
         self.api_key_env = api_key_env  # the variable's name only; its value is read per call
-        _KEY_ENVS.add(api_key_env)  # so the log filter masks this key too
+        KEY_ENVS.add(api_key_env)  # so the log filter masks this key too
         if self.base_url == DEFAULT_BASE_URL and not os.environ.get(api_key_env):
             raise SettingError(f"the OpenAI API needs a key in the environment variable {api_key_env}")
         self.concurrency, self.timeout, self.max_retries, self.deadline = concurrency, timeout, max_retries, deadline
@@ -485,9 +239,9 @@ class OpenAIModel:
         with self._lock:
             if self._idle:
                 return self._idle.pop()
-        # trust_env=False: no .netrc credentials and no proxy lookup by the client (``_transport`` does it)
+        # trust_env=False: no .netrc credentials and no proxy lookup by the client (``deadline_transport`` does it)
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=2)
-        client = httpx.Client(transport=_transport(self.base_url, limits), follow_redirects=False,
+        client = httpx.Client(transport=deadline_transport(self.base_url, limits), follow_redirects=False,
                               timeout=self.timeout, trust_env=False)
         with self._lock:
             self._clients.append(client)
@@ -522,8 +276,8 @@ class OpenAIModel:
         vars(self).update(state)
         self._lock = threading.Lock()
         self.images = ImageURLCache(self.image_cache_bytes)
-        _KEY_ENVS.add(self.api_key_env)
-        _URL_SECRETS.update(v for k, v in self._query if v and SECRET_PARAM.search(k))
+        KEY_ENVS.add(self.api_key_env)
+        URL_SECRETS.update(v for k, v in self._query if v and SECRET_PARAM.search(k))
 
     # -- HTTP ---------------------------------------------------------------------------------------
     def _key(self) -> str | None:
@@ -537,7 +291,7 @@ class OpenAIModel:
         return h
 
     def _scrub(self, text: str) -> str:
-        return scrub(text, self._key(), *_known_keys())
+        return scrub(text, self._key(), *known_keys())
 
     def _sleep_for(self, attempt: int, retry_after: str | None) -> float:
         asked = retry_after_seconds(retry_after)
@@ -549,7 +303,7 @@ class OpenAIModel:
         """One POST within ``budget`` seconds in total: sockets wait at most the time left, and the body is
         streamed and checked against the deadline, so a trickling server cannot stretch the request."""
         deadline = time.monotonic() + budget
-        _deadline.at = deadline
+        request_deadline.at = deadline
         try:
             with client.stream("POST", url, params=self._query or None, content=data,
                                headers=self._headers()) as resp:
@@ -557,10 +311,10 @@ class OpenAIModel:
                 for chunk in resp.iter_bytes():
                     chunks.append(chunk)
                     if time.monotonic() > deadline:
-                        raise _DeadlinePassed
+                        raise DeadlinePassed
                 return resp.status_code, resp.headers, b"".join(chunks)
         finally:
-            _deadline.at = None
+            request_deadline.at = None
 
     def _parse(self, status: int, raw: bytes, url: str) -> dict[str, Any]:
         try:
@@ -612,7 +366,7 @@ class OpenAIModel:
                 status, headers, raw = self._exchange(client, url, data, budget)
                 if status in RETRY_AFTER_STATUS:
                     retry_after = headers.get("Retry-After")
-            except (httpx.TimeoutException, _DeadlinePassed):
+            except (httpx.TimeoutException, DeadlinePassed):
                 last = (f"timed out after {self.timeout:g} s ({shown})" if budget >= self.timeout else
                         f"timed out at the request's deadline ({shown})")
             except httpx.ConnectError as e:

@@ -25,6 +25,7 @@ from typing import Any
 
 from vlamb_nb.errors import SettingError
 from vlamb_nb.meta import Deviation
+from vlamb_nb.models.spec import ModelSpec
 from vlamb_nb.paths import (  # noqa: F401  (re-exported: notebooks import them from here)
     TINY_SEED_ENV,
     figures_dir,
@@ -37,8 +38,6 @@ from vlamb_nb.paths import (  # noqa: F401  (re-exported: notebooks import them 
 PROFILES = ("offline", "paper")
 OFFLINE_MODEL = "tiny:qwen2_5_vl"
 SAMPLE_STAMP = "generated sample data: not the paper's data"
-# model specs that are stand-ins, not models: the offline profile may run them
-STAND_IN_PREFIXES = ("tiny:", "scripted", "replay:")
 
 
 # -- profiles ----------------------------------------------------------------------------------------
@@ -48,8 +47,9 @@ def is_stand_in(spec: Any) -> bool:
         return True
     if not isinstance(spec, str):  # a model object: ScriptedModel and friends say what they are
         backend = getattr(getattr(spec, "info", None), "backend", "")
-        return backend in ("scripted", "replay") or str(getattr(spec.info, "model_id", "")).startswith("tiny:")
-    return spec.startswith(STAND_IN_PREFIXES)
+        model_id = str(getattr(spec.info, "model_id", ""))
+        return backend in ("scripted", "replay") or (bool(model_id.strip()) and ModelSpec.parse(model_id).kind == "tiny")
+    return bool(spec.strip()) and ModelSpec.parse(spec).stand_in
 
 
 def resolve_profile(profile: str | None, model: Any) -> str:
@@ -89,7 +89,7 @@ class NotebookConfig:
     @property
     def remote(self) -> bool:
         """The model is served elsewhere (``openai:``): its weights are not here."""
-        return isinstance(self.model, str) and self.model.startswith("openai:")
+        return isinstance(self.model, str) and ModelSpec.parse(self.model).served
 
     @property
     def run_dir(self) -> Path:
@@ -161,9 +161,10 @@ class NotebookConfig:
         spec = self.model if spec is None else spec
         if not isinstance(spec, str):
             return spec
-        if spec.startswith("tiny:"):
+        parsed = ModelSpec.parse(spec)
+        if parsed.kind == "tiny":
             kwargs.setdefault("seed", tiny_seed())
-        if spec.startswith("openai:"):
+        if parsed.served:
             url = base_url or self.base_url
             if url:
                 kwargs.setdefault("base_url", url)
@@ -171,7 +172,7 @@ class NotebookConfig:
                 kwargs.setdefault("concurrency", self.concurrency)
         elif base_url:
             raise SettingError(f"base_url goes with an openai:MODEL spec, not {spec!r}")
-        quant = None if spec.startswith(REMOTE_PREFIXES) else self.quantization
+        quant = self.quantization if parsed.weights_local else None
         return load_model(spec, quantization=quant, **kwargs)
 
     def save_figure(self, fig: Any, name: str, *, model_output: bool = False, sample_data: bool = False) -> None:
@@ -224,10 +225,6 @@ class NotebookConfig:
         record("headline", out)
 
 
-# specs whose weights are not loaded here: quantization is not ours to choose
-REMOTE_PREFIXES = ("openai:", "replay:", "scripted")
-
-
 def parse_settings(given: Any) -> list[str]:
     """A list of settings from a list, a tuple, one name or a comma list (``"lm,sm,vlm"``)."""
     if given is None:
@@ -257,7 +254,7 @@ def setup(paper: str, *, profile: str | None = None, model: Any = None, base_url
             raise SettingError(f"{paper}: profile 'paper' needs a model (a hub id, a local checkpoint or "
                                f"openai:MODEL)")
         model = OFFLINE_MODEL
-    if base_url is not None and not (isinstance(model, str) and model.startswith("openai:")):
+    if base_url is not None and not (isinstance(model, str) and ModelSpec.parse(model).served):
         raise SettingError(f"{paper}: base_url={base_url!r} goes with an openai:MODEL model, not {model!r}")
     if concurrency is not None and (not isinstance(concurrency, int) or isinstance(concurrency, bool)
                                     or concurrency < 1):
@@ -267,7 +264,7 @@ def setup(paper: str, *, profile: str | None = None, model: Any = None, base_url
         raise SettingError(f"{paper}: unknown quantization {quantization!r}; use 4bit, 8bit or none")
     cfg = NotebookConfig(paper=paper, profile=prof, model=model, quantization=quant, seed=seed, base_url=base_url,
                          concurrency=concurrency, store_dir=Path(store_dir) if store_dir else None)
-    if isinstance(model, str) and model.startswith(REMOTE_PREFIXES):
+    if isinstance(model, str) and not ModelSpec.parse(model).weights_local:
         cfg.quantization = None  # served or replayed: the weights are not loaded here
     if prof == "offline":
         cfg.add_deviation("model", "the paper's models", f"{_model_name(model)} (offline profile: a stand-in whose "

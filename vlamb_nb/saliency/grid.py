@@ -61,14 +61,6 @@ class ImageLayout:
     def n_tokens(self) -> int:
         return int(len(self.positions))
 
-    @property
-    def unplaced(self) -> np.ndarray:
-        """Token indices (within the image run) that belong to no grid, e.g. newline or CLS tokens."""
-        used = np.zeros(self.n_tokens, dtype=bool)
-        for s in self.segments:
-            used[s.indices] = True
-        return np.flatnonzero(~used)
-
 
 # --------------------------------------------------------------------------------------------------
 # family geometry: each returns the segments of one image given its token count

@@ -515,11 +515,6 @@ def _unpack_bnb_cpu_weights(model: Any) -> int:
     return n
 
 
-def saliency_map(model: Any, request: Any, method: str = "gradient", **kwargs: Any) -> SaliencyMap:
-    """One-off convenience: ``Explainer(model).explain(request, method, **kwargs)``."""
-    return Explainer(model).explain(request, method, **kwargs)
-
-
 def contrast(a: SaliencyMap, b: SaliencyMap) -> np.ndarray:
     """Signed difference of two maps of the same image (e.g. option A minus option B), sums to 0."""
     if a.heatmap.shape != b.heatmap.shape:

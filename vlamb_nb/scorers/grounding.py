@@ -4,7 +4,8 @@ RACQUET grounds each single-referent answer with text-prompted SAM (lang-segment
 whose box comes from Grounding DINO). Here a grounder is anything with
 ``ground(image, text) -> list[Detection]``. The default, :class:`ZeroShotDetector`, runs a
 transformers zero-shot detector (Grounding DINO or OWLv2) from a local folder or hub id;
-:class:`TableGrounder` replays boxes from a table (another tool's output, or tests).
+:class:`TableGrounder` replays boxes from a table (another tool's output, or tests). ``"tiny"`` /
+``"tiny:owlv2"`` name the tiny random detectors of :mod:`vlamb_nb.models.tiny`.
 
 Choices the paper leaves open are parameters: the text prompt (the whole response or a
 phrase), the thresholds (lang-sam's defaults 0.3 / 0.25), and which detection is taken
@@ -13,14 +14,13 @@ phrase), the thresholds (lang-sam's defaults 0.3 / 0.25), and which detection is
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from vlamb_nb.errors import NotAvailableError, SettingError
+from vlamb_nb.models.spec import ModelSpec
 
 
 @dataclass(frozen=True)
@@ -171,125 +171,17 @@ class ZeroShotDetector:
         return sorted(dets, key=lambda d: -d.score)
 
 
-TINY_DETECTOR_VERSION = 3
-_TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "'", "the", "a", "is", "are", "on", "in", "of",
-               "and", "left", "right", "middle", "center", "red", "blue", "green", "yellow", "white", "black", "bus",
-               "car", "dog", "person", "man", "woman", "umbrella", "wearing", "color", "shirt", "t", "-", "one",
-               "other", "two", "there", "which"]
-
-
-def _tiny_grounding_dino(out: Path) -> None:
-    from transformers import (
-        BertConfig,
-        BertTokenizerFast,
-        GroundingDinoConfig,
-        GroundingDinoForObjectDetection,
-        GroundingDinoImageProcessor,
-        GroundingDinoProcessor,
-        SwinConfig,
-    )
-
-    # the vocabulary is passed as a mapping: transformers 5 ignores a ``vocab_file`` keyword (every word
-    # would become [UNK])
-    tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(_TINY_VOCAB)})
-    proc = GroundingDinoProcessor(image_processor=GroundingDinoImageProcessor(
-        size={"shortest_edge": 64, "longest_edge": 96}), tokenizer=tok)
-    backbone = SwinConfig(image_size=64, patch_size=4, embed_dim=8, depths=[1, 1, 1, 1], num_heads=[1, 1, 1, 1],
-                          window_size=2, out_features=["stage2", "stage3", "stage4"])
-    text = BertConfig(vocab_size=len(_TINY_VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                      intermediate_size=32, max_position_embeddings=64)
-    # decoder_layers >= 2: the box heads of layers 1.. are tied to layer 0's
-    cfg = GroundingDinoConfig(backbone_config=backbone, text_config=text, d_model=32, encoder_layers=1,
-                              decoder_layers=2, encoder_ffn_dim=32, decoder_ffn_dim=32, encoder_attention_heads=2,
-                              decoder_attention_heads=2, num_queries=10, num_feature_levels=4, encoder_n_points=2,
-                              decoder_n_points=2, max_text_len=32, use_timm_backbone=False)
-    GroundingDinoForObjectDetection(cfg).save_pretrained(out)
-    proc.save_pretrained(out)
-
-
-def _tiny_owlv2(out: Path) -> None:
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import (
-        Owlv2Config,
-        Owlv2ForObjectDetection,
-        Owlv2ImageProcessor,
-        Owlv2Processor,
-        PreTrainedTokenizerFast,
-    )
-
-    words = ["<|startoftext|>", "<|endoftext|>", *[w for w in _TINY_VOCAB if not w.startswith("[")]]
-    tk = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(words)}, unk_token="<|endoftext|>"))
-    tk.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<|startoftext|>", eos_token="<|endoftext|>",
-                                  pad_token="<|endoftext|>", model_max_length=16)
-    proc = Owlv2Processor(image_processor=Owlv2ImageProcessor(size={"height": 64, "width": 64}), tokenizer=tok)
-    cfg = Owlv2Config(text_config=dict(vocab_size=len(words), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                       num_attention_heads=2, max_position_embeddings=16, bos_token_id=0,
-                                       eos_token_id=1, pad_token_id=1),
-                      vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                         num_attention_heads=2, image_size=64, patch_size=16), projection_dim=32)
-    Owlv2ForObjectDetection(cfg).save_pretrained(out)
-    proc.save_pretrained(out)
-
-
-_TINY_BUILDERS = {"grounding-dino": _tiny_grounding_dino, "owlv2": _tiny_owlv2}
-
-
-def build_tiny_detector(directory: str | os.PathLike, *, kind: str = "grounding-dino", seed: int = 0) -> Path:
-    """A tiny random zero-shot detector (real config, processor and tokenizer classes), built offline.
-
-    ``kind`` is ``grounding-dino`` (what lang-sam uses) or ``owlv2``. It exercises exactly the code
-    path of the hub checkpoints; its boxes are random, so it demonstrates the pipeline and never
-    measures anything. Written atomically, so concurrent builders never see half a checkpoint.
-    """
-    import shutil
-    import tempfile
-
-    import torch
-
-    if kind not in _TINY_BUILDERS:
-        raise SettingError(f"no tiny detector {kind!r}; choose one of {', '.join(_TINY_BUILDERS)}")
-    out = Path(directory)
-    marker = out / "vlamb_tiny.json"
-    want = {"version": TINY_DETECTOR_VERSION, "seed": seed, "kind": kind}
-    if marker.is_file() and json.loads(marker.read_text()) == want:
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
-    try:
-        torch.manual_seed(seed)
-        _TINY_BUILDERS[kind](tmp)
-        (tmp / "vlamb_tiny.json").write_text(json.dumps(want))
-        if out.exists():
-            shutil.rmtree(out, ignore_errors=True)
-        try:
-            os.replace(tmp, out)
-        except OSError:  # a concurrent builder finished first
-            shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
-
-
-def tiny_detector_path(kind: str = "grounding-dino", *, seed: int = 0,
-                       cache_dir: str | os.PathLike | None = None) -> Path:
-    """The cached tiny detector (built on first use) under the package's per-user cache."""
-    from vlamb_nb.models.tiny import default_cache_dir
-
-    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    return build_tiny_detector(root / "tiny" / f"{kind}-v{TINY_DETECTOR_VERSION}-seed{seed}", kind=kind, seed=seed)
-
-
 def get_grounder(spec: str | Grounder | None = None, **kwargs: Any) -> Grounder:
     """A grounder from an instance, ``"tiny"`` / ``"tiny:owlv2"`` (tiny random detectors), a model id or
     folder, or None (the default detector)."""
     if spec is None:
         return ZeroShotDetector(**kwargs)
-    if isinstance(spec, str) and (spec == "tiny" or spec.startswith("tiny:")):
+    parsed = ModelSpec.parse(spec) if isinstance(spec, str) and spec.strip() else None
+    if parsed is not None and parsed.kind == "tiny":
+        from vlamb_nb.models.tiny import tiny_detector_path
         from vlamb_nb.paths import tiny_seed
 
-        kind = spec.split(":", 1)[1] if ":" in spec else "grounding-dino"
+        kind = parsed.name or "grounding-dino"
         det = ZeroShotDetector(tiny_detector_path(kind, seed=tiny_seed()), **kwargs)
         det.name = f"zero-shot:tiny random {kind}"
         return det

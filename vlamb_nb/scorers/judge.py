@@ -81,21 +81,6 @@ def first_token_parser(labels: Sequence[str], *, case_sensitive: bool = False) -
     return parse
 
 
-def first_of_parser(labels: Sequence[str], *, case_sensitive: bool = False) -> Parser:
-    """Label = the first whole-word occurrence of any label anywhere in the output (a lenient fallback)."""
-    rx = re.compile(r"\b(" + "|".join(re.escape(x) for x in labels) + r")\b", 0 if case_sensitive else re.I)
-    canon = {(x if case_sensitive else x.lower()): x for x in labels}
-
-    def parse(text: str) -> dict[str, Any]:
-        m = rx.search(text or "")
-        if m is None:
-            return {"label": None, "valid": False, "parse_error": "no label found"}
-        key = m.group(1) if case_sensitive else m.group(1).lower()
-        return {"label": canon[key], "valid": True, "parse_error": None}
-
-    return parse
-
-
 # -- the judge ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class JudgeSpec:
@@ -201,17 +186,6 @@ def parse_summary(judged, *, prefix: str = "judge") -> dict[str, Any]:
     counts = judged.loc[valid, f"{prefix}_label"].value_counts().sort_index()
     return {"n": int(len(judged)), "parsed": int(valid.sum()), "unparsed": int((~valid).sum()),
             "generation_failed": int(failed.sum()), "labels": {str(k): int(v) for k, v in counts.items()}}
-
-
-def agreement(a: Sequence[Any], b: Sequence[Any], *, ci: bool = True):
-    """Cohen's kappa between two label lists (e.g. judge vs a human), over pairs both labelled."""
-    from vlamb_nb.stats import cohen_kappa
-
-    pairs = [(x, y) for x, y in zip(a, b, strict=True) if _present(x) and _present(y)]
-    if not pairs:
-        raise DataError("no item has both labels; cannot compute agreement")
-    r1, r2 = zip(*pairs, strict=True)
-    return cohen_kappa(list(r1), list(r2), ci=ci)
 
 
 def _present(x: Any) -> bool:

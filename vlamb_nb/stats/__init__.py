@@ -17,6 +17,8 @@ One module per concern; each names in its docstring the library it calls and wha
 - ``proportions``: :func:`wilson`, :func:`proportion_ci`, coverage by simulation (statsmodels);
 - ``agreement``: :func:`cohen_kappa` (scikit-learn, statsmodels), :func:`fleiss_kappa` (statsmodels);
 - ``multiple_testing``: :func:`holm`, :func:`benjamini_hochberg`, :func:`adjust` (statsmodels).
+- ``ranking``: a model's rank among the published ones, with its interval, for the report card (own; imported
+  by its path, not here).
 
 Where a library has the method, the package calls it and only adds the Result, the checks and
 the parts the library lacks; the resampling engine is its own (no library resamples clusters

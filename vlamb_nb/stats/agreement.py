@@ -22,14 +22,22 @@ from vlamb_nb.stats.bootstrap import Statistic, _union, bootstrap_ci
 from vlamb_nb.stats.result import NAN, Result
 
 
-def cohen_kappa(r1: Any, r2: Any, ci: bool = True, *, alpha: float = 0.05, name: str = "") -> Result:
+def cohen_kappa(r1: Any, r2: Any, ci: bool = True, *, alpha: float = 0.05, name: str = "",
+                drop_missing: bool = False) -> Result:
     """Cohen's kappa of two raters with the asymptotic CI and a two-sided test of kappa = 0.
 
-    Kappa from scikit-learn (``cohen_kappa_score``), its standard errors from statsmodels.
+    Kappa from scikit-learn (``cohen_kappa_score``), its standard errors from statsmodels. ``drop_missing``:
+    over the items both raters labelled (None, NaN or "" is no label), as when a judge is set beside a person
+    who labelled some items; otherwise a missing label is an error.
     """
     import pandas as pd
     from statsmodels.stats.inter_rater import cohens_kappa as sm_kappa
 
+    if drop_missing:
+        pairs = [(a, b) for a, b in zip(r1, r2, strict=True) if _labelled(a) and _labelled(b)]
+        if not pairs:
+            raise DataError("no item has both labels; cannot compute agreement")
+        r1, r2 = (list(r) for r in zip(*pairs, strict=True))
     x, y = np.asarray(r1, dtype=object), np.asarray(r2, dtype=object)
     if x.ndim != 1 or x.shape != y.shape:
         raise DataError(f"two raters need equal-length 1-D label arrays, got {x.shape} and {y.shape}")
@@ -61,6 +69,10 @@ def cohen_kappa(r1: Any, r2: Any, ci: bool = True, *, alpha: float = 0.05, name:
     p = float(2 * norm.sf(abs(kappa) / se0)) if se0 > 0 else NAN
     return Result(float(kappa), float(kappa - z * se), float(kappa + z * se), p, n, "cohen kappa (asymptotic)",
                   None, name, alpha, {"observed_agreement": float(po), "expected_agreement": pe})
+
+
+def _labelled(x: Any) -> bool:
+    return x is not None and not (isinstance(x, float) and x != x) and str(x) != ""
 
 
 def ratings_to_table(ratings: Any, categories: Sequence[Any] | None = None) -> np.ndarray:

@@ -447,7 +447,7 @@ def headline(runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0) ->
     """MUCAR's headline for the report card: Overall Acc_p and Acc_q of the ``full`` setting (all seven
     categories, without confusing options as released), among Table 2a's models. Acc_p's interval resamples
     pairs; Acc_q's resamples whole pairs of queries."""
-    from vlamb_nb.report_card import headline_among_published, published, weighted_mean
+    from vlamb_nb.stats.ranking import headline_among_published, published, weighted_mean
 
     scored = runs.get("full") if isinstance(runs, dict) else runs
     if scored is None or scored.empty:

@@ -223,7 +223,7 @@ def agreement_with_labels(judged, labels, *, on: tuple[str, ...] | None = None, 
     model's response to that item. A join that still matches one response to several human labels
     is an error rather than a silently inflated sample.
     """
-    from vlamb_nb.scorers import judge as J
+    from vlamb_nb.stats import cohen_kappa
 
     if on is None:
         on = ("id", *(c for c in ("model", "setting") if c in judged.columns and c in labels.columns))
@@ -240,7 +240,7 @@ def agreement_with_labels(judged, labels, *, on: tuple[str, ...] | None = None, 
     if m.empty:
         raise DataError(f"no judged response matches a human label on {list(on)}")
     human = [normalize_label(v, s) for v, s in zip(m["human_label"], _schemes(m), strict=True)]
-    return J.agreement(m["judge_label"].tolist(), human, ci=ci)
+    return cohen_kappa(m["judge_label"].tolist(), human, ci=ci, drop_missing=True)
 
 
 def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source: str | os.PathLike | None = None,
@@ -438,7 +438,7 @@ def headline(runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0) ->
     humans; LLaVA and Qwen-VL-Chat only as the bound ">79%"), and on RACQUET-BIAS (``runs["bias"]``, labelled
     by hand) the Stereotypical share, which the paper gives no number for. Unlabelled answers stay in every
     denominator; intervals resample images."""
-    from vlamb_nb.report_card import Headline, headline_among_published, published, weighted_mean
+    from vlamb_nb.stats.ranking import Headline, headline_among_published, published, weighted_mean
 
     out = []
     direct = runs.get("direct")

@@ -40,16 +40,16 @@ def notebook_data(source: str | os.PathLike | None = None, *, n: int = 12, seed:
     Ref-Adv-s release (``vlamb-nb data fetch refadv``, all 1,142 rows); offline, the released demo (31 real
     images) when present, else a generated sample. Statistics and the pipeline use the same items; ``data`` says
     what they are."""
-    from vlamb_nb import get_benchmark
+    from vlamb_nb.benchmarks.refadv.benchmark import BENCHMARK
     from vlamb_nb.datahome import DataIdentity, choose, sample_identity, tag
 
     choice = choose(PAPER, source, profile=profile)
     if choice is not None:
-        items = tag(get_benchmark(PAPER).load(choice.source), choice.identity)
+        items = tag(BENCHMARK.load(choice.source), choice.identity)
         kind = choice.identity.label if choice.identity.kind == "release" else str(source)
         return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind,
                 "data": choice.identity, "predictions": choice.extra.get("predictions")}
-    items = get_benchmark(PAPER).load(demo_source(n=n, seed=seed))
+    items = BENCHMARK.load(demo_source(n=n, seed=seed))
     if (items["dataset"] == "ref-adv-s-demo").all():
         kind = "released demo"
         from vlamb_nb.benchmarks.refadv.release import RELEASED_ROWS
@@ -294,13 +294,13 @@ def deletion_demo(items, *, model: Any, quantization: str | None = None, rewrite
     (the paper used the text LLM Qwen2.5-72B with unpublished prompts). The direct run shares its store with
     the settings' runs (``Benchmark.store_path``), so a notebook pays for it once.
     """
-    from vlamb_nb import get_benchmark
+    from vlamb_nb.benchmarks.refadv.benchmark import BENCHMARK
     from vlamb_nb.benchmarks.refadv.prompts import OFFICIAL_MAX_TOKENS
     from vlamb_nb.meta import Deviation
     from vlamb_nb.models import load_model
     from vlamb_nb.paths import run_dir
 
-    bench = get_benchmark(PAPER)
+    bench = BENCHMARK
     vlm = load_model(model, quantization=quantization) if isinstance(model, str) else model
     rw = vlm if rewriter is None else (load_model(rewriter, quantization=quantization)
                                        if isinstance(rewriter, str) else rewriter)
@@ -375,10 +375,10 @@ def example_card(*, run: str = EXAMPLE_RUN, workdir: Any = None, n_resamples: in
     rebuilt as a recording and replayed through the package's run path (requests → parse → repair → score) on
     the 31 released demo images, then placed among the other released runs on the same rows and the published
     Ref-Adv-s rows. The other papers were not run, and the card says so."""
-    from vlamb_nb import get_benchmark
     from vlamb_nb.benchmarks import list_benchmarks
     from vlamb_nb.benchmarks.refadv import release
     from vlamb_nb.benchmarks.refadv import score as rscore
+    from vlamb_nb.benchmarks.refadv.benchmark import BENCHMARK
     from vlamb_nb.errors import NotAvailableError
     from vlamb_nb.models import load_model
     from vlamb_nb.paths import run_dir, shared_data_dir
@@ -390,7 +390,7 @@ def example_card(*, run: str = EXAMPLE_RUN, workdir: Any = None, n_resamples: in
     if pred_dir is None or demo is None or not (pred_dir / f"{run}_predictions.jsonl").is_file():
         raise NotAvailableError("the example card replays a released Ref-Adv run: it needs the released demo and "
                                 "prediction files beside the checkout (../shared/data/refadv)")
-    bench = get_benchmark("refadv")
+    bench = BENCHMARK
     items = bench.load(demo)
     folder = Path(workdir) if workdir is not None else run_dir("card")
     recording = release.write_recording(pred_dir / f"{run}_predictions.jsonl", items, folder / f"{run}.replay.jsonl")

@@ -433,15 +433,15 @@ def headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None, n_
     import numpy as np
 
     from vlamb_nb import reference, stats
-    from vlamb_nb.report_card import (
+    from vlamb_nb.stats.ranking import (
         Comparator,
         Headline,
         interval,
         place,
         published_draws,
+        published_interval,
         resample_weights,
         weighted_mean,
-        wilson_ci,
     )
 
     out = []
@@ -492,7 +492,7 @@ def headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None, n_
                 if r["row"] in names.values() or r["row"].startswith("Human"):
                     continue  # a released run is compared row by row above; human experts are not a model
                 c = Comparator(name=str(r["row"]), value=float(r["value_num"]), n=slice_n, source="refadv Ref-Adv-s")
-                c.ci_low, c.ci_high = wilson_ci(c.value, slice_n)
+                c.ci_low, c.ci_high = published_interval(c.value, slice_n)
                 comps.append(c)
                 draws.append(published_draws(c.value, slice_n, n_resamples=n_resamples, rng=rng))
             h = Headline(paper="refadv", metric="Acc@0.5", slice=slice_name, value=value, ci_low=lo, ci_high=hi,

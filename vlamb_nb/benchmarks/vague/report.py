@@ -1,4 +1,4 @@
-"""VAGUE notebook helpers: ``notebook_data``, running every setting (``evaluate``, one store per setting), CIs and paired tests, Table B1 / Fig. B1
+"""VAGUE notebook helpers: ``notebook_data``, running every setting (``evaluate_settings``, one store per setting), CIs and paired tests, Table B1 / Fig. B1
 per data source (the example record beside a generated sample), and Table 2 beside an approximation of its subset.
 
 The notebook only calls these; each is a thin composition of the benchmark's own steps.
@@ -162,13 +162,6 @@ def score_predictions(path: str | os.PathLike, items, *, setting: str | None = N
     return scored
 
 
-def check_subsets(items) -> dict[str, int]:
-    counts = {s: int((items["subset"] == s).sum()) for s in SUBSETS}
-    if not sum(counts.values()):
-        raise SettingError("no items")
-    return counts
-
-
 def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | os.PathLike | None = None,
                   n: int = 4, seed: int = 0, profile: str = "offline") -> dict[str, Any]:
     """The notebook's data (the same shape in every paper's report): ``source`` as given; under the paper profile
@@ -317,10 +310,11 @@ def human_subset(items, scored=None, *, description: str = "", n: int = vague_au
     return {"selection": selection[keep], "table": table, "notes": notes}
 
 
-def evaluate(model_spec: Any, quant: str | None, items, settings: list[str], *,
-             predictions: str | os.PathLike | None = None, store_dir: str | os.PathLike | None = None,
-             limit: int | None = None, bertscore: str | None = "roberta-large", max_new_tokens: int | None = None,
-             captions_file: str | os.PathLike | None = None, progress: bool = True):
+def evaluate_settings(model_spec: Any, quant: str | None, items, settings: list[str], *,
+                      predictions: str | os.PathLike | None = None, store_dir: str | os.PathLike | None = None,
+                      limit: int | None = None, bertscore: str | None = "roberta-large",
+                      max_new_tokens: int | None = None, captions_file: str | os.PathLike | None = None,
+                      progress: bool = True):
     """Score a prediction file when given, else run every requested setting with ``model_spec``: a loaded model
     (a notebook loads its model once) or a spec to load with the released code's options. Each setting has
     its own store under ``store_dir`` (``Benchmark.store_path``), so a rerun resumes.
@@ -354,9 +348,10 @@ def official_model_options(model_spec: str) -> dict[str, Any]:
     """Loading options the released code uses: Qwen2.5-VL at ``max_pixels`` 1280·28·28 (local weights only;
     an ``openai:`` server sets its own)."""
     from vlamb_nb.benchmarks.vague.benchmark import OFFICIAL_QWEN_MAX_PIXELS
+    from vlamb_nb.models.spec import ModelSpec
 
     low = str(model_spec).lower()
-    if low.startswith(("openai:", "replay:")):
+    if not ModelSpec.parse(str(model_spec)).weights_local:  # a server sets its own
         return {}
     if "qwen2.5-vl" in low or "qwen2_5_vl" in low:
         return {"max_pixels": OFFICIAL_QWEN_MAX_PIXELS}

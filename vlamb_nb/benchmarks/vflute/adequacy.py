@@ -152,10 +152,3 @@ def pr_auc(scores: Sequence[float], adequate: Sequence[bool]) -> float:
 
     prec, rec, _ = precision_recall_curve(np.asarray(adequate, dtype=bool), np.asarray(scores, dtype=float))
     return float(auc(rec, prec))
-
-
-def cohen_kappa(r1: Sequence[Any], r2: Sequence[Any]) -> dict[str, Any]:
-    """Cohen's κ between two annotators (the statistics module's, when present)."""
-    from vlamb_nb import stats
-
-    return stats.cohen_kappa(list(r1), list(r2)).to_dict()

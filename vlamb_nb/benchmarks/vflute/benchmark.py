@@ -256,9 +256,9 @@ class VFlute(Benchmark):
 
     def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
                    **options: Any) -> dict[str, Any]:
-        from vlamb_nb.benchmarks.vflute.score import score_prediction_file
+        from vlamb_nb.benchmarks.vflute.score import score_predictions_file
 
-        return score_prediction_file(self, predictions, source=source, **options)
+        return score_predictions_file(self, predictions, source=source, **options)
 
     def headline(self, runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0, **options: Any) -> list[Any]:
         """The report card's rows: F1@0 and F1@60 among Table 4's rows."""

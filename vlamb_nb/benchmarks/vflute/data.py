@@ -18,7 +18,6 @@ the official procedure but does not reproduce the released test instructions (se
 
 from __future__ import annotations
 
-import ast
 import io
 import json
 import os
@@ -370,17 +369,6 @@ def write_hf_parquet(items, path: str | os.PathLike, *, image_root: str | os.Pat
     p.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, p)
     return p
-
-
-def parse_transformed(value: str) -> dict[str, Any]:
-    """The CSV's ``transformed`` column (a Python-literal dict) as a record."""
-    try:
-        out = ast.literal_eval(value)
-    except (ValueError, SyntaxError) as e:
-        raise DataError(f"transformed is not a record literal: {e}") from None
-    if not isinstance(out, dict):
-        raise DataError("transformed is not a record")
-    return out
 
 
 def item_image(row: Any) -> Any:

@@ -1,11 +1,14 @@
 """V-FLUTE figures: Figs. 8-9 (lengths by source), Fig. 6 (F1 drop), Fig. 11 (F1 vs threshold), Fig. 7 (error
-types), the §5.3 PR curve."""
+types), the §5.3 PR curve, the QLoRA run's losses."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vlamb_nb.benchmarks.vflute.data import DATASETS, SOURCE_NAMES
+
+if TYPE_CHECKING:
+    from vlamb_nb.benchmarks.vflute.finetune import TrainResult
 
 
 def plot_lengths(items):
@@ -135,5 +138,25 @@ def plot_error_taxonomy(counts):
                        ylabel="% of the model's errors", ylim=(0, 100), legend_title="model")
     ax = fig.axes[0]
     ax.set_xticks(ax.get_xticks(), [g.replace(" ", "\n") for g in groups])  # long names side by side
+    fig.tight_layout()
+    return fig
+
+
+def plot_losses(result: TrainResult):
+    """Training loss (and learning rate) per optimizer step."""
+    from vlamb_nb.plots import new_figure
+
+    fig, ax = new_figure(6, 3.2)
+    df = result.frame()
+    ax.plot(df["step"], df["loss"], marker="o", label="training loss")
+    if result.eval_losses:
+        ev = [e["step"] for e in result.eval_losses], [e["loss"] for e in result.eval_losses]
+        ax.plot(*ev, marker="s", label="validation loss")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("loss (answer tokens)")
+    lr = ax.twinx()
+    lr.plot(df["step"], df["lr"], color="grey", linestyle=":", label="learning rate")
+    lr.set_ylabel("learning rate")
+    ax.legend(loc="upper right")
     fig.tight_layout()
     return fig

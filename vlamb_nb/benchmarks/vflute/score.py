@@ -10,7 +10,7 @@ Thresholds are indexed by integer percent ``i`` (t = i/100, i = 0..100), never b
 equality: the official script looked thresholds up by ``== 0.7`` in ``np.arange(0, 1.01, 0.01)``,
 which fails for 0.7.
 
-Accepted prediction files (``score_prediction_file``):
+Accepted prediction files (``score_predictions_file``):
 
 - our prediction store (``.jsonl`` written by ``vlamb-nb run``): raw outputs, parsed here;
 - the official ``preds.csv`` of ``eval/run_eval.py`` or any CSV with ``id`` and a raw ``output``
@@ -304,12 +304,12 @@ def _default_source():
     return HUB_ID
 
 
-def score_prediction_file(bench, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
-                          scorer: Any = "auto", split: str = "test", scene_graph: bool | None = None,
-                          ci: bool = True, n_resamples: int = 2000,
-                          labels: str | os.PathLike | None = None,
-                          compare: str | os.PathLike | None = None, model: str | None = None,
-                          quantization: str | None = None, run: int | str | None = None) -> dict[str, Any]:
+def score_predictions_file(bench, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
+                           scorer: Any = "auto", split: str = "test", scene_graph: bool | None = None,
+                           ci: bool = True, n_resamples: int = 2000,
+                           labels: str | os.PathLike | None = None,
+                           compare: str | os.PathLike | None = None, model: str | None = None,
+                           quantization: str | None = None, run: int | str | None = None) -> dict[str, Any]:
     """F1@0/53/60 overall and per dataset for a prediction file, with bootstrap CIs overall.
 
     ``model``/``quantization``/``run``: which run of a store holding several to score (never merged).
@@ -545,7 +545,7 @@ def weighted_macro_f1(label_true: Any, predictions: Any):
 def headline(runs: Any, *, n_resamples: int = 2000, seed: int = 0) -> list[Any]:
     """V-FLUTE's headline for the report card: F1@0 (the label) and F1@60 (the label with an adequate
     explanation, ExplanationScore > 0.6) of the first setting run, among Table 4's rows (723 test items)."""
-    from vlamb_nb.report_card import headline_among_published, published
+    from vlamb_nb.stats.ranking import headline_among_published, published
 
     if isinstance(runs, dict):
         if not runs:

@@ -3,7 +3,8 @@
 ``run_study`` chains the public benchmark API (``load`` → ``model_requests`` → ``evaluate``) with
 :func:`explain_items`, so the
 saliency notebook stays a list of calls and any benchmark whose rows carry target boxes
-(Ref-Adv ``gt_xyxy``, VAGUE ``person_bbox`` + ``addressee``, RACQUET ``candidate_boxes``) works.
+(Ref-Adv ``gt_xyxy``, VAGUE ``person_bbox`` + ``addressee``, RACQUET ``candidate_boxes``) works. It uses the
+benchmarks, so it sits beside ``reproduce`` above them, not in :mod:`vlamb_nb.saliency`, which they may use.
 """
 
 from __future__ import annotations
@@ -142,16 +143,10 @@ class Study:
                 return r
         raise SettingError(f"no request {rid!r} (item {item!r}) in this study")
 
-    def first_map(self, method: str | None = None):
-        for (_, m), smap in self.maps.items():
-            if method is None or m == method:
-                return smap
-        return None
-
 
 def default_source(benchmark: str, *, n: int = 4, seed: int = 0, directory: str | os.PathLike | None = None) -> str:
     """The real release when it is beside the checkout and has its images, else a generated sample."""
-    from vlamb_nb import get_benchmark
+    from vlamb_nb.benchmarks import get_benchmark
     from vlamb_nb.paths import sample_dir, shared_data_dir
 
     root = shared_data_dir()
@@ -168,7 +163,7 @@ def run_study(model: Any, benchmark: str, *, source: str | os.PathLike | None = 
               max_new_tokens: int | None = 16, max_answer_tokens: int = 16, store: str | os.PathLike | None = None,
               explainer: Any = None, progress: bool = False) -> Study:
     """Generate, score and explain the first ``n_items`` requests of ``benchmark``."""
-    from vlamb_nb import get_benchmark
+    from vlamb_nb.benchmarks import get_benchmark
     from vlamb_nb.saliency.methods import Explainer
 
     bench = get_benchmark(benchmark)
