@@ -126,7 +126,7 @@ def test_one_command_runs_a_served_model_through_every_paper_and_writes_the_repo
                  for p in PAPERS}
     server = Endpoint()
     try:
-        code = cli.main(["reproduce", "--run-id", "served", "--out", str(tmp_path / "runs"),
+        code = cli.main(["reproduce", "--run-id", "served", "--runs-dir", str(tmp_path / "runs"),
                          "-p", f"model=openai:{NAME}", "-p", f"base_url={server.base_url}", "-p", "limit=3",
                          "-p", "concurrency=8",
                          # the paper's metric models are downloads: the offline substitutes, each a recorded deviation

@@ -266,7 +266,7 @@ def test_reproduce_sends_every_fetched_item_and_the_report_names_the_revision(we
     sha = hub.repos[("dataset", "dddraxxx/ref-adv-s")].sha
     monkeypatch.chdir(tmp_path)
     with ChatEndpoint(lambda prompt: '[{"bbox_2d": [10, 10, 60, 60], "label": "target"}]') as server:
-        code = cli.main(["reproduce", "refadv", "--run-id", "r", "--out", str(tmp_path / "runs"),
+        code = cli.main(["reproduce", "refadv", "--run-id", "r", "--runs-dir", str(tmp_path / "runs"),
                          "-p", "model=openai:acme/vlm-7b", "-p", f"base_url={server.base_url}",
                          "-p", "settings=direct", "-p", "concurrency=32"])
         asked = server.prompts
@@ -289,7 +289,7 @@ def test_reproduce_sends_every_fetched_item_and_the_report_names_the_revision(we
 def test_reproduce_with_nothing_fetched_ranks_nothing_and_names_the_command(tmp_path, monkeypatch):
     monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "empty"))
     monkeypatch.chdir(tmp_path)
-    code = cli.main(["reproduce", "mucar", "--run-id", "r", "--out", str(tmp_path / "runs"),
+    code = cli.main(["reproduce", "mucar", "--run-id", "r", "--runs-dir", str(tmp_path / "runs"),
                      "-p", "model=openai:acme/vlm-7b", "-p", "base_url=http://127.0.0.1:9/v1"])
     assert code == 1
     results = json.loads((tmp_path / "runs" / "r" / "results.json").read_text(encoding="utf-8"))
@@ -324,7 +324,7 @@ def test_two_served_models_on_the_fetched_release_compare_with_the_mcnemar_p_the
     runs = {}
     for name, hit in (("a", lambda i: i % 2 == 0), ("b", lambda i: i % 3 == 0)):
         with ChatEndpoint(answers(hit)) as server:
-            code = cli.main(["reproduce", "refadv", "--run-id", name, "--out", str(tmp_path / "runs"),
+            code = cli.main(["reproduce", "refadv", "--run-id", name, "--runs-dir", str(tmp_path / "runs"),
                              "-p", f"model=openai:acme/Qwen2.5-VL-7B-{name}", "-p", f"base_url={server.base_url}",
                              "-p", "settings=direct", "-p", f"limit={n}", "-p", "concurrency=16"])
         assert code == 0
