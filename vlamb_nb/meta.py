@@ -23,6 +23,11 @@ class Deviation:
         return f"{self.what}: paper {self.paper}; here {self.ours}{tail}"
 
 
+def quantization_deviation(quantization: str) -> Deviation:
+    """The one deviation a quantized model brings to every paper (all of them ran full or half precision)."""
+    return Deviation("quantization", "full/half precision weights", quantization, "all")
+
+
 def _versions() -> dict[str, str]:
     from vlamb_nb import __version__
 
