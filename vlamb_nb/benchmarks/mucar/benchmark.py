@@ -35,6 +35,7 @@ from vlamb_nb.benchmarks.mucar.data import (
     quirk_counts,
     quirks,
 )
+from vlamb_nb.benchmarks.mucar.judge import judge_report
 from vlamb_nb.benchmarks.mucar.parse import parse_query
 from vlamb_nb.benchmarks.mucar.prompts import SETTINGS, applicable
 from vlamb_nb.errors import DataError, SettingError
@@ -61,6 +62,7 @@ class Mucar(Benchmark):
     summary = staticmethod(S.summary)
     headline = staticmethod(S.headline)
     make_sample = staticmethod(make_sample)
+    judge_report = staticmethod(judge_report)  # answers read again by the CODIS-prompt judge, as the paper's GPT-4o
 
     def load(self, source: str | os.PathLike | None = None, *, grouping: str = DEFAULT_GROUPING,
              images: str | os.PathLike | None = None, **kwargs: Any):

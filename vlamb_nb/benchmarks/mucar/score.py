@@ -570,7 +570,5 @@ def score_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.P
         "failures": failure_summary(scored, str(model or Path(predictions).name)),
     }
     if judge is not None:
-        from vlamb_nb.benchmarks.mucar.judge import judge_report
-
-        out["judge"] = judge_report(judge, scored, store=judge_store, n_resamples=n_resamples)
+        out["judge"] = bench.judge_report(judge, scored, store=judge_store, n_resamples=n_resamples)
     return out
