@@ -212,12 +212,7 @@ class Benchmark(ABC):
         scored = self.score(self.predictions(items, gens), **score_kw)
         if "model" not in scored.columns:
             scored["model"] = model.info.model_id
-        if "deviations" in gens.attrs:
-            devs = list(gens.attrs["deviations"]) + [asdict(d) for d in self.score_deviations(scored, **score_kw)]
-        elif type(self).run_deviations is Benchmark.run_deviations:  # transitional: a paper with its own run
-            devs = [asdict(d) for d in self.deviations(model.info, setting)]
-        else:
-            devs = [asdict(d) for d in self.run_deviations(model, setting, scored, {**options, **score_kw})]
+        devs = list(gens.attrs["deviations"]) + [asdict(d) for d in self.score_deviations(scored, **score_kw)]
         scored.attrs.update(setting=setting, model=model.info.model_id, deviations=devs)
         return scored
 
