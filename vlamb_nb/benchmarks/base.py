@@ -10,12 +10,16 @@
     tables = bench.tables(scored)                  # {table id: DataFrame} in the paper's layout
     cards  = bench.headline({setting: scored})     # the report card's rows, ranked among published models
 
-``evaluate`` is that chain, defined once here. A paper overrides a step only where the paper differs: ``run``
-where a setting takes several turns (VAGUE's captions, MUCAR's agent, V-FLUTE's scene graphs, Ref-Adv's repair
-turn, RACQUET's samples and control images), ``predictions`` where those turns need joining, ``score`` where
-scoring needs a model of its own (named in ``score_options``), ``run_deviations`` where a run's options
-change its setup. The CLI (``vlamb-nb data stats|run|score|reference check``), sweeps, notebooks and
-``reproduce`` call these methods and nothing else.
+``evaluate`` is that chain and ``run`` and ``predictions`` its two halves, each defined once here. A paper
+declares what differs instead of re-running the chain: ``turns`` (the model calls of a setting, in order, each
+a :class:`Turn` that builds its requests from the items and the turns answered before it: VAGUE's captions,
+MUCAR's agent steps, V-FLUTE's scene graphs, Ref-Adv's repair turn), ``asked`` (which items a run asks:
+RACQUET's control images, Ref-Adv's rewritten expressions), ``join`` (the turns' answers as one frame),
+``answers``/``join_items``/``predicted`` (which rows are answers, how they meet their items, what is set beside
+them), ``parse`` and ``failed_parse``, ``score`` (with a model of its own named in ``score_options``), and
+``run_deviations``/``score_deviations`` (how the options used change the setup, computed once). The CLI
+(``vlamb-nb data stats|run|score|reference check``), sweeps, notebooks and ``reproduce`` call these methods and
+nothing else.
 
 Short example (offline, with a scripted stand-in model)::
 
