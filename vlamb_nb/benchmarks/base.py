@@ -141,7 +141,7 @@ class Benchmark(ABC):
         backend streams): the same preamble for every paper, so a chain of calls is declared, never re-run.
 
         ``limit`` keeps the first ``limit`` items; ``options`` go to :meth:`asked`, :meth:`turns`,
-        :meth:`join` and :meth:`run_deviations`. The result's ``attrs["deviations"]`` are the ones stored with
+        :meth:`join`, :meth:`run_facts` and :meth:`run_deviations`. The result's ``attrs["deviations"]`` are the ones stored with
         every record (computed once, from the options this run used).
         """
         from vlamb_nb import runner
