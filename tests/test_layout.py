@@ -16,8 +16,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "vlamb_nb"
 # the step files a paper folder may hold (a step the paper does not have is absent) and what every folder needs
-STEPS = {"__init__.py", "data.py", "prompts.py", "parse.py", "score.py", "audit.py", "benchmark.py", "report.py",
-         "plots.py"}
+STEPS = {"__init__.py", "data.py", "prompts.py", "parse.py", "judge.py", "score.py", "audit.py", "benchmark.py",
+         "report.py", "plots.py"}
 REQUIRED = {"__init__.py", "data.py", "prompts.py", "score.py", "benchmark.py"}
 
 
@@ -283,7 +283,7 @@ def test_each_paper_folder_holds_its_steps_under_their_names(paper):
 
 
 def test_the_layout_check_can_fail():
-    assert "mucar/judge.py" in _documented_extras()
+    assert "vflute/adequacy.py" in _documented_extras()
     assert "racquet/helpers.py" not in _documented_extras()
 
 
@@ -319,6 +319,44 @@ def test_no_benchmark_overrides_evaluate_and_no_caller_probes_for_a_step():
     found = [f"{p.relative_to(PKG.parent)}:{i}" for p in PKG.rglob("*.py")
              for i, line in enumerate(p.read_text().splitlines(), 1) if probes.search(line)]
     assert not found, f"callers probing a benchmark for a step: {found}"
+
+
+#: a paper's benchmark.py is wiring (which loader, prompts, parser, scorer, tables); its steps live in their files
+MAX_BENCHMARK_LINES = 150
+
+
+def benchmark_shape_problems(paper_dir: Path) -> list[str]:
+    """Why a paper's ``benchmark.py`` is not wiring: too long, or a class there defines ``run``/``predictions``
+    (a setting's model calls are declared as turns, its answers read through the base's join and parse)."""
+    path = paper_dir / "benchmark.py"
+    text = path.read_text(encoding="utf-8")
+    out = []
+    if len(text.splitlines()) > MAX_BENCHMARK_LINES:
+        out.append(f"{paper_dir.name}/benchmark.py has {len(text.splitlines())} lines (at most {MAX_BENCHMARK_LINES})")
+    for node in ast.walk(ast.parse(text, str(path))):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                targets = ([item.name] if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) else
+                           [t.id for t in item.targets if isinstance(t, ast.Name)] if isinstance(item, ast.Assign)
+                           else [])
+                out += [f"{paper_dir.name}: {node.name} defines {t}" for t in targets if t in ("run", "predictions")]
+    return out
+
+
+@pytest.mark.parametrize("paper", _papers())
+def test_each_benchmark_is_wiring_and_declares_its_turns(paper):
+    from vlamb_nb.benchmarks import get_benchmark
+    from vlamb_nb.benchmarks.base import Benchmark
+
+    assert not benchmark_shape_problems(PKG / "benchmarks" / paper)
+    bench = type(get_benchmark(paper))
+    assert bench.run is Benchmark.run and bench.predictions is Benchmark.predictions
+
+
+def test_the_benchmark_shape_check_can_fail(tmp_path):
+    (tmp_path / "benchmark.py").write_text("class B:\n    def run(self):\n        pass\n" + "x = 1\n" * 150)
+    problems = benchmark_shape_problems(tmp_path)
+    assert any("lines" in p for p in problems) and any("defines run" in p for p in problems)
 
 
 def test_the_paper_list_is_written_once():

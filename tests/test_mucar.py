@@ -724,6 +724,23 @@ def test_decoding_deviation_names_the_budget_used():
     assert any("64 new tokens" in str(d) for d in B.deviations(info, "full"))
 
 
+def test_stored_run_meta_names_the_budget_the_run_used(sample, tmp_path):
+    """The decoding deviation stored with every record is the scored frame's, from the budget actually sent."""
+    from vlamb_nb.store import read_store
+
+    store = tmp_path / "mucar.jsonl"
+    scored = B.evaluate(ScriptedModel(lambda r: "Answer: A"), sample, "full", store=store, progress=False,
+                        max_new_tokens=8)
+    records = [rec for _, rec in read_store(store)]
+    assert records and {r["params"]["max_new_tokens"] for r in records} == {8}
+    for rec in records:
+        stored = [d for d in rec["run"]["deviations"] if d["what"] == "decoding"]
+        assert len(stored) == 1 and "8 new tokens" in stored[0]["ours"]
+    used = [d for d in scored.attrs["deviations"] if d["what"] == "decoding"]
+    assert used == stored
+    assert records[0]["run"]["deviations"] == scored.attrs["deviations"]
+
+
 # -- Fig. 3: the scenarios panel ------------------------------------------------------------------
 def test_fig3_scenarios_panel_is_not_derivable_from_the_release(release):
     """The release has no scenario field: the right panel is a labelled stand-in, listed as not derivable."""

@@ -23,6 +23,11 @@ class Deviation:
         return f"{self.what}: paper {self.paper}; here {self.ours}{tail}"
 
 
+def quantization_deviation(quantization: str) -> Deviation:
+    """The one deviation a quantized model brings to every paper (all of them ran full or half precision)."""
+    return Deviation("quantization", "full/half precision weights", quantization, "all")
+
+
 def package_version() -> str:
     """The installed package's version, read from its metadata (so nothing here imports the package root)."""
     from importlib.metadata import PackageNotFoundError, version

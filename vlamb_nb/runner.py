@@ -223,12 +223,10 @@ def _stream(model: StreamingVLM, todo: list[tuple[Request, str]], keep, bar, con
 
 def default_run_meta(model: VLM) -> dict[str, Any]:
     """Metadata for a run no benchmark described: the model and its quantization deviation."""
-    from vlamb_nb.meta import Deviation, RunMeta
+    from vlamb_nb.meta import RunMeta, quantization_deviation
 
     info = model.info
-    devs = []
-    if info.quantization:
-        devs.append(Deviation("quantization", "full/half precision weights", info.quantization, "all"))
+    devs = [quantization_deviation(info.quantization)] if info.quantization else []
     return RunMeta(model=info.to_dict(), deviations=devs).to_dict()
 
 

@@ -10,12 +10,16 @@
     tables = bench.tables(scored)                  # {table id: DataFrame} in the paper's layout
     cards  = bench.headline({setting: scored})     # the report card's rows, ranked among published models
 
-``evaluate`` is that chain, defined once here. A paper overrides a step only where the paper differs: ``run``
-where a setting takes several turns (VAGUE's captions, MUCAR's agent, V-FLUTE's scene graphs, Ref-Adv's repair
-turn, RACQUET's samples and control images), ``predictions`` where those turns need joining, ``score`` where
-scoring needs a model of its own (named in ``score_options``), ``run_deviations`` where a run's options
-change its setup. The CLI (``vlamb-nb data stats|run|score|reference check``), sweeps, notebooks and
-``reproduce`` call these methods and nothing else.
+``evaluate`` is that chain and ``run`` and ``predictions`` its two halves, each defined once here. A paper
+declares what differs instead of re-running the chain: ``turns`` (the model calls of a setting, in order, each
+a :class:`Turn` that builds its requests from the items and the turns answered before it: VAGUE's captions,
+MUCAR's agent steps, V-FLUTE's scene graphs, Ref-Adv's repair turn), ``asked`` (which items a run asks:
+RACQUET's control images, Ref-Adv's rewritten expressions), ``join`` (the turns' answers as one frame),
+``answers``/``join_items``/``predicted`` (which rows are answers, how they meet their items, what is set beside
+them), ``parse`` and ``failed_parse``, ``score`` (with a model of its own named in ``score_options``), and
+``run_deviations``/``score_deviations`` (how the options used change the setup, computed once). The CLI
+(``vlamb-nb data stats|run|score|reference check``), sweeps, notebooks and ``reproduce`` call these methods and
+nothing else.
 
 Short example (offline, with a scripted stand-in model)::
 
@@ -31,13 +35,37 @@ from __future__ import annotations
 import os
 import re
 from abc import ABC, abstractmethod
-from dataclasses import asdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, final
 
 from vlamb_nb.errors import NotAvailableError, SettingError
-from vlamb_nb.meta import Deviation
+from vlamb_nb.meta import Deviation, quantization_deviation
 from vlamb_nb.models.base import VLM, ModelInfo, Request
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One model call per item in a setting's chain: ``ask(items, previous)`` builds this turn's requests from
+    the items and the turns answered before it (each an :class:`Asked`), so a follow-up (Ref-Adv's repair, the
+    answer after V-FLUTE's scene graph) sees the exact requests and answers it follows."""
+
+    name: str
+    ask: Callable[[Any, list[Asked]], list[Request]]
+    #: what answers this turn, given the run's model (VAGUE's option log-likelihood reader); None: the model
+    reader: Callable[[VLM], VLM] | None = None
+    #: the progress bar's label (default ``<benchmark> <setting>[ <turn>]``)
+    desc: str = ""
+
+
+@dataclass
+class Asked:
+    """One answered turn: its requests and the runner's frame (row i answers request i)."""
+
+    turn: str
+    requests: list[Request]
+    generations: Any
 
 
 class Benchmark(ABC):
@@ -83,40 +111,95 @@ class Benchmark(ABC):
             raise SettingError(f"unknown {self.name} setting {setting!r}; choose one of {', '.join(self.settings)}")
         return setting
 
-    def predictions(self, items, generations, *, id_column: str = "id"):
-        """Join generations to items by request meta ``item_id`` (or ``request_id``) and parse each output.
+    # -- generate: a setting is a short chain of declared turns, run here and nowhere else --------------
+    def asked(self, model: VLM, items, setting: str, *, limit: int | None = None, progress: bool = True,
+              **options: Any):
+        """The items a run asks about: the first ``limit`` (a paper that picks or rewrites items first, such as
+        RACQUET's control images or Ref-Adv's descriptor deletion, says so here)."""
+        return self.first_items(items, limit)
 
-        Failed generations stay as rows with ``valid=False`` so they count as wrong, never vanish.
-        """
+    def turns(self, model: VLM, setting: str, **options: Any) -> list[Turn]:
+        """The model calls of one setting, in order. The default is one turn: the first-turn requests
+        (:meth:`model_requests`), one per item."""
+        return [Turn(setting, lambda items, previous: self.model_requests(model.info, items, setting, **options))]
+
+    def join(self, items, asked: list[Asked], model: VLM, setting: str, **options: Any):
+        """The generations :meth:`run` returns, from every turn's runner frame (default: stacked in order)."""
         import pandas as pd
 
-        gens = generations.copy()
-        if "item_id" not in gens.columns:
-            gens["item_id"] = gens["request_id"].astype(str).str.split("::").str[0]
-        merged = gens.merge(items, left_on="item_id", right_on=id_column, how="left", suffixes=("", "_item"))
-        parsed = []
-        for _, row in merged.iterrows():
-            err = row.get("error")
-            if isinstance(err, str) and err:
-                parsed.append({"valid": False, "parse_error": "generation_failed"})
-            else:
-                parsed.append(self.parse(row.get("text") or "", row))
-        return pd.concat([merged.reset_index(drop=True), pd.DataFrame(parsed)], axis=1)
+        frames = [a.generations for a in asked]
+        return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
+    def run_facts(self, model: VLM, setting: str, **options: Any) -> dict[str, Any]:
+        """What else identifies a run beside :meth:`run_meta` (e.g. Ref-Adv's grounding style)."""
+        return {"seed": options.get("seed")}
+
+    @final
     def run(self, model: VLM, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
             limit: int | None = None, batch_size: int = 8, progress: bool = True, **options: Any):
-        """requests → generations for one setting, through the runner (cached in ``store``, resumable).
+        """Every turn of ``setting`` through the runner, into one store (cached, resumable, streamed where the
+        backend streams): the same preamble for every paper, so a chain of calls is declared, never re-run.
 
-        The default is one request per item, each answered once; ``limit`` keeps the first ``limit`` items.
-        ``options`` go to :meth:`requests`. Returns the runner's frame, one row per request.
+        ``limit`` keeps the first ``limit`` items; ``options`` go to :meth:`asked`, :meth:`turns`,
+        :meth:`join`, :meth:`run_facts` and :meth:`run_deviations`. The result's ``attrs["deviations"]`` are the ones stored with
+        every record (computed once, from the options this run used).
         """
         from vlamb_nb import runner
 
         setting = self.check_setting(setting or self.default_setting)
-        items = self.first_items(items, limit)
-        reqs = self.requests(items, setting, **options)
-        return runner.run(model, reqs, store, batch_size=batch_size, progress=progress,
-                          run_meta=self.run_meta(model.info, setting, items=items), desc=f"{self.name} {setting}")
+        items = self.asked(model, items, setting, limit=limit, progress=progress, **options)
+        devs = [asdict(d) for d in self.run_deviations(model, setting, items, **options)]
+        facts = self.run_facts(model, setting, **options)
+        meta = self.run_meta(model.info, setting, seed=facts.pop("seed", None), items=items)
+        meta.update(facts, deviations=devs)
+        done: list[Asked] = []
+        chain = self.turns(model, setting, **options)
+        for i, turn in enumerate(chain):
+            reqs = turn.ask(items, done)
+            desc = turn.desc or (f"{self.name} {setting}" + (f" {turn.name}" if i else ""))
+            answerer = turn.reader(model) if turn.reader is not None else model
+            gens = runner.run(answerer, reqs, store, batch_size=batch_size, progress=progress, run_meta=meta,
+                              desc=desc) if reqs else runner.run(answerer, [], None, progress=False)
+            done.append(Asked(turn.name, reqs, gens))
+        out = self.join(items, done, model, setting, **options)
+        out.attrs["deviations"] = devs
+        return out
+
+    # -- parse: answers joined to their items, each read by ``parse`` ------------------------------------------
+    #: the item column generations are joined on
+    id_column: str = "id"
+    #: what a failed generation reads as (counted wrong, never dropped)
+    failed_parse: dict[str, Any] = {"valid": False, "parse_error": "generation_failed"}
+
+    def answers(self, generations):
+        """The generation rows that are answers (a paper whose chain asks earlier turns keeps those aside)."""
+        return generations
+
+    def join_items(self, items, answers, id_column: str):
+        """Each answer beside its item (request meta ``item_id``, else the ``request_id`` before ``::``)."""
+        gens = answers.copy()
+        if "item_id" not in gens.columns:
+            gens["item_id"] = gens["request_id"].astype(str).str.split("::").str[0]
+        return gens.merge(items, left_on="item_id", right_on=id_column, how="left", suffixes=("", "_item"))
+
+    def predicted(self, predictions, generations):
+        """Finishing touches on parsed predictions, given every generation (earlier turns' text beside an answer)."""
+        return predictions
+
+    @final
+    def predictions(self, items, generations, *, id_column: str | None = None):
+        """Join answers to items and parse each output: :meth:`answers` → :meth:`join_items` → :meth:`parse`
+        (or :attr:`failed_parse`) → :meth:`predicted`. Failed generations stay as rows, never vanish."""
+        import pandas as pd
+
+        merged = self.join_items(items, self.answers(generations), id_column or self.id_column)
+        parsed = []
+        for _, row in merged.iterrows():
+            err = row.get("error")
+            parsed.append(dict(self.failed_parse) if isinstance(err, str) and err else
+                          self.parse(row.get("text") or "", row))
+        out = pd.concat([merged.reset_index(drop=True), pd.DataFrame(parsed)], axis=1)
+        return self.predicted(out, generations)
 
     @final
     def evaluate(self, model: VLM, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
@@ -133,9 +216,8 @@ class Benchmark(ABC):
         scored = self.score(self.predictions(items, gens), **score_kw)
         if "model" not in scored.columns:
             scored["model"] = model.info.model_id
-        devs = self.run_deviations(model, setting, scored, {**options, **score_kw})
-        scored.attrs.update(setting=setting, model=model.info.model_id,
-                            deviations=[asdict(d) if isinstance(d, Deviation) else dict(d) for d in devs],
+        devs = list(gens.attrs["deviations"]) + [asdict(d) for d in self.score_deviations(scored, **score_kw)]
+        scored.attrs.update(setting=setting, model=model.info.model_id, deviations=devs,
                             data=dict(getattr(items, "attrs", {}).get("data") or {}))
         return scored
 
@@ -167,10 +249,15 @@ class Benchmark(ABC):
             raise SettingError(f"limit must be a positive integer or None, got {limit!r}")
         return items.head(limit)
 
-    def run_deviations(self, model: VLM, setting: str, scored, options: dict[str, Any]) -> list[Deviation]:
-        """How one evaluated run differs from the paper's setup; papers whose options change the setup
-        (decoding, a substitute scorer, the reading of answers) override this."""
+    def run_deviations(self, model: VLM, setting: str, items, **options: Any) -> list[Deviation]:
+        """How a run differs from the paper's setup, from the options it runs with (decoding, the reading of
+        answers); computed once by :meth:`run`, stored with every record and carried to the scored frame."""
         return self.deviations(model.info, setting)
+
+    def score_deviations(self, scored, **score_options: Any) -> list[Deviation]:
+        """How scoring differed from the paper's (a substitute scorer), from the options named in
+        :attr:`score_options`; :meth:`evaluate` adds them after the run's own."""
+        return []
 
     def headline(self, runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0, **options: Any) -> list[Any]:
         """The paper's headline numbers for the cross-paper report card (:mod:`vlamb_nb.report_card`): one
@@ -191,7 +278,7 @@ class Benchmark(ABC):
         """Ways a run with ``model`` under ``setting`` differs from the paper's setup."""
         out: list[Deviation] = []
         if model.quantization:
-            out.append(Deviation("quantization", "full/half precision weights", model.quantization, "all"))
+            out.append(quantization_deviation(model.quantization))
         if model.backend == "scripted":
             out.append(Deviation("model", "a real VLM", "a scripted stand-in (pipeline demonstration only)", "all"))
         return out

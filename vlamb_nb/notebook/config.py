@@ -19,12 +19,12 @@ The parameter names every notebook shares are listed once in :mod:`vlamb_nb.note
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vlamb_nb.errors import SettingError
-from vlamb_nb.meta import Deviation
+from vlamb_nb.meta import Deviation, quantization_deviation
 from vlamb_nb.models.spec import ModelSpec
 from vlamb_nb.paths import (  # noqa: F401  (re-exported: notebooks import them from here)
     TINY_SEED_ENV,
@@ -270,7 +270,7 @@ def setup(paper: str, *, profile: str | None = None, model: Any = None, base_url
         cfg.add_deviation("model", "the paper's models", f"{_model_name(model)} (offline profile: a stand-in whose "
                           "answers demonstrate the pipeline and measure nothing)")
     if cfg.quantization:
-        cfg.add_deviation("quantization", "full/half precision weights", cfg.quantization)
+        cfg.add_deviation(*astuple(quantization_deviation(cfg.quantization)))
     return cfg
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from vlamb_nb.benchmarks.base import lenient_letter
 from vlamb_nb.benchmarks.mucar.data import LETTERS, _norm, split_option
 
 # -- the answer parser -----------------------------------------------------------------------------
@@ -90,3 +91,20 @@ def parse_yes_no(text: str | None) -> dict[str, Any]:
     if _NO.match(t):
         return {"yes_no": "no", "valid": True}
     return {"yes_no": None, "valid": False, "refusal": bool(REFUSAL.search(t))}
+
+
+def parse_query(text: str, item: Any) -> dict[str, Any]:
+    """A yes/no reading for 'is C ambiguous', else the letter under the strict rule and the lenient one beside it."""
+    if item.get("setting") == "c_ambiguous":
+        return parse_yes_no(text)
+    out = parse_answer(text, list(item["options"]))
+    # the documented lenient reading beside the strict one: the paper read answers with a GPT-4o judge,
+    # so a strict rule biases scores down; an explicit answer line that the strict rule overrides
+    # ("Answer: B\nNote: the answer A ...") is read as written
+    letters = "".join(LETTERS[: len(item["options"])])
+    lenient, rule = lenient_letter(text, letters)
+    if rule == "answer_line" or not out["valid"]:
+        out["letter_lenient"], out["parse_lenient"] = lenient, rule
+    else:
+        out["letter_lenient"], out["parse_lenient"] = out["letter"], "strict"
+    return out

@@ -13,12 +13,13 @@ it is run.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
-from vlamb_nb.benchmarks.mucar.data import LETTERS, split_option
+from vlamb_nb.benchmarks.mucar.data import HUB_IMAGES, LETTERS, NAME, ImageResolver, split_option
 from vlamb_nb.errors import SettingError
-from vlamb_nb.models.base import DecodingParams
+from vlamb_nb.models.base import IMAGE_SLOT, DecodingParams, Request, user_message
 
 # -- Table 10, verbatim (flattened as the paper text prints it) ----------------------------------
 PROMPT_EN = (
@@ -236,3 +237,96 @@ def applicable(item: Any, setting: str) -> tuple[bool, str]:
 
 
 DEFAULT_PARAMS = DecodingParams(max_new_tokens=64)  # the paper gives no decoding settings; greedy here
+
+
+#: the model behind every row of Table 4 (its caption)
+TABLE4_MODEL = "gpt-4o-2024-11-20"
+
+
+def requests(items, setting: str, *, images: str | os.PathLike | None = None,
+             context_mode: str = "prefix", option_sep: str = " ", option_style: str = "raw",
+             layout: str = "flat", params: DecodingParams | None = None, max_new_tokens: int | None = None,
+             step: str | None = None, previous: dict[str, str] | None = None, **kwargs: Any) -> list[Request]:
+    """One request per query (per applicable context for 'c_ambiguous'); images from ``images``.
+
+    ``max_new_tokens`` overrides the setting's generation budget (a config-friendly shortcut for ``params``).
+
+    ``images``: a folder or ``kevindragon221/MUCAR`` (a local hub snapshot); default the loader's.
+
+    Multi-step settings: the requests of ``step`` (default the first); a later step needs ``previous``,
+    each query's output of the step before (``uid`` → text). the run chains the steps.
+    """
+    if kwargs:
+        raise SettingError(f"unknown MUCAR request option(s): {', '.join(kwargs)}")
+    spec = SETTINGS[setting]
+    if params is None:
+        params = DecodingParams(max_new_tokens=int(max_new_tokens or spec.max_new_tokens))
+    if spec.steps:
+        step = step or spec.steps[0]
+        if step != spec.steps[0] and previous is None:
+            raise SettingError(f"step {step!r} of {setting!r} needs the outputs of the step before "
+                               "(previous={uid: text}); the run chains the steps")
+    resolver = None
+    if spec.image:
+        where = images if images is not None else items.attrs.get("images")
+        if where is None:
+            raise SettingError(f"setting {setting!r} needs images: pass images=<folder> or "
+                               f"images={HUB_IMAGES!r} (a downloaded hub snapshot)")
+        resolver = ImageResolver.from_spec(where)
+    final = not spec.steps or step == spec.steps[-1]
+    cache: dict[str, Any] = {}
+    out = []
+    for item in items.to_dict(orient="records"):
+        ok, _ = applicable(item, setting)
+        if not ok:
+            continue
+        text = build_prompt(item, setting, context_mode=context_mode, option_sep=option_sep,
+                            option_style=option_style, layout=layout, step=step,
+                            previous=(previous or {}).get(item["uid"], ""))
+        imgs = []
+        if resolver is not None:
+            if item["image_id"] not in cache:
+                cache[item["image_id"]] = resolver.load(item["image_id"])
+            imgs = [cache[item["image_id"]]]
+        parts = [IMAGE_SLOT, text] if imgs else [text]
+        meta = {"item_id": item["uid"], "group": item["group"]} | ({"step": step} if step else {})
+        out.append(Request(id=item["uid"] if final else f"{item['uid']}::{step}",
+                           messages=[user_message(*parts)], images=imgs, params=params, benchmark=NAME,
+                           setting=setting if final else f"{setting}:{step}", meta=meta))
+    return out
+
+
+def setting_deviations(model: Any, setting: str, *, max_new_tokens: int | None = None) -> list[Any]:
+    """What differs from the paper for this run; ``max_new_tokens`` is the budget actually used."""
+    from vlamb_nb.meta import Deviation
+
+    out = []
+    out.append(Deviation("answer matching", "a GPT-4o right/wrong judge (prompt not released)",
+                         "rule parser (Answer: X, then fallbacks); optional CODIS-prompt judge", "all"))
+    out.append(Deviation("context placement", "not stated (templates have no context slot)",
+                         "context prefixed to the question", "all"))
+    budget = max_new_tokens or SETTINGS[setting].max_new_tokens
+    out.append(Deviation("decoding", "not reported", f"greedy, at most {budget} new tokens", "all"))
+    out.append(Deviation("option set", "Table 2b/3/12 'with confusing options' (not released)",
+                         "the released options only (Table 2a setting)", "Table 2b, Table 3, Table 12"))
+    out.append(Deviation("Overall Acc_p", "aggregation rule not reconstructable",
+                         "micro average over all groups (the six non-dual categories' groups for "
+                         "Table 3 / Fig. 4 / Table 12 settings)", "Overall Acc_p"))
+    if setting in STRATEGY_SETTINGS:
+        spec = SETTINGS[setting]
+        out.append(Deviation("prompt wording", f"Table 4 '{TABLE4_ROWS[setting]}': no prompt text given",
+                             f"ours ({spec.description}; prompts.py)", setting))
+        out.append(Deviation("Table 4 data", "MUCAR subset and option setting not stated (Vanilla matches "
+                             "neither Table 2a nor 2b)", "all queries given, released options, all seven "
+                             "categories", "Table 4"))
+        if model.model_id != TABLE4_MODEL:
+            out.append(Deviation("Table 4 model", TABLE4_MODEL, model.model_id, "Table 4"))
+        if spec.strategy.startswith("agent"):
+            out.append(Deviation("agent variant", "three calls or one unified prompt: not stated which "
+                                 "produced Table 4", "three calls (full_agent) or one unified call "
+                                 "(full_agent_unified), each compared with the 'OURS' row", setting))
+    if not SETTINGS[setting].context or not SETTINGS[setting].question:
+        out.append(Deviation("ablation", "context/question removed",
+                             "schema-B queries keep their embedded context (it is part of the question)",
+                             setting))
+    return out

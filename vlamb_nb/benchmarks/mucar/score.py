@@ -19,10 +19,18 @@ from typing import Any
 
 import numpy as np
 
-from vlamb_nb.benchmarks.mucar.data import CATEGORY_ORDER, LANGUAGE_ORDER, NON_DUAL_CATEGORIES
-from vlamb_nb.benchmarks.mucar.prompts import SETTINGS, TABLE4_ROWS
+from vlamb_nb.benchmarks.mucar.data import (
+    CATEGORY_ORDER,
+    DEFAULT_GROUPING,
+    LANGUAGE_ORDER,
+    NON_DUAL_CATEGORIES,
+    load_items,
+)
+from vlamb_nb.benchmarks.mucar.parse import parse_query
+from vlamb_nb.benchmarks.mucar.prompts import SETTINGS, TABLE4_ROWS, applicable
 from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.jsonl import iter_jsonl
+from vlamb_nb.metrics import coverage
 
 # -- scoring -------------------------------------------------------------------------------------
 # a query a prediction file has no output for: scored wrong and labelled, never dropped
@@ -465,3 +473,102 @@ def headline(runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0) ->
         published=published("mucar", "Table 2a", "Overall Acc_q", n=TABLE2A_QUERIES), unit="query", ci_unit="pair",
         setting="full", n_resamples=n_resamples, seed=seed + 1, note="intervals resample whole pairs")
     return [acc_p, acc_q]
+
+
+# -- a scored run's tables, a prediction file's scores ---------------------------------------------------------
+def tables(scored, *, label: str | None = None, n_resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Table 2-style row (with CIs), per-language Acc, category × language Acc_q, outcomes."""
+    label = label or str(scored["model"].iloc[0] if "model" in scored else "ours")
+    if "setting" in scored and (scored["setting"] == "c_ambiguous").all():
+        return {"Is C ambiguous": pair_accuracy(scored, None, n_resamples=n_resamples, seed=seed)}
+    cxl = pair_accuracy(scored, ["category", "language"], n_resamples=0)
+    out = {
+        "Table 2": table2(scored, label),
+        "Table 2 (long, with CIs)": results_long(scored, label, n_resamples=n_resamples, seed=seed),
+        "by language": pair_accuracy(scored, "language", n_resamples=n_resamples, seed=seed),
+        "category x language Acc_q": cxl[cxl["metric"] == "Acc_q"].pivot(
+            index="category", columns="language", values="value").round(2),
+        "outcomes": scored["outcome"].value_counts().rename_axis("outcome").reset_index(name="n"),
+        "strict vs lenient": strict_vs_lenient(scored, n_resamples=n_resamples, seed=seed),
+    }
+    settings = set(scored["setting"].dropna()) if "setting" in scored else set()
+    if len(settings) == 1 and next(iter(settings)) in TABLE4_ROWS:
+        out["Table 4 (MUCAR columns)"] = table4_long(scored, n_resamples=n_resamples, seed=seed)
+    return out
+
+
+def summary(scored) -> dict[str, Any]:
+    """Headline numbers of one scored run (sweep summaries)."""
+    s = failure_summary(scored)
+    return {"n": s["n_queries"], "invalid": int((~scored["valid"].fillna(False).astype(bool)).sum()),
+            "Acc_q": s["Acc_q"], "Acc_p": s["Acc_p"], "image_insensitive_groups": s["image_insensitive_groups"]}
+
+
+def score_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
+               grouping: str = DEFAULT_GROUPING, model: str | None = None, setting: str | None = None,
+               missing: str = "wrong", n_resamples: int = 2000, quantization: str | None = None,
+               run: int | None = None, judge: Any = None, judge_store: str | os.PathLike | None = None,
+               **options: Any) -> dict[str, Any]:
+    """Score raw outputs: JSON/JSONL/CSV rows with an id and an output, a prediction store, or the
+    release's own layout with ``eval.models.<model>.output`` filled in.
+
+    Queries without a prediction count as wrong (``missing="wrong"``, the paper's denominators), or
+    ``missing="skip"`` leaves out every group with a missing query: scoring only the answered part of a
+    group would let it pass Acc_p on fewer queries than it has. A query whose generation failed counts as
+    wrong (``generation_failed``); ``coverage`` says how many queries were answered, failed or missing.
+    ``model``/``setting``/``quantization``/``run`` pick one run of a store holding several. ``judge`` (a model
+    or a spec) also reads every answer with the CODIS judge prompt, as the paper read them with GPT-4o
+    (:mod:`.judge`), its verdicts cached in ``judge_store``.
+    """
+    if options:
+        raise SettingError(f"unknown MUCAR score option(s): {', '.join(options)}")
+    if setting is not None and setting not in SETTINGS:
+        raise SettingError(f"unknown MUCAR setting {setting!r}; choose one of {', '.join(SETTINGS)}")
+    if missing not in ("wrong", "skip"):
+        raise SettingError(f"missing must be 'wrong' (count as wrong) or 'skip' (leave out incomplete "
+                           f"groups), got {missing!r}")
+    items = load_items(source, grouping=grouping)
+    ok = [applicable(r, setting or "full")[0] for r in items.to_dict(orient="records")]
+    items = items[ok]  # queries the setting cannot be asked are not "missing" (see Mucar.skipped)
+    outputs, failed = read_predictions(predictions, model=model, setting=setting, quantization=quantization,
+                                       run=run)
+    by_uid = dict(zip(items["uid"], items.index, strict=True))
+    unknown = [u for u in (*outputs, *failed) if u not in by_uid]
+    if unknown:
+        raise DataError(f"{len(unknown)} prediction id(s) not in the data, e.g. {unknown[0]!r}",
+                        source=str(predictions), field="id")
+    have = items["uid"].isin(outputs) | items["uid"].isin(failed)
+    if source is None and missing == "wrong" and not have.all():
+        raise DataError(f"no --source given, so the file is scored against the whole release ({len(items)} "
+                        f"queries), but it answers {int(have.sum())} of them; the rest would count as wrong. "
+                        "Pass --source (the data the predictions were made on), or -o missing=wrong with an "
+                        "explicit --source to score against the release on purpose", source=str(predictions))
+    incomplete = set(items.loc[~have, "group"])
+    if missing == "skip":
+        sub = items[~items["group"].isin(incomplete)].copy()
+        if sub.empty:
+            raise DataError("no group has a prediction for every query; use missing='wrong'",
+                            source=str(predictions))
+    else:
+        sub = items.copy()
+    sub["setting"] = setting or "full"
+    sub["text"] = sub["uid"].map(outputs)
+    parsed = [parse_query(t, r) if isinstance(t, str) else dict(GENERATION_FAILED) if u in failed
+              else dict(NO_PREDICTION) for u, t, r in zip(sub["uid"], sub["text"], sub.to_dict(orient="records"),
+                                                          strict=True)]
+    import pandas as pd
+
+    scored = score_predictions(pd.concat([sub.reset_index(drop=True), pd.DataFrame(parsed)], axis=1))
+    out = {
+        "coverage": coverage(items["uid"], outputs, failed, failed.values()),
+        "n_predictions": int(len(outputs)), "n_items": int(len(items)),
+        "missing_items": int((~have).sum()), "missing_counted_as": "wrong" if missing == "wrong" else
+        "skipped (whole groups)", "incomplete_groups": len(incomplete), "scored_queries": int(len(scored)),
+        "overall": _records(pair_accuracy(scored, None, n_resamples=n_resamples)),
+        "per_category": _records(pair_accuracy(scored, "category", n_resamples=n_resamples)),
+        "per_language": _records(pair_accuracy(scored, "language", n_resamples=n_resamples)),
+        "failures": failure_summary(scored, str(model or Path(predictions).name)),
+    }
+    if judge is not None:
+        out["judge"] = bench.judge_report(judge, scored, store=judge_store, n_resamples=n_resamples)
+    return out

@@ -9,6 +9,7 @@ One file per step, read in this order:
 
 - ``data.py``: the released JSONL, BIAS categories and stereotype targets, subjects, COCO boxes, images, a sample;
 - ``prompts.py``: the paper's suffixes, the control question, the two judge prompts and their decoding;
+- ``judge.py``: the judge run over responses (BIAS rows left for labelling by hand);
 - ``parse.py``: judge output and hand labels to one canonical label;
 - ``score.py``: class shares and BIAS ratios with image-clustered intervals, judge-human agreement, label files;
 - ``saliency.py``: Table 1 (largest or centermost referent against chance);

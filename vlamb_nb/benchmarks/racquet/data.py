@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from vlamb_nb.errors import DataError
+from vlamb_nb.errors import DataError, NotAvailableError, SettingError
 from vlamb_nb.jsonl import iter_jsonl, read_json
 
 FILES = {"general": "racquet_general.jsonl", "bias": "racquet_bias.jsonl"}
@@ -447,4 +447,155 @@ def normalize_label(value: Any, subset: str = "general") -> str | None:
     if out is None:
         raise DataError(f"unknown RACQUET {subset} label {value!r}; expected one of "
                         f"{sorted(set(table.values()))}", field="label")
+    return out
+
+
+# -- loading the release ------------------------------------------------------------------------------------
+def load(source: str | os.PathLike | None = None, *, subset: str = "both",
+         images: str | os.PathLike | None = None, coco: str | os.PathLike | list | None = None,
+         boxes: str | os.PathLike | None = None, **kwargs: Any):
+    """Released JSONL rows (``subset``: general, bias or both), with local images, COCO join and boxes.
+
+    ``source`` is the release folder or one of its files; None uses the release beside the
+    checkout. ``images`` is a folder of images named as :class:`~vlamb_nb.images.ImageCache`
+    names URLs (default: ``<source>/images`` when present). ``coco`` is one or more COCO
+    ``instances_*.json`` (default: any in the source folder); ``boxes`` a candidate-box file.
+    """
+    import pandas as pd
+
+    if kwargs:
+        raise SettingError(f"unknown racquet load option(s): {sorted(kwargs)}")
+    if subset not in ("general", "bias", "both"):
+        raise SettingError(f"subset must be general, bias or both, got {subset!r}")
+    folder, files = _files(source, subset)
+    rows: list[dict[str, Any]] = []
+    for sub, path in files:
+        part = read_jsonl(path, sub)
+        for r in part:
+            r.update(bias_fields(r) if sub == "bias" else {"category": None, "adjective": None,
+                                                            "stereotype_target": None})
+            r["subject"] = "person" if sub == "bias" else subject_of(r["question"])
+            r["subject_type"] = subject_type(r["subject"])
+        rows.extend(part)
+    img_dir = Path(images) if images is not None else (folder / "images" if folder and (folder / "images").is_dir()
+                                                        else None)
+    if coco is None and folder is not None:
+        found = sorted(folder.glob("instances_*.json"))
+        coco = found or None
+    cocoidx = load_coco(coco) if coco else None
+    user_boxes = read_boxes_file(boxes) if boxes else {}
+    for r in rows:
+        rec = cocoidx["by_url"].get(url_key(r["image_url"])) if cocoidx and r["subset"] == "general" else None
+        r["coco_id"] = int(rec["id"]) if rec else None
+        r["coco_url"] = rec.get("coco_url") if rec else None
+        r["width"] = float(rec["width"]) if rec and "width" in rec else None
+        r["height"] = float(rec["height"]) if rec and "height" in rec else None
+        r["image"] = resolve_image(r["image_url"], img_dir, rec.get("file_name") if rec else None)
+        if r["image"] is None and r["coco_url"]:
+            r["image"] = resolve_image(r["coco_url"], img_dir)
+        cands = None
+        if rec is not None:
+            cat = coco_category(r["subject"], cocoidx["categories"])  # type: ignore[index]
+            if cat is not None:
+                cands = [b for c, b in cocoidx["boxes"].get(int(rec["id"]), []) if c == cat]  # type: ignore[index]
+            r["coco_category"] = cat
+        else:
+            r["coco_category"] = None
+        if r["id"] in user_boxes:
+            cands = user_boxes[r["id"]]
+        r["candidate_boxes"] = cands
+    df = pd.DataFrame(rows)
+    df.attrs["source"] = str(folder or files[0][1])
+    # the control setting reloads the BIAS images from here when the caller kept only GENERAL rows
+    df.attrs["images"] = str(img_dir) if img_dir is not None else None
+    return df
+
+def _files(source: str | os.PathLike | None, subset: str) -> tuple[Path | None, list[tuple[str, Path]]]:
+    if source is None:
+        from vlamb_nb.paths import shared_data_dir
+
+        base = shared_data_dir()
+        if base is None or not (base / "racquet").is_dir():
+            raise NotAvailableError("no RACQUET release found beside the checkout; pass source= (the folder "
+                                    "with racquet_general.jsonl / racquet_bias.jsonl) or use make_sample()")
+        source = base / "racquet"
+    src = Path(source)
+    subsets = ("general", "bias") if subset == "both" else (subset,)
+    if src.is_file():
+        sub = "bias" if "bias" in src.name.lower() else "general"
+        if subset not in ("both", sub):
+            raise SettingError(f"{src.name} holds RACQUET-{sub.upper()}, not {subset}")
+        return src.parent, [(sub, src)]
+    if not src.is_dir():
+        raise DataError("no such file or folder", source=str(src))
+    files = [(s, src / FILES[s]) for s in subsets if (src / FILES[s]).is_file()]
+    if not files:
+        raise DataError(f"none of {[FILES[s] for s in subsets]} found", source=str(src))
+    return src, files
+
+
+def with_images(items, folder: str | os.PathLike):
+    """``items`` with their images re-resolved in ``folder`` (so a read-only release can be asked)."""
+    items = items.copy()
+    folder = Path(folder)
+    coco_urls = items["coco_url"] if "coco_url" in items.columns else [None] * len(items)
+    items["image"] = [resolve_image(u, folder) or (resolve_image(c, folder) if isinstance(c, str) else None)
+                      for u, c in zip(items["image_url"], coco_urls, strict=True)]
+    return items
+
+
+def control_items(items):
+    """The items the control question is asked about: one BIAS row per distinct BIAS image (45 in the release).
+
+    §5 pairs "What is the person wearing?" with the RACQUET-BIAS images, whose two people are
+    equally salient by design; on GENERAL images the comparison with the adjective questions
+    would not hold. BIAS rows missing from ``items`` (a GENERAL-only frame) are reloaded from
+    the source the frame was loaded from, with the same image folder.
+    """
+    bias = items[items["subset"] == "bias"] if "subset" in items.columns else items.iloc[:0]
+    if bias.empty:
+        bias = bias_from_source(items)
+    return bias.drop_duplicates("image_url", keep="first")
+
+def bias_from_source(items):
+    """The RACQUET-BIAS rows, reloaded from the source ``items`` came from (with the same image folder)."""
+    source = items.attrs.get("source")
+    if not source:
+        raise SettingError("the control setting asks about the RACQUET-BIAS images, but the items hold no BIAS "
+                           "rows and do not say where they were loaded from; load with subset='both'")
+    try:
+        return load(source, subset="bias", images=items.attrs.get("images"))
+    except DataError as e:
+        raise DataError(f"the control setting needs the RACQUET-BIAS images: {e}") from None
+
+
+def data_stats(items) -> dict[str, Any]:
+    """Counts, unique image URLs vs contiguous image blocks, question length, colour share, BIAS categories."""
+    out: dict[str, Any] = {}
+    for sub, g in items.groupby("subset", sort=False):
+        lengths = g["question"].str.split().str.len()
+        urls = g["image_url"].tolist()
+        blocks = 1 + sum(1 for a, b in zip(urls, urls[1:], strict=False) if a != b) if urls else 0
+        s: dict[str, Any] = {
+            "rows": int(len(g)), "unique_image_urls": int(g["image_url"].nunique()), "image_blocks": int(blocks),
+            "first_questions": int((g["question_idx"] == 1).sum()),
+            "questions_per_image_block": round(len(g) / blocks, 4) if blocks else None,
+            "question_length_mean": round(float(lengths.mean()), 4),
+            "question_length_sd": round(float(lengths.std(ddof=1)), 4),
+            "color_questions": int(g["question"].str.contains(COLOR_WORD).sum()),
+            "color_share": round(100.0 * float(g["question"].str.contains(COLOR_WORD).mean()), 2),
+            "duplicate_image_question_pairs": int(g.duplicated(["image_url", "question"]).sum()),
+            "subject_types": {k: int(v) for k, v in g["subject_type"].value_counts().items()},
+            "images_with_local_file": int(g["image"].notna().sum()),
+            "coco_joined": int(g["coco_id"].notna().sum()),
+        }
+        if sub == "bias":
+            s["rows_per_category"] = {k: int(v) for k, v in g["category"].value_counts().items()}
+            s["images_per_category"] = {k: int(v) for k, v in
+                                        g.groupby("category")["image_url"].nunique().items()}
+            s["id_range_per_category"] = {k: [int(v.min()), int(v.max())] for k, v in
+                                          g.groupby("category")["source_id"]}
+            s["adjectives_per_category"] = {k: list(dict.fromkeys(v)) for k, v in
+                                            g.groupby("category")["adjective"]}
+        out[str(sub)] = s
     return out

@@ -10,11 +10,16 @@ YOUR ANNOTATION:") follows the format of its own examples; the paper does not pr
 
 from __future__ import annotations
 
+from typing import Any
+
 from vlamb_nb.errors import SettingError
 from vlamb_nb.models.base import DecodingParams
 
 #: appended after the question, separated by a space (§4.3, "clarification prompting")
 
+
+#: the conditions a question is asked under (``control``: the adjective-free question on the BIAS images)
+SETTINGS = ("direct", "clarify", "cot", "sampling", "control")
 
 CLARIFY_SUFFIX = "Let me know if you need further information to answer the question."
 
@@ -91,3 +96,61 @@ def judge_spec(kind: str = "abc", *, max_new_tokens: int | None = None):
         return J.JudgeSpec("racquet-cot", JUDGE_COT, J.first_token_parser(("YES", "NO")), labels=("YES", "NO"),
                            params=DecodingParams(max_new_tokens=max_new_tokens or 8), benchmark="racquet")
     raise SettingError(f"unknown racquet judge {kind!r}; choose abc or cot")
+
+
+def question_text(question: str, setting: str) -> str:
+    """The VLM text for a question (the paper's suffixes follow the question after one space)."""
+    if setting == "clarify":
+        return f"{question} {CLARIFY_SUFFIX}"
+    if setting == "cot":
+        return f"{question} {COT_SUFFIX}"
+    if setting == "control":
+        return CONTROL_QUESTION
+    return question
+
+
+def requests(items, setting: str, *, n_samples: int = 10, seed: int = 0, temperature: float = 1.0,
+             top_p: float = 0.9, max_new_tokens: int | None = None, **kwargs: Any) -> list[Any]:
+    """Requests for ``setting``; greedy decoding (temperature 0) except ``sampling``.
+
+    ``sampling`` makes ``n_samples`` requests per item with seeds ``seed .. seed+n-1`` (the
+    paper's nucleus settings are not reported: ``top_p``/``temperature`` are parameters).
+    """
+    from vlamb_nb.benchmarks.racquet.data import control_items
+    from vlamb_nb.errors import ImageError
+    from vlamb_nb.images import load_image
+    from vlamb_nb.models.base import IMAGE_SLOT, Request, user_message
+
+    if kwargs:
+        raise SettingError(f"unknown racquet request option(s): {sorted(kwargs)}")
+    max_tok = max_new_tokens or (512 if setting == "cot" else 256)
+    if setting == "control":  # the adjective-free question, once per BIAS image
+        items = control_items(items)
+    rows = items.to_dict(orient="records")
+    out: list[Request] = []
+    checked: set[str] = set()
+    for r in rows:
+        img = r.get("image")
+        if not isinstance(img, str) or not img:
+            raise ImageError(f"racquet item {r['id']}: no local image for {r['image_url']}; pass images=FOLDER "
+                             "to load() (files named as ImageCache names URLs, or COCO file names)")
+        if img not in checked:  # decode once up front: a corrupt file fails here, naming the item
+            try:
+                load_image(img)
+            except ImageError as e:
+                raise ImageError(f"racquet item {r['id']}: {e}") from None
+            checked.add(img)
+        # the request carries the path: backends decode it, and 10 samples share no pixel copies
+        msgs = [user_message(IMAGE_SLOT, question_text(r["question"], setting))]
+        meta = {"item_id": r["id"], "subset": r["subset"], "image_url": r["image_url"]}
+        if setting == "sampling":
+            for k in range(n_samples):
+                params = DecodingParams(max_new_tokens=max_tok, do_sample=True, temperature=temperature,
+                                        top_p=top_p, seed=seed + k)
+                out.append(Request(id=f"{r['id']}::sample-{k}", messages=msgs, images=[img], params=params,
+                                   benchmark="racquet", setting=setting, meta={**meta, "sample": k}))
+        else:
+            out.append(Request(id=f"{r['id']}::{setting}", messages=msgs, images=[img],
+                               params=DecodingParams(max_new_tokens=max_tok), benchmark="racquet",
+                               setting=setting, meta=meta))
+    return out

@@ -22,13 +22,11 @@ from vlamb_nb.benchmarks.racquet.data import (
     label_scheme,
     normalize_label,
 )
+from vlamb_nb.benchmarks.racquet.judge import NOT_JUDGED
 from vlamb_nb.benchmarks.racquet.prompts import judge_spec
 from vlamb_nb.errors import DataError, NotAvailableError, SettingError
 from vlamb_nb.jsonl import iter_jsonl, read_csv
 from vlamb_nb.metrics import coverage
-
-#: ``judge_parse_error`` of a row the judge leaves to a human (RACQUET-BIAS): unlabelled, never dropped
-NOT_JUDGED = "not judged: RACQUET-BIAS is labelled by hand"
 
 
 class DuplicateLabelsWarning(UserWarning):
@@ -469,4 +467,48 @@ def headline(runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0) ->
             clusters=images, published=[], unit="response", ci_unit="image", higher_is_better=False,
             setting="direct", n_resamples=n_resamples, seed=seed + 7,
             note=f"{len(labelled)} of {len(bias)} BIAS answers labelled by hand; Fig. 7 prints no numbers"))
+    return out
+
+
+def label_predictions(predictions):
+    """Canonical labels from judge output (``judge_label``) or given labels (``label``): A/B/C or BIAS names. A row
+    the judge left to a human (:data:`~.judge.NOT_JUDGED`) takes its ``label`` when one is given, so hand labels
+    merged into a judged frame count."""
+    df = predictions.copy()
+    n = len(df)
+    if "judge_label" in df.columns:
+        values = df["judge_label"].tolist()
+        if "label" in df.columns and "judge_parse_error" in df.columns:
+            by_hand = df["judge_parse_error"].eq(NOT_JUDGED).to_numpy()
+            values = [h if hand else v for v, h, hand in zip(values, df["label"], by_hand, strict=True)]
+    elif "label" in df.columns:
+        values = df["label"].tolist()
+    else:
+        values = [None] * n
+    subsets = df["subset"] if "subset" in df.columns else ["general"] * n
+    settings = df["setting"] if "setting" in df.columns else [None] * n
+    df["label"] = [normalize_label(v, label_scheme(sub, st)) for v, sub, st in
+                   zip(values, subsets, settings, strict=True)]
+    df["labelled"] = df["label"].notna()
+    df["class_name"] = df["label"].map(lambda v: CLASSES.get(v, v) if isinstance(v, str) else None)
+    return df
+
+
+def summary(scored) -> dict[str, Any]:
+    """Headline shares, each over the responses of its own label set (A/B/C or BIAS), unlabelled ones included."""
+    out: dict[str, Any] = {"n": int(len(scored))}
+    if "label" in scored.columns:
+        lab = scored["label"]
+        out["labelled"] = int(lab.notna().sum())
+        n = len(scored)
+        subsets = scored["subset"] if "subset" in scored.columns else ["general"] * n
+        settings = scored["setting"] if "setting" in scored.columns else [None] * n
+        is_bias = [label_scheme(s, st) == "bias" for s, st in zip(subsets, settings, strict=True)]
+        abc, bias = lab[[not b for b in is_bias]], lab[is_bias]
+        out["n_abc"], out["n_bias"] = int(len(abc)), int(len(bias))
+        for k in ("A", "B", "C"):
+            out[f"share_{k}"] = round(100.0 * float((abc == k).mean()), 2) if len(abc) else None
+        if len(bias):
+            for k in BIAS_LABELS:
+                out[f"share_{k}"] = round(100.0 * float((bias == k).mean()), 2)
     return out

@@ -314,3 +314,118 @@ def _processed_size(item: Any) -> tuple[float, float] | None:
         return float(first[0]), float(first[1])
     except (TypeError, ValueError, IndexError):
         return None
+
+
+#: what an answer whose generation failed reads as: the official runner's ``backend_error``, never a silent miss
+BACKEND_FAILED: dict[str, Any] = {"pred_boxes": [], "pred_xyxy": [], "parse_error": BACKEND_ERROR, "valid": False,
+                                  "n_boxes": 0}
+
+
+def parse_answer(text: str, item: Any) -> dict[str, Any]:
+    """Boxes in absolute original-image xyxy with the official error code; the first box is scored.
+
+    ``item`` may carry ``box_format``, ``parser`` and, for resized-pixel styles, ``processed_image_sizes``.
+    """
+    fmt = item.get("box_format") or "abs_xyxy"
+    parser = item.get("parser") or "json"
+    w, h = float(item["width"]), float(item["height"])
+    size = _processed_size(item) if item.get("resized_pixels") and fmt == "abs_xyxy" else None
+    pw, ph = size or (w, h)
+    fn = parse_bracket_boxes if parser == "bracket" else parse_json_boxes
+    found, err = fn(text, pw, ph, fmt)
+    if parser == "json+bracket" and err == NO_BBOX_FOUND:
+        found, err = parse_bracket_boxes(text, pw, ph, fmt)
+    if size is not None and size != (w, h):
+        found = [list(boxes.clip(boxes.rescale(b, size, (w, h)), w, h)) for b in found]
+    return {"pred_boxes": found, "pred_xyxy": found[0] if found else [], "parse_error": err, "valid": not err,
+            "n_boxes": len(found)}
+
+
+def needs_repair(parse: dict[str, Any]) -> bool:
+    """The official rule for the one repair turn: the answer is empty or holds no box."""
+    return parse["parse_error"] in (EMPTY_RESPONSE, NO_BBOX_FOUND)
+
+
+def style_deviations(st: GroundingStyle, model: ModelInfo, max_new_tokens: int, *,
+                     repair_text: str = "official") -> list[Any]:
+    """The deviations of the grounding style, token budget and repair text a run uses."""
+    from vlamb_nb.benchmarks.refadv.prompts import OFFICIAL_MAX_TOKENS
+    from vlamb_nb.meta import Deviation
+
+    out = []
+    if max_new_tokens != OFFICIAL_MAX_TOKENS:
+        out.append(Deviation("max new tokens", str(OFFICIAL_MAX_TOKENS), str(max_new_tokens), "all"))
+    if repair_text != "official":
+        out.append(Deviation("repair turn text", "one line with literal backslash-n pairs (single-quoted YAML)",
+                             f"{repair_text!r} variant (real line breaks)", "repair turns"))
+    if st.resized_pixels:
+        out.append(Deviation("box rescale", "none (official code reads resized-image pixels as original)",
+                             "resized-image pixels mapped to the original size", "all"))
+    if not st.keep_image_tag:
+        out.append(Deviation("prompt", "literal '<image>' line before the instruction",
+                             "dropped (an image token for this processor)", "all"))
+    if st.name not in ("official", "qwen2_5_vl", "qwen3_vl"):
+        out.append(Deviation("grounding style", "per-model best-practice prompts (unpublished)", st.note, "all"))
+    return out
+
+
+# -- the answer that counts, beside its item ----------------------------------------------------------------
+def answer_row(item, req: Any, gen: dict[str, Any], st: GroundingStyle) -> dict[str, Any]:
+    """One answer as a generation row: what was asked, what came back, and how it is to be read."""
+    row = {"item_id": str(item["id"]), "request_id": req.id, "expression_asked": req.meta.get("expression_asked"),
+           "text": gen.get("text"), "error": gen.get("error"), "finish_reason": gen.get("finish_reason"),
+           "cached": gen.get("cached"), "processed_image_sizes": gen.get("processed_image_sizes"),
+           "retry_used": False, "first_text": None, "box_format": st.box_format, "parser": st.parser,
+           "resized_pixels": st.resized_pixels}
+    for extra in ("deleted_expression", "deleted_descriptor", "deletion_status"):
+        if extra in item.index:
+            row[extra] = item[extra]
+    return row
+
+
+def unboxed(items, first: Any, st: GroundingStyle) -> list[tuple[Any, str]]:
+    """(request, reply) of each first answer the official runner repairs: it came back, but holds no box."""
+    out = []
+    for (_, item), req, gen in zip(items.iterrows(), first.requests, first.generations.to_dict(orient="records"),
+                                   strict=True):
+        err = gen.get("error")
+        if not (isinstance(err, str) and err):
+            row = {**item.to_dict(), **answer_row(item, req, gen, st)}
+            if needs_repair(parse_answer(gen.get("text") or "", row)):
+                out.append((req, gen["text"] or ""))
+    return out
+
+
+def answers(items, asked: list[Any], st: GroundingStyle):
+    """One row per item from a run's turns: the answer that counts (the repair turn's where one was sent)."""
+    import pandas as pd
+
+    first = asked[0]
+    rows = [answer_row(item, req, gen, st) for (_, item), req, gen
+            in zip(items.iterrows(), first.requests, first.generations.to_dict(orient="records"), strict=True)]
+    at = {req.meta["item_id"]: i for i, req in enumerate(first.requests)}
+    for later in asked[1:]:
+        for req, gen in zip(later.requests, later.generations.to_dict(orient="records"), strict=True):
+            i = at[req.meta["item_id"]]
+            first_text = rows[i]["text"]
+            rows[i] = answer_row(items.iloc[i], req, gen, st)
+            rows[i].update(retry_used=True, first_text=first_text)
+    return pd.DataFrame(rows)
+
+
+def beside_items(items, answered, id_column: str = "id"):
+    """Each answer beside its item's columns (not the image); an answer naming no item is an error."""
+    import pandas as pd
+
+    from vlamb_nb.benchmarks.refadv.data import ITEM_COLUMNS
+    from vlamb_nb.errors import DataError
+
+    idx = items.assign(**{id_column: items[id_column].astype(str)}).set_index(id_column, drop=False)
+    missing = sorted(set(answered["item_id"].astype(str)) - set(idx.index))
+    if missing:
+        raise DataError(f"{len(missing)} answer(s) name items that are not in the data, e.g. {missing[0]!r}")
+    rows = []
+    for gen in answered.to_dict(orient="records"):
+        item = idx.loc[str(gen["item_id"])]
+        rows.append({c: item[c] for c in ITEM_COLUMNS if c != "image" and c in item.index} | gen)
+    return pd.DataFrame(rows)

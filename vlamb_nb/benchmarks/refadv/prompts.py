@@ -109,3 +109,82 @@ def official_image(src: Any, expect_size: tuple[Any, Any] | None = None) -> byte
     buf = io.BytesIO()
     img.convert("RGB").save(buf, format="JPEG", quality=95)
     return buf.getvalue()
+
+
+def expressions(items, setting: str, *, seed: int = 0) -> list[str]:
+    """The text each item is asked with under ``setting`` (ablations rewrite the expression)."""
+    if setting == "bow":
+        return [bag_of_words(e, seed, str(i)) for e, i in zip(items["expression"], items["id"], strict=True)]
+    if setting == "fixed":
+        return [FIXED_EXPRESSION] * len(items)
+    if setting == "deletion":
+        if "deleted_expression" not in items.columns:
+            raise SettingError("the deletion setting needs rewritten expressions: call "
+                               "bench.delete_descriptors(items, rewriter) first, or pass rewriter= to run()")
+        return list(items["deleted_expression"])
+    return list(items["expression"])
+
+
+def repair_request(first: Any, first_text: str, text: str = "official") -> Any:
+    """The one follow-up turn: [user prompt + image, the first reply, the repair text named ``text``].
+
+    The default is the text as the official runs sent it (literal backslash-n, see above); another variant gets
+    its own setting tag, so a store keeps the two apart.
+    """
+    from vlamb_nb.models.base import Request, assistant_message, user_message
+
+    messages = [*first.messages, assistant_message(first_text), user_message(followup_text(text))]
+    return Request(id=first.id.replace("::", "::repair-", 1), messages=messages, images=list(first.images),
+                   params=first.params, benchmark=first.benchmark, setting=first.setting + repair_tag(text),
+                   meta=dict(first.meta, repair_text=text))
+
+
+def repair_tag(text: str) -> str:
+    """The setting-tag suffix of a repair turn: ``:repair`` for the official text, else ``:repair-<name>``."""
+    followup_text(text)
+    return ":repair" if text == "official" else f":repair-{text}"
+
+
+def _record_size(item: Any) -> tuple[float, float] | None:
+    """The record's (width, height) when it has both, for checking the image file against it."""
+    w, h = item.get("width"), item.get("height")
+    try:
+        return (float(w), float(h)) if w is not None and h is not None and float(w) > 0 and float(h) > 0 else None
+    except (TypeError, ValueError):
+        return None
+
+
+def requests(items, setting: str, st: Any, *, prompt_mode: str | None = None, seed: int = 0,
+             max_new_tokens: int = OFFICIAL_MAX_TOKENS) -> list[Any]:
+    """One request per item under grounding style ``st``: prompt text first, then the image (as the official
+    runner sends it)."""
+    from vlamb_nb.models.base import IMAGE_SLOT, DecodingParams, Request, user_message
+
+    mode = prompt_mode or ("cot" if setting == "cot" else "direct")
+    params = DecodingParams(max_new_tokens=max_new_tokens, do_sample=False, temperature=1.0, top_p=1.0,
+                            seed=OFFICIAL_SEED)
+    tag = f"{setting}:{st.name}:{mode}" + (f":seed{seed}" if setting == "bow" else "")
+    reqs = []
+    for (_, item), expr in zip(items.iterrows(), expressions(items, setting, seed=seed), strict=True):
+        reqs.append(Request(id=f"{item['id']}::{setting}", messages=[user_message(prompt_text(expr, st, mode),
+                                                                               IMAGE_SLOT)],
+                            images=[official_image(item["image"], _record_size(item))], params=params,
+                            benchmark="refadv", setting=tag, meta={"item_id": str(item["id"]), "expression_asked": expr}))
+    return reqs
+
+
+def setting_deviations(model: Any, setting: str) -> list[Any]:
+    """How asking under ``setting`` with ``model``'s backend differs from the paper's runs."""
+    from vlamb_nb.meta import Deviation
+
+    out = []
+    if model.backend == "hf":
+        out.append(Deviation("inference backend", "vLLM OpenAI-compatible server (bf16)",
+                             "transformers generate", "all"))
+    if setting == "bow":
+        out.append(Deviation("BoW tokenization", "unspecified", "whitespace tokens, seeded shuffle per item",
+                             "Table 3"))
+    if setting == "deletion":
+        out.append(Deviation("descriptor deletion", "Qwen2.5-72B with unpublished prompts",
+                             "our extract/rewrite prompts through the model protocol", "Table 4"))
+    return out

@@ -497,3 +497,10 @@ def top_verbs(items, subset: str | None = None, k: int = 20) -> list[tuple[str, 
     """The ``k`` most frequent actions of the solution triplets (Fig. B1), lower-cased."""
     s = items if subset is None else items[items["subset"] == subset]
     return Counter(a.strip().lower() for a in s["action"] if a.strip()).most_common(k)
+
+
+def data_stats(items) -> dict[str, Any]:
+    """Dataset statistics for ``vlamb-nb data stats``: subset counts, Table B1, the top verbs per subset."""
+    return {"n": len(items), "subset_counts": {s: int((items["subset"] == s).sum()) for s in SUBSETS},
+            "table_b1": dataset_statistics(items).to_dict(),
+            "top_verbs": {s: top_verbs(items, s, 20) for s in SUBSETS}}

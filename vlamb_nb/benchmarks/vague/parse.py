@@ -135,3 +135,38 @@ class OptionLikelihoodReader:
 
     def score_options(self, request: Request, options: Sequence[str]) -> list[float]:
         return self.model.score_options(request, options)
+
+
+def captions_from_run(generations) -> dict[str, str]:
+    """Item id → caption text from the caption step (a failed caption becomes an empty description)."""
+    out = {}
+    for _, g in generations.iterrows():
+        if str(g["request_id"]).endswith("::caption"):
+            out[str(g["request_id"]).split("::")[0]] = "" if g.get("error") else str(g.get("text") or "")
+    return out
+
+
+def parse_answer(text: str, item: Any) -> dict[str, Any]:
+    """Free-form answer, or the option letter (official rule) with its category and the lenient reading beside it."""
+    from vlamb_nb.benchmarks.base import lenient_letter
+    from vlamb_nb.benchmarks.vague.prompts import SETTINGS, setting_spec
+
+    spec = setting_spec(item["setting"]) if "setting" in item and item["setting"] in SETTINGS else None
+    if spec is not None and spec.free_form:
+        return parse_free_form(text, cot=spec.cot)
+    out = parse_letter(text, cot=bool(spec and spec.cot), options=item.get("options"),
+                       ordering=item.get("ordering"))
+    cat = None
+    if out["letter"] is not None and isinstance(item.get("ordering"), list):
+        cat = CATEGORIES[list(item["ordering"]).index(out["letter"])]
+    out["category"] = cat
+    # the documented lenient reading beside the official one (reported as accuracy_lenient)
+    if out["valid"]:
+        out["letter_lenient"], out["parse_lenient"], cat_l = out["letter"], "strict", cat
+    else:
+        lenient, rule = lenient_letter(text)
+        cat_l = (CATEGORIES[list(item["ordering"]).index(lenient)]
+                 if lenient is not None and isinstance(item.get("ordering"), list) else None)
+        out["letter_lenient"], out["parse_lenient"] = lenient, rule
+    out["category_lenient"] = cat_l
+    return out

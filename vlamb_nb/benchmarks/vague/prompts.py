@@ -9,10 +9,12 @@ prompts, and the SM+CoT free-form template that begins with the MCQ wording).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from typing import Any
 
-from vlamb_nb.benchmarks.vague.data import item_image
-from vlamb_nb.errors import SettingError
+from vlamb_nb.benchmarks.vague.data import LETTERS, item_image, official_addressee, read_captions
+from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.models.base import IMAGE_SLOT, DecodingParams, Request, user_message
 
 WORDINGS = ("paper", "code")
@@ -242,3 +244,80 @@ OCR_QUESTION = "What is the color of the t-shirt that {person} is wearing?"
 #: image file (in the released ``ocr_test/`` folder), the tagged person asked about, the expected colour
 OCR_ITEMS = (("a", "ocr_1.jpg", "person1", "red"), ("b", "ocr_2.jpg", "person1", "red"),
              ("c", "ocr_3.jpg", "person5", "red"))
+
+
+#: the released code serves Qwen2.5-VL with vLLM at this pixel budget (App. / run scripts)
+OFFICIAL_QWEN_MAX_PIXELS = 1280 * 28 * 28
+
+
+def requests(items, setting: str, *, wording: str = "paper", captions: Any = None,
+             reading: str = "generate", decoding_mode: str = "greedy", max_new_tokens: int | None = None,
+             **kwargs: Any) -> list[Request]:
+    """Answer-step requests. SM settings need ``captions`` (item id → caption; ``"dataset"`` uses the
+    data's own GPT-4o ``meta.caption``; a path reads an external caption file)."""
+    if kwargs:
+        raise SettingError(f"unknown vague request option(s): {', '.join(kwargs)}")
+    spec = setting_spec(setting)
+    template(spec.prompt, wording)  # validates the wording early
+    if reading not in READINGS:
+        raise SettingError(f"unknown reading {reading!r}; choose one of {', '.join(READINGS)}")
+    if reading == "loglik" and spec.free_form:
+        raise SettingError("log-likelihood reading applies to MCQ settings only")
+    caps = _caption_map(items, spec, captions)
+    params = decoding(setting, decoding_mode, max_new_tokens)
+    out = []
+    for _, item in items.iterrows():
+        code = wording == "code"
+        cap = caps.get(item["id"], "") if caps is not None else ""
+        text = render(
+            spec.prompt, utt=item["indirect_raw"] if code else item["indirect"], options=item["options"],
+            ordering=item["ordering"], caption=cap,
+            addressee=official_addressee(item["solution"]) if code else item["addressee"],
+            wording=wording)
+        parts = (IMAGE_SLOT, text) if spec.image else (text,)
+        images = [item_image(item)] if spec.image else []
+        out.append(Request(id=f"{item['id']}::{setting}", messages=[user_message(*parts)], images=images,
+                           params=params, benchmark="vague", setting=setting,
+                           options=list(LETTERS) if reading == "loglik" else None,
+                           meta={"item_id": item["id"], "wording": wording, "reading": reading}))
+    return out
+
+def _caption_map(items, spec: SettingSpec, captions: Any) -> dict[str, str] | None:
+    if spec.captions == "none":
+        return None
+    if isinstance(captions, str) and captions == "dataset":
+        return dict(zip(items["id"], items["caption"], strict=True))
+    if isinstance(captions, (str, os.PathLike)):
+        captions = read_captions(captions)
+    if not isinstance(captions, dict):
+        how = ("run the caption step first (a run of the setting does both steps)" if spec.captions == "self"
+               else "pass captions=<file> (JSON {image: caption} or CSV image_name,caption)")
+        raise SettingError(f"setting {spec.name!r} needs captions: {how}, or captions='dataset'")
+    missing = [i for i in items["id"] if i not in captions]
+    if missing:
+        raise DataError(f"{len(missing)} item(s) have no caption, e.g. {missing[0]!r}", field="caption")
+    return captions
+
+
+def setting_deviations(model: Any, setting: str, *, decoding_mode: str = "greedy", reading: str = "generate",
+                       captions: Any = None, max_pixels: int | None = None, **_: Any) -> list[Any]:
+    """How asking with these options differs from the paper's setup (``max_pixels``: the model's image budget)."""
+    from vlamb_nb.meta import Deviation
+
+    out = []
+    if model.family == "qwen2_5_vl" and model.backend == "hf" and max_pixels != OFFICIAL_QWEN_MAX_PIXELS:
+        out.append(Deviation("image resolution", "max_pixels 1280·28·28 = 1,003,520 (released code, vLLM)",
+                             f"max_pixels {max_pixels if max_pixels else 'the processor default'}", "all"))
+    if decoding_mode == "greedy":
+        out.append(Deviation("decoding", "not stated (released code: vLLM sampling, temperature 0.2, "
+                             "1024 tokens)", "greedy, short token budget", "all"))
+    if reading == "loglik":
+        out.append(Deviation("answer reading", "letter parsed from generated text",
+                             "option-letter log-likelihood (alternative reading)", "all"))
+    spec = setting_spec(setting) if setting in SETTINGS else None
+    if spec is not None and spec.captions == "external" and isinstance(captions, str) and captions == "dataset":
+        out.append(Deviation("external captions", "GPT-4o captions file (not released)",
+                             "the dataset's own GPT-4o meta.caption, written while the item was generated with "
+                             "the intended action known: it may leak the answer and likely inflates Table F3",
+                             "Table F3"))
+    return out

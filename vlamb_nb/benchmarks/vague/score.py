@@ -10,8 +10,10 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
-from vlamb_nb.benchmarks.vague.data import IMAGE_SUFFIX
-from vlamb_nb.benchmarks.vague.prompts import SETTINGS, setting_spec
+import vlamb_nb.benchmarks.vague.data as vague_data
+from vlamb_nb.benchmarks.vague.data import CATEGORIES, IMAGE_SUFFIX, SUBSETS
+from vlamb_nb.benchmarks.vague.parse import parse_letter
+from vlamb_nb.benchmarks.vague.prompts import BASE_SETTINGS, SETTINGS, setting_spec
 from vlamb_nb.errors import DataError, NotAvailableError, SettingError
 from vlamb_nb.jsonl import read_json
 
@@ -199,3 +201,199 @@ def headline(runs: Any, *, n_resamples: int = 2000, seed: int = 0) -> list[Any]:
                 unit="item", setting=setting, n_resamples=n_resamples, seed=seed + i,
                 note="Correct / N; refusals and unparsed answers count wrong"))
     return out
+
+
+# -- scored runs: per-item correctness, the paper's tables, prediction files -----------------------------------
+def score_predictions(predictions, *, bertscore: str | None = "roberta-large"):
+    """Per-item ``correct`` (MCQ: the chosen option is the correct one; invalid counts wrong) and, for
+    free-form rows, ``bleu1`` and ``bertscore_f1`` against ``mcq.1_correct``."""
+    df = predictions.copy()
+    if "category" not in df.columns:
+        df["category"] = None
+    df["valid"] = df["valid"].fillna(False).astype(bool)
+    df["correct"] = df["valid"] & (df["category"] == "correct")
+    if "category_lenient" in df.columns:
+        df["correct_lenient"] = df["category_lenient"] == "correct"
+    ff = df["setting"].map(lambda s: setting_spec(s).free_form if s in SETTINGS else False).astype(bool)
+    df["free_form"] = ff
+    if ff.any():
+        if "answer" not in df.columns:
+            df["answer"] = None
+        refs = df.loc[ff, "options"].map(lambda o: o["correct"])
+        cands = df.loc[ff, "answer"].fillna("").astype(str)
+        df.loc[ff, "bleu1"] = [bleu1(c, r) for c, r in zip(cands, refs, strict=True)]
+        if bertscore is not None:
+            df.loc[ff, "bertscore_f1"] = bertscore_f1(list(cands), list(refs), model=bertscore)
+            df.loc[ff, "bertscore_model"] = bertscore_label(bertscore)  # a substitute says so on every row
+            df.attrs["bertscore_model"] = bertscore_label(bertscore)
+        df["correct"] = df["correct"].astype(object)
+        df.loc[ff, "correct"] = None  # free-form has no single correct answer
+    return df
+
+
+def breakdown(scored):
+    """One row per (model, setting, subset ∈ VCR/Ego4D/All): N, valid, counts, accuracy (Correct/N)."""
+    import pandas as pd
+
+    df = scored.copy()
+    if "model" not in df.columns:
+        df["model"] = "model"
+    rows = []
+    for (model, setting), g in df.groupby(["model", "setting"], sort=False):
+        for subset in (*SUBSETS, "All"):
+            s = g if subset == "All" else g[g["subset"] == subset]
+            if s.empty:
+                continue
+            row: dict[str, Any] = {"model": model, "setting": setting, "subset": subset, "N": len(s),
+                                   "valid": int(s["valid"].sum())}
+            if setting_spec(setting).free_form:
+                row["BLEU-1"] = float(s["bleu1"].mean())
+                if "bertscore_f1" in s.columns and s["bertscore_f1"].notna().any():
+                    row["BERT F1"] = float(s["bertscore_f1"].mean())
+                    row["BERTScore model"] = str(s["bertscore_model"].dropna().iloc[0])
+            else:
+                for cat in CATEGORIES:
+                    row[cat] = int((s["category"] == cat).sum())
+                row["accuracy"] = accuracy_pct(row["correct"], len(s))
+                if "correct_lenient" in s.columns:  # the lenient reading, beside the official one
+                    row["accuracy_lenient"] = accuracy_pct(int(s["correct_lenient"].fillna(False).sum()),
+                                                           len(s))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def tables(scored) -> dict[str, Any]:
+    """Our versions of Tables 1, J5/J6, 3/G4, F3 and the Fig. 4 counts (where the settings were run)."""
+    b = breakdown(scored)
+    out: dict[str, Any] = {"breakdown": b}
+    mcq = b[b["setting"].isin(BASE_SETTINGS)] if len(b) else b
+    if mcq.empty:
+        return out
+    t1 = mcq[mcq["setting"].isin(["lm", "sm", "vlm"]) & (mcq["subset"] != "All")]
+    if not t1.empty:
+        wide = t1.pivot_table(index="model", columns=["subset", "setting"], values="accuracy", aggfunc="first")
+        for subset in SUBSETS:
+            for s in ("sm", "vlm"):
+                if (subset, s) in wide.columns and (subset, "lm") in wide.columns:
+                    wide[(subset, f"{s} gain")] = (wide[(subset, s)] - wide[(subset, "lm")]).round(1)
+        out["Table 1"] = wide.sort_index(axis=1)
+    for subset, tid in (("VCR", "Table J5"), ("Ego4D", "Table J6")):
+        part = b[b["subset"] == subset]
+        if not part.empty:
+            out[tid] = part.drop(columns="subset").reset_index(drop=True)
+    comb = mcq[mcq["subset"] == "All"]
+    cot = comb[comb["setting"].isin(["sm", "sm_cot", "vlm", "vlm_cot"])]
+    if not cot.empty:
+        out["Table 3/G4"] = cot[["model", "setting", "accuracy", "FS", "SU", "NE", "correct", "valid", "N"]]
+    f3 = comb[comb["setting"].isin(["sm", "sm_ext"])]
+    if not f3.empty:
+        out["Table F3"] = f3.pivot_table(index="model", columns="setting", values="accuracy", aggfunc="first")
+    fig4 = comb[comb["setting"].isin(["lm", "sm", "vlm"])]
+    if not fig4.empty:
+        out["Fig. 4"] = fig4[["model", "setting", "FS", "SU", "NE", "correct", "N"]].reset_index(drop=True)
+    return out
+
+
+def score_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
+               **options: Any) -> dict[str, Any]:
+    """Score a prediction file: the official ``{"<name>_annot.jpg": {"model_output", "true_answer"}}`` JSON
+    (``setting=`` option, or taken from the ``{model}_{format}_{answer_type}.json`` file name) or a
+    prediction store (JSONL) written by ``vlamb-nb run``."""
+
+    setting = options.pop("setting", None)
+    bertscore = options.pop("bertscore", None)
+    missing_mode = options.pop("missing", "wrong")
+    pick = {k: options.pop(k) for k in ("model", "quantization", "run") if k in options}
+    if "run" in pick:
+        pick["run"] = int(pick["run"])
+    if options:
+        raise SettingError(f"unknown vague score option(s): {', '.join(options)}")
+    gens = predictions_frame(predictions, setting=setting, **pick)
+    if source is None:
+        return {"coverage": _coverage(None, gens)} | score_answers_only(gens, predictions)
+    items = bench.load(source)
+    scored, missing = score_generations(bench, items, gens, bertscore=bertscore, missing=missing_mode,
+                                             label=str(predictions))
+    b = breakdown(scored)
+    return {"coverage": _coverage(items["id"], gens), "source": str(source), "predictions": str(predictions),
+            "items_in_source": len(items),
+            "missing_predictions": missing, "missing_counted_as": "invalid" if missing_mode == "wrong" else
+            "skipped", "scored": len(scored), "rows": b.to_dict(orient="records")}
+
+def score_generations(bench: Any, items, gens, *, bertscore: str | None = None, missing: str = "wrong",
+                      label: str = "predictions"):
+    """Score generations read from a file against ``items``. Items without a prediction count as invalid
+    (``missing="wrong"``, the paper's denominator N) or are left out (``"skip"``); returns (scored, counts)."""
+    import pandas as pd
+
+    if missing not in ("wrong", "skip"):
+        raise SettingError(f"missing must be 'wrong' (count as invalid, as the paper's N) or 'skip', "
+                           f"got {missing!r}")
+    unknown = sorted(set(gens["item_id"]) - set(items["id"]))
+    if unknown:
+        raise DataError(f"{len(unknown)} prediction(s) name items not in the source, e.g. {unknown[0]!r}",
+                        source=label)
+    check_true_answers(items, gens, label)
+    if "model" not in gens.columns:
+        gens = gens.assign(model=Path(label).stem)
+    counts, fill = {}, []
+    for (model, s), g in gens.groupby(["model", "setting"], sort=False):
+        have = set(g["item_id"])
+        lost = [i for i in items["id"] if i not in have]
+        counts[f"{model}/{s}"] = len(lost)
+        if missing == "wrong":
+            fill += [{"request_id": f"{i}::{s}", "item_id": i, "setting": s, "model": model, "text": "",
+                      "error": "no prediction for this item"} for i in lost]
+    if fill:
+        gens = pd.concat([gens, pd.DataFrame(fill)], ignore_index=True)
+    return score_predictions(bench.predictions(items, gens), bertscore=bertscore), counts
+
+def score_answers_only(gens, label: str | os.PathLike) -> dict[str, Any]:
+    """Without the data: accuracy and valid count from the official file's own ``true_answer`` letters
+    (subsets by the ``@`` rule). FS/SU/NE need each item's ``ordering`` and so need ``--source``."""
+    if "true_answer" not in gens.columns or gens["true_answer"].isna().any():
+        raise SettingError("vague scoring needs --source (the data the predictions refer to) unless every "
+                           "prediction carries its true_answer (the official result JSON)")
+    rows = []
+    for (model, s), g in gens.groupby(["model", "setting"], sort=False):
+        spec = setting_spec(s)
+        if spec.free_form:
+            raise SettingError("free-form scores need --source (the reference answers come from the data)")
+        parsed = [parse_letter(t, cot=spec.cot) for t in g["text"].fillna("")]
+        valid = [p["valid"] for p in parsed]
+        correct = [p["letter"] == t for p, t in zip(parsed, g["true_answer"], strict=True)]
+        subset = g["item_id"].map(vague_data.subset_of)
+        for name in (*SUBSETS, "All"):
+            mask = (subset == name).to_numpy() if name != "All" else [True] * len(g)
+            n = int(sum(mask))
+            if n == 0:
+                continue
+            k = sum(c for c, m in zip(correct, mask, strict=True) if m)
+            rows.append({"model": model, "setting": s, "subset": name, "N": n,
+                         "valid": sum(v for v, m in zip(valid, mask, strict=True) if m), "correct": k,
+                         "FS": None, "SU": None, "NE": None, "accuracy": accuracy_pct(k, n)})
+    return {"source": None, "predictions": str(label), "scored": len(gens),
+            "note": "no --source: N is the number of predictions in the file and FS/SU/NE need the data",
+            "rows": rows}
+
+
+def _coverage(item_ids, gens) -> dict[str, Any]:
+    """Items answered, failed (every request of the item failed) and missing, from read generations."""
+    from vlamb_nb.metrics import coverage
+
+    errors = gens["error"].tolist() if "error" in gens.columns else [None] * len(gens)
+    failed = [isinstance(e, str) and bool(e) for e in errors]
+    ids = gens["item_id"].tolist()
+    return coverage(item_ids, [i for i, f in zip(ids, failed, strict=True) if not f],
+                    [i for i, f in zip(ids, failed, strict=True) if f], [e for e, f in zip(errors, failed, strict=True) if f])
+
+
+def bertscore_deviations(scored, bertscore: str | None = "roberta-large") -> list[Any]:
+    """The substitute BERTScore model, where free-form answers were scored with it."""
+    from vlamb_nb.meta import Deviation
+
+    free = "free_form" in scored.columns and bool(scored["free_form"].any())
+    if not (free and bertscore == "minilm"):
+        return []
+    return [Deviation("BERTScore model", "roberta-large (bert-score default for English)", MINILM_LABEL,
+                      "Table J5, Table J6")]

@@ -388,3 +388,17 @@ def item_image(row: Any) -> Any:
         raise ImageError(f"item {row['id']}: image file not found: {path} (expected layout "
                          "{source}/{split}/{i}.{png|jpg} under the data folder)")
     return str(path)
+
+
+def data_stats(items) -> dict[str, Any]:
+    """Dataset statistics for ``vlamb-nb data stats``: labels, datasets, lengths, instructions re-drawn."""
+    from vlamb_nb.benchmarks.vflute.prompts import seeded_prompt_count
+
+    counts = split_counts(items)
+    return {"n": int(len(items)), "by_label": {k: int(v) for k, v in items["label"].value_counts().items()},
+            "by_dataset": {k: int(v) for k, v in dataset_counts(items).items()},
+            "by_source_phenomenon_label": {f"{s}/{p}": {c: int(counts.loc[(s, p), c]) for c in counts.columns}
+                                           for s, p in counts.index},
+            "mean_chars": length_table(items).to_dict(orient="index"),
+            "distinct_prompts": int(items["prompt"].nunique()),
+            "prompts_redrawn": seeded_prompt_count(items)}

@@ -135,3 +135,32 @@ def parse_output(output: Any, *, scene_graph: bool = False) -> dict[str, Any]:
         expl = normalize_sg_explanation(expl)
     return {"label_pred": label, "label_text": LABEL_NAMES.get(label) if label is not None else None,
             "explanation_pred": expl, "valid": label is not None, "parse_rule": rule}
+
+
+def parse_answer(text: str, item: Any) -> dict[str, Any]:
+    """The official extraction; scene-graph answers get the official SG normalisation."""
+    return parse_output(text, scene_graph=item.get("setting") == "scene_graph")
+
+
+def with_scene_graphs(first: Any, answers: Any, failed: list[dict[str, Any]]):
+    """A scene-graph run's answers, a failed row for each item whose graph failed, and each item's graph beside."""
+    import pandas as pd
+
+    out = pd.concat([answers, pd.DataFrame(failed, columns=answers.columns)], ignore_index=True) \
+        if failed else answers
+    graphs = first.generations
+    sg_text = {str(rid).split("::")[0]: t for rid, t in zip(graphs["request_id"], graphs["text"], strict=True)}
+    out["scene_graph"] = out["request_id"].str.split("::").str[0].map(sg_text)
+    return out
+
+
+def filled(predictions):
+    """Parsed predictions with a failed generation read as unparsed (no label) and an empty explanation."""
+    if "label_pred" not in predictions.columns:
+        predictions["label_pred"] = None
+    predictions["label_pred"] = predictions["label_pred"].astype(object).where(predictions["label_pred"].notna(),
+                                                                               None)
+    if "explanation_pred" not in predictions.columns:
+        predictions["explanation_pred"] = ""
+    predictions["explanation_pred"] = predictions["explanation_pred"].fillna("")
+    return predictions

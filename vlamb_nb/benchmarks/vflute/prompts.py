@@ -149,3 +149,108 @@ def white_image(size: tuple[int, int] = WHITE_SIZE):
     from PIL import Image
 
     return Image.new("RGB", size, (255, 255, 255))
+
+
+def instruction(row: Any, prompt_source: str = "released") -> str:
+    """The instruction template: the released one (``prompt`` column) or the official seeded draw."""
+    if prompt_source not in ("released", "seeded"):
+        raise SettingError("prompt_source must be 'released' or 'seeded'")
+    p = row.get("prompt")
+    if prompt_source == "released" and isinstance(p, str) and p:
+        return p
+    return assigned_prompt(row["split"], int(row["index"]))
+
+def prompt_origin(row: Any, prompt_source: str = "released") -> str:
+    """``"released"`` when the item's instruction is the one in the official files, else ``"seeded"``."""
+    p = row.get("prompt")
+    origin = row.get("prompt_origin")
+    if prompt_source == "released" and isinstance(p, str) and p and origin != "seeded":
+        return "released"
+    return "seeded"
+
+def seeded_prompt_count(items, prompt_source: str = "released") -> int:
+    """How many items get a re-drawn instruction instead of the released one (a deviation when > 0)."""
+    return int(sum(prompt_origin(r, prompt_source) == "seeded" for _, r in items.iterrows()))
+
+
+def answer_requests(first: Any) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The scene-graph setting's second step: the answer asked with each item's scene graph, and a failed row
+    for each item whose scene graph failed (it is never asked)."""
+    from vlamb_nb.models.base import IMAGE_SLOT, Request, user_message
+
+    second, failed = [], []
+    for r, text, err in zip(first.requests, first.generations["text"], first.generations["error"], strict=True):
+        iid = r.meta["item_id"]
+        if err:
+            failed.append({"request_id": f"{iid}::answer", "error": f"scene graph step failed: {err}",
+                           "setting": r.setting, "benchmark": r.benchmark})
+            continue
+        second.append(Request(id=f"{iid}::answer", messages=[user_message(IMAGE_SLOT, sg_second_prompt(
+            text or "", r.meta["question"]))], images=list(r.images), params=r.params, benchmark=r.benchmark,
+            setting=r.setting, meta={"item_id": iid, "step": "answer"}))
+    return second, failed
+
+
+def setting_deviations(setting: str, *, seeded_prompts: int = 0, params: Any = None) -> list[Any]:
+    """How asking under ``setting`` differs from the paper: re-drawn instructions (``seeded_prompts`` items), the
+    few-shot examples, the white image of the -Image ablation, and decoding ``params`` other than the paper's."""
+    from vlamb_nb.meta import Deviation
+
+    out = []
+    if seeded_prompts:
+        hit, total = SEEDED_RELEASE_MATCH
+        out.append(Deviation("instruction assignment", "the released per-instance instruction (Table 8 pool)",
+                             f"{seeded_prompts} item(s) re-drawn with the official random.seed(42) procedure, "
+                             f"which matches only {hit} of the {total} released test instructions",
+                             "all"))
+    if setting == "few_shot":
+        out.append(Deviation("few-shot examples", "not described", "k seeded training examples per item "
+                             "(random.Random(f'{seed}:{item id}'))", "Table 4 5-shot rows"))
+    if setting == "hypothesis_only":
+        out.append(Deviation("-Image ablation", "fine-tuned and evaluated on white.png (size not given)",
+                             f"evaluation with a {WHITE_SIZE[0]}x{WHITE_SIZE[1]} white square", "Table 4"))
+    if params is not None and params != PAPER_DECODING:
+        out.append(Deviation("decoding", "beam 3, greedy, 256 new tokens, seed 42",
+                             f"num_beams={params.num_beams}, max_new_tokens={params.max_new_tokens}, "
+                             f"do_sample={params.do_sample}", "all"))
+    return out
+
+
+def requests(items, setting: str, item_image: Any, shots: dict[str, list[Any]] | None = None, *,
+             prompt_source: str = "released", params: DecodingParams = PAPER_DECODING) -> list[Any]:
+    """One request per item (``scene_graph``: the first, scene-graph step); ``item_image`` reads an item's image,
+    ``shots`` are the few-shot examples of each item."""
+    from vlamb_nb.models.base import IMAGE_SLOT, Request, assistant_message, user_message
+
+    out = []
+    for _, row in items.iterrows():
+        filled = fill_claim(instruction(row, prompt_source), row["claim"])
+        meta = {"item_id": row["id"], "dataset": row["dataset"],
+                "prompt_origin": prompt_origin(row, prompt_source)}
+        if setting == "scene_graph":
+            out.append(Request(id=f"{row['id']}::sg", messages=[user_message(IMAGE_SLOT, sg_first_prompt(filled))],
+                               images=[item_image(row)], params=params, benchmark="vflute", setting=setting,
+                               meta={**meta, "step": "scene_graph", "question": filled}))
+            continue
+        image = white_image() if setting == "hypothesis_only" else item_image(row)
+        messages, images = [], []
+        if shots is not None:
+            for shot in shots[row["id"]]:
+                messages += [user_message(IMAGE_SLOT, fill_claim(instruction(shot, prompt_source),
+                                                                 shot["claim"])),
+                             assistant_message(target_text(shot["explanation"], shot["label"]))]
+                images.append(item_image(shot))
+            meta["shots"] = [s["id"] for s in shots[row["id"]]]
+        messages.append(user_message(IMAGE_SLOT, filled))
+        images.append(image)
+        out.append(Request(id=str(row["id"]), messages=messages, images=images, params=params,
+                           benchmark="vflute", setting=setting, meta=meta))
+    return out
+
+
+def shot_table(train, items, k: int, seed: int) -> dict[str, list[Any]]:
+    """Each item's ``k`` seeded training examples (``train``: the loaded training split)."""
+    if train is None:
+        raise SettingError("few_shot needs train= (the training split: a DataFrame or a folder/file to load)")
+    by_id = {r["id"]: r for _, r in train.iterrows()}
+    return {iid: [by_id[s] for s in choose_shots(iid, list(by_id), k, seed)] for iid in items["id"]}

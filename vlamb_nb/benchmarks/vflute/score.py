@@ -566,3 +566,26 @@ def headline(runs: Any, *, n_resamples: int = 2000, seed: int = 0) -> list[Any]:
             n_resamples=n_resamples, seed=seed + i,
             note=f"explanations scored by {scored['explanation_scorer'].iloc[0]}" if pct else "macro-F1 of the label"))
     return out
+
+
+def scorer_deviations(scorer: dict[str, Any] | None) -> list[Any]:
+    """The explanation scorer used (``scorer_info``), where it is not the paper's ExplanationScore."""
+    from vlamb_nb.meta import Deviation
+
+    out = []
+    if scorer and scorer.get("substitute"):
+        out.append(Deviation("explanation score", "mean of BERTScore-F1 (deberta-xlarge-mnli) and BLEURT-20",
+                             scorer["description"], "Table 4 F1@53/F1@60, per-dataset F1@t"))
+    if scorer and scorer.get("name") == "none":
+        out.append(Deviation("explanation score", "ExplanationScore thresholds", "none (label-only F1)",
+                             "Table 4 F1@53/F1@60"))
+    return out
+
+
+def comparison_rows(scored, *, row: str, table: str = "Table 4"):
+    """Our F1@0/53/60 in the reference layout (``table,row,column,value``) for ``reference.compare``."""
+    import pandas as pd
+
+    t4 = tables(scored)["Table 4"]
+    return pd.DataFrame([{"table": table, "row": row, "column": c, "value": float(t4.iloc[0][c])}
+                         for c in ("F1@0", "F1@53", "F1@60")])
