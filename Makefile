@@ -1,6 +1,7 @@
 # Entry points, each self-contained on a fresh machine:
 #   make reproduce   offline reproduction of all five papers' notebooks -> figures/ and runs/
 #   make test        lint + the whole test suite
+#   make test-fast   lint + the fast tier for the edit-test loop: no notebook execution, model build or browser
 #   make test-busy   the JupyterLab browser tests while other processes keep every core busy
 #   make lab         JupyterLab on notebooks/ with the package's environment as its Python kernel
 PYTHON ?= python3.11
@@ -10,7 +11,7 @@ BIN := $(VENV)/bin
 TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
 STAMP := $(VENV)/.installed
 
-.PHONY: reproduce test test-busy install lint lab clean-venv
+.PHONY: reproduce test test-fast test-busy install lint lab clean-venv
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +46,11 @@ test: $(STAMP)
 	$(BIN)/ruff check vlamb_nb tests perf scripts
 	$(BIN)/python -m pytest -q --ignore=tests/test_browser.py
 	$(BIN)/python scripts/busy.py -- $(BIN)/python -m pytest -q tests/test_browser.py
+
+# the tests not marked slow (notebook executions, model builds) or browser; perf/bench_tests.py times it
+test-fast: $(STAMP)
+	$(BIN)/ruff check vlamb_nb tests perf scripts
+	$(BIN)/python -m pytest -q -m "not slow and not browser" --ignore=tests/test_browser.py
 
 # BUSY_PROCS busy loops (default: one per core) for the whole run, or only its first BUSY_FOR seconds
 test-busy: $(STAMP)

@@ -1,4 +1,8 @@
-"""Shared fixtures: the released data beside the checkout, and an offline environment."""
+"""Shared fixtures: the released data beside the checkout, and an offline environment.
+
+The faulty endpoints live in ``fixtures_http``; test modules import helpers from fixtures modules, never from
+one another (``test_layout``).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+pytest_plugins = ["fixtures_http"]
 
 REPO = Path(__file__).resolve().parent.parent
 # a default-parameter cell that runs this long is hung, not slow: fail it instead of waiting
@@ -35,28 +41,6 @@ def _close_figures():
 
     if "matplotlib.pyplot" in sys.modules:
         sys.modules["matplotlib.pyplot"].close("all")
-
-
-@pytest.fixture
-def fault_server():
-    """``make(script)``: a scripted faulty endpoint on 127.0.0.1 (``test_http_faults.FaultServer``), stopped after the test."""
-    import threading
-
-    from test_http_faults import FaultServer
-
-    servers: list[FaultServer] = []
-
-    def make(script) -> FaultServer:
-        srv = FaultServer(script)
-        threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        servers.append(srv)
-        return srv
-
-    yield make
-    for s in servers:
-        s.stopping.set()
-        s.shutdown()
-        s.server_close()
 
 
 @pytest.fixture(scope="package")

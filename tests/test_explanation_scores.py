@@ -16,6 +16,7 @@ def test_none_scorer_passes_everything():
         s.score(["a"], ["b", "c"])
 
 
+@pytest.mark.slow
 def test_minilm_substitute_is_labelled_and_discriminates():
     s = es.get_scorer("minilm")
     info = es.scorer_info(s)

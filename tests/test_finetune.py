@@ -42,6 +42,7 @@ def _inputs(hf, example):
     return {k: v for k, v in batch.items() if k != "labels"}
 
 
+@pytest.mark.slow
 def test_loss_falls(trained):
     losses = trained.losses
     assert len(losses) == 6 and all(math.isfinite(x) for x in losses)
@@ -50,6 +51,7 @@ def test_loss_falls(trained):
     assert trained.summary()["loss_fell"] is True
 
 
+@pytest.mark.slow
 def test_learning_rate_follows_warmup_then_cosine(trained):
     from transformers import get_cosine_schedule_with_warmup
 
@@ -68,6 +70,7 @@ def test_learning_rate_follows_warmup_then_cosine(trained):
     assert got[0] == 0.0  # the first step only warms up
 
 
+@pytest.mark.slow
 def test_labels_cover_only_the_answer(trained, train_items):
     hf = trained.model
     examples = ftd.training_examples(train_items.head(2))
@@ -88,6 +91,7 @@ def test_labels_cover_only_the_answer(trained, train_items):
         assert "<|image_pad|>" in tok.decode(ids[i][:first]) and ex.instruction in tok.decode(ids[i][:first])
 
 
+@pytest.mark.slow
 def test_saved_adapter_reloads_with_the_same_logits(trained, train_items):
     hf = trained.model
     example = ftd.training_examples(train_items.tail(1))[0]
@@ -111,6 +115,7 @@ def test_saved_adapter_reloads_with_the_same_logits(trained, train_items):
     assert hf.generate([req])[0].text == reloaded.generate([req])[0].text
 
 
+@pytest.mark.slow
 def test_adapter_holds_lora_on_the_language_model_and_the_projector(trained):
     from safetensors.torch import load_file
 
@@ -123,6 +128,7 @@ def test_adapter_holds_lora_on_the_language_model_and_the_projector(trained):
     assert cfg["r"] == 128 and cfg["lora_alpha"] == 256 and cfg["lora_dropout"] == 0.05
 
 
+@pytest.mark.slow
 def test_run_record_lists_every_deviation(trained):
     rec = fte.read_adapter_record(trained.adapter_dir)
     whats = {d["what"] for d in rec["deviations"]}
@@ -145,6 +151,7 @@ def test_paper_config_matches_the_recipe():
     assert "epochs" in {d.what for d in ftr.deviations(ftr.QLoRAConfig(setting="hypothesis_only"))}
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_to_the_same_losses(train_items, tmp_path):
     cfg = ftr.QLoRAConfig(**{**FAST, "max_steps": 3, "save_steps": 2, "lora_dropout": 0.3})
     full = ft.train(FAMILY, train_items, tmp_path / "a", cfg, progress=False)
@@ -216,6 +223,7 @@ def test_other_families_train_and_reload(family, train_items, tmp_path):
     assert check["max_abs_logit_diff"] < 1e-5 and check["same_text"] and check["same_identity"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("quantization", ["4bit", None])
 def test_checkpointing_is_on_when_asked_and_warns_of_no_deprecated_name(quantization):
     import warnings

@@ -14,12 +14,11 @@ from vlamb_nb.models.base import IMAGE_SLOT, DecodingParams, ModelInfo, Request,
 
 
 def test_import_does_not_load_torch_or_transformers():
-    code = ("import sys, time; t=time.perf_counter(); import vlamb_nb, vlamb_nb.cli; "
-            "dt=time.perf_counter()-t; "
-            "print(any(m in sys.modules for m in ('torch','transformers')), dt)")
+    """What keeps the import cheap; its time is measured in perf/bench_tests.py, not asserted here."""
+    code = ("import sys; import vlamb_nb, vlamb_nb.cli; "
+            "print(any(m in sys.modules for m in ('torch','transformers')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[0] == "False"
-    assert float(out[1]) < 0.5
 
 
 def test_unknown_benchmark_is_a_clear_error():

@@ -1,22 +1,17 @@
-"""The OpenAI-compatible client against deliberately faulty HTTP servers on 127.0.0.1.
-
-Each server runs a script: a function of (handler, request number, parsed body) that answers the
-request however badly the test needs: wrong status, redirects, trickled bytes, broken JSON, delays.
-"""
+"""The OpenAI-compatible client against deliberately faulty HTTP servers on 127.0.0.1 (``fixtures_http``)."""
 
 from __future__ import annotations
 
 import json
 import logging
 import pickle
-import threading
 import time
 from collections.abc import Callable
 from email.utils import formatdate
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from fixtures_http import FaultHandler, FaultServer, Script, completion
 
 from vlamb_nb import runner
 from vlamb_nb.errors import SettingError
@@ -28,69 +23,10 @@ pytestmark = pytest.mark.timeout(10)
 KEY_ENV = "VLAMB_FAULT_KEY"
 KEY = "sk-fault-0123456789abcdef"
 
-Script = Callable[["FaultHandler", int, Any], None]
-
-
-class FaultHandler(BaseHTTPRequestHandler):
-    server: FaultServer
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _handle(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        try:
-            body = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            body = None
-        with self.server.lock:
-            n = len(self.server.hits)
-            self.server.hits.append({"method": self.command, "path": self.path, "t": time.monotonic(),
-                                     "auth": self.headers.get("Authorization"), "body": body})
-        try:
-            self.server.script(self, n, body)
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up: that is the point of some tests
-            self.close_connection = True
-
-    do_POST = do_GET = _handle  # noqa: N815 - http.server naming
-
-    def reply(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
-
-
-class FaultServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, script: Script) -> None:
-        super().__init__(("127.0.0.1", 0), FaultHandler)
-        self.script = script
-        self.hits: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-        self.stopping = threading.Event()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-
 @pytest.fixture
 def key(monkeypatch):
     monkeypatch.setenv(KEY_ENV, KEY)
     return KEY
-
-
-def completion(text: str | None, finish: str | None = "stop") -> dict[str, Any]:
-    return {"id": "chatcmpl-1", "object": "chat.completion", "model": "m",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
 
 
 def ok_after(n_faults: int, fault: Callable[[FaultHandler], None]) -> Script:
@@ -129,16 +65,15 @@ def test_429_retry_after_is_honoured(fault_server):
     g = ask(m)
     assert g.error is None and g.text == "ok"
     waited = srv.hits[1]["t"] - srv.hits[0]["t"]
-    assert 0.95 <= waited < 2.5
+    assert waited >= 0.95  # a lower bound only: a busy machine makes every wait longer, never shorter
 
 
 @pytest.mark.parametrize("status", [429, 503])
 def test_retry_after_is_capped_by_max_backoff(fault_server, status):
     srv = fault_server(ok_after(1, lambda h: h.reply(status, {"error": {}}, headers={"Retry-After": "30"})))
     m = model(srv, max_backoff=0.2)
-    t0 = time.monotonic()
-    g = ask(m)
-    assert g.error is None and time.monotonic() - t0 < 2
+    g = ask(m)  # a 30 s wait would run into the module's 10 s timeout: the cap is what lets this pass
+    assert g.error is None and len(srv.hits) == 2
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
@@ -195,7 +130,9 @@ def test_a_trickling_server_fails_at_the_total_deadline(fault_server, script):
     g = ask(m)
     elapsed = time.monotonic() - t0
     assert "timed out after 2 s" in g.error and "gave up after 1 attempts" in g.error
-    assert 1.8 <= elapsed < 3.0  # every byte arrived within the per-read timeout; the total one still holds
+    # every byte arrived within the per-read timeout; the total one still holds (the body would take 100 s,
+    # far past the module's 10 s timeout)
+    assert elapsed >= 1.8
 
 
 # -- redirects and keys -----------------------------------------------------------------------------
@@ -317,8 +254,9 @@ def test_a_request_stops_at_its_deadline_across_all_retries(fault_server):
     g = ask(m)
     elapsed = time.monotonic() - t0
     # six attempts of 1 s each would take 6 s (of 120 s each by default: 12 minutes); the deadline ends it
+    # at the third
     assert "within the request's deadline of 2.5 s" in g.error and "timed out" in g.error
-    assert 2.3 <= elapsed < 3.5 and len(srv.hits) == 3
+    assert elapsed >= 2.3 and len(srv.hits) == 3
 
 
 def test_request_settings_have_sane_defaults_and_are_checked():

@@ -367,3 +367,30 @@ def test_the_paper_list_is_written_once():
     found = [str(p.relative_to(PKG.parent)) for p in [*PKG.rglob("*.py"), PKG.parent / "tests" / "test_browser.py"]
              if pattern.search(p.read_text()) and p != PKG / "benchmarks" / "__init__.py"]
     assert not found, f"the paper list is written again in {found}"
+
+
+def imports_of_test_modules(folder: Path) -> list[str]:
+    """``file: module`` for each import of a test module (``test_*``, ``tests.*``) or of ``conftest`` in ``folder``."""
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{path.name}: {n}" for n in names
+                      if n.split(".")[0].startswith("test_") or n.startswith("tests.") or n.split(".")[0] == "conftest"]
+    return found
+
+
+def test_no_test_module_imports_another():
+    """Shared helpers live in conftest.py or a fixtures module: a test module that imports another runs that
+    module's import-time code, and ties two test files together, so neither can be changed alone."""
+    found = imports_of_test_modules(ROOT / "tests")
+    assert not found, f"imports of test modules (move the helper to a fixtures module): {found}"
+
+
+def test_the_test_import_check_can_fail(tmp_path):
+    (tmp_path / "test_a.py").write_text("def f():\n    from test_b import helper\n")
+    (tmp_path / "test_c.py").write_text("import tests.test_b\nimport conftest\nfrom fixtures_x import y\n")
+    (tmp_path / "fixtures_x.py").write_text("import test_b as b\n")
+    assert imports_of_test_modules(tmp_path) == ["fixtures_x.py: test_b", "test_a.py: test_b", "test_c.py: tests.test_b",
+                                             "test_c.py: conftest"]

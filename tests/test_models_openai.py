@@ -116,10 +116,9 @@ def test_non_retryable_status_and_timeout_fail_the_request_only(server_factory):
     assert "HTTP 400" in g.error and m.http_attempts == 1
     slow = server_factory(_echo_model(), faults=[("sleep", 1.5), ("sleep", 1.5)])
     m = OpenAIModel("echo", base_url=slow.base_url, timeout=0.3, max_retries=1, backoff=0.01)
-    t0 = time.perf_counter()
     g = m.generate([Request(id="y", messages=[user_message("hi")])])[0]
+    # bounded by the client's timeout, not the server's delay: a client that waited would get the answer
     assert "timed out" in g.error and "gave up after 2 attempts" in g.error
-    assert time.perf_counter() - t0 < 1.5  # bounded by the client's timeout, not the server's delay
     ok = server_factory(_echo_model(), faults=[("sleep", 0.6)])
     m = OpenAIModel("echo", base_url=ok.base_url, timeout=0.3, max_retries=2, backoff=0.01)
     assert m.generate([Request(id="z", messages=[user_message("hi")])])[0].error is None

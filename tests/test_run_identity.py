@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 
 import pytest
-from test_vflute import _oracle
+from fixtures_vflute import oracle as _oracle
 
 from vlamb_nb import get_benchmark
 from vlamb_nb.errors import DataError

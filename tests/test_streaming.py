@@ -1,7 +1,7 @@
 """Streaming to remote endpoints: no batch barrier, each answer stored as it arrives, crash safety under
 SIGKILL, the adaptive in-flight limit, images encoded once, and the endpoint benchmark's machinery.
 
-The servers are the faulty-server machinery of ``test_http_faults`` (127.0.0.1, stopped after each test).
+The servers are the faulty-server machinery of ``fixtures_http`` (127.0.0.1, stopped after each test).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_http_faults import FaultHandler, FaultServer, completion
+from fixtures_http import FaultHandler, FaultServer, completion
 
 from vlamb_nb import runner
 from vlamb_nb.models import IMAGE_SLOT, Request, ScriptedModel, StreamingVLM, user_message

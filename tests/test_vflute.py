@@ -8,6 +8,7 @@ import random
 import numpy as np
 import pandas as pd
 import pytest
+from fixtures_vflute import oracle as _oracle
 from sklearn.metrics import f1_score
 
 from vlamb_nb import get_benchmark
@@ -436,18 +437,6 @@ def test_requests_per_setting(sample):
     assert fs[0].meta["shots"] == BENCH.requests(items.iloc[::-1], "few_shot", train=sample, k=3)[-1].meta["shots"]
     with pytest.raises(SettingError):
         BENCH.requests(items, "few_shot")
-
-
-def _oracle(items, wrong: bool = False):
-    """Answers with each item's gold explanation and label (``wrong``: the opposite label)."""
-    gold = dict(zip(items["claim"], zip(items["explanation"], items["label"], strict=True), strict=True))
-    flip = {"entailment": "contradiction", "contradiction": "entailment"}
-
-    def respond(req):
-        claim = next(c for c in gold if f'"{c}"' in req.prompt_text)
-        expl, label = gold[claim]
-        return f"{expl}\nLABEL: {flip[label] if wrong else label}"
-    return respond
 
 
 def test_oracle_pipeline_scores_perfectly(sample, tmp_path):
