@@ -66,6 +66,7 @@ class DataIdentity:
     n_items: int | None = None  # items in the whole release (N); a run on a subset answers n of them
     label: str = ""
     deviations: tuple[str, ...] = field(default_factory=tuple)  # e.g. a count mismatch accepted at fetch time
+    n_loaded: int | None = None  # items a notebook loaded from it (the demo's 31 of 1,142 rows)
 
     @property
     def ranked(self) -> bool:
@@ -88,7 +89,7 @@ class DataIdentity:
             return None
         return cls(kind=str(d.get("kind", "")), paper=str(d.get("paper", "")), release=str(d.get("release", "")),
                    revision=d.get("revision"), n_items=d.get("n_items"), label=str(d.get("label", "")),
-                   deviations=tuple(d.get("deviations") or ()))
+                   deviations=tuple(d.get("deviations") or ()), n_loaded=d.get("n_loaded"))
 
 
 @dataclass(frozen=True)
@@ -152,10 +153,13 @@ def sample_identity(paper: str, *, n_items: int | None, seed: int) -> DataIdenti
 
 
 def tag(items: Any, identity: DataIdentity) -> Any:
-    """Attach ``identity`` to an items frame (``attrs['data']``): the runner stores it in every run's meta."""
-    items.attrs["data"] = identity.to_dict()
-    if identity.n_items is None:
-        items.attrs["data"]["n_items"] = int(len(items))
+    """Attach ``identity`` to an items frame (``attrs['data']``, with the number of items loaded): the runner
+    stores it in every run's meta, and :func:`identity_of` reads it back."""
+    d = identity.to_dict()
+    d["n_loaded"] = int(len(items))
+    if d["n_items"] is None:
+        d["n_items"] = int(len(items))
+    items.attrs["data"] = d
     return items
 
 

@@ -212,8 +212,8 @@ class NotebookConfig:
         ident = None
         if data is not None:
             ident = data.to_dict() if hasattr(data, "to_dict") else dict(data)
-            total = ident.get("n_items")
-            ident["n_run"] = min(limit, total) if limit is not None and total is not None else (limit or total)
+            loaded = ident.get("n_loaded") or ident.get("n_items")
+            ident["n_run"] = min(limit, loaded) if limit is not None and loaded is not None else (limit or loaded)
         out = []
         for r in rows:
             r = r.to_dict() if hasattr(r, "to_dict") else dict(r)

@@ -59,7 +59,7 @@ def notebook_data(source: str | os.PathLike | None = None, images: str | os.Path
     checkout when present, the pipeline on a generated sample (same schema, generated images).
     ``data`` is what the pipeline's items are (:class:`~vlamb_nb.datahome.DataIdentity`), also in their attrs.
     """
-    from vlamb_nb.datahome import choose, sample_identity, tag
+    from vlamb_nb.datahome import choose, identity_of, sample_identity, tag
     from vlamb_nb.paths import sample_dir as default_sample_dir
 
     choice = choose(NAME, source, profile=profile)
@@ -67,7 +67,7 @@ def notebook_data(source: str | os.PathLike | None = None, images: str | os.Path
         items = tag(load_items(choice.source, images=images if images is not None else choice.images),
                     choice.identity)
         return {"release": items, "release_kind": choice.identity.kind, "pipeline": items,
-                "pipeline_kind": choice.identity.kind, "data": choice.identity}
+                "pipeline_kind": choice.identity.kind, "data": identity_of(items)}
     release = None
     try:
         release = load_items(None)
@@ -78,7 +78,7 @@ def notebook_data(source: str | os.PathLike | None = None, images: str | os.Path
     ident = sample_identity(NAME, n_items=len(sample), seed=seed)
     tag(sample, ident)
     return {"release": release if release is not None else sample, "pipeline": sample, "pipeline_kind": "sample",
-            "release_kind": "release" if release is not None else "sample", "data": ident}
+            "release_kind": "release" if release is not None else "sample", "data": identity_of(sample)}
 
 
 def constant_model(letter: str = "A"):

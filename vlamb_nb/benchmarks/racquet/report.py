@@ -78,7 +78,7 @@ def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | 
     racquet``). The offline profile: statistics on the release beside the checkout when present, the pipeline
     on a generated sample. ``data`` says what the pipeline's items are.
     """
-    from vlamb_nb.datahome import choose, sample_identity, tag
+    from vlamb_nb.datahome import choose, identity_of, sample_identity, tag
     from vlamb_nb.paths import sample_dir as default_sample_dir
 
     choice = choose("racquet", source, profile=profile)
@@ -87,7 +87,7 @@ def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | 
             load_options.setdefault("images", str(choice.images))
         items = tag(BENCHMARK.load(choice.source, **load_options), choice.identity)
         return {"release": items, "release_kind": choice.identity.kind, "pipeline": items,
-                "pipeline_kind": choice.identity.kind, "data": choice.identity}
+                "pipeline_kind": choice.identity.kind, "data": identity_of(items)}
     out: dict[str, Any] = {}
     try:
         out.update(release=BENCHMARK.load(None), release_kind="release")
@@ -99,7 +99,7 @@ def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | 
     tag(sample, ident)
     if out["release"] is None:
         out.update(release=sample, release_kind="sample")
-    out.update(pipeline=sample, pipeline_kind="sample", data=ident)
+    out.update(pipeline=sample, pipeline_kind="sample", data=identity_of(sample))
     return out
 
 

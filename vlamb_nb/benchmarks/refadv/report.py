@@ -41,14 +41,14 @@ def notebook_data(source: str | os.PathLike | None = None, *, n: int = 12, seed:
     images) when present, else a generated sample. Statistics and the pipeline use the same items; ``data`` says
     what they are."""
     from vlamb_nb.benchmarks.refadv.benchmark import BENCHMARK
-    from vlamb_nb.datahome import DataIdentity, choose, sample_identity, tag
+    from vlamb_nb.datahome import DataIdentity, choose, identity_of, sample_identity, tag
 
     choice = choose(PAPER, source, profile=profile)
     if choice is not None:
         items = tag(BENCHMARK.load(choice.source), choice.identity)
         kind = choice.identity.label if choice.identity.kind == "release" else str(source)
         return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind,
-                "data": choice.identity, "predictions": choice.extra.get("predictions")}
+                "data": identity_of(items), "predictions": choice.extra.get("predictions")}
     items = BENCHMARK.load(demo_source(n=n, seed=seed))
     if (items["dataset"] == "ref-adv-s-demo").all():
         kind = "released demo"
@@ -60,7 +60,8 @@ def notebook_data(source: str | os.PathLike | None = None, *, n: int = 12, seed:
         kind = f"generated sample (n={n}, seed={seed})"
         ident = sample_identity(PAPER, n_items=len(items), seed=seed)
     tag(items, ident)
-    return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind, "data": ident,
+    return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind,
+            "data": identity_of(items),
             "predictions": None}
 
 

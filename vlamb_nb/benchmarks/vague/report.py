@@ -167,7 +167,7 @@ def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | 
     """The notebook's data (the same shape in every paper's report): ``source`` as given; under the paper profile
     the fetched release (``vlamb-nb data fetch vague``); offline, the released data beside the checkout, else a
     generated sample. Statistics and the pipeline use the same items; ``data`` says what they are."""
-    from vlamb_nb.datahome import choose, given_identity, sample_identity, tag
+    from vlamb_nb.datahome import choose, given_identity, identity_of, sample_identity, tag
     from vlamb_nb.paths import sample_dir as default_sample_dir
 
     choice = choose("vague", source, profile=profile)
@@ -175,13 +175,14 @@ def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | 
         items = tag(BENCHMARK.load(choice.source), choice.identity)
         kind = "released data" if choice.identity.kind == "release" else str(source)
         return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind,
-                "data": choice.identity}
+                "data": identity_of(items)}
     path, kind = default_source(sample_dir or default_sample_dir("vague", n, seed), n=n, seed=seed)
     items = BENCHMARK.load(path)
     ident = (sample_identity("vague", n_items=len(items), seed=seed) if kind.startswith("generated")
              else given_identity("vague", path, len(items)))
     tag(items, ident)
-    return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind, "data": ident}
+    return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind,
+            "data": identity_of(items)}
 
 
 def verbs_by_subset(items, k: int = 20) -> dict[str, list[tuple[str, int]]]:

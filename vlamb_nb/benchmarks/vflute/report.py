@@ -34,7 +34,7 @@ def notebook_data(source: str | os.PathLike | None = None, *, n: int = 8, seed: 
     images needed), the pipeline on a generated sample with images (a demonstration, whatever the source). The
     folders are returned too (few-shot and prediction files); ``data`` says what the pipeline's items are."""
     from vlamb_nb.benchmarks.vflute.benchmark import BENCHMARK
-    from vlamb_nb.datahome import choose, sample_identity, tag
+    from vlamb_nb.datahome import choose, identity_of, sample_identity, tag
 
     if profile != "offline":
         choice = choose("vflute", source, profile=profile)
@@ -43,7 +43,7 @@ def notebook_data(source: str | os.PathLike | None = None, *, n: int = 8, seed: 
         items = tag(BENCHMARK.load(folder), choice.identity)
         kind = "released test split (fetched)" if choice.identity.kind == "release" else "given files"
         return {"release": items, "release_kind": kind, "release_folder": folder, "pipeline": items,
-                "pipeline_kind": kind, "pipeline_folder": folder, "data": choice.identity}
+                "pipeline_kind": kind, "pipeline_folder": folder, "data": identity_of(items)}
     folder, kind = resolve_source(source, release=True)
     release = BENCHMARK.load(folder)
     demo, demo_kind = resolve_source(None, n=n, seed=seed)
@@ -51,7 +51,7 @@ def notebook_data(source: str | os.PathLike | None = None, *, n: int = 8, seed: 
     ident = sample_identity("vflute", n_items=len(pipeline), seed=seed)
     tag(pipeline, ident)
     return {"release": release, "release_kind": kind, "release_folder": folder, "pipeline": pipeline,
-            "pipeline_kind": demo_kind, "pipeline_folder": demo, "data": ident}
+            "pipeline_kind": demo_kind, "pipeline_folder": demo, "data": identity_of(pipeline)}
 
 
 def figure_runs(bench, runs: dict[str, Any], predictions: dict[str, str] | None, source: Any,
