@@ -1,7 +1,7 @@
 """Shared fixtures: the released data beside the checkout, and an offline environment.
 
-The faulty endpoints live in ``fixtures_http``; test modules import helpers from fixtures modules, never from
-one another (``test_layout``).
+The faulty endpoints live in ``fixtures_http``, the session's notebook executions in ``fixtures_notebooks``;
+test modules import helpers from those, never from one another (``test_layout``).
 """
 
 from __future__ import annotations
@@ -17,12 +17,27 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-pytest_plugins = ["fixtures_http"]
+pytest_plugins = ["fixtures_http", "fixtures_notebooks"]
 
 REPO = Path(__file__).resolve().parent.parent
-# a default-parameter cell that runs this long is hung, not slow: fail it instead of waiting
-CELL_TIMEOUT = 600
 SHARED_DATA = Path(os.environ.get("VLAMB_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+# a test that executes notebooks waits, in its setup, for the session's first execution of all of them
+NOTEBOOK_TIMEOUT = 3600
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Every test that executes notebooks is slow (``-m "not slow"`` leaves it out) and has a hang bound long
+    enough for the shared executions it may be the first to wait for."""
+    from fixtures_notebooks import NOTEBOOK_FIXTURES
+
+    for item in items:
+        if NOTEBOOK_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.slow)
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(NOTEBOOK_TIMEOUT))
 
 
 @pytest.fixture(scope="package")
@@ -46,27 +61,3 @@ def _close_figures():
 @pytest.fixture(scope="package")
 def repo_root() -> Path:
     return REPO
-
-
-@pytest.fixture
-def run_notebook(repo_root, tmp_path, monkeypatch):
-    """Execute ``notebooks/<name>.ipynb`` with papermill in ``tmp_path`` and return its recorded results.
-
-    Figures go to ``tmp_path / "figures"`` and working files to ``tmp_path / "runs"``, so the repository is
-    untouched.
-    """
-    papermill = pytest.importorskip("papermill")
-    from vlamb_nb.notebook import collect_results
-
-    def run(name: str, **parameters):
-        monkeypatch.setenv("VLAMB_FIGURES_DIR", str(tmp_path / "figures"))
-        monkeypatch.setenv("VLAMB_RUN_DIR", str(tmp_path / "runs"))
-        out = tmp_path / f"{name}.out.ipynb"
-        papermill.execute_notebook(str(repo_root / "notebooks" / f"{name}.ipynb"), str(out), kernel_name="python3",
-                                   parameters=parameters, cwd=str(tmp_path), progress_bar=False,
-                                   execution_timeout=CELL_TIMEOUT)
-        import json
-
-        return collect_results(json.loads(out.read_text(encoding="utf-8")))
-
-    return run

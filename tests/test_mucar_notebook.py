@@ -6,10 +6,11 @@ import pytest
 
 
 @pytest.mark.slow
-def test_mucar_notebook_defaults(tmp_path, run_notebook):
+def test_mucar_notebook_defaults(notebook_runs):
     from vlamb_nb.notebook import shared_data_dir
 
-    res = run_notebook("mucar")
+    run = notebook_runs.get("mucar")
+    res = run.results
     assert res["audit"]["mismatches"] > 0
     kinds = {m["kind"] for m in res["audit_mismatches"]}
     assert {"sum", "impossible", "duplicate"} <= kinds
@@ -23,7 +24,7 @@ def test_mucar_notebook_defaults(tmp_path, run_notebook):
     const = next(s for s in res["failure_summaries"] if s["label"] == "constant-A")
     assert const["image_insensitive_groups"] == const["groups_with_distinct_golds"] > 0
     assert any(d.startswith("limit: paper all queries; here 8 (offline profile)") for d in res["deviations"])
-    assert (tmp_path / "figures" / "mucar" / "fig3-category-language-distribution.png").is_file()
+    assert (run.figures / "fig3-category-language-distribution.png").is_file()
     for name in ("fig4-input-and-prompt-language-ablations", "image-insensitive-failure"):  # the stand-in's answers
-        assert not (tmp_path / "figures" / "mucar" / f"{name}.png").exists()
-        assert (tmp_path / "figures" / "mucar" / "demo" / f"{name}.png").is_file()
+        assert not (run.figures / f"{name}.png").exists()
+        assert (run.figures / "demo" / f"{name}.png").is_file()

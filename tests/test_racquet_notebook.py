@@ -7,8 +7,9 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
-def test_racquet_notebook_defaults(tmp_path, run_notebook):
-    res = run_notebook("racquet", store_dir=str(tmp_path / "runs"))
+def test_racquet_notebook_defaults(notebook_runs):
+    run = notebook_runs.get("racquet")
+    res = run.results
 
     cmp = res["paper_vs_ours"]
     assert cmp and {r["row"] for r in cmp} >= {"GENERAL", "BIAS"}
@@ -36,6 +37,6 @@ def test_racquet_notebook_defaults(tmp_path, run_notebook):
     assert sum(res["table1_status"].values()) == t1["responses"]
     assert any(d.startswith("samples per item: paper 10; here 2 (offline profile)") for d in res["deviations"])
     for name in ("fig3-4-class-shares-pipeline", "fig8-class-shares-by-subject"):  # the stand-in's answers: demos
-        assert (tmp_path / "figures" / "racquet" / "demo" / f"{name}.png").is_file()
-        assert not (tmp_path / "figures" / "racquet" / f"{name}.png").exists()
-    assert (tmp_path / "runs" / "racquet-bias-labels.csv").exists() is False  # nothing labelled, nothing written
+        assert (run.figures / "demo" / f"{name}.png").is_file()
+        assert not (run.figures / f"{name}.png").exists()
+    assert (run.work / "racquet-bias-labels.csv").exists() is False  # nothing labelled, nothing written

@@ -6,15 +6,16 @@ import pytest
 
 
 @pytest.mark.slow
-def test_refadv_notebook_defaults(tmp_path, run_notebook):
-    res = run_notebook("refadv")
+def test_refadv_notebook_defaults(notebook_runs):
+    run = notebook_runs.get("refadv")
+    res = run.results
     assert res["audit"]["checked"] > 200 and res["audit"]["mismatches"] > 0
     assert {r["setting"] for r in res["pipeline_ablation"]} == {"direct", "cot", "bow", "fixed"}
     assert all(r["n"] > 0 for r in res["pipeline_ablation"])
     assert any(d["what"] == "quantization" for d in res["deviations"])
     short = next(d for d in res["deviations"] if d["what"] == "max_new_tokens")
     assert short["paper"] == "1024" and short["ours"] == "8 (offline profile)"
-    figs = tmp_path / "figures" / "refadv"
+    figs = run.figures
     assert (figs / "demo" / "demo_boxes.png").is_file() and not (figs / "demo_boxes.png").exists()
     # failure-mode figures come from the released predictions when present, else they are a demo
     assert (figs / ("" if "refadv_s_matches" in res else "demo") / "iou_histogram.png").is_file()

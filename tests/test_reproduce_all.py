@@ -2,7 +2,8 @@
 
 It runs twice, on two different tiny random checkpoints (``--tiny-seed``): what a random model happens to
 generate differs from one CPU to another, so a notebook that only works with one checkpoint's answers
-would work here and fail on another machine.
+would work here and fail on another machine. The two runs are the session's shared executions
+(``fixtures_notebooks``): the notebook tests read the seed-0 one instead of executing the notebooks again.
 """
 
 import json
@@ -10,23 +11,10 @@ import subprocess
 
 import pytest
 
-from vlamb_nb.reproduce import available_notebooks, reproduce
-
-
-@pytest.fixture(scope="module", params=[0, 1], ids=["tiny-seed-0", "tiny-seed-1"])
-def full_run(request, tmp_path_factory):
-    names = available_notebooks()
-    if not names:
-        pytest.skip("no notebooks yet")
-    tmp = tmp_path_factory.mktemp(f"reproduce-seed{request.param}")
-    failed = reproduce(None, run_id="all", out_dir=tmp / "runs", figures=tmp / "figures", quiet=True, timeout=600,
-                       tiny_seed=request.param)
-    return names, failed, tmp
-
 
 @pytest.mark.slow
 def test_every_notebook_succeeds_and_records_results(full_run):
-    names, failed, tmp = full_run
+    names, failed, tmp = full_run.names, full_run.failed, full_run.root
     summary = json.loads((tmp / "runs" / "all" / "results.json").read_text())
     errors = {n: s["error"] for n, s in summary.items() if not s["ok"]}
     assert failed == 0, errors
@@ -49,7 +37,7 @@ def test_every_notebook_succeeds_and_records_results(full_run):
 def test_every_committed_figure_is_regenerated(full_run, repo_root, shared_data):
     """The committed figures were made with the released data beside the checkout, so compare only there.
     Pipeline demos (``figures/<nb>/demo/``) are never committed."""
-    _, _, tmp = full_run
+    tmp = full_run.root
     tracked = subprocess.run(["git", "ls-files", "figures"], cwd=repo_root, capture_output=True, text=True,
                              check=True).stdout.split()
     figures = [f for f in tracked if f.endswith((".png", ".pdf"))]

@@ -7,9 +7,9 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
-def test_saliency_notebook_runs_with_defaults(tmp_path, monkeypatch, run_notebook):
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    res = run_notebook("saliency")
+def test_saliency_notebook_runs_with_defaults(notebook_runs):
+    run = notebook_runs.get("saliency")
+    res = run.results
 
     check = res["one_patch_check"]
     assert check["peak_in_cell"] and check["mass_in_cell"] > 0.9
@@ -34,8 +34,8 @@ def test_saliency_notebook_runs_with_defaults(tmp_path, monkeypatch, run_noteboo
     assert set(counts) == {"refadv", "vague", "racquet"}
     assert all(c["n"] == c["of"] == 3 for c in counts.values())
     assert any("items per benchmark" in d and "3 (offline profile)" in d for d in res["deviations"])
-    assert not list((tmp_path / "figures" / "saliency").glob("*.png"))  # the stand-in's maps are demos only
-    figs = sorted(p.name for p in (tmp_path / "figures" / "saliency" / "demo").iterdir())
+    assert not list(run.figures.glob("*.png"))  # the stand-in's maps are demos only
+    figs = sorted(p.name for p in (run.figures / "demo").iterdir())
     for b in ("refadv", "vague", "racquet"):
         for kind in ("box-mass", "methods"):
             assert f"{b}-{kind}.png" in figs and f"{b}-{kind}.pdf" in figs

@@ -7,8 +7,9 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
-def test_vague_notebook_defaults(tmp_path, run_notebook):
-    results = run_notebook("vague")
+def test_vague_notebook_defaults(notebook_runs):
+    run = notebook_runs.get("vague")
+    results = run.results
 
     # the audit surfaces the paper's known inconsistencies
     assert results["audit_findings"]["mismatches"] == 15
@@ -39,15 +40,15 @@ def test_vague_notebook_defaults(tmp_path, run_notebook):
 
     if shared_data_dir() is not None and (shared_data_dir() / "vague" / "ocr_test").is_dir():
         assert [r["person"] for r in results["table_b2_ocr"]] == ["person1", "person1", "person5"]
-    assert (tmp_path / "figures" / "vague" / "fig4_incorrect_choices.png").is_file()  # published counts
+    assert (run.figures / "fig4_incorrect_choices.png").is_file()  # published counts
     # figures of a generated data sample are stamped and kept apart, never committed as the paper's
     sample = results["data"]["source"].startswith("generated")
     for name in ("figB1_top_verbs", "item_viewer"):
-        where = tmp_path / "figures" / "vague" / ("demo" if sample else "")
+        where = run.figures / ("demo" if sample else "")
         assert (where / f"{name}.png").is_file()
-        assert (tmp_path / "figures" / "vague" / f"{name}.png").exists() is not sample
+        assert (run.figures / f"{name}.png").exists() is not sample
     # a figure of the stand-in's answers is a pipeline demo: kept apart, never a committed paper figure
-    assert not (tmp_path / "figures" / "vague" / "ours_accuracy.png").exists()
-    assert (tmp_path / "figures" / "vague" / "demo" / "ours_accuracy.png").is_file()
+    assert not (run.figures / "ours_accuracy.png").exists()
+    assert (run.figures / "demo" / "ours_accuracy.png").is_file()
     # working files (stores, samples) live under the run folder, not in the system's temporary folder
-    assert any((tmp_path / "runs" / "vague").rglob("*.jsonl"))
+    assert any(run.work.rglob("*.jsonl"))

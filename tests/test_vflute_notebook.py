@@ -8,14 +8,15 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def run(run_notebook):
-    return lambda **params: run_notebook("vflute", **params)
+def run(notebook_runs):
+    return lambda **params: notebook_runs.get("vflute", **params)
 
 
-def test_notebook_defaults(tmp_path, run):
+def test_notebook_defaults(run):
     from vlamb_nb.paths import shared_data_dir
 
-    res = run(n_resamples=200)
+    executed = run()
+    res = executed.results
     shared = shared_data_dir()
     if shared is not None and (shared / "vflute" / "vflute-v2-test.json").is_file():  # statistics on the release
         assert res["data_source"].startswith("released test split") and res["data_stats"]["n"] == 723
@@ -29,7 +30,7 @@ def test_notebook_defaults(tmp_path, run):
     assert beams["paper"] == "3" and beams["ours"] == "1 (offline profile)"
     row = res["ours_table4"][0]
     assert 0 <= row["F1@0"] <= 100 and row["F1@60"] <= row["F1@0"]
-    figs = tmp_path / "figures" / "vflute"
+    figs = executed.figures
     assert (figs / "fig8_9_lengths.png").is_file()
     for name in ("fig6_f1_drop", "fig11_f1_vs_threshold"):  # drawn from the stand-in's answers: demos
         assert (figs / "demo" / f"{name}.png").is_file() and not (figs / f"{name}.png").exists()
@@ -48,14 +49,15 @@ def test_notebook_with_adequacy_labels(tmp_path, run):
     first = [1, 0, 1, 0, 1, 0, 1, 0]
     second = [1, 0, 1, 0, 1, 1, 0, 0]  # disagrees on two items
     pd.DataFrame({"id": ids, "adequate": first, "adequate_2": second}).to_csv(tmp_path / "labels.csv", index=False)
-    res = run(n_resamples=100, labels=str(tmp_path / "labels.csv"))
+    executed = run(n_resamples=100, labels=str(tmp_path / "labels.csv"))
+    res = executed.results
     ade = res["adequacy"]
     assert ade["n_labelled"] == 8 and ade["n_used"] == 6 and ade["annotators"] == 2
     assert ade["cohen_kappa"]["estimate"] == pytest.approx(cohen_kappa_score(first, second))
     assert 0 <= ade["pr_auc"] <= 1 and ade["scorer_substitute"] is True
     paper = {r["column"]: r["paper"] for r in res["adequacy_vs_paper"]}
     assert paper["PR-AUC"] == 0.79 and paper["Cohen kappa"] == 0.47
-    assert (tmp_path / "figures" / "vflute" / "demo" / "adequacy_pr_curve.png").is_file()
+    assert (executed.figures / "demo" / "adequacy_pr_curve.png").is_file()
 
 
 def test_notebook_on_released_split(shared_data, tmp_path, run):
@@ -67,7 +69,7 @@ def test_notebook_on_released_split(shared_data, tmp_path, run):
     outputs = [f"{e}\nLABEL: entailment" for e in items["explanation"]]  # an always-entailment run
     pd.DataFrame({"id": items["id"], "output": outputs}).to_csv(tmp_path / "entail.csv", index=False)
     res = run(source=str(shared_data / "vflute"), n_resamples=200,
-               paper_row="LLaVA-ZS-7B", predictions={"always entailment": str(tmp_path / "entail.csv")})
+              paper_row="LLaVA-ZS-7B", predictions={"always entailment": str(tmp_path / "entail.csv")}).results
     assert res["figure_runs"] == ["tiny:qwen2_5_vl", "always entailment"]
     assert res["data_stats"]["n"] == 723
     assert res["data_stats"]["by_dataset"]["memecap"] == 196

@@ -7,9 +7,10 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
-def test_notebook_defaults(tmp_path, run_notebook):
+def test_notebook_defaults(notebook_runs):
     pytest.importorskip("peft")
-    res = run_notebook("vflute_qlora", store_dir=str(tmp_path / "run"))
+    run = notebook_runs.get("vflute_qlora")
+    res = run.results
     assert res["data_source"].startswith("generated sample") and res["n_train"] == 8
     summary = res["train_summary"]
     assert summary["steps"] == 6 and summary["loss_fell"] is True
@@ -23,6 +24,6 @@ def test_notebook_defaults(tmp_path, run_notebook):
     row = res["ours_table4"][0]
     assert 0 <= row["F1@0"] <= 100
     assert [r["column"] for r in res["paper_vs_ours"]] == ["F1@0", "F1@53", "F1@60"]
-    assert (tmp_path / "figures" / "vflute_qlora" / "demo" / "loss_curve.png").is_file()
+    assert (run.figures / "demo" / "loss_curve.png").is_file()
     assert {"learning rate", "batch size", "max_new_tokens", "num_beams"} <= whats  # offline profile values
-    assert (tmp_path / "run" / "adapter" / "adapter_model.safetensors").is_file()
+    assert (run.work / "adapter" / "adapter_model.safetensors").is_file()
