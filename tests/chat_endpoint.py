@@ -11,12 +11,14 @@ from typing import Self
 
 
 class ChatEndpoint:
-    """``with ChatEndpoint(answer) as server:`` … ``server.base_url``, ``server.prompts``."""
+    """``with ChatEndpoint(answer) as server:`` … ``server.base_url``, ``server.prompts``, ``server.log`` (the path,
+    model and first words of each request)."""
 
     def __init__(self, answer: Callable[[str], str], *, lifetime: float = 1500.0) -> None:
         self.prompts: list[str] = []
+        self.log: list[dict[str, str]] = []
         lock = threading.Lock()
-        prompts = self.prompts
+        prompts, log = self.prompts, self.log
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
@@ -28,6 +30,7 @@ class ChatEndpoint:
                 prompt = "\n".join(texts)
                 with lock:
                     prompts.append(prompt)
+                    log.append({"path": self.path, "model": body.get("model", ""), "prompt": prompt[:120]})
                 reply = {"id": "x", "object": "chat.completion", "model": body.get("model"),
                          "choices": [{"index": 0, "finish_reason": "stop",
                                       "message": {"role": "assistant", "content": answer(prompt)}}],

@@ -1,6 +1,6 @@
 """The front door end to end: a served model through every paper with one command, and the report card.
 
-A local OpenAI-compatible server (127.0.0.1, stopped after the test) answers every request in the shape its
+A local OpenAI-compatible server (127.0.0.1, stopped after the test: ``chat_endpoint.ChatEndpoint``) answers every request in the shape its
 benchmark expects — a letter for VAGUE and MUCAR, a label with an explanation for V-FLUTE, a JSON box for Ref-Adv,
 a free answer for RACQUET and a class for its judge — and logs what it was asked. ``vlamb-nb reproduce -p
 model=openai:NAME -p base_url=...`` must send every model-running notebook's requests to that server under the
@@ -11,12 +11,11 @@ that names the model.
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import hubstub
 import pytest
 import release_fixtures as rf
+from chat_endpoint import ChatEndpoint
 
 from vlamb_nb import cli
 from vlamb_nb.benchmarks import PAPERS, needs_weights, notebooks
@@ -53,55 +52,6 @@ def answer(prompt: str) -> str:
     return "The person on the left is wearing a red shirt."
 
 
-class Endpoint:
-    """A bounded local chat-completions server that logs every request (model, first words of the prompt)."""
-
-    def __init__(self) -> None:
-        self.log: list[dict[str, str]] = []
-        lock = threading.Lock()
-        log = self.log
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                texts = []
-                for m in body.get("messages", []):
-                    c = m.get("content")
-                    texts += [c] if isinstance(c, str) else [p.get("text", "") for p in c or [] if isinstance(p, dict)]
-                prompt = "\n".join(texts)
-                with lock:
-                    log.append({"path": self.path, "model": body.get("model", ""), "prompt": prompt[:120]})
-                reply = {"id": "x", "object": "chat.completion", "model": body.get("model"),
-                         "choices": [{"index": 0, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": answer(prompt)}}],
-                         "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
-                data = json.dumps(reply).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.timer = threading.Timer(1500, self.server.shutdown)  # bounded, whatever happens to the test
-        self.timer.start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def stop(self) -> None:
-        self.timer.cancel()
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def test_the_answers_have_each_benchmarks_shape():
     """The fake model answers the way each paper's parser reads (so the test below can fail only on plumbing)."""
     from vlamb_nb import get_benchmark
@@ -124,16 +74,13 @@ def test_one_command_runs_a_served_model_through_every_paper_and_writes_the_repo
     monkeypatch.setenv("VLAMB_MIRRORS", rf.serve_releases(stand_in_hub, static_server))
     revisions = {p.name: fetch(p.name, token=stand_in_hub.token, models=False, progress=False)["revision"]
                  for p in PAPERS}
-    server = Endpoint()
-    try:
+    with ChatEndpoint(answer) as server:
         code = cli.main(["reproduce", "--run-id", "served", "--runs-dir", str(tmp_path / "runs"),
                          "-p", f"model=openai:{NAME}", "-p", f"base_url={server.base_url}", "-p", "limit=3",
                          "-p", "concurrency=8",
                          # the paper's metric models are downloads: the offline substitutes, each a recorded deviation
                          "-p", "vague.settings=lm,sm,vlm", "-p", "vflute.scorer=minilm", "-p", "racquet.grounder=tiny",
                          "-p", "racquet.n_samples=2"])
-    finally:
-        server.stop()
     run = tmp_path / "runs" / "served"
     results = json.loads((run / "results.json").read_text())
     assert code == 0, {k: v["error"] for k, v in results.items() if v["error"]}
