@@ -366,3 +366,13 @@ def write_recording(predictions: str | os.PathLike, items, path: str | os.PathLi
     out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recording(predictions, items, **kwargs)),
                    encoding="utf-8")
     return out
+
+
+def released_run(runs: dict[str, Any] | None, model: str, prompt: str = "direct"):
+    """The released run of ``model`` (its full hub name, e.g. ``Qwen/Qwen2.5-VL-72B-Instruct``) under ``prompt``,
+    found by what the run's rows say rather than by its file name; None when the folder has no such run."""
+    for sc in (runs or {}).values():
+        if len(sc) and "model" in sc.columns and "prompt_id" in sc.columns \
+                and str(sc["model"].iloc[0]) == model and str(sc["prompt_id"].iloc[0]) == prompt:
+            return sc
+    return None
