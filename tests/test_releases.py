@@ -280,7 +280,7 @@ def test_reproduce_sends_every_fetched_item_and_the_report_names_the_revision(we
     results = json.loads((tmp_path / "runs" / "r" / "results.json").read_text(encoding="utf-8"))
     overall = next(h for h in results["refadv"]["results"]["headline"] if h["slice"] == "overall")
     per_item = [c for c in overall["comparators"] if c["basis"] == "per-item"]
-    assert len(per_item) == 4 and {c["n"] for c in per_item} == {1142}  # the four direct runs
+    assert len(per_item) == 5 and {c["n"] for c in per_item} == {1142}  # the five released runs
     assert [c for c in overall["comparators"] if c["basis"] == "published"]
     assert overall["rank"] is not None and overall["data"]["n_run"] == 1142
 

@@ -42,9 +42,10 @@ def test_every_committed_figure_is_regenerated(full_run, repo_root, shared_data)
                              check=True).stdout.split()
     figures = [f for f in tracked if f.endswith((".png", ".pdf"))]
     assert not [f for f in figures if "/demo/" in f], "a pipeline demo is committed under figures/"
-    # the example report card is drawn by `vlamb-nb card --example` (tests/test_report_card.py), not by a notebook;
-    # the offline run's own card is a stamped demo
-    figures = [f for f in figures if not f.startswith("figures/card/")]
+    # the example report card and the example comparison are drawn by `vlamb-nb card --example` and `vlamb-nb
+    # compare --example` (tests/test_report_card.py, tests/test_compare.py), not by a notebook; the offline run's own
+    # card is a stamped demo
+    figures = [f for f in figures if not f.startswith(("figures/card/", "figures/compare/"))]
     assert (tmp / "figures" / "card" / "demo" / "report_card.png").is_file()
     missing = [f for f in figures if not (tmp / f).is_file()]
     assert not missing, f"committed figures that reproduce did not write: {missing}"
