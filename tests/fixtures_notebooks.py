@@ -131,3 +131,10 @@ def full_run(request, notebook_runs) -> Reproduction:
     if not available_notebooks():
         pytest.skip("no notebooks yet")
     return notebook_runs.reproduction(request.param)
+
+
+def deviation_lines(results: dict[str, Any]) -> list[str]:
+    """A notebook's recorded deviations (one format in every notebook: Deviation fields) as printed lines."""
+    from vlamb_nb.meta import Deviation
+
+    return [str(Deviation(**d)) for d in results["deviations"]]

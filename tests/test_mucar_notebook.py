@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fixtures_notebooks import deviation_lines
 
 
 @pytest.mark.slow
@@ -19,11 +20,11 @@ def test_mucar_notebook_defaults(notebook_runs):
         assert "release" in kinds
     cols = {r["column"] for r in res["paper_vs_ours"]}
     assert "Overall Acc_p" in cols and all(r["paper"] is not None for r in res["paper_vs_ours"])
-    assert any("quantization" in d for d in res["deviations"])
+    assert any("quantization" in d for d in deviation_lines(res))
     assert {r["setting"] for r in res["settings"]} >= {"full", "q_i", "c_q"}
     const = next(s for s in res["failure_summaries"] if s["label"] == "constant-A")
     assert const["image_insensitive_groups"] == const["groups_with_distinct_golds"] > 0
-    assert any(d.startswith("limit: paper all queries; here 8 (offline profile)") for d in res["deviations"])
+    assert any(d.startswith("limit: paper all queries; here 8 (offline profile)") for d in deviation_lines(res))
     assert (run.figures / "fig3-category-language-distribution.png").is_file()
     for name in ("fig4-input-and-prompt-language-ablations", "image-insensitive-failure"):  # the stand-in's answers
         assert not (run.figures / f"{name}.png").exists()

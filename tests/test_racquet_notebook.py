@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fixtures_notebooks import deviation_lines
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +27,7 @@ def test_racquet_notebook_defaults(notebook_runs):
     for setting in ("direct", "clarify", "cot", "sampling", "control"):
         rows = [r for r in shares if r["setting"] == setting]
         assert rows and sum(r["share"] for r in rows) == pytest.approx(100.0)
-    assert any("quantization" in d for d in res["deviations"])
+    assert any("quantization" in d for d in deviation_lines(res))
     assert any("grounder" in d for d in res["table1_deviations"])
     assert res["bias_annotation_progress"][1] == 16
     assert {r["aggregation"] for r in res["table2_aggregations"]} == {"pooled", "per_item_mean", "majority",
@@ -35,7 +36,7 @@ def test_racquet_notebook_defaults(notebook_runs):
     # every valid response with candidate boxes is grounded (control answers are on BIAS images: no boxes)
     assert t1["responses"] == sum(v["sum"] for k, v in res["responses"].items() if k != "control")
     assert sum(res["table1_status"].values()) == t1["responses"]
-    assert any(d.startswith("samples per item: paper 10; here 2 (offline profile)") for d in res["deviations"])
+    assert any(d.startswith("samples per item: paper 10; here 2 (offline profile)") for d in deviation_lines(res))
     for name in ("fig3-4-class-shares-pipeline", "fig8-class-shares-by-subject"):  # the stand-in's answers: demos
         assert (run.figures / "demo" / f"{name}.png").is_file()
         assert not (run.figures / f"{name}.png").exists()
