@@ -7,7 +7,7 @@ exits 1 when the tier fails or misses the target. Timings live here, never as as
 run with every core busy. The import of the CLI is timed too (the best of ``--imports`` cold starts in fresh
 interpreters): a command that answers ``--help`` must not pay for torch.
 
-``--notebooks`` also times the notebook tests (each notebook executed once per session and shared by the
+``--notebooks`` also times the notebook tests (each notebook executed once per test run and shared by the
 tests that read it): the per-notebook test files and the two-seed reproduction, minutes each.
 
 Usage: python perf/bench_tests.py [--target 180] [--imports 5] [--notebooks] [-- extra pytest arguments]

@@ -1,6 +1,6 @@
 """Shared fixtures: the released data beside the checkout, and an offline environment.
 
-The faulty endpoints live in ``fixtures_http``, the session's notebook executions in ``fixtures_notebooks``;
+The faulty endpoints live in ``fixtures_http``, the notebook executions shared by a test run in ``fixtures_notebooks``;
 test modules import helpers from those, never from one another (``test_layout``).
 """
 
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("VLAMB_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
-# a test that executes notebooks waits, in its setup, for the session's first execution of all of them
+# a test that executes notebooks waits, in its setup, for the test run's first execution of all of them
 NOTEBOOK_TIMEOUT = 3600
 
 

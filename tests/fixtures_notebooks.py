@@ -1,8 +1,8 @@
-"""Notebook executions shared by the test session: each distinct (notebook, parameters, tiny seed) runs once.
+"""Notebook executions shared by one pytest run: each distinct (notebook, parameters, tiny seed) runs once.
 
 A notebook takes minutes to execute, and several tests read the same execution. Notebooks run through
 :func:`vlamb_nb.reproduce.reproduce`, as ``make reproduce`` runs them, so a notebook with its defaults is the run
-the reproduction tests check: when the session holds one of those (``full_run``) at that seed, the notebook is
+the reproduction tests check: when the pytest run holds one of those (``full_run``) at that seed, the notebook is
 served from it. An execution's folders are read-only by convention: a test that wrote there would change what
 the next test reads.
 """
@@ -65,7 +65,7 @@ def _key(params: dict[str, Any]) -> str:
 
 
 class NotebookRuns:
-    """The session's executions, keyed by (notebook, tiny seed, parameters)."""
+    """The pytest run's executions, keyed by (notebook, tiny seed, parameters)."""
 
     def __init__(self, tmp_path_factory: pytest.TempPathFactory, items: list[pytest.Item]) -> None:
         self._tmp = tmp_path_factory
@@ -100,7 +100,7 @@ class NotebookRuns:
         return run
 
     def _reproduction_wanted(self, tiny_seed: int) -> bool:
-        """A test of the whole reproduction at this seed is in the session (so it executes every notebook anyway)."""
+        """A test of the whole reproduction at this seed is in the pytest run (so it executes every notebook anyway)."""
         return any("full_run" in item.fixturenames and getattr(item, "callspec", None) is not None
                    and item.callspec.params.get("full_run") == tiny_seed for item in self._items)
 
@@ -118,7 +118,7 @@ class NotebookRuns:
 
 @pytest.fixture(scope="session")
 def notebook_runs(request, tmp_path_factory) -> NotebookRuns:
-    """``notebook_runs.get(name, **parameters)``: that notebook executed once per session (see the module)."""
+    """``notebook_runs.get(name, **parameters)``: that notebook executed once per pytest run (see the module)."""
     pytest.importorskip("papermill")
     return NotebookRuns(tmp_path_factory, request.session.items)
 

@@ -2,7 +2,7 @@
 
 It runs twice, on two different tiny random checkpoints (``--tiny-seed``): what a random model happens to
 generate differs from one CPU to another, so a notebook that only works with one checkpoint's answers
-would work here and fail on another machine. The two runs are the session's shared executions
+would work here and fail on another machine. The two runs are the pytest run's shared executions
 (``fixtures_notebooks``): the notebook tests read the seed-0 one instead of executing the notebooks again.
 """
 
