@@ -52,29 +52,11 @@ def build_checkpoint(out: Path, text: dict[str, Any], vision: dict[str, Any], *,
     would take minutes and 33 GB of host memory.
     """
     import torch
-    from transformers import (
-        Qwen2_5_VLConfig,
-        Qwen2_5_VLForConditionalGeneration,
-        Qwen2_5_VLProcessor,
-        Qwen2VLImageProcessor,
-        Qwen2VLVideoProcessor,
-    )
+    from transformers import Qwen2_5_VLForConditionalGeneration
 
-    from vlamb_nb.models.tiny import QWEN_TEMPLATE, _train_tokenizer
+    from vlamb_nb.models.tiny import qwen2_5_vl_parts
 
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
-                "<|image_pad|>", "<|video_pad|>"]
-    tok = _train_tokenizer(specials, bos=None, eos="<|im_end|>", pad="<|endoftext|>")
-    ids = {t: tok.convert_tokens_to_ids(t) for t in specials}
-    text_cfg = dict(**text, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": MROPE},
-                    bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],
-                    pad_token_id=ids["<|endoftext|>"])
-    config = Qwen2_5_VLConfig(text_config=text_cfg, vision_config=vision, image_token_id=ids["<|image_pad|>"],
-                              video_token_id=ids["<|video_pad|>"], vision_start_token_id=ids["<|vision_start|>"],
-                              vision_end_token_id=ids["<|vision_end|>"], tie_word_embeddings=False)
-    processor = Qwen2_5_VLProcessor(image_processor=Qwen2VLImageProcessor(size=PIXELS),
-                                    video_processor=Qwen2VLVideoProcessor(size=PIXELS),
-                                    tokenizer=tok, chat_template=QWEN_TEMPLATE)
+    config, processor, tok = qwen2_5_vl_parts(text, vision, PIXELS, mrope_section=MROPE, tie_word_embeddings=False)
     torch.manual_seed(seed)
     with torch.device(device):
         model = Qwen2_5_VLForConditionalGeneration._from_config(config, dtype=torch.bfloat16).eval()

@@ -111,10 +111,12 @@ QWEN_TEMPLATE = (
 )
 
 
-def _build_qwen2_5_vl(out: Path, seed: int, size: dict[str, Any]) -> None:
+def qwen2_5_vl_parts(text_size: dict[str, Any], vision: dict[str, Any], pixels: dict[str, int], *,
+                     mrope_section: list[int], tie_word_embeddings: bool) -> tuple[Any, Any, Any]:
+    """(config, processor, tokenizer) of a Qwen2.5-VL checkpoint of the given sizes: the tiny builder's and the
+    real-size performance script's one recipe (tokenizer, chat template and special tokens are the same)."""
     from transformers import (
         Qwen2_5_VLConfig,
-        Qwen2_5_VLForConditionalGeneration,
         Qwen2_5_VLProcessor,
         Qwen2VLImageProcessor,
         Qwen2VLVideoProcessor,
@@ -124,20 +126,27 @@ def _build_qwen2_5_vl(out: Path, seed: int, size: dict[str, Any]) -> None:
                 "<|image_pad|>", "<|video_pad|>"]
     tok = _train_tokenizer(specials, bos=None, eos="<|im_end|>", pad="<|endoftext|>")
     ids = {t: tok.convert_tokens_to_ids(t) for t in specials}
-    text = dict(**size, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
-                                 "mrope_section": [2, 3, 3]},
+    text = dict(**text_size, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
+                                              "mrope_section": mrope_section},
                 bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],
                 pad_token_id=ids["<|endoftext|>"])
-    vision = dict(depth=2, hidden_size=64, intermediate_size=128, num_heads=4, out_hidden_size=size["hidden_size"],
-                  patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
-                  fullatt_block_indexes=[1])
     config = Qwen2_5_VLConfig(text_config=text, vision_config=vision, image_token_id=ids["<|image_pad|>"],
                               video_token_id=ids["<|video_pad|>"], vision_start_token_id=ids["<|vision_start|>"],
-                              vision_end_token_id=ids["<|vision_end|>"], tie_word_embeddings=True)
-    pixels = {"shortest_edge": 28 * 28 * 4, "longest_edge": 28 * 28 * 16}  # 56x56 .. 112x112 pixels
+                              vision_end_token_id=ids["<|vision_end|>"], tie_word_embeddings=tie_word_embeddings)
     processor = Qwen2_5_VLProcessor(image_processor=Qwen2VLImageProcessor(size=pixels),
                                     video_processor=Qwen2VLVideoProcessor(size=pixels),
                                     tokenizer=tok, chat_template=QWEN_TEMPLATE)
+    return config, processor, tok
+
+
+def _build_qwen2_5_vl(out: Path, seed: int, size: dict[str, Any]) -> None:
+    from transformers import Qwen2_5_VLForConditionalGeneration
+
+    vision = dict(depth=2, hidden_size=64, intermediate_size=128, num_heads=4, out_hidden_size=size["hidden_size"],
+                  patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
+                  fullatt_block_indexes=[1])
+    pixels = {"shortest_edge": 28 * 28 * 4, "longest_edge": 28 * 28 * 16}  # 56x56 .. 112x112 pixels
+    config, processor, _ = qwen2_5_vl_parts(size, vision, pixels, mrope_section=[2, 3, 3], tie_word_embeddings=True)
     _save(Qwen2_5_VLForConditionalGeneration, config, processor, out, seed)
 
 
