@@ -210,7 +210,8 @@ def test_runs_of_different_data_or_settings_are_refused_unless_asked():
     assert len(limited.pairs) == 1
     with pytest.raises(SettingError, match="different settings.*A has direct; B has cot"):
         compare(_runs_with(None, None, setting_b="cot"), n_resamples=B)
-    assert compare(_runs_with(None, None, "cot"), n_resamples=B, allow_different_settings=True).pairs.empty
+    with pytest.raises(DataError, match="nothing compared: refadv: no setting run by every model"):
+        compare(_runs_with(None, None, "cot"), n_resamples=B, allow_different_settings=True)
 
 
 def test_cli_compare_two_stores_as_json(vague_runs, tmp_path, capsys):
@@ -241,10 +242,11 @@ def test_cli_example_is_skipped_without_the_released_data(tmp_path, monkeypatch,
 
 @pytest.mark.shared
 def test_example_compares_the_released_runs_on_their_common_rows(shared_data):
+    from vlamb_nb.benchmarks.refadv.report import EXAMPLE_COMPARISON, example_runs
     from vlamb_nb.benchmarks.refadv.score import read_official_predictions
     from vlamb_nb.compare import example
 
-    c = example(n_resamples=200)
+    c = example(example_runs(), title=EXAMPLE_COMPARISON, n_resamples=200)
     files = sorted((shared_data / "refadv" / "predictions").glob("*_direct_predictions.jsonl"))
     assert len(c.models) == len(files) and (c.values["n"] == 1142).all()
     hits = {}
@@ -439,6 +441,7 @@ def test_racquet_shares_are_compared_by_image_with_the_paired_bootstrap():
     risk = c.values[c.values["metric"] == "High Risk share"].set_index("model")
     assert not risk["higher_is_better"].any() and risk.loc["A", "rank"] == 1  # fewer risky answers rank first
     assert (risk["n_clusters"] == 12).all()
-    unlabelled = compare([Run("A", "racquet", "direct", frame([None] * n)),
-                          Run("B", "racquet", "direct", frame(lb))], n_resamples=B)
-    assert unlabelled.pairs.empty and any("no judge labels" in note for note in unlabelled.notes)
+    with pytest.raises(DataError, match=r"nothing compared: racquet direct: not every run has its label \(no judge "
+                                        r"labels.*\): Explicit share, High Risk share not compared"):
+        compare([Run("A", "racquet", "direct", frame([None] * n)), Run("B", "racquet", "direct", frame(lb))],
+                n_resamples=B)
