@@ -98,14 +98,11 @@ def _declared(paper: str) -> list[Any]:
     return [m for m in get_benchmark(paper).metrics if m.compare]
 
 
-def _failed(df: Any) -> Any:
+def _failed(df: Any) -> np.ndarray:
     """Rows whose generation failed (an error other than "not asked"): they count as wrong, as in the papers."""
-    import pandas as pd
-
     if "error" not in df.columns:
-        return pd.Series(False, index=df.index)
-    err = df["error"]
-    return err.map(lambda e: isinstance(e, str) and bool(e.strip())) & (err.astype(str) != NOT_STORED)
+        return np.zeros(len(df), dtype=bool)
+    return np.array([isinstance(e, str) and bool(e.strip()) and e != NOT_STORED for e in df["error"]], dtype=bool)
 
 
 def _answered(metric: Any, run: Run) -> Any:
@@ -118,8 +115,8 @@ def _answered(metric: Any, run: Run) -> Any:
     if not len(df) or bool(failed.all()):
         why = ""
         if len(df):
-            top = df.loc[failed, "error"].astype(str).str.strip().str.splitlines().str[0].value_counts()
-            why = f" (most often: {top.index[0][:160]})"
+            errors = [str(e).strip().splitlines()[0] for e in df.loc[failed, "error"]]
+            why = f" (most often: {max(set(errors), key=errors.count)[:160]})"
         where = f" from {Path(run.origin).name}" if run.origin else ""
         raise DataError(f"{run.model}{where} has no answers in {run.paper} {run.setting}: "
                         + (f"every one of its {len(df)} items failed{why}" if len(df) else
@@ -607,6 +604,11 @@ def _store_meta(path: Path) -> dict[str, Any]:
     meta = next(iter(metas.values()))
     if not meta.get("benchmark"):
         raise DataError("not a prediction store (no benchmark in its records)", source=str(path))
+    errors = [str(r.get("error") or "").strip() for r in recs]
+    if all(errors):
+        top = max(set(errors), key=errors.count).splitlines()[0][:160]
+        raise DataError(f"{_model_name(meta['model'])} has no answers: every one of its {len(recs)} requests failed "
+                        f"(most often: {top}); leave it out or run it again", source=str(path))
     return meta
 
 
