@@ -201,3 +201,15 @@ def test_the_toy_paper_touched_no_file_of_the_checkout(toy):
     assert "toy" not in reference.available()
     pkg = Path(__file__).resolve().parent.parent / "vlamb_nb"
     assert not list(pkg.rglob("toy*"))
+
+
+def test_a_papers_own_reference_file_is_checked_like_the_packages(tmp_path):
+    from vlamb_nb import reference
+    from vlamb_nb.errors import DataError
+
+    own = tmp_path / "reference.csv"
+    own.write_text("paper,table,row,column,value,unit,provenance,flag\n"
+                   "toy,Table 1,Big model,accuracy,80.0,%,Table 1,\n"
+                   "other,Table 1,Small model,accuracy,50.0,%,Table 1,\n")
+    with pytest.raises(DataError, match=r"reference.csv, row 3: rows name paper 'other'"):
+        reference.load("toy", file=own)

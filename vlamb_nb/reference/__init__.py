@@ -30,15 +30,30 @@ def available() -> list[str]:
 
 
 @cache
-def _load_paper(paper: str, file: str | None = None):
+def _load_paper(paper: str):
     import pandas as pd
 
-    res: Any = resources.files(__name__) / f"{paper}.csv" if file is None else Path(file)
-    where = f"reference/{paper}.csv" if file is None else str(file)
+    res = resources.files(__name__) / f"{paper}.csv"
     if not res.is_file():
         raise SettingError(f"no reference numbers for {paper!r}; available: {', '.join(available()) or 'none'}")
     with res.open("r", encoding="utf-8") as fh:
-        df = pd.read_csv(fh, dtype=str, keep_default_na=False)
+        return _checked(pd.read_csv(fh, dtype=str, keep_default_na=False), paper, f"reference/{paper}.csv")
+
+
+@cache
+def _load_file(paper: str, file: str):
+    """A paper's own ``reference.csv`` (in its folder), read like the package's."""
+    import pandas as pd
+
+    if not Path(file).is_file():
+        raise SettingError(f"no reference numbers for {paper!r}: {file} does not exist")
+    with open(file, encoding="utf-8") as fh:
+        return _checked(pd.read_csv(fh, dtype=str, keep_default_na=False), paper, file)
+
+
+def _checked(df: Any, paper: str, where: str):
+    import pandas as pd
+
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise DataError(f"missing columns {missing}", source=where)
@@ -56,12 +71,12 @@ def _load_paper(paper: str, file: str | None = None):
 def load(paper: str, table: str | None = None, *, file: str | os.PathLike | None = None):
     """Published cells of ``paper`` (optionally one table) as a DataFrame (``value_num`` is numeric); ``file``:
     the paper's own ``reference.csv`` instead of the package's."""
-    key = None if file is None else str(Path(file).resolve())
-    df = _load_paper(paper, key).copy()
+    everything = _load_paper(paper) if file is None else _load_file(paper, str(Path(file).resolve()))
+    df = everything.copy()
     if table is not None:
         df = df[df["table"] == table]
         if df.empty:
-            tables = ", ".join(sorted(_load_paper(paper, key)["table"].unique()))
+            tables = ", ".join(sorted(everything["table"].unique()))
             raise SettingError(f"{paper} has no reference table {table!r}; tables: {tables}")
     return df.reset_index(drop=True)
 
