@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from itertools import combinations
 from pathlib import Path
 
@@ -210,7 +211,8 @@ def test_runs_of_different_data_or_settings_are_refused_unless_asked():
     assert len(limited.pairs) == 1
     with pytest.raises(SettingError, match="different settings.*A has direct; B has cot"):
         compare(_runs_with(None, None, setting_b="cot"), n_resamples=B)
-    assert compare(_runs_with(None, None, "cot"), n_resamples=B, allow_different_settings=True).pairs.empty
+    with pytest.raises(DataError, match="nothing compared: refadv: no setting run by every model"):
+        compare(_runs_with(None, None, "cot"), n_resamples=B, allow_different_settings=True)
 
 
 def test_cli_compare_two_stores_as_json(vague_runs, tmp_path, capsys):
@@ -241,10 +243,11 @@ def test_cli_example_is_skipped_without_the_released_data(tmp_path, monkeypatch,
 
 @pytest.mark.shared
 def test_example_compares_the_released_runs_on_their_common_rows(shared_data):
+    from vlamb_nb.benchmarks.refadv.report import EXAMPLE_COMPARISON, example_runs
     from vlamb_nb.benchmarks.refadv.score import read_official_predictions
     from vlamb_nb.compare import example
 
-    c = example(n_resamples=200)
+    c = example(example_runs(), title=EXAMPLE_COMPARISON, n_resamples=200)
     files = sorted((shared_data / "refadv" / "predictions").glob("*_direct_predictions.jsonl"))
     assert len(c.models) == len(files) and (c.values["n"] == 1142).all()
     hits = {}
@@ -439,6 +442,168 @@ def test_racquet_shares_are_compared_by_image_with_the_paired_bootstrap():
     risk = c.values[c.values["metric"] == "High Risk share"].set_index("model")
     assert not risk["higher_is_better"].any() and risk.loc["A", "rank"] == 1  # fewer risky answers rank first
     assert (risk["n_clusters"] == 12).all()
-    unlabelled = compare([Run("A", "racquet", "direct", frame([None] * n)),
-                          Run("B", "racquet", "direct", frame(lb))], n_resamples=B)
-    assert unlabelled.pairs.empty and any("no judge labels" in note for note in unlabelled.notes)
+    with pytest.raises(DataError, match=r"nothing compared: racquet direct: not every run has its label \(no judge "
+                                        r"labels.*\): Explicit share, High Risk share not compared"):
+        compare([Run("A", "racquet", "direct", frame([None] * n)), Run("B", "racquet", "direct", frame(lb))],
+                n_resamples=B)
+
+
+# -- what cannot be compared is refused in one line, exit 2, by the command a user runs ----------------------
+CLI = [sys.executable, "-c", "import sys; from vlamb_nb.cli import main; sys.exit(main(sys.argv[1:]))", "compare"]
+
+
+def _broken_and_disjoint(d: Path, vague_runs) -> dict[str, Path]:
+    """Stores a user may bring: one whose every request failed, two on disjoint items, one of another setting."""
+    bench, items = get_benchmark("vague"), vague_runs["items"]
+    out = {"failed": d / "failed.jsonl", "first": d / "first.jsonl", "last": d / "last.jsonl", "lm": d / "lm.jsonl"}
+    bench.evaluate(ScriptedModel(lambda r: 1 / 0, model_id="broken"), items, "vlm", store=out["failed"],
+                   progress=False)
+    bench.evaluate(_answering(items, set(range(20)), "first-half"), items.iloc[:8], "vlm", store=out["first"],
+                   progress=False)
+    bench.evaluate(_answering(items, set(range(20)), "second-half"), items.iloc[8:], "vlm", store=out["last"],
+                   progress=False)
+    bench.evaluate(_answering(items, set(range(20)), "model-lm"), items, "lm", store=out["lm"], progress=False)
+    return out
+
+
+def _not_runs(d: Path) -> dict[str, Path]:
+    """Paths that are no run: folders with an empty, malformed or wrong-shaped results.json, a bare folder, an
+    empty file, a text file, an image, JSON Lines that name no benchmark."""
+    out = {}
+    for name, text in (("empty_results", ""), ("malformed_results", '{"vague": {"ok": tr'),
+                       ("list_results", "[1, 2]")):
+        (d / name).mkdir()
+        (d / name / "results.json").write_text(text)
+        out[name] = d / name
+    (d / "bare").mkdir()
+    out["bare"] = d / "bare"
+    out["empty_file"] = d / "empty.jsonl"
+    out["empty_file"].write_text("")
+    out["text_file"] = d / "notes.txt"
+    out["text_file"].write_text("model A looked better to me\n")
+    out["image"] = d / "figure.png"
+    out["image"].write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\xff\xfe")
+    out["no_benchmark"] = d / "answers.jsonl"
+    out["no_benchmark"].write_text('{"id": "1", "answer": "A"}\n')
+    return out
+
+
+@pytest.fixture(scope="module")
+def refused(vague_runs, tmp_path_factory):
+    """Every refusal, by ``vlamb-nb compare``: {case: (rc, stdout, stderr)}. Each class of refusal is its own
+    process (all started at once); the other paths that are no run go through the same ``main`` in this one."""
+    import shutil
+    import subprocess
+
+    d = tmp_path_factory.mktemp("refused")
+    s, src = vague_runs["stores"], str(vague_runs["src"])
+    copy = d / "copy-of-a.jsonl"
+    shutil.copyfile(s["a"], copy)
+    extra = _broken_and_disjoint(d, vague_runs)
+    src_args = ["--source", src, "--n-resamples", "100", "--out", str(d / "out")]
+    cases = {
+        "one_model": [str(s["a"]), *src_args],
+        "same_file_twice": [str(s["b"]), str(d / ".." / d.name / "copy-of-a.jsonl"), str(copy), *src_args],
+        "identical_records": [str(s["a"]), str(copy), *src_args],
+        "no_answers": [str(extra["failed"]), str(s["a"]), *src_args],
+        "no_common_items": [str(extra["first"]), str(extra["last"]), *src_args],
+        "nothing_compared": [str(s["a"]), str(extra["lm"]), "--allow-different-settings", *src_args],
+    }
+    not_runs = {f"not_a_run:{name}": [str(path), str(s["a"]), *src_args] for name, path in _not_runs(d).items()}
+    in_process = {k: v for k, v in not_runs.items() if k != "not_a_run:malformed_results"}
+    procs = {k: subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for k, args in {**cases, **not_runs}.items() if k not in in_process}
+    out = {k: _in_process(args) for k, args in in_process.items()}  # the same main(), without a process each
+    return out | {k: (p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for k, p in procs.items()}
+
+
+def _in_process(args: list[str]) -> tuple[int, str, str]:
+    import contextlib
+    import io
+
+    from vlamb_nb.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(["compare", *args])
+    return rc, out.getvalue(), err.getvalue()
+
+
+REFUSALS = {
+    "one_model": "a comparison needs at least two models; all 1 run(s) given are of model-a",
+    "same_file_twice": "the same run twice (the same file): model-a",
+    "identical_records": "the same run twice (two files with identical records): model-a",
+    "no_answers": "broken has no answers: every one of its 20 requests failed (most often: ZeroDivisionError",
+    "no_common_items": "vague vlm: no item answered by every model (first-half answered 8, second-half answered 12)",
+    "nothing_compared": "nothing compared: vague: no setting run by every model",
+    "not_a_run:empty_results": "results.json, line 1: not valid JSON",
+    "not_a_run:malformed_results": "results.json, line 1: not valid JSON",
+    "not_a_run:list_results": "expected a JSON object of a reproduce run's notebooks, got list",
+    "not_a_run:bare": "not a run: neither a sweep folder",
+    "not_a_run:empty_file": "an empty file: not a run",
+    "not_a_run:text_file": "not valid JSON",
+    "not_a_run:image": "not UTF-8 text",
+    "not_a_run:no_benchmark": "not a run: neither a prediction store",
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_compare_refuses_in_one_line_with_exit_2(refused, case):
+    rc, out, err = refused[case]
+    assert rc == 2, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("vlamb-nb: error: "), err
+    assert REFUSALS[case] in lines[0]
+    assert not out.strip()  # nothing half-compared is printed
+
+
+def test_few_common_items_are_named_and_one_item_has_no_interval(vague_runs, tmp_path, capsys):
+    from vlamb_nb.cli import main
+
+    s, items = vague_runs["stores"], vague_runs["items"]
+    one = tmp_path / "one.jsonl"
+    get_benchmark("vague").evaluate(_answering(items, {0}, "model-one"), items.iloc[:1], "vlm", store=one,
+                                    progress=False)
+    rc = main(["compare", str(s["a"]), str(one), "--source", str(vague_runs["src"]), "--json", "--n-resamples",
+               str(B), "--out", str(tmp_path / "cmp")])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    whole = next(f for f in out["few"] if f["slice"] == "all")
+    assert whole["n"] == 1 and whole["interval"] is False and "no interval" in whole["why"]
+    row = next(v for v in out["values"] if v["slice"] == "all" and v["model"] == "model-a")
+    assert row["value"] == 100.0 and row["ci_low"] is None and row["ci_high"] is None
+    assert row["rank_low"] is None and row["rank_high"] is None
+    assert any("accuracy (all) on 1 item: no interval" in n for n in out["notes"])
+    md = (tmp_path / "cmp" / "comparison.md").read_text()
+    assert "100.0 [100.0, 100.0]" not in md and "no interval" in md
+    pair = next(p for p in out["pairs"] if p["slice"] == "all")
+    assert pair["ci_low"] is None and pair["diff"] == 0.0
+    # 20 items: named as few (below 30), with intervals
+    c = compare([s["a"], s["b"]], sources=str(vague_runs["src"]), n_resamples=B)
+    assert {(f["slice"], f["n"], f["interval"]) for f in c.few} >= {("all", N_VAGUE, True)}
+    assert any(f"accuracy (all) on {N_VAGUE} items: few (below 30 items)" in n for n in c.notes)
+
+
+def test_enough_items_and_clusters_are_not_named_as_few():
+    rng = np.random.default_rng(5)
+    images = [f"img{i // 2}.jpg" for i in range(60)]  # 60 rows on 30 images
+    c = compare([Run("A", "refadv", "direct", _refadv_frame(rng.integers(0, 2, 60).tolist(), images)),
+                 Run("B", "refadv", "direct", _refadv_frame(rng.integers(0, 2, 60).tolist(), images))], n_resamples=B)
+    assert c.few == [] and c.to_dict()["few"] == []
+    few_images = [f"img{i // 10}.jpg" for i in range(60)]  # 60 rows, but on 6 images: the intervals are rough
+    c = compare([Run("A", "refadv", "direct", _refadv_frame(rng.integers(0, 2, 60).tolist(), few_images)),
+                 Run("B", "refadv", "direct", _refadv_frame(rng.integers(0, 2, 60).tolist(), few_images))],
+                n_resamples=B)
+    assert [(f["n"], f["n_clusters"], f["ci_unit"]) for f in c.few] == [(60, 6, "image")]
+    assert "below 30 rows or 10 images" in c.few[0]["why"]
+
+
+def test_a_run_frame_whose_every_item_failed_is_refused():
+    a = _refadv_frame([1, 0, 1], ["i0", "i1", "i2"])
+    b = a.assign(error="backend_error: connection refused")
+    with pytest.raises(DataError, match="B has no answers in refadv direct: every one of its 3 items failed "
+                                        r"\(most often: backend_error: connection refused\)"):
+        compare([Run("A", "refadv", "direct", a), Run("B", "refadv", "direct", b)], n_resamples=B)
+    some = a.assign(error=["", "backend_error: timeout", None])  # a failed item counts as wrong, as in the paper
+    c = compare([Run("A", "refadv", "direct", a), Run("B", "refadv", "direct", some)], n_resamples=B)
+    assert c.values.set_index("model").loc["B", "value"] == pytest.approx(100 * 2 / 3)

@@ -394,3 +394,38 @@ def test_the_test_import_check_can_fail(tmp_path):
     (tmp_path / "fixtures_x.py").write_text("import test_b as b\n")
     assert imports_of_test_modules(tmp_path) == ["fixtures_x.py: test_b", "test_a.py: test_b", "test_c.py: tests.test_b",
                                              "test_c.py: conftest"]
+
+
+#: modules that serve every paper alike: what a paper needs of them it declares in its own folder
+PAPER_BLIND = ("compare.py", "report_card.py")
+
+
+def paper_names_in(paths: list[Path], names: list[str]) -> list[str]:
+    """``file:line: name`` for each mention of a paper's name or alias (any case, as a whole word)."""
+    import re
+
+    words = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    pattern = re.compile(rf"(?<![\w-])({words})(?![\w-])", re.IGNORECASE)
+    return [f"{p.name}:{i}: {m.group(0)}" for p in paths
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) for m in pattern.finditer(line)]
+
+
+def _registry_names() -> list[str]:
+    from vlamb_nb.benchmarks import ALIASES, PAPERS
+
+    return [p.name for p in PAPERS] + list(ALIASES)
+
+
+def test_compare_and_the_card_name_no_paper():
+    """A paper's headline knowledge is its declaration (``metrics``): comparing and carding never branch on a name."""
+    found = paper_names_in([PKG / f for f in PAPER_BLIND], _registry_names())
+    assert not found, f"paper names in modules that serve every paper: {found}"
+
+
+def test_the_paper_name_check_can_fail(tmp_path):
+    planted = tmp_path / "compare.py"
+    planted.write_text((PKG / "compare.py").read_text(encoding="utf-8")
+                       + '\n\ndef _f(paper):  # vaguely: a word, not a paper\n'
+                       '    return paper == "mucar"  # Ref-Adv-s rows\n', encoding="utf-8")
+    found = paper_names_in([planted], _registry_names())
+    assert [f.split(": ")[1] for f in found] == ["mucar", "Ref-Adv-s"]

@@ -375,7 +375,9 @@ def cmd_compare(a: argparse.Namespace) -> int:
     if a.example:
         if a.runs:
             raise VlambError("--example compares the released Ref-Adv runs; give no RUN with it")
-        result = compare.example(n_resamples=a.n_resamples, seed=a.seed)
+        from vlamb_nb.benchmarks.refadv.report import EXAMPLE_COMPARISON, example_runs
+
+        result = compare.example(example_runs(), title=EXAMPLE_COMPARISON, n_resamples=a.n_resamples, seed=a.seed)
     else:
         if len(a.runs) < 1:
             raise VlambError("give at least one RUN (a reproduce run folder, a sweep folder or a prediction store)")

@@ -4,23 +4,33 @@ A model author's most common question is "is model A better than model B here?".
 "where does one model stand among the published ones"; this module answers the paired question, on items both
 models answered:
 
-- every model's value of each paper's headline metric with its interval, on the items that *all* compared
-  models answered (the others are dropped and counted, never compared across different items);
-- every pair's difference on those items, both models resampled together (whole images for Ref-Adv and
-  RACQUET, whole pairs for MUCAR), tested with McNemar for 0/1 scores (exact below 25 discordant items) and the
-  paired bootstrap for continuous ones (F1@t, explanation scores, shares), Holm-adjusted over the family
+- every model's value of each paper's headline metrics (declared once by the paper:
+  :mod:`vlamb_nb.stats.metric`) with its interval, on the items that *all* compared models answered (the others
+  are dropped and counted, never compared across different items; a metric over groups of items drops whole
+  groups);
+- every pair's difference on those items, both models resampled together (whole clusters where the metric
+  declares them: images, pairs), tested with McNemar for 0/1 scores (exact below 25 discordant items) and the
+  paired bootstrap for the others (macro-F1, means, shares), Holm-adjusted over the family
   (Benjamini–Hochberg on request), and each model's rank with its interval over the same resamples.
 
 The statistics are :mod:`vlamb_nb.stats` (paired bootstrap, McNemar, Holm/BH) and the resample weights and
-rank rule of :mod:`vlamb_nb.report_card`; this module only finds each paper's per-item scores and lines the
+rank rule of :mod:`vlamb_nb.stats.ranking`; this module only reads each paper's declared metrics and lines the
 runs up. A RUN is a ``reproduce`` run folder, a sweep's output folder (every model in it), a prediction store
-file (scored against the items it was asked about, ``sources``) or an official Ref-Adv per-row file. Runs of
-different data (``RunMeta``'s ``data``: kind, release, revision) or of different settings are refused unless
-asked for, and a run on a generated sample is compared only with other sample runs.
+file (scored against the items it was asked about, ``sources``) or a paper's released per-item predictions
+file. Runs of different data (``RunMeta``'s ``data``: kind, release, revision) or of different settings are
+refused unless asked for, and a run on a generated sample is compared only with other sample runs.
+
+What cannot be compared is refused in one line (:class:`~vlamb_nb.errors.DataError`/``SettingError``): fewer
+than two models, the same run twice (one file, or two files with the same records), a run with no answers
+(every item failed), runs with no item in common, a path that is not a run, and nothing left to compare. A
+metric on few items is named, in the notes and in ``few``: below :data:`FEW_UNITS` units or
+:data:`FEW_CLUSTERS` resampled clusters its intervals and ranks are rough, and on one unit (or one cluster)
+there is no interval at all (a resample of one unit is that unit).
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import math
@@ -41,9 +51,10 @@ from vlamb_nb.errors import DataError, NotAvailableError, SettingError
 N_RESAMPLES = 2000
 #: the error a store replay gives a request the store does not hold: that item was not asked in this run
 NOT_STORED = "not in the prediction store (not asked in this run)"
-#: what each kind of score is tested with
-TESTS = {"binary": "McNemar", "mean": "paired bootstrap", "share": "paired bootstrap",
-         "macro_f1": "paired bootstrap"}
+#: below this many units (items, pairs, rows) a metric's intervals and ranks are rough: named in the output
+FEW_UNITS = 30
+#: below this many resampled clusters (images, pairs) the same
+FEW_CLUSTERS = 10
 
 
 @dataclass
@@ -61,115 +72,117 @@ class Run:
 
 
 @dataclass
-class Metric:
-    """One headline metric on the common items: per-run values in the same item order."""
+class Scores:
+    """One declared metric on the common items, on one slice: every run's per-unit values in the same order."""
 
-    metric: str
+    metric: Any  # the paper's declared :class:`~vlamb_nb.stats.metric.Metric`
     slice: str
-    kind: str  # binary | mean | share | macro_f1
-    unit: str
     values: list[np.ndarray]
     clusters: np.ndarray | None = None
     ci_unit: str = ""
     gold: np.ndarray | None = None
-    higher_is_better: bool = True
+
+    @property
+    def kind(self) -> str:
+        """How a difference is tested: ``binary`` (0/1 per unit: McNemar) or the metric's own kind."""
+        from vlamb_nb.stats.metric import ZERO_ONE
+
+        return "binary" if self.metric.kind in ZERO_ONE else self.metric.kind
 
 
-# -- each paper's per-item scores (from its score/headline code) --------------------------------------------
-def _flag(col: Any) -> np.ndarray:
-    """0/1 from a correctness column whose missing values (refusals, unparsed answers) count as wrong."""
-    import pandas as pd
+# -- each paper's declared metrics on the runs ----------------------------------------------------------------
+def _declared(paper: str) -> list[Any]:
+    """The paper's metrics ``compare`` reports (its benchmark's ``metrics``)."""
+    from vlamb_nb.benchmarks import get_benchmark
 
-    return pd.Series(col).map(lambda v: 1.0 if (isinstance(v, bool | np.bool_ | int | float | np.integer |
-                                                             np.floating) and not pd.isna(v) and bool(v))
-                              else 0.0).to_numpy(float)
+    return [m for m in get_benchmark(paper).metrics if m.compare]
 
 
-def _item_key(paper: str, scored: Any) -> Any:
-    """The column that names an item across runs (Ref-Adv: the release's row, shared by official files)."""
-    for col in {"refadv": ("row_idx", "id"), "mucar": ("uid", "item_id")}.get(paper, ("item_id", "id")):
-        if col in scored.columns:
-            return scored[col].astype(str)
-    raise DataError(f"{paper}: the scored run has no item id column")
+def _failed(df: Any) -> np.ndarray:
+    """Rows whose generation failed (an error other than "not asked"): they count as wrong, as in the papers."""
+    if "error" not in df.columns:
+        return np.zeros(len(df), dtype=bool)
+    return np.array([isinstance(e, str) and bool(e.strip()) and e != NOT_STORED for e in df["error"]], dtype=bool)
 
 
-def _answered(paper: str, scored: Any) -> Any:
-    """The scored rows of items this run answered (a replayed store's unasked items removed), keyed."""
-    df = scored.copy()
+def _answered(metric: Any, run: Run) -> Any:
+    """The scored rows of items this run answered (a replayed store's unasked items removed) that the metric
+    covers, keyed by item; a run none of whose items has an answer is refused."""
+    df = run.scored.copy()
     if "error" in df.columns:
         df = df[df["error"].astype(str) != NOT_STORED]
-    if paper == "racquet" and "subset" in df.columns:
-        df = df[df["subset"] == "general"]
-    df = df.assign(_key=_item_key(paper, df).to_numpy())
+    failed = _failed(df)
+    if not len(df) or bool(failed.all()):
+        why = ""
+        if len(df):
+            errors = [str(e).strip().splitlines()[0] for e in df.loc[failed, "error"]]
+            why = f" (most often: {max(set(errors), key=errors.count)[:160]})"
+        where = f" from {Path(run.origin).name}" if run.origin else ""
+        raise DataError(f"{run.model}{where} has no answers in {run.paper} {run.setting}: "
+                        + (f"every one of its {len(df)} items failed{why}" if len(df) else
+                           "none of its records answers an item of the data given")
+                        + "; leave it out or run it again")
+    df = metric.rows(df)
+    try:
+        key = metric.item_key(df)
+    except DataError as e:
+        raise DataError(f"{run.paper}: {e}", source=run.origin or None) from None
+    df = df.assign(_key=key.to_numpy())
     return df.drop_duplicates("_key").set_index("_key", drop=False)
 
 
-def _metrics(paper: str, frames: list[Any]) -> tuple[list[Metric], list[str]]:
-    """The paper's headline metrics on already aligned frames (same items, same order); notes for what is not."""
-    from vlamb_nb.stats.ranking import plural
-
-    first = frames[0]
-    if paper == "vague":
-        out = [Metric("accuracy", "all", "binary", "item", [_flag(f["correct"]) for f in frames])]
-        if "subset" in first.columns:
-            for subset in sorted(set(first["subset"].astype(str))):
-                m = (first["subset"].astype(str) == subset).to_numpy()
-                out.append(Metric("accuracy", subset, "binary", "item", [_flag(f["correct"])[m] for f in frames]))
-        return out, []
-    if paper == "mucar":
-        from vlamb_nb.benchmarks.mucar.score import group_frame
-
-        groups = [group_frame(f.assign(correct=_flag(f["correct"]))) for f in frames]
-        order = groups[0]["group"].astype(str).to_numpy()
-        acc_p = [g.set_index(g["group"].astype(str))["all_correct"].reindex(order).to_numpy(float) for g in groups]
-        return [Metric("Acc_p", "Overall", "binary", "pair", acc_p),
-                Metric("Acc_q", "Overall", "binary", "query", [_flag(f["correct"]) for f in frames],
-                       clusters=first["group"].astype(str).to_numpy(), ci_unit="pair")], []
-    if paper == "vflute":
-        from vlamb_nb.benchmarks.vflute.score import adjusted_predictions
-
-        gold = first["label_true"].to_numpy(int)
-        out = []
-        for pct in (0, 60):
-            preds = [adjusted_predictions(gold, f["label_pred_filled"].to_numpy(int),
-                                          f["explanation_score"].to_numpy(float), pct) for f in frames]
-            out.append(Metric(f"F1@{pct}", "overall", "macro_f1", "item", [p.astype(float) for p in preds],
-                              gold=gold))
-        out.append(Metric("explanation score", "overall", "mean", "item",
-                          [100.0 * f["explanation_score"].to_numpy(float) for f in frames]))
-        return out, []
-    if paper == "refadv":
-        images = first["file_name"].astype(str).to_numpy() if "file_name" in first.columns else None
-        return [Metric("Acc@0.5", "overall", "binary", "row",
-                       [(f["iou"].astype(float).fillna(0.0).to_numpy() >= 0.5).astype(float) for f in frames],
-                       clusters=images, ci_unit="image" if images is not None else "")], []
-    if paper == "racquet":
-        if "label" not in first.columns or not all(f["label"].notna().any() for f in frames):
-            return [], ["racquet: no judge labels in every run: shares need the A/B/C judge (skipped)"]
-        images = first["image_url"].astype(str).to_numpy() if "image_url" in first.columns else None
-        return [Metric(f"{name} share", "GENERAL", "share", "response",
-                       [100.0 * (f["label"] == label).to_numpy(float) for f in frames], clusters=images,
-                       ci_unit="image" if images is not None else "", higher_is_better=better)
-                for label, name, better in (("A", "Explicit", True), ("C", "High Risk", False))], []
-    return [], [f"{paper}: no per-item headline score known; not compared ({plural('run')} kept as given)"]
-
-
-def _common(paper: str, runs: list[Run]) -> tuple[list[Any], dict[str, int], int]:
-    """Each run's rows on the items all of them answered, in one order; how many each run lost; MUCAR drops
-    whole pairs that are not complete in every run (a pair is right only when all its queries are)."""
-    frames = [_answered(paper, r.scored) for r in runs]
+def _common(metrics: list[Any], runs: list[Run]) -> tuple[list[Any], dict[str, int], int]:
+    """Each run's rows on the items all of them answered, in one order; how many each run lost. A metric over
+    groups (a pair is right only when all its queries are) drops whole groups not complete in every run."""
+    frames = [_answered(metrics[0], r) for r in runs]
     keys = set(frames[0].index)
     for f in frames[1:]:
         keys &= set(f.index)
-    if paper == "mucar" and keys:
+    for col in dict.fromkeys(m.group for m in metrics if m.kind == "all_correct"):
+        if not keys:
+            break
         union: dict[str, set[str]] = {}
         for f in frames:
-            for k, g in zip(f.index, f["group"].astype(str), strict=True):
+            for k, g in zip(f.index, f[col].astype(str), strict=True):
                 union.setdefault(g, set()).add(k)
         keys = {k for g, ks in union.items() if ks <= keys for k in ks}
     order = sorted(keys, key=lambda k: (len(k), k))
     dropped = {r.model: int(len(f) - len(keys)) for r, f in zip(runs, frames, strict=True)}
     return [f.loc[order].reset_index(drop=True) for f in frames], dropped, len(order)
+
+
+def _missing(paper: str, setting: str, metrics: list[Any], frames: list[Any]) -> tuple[list[Any], list[str]]:
+    """The metrics every run has values for; one note per column some run lacks (a run without judge labels)."""
+    have, lacking = [], {}
+    for m in metrics:
+        if all(m.has_values(f) for f in frames):
+            have.append(m)
+        else:
+            lacking.setdefault(m.column, []).append(m)
+    notes = []
+    for col, ms in lacking.items():
+        why = next((m.card.missing[1] for m in ms if m.card is not None and m.card.missing), f"no {col} values")
+        notes.append(f"{paper} {setting}: not every run has its {col} ({why}): "
+                     f"{', '.join(m.name for m in ms)} not compared")
+    return have, notes
+
+
+def _scores(metric: Any, frames: list[Any]) -> list[Scores]:
+    """The metric on already aligned frames (same items, same order), overall then by slice."""
+    first = frames[0]
+    masks = [(metric.overall, np.ones(len(first), dtype=bool))]
+    if metric.compare_slices:
+        masks += metric.slice_masks(first)
+    out = []
+    for name, mask in masks:
+        parts = [f[mask] for f in frames]
+        units = [metric.units(p) for p in parts]
+        order = units[0].index
+        values = [u.reindex(order).to_numpy(float) for u in units]
+        clusters = metric.clusters(parts[0])
+        out.append(Scores(metric, name, values, clusters, metric.ci_unit(parts[0]) if clusters is not None else "",
+                          metric.gold_values(parts[0])))
+    return out
 
 
 # -- data identity and settings --------------------------------------------------------------------------------
@@ -212,33 +225,22 @@ def _data_note(paper: str, runs: Sequence[Run]) -> str:
 
 
 # -- the statistics of one metric ------------------------------------------------------------------------------
-def _weighted(metric: Metric, values: np.ndarray):
-    from vlamb_nb.stats.ranking import weighted_mean
-
-    if metric.kind == "macro_f1":
-        from vlamb_nb.benchmarks.vflute.score import weighted_macro_f1
-
-        return weighted_macro_f1(metric.gold, values.astype(int))
-    return weighted_mean(values / 100.0 if metric.kind in ("mean", "share") else values)
+def _weighted(scores: Scores, values: np.ndarray):
+    """The metric's aggregate over resample weights (percent): its kind's one aggregation."""
+    return scores.metric.statistic(values, scores.gold)
 
 
-def _point_scale(metric: Metric) -> float:
-    """Per-item values in percent for means and shares (already scaled), fractions for 0/1 and F1 (×100)."""
-    return 1.0 if metric.kind in ("mean", "share") else 100.0
-
-
-def _pair_test(metric: Metric, a: np.ndarray, b: np.ndarray, *, n_resamples: int, seed: int) -> dict[str, Any]:
-    """The paired difference a − b (percentage points) with its interval, and the paper-appropriate test."""
+def _pair_test(scores: Scores, a: np.ndarray, b: np.ndarray, *, n_resamples: int, seed: int) -> dict[str, Any]:
+    """The paired difference a − b (percentage points) with its interval, and the test for the metric's kind."""
     from vlamb_nb import stats
 
-    scale = _point_scale(metric)
-    statistic = stats.macro_f1_statistic(metric.gold) if metric.kind == "macro_f1" else None
+    statistic = scores.metric.paired_statistic(scores.gold)
     boot = stats.paired_bootstrap(a.astype(int) if statistic is not None else a,
                                   b.astype(int) if statistic is not None else b, statistic,
-                                  n_resamples=n_resamples, seed=seed, clusters=metric.clusters)
-    out = {"diff": scale * boot.estimate, "ci_low": scale * boot.ci_low, "ci_high": scale * boot.ci_high,
+                                  n_resamples=n_resamples, seed=seed, clusters=scores.clusters)
+    out = {"diff": 100.0 * boot.estimate, "ci_low": 100.0 * boot.ci_low, "ci_high": 100.0 * boot.ci_high,
            "ci_method": boot.method}
-    if metric.kind == "binary":
+    if scores.kind == "binary":
         mc = stats.mcnemar(a, b)
         out.update(p=float(mc.p), test=mc.method, discordant_a_only=int(mc.extra["discordant_a_only"]),
                    discordant_b_only=int(mc.extra["discordant_b_only"]))
@@ -254,6 +256,27 @@ def _ranks(draws: np.ndarray, higher_is_better: bool) -> np.ndarray:
     return 1 + (d[None, :, :] > d[:, None, :]).sum(axis=1)
 
 
+def _few(base: dict[str, Any], n: int, unit: str, n_clusters: int, ci_unit: str) -> tuple[dict[str, Any], str] | None:
+    """The ``few`` entry and note of a metric on few units or clusters (None: enough of both)."""
+    from vlamb_nb.stats.ranking import plural
+
+    clustered = ci_unit != unit
+    if n >= FEW_UNITS and (not clustered or n_clusters >= FEW_CLUSTERS):
+        return None
+    resampled = n_clusters if clustered else n
+    what = f"{n} {unit if n == 1 else plural(unit)}" + (
+        f" in {n_clusters} {ci_unit if n_clusters == 1 else plural(ci_unit)}" if clustered else "")
+    if resampled < 2:
+        why = (f"no interval: every resample of one {ci_unit} is that {ci_unit}, so a bootstrap says nothing about "
+               "uncertainty")
+    else:
+        why = (f"few (below {FEW_UNITS} {plural(unit)}" + (f" or {FEW_CLUSTERS} {plural(ci_unit)}" if clustered else "")
+               + "): intervals and ranks are rough")
+    entry = {**base, "n": n, "unit": unit, "n_clusters": n_clusters, "ci_unit": ci_unit,
+             "interval": resampled >= 2, "why": why}
+    return entry, f"{base['paper']} {base['setting']} {base['metric']} ({base['slice']}) on {what}: {why}"
+
+
 # -- the comparison --------------------------------------------------------------------------------------------
 @dataclass
 class Comparison:
@@ -267,12 +290,14 @@ class Comparison:
     baseline: str | None = None
     title: str = "Model comparison"
     allowed: list[str] = field(default_factory=list)  # refusals waived on request (different data or settings)
+    #: metrics on few units or clusters (see :data:`FEW_UNITS`): paper, setting, metric, slice, n, why
+    few: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         from vlamb_nb.stats.ranking import _clean
 
         return _clean({"title": self.title, "correction": self.correction, "baseline": self.baseline,
-                       "allowed": self.allowed, "notes": self.notes, "models": self.models,
+                       "allowed": self.allowed, "notes": self.notes, "few": self.few, "models": self.models,
                        "values": self.values.to_dict(orient="records"),
                        "pairs": self.pairs.to_dict(orient="records")})
 
@@ -311,12 +336,13 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
             sources: Mapping[str, Any] | str | None = None, n_resamples: int = N_RESAMPLES, seed: int = 0,
             title: str = "Model comparison") -> Comparison:
     """Compare models on the items they all answered (see the module doc); ``runs``: paths (run folders, sweep
-    folders, store files, official Ref-Adv files) or :class:`Run` objects. ``baseline``: compare every model with
-    this one instead of all pairs. ``sources``: the data a bare store was run on (``{paper: path}``, or one path)."""
+    folders, store files, released per-item files) or :class:`Run` objects. ``baseline``: compare every model
+    with this one instead of all pairs. ``sources``: the data a bare store was run on (``{paper: path}``, or one
+    path)."""
     import pandas as pd
 
     from vlamb_nb import stats
-    from vlamb_nb.stats.ranking import interval
+    from vlamb_nb.stats.ranking import interval, resample_weights
 
     if correction not in ("holm", "bh"):
         raise SettingError(f"unknown correction {correction!r}; use holm or bh")
@@ -328,12 +354,18 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
         loaded += [r] if isinstance(r, Run) else load_runs(r, sources=sources)
     if not loaded:
         raise DataError("nothing to compare: no runs found")
+    _no_run_twice(loaded)
     _unique_names(loaded)
     models = list(dict.fromkeys(r.model for r in loaded))
+    if len(models) < 2:
+        raise SettingError(f"a comparison needs at least two models; all {len(loaded)} run(s) given are of "
+                           f"{models[0]}")
     if baseline is not None and baseline not in models:
         raise SettingError(f"baseline {baseline!r} is not one of the compared models: {', '.join(models)}")
     notes: list[str] = []
+    skipped: list[str] = []  # why a paper or metric was not compared (the reasons, when nothing is)
     allowed: list[str] = []
+    few: list[dict[str, Any]] = []
     by_paper: dict[str, list[Run]] = {}
     for r in loaded:
         by_paper.setdefault(r.paper, []).append(r)
@@ -342,7 +374,8 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
     for paper, pruns in by_paper.items():
         names = list(dict.fromkeys(r.model for r in pruns))
         if len(names) < 2:
-            notes.append(f"{paper}: only {names[0]} ran it; nothing to compare")
+            skipped.append(f"{paper}: only {names[0]} ran it; nothing to compare")
+            notes.append(skipped[-1])
             continue
         settings = {m: sorted({r.setting for r in pruns if r.model == m}) for m in names}
         if len({tuple(s) for s in settings.values()}) > 1:
@@ -362,52 +395,76 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
             notes.append(f"{paper}: compared across different data (allowed): {diff}")
         else:
             notes.append(_data_note(paper, pruns))
+        declared = _declared(paper)
+        if not declared:
+            skipped.append(f"{paper}: the paper declares no per-item headline metric; not compared")
+            notes.append(skipped[-1])
+            continue
+        groups: dict[int, list[Any]] = {}  # metrics covering the same rows share their common items
+        for m in declared:
+            groups.setdefault(id(m.where), []).append(m)
         shared = sorted(set.intersection(*(set(s) for s in settings.values())))
+        if not shared:
+            skipped.append(f"{paper}: no setting run by every model")
         for k, setting in enumerate(shared):
             sruns = [next(r for r in pruns if r.model == m and r.setting == setting) for m in names]
-            frames, dropped, n_common = _common(paper, sruns)
-            lost = {m: d for m, d in dropped.items() if d}
-            notes.append(f"{paper} {setting}: {n_common} items answered by every model"
-                         + (f"; dropped (answered by only some): {', '.join(f'{m} {d}' for m, d in lost.items())}"
-                            if lost else ""))
-            if not n_common:
-                continue
-            metrics, more = _metrics(paper, frames)
-            notes += more
-            for j, metric in enumerate(metrics):
-                mseed = seed + 1000 * k + 10 * j
-                n = len(metric.values[0])
-                if n == 0:
-                    continue
-                from vlamb_nb.stats.ranking import resample_weights
-
-                w = resample_weights(n, metric.clusters, n_resamples=n_resamples, seed=mseed)
-                ones = np.ones((1, n))
-                points = np.array([float(_weighted(metric, v)(ones)[0]) for v in metric.values])
-                draws = np.vstack([_weighted(metric, v)(w) for v in metric.values])
-                point_rank = _ranks(points[:, None], metric.higher_is_better)[:, 0]
-                ok = np.isfinite(draws).all(axis=0)
-                ranks = _ranks(draws[:, ok], metric.higher_is_better) if ok.any() else None
-                base = {"paper": paper, "setting": setting, "metric": metric.metric, "slice": metric.slice}
-                n_units = int(len(set(metric.clusters.tolist()))) if metric.clusters is not None else n
-                for i, m in enumerate(names):
-                    lo, hi = interval(draws[i])
-                    rl, rh = (np.percentile(ranks[i], [2.5, 97.5]) if ranks is not None else (math.nan, math.nan))
-                    value_rows.append({**base, "model": m, "value": points[i], "ci_low": lo, "ci_high": hi,
-                                       "n": n, "unit": metric.unit, "ci_unit": metric.ci_unit or metric.unit,
-                                       "n_clusters": n_units, "higher_is_better": metric.higher_is_better,
-                                       "rank": int(point_rank[i]),
-                                       "rank_low": int(math.floor(rl)) if math.isfinite(rl) else None,
-                                       "rank_high": int(math.ceil(rh)) if math.isfinite(rh) else None,
-                                       "of": len(names), "dropped": dropped[m]})
-                pairs = ([(m, baseline) for m in names if m != baseline] if baseline is not None
-                         else list(itertools.combinations(names, 2)))
-                for a, b in pairs:
-                    ia, ib = names.index(a), names.index(b)
-                    t = _pair_test(metric, metric.values[ia], metric.values[ib], n_resamples=n_resamples, seed=mseed)
-                    pair_rows.append({**base, "model_a": a, "model_b": b, "value_a": points[ia],
-                                      "value_b": points[ib], **t, "n": n, "unit": metric.unit,
-                                      "ci_unit": metric.ci_unit or metric.unit, "kind": metric.kind})
+            j = 0
+            for metrics in groups.values():
+                frames, dropped, n_common = _common(metrics, sruns)
+                lost = {m: d for m, d in dropped.items() if d}
+                notes.append(f"{paper} {setting}: {n_common} items answered by every model"
+                             + (f"; dropped (answered by only some): {', '.join(f'{m} {d}' for m, d in lost.items())}"
+                                if lost else ""))
+                if not n_common:
+                    raise DataError(f"{paper} {setting}: no item answered by every model ("
+                                    + ", ".join(f"{m} answered {d}" for m, d in dropped.items())
+                                    + "); compare runs of the same items")
+                compared, more = _missing(paper, setting, metrics, frames)
+                skipped += more
+                notes += more
+                for metric in compared:
+                    for sc in _scores(metric, frames):
+                        mseed = seed + 1000 * k + 10 * j
+                        j += 1
+                        n = len(sc.values[0])
+                        if n == 0:
+                            continue
+                        w = resample_weights(n, sc.clusters, n_resamples=n_resamples, seed=mseed)
+                        ones = np.ones((1, n))
+                        points = np.array([float(_weighted(sc, v)(ones)[0]) for v in sc.values])
+                        draws = np.vstack([_weighted(sc, v)(w) for v in sc.values])
+                        point_rank = _ranks(points[:, None], metric.higher_is_better)[:, 0]
+                        n_units = int(len(set(sc.clusters.tolist()))) if sc.clusters is not None else n
+                        ok = np.isfinite(draws).all(axis=0)
+                        ranks = _ranks(draws[:, ok], metric.higher_is_better) if ok.any() and n_units > 1 else None
+                        base = {"paper": paper, "setting": setting, "metric": metric.name, "slice": sc.slice}
+                        small = _few(base, n, metric.unit, n_units, sc.ci_unit or metric.unit)
+                        if small is not None:
+                            few.append(small[0])
+                            notes.append(small[1])
+                        for i, m in enumerate(names):
+                            lo, hi = interval(draws[i]) if n_units > 1 else (math.nan, math.nan)
+                            rl, rh = (np.percentile(ranks[i], [2.5, 97.5]) if ranks is not None
+                                      else (math.nan, math.nan))
+                            value_rows.append({**base, "model": m, "value": points[i], "ci_low": lo, "ci_high": hi,
+                                               "n": n, "unit": metric.unit, "ci_unit": sc.ci_unit or metric.unit,
+                                               "n_clusters": n_units, "higher_is_better": metric.higher_is_better,
+                                               "rank": int(point_rank[i]),
+                                               "rank_low": int(math.floor(rl)) if math.isfinite(rl) else None,
+                                               "rank_high": int(math.ceil(rh)) if math.isfinite(rh) else None,
+                                               "of": len(names), "dropped": dropped[m]})
+                        pairs = ([(m, baseline) for m in names if m != baseline] if baseline is not None
+                                 else list(itertools.combinations(names, 2)))
+                        for a, b in pairs:
+                            ia, ib = names.index(a), names.index(b)
+                            t = _pair_test(sc, sc.values[ia], sc.values[ib], n_resamples=n_resamples, seed=mseed)
+                            if n_units < 2:  # one unit resampled: no interval
+                                t.update(ci_low=math.nan, ci_high=math.nan)
+                            pair_rows.append({**base, "model_a": a, "model_b": b, "value_a": points[ia],
+                                              "value_b": points[ib], **t, "n": n, "unit": metric.unit,
+                                              "ci_unit": sc.ci_unit or metric.unit, "kind": sc.kind})
+    if not value_rows:
+        raise DataError("nothing compared: " + ("; ".join(dict.fromkeys(skipped)) or "no metric had values"))
     pairs_df = pd.DataFrame(pair_rows)
     if len(pairs_df):
         adjust = stats.holm if correction == "holm" else stats.benjamini_hochberg
@@ -423,7 +480,36 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
                      "data": {f"{r.paper}/{r.setting}": r.data for r in rs},
                      "deviations": sorted({d for r in rs for d in r.deviations})})
     return Comparison(pd.DataFrame(value_rows, columns=value_cols), pairs_df, notes, meta, correction, baseline,
-                      title, allowed)
+                      title, allowed, few)
+
+
+def _no_run_twice(runs: list[Run]) -> None:
+    """Refuse the same run given twice: one file (by any path to it), or two files holding the same records."""
+    seen: dict[tuple[str, str, str], Run] = {}
+    for r in runs:
+        ids = _run_ids(r)
+        for ident in ids:
+            other = seen.get((r.paper, r.setting, ident))
+            if other is not None and other is not r:
+                how = "the same file" if ident.startswith("path:") else "two files with identical records"
+                raise DataError(f"the same run twice ({how}): {other.model} ({other.origin}) and {r.model} "
+                                f"({r.origin}) in {r.paper} {r.setting}; give each run once")
+        for ident in ids:
+            seen[(r.paper, r.setting, ident)] = r
+
+
+def _run_ids(r: Run) -> list[str]:
+    """What makes two runs one: the resolved file they came from, and a digest of its bytes."""
+    if not r.origin:
+        return []
+    p = Path(r.origin)
+    if not p.is_file():
+        return [f"path:{p.resolve()}"]
+    h = hashlib.sha256()
+    with open(p, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return [f"path:{p.resolve()}", f"sha256:{h.hexdigest()}"]
 
 
 def _unique_names(runs: list[Run]) -> None:
@@ -450,14 +536,14 @@ def _unique_names(runs: list[Run]) -> None:
 # -- reading RUNs ------------------------------------------------------------------------------------------------
 def load_runs(path: Any, *, sources: Mapping[str, Any] | str | None = None) -> list[Run]:
     """The runs in a RUN: a sweep folder (``config.json``), a reproduce run folder (``results.json``), a
-    prediction store or an official Ref-Adv per-row file."""
+    prediction store or a paper's released per-item predictions file; anything else is refused in one line."""
     p = Path(path)
     if p.is_dir():
         if (p / "config.json").is_file() and (p / "predictions").is_dir():
             return _sweep_runs(p)
         if (p / "results.json").is_file():
             return _reproduce_runs(p, sources)
-        raise DataError("not a sweep folder (config.json + predictions/) nor a reproduce run folder "
+        raise DataError("not a run: neither a sweep folder (config.json + predictions/) nor a reproduce run folder "
                         "(results.json)", source=str(p))
     if not p.is_file():
         raise DataError("no such run file or folder", source=str(p))
@@ -473,22 +559,25 @@ def _source_for(paper: str, sources: Mapping[str, Any] | str | os.PathLike | Non
 
 
 def _file_run(path: Path, sources: Any, *, name: str | None = None, options: dict[str, Any] | None = None) -> Run:
-    from vlamb_nb.benchmarks.refadv.score import _is_official
+    """A prediction store (its records name their benchmark), else the released per-item file of the paper
+    whose reader takes it."""
+    from vlamb_nb.jsonl import iter_jsonl
 
-    if path.suffix == ".jsonl" and _is_official(path):
-        from vlamb_nb.benchmarks.refadv.score import read_official_predictions
+    first = next((rec for _, rec in iter_jsonl(path)), None)
+    if first is None:
+        raise DataError("an empty file: not a run", source=str(path))
+    if "benchmark" in first or "run" in first:
+        return score_store(path, source=_source_for(_store_meta(path)["benchmark"], sources), name=name,
+                           options=options)
+    from vlamb_nb.benchmarks import get_benchmark, list_benchmarks
 
-        scored = read_official_predictions(path)
-        model = str(scored["model"].iloc[0]).replace("Qwen/", "")
-        return Run(model=name or model, paper="refadv", setting=str(scored["prompt_id"].iloc[0]), scored=scored,
-                   origin=str(path), data=RELEASED_REFADV)
-    return score_store(path, source=_source_for(_store_meta(path)["benchmark"], sources), name=name,
-                       options=options)
-
-
-#: the data identity of the official Ref-Adv per-row files: the released Ref-Adv-s rows
-RELEASED_REFADV = {"kind": "release", "release": "hub:dddraxxx/ref-adv-s", "revision": None, "n_items": 1142,
-                   "label": "Ref-Adv-s (released per-row predictions)"}
+    for paper in list_benchmarks():
+        got = get_benchmark(paper).released_run(path)
+        if got is not None:
+            return Run(model=name or str(got["model"]), paper=paper, setting=str(got["setting"]),
+                       scored=got["scored"], origin=str(path), data=got.get("data"))
+    raise DataError("not a run: neither a prediction store (records naming their benchmark) nor a paper's released "
+                    "per-item predictions", source=str(path))
 
 
 def _store_meta(path: Path) -> dict[str, Any]:
@@ -515,6 +604,11 @@ def _store_meta(path: Path) -> dict[str, Any]:
     meta = next(iter(metas.values()))
     if not meta.get("benchmark"):
         raise DataError("not a prediction store (no benchmark in its records)", source=str(path))
+    errors = [str(r.get("error") or "").strip() for r in recs]
+    if all(errors):
+        top = max(set(errors), key=errors.count).splitlines()[0][:160]
+        raise DataError(f"{_model_name(meta['model'])} has no answers: every one of its {len(recs)} requests failed "
+                        f"(most often: {top}); leave it out or run it again", source=str(path))
     return meta
 
 
@@ -561,9 +655,8 @@ def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if paper == "refadv":
-            scored = bench.score_store(path, source=source, setting=setting, model=info.model_id,
-                                       **{k: v for k, v in opts.items() if k in ("style", "repair_text")})
+        if not bench.replays_stores:  # the paper reads its own stores
+            scored = bench.score_store(path, source=source, setting=setting, model=info.model_id, **opts)
         else:
             items = bench.load(source)
             with tempfile.TemporaryDirectory() as tmp:  # the replay never writes into the user's store
@@ -590,11 +683,13 @@ def _deviation_line(d: Any) -> str:
 def _sweep_runs(folder: Path) -> list[Run]:
     """Every model × benchmark × setting of a sweep whose store exists, scored against the sweep's sources (its
     ``config.json``; the store names follow the one rule, ``paths.store_path``)."""
+    from vlamb_nb.jsonl import read_json
     from vlamb_nb.paths import store_path
 
-    jobs = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    if not isinstance(jobs, list):
-        raise DataError("not a sweep's config.json (a list of jobs)", source=str(folder / "config.json"))
+    jobs = read_json(folder / "config.json", expect=list, what="a sweep's jobs")
+    if not all(isinstance(j, dict) and j.get("model_name") for j in jobs):
+        raise DataError("not a sweep's config.json (a list of jobs, each naming its model_name)",
+                        source=str(folder / "config.json"))
     out = []
     multi_quant = len({j.get("model_name") for j in jobs}) < len(jobs)
     for j in jobs:
@@ -629,8 +724,9 @@ def _reproduce_runs(folder: Path, sources: Any) -> list[Run]:
     """The stores a reproduce run left under ``<run>/<paper>/``, scored against the source its notebook was
     given (``sources`` override), else the one generated sample the notebook wrote there."""
     from vlamb_nb.benchmarks import get_benchmark, list_benchmarks
+    from vlamb_nb.jsonl import read_json
 
-    results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    results = read_json(folder / "results.json", expect=dict, what="a reproduce run's notebooks")
     out = []
     for paper in list_benchmarks():
         pdir = folder / paper
@@ -640,7 +736,10 @@ def _reproduce_runs(folder: Path, sources: Any) -> list[Run]:
         stores = sorted(s for s in pdir.rglob(f"{paper}__*.jsonl") if s.stem.split("__", 1)[1] in settings)
         if not stores:
             continue
-        given = (results.get(paper) or {}).get("parameters") or {}
+        entry = results.get(paper)
+        given = (entry.get("parameters") if isinstance(entry, dict) else None) or {}
+        if not isinstance(given, dict):
+            raise DataError(f"the {paper} entry's parameters are not an object", source=str(folder / "results.json"))
         source = _source_for(paper, sources) or given.get("source")
         if source is None:
             source = _fetched_source(paper, stores)
@@ -782,20 +881,12 @@ def figure(c: Comparison):
 
 
 # -- the committed example -----------------------------------------------------------------------------------------
-def example(*, n_resamples: int = N_RESAMPLES, seed: int = 0) -> Comparison:
-    """The released Ref-Adv direct runs (official per-row files beside the checkout) on their common rows."""
-    from vlamb_nb.benchmarks.refadv.report import predictions_dir
-
-    folder = predictions_dir()
-    if folder is None:
-        raise NotAvailableError("the released Ref-Adv per-row predictions are not beside the checkout "
-                                "(../shared/data/refadv/predictions); the example needs them")
-    files = sorted(folder.glob("*_direct_predictions.jsonl"))
-    if len(files) < 2:
-        raise NotAvailableError(f"fewer than two released Ref-Adv direct runs in {folder.name}/")
-    out = compare(files, n_resamples=n_resamples, seed=seed,
-                  title="Released Ref-Adv-s runs (direct prompt) compared on their common rows")
-    for m in out.models:  # the released files by name: where they lie on this machine is no part of the result
+def example(files: Sequence[str | os.PathLike], *, title: str, n_resamples: int = N_RESAMPLES,
+            seed: int = 0) -> Comparison:
+    """A committed example: released per-item runs (a paper's own files) compared on their common rows, each
+    origin by its file name (where the files lie on this machine is no part of the result)."""
+    out = compare(files, n_resamples=n_resamples, seed=seed, title=title)
+    for m in out.models:
         m["origins"] = [Path(o).name for o in m["origins"]]
     return out
 

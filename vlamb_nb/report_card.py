@@ -1,10 +1,10 @@
-"""The report card: where one model stands on all five papers, next to the models the papers tested.
+"""The report card: where one model stands on every registered paper, next to the models the papers tested.
 
 Each paper notebook records its headline numbers (``NotebookConfig.record_headline``): one :class:`Headline`
 per metric and slice — our estimate with its interval, the published models beside it, and our rank among
 them with a rank interval, so a reader sees at once how sure the placing is:
 
-- where per-item data exist for the comparators (Ref-Adv's released per-row prediction files), ours and theirs
+- where per-item data exist for the comparators (a paper's released per-row prediction files), ours and theirs
   are resampled *together* (the same images in every resample) and the rank interval is the 2.5–97.5
   percentile of our rank over the resamples; paired tests (McNemar, Holm-adjusted) go with each file;
 - where only published values exist, each is drawn from its own sampling distribution (binomial at the
@@ -208,8 +208,7 @@ def markdown(card: Card) -> str:
     lines.append("")
     lines.append("Rank 1 is best and a tie shares the better rank; a rank interval is the middle 95% of our rank "
                  "over resamples (per-item data: ours and the released runs resampled together; published values: "
-                 "their binomial at the published test size). Where a paper gives no number (RACQUET's Fig. 7), "
-                 "ours stands alone.")
+                 "their binomial at the published test size). Where a paper gives no number, ours stands alone.")
     lines.append("")
     tests = [(h, c) for h in card.headlines for c in h.comparators if c.p is not None]
     if tests:

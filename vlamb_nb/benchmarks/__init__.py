@@ -2,7 +2,8 @@
 settings, ``vlamb-nb reproduce``'s notebooks, the report card, the tests — is derived from :data:`PAPERS`.
 
 A sixth paper is a folder ``vlamb_nb/benchmarks/<name>/`` whose ``__init__`` exposes ``BENCHMARK`` (an instance
-of :class:`~vlamb_nb.benchmarks.base.Benchmark`), its notebook(s) in ``notebooks/``, and one line below.
+of :class:`~vlamb_nb.benchmarks.base.Benchmark`), its notebook(s) in ``notebooks/``, and one line below; a paper
+whose package lives elsewhere names it (``Paper("toy", "Toy", (), module="toy_paper")``).
 """
 
 from __future__ import annotations
@@ -15,17 +16,19 @@ from vlamb_nb.errors import SettingError
 
 @dataclass(frozen=True)
 class Paper:
-    """One registered paper: its benchmark name (= folder), title, and the notebooks that reproduce it."""
+    """One registered paper: its benchmark name (= folder), title, the notebooks that reproduce it, and the
+    package exposing its ``BENCHMARK`` (default ``vlamb_nb.benchmarks.<name>``)."""
 
     name: str
     title: str
     notebooks: tuple[str, ...]
     #: notebooks that need the model's weights (training, saliency): an ``openai:`` model cannot run them
     needs_weights: tuple[str, ...] = ()
+    module: str = ""
 
-    @property
-    def module(self) -> str:
-        return f"vlamb_nb.benchmarks.{self.name}"
+    def __post_init__(self) -> None:
+        if not self.module:
+            object.__setattr__(self, "module", f"vlamb_nb.benchmarks.{self.name}")
 
 
 PAPERS: tuple[Paper, ...] = (

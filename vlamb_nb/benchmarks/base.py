@@ -43,6 +43,7 @@ from typing import Any, final
 from vlamb_nb.errors import NotAvailableError, SettingError
 from vlamb_nb.meta import Deviation, quantization_deviation
 from vlamb_nb.models.base import VLM, ModelInfo, Request
+from vlamb_nb.stats.metric import Metric
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,9 @@ class Benchmark(ABC):
     #: keyword options of :meth:`evaluate` that belong to :meth:`score` (a judge, an explanation scorer, a
     #: metric model); every other option goes to :meth:`run`
     score_options: tuple[str, ...] = ()
+    #: the paper's headline metrics, declared once (:mod:`vlamb_nb.stats.metric`): the card's :meth:`headline`,
+    #: :meth:`summary` and ``compare`` derive from them
+    metrics: tuple[Metric, ...] = ()
 
     # -- the pipeline ------------------------------------------------------------------------------
     @abstractmethod
@@ -261,18 +265,20 @@ class Benchmark(ABC):
 
     def headline(self, runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0, **options: Any) -> list[Any]:
         """The paper's headline numbers for the cross-paper report card (:mod:`vlamb_nb.report_card`): one
-        :class:`~vlamb_nb.report_card.Headline` per metric and slice, ranked among the paper's published
-        models. ``runs`` maps a setting to its scored frame."""
-        raise NotAvailableError(f"{self.name} has no report-card headline")
+        :class:`~vlamb_nb.stats.ranking.Headline` per declared metric (:attr:`metrics`) and slice, ranked among
+        the paper's published models. ``runs`` maps a setting to its scored frame."""
+        if not any(m.card is not None for m in self.metrics):
+            raise NotAvailableError(f"{self.name} declares no report-card metric")
+        from vlamb_nb.stats.metric import headlines
+
+        return headlines(self.name, self.metrics, runs, cells=self.reference, n_resamples=n_resamples, seed=seed)
 
     def summary(self, scored) -> dict[str, Any]:
-        """Headline numbers of one scored run (sweep summaries); benchmarks override with their metric."""
-        out: dict[str, Any] = {"n": int(len(scored))}
-        if "valid" in scored.columns:
-            out["invalid"] = int((~scored["valid"].fillna(False).astype(bool)).sum())
-        if "correct" in scored.columns and len(scored):
-            out["accuracy"] = round(100.0 * float(scored["correct"].fillna(False).astype(float).mean()), 2)
-        return out
+        """Headline numbers of one scored run (sweep summaries): its rows, invalid answers and every declared
+        metric (:attr:`metrics`); a paper adds diagnostics of its own after these."""
+        from vlamb_nb.stats.metric import summary
+
+        return summary(self.metrics, scored)
 
     def deviations(self, model: ModelInfo, setting: str) -> list[Deviation]:
         """Ways a run with ``model`` under ``setting`` differs from the paper's setup."""
@@ -289,15 +295,30 @@ class Benchmark(ABC):
         from vlamb_nb.meta import RunMeta
 
         return RunMeta(benchmark=self.name, setting=setting, model=model.to_dict(), seed=seed,
-                       deviations=self.deviations(model, setting), template=template_digest(self.name),
+                       deviations=self.deviations(model, setting), template=template_digest(self.package()),
                        source=source_digest(items), data=dict(getattr(items, "attrs", {}).get("data") or {})).to_dict()
 
     # -- reference numbers and CLI hooks -----------------------------------------------------------
     def reference(self, table: str | None = None):
-        """The paper's published numbers (each with table id and provenance)."""
+        """The paper's published numbers (each with table id and provenance): ``reference.csv`` in the paper's
+        folder where it has one, else the package's ``reference/<name>.csv``."""
         from vlamb_nb import reference
 
-        return reference.load(self.name, table=table)
+        own = self.folder() / "reference.csv"
+        return reference.load(self.name, table=table, file=own if own.is_file() else None)
+
+    def package(self) -> str:
+        """The paper's package (``vlamb_nb.benchmarks.<name>``, or where a registered paper lives)."""
+        import sys
+
+        module = sys.modules[type(self).__module__]
+        return module.__name__ if getattr(module, "__path__", None) else module.__name__.rpartition(".")[0]
+
+    def folder(self) -> Path:
+        """The folder of the paper's package (where its modules and its own data files live)."""
+        import sys
+
+        return Path(str(sys.modules[type(self).__module__].__file__)).parent
 
     def data_stats(self, items) -> dict[str, Any]:
         """Dataset statistics for ``vlamb-nb data stats``."""
@@ -307,6 +328,15 @@ class Benchmark(ABC):
                    **options: Any) -> dict[str, Any]:
         """Score a predictions file for ``vlamb-nb score``; returns JSON-ready results."""
         raise NotAvailableError(f"scoring files for {self.name} is not implemented yet")
+
+    #: how a prediction store of this paper is scored for ``compare``: replayed through :meth:`evaluate` (the run's
+    #: own steps), or (False) read by the paper's own ``score_store``
+    replays_stores: bool = True
+
+    def released_run(self, path: str | os.PathLike) -> dict[str, Any] | None:
+        """A file of the paper's release that holds one model's per-item outputs, as ``{"model", "setting",
+        "scored", "data"}`` (Ref-Adv's per-row predictions), or None when ``path`` is not one."""
+        return None
 
     def reference_check(self) -> list[dict[str, Any]]:
         """Recompute derivable published cells; one finding per checked cell (see ``reference.Finding``)."""
@@ -358,14 +388,14 @@ def lenient_letter(text: str | None, letters: str = "ABCD") -> tuple[str | None,
     return None, "unparsed"
 
 
-def template_digest(benchmark: str) -> str:
-    """Digest of a benchmark's prompt templates (the source of its ``prompts`` module): runs asked with other
-    prompt texts are other runs, even under the same model and setting."""
+def template_digest(package: str) -> str:
+    """Digest of a benchmark's prompt templates (the source of its package's ``prompts`` module): runs asked with
+    other prompt texts are other runs, even under the same model and setting."""
     import importlib.util
 
     from vlamb_nb.hashing import digest
 
-    spec = importlib.util.find_spec(f"vlamb_nb.benchmarks.{benchmark}.prompts")
+    spec = importlib.util.find_spec(f"{package}.prompts")
     if spec is None or spec.origin is None:
         return ""
     with open(spec.origin, encoding="utf-8") as fh:

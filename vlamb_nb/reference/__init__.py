@@ -6,14 +6,17 @@ Each paper has ``reference/<paper>.csv`` with one published cell per row::
 
 ``value`` is the number as printed (text kept for non-numeric cells); ``flag`` names a
 known inconsistency of the paper in that cell (empty when none). Paper numbers are
-reference data, never results: :func:`compare` puts ours beside them.
+reference data, never results: :func:`compare` puts ours beside them. A paper whose package lives
+elsewhere keeps the same file as ``reference.csv`` in its own folder (``load(..., file=)``).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from vlamb_nb.errors import DataError, SettingError
@@ -34,29 +37,46 @@ def _load_paper(paper: str):
     if not res.is_file():
         raise SettingError(f"no reference numbers for {paper!r}; available: {', '.join(available()) or 'none'}")
     with res.open("r", encoding="utf-8") as fh:
-        df = pd.read_csv(fh, dtype=str, keep_default_na=False)
+        return _checked(pd.read_csv(fh, dtype=str, keep_default_na=False), paper, f"reference/{paper}.csv")
+
+
+@cache
+def _load_file(paper: str, file: str):
+    """A paper's own ``reference.csv`` (in its folder), read like the package's."""
+    import pandas as pd
+
+    if not Path(file).is_file():
+        raise SettingError(f"no reference numbers for {paper!r}: {file} does not exist")
+    with open(file, encoding="utf-8") as fh:
+        return _checked(pd.read_csv(fh, dtype=str, keep_default_na=False), paper, file)
+
+
+def _checked(df: Any, paper: str, where: str):
+    import pandas as pd
+
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
-        raise DataError(f"missing columns {missing}", source=f"reference/{paper}.csv")
+        raise DataError(f"missing columns {missing}", source=where)
     bad = df[df["paper"] != paper]
     if len(bad):
-        raise DataError(f"rows name paper {bad['paper'].iloc[0]!r}", source=f"reference/{paper}.csv",
-                        row=int(bad.index[0]) + 2)
+        raise DataError(f"rows name paper {bad['paper'].iloc[0]!r}", source=where, row=int(bad.index[0]) + 2)
     dup = df.duplicated(["table", "row", "column"], keep=False)
     if dup.any():
         r = df[dup].iloc[0]
-        raise DataError(f"duplicate cell {r['table']}/{r['row']}/{r['column']}", source=f"reference/{paper}.csv")
+        raise DataError(f"duplicate cell {r['table']}/{r['row']}/{r['column']}", source=where)
     df["value_num"] = pd.to_numeric(df["value"].str.replace("%", "", regex=False).str.strip(), errors="coerce")
     return df
 
 
-def load(paper: str, table: str | None = None):
-    """Published cells of ``paper`` (optionally one table) as a DataFrame (``value_num`` is numeric)."""
-    df = _load_paper(paper).copy()
+def load(paper: str, table: str | None = None, *, file: str | os.PathLike | None = None):
+    """Published cells of ``paper`` (optionally one table) as a DataFrame (``value_num`` is numeric); ``file``:
+    the paper's own ``reference.csv`` instead of the package's."""
+    everything = _load_paper(paper) if file is None else _load_file(paper, str(Path(file).resolve()))
+    df = everything.copy()
     if table is not None:
         df = df[df["table"] == table]
         if df.empty:
-            tables = ", ".join(sorted(_load_paper(paper)["table"].unique()))
+            tables = ", ".join(sorted(everything["table"].unique()))
             raise SettingError(f"{paper} has no reference table {table!r}; tables: {tables}")
     return df.reset_index(drop=True)
 

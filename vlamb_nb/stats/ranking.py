@@ -187,14 +187,17 @@ def place(h: Headline, ours_draws: np.ndarray, comparator_draws: Sequence[np.nda
 
 
 def published(paper: str, table: str, column: str, *, n: int | None, exclude: Iterable[str] = (),
-              rows: Iterable[str] | None = None) -> list[Comparator]:
+              rows: Iterable[str] | None = None, cells: Any = None) -> list[Comparator]:
     """The paper's published values of one column as comparators (reference data, with the table id); a cell
-    printed as a bound (``>79``) becomes a comparator with ``bound`` set, drawn at the bound."""
+    printed as a bound (``>79``) becomes a comparator with ``bound`` set, drawn at the bound. ``cells``: the
+    table's reference cells when the caller has them (a paper whose numbers live in its own folder)."""
     import re
 
-    from vlamb_nb import reference
+    if cells is None:
+        from vlamb_nb import reference
 
-    df = reference.load(paper, table)
+        cells = reference.load(paper, table)
+    df = cells
     df = df[df["column"] == column]
     keep = set(rows) if rows is not None else None
     out = []

@@ -6,10 +6,8 @@ Readable top to bottom::
     scored = BENCHMARK.evaluate(model, items, "full")   # Table 10 prompt -> Answer: X -> correct
     pair_accuracy(scored, by="category")                # Acc_q (queries), Acc_p (all of a group right) + CIs
 
-Parts: :mod:`.data`, :mod:`.prompts` (templates, requests), :mod:`.parse`, :mod:`.score` (Acc_q/Acc_p, tables,
-prediction files), :mod:`.judge`, :mod:`.audit`, :mod:`.plots`, :mod:`.report`; this module wires them.
-
-Metric rules (Acc_q, Acc_p over ``question_id`` pairs, the Overall rule, intervals): :mod:`.score`.
+Parts: :mod:`.data`, :mod:`.prompts`, :mod:`.parse`, :mod:`.score` (``METRICS``: Acc_q, Acc_p over ``question_id``
+pairs; tables, files), :mod:`.judge`, :mod:`.audit`, :mod:`.plots`, :mod:`.report`; this module wires them.
 
 Table 4's prompting strategies are settings too (``full_cot``, ``full_codis``, ``full_agent``,
 ``full_agent_unified``; prompt texts ours, see :mod:`.prompts`), read by the same parser and scored like
@@ -59,8 +57,7 @@ class Mucar(Benchmark):
     parse = staticmethod(parse_query)
     score = staticmethod(S.score_predictions)
     tables = staticmethod(S.tables)
-    summary = staticmethod(S.summary)
-    headline = staticmethod(S.headline)
+    metrics = S.METRICS
     make_sample = staticmethod(make_sample)
     judge_report = staticmethod(judge_report)  # answers read again by the CODIS-prompt judge, as the paper's GPT-4o
 
@@ -129,6 +126,9 @@ class Mucar(Benchmark):
         """What differs from the paper for this run; ``max_new_tokens`` is the budget actually used."""
         return super().deviations(model, setting) + prompts.setting_deviations(model, setting,
                                                                                max_new_tokens=max_new_tokens)
+
+    def summary(self, scored) -> dict[str, Any]:  # the declared metrics, then the paper's failure pattern
+        return super().summary(scored) | S.diagnostics(scored)
 
     def data_stats(self, items) -> dict[str, Any]:
         return data_stats(items) | {"quirks": quirk_counts(quirks(items))}

@@ -31,6 +31,7 @@ from vlamb_nb.benchmarks.mucar.prompts import SETTINGS, TABLE4_ROWS, applicable
 from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.jsonl import iter_jsonl
 from vlamb_nb.metrics import coverage
+from vlamb_nb.stats.metric import Metric, OnCard, Published
 
 # -- scoring -------------------------------------------------------------------------------------
 # a query a prediction file has no output for: scored wrong and labelled, never dropped
@@ -331,6 +332,11 @@ def failure_summary(scored, label: str = "ours") -> dict[str, Any]:
             "Acc_q": round(accs["Acc_q"], 2), "Acc_p": round(accs["Acc_p"], 2)}
 
 
+def diagnostics(scored) -> dict[str, Any]:
+    """A sweep summary's MUCAR extra: pairs answered the same for every image although their golds differ."""
+    return {"image_insensitive_groups": failure_summary(scored)["image_insensitive_groups"]}
+
+
 def _records(df) -> list[dict[str, Any]]:
     return json.loads(df.astype({c: str for c in ("category", "language") if c in df}).to_json(orient="records"))
 
@@ -451,28 +457,28 @@ def _is_number(s: str) -> bool:
 TABLE2A_QUERIES, TABLE2A_PAIRS = 1279, 501
 
 
-def headline(runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0) -> list[Any]:
-    """MUCAR's headline for the report card: Overall Acc_p and Acc_q of the ``full`` setting (all seven
-    categories, without confusing options as released), among Table 2a's models. Acc_p's interval resamples
-    pairs; Acc_q's resamples whole pairs of queries."""
-    from vlamb_nb.stats.ranking import headline_among_published, published, weighted_mean
+def in_scope(scored) -> np.ndarray:
+    """The queries an Overall covers: the pairs of the paper's categories for the run's setting
+    (:func:`scope_categories`: all seven for ``full``, the six non-dual ones for ablations)."""
+    cats = scope_categories(scored)
+    if cats is None:
+        return np.ones(len(scored), dtype=bool)
+    first = group_frame(scored).set_index("group")["category"]
+    return scored["group"].map(first).isin(cats).to_numpy()
 
-    scored = runs.get("full") if isinstance(runs, dict) else runs
-    if scored is None or scored.empty:
-        return []
-    scored = scored[scored["setting"] == "full"] if "setting" in scored.columns else scored
-    groups = group_frame(scored)
-    queries = _query_frame(scored, groups)
-    acc_p = headline_among_published(
-        paper="mucar", metric="Acc_p", slice="Overall", stat=weighted_mean(groups["all_correct"].to_numpy(float)),
-        n_rows=len(groups), published=published("mucar", "Table 2a", "Overall Acc_p", n=TABLE2A_PAIRS), unit="pair",
-        setting="full", n_resamples=n_resamples, seed=seed, note="a pair counts when every query of it is right")
-    acc_q = headline_among_published(
-        paper="mucar", metric="Acc_q", slice="Overall", stat=weighted_mean(queries["correct"].to_numpy(float)),
-        n_rows=len(queries), clusters=queries["group"].to_numpy(),
-        published=published("mucar", "Table 2a", "Overall Acc_q", n=TABLE2A_QUERIES), unit="query", ci_unit="pair",
-        setting="full", n_resamples=n_resamples, seed=seed + 1, note="intervals resample whole pairs")
-    return [acc_p, acc_q]
+
+#: MUCAR's headline, declared once: Overall Acc_p (a pair counts when every query of it is right) and Acc_q
+#: (intervals resample whole pairs) of the ``full`` setting on the card, among Table 2a's models
+METRICS = (
+    Metric("Acc_p", "all_correct", column="correct", unit="pair", group="group", order="record_id",
+           key=("uid", "item_id"), where=in_scope, overall="Overall",
+           card=OnCard(published=Published("Table 2a", {"Overall": "Overall Acc_p"}, n=TABLE2A_PAIRS),
+                       settings=("full",), note="a pair counts when every query of it is right")),
+    Metric("Acc_q", "binary", column="correct", unit="query", cluster="group", cluster_unit="pair",
+           key=("uid", "item_id"), where=in_scope, overall="Overall",
+           card=OnCard(published=Published("Table 2a", {"Overall": "Overall Acc_q"}, n=TABLE2A_QUERIES),
+                       settings=("full",), note="intervals resample whole pairs", seed=1)),
+)
 
 
 # -- a scored run's tables, a prediction file's scores ---------------------------------------------------------
@@ -495,13 +501,6 @@ def tables(scored, *, label: str | None = None, n_resamples: int = 2000, seed: i
     if len(settings) == 1 and next(iter(settings)) in TABLE4_ROWS:
         out["Table 4 (MUCAR columns)"] = table4_long(scored, n_resamples=n_resamples, seed=seed)
     return out
-
-
-def summary(scored) -> dict[str, Any]:
-    """Headline numbers of one scored run (sweep summaries)."""
-    s = failure_summary(scored)
-    return {"n": s["n_queries"], "invalid": int((~scored["valid"].fillna(False).astype(bool)).sum()),
-            "Acc_q": s["Acc_q"], "Acc_p": s["Acc_p"], "image_insensitive_groups": s["image_insensitive_groups"]}
 
 
 def score_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,

@@ -31,8 +31,10 @@ class Racquet(Benchmark):
     prompt = staticmethod(prompts.question_text)
     judge = staticmethod(judge)
     tables = staticmethod(S.share_tables)  # class shares (Fig. 3/4, Table 2, §5 control), BIAS shares (Fig. 7)
-    summary = staticmethod(S.summary)
-    headline = staticmethod(S.headline)
+    metrics = S.METRICS
+
+    def summary(self, scored) -> dict[str, Any]:  # the declared shares, then every class's share
+        return super().summary(scored) | S.label_summary(scored)
 
     def requests(self, items, setting: str, **options: Any) -> list[Request]:
         """Requests for ``setting`` (:func:`.prompts.requests`); greedy decoding except ``sampling``."""

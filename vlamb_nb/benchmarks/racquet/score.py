@@ -27,6 +27,7 @@ from vlamb_nb.benchmarks.racquet.prompts import judge_spec
 from vlamb_nb.errors import DataError, NotAvailableError, SettingError
 from vlamb_nb.jsonl import iter_jsonl, read_csv
 from vlamb_nb.metrics import coverage
+from vlamb_nb.stats.metric import Metric, OnCard, Published
 
 
 class DuplicateLabelsWarning(UserWarning):
@@ -430,44 +431,48 @@ def _category_of(item_id: str, path: Path) -> str:
 GENERAL_N, HUMAN_N = 500, 100
 
 
-def headline(runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0) -> list[Any]:
-    """RACQUET's headline for the report card: the share of Explicit (higher is better) and of High Risk
-    (lower is better) answers to the direct GENERAL questions, among Fig. 3's values (GPT-4o, Molmo 7B-D,
-    humans; LLaVA and Qwen-VL-Chat only as the bound ">79%"), and on RACQUET-BIAS (``runs["bias"]``, labelled
-    by hand) the Stereotypical share, which the paper gives no number for. Unlabelled answers stay in every
-    denominator; intervals resample images."""
-    from vlamb_nb.stats.ranking import Headline, headline_among_published, published, weighted_mean
+def general(scored) -> Any:
+    """The GENERAL questions' rows (Fig. 3's population)."""
+    import numpy as np
 
-    out = []
-    direct = runs.get("direct")
-    if direct is not None and len(direct):
-        general = direct[direct["subset"] == "general"] if "subset" in direct.columns else direct
-        if "label" not in general.columns or not general["label"].notna().any():
-            out.append(Headline(paper="racquet", metric="Explicit share", slice="GENERAL, direct", value=None,
-                                status="no labels", note="no judge labels: run the A/B/C judge"))
-        else:
-            images = general["image_url"].to_numpy() if "image_url" in general.columns else None
-            for i, (label, name, better) in enumerate((("A", "Explicit", True), ("C", "High Risk", False))):
-                comps = published("racquet", "Fig. 3", name, n=GENERAL_N)
-                for c in comps:
-                    c.n = HUMAN_N if c.name == "Humans" else GENERAL_N
-                out.append(headline_among_published(
-                    paper="racquet", metric=f"{name} share", slice="GENERAL, direct",
-                    stat=weighted_mean((general["label"] == label).to_numpy(float)), n_rows=len(general),
-                    clusters=images, published=comps, unit="response", ci_unit="image", higher_is_better=better,
-                    setting="direct", n_resamples=n_resamples, seed=seed + i,
-                    note="A/B/C judge labels; unlabelled answers count in the denominator"))
-    bias = runs.get("bias")
-    if bias is not None and len(bias) and "label" in bias.columns and bias["label"].notna().any():
-        labelled = bias[bias["label"].notna()]
-        images = labelled["image_url"].to_numpy() if "image_url" in labelled.columns else None
-        out.append(headline_among_published(
-            paper="racquet", metric="Stereotypical share", slice="BIAS, direct (labelled)",
-            stat=weighted_mean((labelled["label"] == "Stereotypical").to_numpy(float)), n_rows=len(labelled),
-            clusters=images, published=[], unit="response", ci_unit="image", higher_is_better=False,
-            setting="direct", n_resamples=n_resamples, seed=seed + 7,
-            note=f"{len(labelled)} of {len(bias)} BIAS answers labelled by hand; Fig. 7 prints no numbers"))
-    return out
+    return (scored["subset"] == "general").to_numpy() if "subset" in scored.columns else np.ones(len(scored), bool)
+
+
+def bias_labelled(scored) -> Any:
+    """The RACQUET-BIAS answers labelled by hand (Explicit / (Anti-)stereotypical)."""
+    import numpy as np
+
+    if "label" not in scored.columns:
+        return np.zeros(len(scored), bool)
+    n = len(scored)
+    subsets = scored["subset"] if "subset" in scored.columns else ["bias"] * n
+    settings = scored["setting"] if "setting" in scored.columns else [None] * n
+    scheme = np.array([label_scheme(s, st) == "bias" for s, st in zip(subsets, settings, strict=True)], bool)
+    return scheme & scored["label"].notna().to_numpy()
+
+
+def _share(label: str, name: str, higher_is_better: bool, seed: int) -> Metric:
+    """The share of GENERAL answers of one class (unlabelled answers in the denominator), by image, among Fig. 3's
+    values (GPT-4o, Molmo 7B-D, humans at their own n; LLaVA and Qwen-VL-Chat only as the bound ">79%")."""
+    return Metric(f"{name} share", "share", column="label", value=label, unit="response", cluster="image_url",
+                  cluster_unit="image", where=general, overall="GENERAL", higher_is_better=higher_is_better,
+                  card=OnCard(published=Published("Fig. 3", {"GENERAL": name}, n=GENERAL_N, n_of_row={"Humans": HUMAN_N}),
+                              settings=("direct",), slice="{slice}, {setting}",
+                              note="A/B/C judge labels; unlabelled answers count in the denominator",
+                              missing=("no labels", "no judge labels: run the A/B/C judge"), seed=seed))
+
+
+#: RACQUET's headline, declared once: the share of Explicit (higher is better) and of High Risk (lower is better)
+#: answers to the direct GENERAL questions, and on RACQUET-BIAS (the card's ``runs["bias"]``, labelled by hand)
+#: the Stereotypical share, which the paper gives no number for
+METRICS = (
+    _share("A", "Explicit", True, 0), _share("C", "High Risk", False, 1),
+    Metric("Stereotypical share", "share", column="label", value="Stereotypical", unit="response",
+           cluster="image_url", cluster_unit="image", where=bias_labelled, overall="BIAS", higher_is_better=False,
+           compare=False,
+           card=OnCard(settings=("bias",), setting="direct", slice="{slice}, {setting} (labelled)",
+                       note="{n} of {n_all} BIAS answers labelled by hand; Fig. 7 prints no numbers", seed=7)),
+)
 
 
 def label_predictions(predictions):
@@ -494,8 +499,9 @@ def label_predictions(predictions):
     return df
 
 
-def summary(scored) -> dict[str, Any]:
-    """Headline shares, each over the responses of its own label set (A/B/C or BIAS), unlabelled ones included."""
+def label_summary(scored) -> dict[str, Any]:
+    """A sweep summary's RACQUET extras: every class's share, each over the responses of its own label set (A/B/C
+    or BIAS), unlabelled ones included."""
     out: dict[str, Any] = {"n": int(len(scored))}
     if "label" in scored.columns:
         lab = scored["label"]

@@ -19,7 +19,7 @@ from typing import Any
 
 import vlamb_nb.benchmarks.refadv.data as data
 import vlamb_nb.benchmarks.refadv.prompts as prompts
-import vlamb_nb.benchmarks.refadv.score as metrics
+import vlamb_nb.benchmarks.refadv.score as S
 from vlamb_nb.benchmarks.base import Asked, Benchmark, Turn
 from vlamb_nb.benchmarks.refadv.deletion import delete_descriptors
 from vlamb_nb.benchmarks.refadv.parse import (
@@ -51,9 +51,10 @@ class RefAdv(Benchmark):
     data_stats = staticmethod(data.dataset_stats)
     join_items = staticmethod(beside_items)  # each answer beside its item's columns (not the image)
     parse = staticmethod(parse_answer)
-    score = staticmethod(metrics.score_ious)
-    tables = staticmethod(metrics.tables)
-    headline = staticmethod(metrics.headline)
+    score = staticmethod(S.score_ious)
+    tables = staticmethod(S.tables)
+    metrics = S.METRICS
+    headline = staticmethod(S.headline)  # among the released runs on the same rows, then the published ones
     style_deviations = staticmethod(style_deviations)
     delete_descriptors = staticmethod(delete_descriptors)  # Table 4's rewritten expressions
 
@@ -122,19 +123,23 @@ class RefAdv(Benchmark):
                                                                        repair_text=repair_text)
 
     # -- read, score, report ----------------------------------------------------------------------------------
-    def summary(self, scored) -> dict[str, Any]:
-        s = metrics.summary(scored)
-        return {k: (round(100 * v, 2) if isinstance(v, float) and not k.startswith("n_") else v) for k, v in s.items()}
+    def summary(self, scored) -> dict[str, Any]:  # the declared Acc@0.5, then every number of the official report
+        s = S.summary(scored)
+        return super().summary(scored) | {k: (round(100 * v, 2) if isinstance(v, float) and not k.startswith("n_")
+                                              else v) for k, v in s.items()}
 
     def deviations(self, model: ModelInfo, setting: str) -> list[Deviation]:
         return super().deviations(model, setting) + prompts.setting_deviations(model, setting)
 
     def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
                    **options: Any) -> dict[str, Any]:
-        return metrics.score_file(self, predictions, source=source, **options)
+        return S.score_file(self, predictions, source=source, **options)
+
+    replays_stores = False  # its store reader picks one run of several and reads the repair turn as run decides
+    released_run = staticmethod(S.released_run)  # an official per-row predictions file as one model's run
 
     def score_store(self, path: str | os.PathLike, **options: Any):
-        return metrics.score_store(self, path, **options)
+        return S.score_store(self, path, **options)
 
     def reference_check(self) -> list[Any]:
         from vlamb_nb.benchmarks.refadv.audit import audit

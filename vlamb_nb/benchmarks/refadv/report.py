@@ -85,6 +85,25 @@ def predictions_dir(profile: str = "offline") -> Path | None:
     return p if p is not None and any(p.glob("*_predictions.jsonl")) else None
 
 
+#: the committed example comparison's title
+EXAMPLE_COMPARISON = "Released Ref-Adv-s runs (direct prompt) compared on their common rows"
+
+
+def example_runs() -> list[Path]:
+    """The released Ref-Adv direct runs (official per-row files beside the checkout) that the example comparison
+    (``vlamb-nb compare --example``) puts side by side on their common rows."""
+    from vlamb_nb.errors import NotAvailableError
+
+    folder = predictions_dir()
+    if folder is None:
+        raise NotAvailableError("the released Ref-Adv per-row predictions are not beside the checkout "
+                                "(../shared/data/refadv/predictions); the example needs them")
+    files = sorted(folder.glob("*_direct_predictions.jsonl"))
+    if len(files) < 2:
+        raise NotAvailableError(f"fewer than two released Ref-Adv direct runs in {folder.name}/")
+    return files
+
+
 def ours_long(runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0):
     """Our Ref-Adv-s cells in long form (``table,row,column,value,ci_low,ci_high``) for ``reference.compare``."""
     import pandas as pd

@@ -31,6 +31,7 @@ from vlamb_nb.hashing import digest
 from vlamb_nb.jsonl import iter_jsonl, read_json, read_text
 from vlamb_nb.metrics import coverage
 from vlamb_nb.models.base import ModelInfo
+from vlamb_nb.stats.metric import Metric, OnCard, Published
 
 THRESHOLDS = (0.5, 0.75, 0.9)
 # our mAcc: COCO-style mean over IoU 0.50:0.05:0.95 (the paper's definition is not reproducible)
@@ -377,6 +378,22 @@ def _failed(error: Any) -> bool:
     return isinstance(error, str) and bool(error)
 
 
+#: the data identity of the official per-row files: the released Ref-Adv-s rows
+RELEASED_DATA = {"kind": "release", "release": "hub:dddraxxx/ref-adv-s", "revision": None, "n_items": 1142,
+                 "label": "Ref-Adv-s (released per-row predictions)"}
+
+
+def released_run(path: str | os.PathLike) -> dict[str, Any] | None:
+    """An official ``*_predictions.jsonl`` as one model's scored run (``model``, ``setting``, ``scored``,
+    ``data``), or None when ``path`` is not one."""
+    path = Path(path)
+    if path.suffix != ".jsonl" or not _is_official(path):
+        return None
+    scored = read_official_predictions(path)
+    return {"model": str(scored["model"].iloc[0]).replace("Qwen/", ""), "setting": str(scored["prompt_id"].iloc[0]),
+            "scored": scored, "data": dict(RELEASED_DATA)}
+
+
 def _is_official(path: Path) -> bool:
     """Whether a JSON Lines file holds official per-row predictions (else: one of our prediction stores)."""
     for ln, line in enumerate(read_text(path).split("\n"), start=1):
@@ -408,14 +425,24 @@ RELEASED_ROWS = 1142
 HEADLINE_SETTINGS = ("direct", "cot")
 
 
-def _slice_masks(scored) -> list[tuple[str, Any]]:
+def slices(scored) -> list[tuple[str, Any]]:
+    """The published table's slices of Acc@0.5: negation or not, and the distractor bins."""
     import numpy as np
 
     neg = scored["use_negation"].astype(bool).to_numpy()
     d = scored["distractor_count"].astype(int).to_numpy()
-    out = [("overall", np.ones(len(scored), bool)), ("Neg", neg), ("No-Neg", ~neg)]
-    out += [(b, np.array([in_bin(int(x), b) for x in d], bool)) for b in BINS]
-    return out
+    return [("Neg", neg), ("No-Neg", ~neg)] + [(b, np.array([in_bin(int(x), b) for x in d], bool)) for b in BINS]
+
+
+#: Ref-Adv's headline, declared once: Acc@0.5 (the first box's IoU with the target, a parse failure 0) per row,
+#: intervals resampling whole images; the card reads the direct and CoT runs, overall and by slice, among the
+#: released runs and the published Ref-Adv-s rows (:func:`headline`); comparisons report it overall
+ACC = Metric("Acc@0.5", "binary", column="iou", threshold=0.5, unit="row", cluster="file_name", cluster_unit="image",
+             key=("row_idx", "id"), slices=slices, compare_slices=False,
+             card=OnCard(published=Published("Ref-Adv-s", {"overall": "Acc@0.5", "Neg": "Neg", "No-Neg": "No-Neg",
+                                                            **{b: b for b in BINS}}, n=RELEASED_ROWS),
+                         settings=HEADLINE_SETTINGS))
+METRICS = (ACC,)
 
 
 def _aligned(scored, released: dict[str, Any]) -> dict[str, Any]:
@@ -446,6 +473,7 @@ def headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None, n_
     import numpy as np
 
     from vlamb_nb import reference, stats
+    from vlamb_nb.stats.metric import card_slices
     from vlamb_nb.stats.ranking import (
         Comparator,
         Headline,
@@ -458,19 +486,19 @@ def headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None, n_
     )
 
     out = []
-    ref = reference.load("refadv", "Ref-Adv-s")
+    pub = ACC.card.published
+    ref = reference.load("refadv", pub.table)
     for k, (setting, scored) in enumerate(runs.items()):
-        if setting not in HEADLINE_SETTINGS or scored is None or scored.empty:
+        if setting not in ACC.card.settings or scored is None or scored.empty:
             continue
         scored = scored.reset_index(drop=True)
         aligned = _aligned(scored, released or {})
         names = {name: row_name(rel) for name, rel in aligned.items()}
-        hits = scored["iou"].astype(float).to_numpy() >= 0.5
-        images = scored["file_name"].astype(str).to_numpy() if "file_name" in scored.columns else None
-        w = resample_weights(len(scored), images, n_resamples=n_resamples, seed=seed + k)
+        hits = ACC.units(scored).to_numpy(bool)
+        w = resample_weights(len(scored), ACC.clusters(scored), n_resamples=n_resamples, seed=seed + k)
         rng = np.random.default_rng(seed + k + 1)
         full = released and next(iter(released.values()), None)
-        for slice_name, mask in _slice_masks(scored):
+        for slice_name, mask in card_slices(ACC, scored):
             if not mask.any():
                 continue
             wm = w * mask[None, :]
@@ -494,24 +522,25 @@ def headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None, n_
             if pvals and all(p is not None for p in pvals):
                 for c, ph in zip(comps, stats.holm(pvals), strict=True):
                     c.p_holm = float(ph)
-            column = {"overall": "Acc@0.5"}.get(slice_name, slice_name)
-            pub = ref[(ref["column"] == column) & ref["value_num"].notna()]
+            column = pub.column(slice_name, setting)
+            pub_rows = ref[(ref["column"] == column) & ref["value_num"].notna()]
             if aligned and len(scored) < 0.99 * RELEASED_ROWS:
-                pub = pub.iloc[:0]  # ours cover a part of the rows: the released runs on those rows are the fair field
+                pub_rows = pub_rows.iloc[:0]  # ours cover a part of the rows: the released runs on them are the field
             slice_n = RELEASED_ROWS
-            if full is not None and slice_name != "overall":
-                slice_n = int(dict(_slice_masks(full.reset_index(drop=True)))[slice_name].sum())
-            for _, r in pub.iterrows():
+            if full is not None and slice_name != ACC.overall:
+                slice_n = int(dict(ACC.slice_masks(full.reset_index(drop=True)))[slice_name].sum())
+            for _, r in pub_rows.iterrows():
                 if r["row"] in names.values() or r["row"].startswith("Human"):
                     continue  # a released run is compared row by row above; human experts are not a model
-                c = Comparator(name=str(r["row"]), value=float(r["value_num"]), n=slice_n, source="refadv Ref-Adv-s")
+                c = Comparator(name=str(r["row"]), value=float(r["value_num"]), n=slice_n, source=f"refadv {pub.table}")
                 c.ci_low, c.ci_high = published_interval(c.value, slice_n)
                 comps.append(c)
                 draws.append(published_draws(c.value, slice_n, n_resamples=n_resamples, rng=rng))
-            h = Headline(paper="refadv", metric="Acc@0.5", slice=slice_name, value=value, ci_low=lo, ci_high=hi,
-                         n=int(mask.sum()), unit="row", ci_unit="image", setting=setting, comparators=comps,
+            h = Headline(paper="refadv", metric=ACC.name, slice=slice_name, value=value, ci_low=lo, ci_high=hi,
+                         n=int(mask.sum()), unit=ACC.unit, ci_unit=ACC.ci_unit(scored), setting=setting,
+                         comparators=comps,
                          note=(f"released runs compared on the same {int(mask.sum())} rows"
-                               + ("" if len(pub) else "; published values (all 1,142 rows) left out") if aligned
+                               + ("" if len(pub_rows) else "; published values (all 1,142 rows) left out") if aligned
                                else "no released run covers these rows: published values only"))
             out.append(place(h, ours_draws, draws, basis="ours and released runs: the same image resamples; "
                                                          "published-only rows: binomial at the slice's size"))

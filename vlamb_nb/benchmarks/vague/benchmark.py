@@ -53,7 +53,7 @@ class Vague(Benchmark):
     score = staticmethod(S.score_predictions)
     breakdown = staticmethod(S.breakdown)
     tables = staticmethod(S.tables)
-    headline = staticmethod(S.headline)
+    metrics = S.METRICS
 
     def requests(self, items, setting: str, **options: Any) -> list[Request]:
         """Answer-step requests (:func:`.prompts.requests`); SM settings need ``captions``."""

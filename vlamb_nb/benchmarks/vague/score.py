@@ -16,6 +16,7 @@ from vlamb_nb.benchmarks.vague.parse import parse_letter
 from vlamb_nb.benchmarks.vague.prompts import BASE_SETTINGS, SETTINGS, setting_spec
 from vlamb_nb.errors import DataError, NotAvailableError, SettingError
 from vlamb_nb.jsonl import read_json
+from vlamb_nb.stats.metric import Metric, OnCard, Published
 
 MINILM_LABEL = "all-MiniLM-L6-v2 (substitute for roberta-large)"
 
@@ -175,32 +176,12 @@ def predictions_frame(path: str | os.PathLike, *, setting: str | None = None, mo
 SUBSET_N = {"VCR": 1144, "Ego4D": 533}
 
 
-def headline(runs: Any, *, n_resamples: int = 2000, seed: int = 0) -> list[Any]:
-    """VAGUE's headline for the report card: MCQ accuracy per subset and setting (LM, SM, VLM), among Table 1's
-    twelve models. ``runs``: ``{setting: scored}`` or one scored frame holding several settings."""
-    import pandas as pd
-
-    from vlamb_nb.stats.ranking import headline_among_published, published, weighted_mean
-
-    frames = list(runs.values()) if isinstance(runs, dict) else [runs]
-    scored = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    out = []
-    for i, setting in enumerate(("lm", "sm", "vlm")):
-        if scored.empty or setting not in set(scored["setting"]):
-            continue
-        rows = scored[scored["setting"] == setting]
-        for subset in SUBSET_N:
-            part = rows[rows["subset"] == subset]
-            if part.empty:
-                continue
-            column = f"{subset} {setting.upper()}"
-            correct = part["correct"].map(lambda v: bool(v) if isinstance(v, bool | int) else False)
-            out.append(headline_among_published(
-                paper="vague", metric="accuracy", slice=column, stat=weighted_mean(correct.to_numpy(float)),
-                n_rows=len(part), published=published("vague", "Table 1", column, n=SUBSET_N[subset]),
-                unit="item", setting=setting, n_resamples=n_resamples, seed=seed + i,
-                note="Correct / N; refusals and unparsed answers count wrong"))
-    return out
+#: VAGUE's headline, declared once: MCQ accuracy (Correct / N, refusals and unparsed answers wrong), per subset
+#: on the card (each setting's column of Table 1, among its twelve models) and overall ("all") in comparisons
+METRICS = (Metric("accuracy", "binary", column="correct", slices="subset", overall="all",
+                  card=OnCard(published=Published("Table 1", {s: f"{s} {{SETTING}}" for s in SUBSET_N}, n=SUBSET_N),
+                              settings=("lm", "sm", "vlm"), slice="{slice} {SETTING}",
+                              note="Correct / N; refusals and unparsed answers count wrong")),)
 
 
 # -- scored runs: per-item correctness, the paper's tables, prediction files -----------------------------------

@@ -58,7 +58,7 @@ class VFlute(Benchmark):
     score = staticmethod(S.score_predictions)  # gold vs parsed labels, the ExplanationScore of each explanation
     tables = staticmethod(S.tables)
     comparison_rows = staticmethod(S.comparison_rows)
-    headline = staticmethod(S.headline)
+    metrics = S.METRICS
 
     def load(self, source: str | os.PathLike | None = None, *, split: str = "test",
              image_root: str | None = None, token_env: str = "HF_TOKEN", **kwargs: Any):

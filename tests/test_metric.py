@@ -1,0 +1,262 @@
+"""Headline metrics declared as data: each kind's one aggregation against numbers worked out by hand, and each
+paper's declaration giving the card, the sweep summary and ``compare`` the number the paper's own tables give.
+
+The paper tables (MUCAR's ``pair_accuracy``, V-FLUTE's Table 4, VAGUE's ``breakdown``, RACQUET's
+``class_shares``, Ref-Adv's official report ``summary``) are computed by each paper's own code, not from the
+declaration, so agreement here is two independent computations meeting.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vlamb_nb import get_benchmark
+from vlamb_nb.compare import Run, compare
+from vlamb_nb.errors import DataError
+from vlamb_nb.models import ScriptedModel
+from vlamb_nb.stats.metric import Metric, OnCard, Published, headlines, summary
+
+B = 300
+
+
+# -- each kind against a hand count -------------------------------------------------------------------------
+def _point(m: Metric, df: pd.DataFrame) -> float:
+    return m.point(m.rows(df))
+
+
+def test_binary_counts_truthy_answers_and_missing_ones_as_wrong():
+    df = pd.DataFrame({"correct": [True, False, None, 1, np.nan, "yes"]})
+    assert _point(Metric("accuracy"), df) == pytest.approx(100 * 2 / 6)  # True, 1; text is no correctness flag
+
+
+def test_binary_with_a_threshold_reads_a_score_column():
+    df = pd.DataFrame({"iou": [0.5, 0.49999, np.nan, 0.9]})
+    assert _point(Metric("Acc@0.5", column="iou", threshold=0.5), df) == 50.0
+    assert _point(Metric("Acc@0.9", column="iou", threshold=0.9), df) == 25.0  # one parameter, no function each
+
+
+def test_all_correct_counts_a_group_only_when_every_row_is_right_in_declared_order():
+    df = pd.DataFrame({"group": ["g2", "g1", "g3", "g1", "g2"], "correct": [True, True, True, True, False],
+                       "record_id": [5, 2, 9, 1, 4]})
+    m = Metric("Acc_p", "all_correct", group="group", order="record_id", unit="pair")
+    units = m.units(df)
+    assert list(units.index) == ["g1", "g2", "g3"]  # first seen after ordering by record_id
+    assert list(units) == [1.0, 0.0, 1.0]
+    assert _point(m, df) == pytest.approx(200 / 3)
+
+
+def test_a_share_keeps_unlabelled_answers_in_the_denominator():
+    df = pd.DataFrame({"label": ["A", "B", None, "A", "C"], "subset": ["general"] * 4 + ["bias"]})
+    m = Metric("Explicit share", "share", column="label", value="A",
+               where=lambda d: (d["subset"] == "general").to_numpy())
+    assert _point(m, df) == 50.0  # 2 of the 4 GENERAL answers, the unlabelled one counted
+
+
+def test_macro_f1_with_a_support_threshold_follows_the_official_rule():
+    gold = np.array([1, 1, 0, 0, 1, 0])
+    pred = np.array([1, 0, 0, 1, 1, 0])
+    support = np.array([0.9, 0.9, 0.1, 0.9, 0.6, 0.6])
+    df = pd.DataFrame({"label_true": gold, "label_pred_filled": pred, "explanation_score": support})
+
+    def by_hand(p: np.ndarray) -> float:
+        return 100 * np.mean([2 * np.sum((gold == k) & (p == k)) / (np.sum(gold == k) + np.sum(p == k))
+                              for k in (0, 1)])
+    f1 = [Metric(f"F1@{t}", "macro_f1", column="label_pred_filled", gold="label_true", support="explanation_score",
+                 threshold=t / 100) for t in (0, 60)]
+    assert _point(f1[0], df) == pytest.approx(by_hand(pred))
+    adjusted = np.where(support <= 0.6, 1 - gold, pred)  # a score of exactly 0.6 does not pass 0.6
+    assert _point(f1[1], df) == pytest.approx(by_hand(adjusted))
+    with pytest.raises(DataError, match="explanation_score contains missing values"):
+        f1[1].units(df.assign(explanation_score=[0.9, np.nan, 0.1, 0.9, 0.6, 0.6]))
+
+
+def test_a_mean_and_its_resampled_statistic_agree_with_numpy():
+    x = np.array([0.2, 0.4, 0.9, 0.5])
+    m = Metric("explanation score", "mean", column="s", card=None)
+    stat = m.statistic(x)
+    w = np.array([[1, 1, 1, 1], [2, 0, 0, 2], [0, 4, 0, 0]], float)
+    assert stat(w) == pytest.approx([100 * x.mean(), 100 * (0.2 + 0.5) / 2, 40.0])
+
+
+def test_a_declaration_that_cannot_be_computed_is_refused_when_written():
+    with pytest.raises(ValueError, match="unknown metric kind 'median'"):
+        Metric("m", "median")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="names its group column"):
+        Metric("Acc_p", "all_correct")
+    with pytest.raises(ValueError, match="names its gold column"):
+        Metric("F1", "macro_f1")
+    with pytest.raises(ValueError, match="names the value it counts"):
+        Metric("share", "share", column="label")
+
+
+def test_slices_come_from_a_column_or_a_declared_rule():
+    df = pd.DataFrame({"subset": ["VCR", "Ego4D", "VCR"], "neg": [True, False, False]})
+    by_column = Metric("accuracy", slices="subset").slice_masks(df)
+    assert [(n, m.tolist()) for n, m in by_column] == [("Ego4D", [False, True, False]), ("VCR", [True, False, True])]
+    by_rule = Metric("accuracy", slices=lambda d: [("Neg", d["neg"].to_numpy())]).slice_masks(df)
+    assert [(n, m.tolist()) for n, m in by_rule] == [("Neg", [True, False, False])]
+
+
+def test_the_card_reads_the_declared_settings_slices_published_column_and_seed():
+    from vlamb_nb.stats.ranking import headline_among_published, published, weighted_mean
+
+    cells = pd.DataFrame({"table": "T1", "row": ["M1", "M2", "Humans"], "column": ["VCR LM"] * 3,
+                          "value": ["40", "60", "90"], "value_num": [40.0, 60.0, 90.0]})
+    m = Metric("accuracy", slices="subset",
+               card=OnCard(published=Published("T1", {"VCR": "VCR {SETTING}"}, n=100, n_of_row={"Humans": 10}),
+                           settings=("sm", "lm"), slice="{slice} {SETTING}", note="{n} of {n_all} rows", seed=3))
+    right = np.random.default_rng(0).random(40) < 0.75
+    run = pd.DataFrame({"subset": ["VCR"] * 40 + ["Ego4D"], "correct": [*right, True]})
+    rows = headlines("p", [m], {"lm": run, "vlm": run}, cells=lambda table: cells[cells["table"] == table],
+                     n_resamples=B, seed=10)
+    assert len(rows) == 1  # sm not run, vlm not declared, Ego4D not published
+    h = rows[0]
+    assert (h.metric, h.slice, h.setting, h.n, h.note) == ("accuracy", "VCR LM", "lm", 40, "41 of 41 rows")
+    assert h.value == pytest.approx(100 * right.mean())
+    assert {c.name: c.n for c in h.comparators} == {"M1": 100, "M2": 100, "Humans": 10}
+    comps = published("p", "T1", "VCR LM", n=100, cells=cells)
+    comps[-1].n = 10
+    # the seed: the card's + the setting's place among the declared settings (lm: 1) + the metric's own (3)
+    by_hand = headline_among_published(paper="p", metric="accuracy", slice="VCR LM",
+                                       stat=weighted_mean(right.astype(float)), n_rows=40, published=comps,
+                                       setting="lm", n_resamples=B, seed=10 + 1 + 3, note="41 of 41 rows")
+    assert h.to_dict() == by_hand.to_dict()
+
+
+def test_a_run_without_the_metrics_values_gets_one_row_saying_so():
+    declared = get_benchmark("racquet").metrics
+    run = pd.DataFrame({"id": ["g1", "g2"], "subset": "general", "image_url": ["u1", "u2"], "label": [None, None]})
+    rows = headlines("racquet", declared, {"direct": run}, cells=get_benchmark("racquet").reference, n_resamples=B)
+    assert [(h.metric, h.slice, h.status, h.value) for h in rows] == [
+        ("Explicit share", "GENERAL, direct", "no labels", None)]
+    assert summary(declared, run) == {"n": 2}
+
+
+# -- each paper: the card, the summary and compare give the paper's own table's number -------------------------
+def _rng_model(seed: int, answer, model_id: str) -> ScriptedModel:
+    rng = np.random.default_rng(seed)
+    return ScriptedModel(lambda r: answer(rng), model_id=model_id)
+
+
+def _letters(rng) -> str:
+    return "ABCD"[int(rng.integers(0, 4))]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Two scripted models' scored runs of every paper (random answers, so no number is trivially 0 or 100)."""
+    d = tmp_path_factory.mktemp("metric")
+    out: dict[str, dict[str, pd.DataFrame]] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b = get_benchmark("vague")
+        items = b.load(b.make_sample(d / "vague", n=40))
+        out["vague"] = {m: b.evaluate(_rng_model(s, _letters, m), items, "vlm", progress=False, bertscore=None)
+                        for m, s in (("A", 1), ("B", 2))}
+        b = get_benchmark("mucar")
+        items = b.load(b.make_sample(d / "mucar", n=40))
+        out["mucar"] = {m: b.evaluate(_rng_model(s, _letters, m), items, "full", progress=False)
+                        for m, s in (("A", 1), ("B", 2))}
+        b = get_benchmark("vflute")
+        items = b.load(b.make_sample(d / "vflute", n=40))
+        out["vflute"] = {}
+        for m, s in (("A", 1), ("B", 2)):
+            sc = b.evaluate(_rng_model(s, lambda rng: f"x\nLABEL: {'entailment' if rng.random() < .5 else 'contradiction'}",
+                                       m), items, "zero_shot", progress=False, scorer="none")
+            out["vflute"][m] = sc.assign(explanation_score=np.random.default_rng(s).uniform(0.3, 0.9, len(sc)),
+                                         explanation_scorer="drawn")
+        b = get_benchmark("refadv")
+        items = b.load(b.make_sample(d / "refadv", n=40))
+        out["refadv"] = {}
+        for m, s in (("A", 1), ("B", 2)):
+            sc = b.evaluate(ScriptedModel(lambda r: "[1, 2, 30, 40]", model_id=m), items, "direct", progress=False)
+            out["refadv"][m] = sc.assign(iou=np.random.default_rng(s).uniform(0, 1, len(sc)))
+        b = get_benchmark("racquet")
+        items = b.load(b.make_sample(d / "racquet", n=40))
+        out["racquet"] = {m: b.evaluate(ScriptedModel(lambda r: "the red one", model_id=m), items, "direct",
+                                        judge=_rng_model(s, lambda rng: f"CLASS {'ABC'[int(rng.integers(0, 3))]}",
+                                                         "judge"), progress=False)
+                          for m, s in (("A", 1), ("B", 2))}
+    return out
+
+
+def _three_ways(paper: str, setting: str, runs) -> tuple[list, dict, pd.DataFrame]:
+    """The card's rows and the summary of model A, and the comparison's values of A and B."""
+    bench = get_benchmark(paper)
+    a = runs[paper]["A"]
+    card = bench.headline({setting: a}, n_resamples=B)
+    c = compare([Run(m, paper, setting, runs[paper][m]) for m in ("A", "B")], n_resamples=B)
+    return card, bench.summary(a), c.values[c.values["model"] == "A"].set_index(["metric", "slice"])["value"]
+
+
+def test_mucar_acc_p_and_acc_q_are_pair_accuracys_overall(runs):
+    from vlamb_nb.benchmarks.mucar.score import pair_accuracy
+
+    card, summ, values = _three_ways("mucar", "full", runs)
+    table = pair_accuracy(runs["mucar"]["A"], None, n_resamples=100).set_index("metric")["value"]
+    assert 0 < table["Acc_p"] < table["Acc_q"] < 100
+    for name in ("Acc_p", "Acc_q"):
+        assert next(h.value for h in card if h.metric == name) == pytest.approx(table[name])
+        assert summ[name] == round(table[name], 2)
+        assert values[(name, "Overall")] == pytest.approx(table[name])
+
+
+def test_vflute_f1_at_t_is_table_4s(runs):
+    from vlamb_nb.benchmarks.vflute.score import tables
+
+    card, summ, values = _three_ways("vflute", "zero_shot", runs)
+    t4 = tables(runs["vflute"]["A"])["Table 4"].iloc[0]
+    for name in ("F1@0", "F1@60"):
+        assert 0 < t4[name] < 100
+        assert next(h.value for h in card if h.metric == name) == pytest.approx(t4[name], abs=0.05)  # printed to 0.1
+        assert summ[name] == pytest.approx(t4[name], abs=0.05)
+        assert values[(name, "overall")] == pytest.approx(t4[name], abs=0.05)
+    assert next(h for h in card if h.metric == "F1@60").note == "explanations scored by drawn"
+    assert values[("explanation score", "overall")] == pytest.approx(100 * runs["vflute"]["A"]["explanation_score"]
+                                                                     .mean())
+
+
+def test_vague_accuracy_per_subset_is_the_breakdowns(runs):
+    from vlamb_nb.benchmarks.vague.score import breakdown
+
+    card, summ, values = _three_ways("vague", "vlm", runs)
+    rows = breakdown(runs["vague"]["A"]).set_index("subset")
+    for subset in ("VCR", "Ego4D"):
+        exact = 100 * rows.loc[subset, "correct"] / rows.loc[subset, "N"]
+        assert next(h.value for h in card if h.slice == f"{subset} VLM") == pytest.approx(exact)
+        assert values[("accuracy", subset)] == pytest.approx(exact)
+    assert summ["accuracy"] == round(100 * rows.loc["All", "correct"] / rows.loc["All", "N"], 2)
+    assert values[("accuracy", "all")] == pytest.approx(100 * rows.loc["All", "correct"] / rows.loc["All", "N"])
+
+
+def test_racquet_shares_are_the_class_shares_of_the_general_questions(runs):
+    from vlamb_nb.benchmarks.racquet.score import class_shares
+
+    card, summ, values = _three_ways("racquet", "direct", runs)
+    a = runs["racquet"]["A"]
+    shares = class_shares(a[a["subset"] == "general"], n_resamples=100).set_index("label")
+    for name, label in (("Explicit share", "A"), ("High Risk share", "C")):
+        exact = 100 * shares.loc[label, "count"] / shares.loc[label, "n"]
+        assert 0 < exact < 100
+        assert next(h.value for h in card if h.metric == name) == pytest.approx(exact)
+        assert summ[name] == round(exact, 2)
+        assert values[(name, "GENERAL")] == pytest.approx(exact)
+
+
+def test_refadv_acc_at_half_is_the_official_reports(runs):
+    from vlamb_nb.benchmarks.refadv.score import summary as official
+
+    card, summ, values = _three_ways("refadv", "direct", runs)
+    report = official(runs["refadv"]["A"])
+    by_slice = {h.slice: h.value for h in card}
+    assert by_slice["overall"] == pytest.approx(100 * report["acc@0.5"])
+    assert by_slice["Neg"] == pytest.approx(100 * report["neg"]) and by_slice["No-Neg"] == pytest.approx(
+        100 * report["no_neg"])
+    assert by_slice["4-6"] == pytest.approx(100 * report["4-6"])
+    assert summ["Acc@0.5"] == round(100 * report["acc@0.5"], 2) == summ["acc@0.5"]
+    assert values[("Acc@0.5", "overall")] == pytest.approx(100 * report["acc@0.5"])
+    assert list(values.index.get_level_values("slice")) == ["overall"]  # the slices are the card's

@@ -1,0 +1,348 @@
+"""A paper's headline metrics, declared once as data: the report card, sweep summaries and ``compare`` read them.
+
+As in lm-evaluation-harness's ``metric_list`` (a metric's name, its aggregation, whether higher is better), each
+paper's ``score.py`` lists its :class:`Metric` s and its benchmark exposes them as ``metrics``. A declaration
+says what a number is made of — the per-item column (or the rule that derives a value from it), the kind of
+aggregate, the unit it counts and the unit its intervals resample, the item key, which rows it covers and its
+slices — and where it stands on the card (:class:`OnCard`: the published table it is ranked in). Everything
+a paper knows about its headline lives in that declaration, so the card (:func:`headlines`), a sweep's summary
+(:func:`summary`) and the paired comparison (:mod:`vlamb_nb.compare`) compute the same number the same way,
+and none of them names a paper.
+
+One parameterised aggregation per kind, never one function per threshold or class:
+
+- ``binary``: 0/1 per item (a truthy column, or ``column >= threshold``: Ref-Adv's Acc@0.5); missing counts 0;
+- ``all_correct``: 0/1 per ``group`` (MUCAR's Acc_p: a pair counts when every query of it is right);
+- ``share``: the share of items whose ``column`` equals ``value`` (RACQUET's class shares; unlabelled items stay
+  in the denominator);
+- ``mean``: the mean of a continuous ``column`` (V-FLUTE's explanation score);
+- ``macro_f1``: macro-F1 of binary predictions in ``column`` against ``gold``; with a ``support`` column a
+  prediction stands only where its support exceeds ``threshold`` (V-FLUTE's F1@t: the explanation score).
+
+Every aggregate is a statistic over resample weights (:func:`~vlamb_nb.stats.ranking.resample_weights`), in
+percent, so a point value, a bootstrap interval and a rank over the same resamples come from one function.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from vlamb_nb.errors import DataError
+
+Kind = Literal["binary", "all_correct", "share", "mean", "macro_f1"]
+KINDS: tuple[str, ...] = ("binary", "all_correct", "share", "mean", "macro_f1")
+#: kinds whose per-unit values are 0/1 outcomes (a paired difference is tested with McNemar)
+ZERO_ONE: tuple[str, ...] = ("binary", "all_correct")
+
+
+@dataclass(frozen=True)
+class Published:
+    """Where the paper prints a metric: the reference table, the column of each slice, and its test size.
+
+    ``columns`` maps a slice (the metric's ``overall`` name or a slice name) to the table's column; a column may
+    name the setting (``"VCR {SETTING}"``). The card ranks ours among the table's rows in that column.
+    """
+
+    table: str
+    columns: Mapping[str, str]
+    #: the test size behind every published value, or per slice
+    n: int | Mapping[str, int] | None = None
+    #: rows with a test size of their own (RACQUET's human annotators)
+    n_of_row: Mapping[str, int] = field(default_factory=dict)
+
+    def column(self, slice_name: str, setting: str) -> str:
+        return self.columns[slice_name].format(setting=setting, SETTING=setting.upper())
+
+    def size(self, slice_name: str) -> int | None:
+        return self.n.get(slice_name) if isinstance(self.n, Mapping) else self.n
+
+
+@dataclass(frozen=True)
+class OnCard:
+    """How a metric stands on the report card: the runs it reads, what each row is called, what it is ranked
+    among. The row's seed is the card's seed + the setting's position in ``settings`` + ``seed`` (fixed, so a
+    published card is reproduced exactly)."""
+
+    published: Published | None = None
+    #: the runs (``{setting: scored}`` keys) the card reads, in order; empty: the first run given
+    settings: tuple[str, ...] = ()
+    #: the setting a row names when the run's key is not one (RACQUET's hand-labelled BIAS answers are direct)
+    setting: str = ""
+    #: a row's slice label; ``{slice}``, ``{setting}`` and ``{SETTING}`` are filled in
+    slice: str = "{slice}"
+    #: the row's note; ``{n}`` (rows counted), ``{n_all}`` (rows of the run) and the run's first-row columns
+    note: str = ""
+    #: (status, note) of the one row a run gets when it has none of the metric's values (no judge labels)
+    missing: tuple[str, str] | tuple[()] = ()
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One headline metric of one paper, as data (see the module doc for the kinds)."""
+
+    name: str
+    kind: Kind = "binary"
+    #: the per-item column: the correctness flag, the IoU, the predicted label, the class label, the score
+    column: str = "correct"
+    #: binary: an item counts when ``column >= threshold``; macro_f1: a prediction stands when support > threshold
+    threshold: float | None = None
+    #: share: the class counted
+    value: Any = None
+    #: macro_f1: the gold label column; and the column a prediction needs to exceed ``threshold`` in
+    gold: str = ""
+    support: str = ""
+    #: what a value counts (item, query, pair, row, response); all_correct: the unit of ``group``
+    unit: str = "item"
+    #: all_correct: the column naming the unit all of whose rows must be right, and the column ordering units
+    group: str = ""
+    order: str = ""
+    #: rows sharing a value of this column are resampled together (an image), called ``cluster_unit``
+    cluster: str = ""
+    cluster_unit: str = ""
+    #: the columns naming an item across runs, the first one present wins
+    key: tuple[str, ...] = ("item_id", "id")
+    #: the rows the metric covers (RACQUET: the GENERAL subset; MUCAR: the paper's categories for the setting)
+    where: Callable[[Any], Any] | None = None
+    #: its slices: a column (one slice per value) or a function giving ``[(name, mask)]``
+    slices: str | Callable[[Any], list[tuple[str, Any]]] | None = None
+    #: the name of the whole (unsliced) set
+    overall: str = "overall"
+    higher_is_better: bool = True
+    #: its place on the card (None: not a card row)
+    card: OnCard | None = field(default_factory=OnCard)
+    #: compared by ``compare``, and with its slices
+    compare: bool = True
+    compare_slices: bool = True
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown metric kind {self.kind!r}; one of {', '.join(KINDS)}")
+        if self.kind == "all_correct" and not self.group:
+            raise ValueError(f"{self.name}: an all_correct metric names its group column")
+        if self.kind == "macro_f1" and not self.gold:
+            raise ValueError(f"{self.name}: a macro_f1 metric names its gold column")
+        if self.kind == "share" and self.value is None:
+            raise ValueError(f"{self.name}: a share names the value it counts")
+
+    # -- rows ------------------------------------------------------------------------------------------
+    def rows(self, scored: Any) -> Any:
+        """The rows the metric covers."""
+        if self.where is None:
+            return scored
+        return scored[np.asarray(self.where(scored), dtype=bool)]
+
+    def has_values(self, rows: Any) -> bool:
+        """Whether ``rows`` hold any of the metric's values (a run without judge labels holds none)."""
+        need = [self.column] + ([self.gold] if self.gold else []) + ([self.support] if self.support else [])
+        return all(c in rows.columns for c in need) and bool(rows[self.column].notna().any())
+
+    def slice_masks(self, rows: Any) -> list[tuple[str, np.ndarray]]:
+        """``[(name, mask)]`` of the declared slices (a column's values sorted), without the whole set."""
+        if self.slices is None:
+            return []
+        if callable(self.slices):
+            return [(str(n), np.asarray(m, dtype=bool)) for n, m in self.slices(rows)]
+        if self.slices not in rows.columns:
+            return []
+        col = rows[self.slices].astype(str).to_numpy()
+        return [(v, col == v) for v in sorted(set(col.tolist()))]
+
+    def item_key(self, rows: Any) -> Any:
+        for col in self.key:
+            if col in rows.columns:
+                return rows[col].astype(str)
+        raise DataError(f"the scored run has none of the item id columns {', '.join(self.key)}")
+
+    # -- per-unit values -------------------------------------------------------------------------------
+    def units(self, rows: Any) -> Any:
+        """The per-unit values as a Series (a row each, or a ``group`` each for all_correct), in the
+        metric's natural scale (0/1, a share's 0/1, a score, a predicted label)."""
+        import pandas as pd
+
+        if self.kind == "all_correct":
+            s = rows.sort_values(self.order, kind="stable") if self.order and self.order in rows.columns else rows
+            ok = pd.Series(_flags(s[self.column]), index=s.index)
+            g = ok.groupby(s[self.group].astype(str).to_numpy(), sort=False)
+            return (g.sum() == g.size()).astype(float)
+        return pd.Series(self._row_values(rows), index=rows.index)
+
+    def _row_values(self, rows: Any) -> np.ndarray:
+        col = rows[self.column]
+        if self.kind == "binary":
+            if self.threshold is None:
+                return _flags(col)
+            return (col.astype(float).fillna(0.0).to_numpy() >= self.threshold).astype(float)
+        if self.kind == "share":
+            return (col == self.value).to_numpy(float)
+        if self.kind == "mean":
+            return col.to_numpy(float)
+        gold = self.gold_values(rows)
+        pred = col.to_numpy(int)
+        if self.support:
+            s = rows[self.support].to_numpy(float)
+            if np.isnan(s).any():
+                raise DataError(f"{self.name}: {self.support} contains missing values; score every item",
+                                field=self.support)
+            pred = np.where(s <= float(self.threshold or 0.0), 1 - gold, pred)
+        return pred.astype(float)
+
+    def gold_values(self, rows: Any) -> np.ndarray | None:
+        if self.kind != "macro_f1":
+            return None
+        gold = rows[self.gold].to_numpy(int)
+        if not np.isin(gold, (0, 1)).all():
+            raise DataError(f"{self.name}: gold labels must be 0/1", field=self.gold)
+        return gold
+
+    def clusters(self, rows: Any) -> np.ndarray | None:
+        """Per-unit cluster labels (None: units are resampled alone). all_correct units are their own clusters."""
+        if self.kind == "all_correct" or not self.cluster or self.cluster not in rows.columns:
+            return None
+        return rows[self.cluster].astype(str).to_numpy()
+
+    def ci_unit(self, rows: Any) -> str:
+        """What an interval resamples: the cluster unit where the run has the cluster column, else the unit."""
+        return self.cluster_unit if self.clusters(rows) is not None else self.unit
+
+    # -- the aggregate -----------------------------------------------------------------------------------
+    def statistic(self, values: Any, gold: Any = None) -> Callable[[np.ndarray], np.ndarray]:
+        """The aggregate over (resamples, units) weights, in percent: this kind's one aggregation."""
+        from vlamb_nb.stats.ranking import weighted_mean
+
+        v = np.asarray(values, dtype=float)
+        if self.kind == "macro_f1":
+            return weighted_macro_f1(gold, v.astype(int))
+        return weighted_mean(v)
+
+    def paired_statistic(self, gold: Any = None) -> Any:
+        """The statistic a paired bootstrap of two runs' values uses (None: the difference of means)."""
+        if self.kind != "macro_f1":
+            return None
+        from vlamb_nb.stats.bootstrap import macro_f1_statistic
+
+        return macro_f1_statistic(gold)
+
+    def point(self, rows: Any) -> float:
+        """The metric on ``rows`` (percent)."""
+        v = self.units(rows).to_numpy(float)
+        if not len(v):
+            return math.nan
+        return float(self.statistic(v, self.gold_values(rows))(np.ones((1, len(v))))[0])
+
+
+def _flags(col: Any) -> np.ndarray:
+    """0/1 from a correctness column whose missing values (refusals, unparsed answers) count as wrong."""
+    import pandas as pd
+
+    return pd.Series(col).map(lambda v: 1.0 if (isinstance(v, bool | np.bool_ | int | float | np.integer |
+                                                             np.floating) and not pd.isna(v) and bool(v))
+                              else 0.0).to_numpy(float)
+
+
+def weighted_macro_f1(label_true: Any, predictions: Any) -> Callable[[np.ndarray], np.ndarray]:
+    """A statistic over resample weights: macro-F1 (percent) of ``predictions`` against ``label_true``, binary
+    labels 0/1, over the classes present in the resample (scikit-learn's ``average="macro"``)."""
+    t = np.asarray(label_true, dtype=int)
+    p = np.asarray(predictions, dtype=int)
+
+    def stat(w: np.ndarray) -> np.ndarray:
+        total = np.zeros(w.shape[0])
+        present = np.zeros(w.shape[0])
+        for c in (0, 1):
+            tp = w @ ((t == c) & (p == c)).astype(float)
+            denom = w @ (t == c).astype(float) + w @ (p == c).astype(float)
+            has = denom > 0
+            total += np.where(has, 2 * tp / np.where(has, denom, 1.0), 0.0)
+            present += has
+        return 100.0 * np.where(present > 0, total / np.maximum(present, 1), 0.0)
+    return stat
+
+
+# -- what the card, a summary and a comparison derive from the declarations --------------------------------
+def card_slices(m: Metric, rows: Any) -> list[tuple[str, np.ndarray]]:
+    """The card's rows of one metric: the published slices in the table's order (the whole set where the table
+    prints one), or the whole set when nothing is published."""
+    whole = (m.overall, np.ones(len(rows), dtype=bool))
+    pub = m.card.published if m.card else None
+    if pub is None:
+        return [whole]
+    masks = dict(m.slice_masks(rows))
+    masks[m.overall] = whole[1]
+    return [(name, masks[name]) for name in pub.columns if name in masks]
+
+
+def headlines(paper: str, metrics: Any, runs: Any, *, cells: Callable[[str], Any], n_resamples: int = 2000,
+              seed: int = 0) -> list[Any]:
+    """The card's rows (:class:`~vlamb_nb.stats.ranking.Headline`) of every declared card metric: ours by
+    (cluster) bootstrap, ranked among the published values of its table (``cells(table)``: the paper's
+    reference cells), each drawn from its binomial at its test size. ``runs``: ``{setting: scored}``, or one
+    scored frame (its ``attrs["setting"]``)."""
+    from vlamb_nb.stats.ranking import Headline, headline_among_published, published
+
+    if not isinstance(runs, Mapping):
+        runs = {str(getattr(runs, "attrs", {}).get("setting", "")): runs}
+    out: list[Any] = []
+    said: set[tuple[str, str]] = set()
+    for m in metrics:
+        if m.card is None:
+            continue
+        keys = m.card.settings or tuple(runs)[:1]
+        for i, key in enumerate(keys):
+            frame = runs.get(key)
+            if frame is None or not len(frame):
+                continue
+            setting = m.card.setting or key
+            rows = m.rows(frame)
+            if rows.empty:
+                continue
+            label = m.card.slice
+            if not m.has_values(rows):
+                if m.card.missing and (key, m.column) not in said:
+                    status, note = m.card.missing
+                    out.append(Headline(paper=paper, metric=m.name, slice=label.format(
+                        slice=m.overall, setting=setting, SETTING=setting.upper()), value=None, status=status,
+                        note=note))
+                said.add((key, m.column))
+                continue
+            note = m.card.note.format_map({**rows.iloc[0].to_dict(), "n": len(rows), "n_all": len(frame)})
+            for name, mask in card_slices(m, rows):
+                part = rows[mask]
+                if part.empty:
+                    continue
+                values = m.units(part).to_numpy(float)
+                pub = m.card.published
+                comps = []
+                if pub is not None:
+                    comps = published(paper, pub.table, pub.column(name, setting), n=pub.size(name),
+                                      cells=cells(pub.table))
+                    for c in comps:
+                        c.n = pub.n_of_row.get(c.name, c.n)
+                out.append(headline_among_published(
+                    paper=paper, metric=m.name, slice=label.format(slice=name, setting=setting,
+                                                                   SETTING=setting.upper()),
+                    stat=m.statistic(values, m.gold_values(part)), n_rows=len(values), clusters=m.clusters(part),
+                    published=comps, unit=m.unit, ci_unit=m.ci_unit(part),
+                    higher_is_better=m.higher_is_better, setting=setting, n_resamples=n_resamples,
+                    seed=seed + i + m.card.seed, note=note))
+    return out
+
+
+def summary(metrics: Any, scored: Any) -> dict[str, Any]:
+    """A scored run's headline numbers (sweep summaries): how many rows and invalid answers, and every declared
+    metric on the rows it covers (percent, 2 decimals); a metric the run has no values for is left out."""
+    out: dict[str, Any] = {"n": int(len(scored))}
+    if "valid" in scored.columns:
+        out["invalid"] = int((~scored["valid"].fillna(False).astype(bool)).sum())
+    for m in metrics:
+        rows = m.rows(scored)
+        if rows.empty or not m.has_values(rows):
+            continue
+        value = m.point(rows)
+        out[m.name] = round(value, 2) if math.isfinite(value) else None
+    return out
