@@ -25,9 +25,7 @@ import itertools
 import json
 import math
 import os
-import shutil
 import sys
-import tempfile
 import types
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +37,8 @@ import numpy as np
 from vlamb_nb.errors import DataError, NotAvailableError, SettingError
 
 N_RESAMPLES = 2000
-#: the error a store replay gives a request the store does not hold: that item was not asked in this run
+#: the error that marked an item a run was not asked; a stored run scored by ``Benchmark.score_store`` holds only
+#: the items it answered, so no scored frame carries it any more
 NOT_STORED = "not in the prediction store (not asked in this run)"
 #: what each kind of score is tested with
 TESTS = {"binary": "McNemar", "mean": "paired bootstrap", "share": "paired bootstrap",
@@ -473,22 +472,18 @@ def _source_for(paper: str, sources: Mapping[str, Any] | str | os.PathLike | Non
 
 
 def _file_run(path: Path, sources: Any, *, name: str | None = None, options: dict[str, Any] | None = None) -> Run:
-    from vlamb_nb.benchmarks.refadv.score import _is_official
+    """A prediction store, or a released run's per-row file (read by its paper's ``released_run``)."""
+    from vlamb_nb.benchmarks import get_benchmark, list_benchmarks
+    from vlamb_nb.store import is_store
 
-    if path.suffix == ".jsonl" and _is_official(path):
-        from vlamb_nb.benchmarks.refadv.score import read_official_predictions
-
-        scored = read_official_predictions(path)
-        model = str(scored["model"].iloc[0]).replace("Qwen/", "")
-        return Run(model=name or model, paper="refadv", setting=str(scored["prompt_id"].iloc[0]), scored=scored,
-                   origin=str(path), data=RELEASED_REFADV)
+    if not is_store(path):
+        for paper in list_benchmarks():
+            released = get_benchmark(paper).released_run(path)
+            if released is not None:
+                return Run(model=name or released.model, paper=paper, setting=released.setting,
+                           scored=released.scored, origin=str(path), data=dict(released.data))
     return score_store(path, source=_source_for(_store_meta(path)["benchmark"], sources), name=name,
                        options=options)
-
-
-#: the data identity of the official Ref-Adv per-row files: the released Ref-Adv-s rows
-RELEASED_REFADV = {"kind": "release", "release": "hub:dddraxxx/ref-adv-s", "revision": None, "n_items": 1142,
-                   "label": "Ref-Adv-s (released per-row predictions)"}
 
 
 def _store_meta(path: Path) -> dict[str, Any]:
@@ -518,23 +513,6 @@ def _store_meta(path: Path) -> dict[str, Any]:
     return meta
 
 
-class _StoredAnswers:
-    """A model that answers only from a store: replaying a finished run through the paper's own steps (turns,
-    parsing, scoring), so a store is scored exactly as its run was. A request the store lacks gets an error
-    marking the item as not asked."""
-
-    def __init__(self, info: Any) -> None:
-        self.info = info
-
-    def generate(self, requests: Sequence[Any]) -> list[Any]:
-        from vlamb_nb.models.base import Generation
-
-        return [Generation(request_id=r.id, error=NOT_STORED, finish_reason="error") for r in requests]
-
-    def score_options(self, request: Any, options: Sequence[str]) -> list[float]:
-        raise NotAvailableError("a stored run cannot score options")
-
-
 def _model_name(model: dict[str, Any]) -> str:
     name = str(model.get("model_id") or "model")
     if model.get("quantization"):
@@ -544,9 +522,10 @@ def _model_name(model: dict[str, Any]) -> str:
 
 def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None,
                 options: dict[str, Any] | None = None) -> Run:
-    """A prediction store scored against ``source`` (the data its run was asked about), as a :class:`Run`."""
+    """A prediction store scored against ``source`` (the data its run was asked about) by the paper's
+    :meth:`~vlamb_nb.benchmarks.base.Benchmark.score_store`, as a :class:`Run`; ``options``: the run's options
+    (a sweep's), the score options among them."""
     from vlamb_nb.benchmarks import get_benchmark
-    from vlamb_nb.models.base import ModelInfo
 
     path = Path(path)
     meta = _store_meta(path)
@@ -555,24 +534,14 @@ def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None
         raise DataError(f"a prediction store holds answers, not the {paper} items they answer: give the data it "
                         f"was run on (--source {paper}=PATH)", source=str(path))
     bench = get_benchmark(paper)
-    info = ModelInfo(**{k: v for k, v in meta["model"].items() if k in ModelInfo.__dataclass_fields__})
-    opts = dict(options or {})
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if paper == "refadv":
-            scored = bench.score_store(path, source=source, setting=setting, model=info.model_id,
-                                       **{k: v for k, v in opts.items() if k in ("style", "repair_text")})
-        else:
-            items = bench.load(source)
-            with tempfile.TemporaryDirectory() as tmp:  # the replay never writes into the user's store
-                copy = Path(tmp) / path.name
-                shutil.copyfile(path, copy)
-                scored = bench.evaluate(_StoredAnswers(info), items, setting, store=copy, progress=False, **opts)
+        scored = bench.score_store(path, bench.load(source), setting=setting, **dict(options or {}))
     devs = [_deviation_line(d) for d in meta.get("deviations") or []]
     return Run(model=name or _model_name(meta["model"]), paper=paper, setting=setting, scored=scored,
-               origin=str(path), data=meta.get("data"), deviations=devs, endpoint=info.endpoint)
+               origin=str(path), data=meta.get("data"), deviations=devs, endpoint=meta["model"].get("endpoint"))
 
 
 def _deviation_line(d: Any) -> str:
