@@ -135,7 +135,7 @@ def test_predictions_treat_missing_error_as_success():
 
     Echo.__abstractmethods__ = frozenset()
     items = pd.DataFrame({"id": ["a", "b", "c"]})
-    gens = pd.DataFrame({"request_id": ["a", "b", "c"], "text": ["x", "y", ""],
+    gens = pd.DataFrame({"request_id": ["a", "b", "c"], "item_id": ["a", "b", "c"], "text": ["x", "y", ""],
                          "error": [np.nan, None, "RuntimeError: boom"]})
     out = Echo().predictions(items, gens)
     assert list(out["valid"]) == [True, True, False]

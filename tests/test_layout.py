@@ -429,3 +429,140 @@ def test_the_paper_name_check_can_fail(tmp_path):
                        '    return paper == "mucar"  # Ref-Adv-s rows\n', encoding="utf-8")
     found = paper_names_in([planted], _registry_names())
     assert [f.split(": ")[1] for f in found] == ["mucar", "Ref-Adv-s"]
+
+
+# -- the stored run record is the interface: its item and turn are fields, read back by one compatibility reader --
+#: the one module that may still read an item or a turn out of a request id or setting tag (stores written before
+#: those were fields), and the recording format of replayed answers, which names a setting by its base
+TURN_CONVENTION_READERS = {"vlamb_nb/store.py", "vlamb_nb/models/replay.py"}
+#: string methods that read a part of a string (``replace`` builds an id and is fine)
+_READ_METHODS = {"split", "rsplit", "partition", "rpartition", "startswith", "endswith", "removeprefix",
+                 "removesuffix", "contains", "find", "index"}
+
+
+def _convention(value: object) -> bool:
+    """A request-id or setting-tag convention: ``::`` (item and turn in a request id), ``:`` (a step or a repair in
+    a setting tag) and the old turn suffixes."""
+    return isinstance(value, str) and ("::" in value or value == ":" or value.startswith(("repair-", ":repair")))
+
+
+def turn_convention_reads(root: Path = PKG) -> list[str]:
+    """``file:line`` that reads an item or a turn out of a string convention (``rid.split("::")``,
+    ``setting.str.contains(":")``, ``endswith("::caption")``, ``"::" in rid``) outside the compatibility reader."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        if str(path.relative_to(root.parent)) in TURN_CONVENTION_READERS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            hit = False
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _READ_METHODS:
+                hit = any(isinstance(c, ast.Constant) and _convention(c.value) for a in node.args for c in ast.walk(a))
+            elif isinstance(node, ast.Compare) and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops):
+                hit = isinstance(node.left, ast.Constant) and _convention(node.left.value)
+            if hit:
+                out.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    return sorted(set(out))
+
+
+def test_no_module_reads_a_turn_or_an_item_out_of_a_request_id():
+    found = turn_convention_reads()
+    assert not found, ("read a record's item and turn from its item_id/turn fields (vlamb_nb.store.read_store gives "
+                       f"them to old stores too), not out of a request id or setting tag: {found}")
+
+
+def test_the_turn_convention_check_can_fail(tmp_path):
+    pkg = tmp_path / "vlamb_nb"
+    (pkg / "models").mkdir(parents=True)
+    (pkg / "store.py").write_text("def legacy(rid):\n    return rid.split('::')[0]\n")
+    (pkg / "a.py").write_text("def f(g):\n    return g['request_id'].str.split('::').str[0]\n")
+    (pkg / "b.py").write_text("def f(rid, tag):\n    return rid.endswith('::caption') or '::' in rid\n")
+    (pkg / "c.py").write_text("def f(g):\n    return g['setting'].str.contains(':', regex=False)\n")
+    (pkg / "d.py").write_text("def f(s):\n    return s.removeprefix('repair-')\n")
+    (pkg / "fine.py").write_text("def f(i, s):\n    return f'{i}::{s}', i.replace('::', '::repair-', 1)\n")
+    assert turn_convention_reads(pkg) == ["vlamb_nb/a.py:2", "vlamb_nb/b.py:2", "vlamb_nb/c.py:2",
+                                          "vlamb_nb/d.py:2"]
+
+
+#: what scoring a stored run of one's own takes: choosing the run's records and reading them back per paper
+_STORE_SCORING = {"select_run", "one_run", "identify_runs", "_StoredAnswers"}
+_STORE_SCORER_NAMES = {"score_store", "score_generations", "predictions_frame", "_store_row"}
+
+
+def own_store_scorers(root: Path = PKG) -> list[str]:
+    """``file:line`` of a paper module that scores stored runs itself (defines a store scorer, or picks a run's
+    records: ``select_run``/``one_run``/``identify_runs``), or of ``compare.py`` replaying a store through
+    ``evaluate``: :meth:`Benchmark.score_store` is the one way from stored answers to scores."""
+    out = []
+    papers = root / "benchmarks"
+    for path in sorted(root.rglob("*.py")):
+        in_paper = papers in path.parents and path.parent != papers
+        if not in_paper and path.name != "compare.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names: list[str] = []
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                names = [node.name] if node.name in _STORE_SCORING or (in_paper and node.name in _STORE_SCORER_NAMES) \
+                    else []
+            elif isinstance(node, ast.Name | ast.Attribute):
+                name = node.id if isinstance(node, ast.Name) else node.attr
+                names = [name] if name in _STORE_SCORING or (path.name == "compare.py" and name == "evaluate") \
+                    else []
+            elif isinstance(node, ast.ImportFrom):
+                names = [a.name for a in node.names if a.name in _STORE_SCORING]
+            if names:
+                out.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    return sorted(set(out))
+
+
+def test_no_paper_scores_a_store_of_its_own():
+    found = own_store_scorers()
+    assert not found, f"score stored runs with Benchmark.score_store (papers keep only readers): {found}"
+
+
+def test_the_store_scorer_check_can_fail(tmp_path):
+    pkg = tmp_path / "vlamb_nb"
+    (pkg / "benchmarks" / "toy").mkdir(parents=True)
+    (pkg / "benchmarks" / "base.py").write_text("def score_store(self):\n    pass\n")  # the base's is the one
+    (pkg / "benchmarks" / "toy" / "score.py").write_text(
+        "from vlamb_nb.run_identity import one_run\n\ndef read(p):\n    return p\n")
+    (pkg / "benchmarks" / "toy" / "benchmark.py").write_text("class T:\n    def score_store(self, p):\n"
+                                                             "        return p\n")
+    (pkg / "compare.py").write_text("def replay(bench, m, items):\n    return bench.evaluate(m, items)\n")
+    (pkg / "sweep.py").write_text("def run(bench, m, items):\n    return bench.evaluate(m, items)\n")
+    assert own_store_scorers(pkg) == ["vlamb_nb/benchmarks/toy/benchmark.py:2", "vlamb_nb/benchmarks/toy/score.py:1",
+                                      "vlamb_nb/compare.py:2"]
+
+
+def backend_text_compares(root: Path = PKG) -> list[str]:
+    """``file:line`` outside ``models/`` comparing a model's ``backend`` with text (``info.backend == "hf"``,
+    ``backend in ("openai", "replay")``): backends are the :class:`~vlamb_nb.models.base.Backend` enum."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        if root / "models" in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            backend = any((isinstance(s, ast.Attribute) and s.attr == "backend") or (isinstance(s, ast.Name)
+                          and s.id == "backend") for s in sides)
+            text = any(isinstance(c, ast.Constant) and isinstance(c.value, str) for s in sides for c in ast.walk(s))
+            if backend and text:
+                out.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    return sorted(set(out))
+
+
+def test_backends_are_compared_as_the_enum_outside_models():
+    found = backend_text_compares()
+    assert not found, f"compare ModelInfo.backend with vlamb_nb.models.Backend, not text: {found}"
+
+
+def test_the_backend_check_can_fail(tmp_path):
+    pkg = tmp_path / "vlamb_nb"
+    (pkg / "models").mkdir(parents=True)
+    (pkg / "models" / "base.py").write_text("def f(info):\n    return info.backend == 'hf'\n")
+    (pkg / "a.py").write_text("def f(model):\n    return model.backend == 'scripted'\n")
+    (pkg / "b.py").write_text("def f(backend):\n    return backend in ('openai', 'replay')\n")
+    (pkg / "fine.py").write_text("from vlamb_nb.models.base import Backend\n\n"
+                                 "def f(m):\n    return m.backend is Backend.HF\n")
+    assert backend_text_compares(pkg) == ["vlamb_nb/a.py:2", "vlamb_nb/b.py:2"]

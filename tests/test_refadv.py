@@ -160,7 +160,7 @@ def test_repair_turn_is_a_second_chat_turn(sample, tmp_path):
     assert repair[0].messages[2]["content"][0]["text"] == FOLLOWUP_TEXT
     assert [p["type"] for p in repair[0].messages[0]["content"]] == ["text", "image"]
     # the store re-scores to the same numbers
-    again = bench.score_store(tmp_path / "s.jsonl", source=path, style="official")
+    again = bench.score_store(tmp_path / "s.jsonl", items, style="official")
     assert again["hit"].all() and again["retry_used"].all()
 
 
@@ -500,14 +500,14 @@ def test_store_with_several_runs_is_scored_per_run(sample, tmp_path):
     model = ScriptedModel(respond)
     bench.evaluate(model, items, "direct", store=store, progress=False)
     bench.evaluate(model, items, "fixed", store=store, progress=False)
-    with pytest.raises(DataError, match="several runs"):
-        bench.score_store(store, source=path)
-    direct = bench.score_store(store, source=path, setting="direct")
+    with pytest.raises(DataError, match=r"holds 2 runs.*direct:official:direct.*fixed:official:direct"):
+        bench.score_store(store, items)
+    direct = bench.score_store(store, items, setting="direct")
     assert direct["hit"].all() and not direct["retry_used"].any() and len(direct) == len(items)
-    fixed = bench.score_store(store, source=path, setting="fixed")
+    fixed = bench.score_store(store, items, setting="fixed")
     assert not fixed["hit"].any() and fixed["retry_used"].all()
     with pytest.raises(DataError, match="no run matches"):
-        bench.score_store(store, source=path, setting="cot")
+        bench.score_store(store, items, setting="cot")
     out = bench.score_file(store, source=path, setting="direct")
     assert out["summary"]["acc@0.5"] == 100.0
 
@@ -522,11 +522,11 @@ def test_store_repair_only_replaces_a_failed_first_answer(sample, tmp_path):
               store=store, progress=False, max_new_tokens=16)
     bench.evaluate(ScriptedModel(lambda r: "[{}, {}, {}, {}]".format(*gt[r.meta["item_id"]])), items, "direct",
               store=store, progress=False, max_new_tokens=17)  # other params: not served from the cache
-    with pytest.raises(DataError, match=r"several runs.*\[0\].*\[1\].*run=N"):
-        bench.score_store(store, source=path)
-    again = bench.score_store(store, source=path, run=1)
+    with pytest.raises(DataError, match=r"holds 2 runs.*\[0\].*\[1\].*run=N"):
+        bench.score_store(store, items)
+    again = bench.score_store(store, items, run=1)
     assert again["hit"].all() and not again["retry_used"].any()
-    older = bench.score_store(store, source=path, run=0)
+    older = bench.score_store(store, items, run=0)
     assert older["retry_used"].all() and not older["hit"].any()
 
 
@@ -599,8 +599,8 @@ def test_repair_text_option_is_sent_recorded_and_kept_apart(sample, tmp_path):
     assert any(d["what"] == "repair turn text" for d in new_meta["deviations"])
     assert not any(d["what"] == "repair turn text" for d in recs[0]["run"]["deviations"])
     # the store keeps both variants; scoring picks one, the official text by default
-    assert bench.score_store(store, source=path)["hit"].all()
-    assert not bench.score_store(store, source=path, repair_text="newlines")["hit"].any()
+    assert bench.score_store(store, items)["hit"].all()
+    assert not bench.score_store(store, items, repair_text="newlines")["hit"].any()
 
 
 # -- grounding style (coordinate format) from the model: family (HF) or name (OpenAI-compatible) ------------

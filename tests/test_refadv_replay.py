@@ -49,11 +49,16 @@ def _recording(shared_data, run: str, tmp_path: Path, *, with_prompts: bool = Fa
 @pytest.mark.parametrize("run", sorted(RUNS))
 def test_replayed_official_outputs_give_the_official_hits_row_by_row(shared_data, tmp_path, run):
     items, rec, official, _ = _recording(shared_data, run, tmp_path)
-    scored = RefAdv().evaluate(load_model(f"replay:{rec}"), items, "direct", progress=False)
+    store = tmp_path / "replayed.jsonl"
+    scored = RefAdv().evaluate(load_model(f"replay:{rec}"), items, "direct", progress=False, store=store)
     assert set(scored["box_format"]) == {RUNS[run]}
     got = dict(zip(scored["id"].astype(str), scored["hit"].astype(bool), strict=True))
     assert got == official
     assert int(scored["retry_used"].sum()) > 0 or run == "qwen25a72b_direct"
+    # the stored run (answers and repair turns) scores to the same official hits, with the style it ran with
+    again = RefAdv().score_store(store, items)
+    assert dict(zip(again["id"].astype(str), again["hit"].astype(bool), strict=True)) == official
+    assert set(again["box_format"]) == {RUNS[run]} and again["retry_used"].sum() == scored["retry_used"].sum()
 
 
 def test_replay_through_the_family_table_reads_qwen25_as_pixels(shared_data, tmp_path):

@@ -129,7 +129,7 @@ def test_a_refadv_store_with_a_4bit_and_a_full_run_of_one_model_is_never_merged(
     store = tmp_path / "s.jsonl"
     _two_quantizations(lambda m, it, st: bench.run(m, it, "direct", store=st, progress=False), items, store,
                        '[{"bbox_2d": [1, 2, 30, 40]}]')
-    with pytest.raises(DataError, match="several runs.*quantization=4bit"):
+    with pytest.raises(DataError, match=r"holds 2 runs.*Q \| 4bit"):
         bench.score_file(store, source=demo)
     assert bench.score_file(store, source=demo, quantization="4bit")["report"]["Rows"] == "4"
 

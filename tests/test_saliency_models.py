@@ -162,9 +162,9 @@ def test_explain_items_counts_failures_and_joins_correctness(explainers):
 
     good = _request(_image((80, 60)))
     broken = _request(b"not an image")
-    broken.id = "item-2::direct"
+    broken.id, broken.meta = "item-2::direct", {"item_id": "item-2"}  # the item a request asks is its meta's
     orphan = _request(_image((80, 60)))
-    orphan.id = "item-9::direct"
+    orphan.id, orphan.meta = "item-9::direct", {"item_id": "item-9"}
     items = pd.DataFrame({"id": ["item-1", "item-2"], "gt_xyxy": [[0, 0, 40, 30], [0, 0, 1, 1]],
                           "width": [80, 80], "height": [60, 60]})
     scored = pd.DataFrame({"item_id": ["item-1", "item-2"], "request_id": ["item-1", "item-2::direct"],

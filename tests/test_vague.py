@@ -11,7 +11,7 @@ import pytest
 
 from vlamb_nb.benchmarks.vague import audit as vague_audit
 from vlamb_nb.benchmarks.vague import data as vague_data
-from vlamb_nb.benchmarks.vague.benchmark import BENCHMARK
+from vlamb_nb.benchmarks.vague.benchmark import BENCHMARK, OFFICIAL_QWEN_MAX_PIXELS
 from vlamb_nb.benchmarks.vague.data import read_captions
 from vlamb_nb.benchmarks.vague.parse import parse_free_form, parse_letter
 from vlamb_nb.benchmarks.vague.prompts import SETTINGS
@@ -677,15 +677,32 @@ def test_score_file_without_source_uses_the_files_true_answers(tmp_path, sample)
         BENCHMARK.score_file(store)
 
 
-def test_qwen25_image_budget_is_the_released_codes_or_a_deviation():
-    from vlamb_nb.benchmarks.vague.benchmark import BENCHMARK, OFFICIAL_QWEN_MAX_PIXELS
+@pytest.mark.slow
+def test_the_image_budget_follows_the_declared_family_not_the_name():
+    """A Qwen2.5-VL checkpoint gets the released code's budget from its config's family, whatever it is called;
+    another family loaded with the same options keeps its processor's default."""
     from vlamb_nb.benchmarks.vague.report import official_model_options
+    from vlamb_nb.models import load_model
+
+    qwen = load_model("tiny:qwen2_5_vl", **official_model_options("tiny:qwen2_5_vl"))
+    assert qwen.info.family == "qwen2_5_vl" and qwen.max_pixels == OFFICIAL_QWEN_MAX_PIXELS
+    other = load_model("tiny:llava", **official_model_options("tiny:llava"))
+    assert other.info.family == "llava" and other.max_pixels is None
+    assert "image resolution" not in {d.what for d in BENCHMARK.deviations(qwen, "vlm")}
+
+
+def test_qwen25_image_budget_is_the_released_codes_or_a_deviation():
+    from vlamb_nb.benchmarks.vague.report import official_model_options
+    from vlamb_nb.models import ModelSpec
     from vlamb_nb.models.base import ModelInfo
 
-    assert official_model_options("Qwen/Qwen2.5-VL-7B-Instruct") == {"max_pixels": 1280 * 28 * 28}
-    assert official_model_options("tiny:qwen2_5_vl") == {"max_pixels": OFFICIAL_QWEN_MAX_PIXELS}
+    # the budget goes with the checkpoint's declared family, applied when it loads: no name is read here
+    by_family = {"family_max_pixels": {"qwen2_5_vl": 1280 * 28 * 28}}
+    assert official_model_options("Qwen/Qwen2.5-VL-7B-Instruct") == by_family
+    assert official_model_options(ModelSpec.parse("tiny:qwen2_5_vl")) == by_family
+    assert OFFICIAL_QWEN_MAX_PIXELS == 1280 * 28 * 28
     assert official_model_options("openai:Qwen/Qwen2.5-VL-7B-Instruct") == {}  # the server's setting
-    assert official_model_options("llava-hf/llava-1.5-7b-hf") == {}
+    assert official_model_options("replay:qwen2.5-vl.jsonl") == {}
     qwen = ModelInfo("Qwen/Qwen2.5-VL-7B-Instruct", family="qwen2_5_vl")
     default = {d.what: d for d in BENCHMARK.deviations(qwen, "vlm")}
     assert "the processor default" in default["image resolution"].ours

@@ -279,7 +279,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     if quant != "none" and not spec.weights_local:
         raise VlambError(f"--quantization {quant} does not apply to {spec.kind}: models (the weights are "
                          "not loaded here)")
-    model = load_model(a.model, quantization=None if quant == "none" else quant, **extra)
+    model = load_model(spec, quantization=None if quant == "none" else quant, **extra)
     store = a.out if a.out is not None else bench.store_path(a.store_dir, model.info, setting)
     out = bench.run(model, items, setting, store=store, limit=a.limit, batch_size=a.batch_size, **_kv(a.option))
     summary = runner.failure_summary(out)

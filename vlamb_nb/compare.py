@@ -35,9 +35,7 @@ import itertools
 import json
 import math
 import os
-import shutil
 import sys
-import tempfile
 import types
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,11 +44,9 @@ from typing import Any
 
 import numpy as np
 
-from vlamb_nb.errors import DataError, NotAvailableError, SettingError
+from vlamb_nb.errors import DataError, SettingError
 
 N_RESAMPLES = 2000
-#: the error a store replay gives a request the store does not hold: that item was not asked in this run
-NOT_STORED = "not in the prediction store (not asked in this run)"
 #: below this many units (items, pairs, rows) a metric's intervals and ranks are rough: named in the output
 FEW_UNITS = 30
 #: below this many resampled clusters (images, pairs) the same
@@ -99,18 +95,16 @@ def _declared(paper: str) -> list[Any]:
 
 
 def _failed(df: Any) -> np.ndarray:
-    """Rows whose generation failed (an error other than "not asked"): they count as wrong, as in the papers."""
+    """Rows whose generation failed: they count as wrong, as in the papers."""
     if "error" not in df.columns:
         return np.zeros(len(df), dtype=bool)
-    return np.array([isinstance(e, str) and bool(e.strip()) and e != NOT_STORED for e in df["error"]], dtype=bool)
+    return np.array([isinstance(e, str) and bool(e.strip()) for e in df["error"]], dtype=bool)
 
 
 def _answered(metric: Any, run: Run) -> Any:
-    """The scored rows of items this run answered (a replayed store's unasked items removed) that the metric
-    covers, keyed by item; a run none of whose items has an answer is refused."""
+    """The scored rows of items this run answered (a stored run holds only the items it was asked) that the
+    metric covers, keyed by item; a run none of whose items has an answer is refused."""
     df = run.scored.copy()
-    if "error" in df.columns:
-        df = df[df["error"].astype(str) != NOT_STORED]
     failed = _failed(df)
     if not len(df) or bool(failed.all()):
         why = ""
@@ -560,22 +554,24 @@ def _source_for(paper: str, sources: Mapping[str, Any] | str | os.PathLike | Non
 
 def _file_run(path: Path, sources: Any, *, name: str | None = None, options: dict[str, Any] | None = None) -> Run:
     """A prediction store (its records name their benchmark), else the released per-item file of the paper
-    whose reader takes it."""
+    whose reader takes it (its ``released_run``)."""
+    from vlamb_nb.benchmarks import get_benchmark, list_benchmarks
     from vlamb_nb.jsonl import iter_jsonl
+    from vlamb_nb.store import is_store
 
+    if is_store(path):
+        return score_store(path, source=_source_for(_store_meta(path)["benchmark"], sources), name=name,
+                           options=options)
     first = next((rec for _, rec in iter_jsonl(path)), None)
     if first is None:
         raise DataError("an empty file: not a run", source=str(path))
-    if "benchmark" in first or "run" in first:
-        return score_store(path, source=_source_for(_store_meta(path)["benchmark"], sources), name=name,
-                           options=options)
-    from vlamb_nb.benchmarks import get_benchmark, list_benchmarks
-
+    if "benchmark" in first or "run" in first:  # records of a run without request keys: say what is wrong
+        _store_meta(path)
     for paper in list_benchmarks():
-        got = get_benchmark(paper).released_run(path)
-        if got is not None:
-            return Run(model=name or str(got["model"]), paper=paper, setting=str(got["setting"]),
-                       scored=got["scored"], origin=str(path), data=got.get("data"))
+        released = get_benchmark(paper).released_run(path)
+        if released is not None:
+            return Run(model=name or released.model, paper=paper, setting=released.setting,
+                       scored=released.scored, origin=str(path), data=dict(released.data))
     raise DataError("not a run: neither a prediction store (records naming their benchmark) nor a paper's released "
                     "per-item predictions", source=str(path))
 
@@ -612,23 +608,6 @@ def _store_meta(path: Path) -> dict[str, Any]:
     return meta
 
 
-class _StoredAnswers:
-    """A model that answers only from a store: replaying a finished run through the paper's own steps (turns,
-    parsing, scoring), so a store is scored exactly as its run was. A request the store lacks gets an error
-    marking the item as not asked."""
-
-    def __init__(self, info: Any) -> None:
-        self.info = info
-
-    def generate(self, requests: Sequence[Any]) -> list[Any]:
-        from vlamb_nb.models.base import Generation
-
-        return [Generation(request_id=r.id, error=NOT_STORED, finish_reason="error") for r in requests]
-
-    def score_options(self, request: Any, options: Sequence[str]) -> list[float]:
-        raise NotAvailableError("a stored run cannot score options")
-
-
 def _model_name(model: dict[str, Any]) -> str:
     name = str(model.get("model_id") or "model")
     if model.get("quantization"):
@@ -638,9 +617,10 @@ def _model_name(model: dict[str, Any]) -> str:
 
 def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None,
                 options: dict[str, Any] | None = None) -> Run:
-    """A prediction store scored against ``source`` (the data its run was asked about), as a :class:`Run`."""
+    """A prediction store scored against ``source`` (the data its run was asked about) by the paper's
+    :meth:`~vlamb_nb.benchmarks.base.Benchmark.score_store`, as a :class:`Run`; ``options``: the run's options
+    (a sweep's), the score options among them."""
     from vlamb_nb.benchmarks import get_benchmark
-    from vlamb_nb.models.base import ModelInfo
 
     path = Path(path)
     meta = _store_meta(path)
@@ -649,23 +629,14 @@ def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None
         raise DataError(f"a prediction store holds answers, not the {paper} items they answer: give the data it "
                         f"was run on (--source {paper}=PATH)", source=str(path))
     bench = get_benchmark(paper)
-    info = ModelInfo(**{k: v for k, v in meta["model"].items() if k in ModelInfo.__dataclass_fields__})
-    opts = dict(options or {})
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if not bench.replays_stores:  # the paper reads its own stores
-            scored = bench.score_store(path, source=source, setting=setting, model=info.model_id, **opts)
-        else:
-            items = bench.load(source)
-            with tempfile.TemporaryDirectory() as tmp:  # the replay never writes into the user's store
-                copy = Path(tmp) / path.name
-                shutil.copyfile(path, copy)
-                scored = bench.evaluate(_StoredAnswers(info), items, setting, store=copy, progress=False, **opts)
+        scored = bench.score_store(path, bench.load(source), setting=setting, **dict(options or {}))
     devs = [_deviation_line(d) for d in meta.get("deviations") or []]
     return Run(model=name or _model_name(meta["model"]), paper=paper, setting=setting, scored=scored,
-               origin=str(path), data=meta.get("data"), deviations=devs, endpoint=info.endpoint)
+               origin=str(path), data=meta.get("data"), deviations=devs, endpoint=meta["model"].get("endpoint"))
 
 
 def _deviation_line(d: Any) -> str:

@@ -3,9 +3,11 @@
 A prediction store is append-only and may hold several runs: other models, another quantization or
 revision, other decoding parameters, other settings, other prompt templates or other data. Scoring them together gives a number no run
 produced. Every stored record carries its run's identity (the model's id, revision, quantization,
-backend and, for a served model, endpoint; the benchmark and setting, the decoding parameters, and in
-``run`` the digests of the prompt templates and of the items asked); :func:`select_run` returns the records of
-exactly one run or raises :class:`MixedRunsError` listing the runs and how to pick one.
+backend and, for a served model, endpoint; the benchmark, the setting tag and the decoding parameters of its
+request, the ``turn`` of its run it answers, and in ``run`` the run's setting, its seed and the digests of the
+prompt templates and of the items asked); a record of a turn before or after the answer joins its run.
+:func:`select_run` returns the records of exactly one run or raises :class:`MixedRunsError` listing the runs and
+how to pick one.
 
 Within one run the same request may appear twice (a rerun after a crash, a retried failure):
 :func:`dedupe` applies the prediction store's rule (:mod:`vlamb_nb.store`): one record when the answers
@@ -21,12 +23,11 @@ from typing import Any
 
 from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.hashing import digest
-from vlamb_nb.store import ANSWER_FIELDS, failed
+from vlamb_nb.models.base import Backend
+from vlamb_nb.store import ANSWER, ANSWER_FIELDS, failed, with_fields
 
 #: the model fields that make two runs different runs
 MODEL_FIELDS = ("model_id", "revision", "quantization", "backend", "endpoint")
-#: suffixes of extra steps that belong to the run of the base setting (repair turn, SM captions, ...)
-STEP_SEPARATOR = ":"
 
 
 class MixedRunsError(DataError):
@@ -47,10 +48,12 @@ class RunId:
     backend: str | None
     benchmark: str
     setting: str
-    params: str  # digest of the decoding parameters of the run's answer requests
+    params: str  # digest of the decoding parameters of the run's answer requests (a per-request seed left out)
     template: str = ""  # digest of the prompt templates the run was asked with
     source: str = ""  # digest of the items the run was asked about
     endpoint: str | None = None  # the server a remote model answered from (credentials masked)
+    tag: str = ""  # the answer requests' setting tag (what else the run asked with: Ref-Adv's grounding style)
+    seed: Any = None  # the run's seed (its meta), which per-request seeds (RACQUET's samples) derive from
 
     @property
     def label(self) -> str:
@@ -59,41 +62,45 @@ class RunId:
             parts.append(self.quantization)
         if self.revision:
             parts.append(f"rev {self.revision}")
-        if self.backend and self.backend not in ("hf",):
-            parts.append(self.backend)
+        if self.backend and self.backend != Backend.HF:
+            parts.append(str(self.backend))
         if self.endpoint:
             parts.append(f"at {self.endpoint}")
-        parts.append(self.setting or "?")
+        parts.append(self.tag if self.tag and self.tag != self.setting else (self.setting or "?"))
+        if self.seed is not None:
+            parts.append(f"seed {self.seed}")
         extra = "".join(f" | {k} {v[:8]}" for k, v in (("prompts", self.template), ("data", self.source)) if v)
         return " | ".join(parts) + f" | decoding {self.params[:8]}" + extra
 
 
-def base_setting(setting: Any) -> str:
-    return str(setting or "").split(STEP_SEPARATOR, 1)[0]
-
-
-def _is_step(rec: dict[str, Any]) -> bool:
-    return STEP_SEPARATOR in str(rec.get("setting") or "")
+def _params(rec: dict[str, Any]) -> str:
+    """The decoding parameters' digest, without a per-request seed (the run's own seed is in its identity)."""
+    return digest({k: v for k, v in (rec.get("params") or {}).items() if k != "seed"})
 
 
 def run_identity(rec: dict[str, Any]) -> RunId:
-    """The run a stored record belongs to (extra steps such as a repair turn join their base setting's run)."""
+    """The run a stored record belongs to. A record of a turn other than the answer (a caption, a scene graph, an
+    agent step, a repair turn) has no decoding or tag of its own here: it joins its run in :func:`identify_runs`."""
+    rec = with_fields(rec)
     model = rec.get("model") or {}
     if isinstance(model, str):
         model = {"model_id": model}
     run = rec.get("run") if isinstance(rec.get("run"), dict) else {}
+    step = rec["turn"] != ANSWER
     return RunId(model_id=str(model.get("model_id", "")), revision=model.get("revision"),
                  quantization=model.get("quantization"), backend=model.get("backend"),
-                 benchmark=str(rec.get("benchmark") or ""), setting=base_setting(rec.get("setting")),
-                 params="" if _is_step(rec) else digest(rec.get("params") or {}),
-                 template=str(run.get("template") or ""), source=str(run.get("source") or ""),
-                 endpoint=model.get("endpoint"))
+                 benchmark=str(rec.get("benchmark") or ""), setting=str(run.get("setting") or rec.get("setting") or ""),
+                 params="" if step else _params(rec), template=str(run.get("template") or ""),
+                 source=str(run.get("source") or ""), endpoint=model.get("endpoint"),
+                 tag="" if step else str(rec.get("setting") or ""), seed=run.get("seed"))
 
 
 def identify_runs(records: Iterable[dict[str, Any]]) -> dict[RunId, list[dict[str, Any]]]:
-    """Records grouped by run, in first-seen order. Step records (``setting:step``) join the run of their base
-    setting with the same model; a step whose base run is ambiguous joins every candidate's listing once."""
-    records = list(records)
+    """Records grouped by run, in first-seen order. A record of another turn than the answer joins the run of its
+    setting with the same model, prompts and data; when there are several (two decodings, two grounding styles),
+    the one its decoding parameters match, then the one whose setting tag its own extends. A step whose run is
+    still ambiguous stands as a run of its own, so nothing is scored with a turn from another run."""
+    records = [with_fields(r) for r in records]
     runs: dict[RunId, list[dict[str, Any]]] = {}
     steps: list[tuple[RunId, dict[str, Any]]] = []
     for r in records:
@@ -102,12 +109,17 @@ def identify_runs(records: Iterable[dict[str, Any]]) -> dict[RunId, list[dict[st
             steps.append((rid, r))
         else:
             runs.setdefault(rid, []).append(r)
+    same = (*MODEL_FIELDS, "benchmark", "setting", "template", "source")
     for rid, r in steps:
-        same = (*MODEL_FIELDS, "benchmark", "setting")
         owners = [k for k in runs if all(getattr(k, f) == getattr(rid, f) for f in same)]
+        if len(owners) > 1:
+            owners = [k for k in owners if k.params == _params(r)] or owners
+        if len(owners) > 1:
+            tag = str(r.get("setting") or "")
+            owners = [k for k in owners if tag.startswith(k.tag)] or owners
         if len(owners) == 1:
             runs[owners[0]].append(r)
-        else:  # no base run, or several decodings of it: the step stands as its own run
+        else:  # no base run, or several it could belong to: the step stands as its own run
             runs.setdefault(rid, []).append(r)
     return runs
 

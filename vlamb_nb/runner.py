@@ -12,6 +12,11 @@ stopping the run. How the rest is sent depends on the backend, never on the call
   the progress bar. A crash loses at most the requests in flight.
 
 The store has one writer: the thread that called :func:`run` (worker threads only hand answers back).
+
+Every stored record carries the item it answers (``item_id``), the turn of the run that asked it (``turn``: a
+:class:`~vlamb_nb.benchmarks.base.Turn`'s name, ``"answer"`` for a call outside a benchmark's chain) and the
+request's ``meta``, beside the request hash it is keyed by. They are carried, not hashed: a store written before
+they existed is still resumed by key, and read by the one compatibility reader (:func:`vlamb_nb.store.read_store`).
 """
 
 from __future__ import annotations
@@ -23,11 +28,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from vlamb_nb.models.base import VLM, Generation, Request, StreamingVLM
-from vlamb_nb.store import PredictionStore
+from vlamb_nb.store import ANSWER, PredictionStore
 
 RESULT_COLUMNS = ["request_id", "key", "benchmark", "setting", "text", "error", "finish_reason",
                   "prompt_tokens", "completion_tokens", "seconds", "image_sizes", "processed_image_sizes",
-                  "option_logprobs", "cached"]
+                  "option_logprobs", "cached", "item_id", "turn"]
+
 
 
 def _progress(total: int, enabled: bool, desc: str):
@@ -36,10 +42,11 @@ def _progress(total: int, enabled: bool, desc: str):
     return tqdm(total=total, disable=not enabled, desc=desc, unit="req")
 
 
-def _record(req: Request, key: str, gen: Generation, model: dict[str, Any]) -> dict[str, Any]:
+def _record(req: Request, key: str, gen: Generation, model: dict[str, Any], turn: str) -> dict[str, Any]:
     rec = gen.to_dict()
     rec.update(key=key, request_id=req.id, benchmark=req.benchmark, setting=req.setting,
-               model=dict(model), params=req.params.to_dict(), prompt=req.prompt_text)
+               model=dict(model), params=req.params.to_dict(), prompt=req.prompt_text, item_id=req.item_id,
+               turn=turn, meta={k: v for k, v in (req.meta or {}).items() if k != "item_id"})
     return rec
 
 
@@ -94,8 +101,12 @@ def generate_batch(model: VLM, batch: Sequence[Request], *, raise_oom: bool = Fa
 def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | os.PathLike | None = None, *,
         batch_size: int = 8, limit: int | None = None, progress: bool = True, retry_failed: bool = True,
         run_meta: dict[str, Any] | None = None, desc: str = "generate", concurrency: int | None = None,
-        stream: bool | None = None):
+        stream: bool | None = None, turn: str = ANSWER):
     """Generate for every request not already finished in ``store``; return one row per request.
+
+    ``turn``: the name of the turn these requests are (stored with every answer, and a column of the result,
+    beside each request's ``item_id``); a call outside a benchmark's chain of turns (a judge, a rewriter) is its
+    one answer, :data:`~vlamb_nb.store.ANSWER`.
 
     ``concurrency``: requests in flight for a streaming (remote) backend, default its own setting; a local
     model ignores it. ``stream``: None chooses per backend (see the module docstring); False sends even a
@@ -125,7 +136,7 @@ def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | 
     if not retry_failed and st is not None:
         done |= st.failed_keys()
     todo = [(r, k) for r, k in zip(reqs, keys, strict=True) if k not in done]
-    fresh: dict[str, dict[str, Any]] = {}
+    fresh: dict[tuple[str, str], dict[str, Any]] = {}  # by request hash and id: each request its own answer
     owns = st is not None and st._fh is None
     if st is not None and todo:
         st.open()
@@ -133,11 +144,11 @@ def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | 
     info = model.info.to_dict()
 
     def keep(pairs: Sequence[tuple[tuple[Request, str], Generation]]) -> None:
-        recs = [_record(r, k, g, info) for (r, k), g in pairs]
+        recs = [_record(r, k, g, info, turn) for (r, k), g in pairs]
         if st is not None:
             recs = st.append_many(recs)
-        for ((_, k), _), rec in zip(pairs, recs, strict=True):
-            fresh[k] = rec
+        for ((r, k), _), rec in zip(pairs, recs, strict=True):
+            fresh[(k, r.id)] = rec
 
     size, oom_events, calls = batch_size, 0, 0
     try:
@@ -154,12 +165,13 @@ def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | 
             st.close()
     rows = []
     for r, k in zip(reqs, keys, strict=True):
-        if k in fresh:
-            rec, cached = fresh[k], False
-        else:
-            rec, cached = st.get(k), True  # type: ignore[union-attr]
+        if (k, r.id) in fresh:
+            rec, cached = fresh[(k, r.id)], False
+        else:  # the request's own stored answer, else the answer its hash has (two ids asking alike)
+            rec, cached = st.answer(k, r.id), True  # type: ignore[union-attr]
         row = {c: rec.get(c) for c in RESULT_COLUMNS if c in rec}
-        row.update(request_id=r.id, key=k, benchmark=r.benchmark, setting=r.setting, cached=cached)
+        row.update(request_id=r.id, key=k, benchmark=r.benchmark, setting=r.setting, cached=cached,
+                   item_id=r.item_id, turn=turn)
         rows.append(row)
     out = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     out.attrs.update(strategy="stream" if streaming else "batch", batch_size=size, oom_events=oom_events,

@@ -1,6 +1,6 @@
 """One benchmark's saliency study in one call: run the model, explain its answers, measure box mass.
 
-``run_study`` chains the public benchmark API (``load`` → ``model_requests`` → ``evaluate``) with
+``run_study`` chains the public benchmark API (``load`` → ``first_requests`` → ``evaluate``) with
 :func:`explain_items`, so the
 saliency notebook stays a list of calls and any benchmark whose rows carry target boxes
 (Ref-Adv ``gt_xyxy``, VAGUE ``person_bbox`` + ``addressee``, RACQUET ``candidate_boxes``) works. It uses the
@@ -61,7 +61,7 @@ def explain_items(model: Any, requests: Sequence[Any], items: Any, *, benchmark:
     failures: list[dict[str, str]] = []
     bar = tqdm(total=len(reqs) * len(methods), disable=not progress, desc="saliency", unit="map")
     for req in reqs:
-        item_id = str(req.meta.get("item_id", str(req.id).split("::")[0]))
+        item_id = req.item_id
         row = rows.get(item_id)
         if row is None:
             failures.append({"request_id": req.id, "error": f"item {item_id!r} not in the items"})
@@ -106,7 +106,7 @@ class Study:
         """The single target boxes of a request's item, scaled to an image of ``size``."""
         from vlamb_nb.saliency.analysis import _box_like, _scale_boxes, reference_size, target_boxes
 
-        item_id = str(request_id).split("::")[0]
+        item_id = next((r.item_id for r in self.requests if str(r.id) == str(request_id)), str(request_id))
         match = self.items[self.items["id"].astype(str) == item_id] if "id" in self.items.columns else self.items[:0]
         if match.empty:
             return {}
@@ -137,9 +137,9 @@ class Study:
             if str(r.id) == rid:
                 return r
         # a row from a follow-up turn (Ref-Adv's repair request) is explained through its item's first request
-        item = str(row.get("item_id", row.get("id", rid.split("::")[0])))
+        item = str(row.get("item_id", row.get("id", rid)))
         for r in self.requests:
-            if str(r.meta.get("item_id", str(r.id).split("::")[0])) == item:
+            if r.item_id == item:
                 return r
         raise SettingError(f"no request {rid!r} (item {item!r}) in this study")
 
@@ -172,9 +172,9 @@ def run_study(model: Any, benchmark: str, *, source: str | os.PathLike | None = 
     items = bench.load(src)
     # requests as the real run builds them (Ref-Adv's prompt and box format follow the model), answered through
     # the benchmark's own run, parse and score (Ref-Adv's repair turn included)
-    full = bench.model_requests(model.info, items, setting)
+    full = bench.first_requests(model, items, setting)
     cap = {"max_new_tokens": max_new_tokens} if max_new_tokens is not None else {}
-    reqs = (bench.model_requests(model.info, items, setting, **cap) if cap else full)[:n_items]
+    reqs = (bench.first_requests(model, items, setting, **cap) if cap else full)[:n_items]
     deviations = list(bench.deviations(model.info, setting))
     if cap and any(r.params.max_new_tokens > max_new_tokens for r in full[:n_items]):
         deviations.append(Deviation("max_new_tokens", str(full[0].params.max_new_tokens), f"{max_new_tokens} (demo)",

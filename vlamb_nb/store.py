@@ -19,6 +19,11 @@ copied twice into one file. A success replaces an earlier failure, a later failu
 (so a rerun does not ask again), identical answers count once, and two different answers to one request are
 kept apart in :meth:`PredictionStore.conflicts`: reading a store for scoring (:func:`read_store`) refuses
 them, naming the file, the request and both lines.
+
+A record carries the item it answers (``item_id``), the turn of its run that asked it (``turn``) and its
+request's ``meta`` as fields (:mod:`vlamb_nb.runner` writes them). A store written before those fields existed
+is read by :func:`with_fields`, the one place that still knows how request ids and setting tags used to say
+them, so a saved run scores as it always did.
 """
 
 from __future__ import annotations
@@ -266,6 +271,13 @@ class PredictionStore:
     def get(self, key: str) -> dict[str, Any] | None:
         return self._by_key.records.get(key)
 
+    def answer(self, key: str, request_id: str) -> dict[str, Any] | None:
+        """The record answering request ``request_id`` of hash ``key`` (what scoring the store reads for it), else
+        any answer of that hash: two requests of one run that ask alike (the same prompt, image and decoding) are
+        answered once each when asked together, and by the hash's answer when one of them is new."""
+        own = self._by_request.records.get((key, request_id))
+        return own if own is not None and not failed(own) else self.get(key)
+
     def line(self, key: str) -> int | None:
         """The 1-based line of the record ``key`` stands for."""
         return self._by_key.lines.get(key)
@@ -369,11 +381,74 @@ class PredictionStore:
 def read_store(path: str | os.PathLike) -> list[tuple[int, dict[str, Any]]]:
     """(1-based line, record) for every request of a store file, for scoring: one record per request (its hash
     and id; see the module doc), a torn last line skipped with a warning, and two different answers to one
-    request a :class:`StoreError` naming the file, the request and both lines."""
+    request a :class:`StoreError` naming the file, the request and both lines. Every record has its
+    ``item_id``, ``turn`` and ``meta`` (:func:`with_fields` reads them from a store written before they were
+    fields)."""
     store = PredictionStore(path)
     store.check()
     kept = store._by_request
-    return [(kept.lines[k], rec) for k, rec in kept.records.items()]
+    return [(kept.lines[k], with_fields(rec)) for k, rec in kept.records.items()]
+
+
+#: the turn name of a record that is its run's answer (see :data:`vlamb_nb.runner.ANSWER`)
+ANSWER = "answer"
+#: how earlier stores named a turn in the request id, after ``::`` (any other suffix was the answer turn's)
+_LEGACY_TURNS = {"caption": "caption", "sg": "scene_graph", "answer": ANSWER}
+
+
+def with_fields(rec: dict[str, Any]) -> dict[str, Any]:
+    """``rec`` with ``item_id``, ``turn`` and ``meta`` fields. A record that has them is returned as it is; one
+    from an earlier store gets them from the conventions that store used, read here and nowhere else:
+
+    - the item is the request id before ``::``;
+    - the turn is named by the id's suffix (``::caption``, ``::sg`` and ``::answer``), ``::repair-<setting>`` is
+      the repair turn (``repair``, or ``repair-<text>`` for a repair text tagged ``:repair-<text>``), a multi-step
+      setting tagged ``<setting>:<step>`` is turn ``<step>``, and anything else is the answer;
+    - a judge's request id ``<judged id>::judge-<name>`` judged the item before the first ``::``, and the judged
+      request's suffix (``<setting>`` or ``sample-<k>``) gives the judged setting in ``meta``;
+    - a record whose run meta names no setting (or that has none) belongs to the run of its setting tag's base.
+    """
+    if "turn" in rec and "item_id" in rec:
+        return rec
+    rid = str(rec.get("request_id", ""))
+    parts = rid.split("::")
+    tag = str(rec.get("setting") or "")
+    meta: dict[str, Any] = dict(rec.get("meta") or {})
+    turn = ANSWER
+    if len(parts) > 2 and parts[-1].startswith("judge-"):
+        judged = parts[1]
+        meta.update(judge=parts[-1].removeprefix("judge-"), judged="::".join(parts[:-1]),
+                    setting="sampling" if judged.startswith("sample-") and judged[7:].isdigit() else judged)
+    elif len(parts) > 1:
+        suffix = parts[1]
+        if suffix.startswith("repair-"):
+            turn = "repair" + tag.rpartition(":repair")[2]
+        elif suffix in _LEGACY_TURNS:
+            turn = _LEGACY_TURNS[suffix]
+        elif tag.split(":")[1:] == [suffix]:
+            turn = suffix
+    out = {**rec, "item_id": parts[0], "turn": turn, "meta": meta}
+    run = rec.get("run") if isinstance(rec.get("run"), dict) else {}
+    if not run.get("setting") and tag:
+        out["run"] = {**run, "setting": tag.split(":", 1)[0]}
+    return out
+
+
+def is_store(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a prediction store (JSON Lines whose first record has a request ``key`` and id), not
+    another file of predictions (a paper's released outputs, a labels file)."""
+    p = Path(path)
+    if p.suffix.lower() != ".jsonl" or not p.is_file():
+        return False
+    with open(p, "rb") as fh:
+        for raw in fh:
+            if raw.strip():
+                try:
+                    rec = json.loads(raw.removeprefix(BOM))
+                except ValueError:
+                    return False
+                return isinstance(rec, dict) and isinstance(rec.get("key"), str) and "request_id" in rec
+    return False
 
 
 def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:

@@ -76,6 +76,7 @@ class SweepJob:
     batch_size: int = 8
     model_options: dict[str, Any] = field(default_factory=dict)
     progress: bool = True
+    served: bool = False  # the spec names a served model (read once, when the sweep file is read)
 
     @property
     def slug(self) -> str:
@@ -161,12 +162,13 @@ def load_config(path: str | os.PathLike, *, remote: dict[str, Any] | None = None
             raise DataError(f"entry {i + 1}: a model needs 'spec' and may have {sorted(MODEL_KEYS)}", source=str(path),
                             field="models")
         options = dict(m.get("options") or {})
-        if str(m["spec"]).strip() and ModelSpec.parse(str(m["spec"])).served:  # the command line wins, then the model's options, then the file
+        served = bool(str(m["spec"]).strip()) and ModelSpec.parse(str(m["spec"])).served
+        if served:  # the command line wins, then the model's options, then the file
             options = {**file_remote, **options, **cli_remote}
         for q in _as_list(m.get("quantization", default_q)):
             jobs.append(SweepJob(model=str(m["spec"]), model_name=str(m.get("name") or m["spec"]), quantization=_quant(q),
                                  benchmarks=benches, out_dir=str(out_dir), batch_size=int(raw.get("batch_size", 8)),
-                                 model_options=options, progress=bool(raw.get("progress", True))))
+                                 model_options=options, progress=bool(raw.get("progress", True)), served=served))
     if not jobs:
         raise DataError("no models listed", source=str(path), field="models")
     _name_endpoints(jobs)
@@ -189,7 +191,7 @@ def _name_endpoints(jobs: list[SweepJob]) -> None:
         by_name.setdefault((j.model_name, j.quantization), []).append(j)
     for group in by_name.values():
         urls = [j.model_options.get("base_url") for j in group]
-        if len(group) < 2 or not all(ModelSpec.parse(j.model).served and j.model_name == j.model for j in group) \
+        if len(group) < 2 or not all(j.served and j.model_name == j.model for j in group) \
                 or len(set(urls)) < len(urls):
             continue
         for j, url in zip(group, urls, strict=True):

@@ -7,19 +7,22 @@
     gens   = bench.run(model, items, setting)      # DataFrame, one row per answer (cached, resumable)
     preds  = bench.predictions(items, gens)        # items joined to answers, each parsed by bench.parse
     scored = bench.score(preds)                    # per-item correctness columns
+    again  = bench.score_store(store, items)       # the same scored frame, from the run's stored records
     tables = bench.tables(scored)                  # {table id: DataFrame} in the paper's layout
     cards  = bench.headline({setting: scored})     # the report card's rows, ranked among published models
 
-``evaluate`` is that chain and ``run`` and ``predictions`` its two halves, each defined once here. A paper
-declares what differs instead of re-running the chain: ``turns`` (the model calls of a setting, in order, each
-a :class:`Turn` that builds its requests from the items and the turns answered before it: VAGUE's captions,
-MUCAR's agent steps, V-FLUTE's scene graphs, Ref-Adv's repair turn), ``asked`` (which items a run asks:
-RACQUET's control images, Ref-Adv's rewritten expressions), ``join`` (the turns' answers as one frame),
-``answers``/``join_items``/``predicted`` (which rows are answers, how they meet their items, what is set beside
-them), ``parse`` and ``failed_parse``, ``score`` (with a model of its own named in ``score_options``), and
-``run_deviations``/``score_deviations`` (how the options used change the setup, computed once). The CLI
-(``vlamb-nb data stats|run|score|reference check``), sweeps, notebooks and ``reproduce`` call these methods and
-nothing else.
+``evaluate`` is that chain and ``run`` and ``predictions`` its two halves, each defined once here;
+``score_store`` is the second half from the stored run: each turn's stored answers go through the same ``join``,
+``predictions`` and ``score``, so a saved run scores exactly as it scored when it ran. A paper declares what
+differs instead of re-running the chain: ``context`` (what a run resolves once from its model and options: the
+grounding style of Ref-Adv), ``turns`` (the model calls of a setting, in order, each a :class:`Turn` that builds
+its requests from the items and the turns answered before it: VAGUE's captions, MUCAR's agent steps, V-FLUTE's
+scene graphs, Ref-Adv's repair turn), ``asked`` (which items a run asks: RACQUET's control images, Ref-Adv's
+rewritten expressions), ``join`` (the turns' answers as one frame), ``join_items``/``predicted`` (how answers
+meet their items, what is set beside them), ``parse`` and ``failed_parse``, ``score`` (with a model of its own
+named in ``score_options``), and ``run_deviations``/``score_deviations`` (how the options used change the setup,
+computed once). The CLI (``vlamb-nb data stats|run|score|reference check``), sweeps, ``compare``, notebooks and
+``reproduce`` call these methods and nothing else.
 
 Short example (offline, with a scripted stand-in model)::
 
@@ -35,22 +38,56 @@ from __future__ import annotations
 import os
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, final
 
 from vlamb_nb.errors import NotAvailableError, SettingError
 from vlamb_nb.meta import Deviation, quantization_deviation
-from vlamb_nb.models.base import VLM, ModelInfo, Request
+from vlamb_nb.models.base import VLM, Backend, DecodingParams, ModelInfo, Request
+from vlamb_nb.models.spec import ModelSpec
 from vlamb_nb.stats.metric import Metric
+from vlamb_nb.store import ANSWER
+
+#: the error of an item a stored run has no answer for, when it is counted (``score_store(fill_missing=True)``)
+NO_PREDICTION = "no prediction for this item"
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What one run (or one stored run being scored) resolved once, handed to every hook: the setting, the model
+    (its identity, parsed spec and image budget), the run's options and what the paper read from them (the
+    grounding style answers are read with; ``facts``: what else identifies the run, stored in its meta)."""
+
+    setting: str
+    model: ModelInfo
+    #: the run's options as given (what :meth:`Benchmark.requests` and the turns take)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    #: the model's spec, parsed once when it was loaded (None for a model object built in code)
+    spec: ModelSpec | None = None
+    #: how this model's answers are read (Ref-Adv's grounding style; None where a paper has one reading)
+    style: Any = None
+    #: the model's image budget (``max_pixels``), where it set one
+    max_pixels: int | None = None
+    #: what else identifies the run beside its model and setting (stored with every record): its seed, ...
+    facts: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def family(self) -> str | None:
+        """The model's declared family (:mod:`vlamb_nb.models.families`), never guessed from its name."""
+        return self.model.family
+
+    def option(self, name: str, default: Any = None) -> Any:
+        return self.options.get(name, default)
 
 
 @dataclass(frozen=True)
 class Turn:
     """One model call per item in a setting's chain: ``ask(items, previous)`` builds this turn's requests from
     the items and the turns answered before it (each an :class:`Asked`), so a follow-up (Ref-Adv's repair, the
-    answer after V-FLUTE's scene graph) sees the exact requests and answers it follows."""
+    answer after V-FLUTE's scene graph) sees the exact requests and answers it follows. The turn's ``name`` is
+    stored with every answer; the turn named :data:`ANSWER` holds the answers that are parsed and scored."""
 
     name: str
     ask: Callable[[Any, list[Asked]], list[Request]]
@@ -62,11 +99,23 @@ class Turn:
 
 @dataclass
 class Asked:
-    """One answered turn: its requests and the runner's frame (row i answers request i)."""
+    """One answered turn: its requests and the runner's frame (row i answers request i). A stored turn's
+    requests carry what the store kept of them (id, setting, decoding, ``meta``), not their messages."""
 
     turn: str
     requests: list[Request]
     generations: Any
+
+
+@dataclass(frozen=True)
+class ReleasedRun:
+    """A run a paper's authors released as rows they had already read (per-row predictions with boxes and IoUs,
+    no answers to parse): what :meth:`Benchmark.released_run` reads from such a file."""
+
+    model: str
+    setting: str
+    scored: Any  # the paper's scored frame
+    data: Mapping[str, Any]  # the data identity the released rows stand on
 
 
 class Benchmark(ABC):
@@ -92,11 +141,6 @@ class Benchmark(ABC):
     def requests(self, items, setting: str, **kwargs: Any) -> list[Request]:
         """Model requests for ``items`` under ``setting`` (prompts ported verbatim)."""
 
-    def model_requests(self, model: ModelInfo, items, setting: str, **options: Any) -> list[Request]:
-        """The first-turn requests a run with ``model`` sends (what a saliency study explains); a paper whose
-        prompt follows the model (Ref-Adv's grounding styles) overrides this."""
-        return self.requests(items, setting, **options)
-
     @abstractmethod
     def parse(self, text: str, item: Any) -> dict[str, Any]:
         """Parse one raw output into answer fields (e.g. ``{"letter": "C", "valid": True}``)."""
@@ -110,33 +154,40 @@ class Benchmark(ABC):
         """The paper's tables recomputed from scored predictions, keyed by table id."""
 
     # -- shared helpers ----------------------------------------------------------------------------
+    @final
     def check_setting(self, setting: str) -> str:
         if setting not in self.settings:
             raise SettingError(f"unknown {self.name} setting {setting!r}; choose one of {', '.join(self.settings)}")
         return setting
 
     # -- generate: a setting is a short chain of declared turns, run here and nowhere else --------------
-    def asked(self, model: VLM, items, setting: str, *, limit: int | None = None, progress: bool = True,
-              **options: Any):
+    def context(self, model: VLM | ModelInfo, setting: str, options: Mapping[str, Any] | None = None, *,
+                stored: Mapping[str, Any] | None = None) -> RunContext:
+        """What a run with ``model`` under ``setting`` and ``options`` resolves once (:class:`RunContext`); a paper
+        that reads answers per model (Ref-Adv's grounding style) resolves it here. ``stored``: the run meta of
+        a stored run being scored (what it recorded: a grounding style chosen then)."""
+        info = model if isinstance(model, ModelInfo) else model.info
+        opts = dict(options or {})
+        max_pixels = opts.pop("max_pixels", getattr(model, "max_pixels", None))
+        return RunContext(setting=setting, model=info, options=opts, spec=getattr(model, "spec", None),
+                          max_pixels=max_pixels, facts={"seed": opts.get("seed")})
+
+    def asked(self, items, ctx: RunContext, *, limit: int | None = None, progress: bool = True):
         """The items a run asks about: the first ``limit`` (a paper that picks or rewrites items first, such as
         RACQUET's control images or Ref-Adv's descriptor deletion, says so here)."""
         return self.first_items(items, limit)
 
-    def turns(self, model: VLM, setting: str, **options: Any) -> list[Turn]:
-        """The model calls of one setting, in order. The default is one turn: the first-turn requests
-        (:meth:`model_requests`), one per item."""
-        return [Turn(setting, lambda items, previous: self.model_requests(model.info, items, setting, **options))]
+    def turns(self, ctx: RunContext) -> list[Turn]:
+        """The model calls of one setting, in order. The default is one turn, the answer: :meth:`requests` with
+        the run's options, one per item."""
+        return [Turn(ANSWER, lambda items, previous: self.requests(items, ctx.setting, **ctx.options))]
 
-    def join(self, items, asked: list[Asked], model: VLM, setting: str, **options: Any):
+    def join(self, items, asked: list[Asked], ctx: RunContext):
         """The generations :meth:`run` returns, from every turn's runner frame (default: stacked in order)."""
         import pandas as pd
 
         frames = [a.generations for a in asked]
         return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-
-    def run_facts(self, model: VLM, setting: str, **options: Any) -> dict[str, Any]:
-        """What else identifies a run beside :meth:`run_meta` (e.g. Ref-Adv's grounding style)."""
-        return {"seed": options.get("seed")}
 
     @final
     def run(self, model: VLM, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
@@ -144,30 +195,38 @@ class Benchmark(ABC):
         """Every turn of ``setting`` through the runner, into one store (cached, resumable, streamed where the
         backend streams): the same preamble for every paper, so a chain of calls is declared, never re-run.
 
-        ``limit`` keeps the first ``limit`` items; ``options`` go to :meth:`asked`, :meth:`turns`,
-        :meth:`join`, :meth:`run_facts` and :meth:`run_deviations`. The result's ``attrs["deviations"]`` are the ones stored with
-        every record (computed once, from the options this run used).
+        ``limit`` keeps the first ``limit`` items; ``options`` are resolved once into the run's
+        :class:`RunContext` (:meth:`context`), which every hook is handed. The result's ``attrs["deviations"]``
+        are the ones stored with every record (computed once, from the options this run used).
         """
         from vlamb_nb import runner
 
         setting = self.check_setting(setting or self.default_setting)
-        items = self.asked(model, items, setting, limit=limit, progress=progress, **options)
-        devs = [asdict(d) for d in self.run_deviations(model, setting, items, **options)]
-        facts = self.run_facts(model, setting, **options)
-        meta = self.run_meta(model.info, setting, seed=facts.pop("seed", None), items=items)
+        ctx = self.context(model, setting, options)
+        items = self.asked(items, ctx, limit=limit, progress=progress)
+        devs = [asdict(d) for d in self.run_deviations(ctx, items)]
+        facts = dict(ctx.facts)
+        meta = self.run_meta(ctx.model, setting, seed=facts.pop("seed", None), items=items)
         meta.update(facts, deviations=devs)
         done: list[Asked] = []
-        chain = self.turns(model, setting, **options)
-        for i, turn in enumerate(chain):
+        for i, turn in enumerate(self.turns(ctx)):
             reqs = turn.ask(items, done)
             desc = turn.desc or (f"{self.name} {setting}" + (f" {turn.name}" if i else ""))
             answerer = turn.reader(model) if turn.reader is not None else model
             gens = runner.run(answerer, reqs, store, batch_size=batch_size, progress=progress, run_meta=meta,
-                              desc=desc) if reqs else runner.run(answerer, [], None, progress=False)
+                              desc=desc, turn=turn.name) if reqs else \
+                runner.run(answerer, [], None, progress=False, turn=turn.name)
             done.append(Asked(turn.name, reqs, gens))
-        out = self.join(items, done, model, setting, **options)
+        out = self.join(items, done, ctx)
         out.attrs["deviations"] = devs
         return out
+
+    @final
+    def first_requests(self, model: VLM | ModelInfo, items, setting: str, **options: Any) -> list[Request]:
+        """The first turn's requests a run with ``model`` sends (what a saliency study explains): the prompt
+        follows the model where a paper's does (Ref-Adv's grounding styles)."""
+        ctx = self.context(model, self.check_setting(setting), options)
+        return self.turns(ctx)[0].ask(items, [])
 
     # -- parse: answers joined to their items, each read by ``parse`` ------------------------------------------
     #: the item column generations are joined on
@@ -175,16 +234,15 @@ class Benchmark(ABC):
     #: what a failed generation reads as (counted wrong, never dropped)
     failed_parse: dict[str, Any] = {"valid": False, "parse_error": "generation_failed"}
 
-    def answers(self, generations):
-        """The generation rows that are answers (a paper whose chain asks earlier turns keeps those aside)."""
-        return generations
-
     def join_items(self, items, answers, id_column: str):
-        """Each answer beside its item (request meta ``item_id``, else the ``request_id`` before ``::``)."""
-        gens = answers.copy()
-        if "item_id" not in gens.columns:
-            gens["item_id"] = gens["request_id"].astype(str).str.split("::").str[0]
-        return gens.merge(items, left_on="item_id", right_on=id_column, how="left", suffixes=("", "_item"))
+        """Each answer beside its item (its ``item_id``, stored with it); an answer naming no item of ``items`` is
+        an error (a stored run scored against other data), never a row without its item."""
+        from vlamb_nb.errors import DataError
+
+        unknown = sorted(set(answers["item_id"].astype(str)) - set(items[id_column].astype(str)))
+        if unknown:
+            raise DataError(f"{len(unknown)} answer(s) name items that are not in the data, e.g. {unknown[0]!r}")
+        return answers.merge(items, left_on="item_id", right_on=id_column, how="left", suffixes=("", "_item"))
 
     def predicted(self, predictions, generations):
         """Finishing touches on parsed predictions, given every generation (earlier turns' text beside an answer)."""
@@ -192,11 +250,16 @@ class Benchmark(ABC):
 
     @final
     def predictions(self, items, generations, *, id_column: str | None = None):
-        """Join answers to items and parse each output: :meth:`answers` → :meth:`join_items` → :meth:`parse`
-        (or :attr:`failed_parse`) → :meth:`predicted`. Failed generations stay as rows, never vanish."""
+        """Join answers to items and parse each output: the rows of the :data:`ANSWER` turn (earlier turns stay
+        aside) → :meth:`join_items` → :meth:`parse` (or :attr:`failed_parse`) → :meth:`predicted`. Failed
+        generations stay as rows, never vanish."""
         import pandas as pd
 
-        merged = self.join_items(items, self.answers(generations), id_column or self.id_column)
+        answers = generations
+        if "turn" in generations.columns:
+            turn = generations["turn"]
+            answers = generations[turn.isna() | (turn == ANSWER)].reset_index(drop=True)
+        merged = self.join_items(items, answers, id_column or self.id_column)
         parsed = []
         for _, row in merged.iterrows():
             err = row.get("error")
@@ -217,14 +280,86 @@ class Benchmark(ABC):
         score_kw = {k: options.pop(k) for k in self.score_options if k in options}
         gens = self.run(model, items, setting, store=store, limit=limit, batch_size=batch_size, progress=progress,
                         **options)
+        return self._scored(items, gens, model.info, setting, score_kw)
+
+    def _scored(self, items, gens, model: ModelInfo, setting: str, score_kw: dict[str, Any]):
+        """predictions → score, and what the scored frame says about itself: the one tail of :meth:`evaluate`
+        and :meth:`score_store`."""
         scored = self.score(self.predictions(items, gens), **score_kw)
         if "model" not in scored.columns:
-            scored["model"] = model.info.model_id
-        devs = list(gens.attrs["deviations"]) + [asdict(d) for d in self.score_deviations(scored, **score_kw)]
-        scored.attrs.update(setting=setting, model=model.info.model_id, deviations=devs,
+            scored["model"] = model.model_id
+        devs = list(gens.attrs.get("deviations") or []) + [asdict(d) for d in self.score_deviations(scored,
+                                                                                                    **score_kw)]
+        scored.attrs.update(setting=setting, model=model.model_id, deviations=devs,
                             data=dict(getattr(items, "attrs", {}).get("data") or {}))
         return scored
 
+    @final
+    def score_store(self, store: str | os.PathLike | Sequence[dict[str, Any]], items, *, setting: str | None = None,
+                    model: str | None = None, quantization: str | None = None, run: int | None = None,
+                    fill_missing: bool = False, **options: Any):
+        """A stored run scored exactly as its :meth:`evaluate` scored it when it ran.
+
+        ``store``: a prediction store (a path) or records (dicts with ``item_id``, ``turn``, ``text``, ``error``:
+        what a paper's reader makes of an official prediction file). The run's records (one run:
+        ``setting``/``model``/``quantization``/``run`` pick it from a store holding several, see
+        :mod:`vlamb_nb.run_identity`; one record per request) are grouped by turn into each turn's answers, in
+        the order of ``items``, and go through the same :meth:`join`, :meth:`predictions` and :meth:`score` a live
+        run uses, with the run's context rebuilt from its stored model and meta and ``options`` (the run's
+        options, the score options among them). Only the items the run answered are rows, as in the run;
+        ``fill_missing`` adds every other item of ``items`` as a failed answer (:data:`NO_PREDICTION`), as
+        a paper's denominators count it. ``attrs["coverage"]`` says how many items were answered, failed or
+        missing.
+        """
+        import pandas as pd
+
+        from vlamb_nb.metrics import coverage
+        from vlamb_nb.run_identity import dedupe, select_run
+        from vlamb_nb.store import read_store, with_fields
+
+        label = str(store) if isinstance(store, str | os.PathLike) else "records"
+        numbered = read_store(store) if isinstance(store, str | os.PathLike) else \
+            [(i, with_fields(dict(r))) for i, r in enumerate(store, start=1)]
+        numbered = [(ln, r) for ln, r in numbered if r.get("benchmark") in (None, "", self.name)]
+        if setting is not None:
+            self.check_setting(setting)
+        line_of = {id(r): ln for ln, r in numbered}
+        rid, recs = select_run([r for _, r in numbered], model=model, setting=setting, quantization=quantization,
+                               run=run, source=label)
+        by_turn: dict[str, list[dict[str, Any]]] = {}
+        for r in recs:  # one record per request of each turn (two repair texts re-ask one request id)
+            by_turn.setdefault(str(r["turn"]), []).append(r)
+        recs = [r for group in by_turn.values()
+                for r in dedupe(group, source=label, lines=[line_of[id(x)] for x in group])[0]]
+        setting = self.check_setting(rid.setting)
+        score_kw = {k: options.pop(k) for k in self.score_options if k in options}
+        first = next((r for r in recs if r["turn"] == ANSWER), recs[0])
+        stored = dict(first.get("run") or {})
+        info = ModelInfo.from_dict(first.get("model"))
+        ctx = self.context(info, setting, options, stored=stored)
+        ids = items[self.id_column].astype(str)
+        at = {i: k for k, i in enumerate(ids)}
+        answered = {str(r["item_id"]) for r in recs}
+        if fill_missing:
+            recs = recs + [{"request_id": i, "item_id": i, "turn": ANSWER, "benchmark": self.name,
+                            "setting": rid.tag or setting, "model": first.get("model"), "text": "",
+                            "error": NO_PREDICTION, "finish_reason": "error", "meta": {}}
+                           for i in ids if i not in answered]
+        asked = []
+        for turn in self.turns(ctx):
+            rows = sorted((r for r in recs if r["turn"] == turn.name), key=lambda r: at.get(str(r["item_id"]), -1))
+            asked.append(Asked(turn.name, [_stored_request(r) for r in rows], _stored_frame(rows)))
+        gens = self.join(items[ids.isin({str(r["item_id"]) for r in recs})], asked, ctx)
+        gens.attrs["deviations"] = list(stored.get("deviations") or [])
+        scored = self._scored(items, gens, info, setting, score_kw)
+        ans = gens[gens["turn"].isna() | (gens["turn"] == ANSWER)] if "turn" in gens.columns else gens
+        err = ans["error"] if "error" in ans.columns else pd.Series([None] * len(ans), index=ans.index)
+        bad = err.map(lambda e: isinstance(e, str) and bool(e)) & (err != NO_PREDICTION)
+        ok = ~err.map(lambda e: isinstance(e, str) and bool(e))
+        scored.attrs["coverage"] = coverage(ids, ans.loc[ok, "item_id"], ans.loc[bad, "item_id"], err[bad])
+        return scored
+
+    @final
     def run_settings(self, model: VLM, items, settings: Any, *, store_dir: str | os.PathLike | None = None,
                      limit: int | None = None, batch_size: int = 8, progress: bool = True,
                      **options: Any) -> dict[str, Any]:
@@ -237,6 +372,7 @@ class Benchmark(ABC):
                                          progress=progress, **options)
         return out
 
+    @final
     def store_path(self, directory: str | os.PathLike, model: ModelInfo | str, setting: str) -> Path:
         """Where a run's prediction store lives: ``<directory>/<model>[__<quantization>]/<benchmark>__<setting>
         .jsonl``. The one naming rule of notebooks, sweeps and the CLI's defaults: one run per file."""
@@ -253,10 +389,22 @@ class Benchmark(ABC):
             raise SettingError(f"limit must be a positive integer or None, got {limit!r}")
         return items.head(limit)
 
-    def run_deviations(self, model: VLM, setting: str, items, **options: Any) -> list[Deviation]:
-        """How a run differs from the paper's setup, from the options it runs with (decoding, the reading of
-        answers); computed once by :meth:`run`, stored with every record and carried to the scored frame."""
-        return self.deviations(model.info, setting)
+    def run_deviations(self, ctx: RunContext, items: Any = None) -> list[Deviation]:
+        """How a run differs from the paper's setup, from its context (the model, the decoding, the reading of
+        answers; ``items``: the items asked, where that matters); computed once by :meth:`run`, stored with every
+        record and carried to the scored frame."""
+        out: list[Deviation] = []
+        if ctx.model.quantization:
+            out.append(quantization_deviation(ctx.model.quantization))
+        if ctx.model.backend is Backend.SCRIPTED:
+            out.append(Deviation("model", "a real VLM", "a scripted stand-in (pipeline demonstration only)", "all"))
+        return out
+
+    @final
+    def deviations(self, model: VLM | ModelInfo, setting: str, items: Any = None, **options: Any) -> list[Deviation]:
+        """Ways a run with ``model`` under ``setting`` and ``options`` differs from the paper's setup (what
+        :meth:`run` stores, :meth:`run_deviations` of the run's context)."""
+        return self.run_deviations(self.context(model, setting, options), items)
 
     def score_deviations(self, scored, **score_options: Any) -> list[Deviation]:
         """How scoring differed from the paper's (a substitute scorer), from the options named in
@@ -280,25 +428,18 @@ class Benchmark(ABC):
 
         return summary(self.metrics, scored)
 
-    def deviations(self, model: ModelInfo, setting: str) -> list[Deviation]:
-        """Ways a run with ``model`` under ``setting`` differs from the paper's setup."""
-        out: list[Deviation] = []
-        if model.quantization:
-            out.append(quantization_deviation(model.quantization))
-        if model.backend == "scripted":
-            out.append(Deviation("model", "a real VLM", "a scripted stand-in (pipeline demonstration only)", "all"))
-        return out
-
+    @final
     def run_meta(self, model: ModelInfo, setting: str, seed: int | None = None, items: Any = None) -> dict[str, Any]:
         """What identifies a run (stored with every record): model, setting, seed, the digest of the prompt
-        templates and of the items asked, and the deviations from the paper."""
+        templates and of the items asked (its deviations are added by :meth:`run`)."""
         from vlamb_nb.meta import RunMeta
 
         return RunMeta(benchmark=self.name, setting=setting, model=model.to_dict(), seed=seed,
-                       deviations=self.deviations(model, setting), template=template_digest(self.package()),
-                       source=source_digest(items), data=dict(getattr(items, "attrs", {}).get("data") or {})).to_dict()
+                       template=template_digest(self.package()), source=source_digest(items),
+                       data=dict(getattr(items, "attrs", {}).get("data") or {})).to_dict()
 
     # -- reference numbers and CLI hooks -----------------------------------------------------------
+    @final
     def reference(self, table: str | None = None):
         """The paper's published numbers (each with table id and provenance): ``reference.csv`` in the paper's
         folder where it has one, else the package's ``reference/<name>.csv``."""
@@ -324,19 +465,16 @@ class Benchmark(ABC):
         """Dataset statistics for ``vlamb-nb data stats``."""
         raise NotAvailableError(f"data stats for {self.name} are not implemented yet")
 
+    def released_run(self, path: str | os.PathLike) -> ReleasedRun | None:
+        """A released run's per-row file of this paper, read into its scored rows (None: ``path`` is not one).
+        Only a paper that released such rows (Ref-Adv) reads one; answers are scored by :meth:`score_store`."""
+        return None
+
     def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
                    **options: Any) -> dict[str, Any]:
-        """Score a predictions file for ``vlamb-nb score``; returns JSON-ready results."""
+        """``vlamb-nb score``: a prediction store (through :meth:`score_store`) or an official prediction file (its
+        paper's reader turns it into records first), as JSON-ready results."""
         raise NotAvailableError(f"scoring files for {self.name} is not implemented yet")
-
-    #: how a prediction store of this paper is scored for ``compare``: replayed through :meth:`evaluate` (the run's
-    #: own steps), or (False) read by the paper's own ``score_store``
-    replays_stores: bool = True
-
-    def released_run(self, path: str | os.PathLike) -> dict[str, Any] | None:
-        """A file of the paper's release that holds one model's per-item outputs, as ``{"model", "setting",
-        "scored", "data"}`` (Ref-Adv's per-row predictions), or None when ``path`` is not one."""
-        return None
 
     def reference_check(self) -> list[dict[str, Any]]:
         """Recompute derivable published cells; one finding per checked cell (see ``reference.Finding``)."""
@@ -345,6 +483,26 @@ class Benchmark(ABC):
     def make_sample(self, directory: str | os.PathLike, n: int = 8, seed: int = 0) -> Path:
         """Write a small generated sample in the benchmark's released format; return what ``load`` takes."""
         raise NotAvailableError(f"sample generation for {self.name} is not implemented yet")
+
+
+def _stored_request(rec: dict[str, Any]) -> Request:
+    """What the store kept of a request (id, setting, decoding, meta): enough for a join, never for asking."""
+    known = DecodingParams.__dataclass_fields__
+    params = {k: v for k, v in (rec.get("params") or {}).items() if k in known}
+    return Request(id=str(rec.get("request_id", rec["item_id"])), messages=[], params=DecodingParams(**params),
+                   benchmark=str(rec.get("benchmark") or ""), setting=str(rec.get("setting") or ""),
+                   meta={**(rec.get("meta") or {}), "item_id": str(rec["item_id"])})
+
+
+def _stored_frame(rows: list[dict[str, Any]]):
+    """Stored records as the runner's frame (every answer cached)."""
+    import pandas as pd
+
+    from vlamb_nb.runner import RESULT_COLUMNS
+
+    out = [{**{c: r.get(c) for c in RESULT_COLUMNS if c in r}, "item_id": str(r["item_id"]), "turn": r["turn"],
+            "cached": True} for r in rows]
+    return pd.DataFrame(out, columns=RESULT_COLUMNS)
 
 
 # -- a lenient reading of option letters, shared by the multiple-choice benchmarks --------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 from vlamb_nb.models.base import (
     IMAGE_SLOT,
     VLM,
+    Backend,
     DecodingParams,
     Generation,
     ModelInfo,
@@ -22,12 +23,12 @@ from vlamb_nb.models.base import (
 from vlamb_nb.models.spec import ModelSpec
 
 __all__ = [
-    "IMAGE_SLOT", "VLM", "DecodingParams", "Generation", "ModelInfo", "ModelSpec", "Request", "ScriptedModel",
+    "IMAGE_SLOT", "VLM", "Backend", "DecodingParams", "Generation", "ModelInfo", "ModelSpec", "Request", "ScriptedModel",
     "StreamingVLM", "assistant_message", "load_model", "system_message", "text_part", "user_message",
 ]
 
 
-def load_model(spec: str, *, quantization: str | None = None, concurrency: int | None = None,
+def load_model(spec: str | ModelSpec, *, quantization: str | None = None, concurrency: int | None = None,
                timeout: float | None = None, max_retries: int | None = None, deadline: float | None = None, **kwargs):
     """Build a backend from a spec (read by :class:`ModelSpec`).
 

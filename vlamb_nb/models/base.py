@@ -12,8 +12,9 @@ waits for the slowest request of a batch before sending the next.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from vlamb_nb.errors import SettingError
@@ -67,8 +68,9 @@ def system_message(text: str) -> dict[str, Any]:
 class Request:
     """One model call: chat messages with image slots, the images, decoding parameters.
 
-    ``id`` identifies the item (plus a suffix for extra turns or samples). ``benchmark`` and
-    ``setting`` are part of the cache key; ``meta`` is carried along but not hashed.
+    ``id`` names the request within its run (the item, plus a suffix for extra turns or samples); which item it
+    asks about is :attr:`item_id` (``meta["item_id"]``), never read back out of ``id``. ``benchmark`` and
+    ``setting`` are part of the cache key; ``meta`` is carried along (and stored with the answer) but not hashed.
     """
 
     id: str
@@ -85,6 +87,11 @@ class Request:
         if n_slots != len(self.images):
             raise SettingError(f"request {self.id}: {n_slots} image slot(s) in the messages but "
                                f"{len(self.images)} image(s) given")
+
+    @property
+    def item_id(self) -> str:
+        """The item this request asks about (``meta["item_id"]``; a request that names none asks about ``id``)."""
+        return str(self.meta.get("item_id", self.id)) if self.meta else str(self.id)
 
     @property
     def prompt_text(self) -> str:
@@ -133,6 +140,23 @@ class Generation:
         return asdict(self)
 
 
+class Backend(StrEnum):
+    """What answers a model's requests. Compared as this enum everywhere (a stored record's text value is read
+    back into it), so a misspelt backend is an error where it is read, never a comparison that is silently
+    false."""
+
+    HF = "hf"  # transformers weights loaded here
+    OPENAI = "openai"  # an OpenAI-compatible endpoint
+    REPLAY = "replay"  # recorded answers replayed
+    SCRIPTED = "scripted"  # a scripted stand-in (tests, pipeline demonstrations)
+    FILE = "file"  # answers read from a prediction file, no model at hand
+
+    @property
+    def served(self) -> bool:
+        """Answered by a server (or recorded from one): only a model's name tells its conventions."""
+        return self in (Backend.OPENAI, Backend.REPLAY)
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     """Identity of a model for cache keys and run metadata (never holds secrets).
@@ -144,14 +168,33 @@ class ModelInfo:
     model_id: str
     revision: str | None = None
     quantization: str | None = None
-    backend: str = "hf"
+    backend: Backend = Backend.HF
     family: str | None = None
     dtype: str | None = None
     trust_remote_code: bool = False
     endpoint: str | None = None
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.backend, Backend):
+            try:
+                object.__setattr__(self, "backend", Backend(self.backend))
+            except ValueError:
+                raise SettingError(f"unknown model backend {self.backend!r}; one of "
+                                   f"{', '.join(b.value for b in Backend)}") from None
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["backend"] = self.backend.value
+        return out
+
+    @classmethod
+    def from_dict(cls, model: Mapping[str, Any] | str | None) -> ModelInfo:
+        """A stored record's model (its ``model`` dict, or a bare name in a prediction file), unknown keys left out."""
+        if not isinstance(model, Mapping):
+            return cls(model_id=str(model or ""), backend=Backend.FILE)
+        known = {k: v for k, v in model.items() if k in cls.__dataclass_fields__ and v is not None}
+        known.setdefault("model_id", "")
+        return cls(**known)
 
 
 @runtime_checkable
@@ -193,7 +236,7 @@ class ScriptedModel:
 
     def __init__(self, respond: Callable[[Request], str], *, model_id: str = "scripted",
                  score: Callable[[Request, Sequence[str]], list[float]] | None = None) -> None:
-        self.info = ModelInfo(model_id=model_id, backend="scripted")
+        self.info = ModelInfo(model_id=model_id, backend=Backend.SCRIPTED)
         self._respond = respond
         self._score = score
         self.calls = 0

@@ -18,13 +18,13 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from vlamb_nb.errors import NotAvailableError, SettingError
 from vlamb_nb.meta import Deviation
-from vlamb_nb.models.base import DecodingParams, Generation, ModelInfo, Request
+from vlamb_nb.models.base import Backend, DecodingParams, Generation, ModelInfo, Request
 from vlamb_nb.models.families import Family, family_for_config
 
 QUANTIZATIONS = ("4bit", "8bit", None)
@@ -97,6 +97,7 @@ class HFModel:
     def __init__(self, model_id: str | os.PathLike, *, quantization: str | None = None, revision: str | None = None,
                  device_map: str | dict[str, Any] | None = "auto", dtype: Any = None,
                  trust_remote_code: bool = False, max_pixels: int | None = None,
+                 family_max_pixels: Mapping[str, int] | None = None,
                  processor_kwargs: dict[str, Any] | None = None, model_kwargs: dict[str, Any] | None = None,
                  display_id: str | None = None, score_in_generate: bool = True,
                  adapter: str | os.PathLike | None = None, skip_modules: Sequence[str] = ()) -> None:
@@ -120,6 +121,8 @@ class HFModel:
                                    "trust_remote_code=True to allow it (recorded in the run metadata)") from None
             raise
         self.family: Family = family_for_config(config)
+        if max_pixels is None and family_max_pixels:  # a budget that depends on the checkpoint's declared family
+            max_pixels = family_max_pixels.get(self.family.name)
         model_cls = getattr(transformers, self.family.auto_model)
         processor_cls = getattr(transformers, self.family.auto_processor)
         if self.family.trust_remote_code and not trust_remote_code:
@@ -166,7 +169,7 @@ class HFModel:
         if self.adapter is not None:  # part of the cache key: adapter outputs never reuse the base's
             shown = f"{shown}+adapter@{self.adapter['digest']}"
         self.info = ModelInfo(model_id=shown, revision=revision or commit, quantization=quantization,
-                              backend="hf", family=self.family.name, dtype=str(self.dtype).replace("torch.", ""),
+                              backend=Backend.HF, family=self.family.name, dtype=str(self.dtype).replace("torch.", ""),
                               trust_remote_code=trust_remote_code)
         self._torch = torch
 

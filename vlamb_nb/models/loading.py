@@ -21,19 +21,29 @@ from vlamb_nb.models.spec import ModelSpec
 REMOTE_SETTINGS = ("concurrency", "timeout", "max_retries", "deadline")
 
 
-def load_model(spec: str, quantization: str | None = None, *, concurrency: int | None = None,
+def load_model(spec: str | ModelSpec, quantization: str | None = None, *, concurrency: int | None = None,
                timeout: float | None = None, max_retries: int | None = None, deadline: float | None = None,
                **kwargs: Any):
-    """Build the backend named by ``spec`` (see the module docstring).
+    """Build the backend named by ``spec`` (see the module docstring); the model keeps the parsed spec as
+    ``model.spec``, so a run reads it from there instead of parsing the string again.
 
     ``concurrency`` (requests in flight), ``timeout`` (seconds per attempt), ``max_retries`` and ``deadline``
     (seconds per request, retries included) configure an ``openai:`` model; None keeps its defaults. Other
     backends send no requests over a network and ignore them.
     """
-    parsed = ModelSpec.parse(spec)
+    parsed = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
+    model = _build(parsed, quantization, {k: v for k, v in zip(REMOTE_SETTINGS, (concurrency, timeout, max_retries,
+                                                                                 deadline), strict=True)
+                                          if v is not None}, kwargs)
+    try:
+        model.spec = parsed
+    except AttributeError:  # a backend that refuses new attributes still runs; its run has no parsed spec
+        pass
+    return model
+
+
+def _build(parsed: ModelSpec, quantization: str | None, remote: dict[str, Any], kwargs: dict[str, Any]):
     spec = parsed.text
-    remote = {k: v for k, v in zip(REMOTE_SETTINGS, (concurrency, timeout, max_retries, deadline), strict=True)
-              if v is not None}
     if parsed.kind == "tiny":
         from vlamb_nb.models.hf import HFModel
         from vlamb_nb.models.tiny import TINY_VERSION, tiny_path

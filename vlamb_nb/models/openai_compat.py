@@ -46,7 +46,7 @@ from typing import Any
 import httpx
 
 from vlamb_nb.errors import SettingError
-from vlamb_nb.models.base import DecodingParams, Generation, ModelInfo, Request
+from vlamb_nb.models.base import Backend, DecodingParams, Generation, ModelInfo, Request
 from vlamb_nb.models.http import (
     DETAIL_CHARS,
     KEY_ENVS,
@@ -223,7 +223,7 @@ class OpenAIModel:
         self.backoff, self.max_backoff = backoff, max_backoff
         self.extra_body = dict(extra_body or {})
         self.info = ModelInfo(model_id=f"openai:{model}", revision=revision, quantization=quantization_label,
-                              backend="openai", endpoint=self.endpoint)
+                              backend=Backend.OPENAI, endpoint=self.endpoint)
         self.http_attempts = 0  # every HTTP attempt, retries included (for tests and measurements)
         self.last_limit: AdaptiveLimit | None = None  # the in-flight limit of the latest stream (peak, cuts)
         self.image_cache_bytes = image_cache_bytes

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from vlamb_nb.errors import DataError, SettingError
-from vlamb_nb.models.base import Generation, ModelInfo, Request
+from vlamb_nb.models.base import Backend, Generation, ModelInfo, Request
 
 
 def _turn(request: Request) -> int:
@@ -90,7 +90,7 @@ class ReplayModel:
         name = model_id or (models[0] if models else "recorded")
         if model_id is not None:
             records = [r for r in records if not r.get("model") or str(r["model"]) == model_id]
-        self.info = ModelInfo(model_id=name, backend="replay", family=family, revision=source or None)
+        self.info = ModelInfo(model_id=name, backend=Backend.REPLAY, family=family, revision=source or None)
         self._by_item: dict[tuple[str, str, int], str] = {}
         self._by_prompt: dict[tuple[str, int], str] = {}
         for r in records:

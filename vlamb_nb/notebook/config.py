@@ -42,13 +42,21 @@ SAMPLE_STAMP = "generated sample data: not the paper's data"
 
 # -- profiles ----------------------------------------------------------------------------------------
 def is_stand_in(spec: Any) -> bool:
-    """A tiny random checkpoint, a scripted model or a replay of recorded outputs (not a real model)."""
+    """A tiny random checkpoint, a scripted model or a replay of recorded outputs (not a real model); ``spec``: a
+    spec string, a parsed :class:`~vlamb_nb.models.spec.ModelSpec` or a model object."""
+    from vlamb_nb.models.base import Backend
+
     if spec is None:
         return True
+    if isinstance(spec, ModelSpec):
+        return spec.stand_in
     if not isinstance(spec, str):  # a model object: ScriptedModel and friends say what they are
-        backend = getattr(getattr(spec, "info", None), "backend", "")
+        if getattr(spec, "spec", None) is not None:  # loaded from a spec, read when it was loaded
+            return spec.spec.stand_in
+        backend = getattr(getattr(spec, "info", None), "backend", None)
         model_id = str(getattr(spec.info, "model_id", ""))
-        return backend in ("scripted", "replay") or (bool(model_id.strip()) and ModelSpec.parse(model_id).kind == "tiny")
+        return backend in (Backend.SCRIPTED, Backend.REPLAY) or (bool(model_id.strip())
+                                                                  and ModelSpec.parse(model_id).kind == "tiny")
     return bool(spec.strip()) and ModelSpec.parse(spec).stand_in
 
 
@@ -60,7 +68,8 @@ def resolve_profile(profile: str | None, model: Any) -> str:
         raise SettingError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
     if profile == "offline" and not is_stand_in(model):
         raise SettingError(f"the offline profile only runs stand-ins (tiny:FAMILY, scripted, replay:FILE); "
-                           f"for {model!r} use profile='paper' (or leave profile unset)")
+                           f"for {(model.text if isinstance(model, ModelSpec) else model)!r} use profile='paper' "
+                           "(or leave profile unset)")
     return profile
 
 
@@ -77,10 +86,14 @@ class NotebookConfig:
     concurrency: int | None = None
     store_dir: Path | None = None
     deviations: list[Deviation] = field(default_factory=list)
+    #: the model's spec, parsed once (None for a model object)
+    spec: ModelSpec | None = None
 
     def __post_init__(self) -> None:
         self.store_dir = Path(self.store_dir) if self.store_dir else self.run_dir
         self.store_dir.mkdir(parents=True, exist_ok=True)
+        if self.spec is None and isinstance(self.model, str) and self.model.strip():
+            self.spec = ModelSpec.parse(self.model)
 
     @property
     def offline(self) -> bool:
@@ -89,7 +102,7 @@ class NotebookConfig:
     @property
     def remote(self) -> bool:
         """The model is served elsewhere (``openai:``): its weights are not here."""
-        return isinstance(self.model, str) and ModelSpec.parse(self.model).served
+        return self.spec is not None and self.spec.served
 
     @property
     def run_dir(self) -> Path:
@@ -159,9 +172,10 @@ class NotebookConfig:
         from vlamb_nb.models import load_model
 
         spec = self.model if spec is None else spec
-        if not isinstance(spec, str):
+        if not isinstance(spec, str | ModelSpec):
             return spec
-        parsed = ModelSpec.parse(spec)
+        parsed = self.spec if spec == self.model and self.spec is not None else \
+            spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
         if parsed.kind == "tiny":
             kwargs.setdefault("seed", tiny_seed())
         if parsed.served:
@@ -173,7 +187,7 @@ class NotebookConfig:
         elif base_url:
             raise SettingError(f"base_url goes with an openai:MODEL spec, not {spec!r}")
         quant = self.quantization if parsed.weights_local else None
-        return load_model(spec, quantization=quant, **kwargs)
+        return load_model(parsed, quantization=quant, **kwargs)
 
     def save_figure(self, fig: Any, name: str, *, model_output: bool = False, sample_data: bool = False) -> None:
         """Save a figure of this paper. ``model_output``: drawn from this run's model answers, so under the
@@ -248,13 +262,15 @@ def setup(paper: str, *, profile: str | None = None, model: Any = None, base_url
           store_dir: str | os.PathLike | None = None) -> NotebookConfig:
     """Resolve a notebook's shared parameters (see :mod:`vlamb_nb.notebook.parameters`): its profile, model,
     endpoint, quantization and where its working files go."""
-    prof = resolve_profile(profile, model)
+    spec = ModelSpec.parse(model) if isinstance(model, str) and model.strip() else None  # read once
+    prof = resolve_profile(profile, spec or model)
     if model is None:
         if prof == "paper":
             raise SettingError(f"{paper}: profile 'paper' needs a model (a hub id, a local checkpoint or "
                                f"openai:MODEL)")
         model = OFFLINE_MODEL
-    if base_url is not None and not (isinstance(model, str) and ModelSpec.parse(model).served):
+        spec = ModelSpec.parse(model)
+    if base_url is not None and not (spec is not None and spec.served):
         raise SettingError(f"{paper}: base_url={base_url!r} goes with an openai:MODEL model, not {model!r}")
     if concurrency is not None and (not isinstance(concurrency, int) or isinstance(concurrency, bool)
                                     or concurrency < 1):
@@ -263,8 +279,8 @@ def setup(paper: str, *, profile: str | None = None, model: Any = None, base_url
     if quant not in (None, "4bit", "8bit"):
         raise SettingError(f"{paper}: unknown quantization {quantization!r}; use 4bit, 8bit or none")
     cfg = NotebookConfig(paper=paper, profile=prof, model=model, quantization=quant, seed=seed, base_url=base_url,
-                         concurrency=concurrency, store_dir=Path(store_dir) if store_dir else None)
-    if isinstance(model, str) and not ModelSpec.parse(model).weights_local:
+                         concurrency=concurrency, store_dir=Path(store_dir) if store_dir else None, spec=spec)
+    if spec is not None and not spec.weights_local:
         cfg.quantization = None  # served or replayed: the weights are not loaded here
     if prof == "offline":
         cfg.add_deviation("model", "the paper's models", f"{_model_name(model)} (offline profile: a stand-in whose "

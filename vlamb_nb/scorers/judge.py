@@ -112,8 +112,9 @@ def judge_requests(spec: JudgeSpec, rows: Any, *, id_column: str = "request_id",
                    field_map: Mapping[str, str] | None = None) -> list[Request]:
     """One text-only request per row; ``field_map`` maps template slots to row columns (default: same name).
 
-    Request ids are ``<row id>::judge-<spec name>`` and ``meta`` carries the row id, so
-    judged rows join back to their predictions unambiguously.
+    Request ids are ``<row id>::judge-<spec name>``; ``meta`` carries the judged row's id (``judged``), its item
+    (``item_id``, the row's own ``item_id`` where it has one) and setting, all stored with the verdict, so judged
+    rows join back to their predictions unambiguously.
     """
     fmap = {f: f for f in spec.fields}
     fmap.update(field_map or {})
@@ -130,9 +131,12 @@ def judge_requests(spec: JudgeSpec, rows: Any, *, id_column: str = "request_id",
         messages = [system_message(spec.system)] if spec.system else []
         messages.append(user_message(spec.prompt(**vals)))
         rid = str(row[id_column])
+        judged = {"setting": row["setting"]} if isinstance(row.get("setting"), str) else {}
+        item = row.get("item_id")
         out.append(Request(id=f"{rid}::judge-{spec.name}", messages=messages, params=spec.params,
                            benchmark=spec.benchmark, setting=f"judge:{spec.name}",
-                           meta={"item_id": rid, "judge": spec.name}))
+                           meta={"item_id": str(item) if isinstance(item, str) else rid, "judged": rid,
+                                 "judge": spec.name, **judged}))
     return out
 
 

@@ -11,9 +11,9 @@ pairs; tables, files), :mod:`.judge`, :mod:`.audit`, :mod:`.plots`, :mod:`.repor
 
 Table 4's prompting strategies are settings too (``full_cot``, ``full_codis``, ``full_agent``,
 ``full_agent_unified``; prompt texts ours, see :mod:`.prompts`), read by the same parser and scored like
-``full``. ``full_agent`` is multi-step: its declared turns ask each query's ambiguity (step
-``detect``), then its evidence given that analysis, then the answer given the evidence, each call cached
-in the same store under ``full_agent:<step>`` (the run's step records), the answer under ``full_agent``.
+``full``. ``full_agent`` is multi-step: its declared turns ask each query's ambiguity (turn ``detect``),
+then its evidence given that analysis (``evidence``), then the answer given the evidence (``answer``), each
+call cached in the same store and stored with its turn.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 import vlamb_nb.benchmarks.mucar.prompts as prompts
 import vlamb_nb.benchmarks.mucar.score as S
-from vlamb_nb.benchmarks.base import Asked, Benchmark, Turn
+from vlamb_nb.benchmarks.base import ANSWER, NO_PREDICTION, Asked, Benchmark, RunContext, Turn
 from vlamb_nb.benchmarks.mucar.data import (
     DEFAULT_GROUPING,
     NAME,
@@ -38,14 +38,14 @@ from vlamb_nb.benchmarks.mucar.parse import parse_query
 from vlamb_nb.benchmarks.mucar.prompts import SETTINGS, applicable
 from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.meta import Deviation
-from vlamb_nb.models.base import DecodingParams, ModelInfo, Request
+from vlamb_nb.models.base import DecodingParams, Request
 
 
 def _passed_on(asked: Asked) -> dict[str, str]:
     """Each query's output of a step, for the next step; a failed step passes on no text ("(no output)")."""
     gens = asked.generations
-    return {str(r).split("::")[0]: ("" if isinstance(e, str) and e else str(t or ""))
-            for r, t, e in zip(gens["request_id"], gens["text"], gens["error"], strict=True)}
+    return {str(i): ("" if isinstance(e, str) and e else str(t or ""))
+            for i, t, e in zip(gens["item_id"], gens["text"], gens["error"], strict=True)}
 
 
 class Mucar(Benchmark):
@@ -54,6 +54,7 @@ class Mucar(Benchmark):
     settings = tuple(SETTINGS)
     default_setting = "full"
     id_column = "uid"
+    failed_parse = S.GENERATION_FAILED  # scored wrong and labelled apart from an unreadable answer
     parse = staticmethod(parse_query)
     score = staticmethod(S.score_predictions)
     tables = staticmethod(S.tables)
@@ -76,41 +77,41 @@ class Mucar(Benchmark):
         """One request per query (per applicable context for 'c_ambiguous'), see :func:`.prompts.requests`."""
         return prompts.requests(items, self.check_setting(setting), **options)
 
-    def turns(self, model, setting: str, **options: Any) -> list[Turn]:
+    def turns(self, ctx: RunContext) -> list[Turn]:
         """One turn, or a multi-step setting's steps in order (``full_agent``: detect, evidence, answer), each
         asked with the step before's output; every call cached in the same store."""
+        setting = ctx.setting
         steps = SETTINGS[setting].steps
         if not steps:
-            return super().turns(model, setting, **options)
+            return super().turns(ctx)
+        assert steps[-1] == ANSWER  # the last step's answers are the ones scored
         return [Turn(step, lambda items, done, step=step: self.requests(
-            items, setting, step=step, previous=_passed_on(done[-1]) if done else None, **options),
+            items, setting, step=step, previous=_passed_on(done[-1]) if done else None, **ctx.options),
             desc=f"{setting}:{step}") for step in steps]
 
-    def run_deviations(self, model, setting: str, items, *, max_new_tokens: int | None = None,
-                       params: DecodingParams | None = None, **_: Any) -> list[Deviation]:
-        """The deviations with the token budget the requests are sent with."""
-        return self.deviations(model.info, setting,
-                               max_new_tokens=params.max_new_tokens if params is not None else max_new_tokens)
-
-    def answers(self, generations):
-        """The answer rows (a multi-step run's step rows, ``<setting>:<step>``, stay aside); a missing ``error``
-        cell (NaN) is no failure."""
-        gens = generations.copy()
-        if "error" in gens:
-            gens["error"] = [e if isinstance(e, str) else "" for e in gens["error"]]
-        if "setting" not in gens:
-            return gens
-        return gens[~gens["setting"].astype(str).str.contains(":", regex=False)].reset_index(drop=True)
+    def run_deviations(self, ctx: RunContext, items=None) -> list[Deviation]:
+        """What differs from the paper for this run, with the token budget its requests are sent with."""
+        params: DecodingParams | None = ctx.option("params")
+        budget = params.max_new_tokens if params is not None else ctx.option("max_new_tokens")
+        return super().run_deviations(ctx, items) + prompts.setting_deviations(ctx.model, ctx.setting,
+                                                                               max_new_tokens=budget)
 
     def predicted(self, predictions, generations):
-        """Each earlier step's text beside the answer (``step_<name>``)."""
-        if "setting" not in generations:
+        """Each earlier step's text beside the answer (``step_<name>``); a query a stored run has no answer for
+        labelled ``no_prediction``; a missing ``error`` cell (NaN) is no failure."""
+        if "error" in predictions:
+            predictions["error"] = [e if isinstance(e, str) else "" for e in predictions["error"]]
+            lost = predictions["error"] == NO_PREDICTION
+            if lost.any():
+                for col, value in {**S.NO_PREDICTION, "parse_error": None}.items():
+                    predictions.loc[lost, col] = value
+        if "turn" not in generations:
             return predictions
-        steps = generations[generations["setting"].astype(str).str.contains(":", regex=False)]
-        for tag in dict.fromkeys(steps["setting"].astype(str)):
-            rows = steps[steps["setting"] == tag]
-            text = dict(zip(rows["request_id"].astype(str).str.split("::").str[0], rows["text"], strict=True))
-            predictions[f"step_{tag.split(':', 1)[1]}"] = predictions[self.id_column].map(text)
+        steps = generations[generations["turn"] != ANSWER]
+        for step in dict.fromkeys(steps["turn"].astype(str)):
+            rows = steps[steps["turn"] == step]
+            text = dict(zip(rows["item_id"].astype(str), rows["text"], strict=True))
+            predictions[f"step_{step}"] = predictions[self.id_column].map(text)
         return predictions
 
     def skipped(self, items, setting: str) -> dict[str, int]:
@@ -121,11 +122,6 @@ class Mucar(Benchmark):
             if not ok:
                 out[why] = out.get(why, 0) + 1
         return out
-
-    def deviations(self, model: ModelInfo, setting: str, *, max_new_tokens: int | None = None) -> list[Deviation]:
-        """What differs from the paper for this run; ``max_new_tokens`` is the budget actually used."""
-        return super().deviations(model, setting) + prompts.setting_deviations(model, setting,
-                                                                               max_new_tokens=max_new_tokens)
 
     def summary(self, scored) -> dict[str, Any]:  # the declared metrics, then the paper's failure pattern
         return super().summary(scored) | S.diagnostics(scored)

@@ -26,11 +26,9 @@ from vlamb_nb.benchmarks.mucar.data import (
     NON_DUAL_CATEGORIES,
     load_items,
 )
-from vlamb_nb.benchmarks.mucar.parse import parse_query
 from vlamb_nb.benchmarks.mucar.prompts import SETTINGS, TABLE4_ROWS, applicable
 from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.jsonl import iter_jsonl
-from vlamb_nb.metrics import coverage
 from vlamb_nb.stats.metric import Metric, OnCard, Published
 
 # -- scoring -------------------------------------------------------------------------------------
@@ -344,23 +342,15 @@ def _records(df) -> list[dict[str, Any]]:
 _OUTPUT_FIELDS = ("output", "response", "text", "prediction", "pred")
 
 
-def _numbered_rows(p: Path, **pick: Any) -> list[tuple[int, Any]]:
+def _numbered_rows(p: Path) -> list[tuple[int, Any]]:
     """(row, record) of a prediction file: a JSON list or object (rows from 1), JSON Lines and CSV (rows by their
-    line); a prediction store narrowed to one run with one record per request (:mod:`vlamb_nb.run_identity`)."""
+    line)."""
     from vlamb_nb.jsonl import read_csv, read_json
 
     if p.suffix.lower() == ".csv":
         return [(i, r) for i, r in enumerate(read_csv(p).to_dict(orient="records"), start=2)]
     if p.suffix.lower() == ".jsonl":
-        numbered = list(iter_jsonl(p))
-        rows = [r for _, r in numbered]
-        if rows and all("request_id" in r and isinstance(r.get("model"), dict) for r in rows):
-            # a prediction store: exactly one run (model, quantization, decoding, prompts, data), duplicates once
-            from vlamb_nb.run_identity import one_run
-            from vlamb_nb.store import read_store
-
-            numbered = one_run(read_store(p), source=p.name, **pick)
-        return numbered
+        return list(iter_jsonl(p))
     data = read_json(p)
     if isinstance(data, dict):
         data = [{"id": k, "output": v} for k, v in data.items()]
@@ -370,25 +360,20 @@ def _numbered_rows(p: Path, **pick: Any) -> list[tuple[int, Any]]:
     return list(enumerate(data, start=1))
 
 
-def read_predictions(path: str | os.PathLike, *, model: str | None = None, setting: str | None = None,
-                     quantization: str | None = None, run: int | None = None
-                     ) -> tuple[dict[str, str], dict[str, str]]:
-    """(``{uid: raw output}``, ``{uid: error}`` of the queries whose generation failed) from JSON / JSONL / CSV
-    prediction files (see :meth:`Mucar.score_file`).
+def read_predictions(path: str | os.PathLike, *, model: str | None = None, setting: str | None = None
+                     ) -> list[dict[str, Any]]:
+    """Answer records (one per query: ``item_id``, ``text``, or the ``error`` of a query whose generation failed)
+    from JSON / JSONL / CSV prediction files and the release's own layout with ``eval.models.<model>.output``
+    filled in (see :meth:`Mucar.score_file`; a prediction store is read by ``score_store`` itself).
 
-    Rows carrying a ``setting`` (a prediction store) are filtered to ``setting``; a file holding several
-    settings or runs, or two different outputs for one query, must be narrowed down (``setting=`` / ``model=``
-    / ``quantization=`` / ``run=``) rather than letting the last row silently win. An output that is not text
-    is an error naming its row and field.
+    Rows carrying a ``setting`` are filtered to ``setting``; a file holding several settings, or two different
+    outputs for one query, must be narrowed down (``setting=`` / ``model=``) rather than letting the last row
+    silently win. An output that is not text is an error naming its row and field.
     """
     p = Path(path)
-    if not p.is_file():
-        raise DataError(f"predictions file not found: {p}")
-    numbered = _numbered_rows(p, model=model, setting=setting, quantization=quantization,
-                              run=None if run is None else int(run))
+    numbered = _numbered_rows(p)
     rows = [r for _, r in numbered]
-    seen = {str(r["setting"]) for r in rows if isinstance(r, dict) and r.get("setting") and not r.get("_meta")
-            and ":" not in str(r["setting"])}
+    seen = {str(r["setting"]) for r in rows if isinstance(r, dict) and r.get("setting") and not r.get("_meta")}
     if setting is None and len(seen) > 1:
         raise SettingError(f"{p.name} holds several settings ({', '.join(sorted(seen))}); pass -o setting=NAME")
     if setting is not None and seen and setting not in seen:
@@ -396,19 +381,18 @@ def read_predictions(path: str | os.PathLike, *, model: str | None = None, setti
     out: dict[str, str] = {}
     failed: dict[str, str] = {}
     first_row: dict[str, int] = {}
+    name = model
     for i, r in numbered:
         if not isinstance(r, dict):
             raise DataError("row is not an object", source=p.name, row=i)
         if r.get("_meta") or (setting is not None and r.get("setting") not in (None, setting)):
-            continue
-        if ":" in str(r.get("setting") or ""):  # an intermediate step of a multi-step run, not an answer
             continue
         if model is not None and isinstance(r.get("model"), dict) and r["model"].get("model_id") != model:
             continue
         rid = r.get("id", r.get("uid", r.get("request_id")))
         if rid is None:
             raise DataError("row has no id / uid / request_id", source=p.name, row=i, field="id")
-        uid = str(rid).split("::")[0]
+        uid = str(r.get("item_id", rid))
         uid = uid if uid.startswith("mucar-") else f"mucar-{int(float(uid))}" if _is_number(uid) else uid
         error = r.get("error")
         if isinstance(error, str) and error.strip():  # the generation failed: no answer, counted apart
@@ -441,7 +425,10 @@ def read_predictions(path: str | os.PathLike, *, model: str | None = None, setti
         failed.pop(uid, None)  # a failure retried with success
     if not out and not failed:
         raise DataError("no predictions found", source=p.name)
-    return out, failed
+    who = {"model_id": str(name or p.stem), "backend": "file"}
+    base = {"turn": "answer", "benchmark": "mucar", "setting": setting or "full", "model": who, "meta": {}}
+    return ([{**base, "request_id": u, "item_id": u, "text": t, "error": None} for u, t in out.items()]
+            + [{**base, "request_id": u, "item_id": u, "text": "", "error": e} for u, e in failed.items()])
 
 
 def _is_number(s: str) -> bool:
@@ -508,8 +495,9 @@ def score_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.P
                missing: str = "wrong", n_resamples: int = 2000, quantization: str | None = None,
                run: int | None = None, judge: Any = None, judge_store: str | os.PathLike | None = None,
                **options: Any) -> dict[str, Any]:
-    """Score raw outputs: JSON/JSONL/CSV rows with an id and an output, a prediction store, or the
-    release's own layout with ``eval.models.<model>.output`` filled in.
+    """Score raw outputs: a prediction store (through :meth:`~vlamb_nb.benchmarks.base.Benchmark.score_store`),
+    JSON/JSONL/CSV rows with an id and an output, or the release's own layout with ``eval.models.<model>.output``
+    filled in (:func:`read_predictions` turns those into answer records first).
 
     Queries without a prediction count as wrong (``missing="wrong"``, the paper's denominators), or
     ``missing="skip"`` leaves out every group with a missing query: scoring only the answered part of a
@@ -519,6 +507,8 @@ def score_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.P
     or a spec) also reads every answer with the CODIS judge prompt, as the paper read them with GPT-4o
     (:mod:`.judge`), its verdicts cached in ``judge_store``.
     """
+    from vlamb_nb.store import is_store
+
     if options:
         raise SettingError(f"unknown MUCAR score option(s): {', '.join(options)}")
     if setting is not None and setting not in SETTINGS:
@@ -526,17 +516,23 @@ def score_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.P
     if missing not in ("wrong", "skip"):
         raise SettingError(f"missing must be 'wrong' (count as wrong) or 'skip' (leave out incomplete "
                            f"groups), got {missing!r}")
+    p = Path(predictions)
+    if not p.is_file():
+        raise DataError(f"predictions file not found: {p}")
     items = load_items(source, grouping=grouping)
     ok = [applicable(r, setting or "full")[0] for r in items.to_dict(orient="records")]
-    items = items[ok]  # queries the setting cannot be asked are not "missing" (see Mucar.skipped)
-    outputs, failed = read_predictions(predictions, model=model, setting=setting, quantization=quantization,
-                                       run=run)
-    by_uid = dict(zip(items["uid"], items.index, strict=True))
-    unknown = [u for u in (*outputs, *failed) if u not in by_uid]
-    if unknown:
-        raise DataError(f"{len(unknown)} prediction id(s) not in the data, e.g. {unknown[0]!r}",
-                        source=str(predictions), field="id")
-    have = items["uid"].isin(outputs) | items["uid"].isin(failed)
+    items = items[ok].reset_index(drop=True)  # queries the setting cannot be asked are not "missing"
+    records: Any = p
+    if not is_store(p):
+        records = read_predictions(p, model=model, setting=setting)
+        unknown = [r["item_id"] for r in records if r["item_id"] not in set(items["uid"])]
+        if unknown:
+            raise DataError(f"{len(unknown)} prediction id(s) not in the data, e.g. {unknown[0]!r}",
+                            source=str(predictions), field="id")
+    scored = bench.score_store(records, items, setting=setting, model=model, quantization=quantization,
+                               run=None if run is None else int(run), fill_missing=missing == "wrong")
+    cov = scored.attrs["coverage"]
+    have = items["uid"].isin(scored.loc[scored["parse_method"] != "no_prediction", "uid"])
     if source is None and missing == "wrong" and not have.all():
         raise DataError(f"no --source given, so the file is scored against the whole release ({len(items)} "
                         f"queries), but it answers {int(have.sum())} of them; the rest would count as wrong. "
@@ -544,29 +540,18 @@ def score_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.P
                         "explicit --source to score against the release on purpose", source=str(predictions))
     incomplete = set(items.loc[~have, "group"])
     if missing == "skip":
-        sub = items[~items["group"].isin(incomplete)].copy()
-        if sub.empty:
+        scored = scored[~scored["group"].isin(incomplete)].reset_index(drop=True)
+        if scored.empty:
             raise DataError("no group has a prediction for every query; use missing='wrong'",
                             source=str(predictions))
-    else:
-        sub = items.copy()
-    sub["setting"] = setting or "full"
-    sub["text"] = sub["uid"].map(outputs)
-    parsed = [parse_query(t, r) if isinstance(t, str) else dict(GENERATION_FAILED) if u in failed
-              else dict(NO_PREDICTION) for u, t, r in zip(sub["uid"], sub["text"], sub.to_dict(orient="records"),
-                                                          strict=True)]
-    import pandas as pd
-
-    scored = score_predictions(pd.concat([sub.reset_index(drop=True), pd.DataFrame(parsed)], axis=1))
     out = {
-        "coverage": coverage(items["uid"], outputs, failed, failed.values()),
-        "n_predictions": int(len(outputs)), "n_items": int(len(items)),
+        "coverage": cov, "n_predictions": int(cov["answered"]), "n_items": int(len(items)),
         "missing_items": int((~have).sum()), "missing_counted_as": "wrong" if missing == "wrong" else
         "skipped (whole groups)", "incomplete_groups": len(incomplete), "scored_queries": int(len(scored)),
         "overall": _records(pair_accuracy(scored, None, n_resamples=n_resamples)),
         "per_category": _records(pair_accuracy(scored, "category", n_resamples=n_resamples)),
         "per_language": _records(pair_accuracy(scored, "language", n_resamples=n_resamples)),
-        "failures": failure_summary(scored, str(model or Path(predictions).name)),
+        "failures": failure_summary(scored, str(model or p.name)),
     }
     if judge is not None:
         out["judge"] = bench.judge_report(judge, scored, store=judge_store, n_resamples=n_resamples)

@@ -12,10 +12,10 @@ from typing import Any
 import vlamb_nb.benchmarks.racquet.data as data
 import vlamb_nb.benchmarks.racquet.prompts as prompts
 import vlamb_nb.benchmarks.racquet.score as S
-from vlamb_nb.benchmarks.base import Benchmark
+from vlamb_nb.benchmarks.base import ANSWER, Benchmark, RunContext, Turn
 from vlamb_nb.benchmarks.racquet.judge import judge
 from vlamb_nb.meta import Deviation
-from vlamb_nb.models.base import ModelInfo, Request
+from vlamb_nb.models.base import Request
 
 
 class Racquet(Benchmark):
@@ -40,26 +40,28 @@ class Racquet(Benchmark):
         """Requests for ``setting`` (:func:`.prompts.requests`); greedy decoding except ``sampling``."""
         return prompts.requests(items, self.check_setting(setting), **options)
 
-    def asked(self, model, items, setting: str, *, limit: int | None = None, images: str | os.PathLike | None = None,
-              subset: str | None = None, **_: Any):
+    def asked(self, items, ctx: RunContext, *, limit: int | None = None, progress: bool = True):
         """``control`` asks about the BIAS images (:meth:`control_items`), other settings the items of ``subset``
         (general or bias, default both); ``limit`` keeps the first items asked (every sample of an item is asked);
         ``images`` (a folder) re-resolves the images, so ``vlamb-nb run racquet -o images=DIR`` works on the
         read-only release."""
-        if setting == "control":
+        subset, images = ctx.option("subset"), ctx.option("images")
+        if ctx.setting == "control":
             items = self.control_items(items)
         elif subset is not None:
             items = items[items["subset"] == subset]
         items = self.first_items(items, limit)
         return data.with_images(items, images) if images is not None else items
 
-    def turns(self, model, setting: str, *, images: Any = None, subset: Any = None, **options: Any):
-        return super().turns(model, setting, **options)
+    def turns(self, ctx: RunContext) -> list[Turn]:
+        """One turn (every sample of the ``sampling`` setting in it), asked with the options the items were not
+        picked by."""
+        options = {k: v for k, v in ctx.options.items() if k not in ("images", "subset")}
+        return [Turn(ANSWER, lambda items, _: self.requests(items, ctx.setting, **options))]
 
-    def join(self, items, asked, model, setting: str, **options: Any):
-        gens = super().join(items, asked, model, setting, **options)
-        gens["item_id"] = gens["request_id"].astype(str).str.split("::").str[0]
-        gens["model"] = model.info.model_id
+    def join(self, items, asked, ctx: RunContext):
+        gens = super().join(items, asked, ctx)
+        gens["model"] = ctx.model.model_id
         return gens
 
     def join_items(self, items, answers, id_column: str):
@@ -69,8 +71,7 @@ class Racquet(Benchmark):
 
         ctrl = answers["setting"].eq("control") if "setting" in answers.columns else None
         if ctrl is not None and ctrl.any():
-            ids = answers["request_id"].astype(str).str.split("::").str[0]
-            if not ids[ctrl].isin(items[id_column]).all():
+            if not answers.loc[ctrl, "item_id"].astype(str).isin(items[id_column].astype(str)).all():
                 bias = data.bias_from_source(items)
                 items = pd.concat([items, bias[~bias[id_column].isin(items[id_column])]], ignore_index=True)
         return super().join_items(items, answers, id_column)
@@ -99,9 +100,9 @@ class Racquet(Benchmark):
                                      progress=progress, max_new_tokens=judge_max_new_tokens)
         return S.label_predictions(predictions)
 
-    def deviations(self, model: ModelInfo, setting: str) -> list[Deviation]:
-        out = super().deviations(model, setting)
-        if setting == "sampling":
+    def run_deviations(self, ctx: RunContext, items=None) -> list[Deviation]:
+        out = super().run_deviations(ctx, items)
+        if ctx.setting == "sampling":
             out.append(Deviation("sampling", "nucleus sampling, top-p/temperature not reported",
                                  "top_p and temperature as run parameters (default 0.9 / 1.0), seeded", "Table 2"))
         return out

@@ -247,8 +247,10 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
                            human_labels: str | os.PathLike | None = None, **options: Any) -> dict[str, Any]:
     """``vlamb-nb score racquet``: class shares (and BIAS shares/ratios) from a labelled file.
 
-    Accepts a labels CSV/JSONL (``id``, ``label``; optional ``model``, ``setting``), a file with raw
-    ``judge_text``, or the A/B/C judge's prediction store (``-o model=NAME`` names the evaluated model).
+    RACQUET has no answer to parse (a judge or a person labels each response), so what is scored is labels, of
+    any number of models and settings: a labels CSV/JSONL (``id``, ``label``; optional ``model``, ``setting``),
+    a file with raw ``judge_text``, or the A/B/C judge's prediction store (each verdict stored with the item and
+    setting of the response it judged; ``-o model=NAME`` names the evaluated model).
     Every id must be in the source (the release beside the checkout when none is given), so a
     typo cannot become a cluster of its own. A labels file that gives one response the same label
     twice is counted once (``duplicates_dropped``, with a warning); different labels are an error.
@@ -258,6 +260,7 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
     import pandas as pd
 
     from vlamb_nb.scorers import judge as J
+    from vlamb_nb.store import is_store as is_a_store
 
     if options:
         raise SettingError(f"unknown racquet score option(s): {sorted(options)}")
@@ -265,26 +268,28 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
     if not path.is_file():
         raise DataError("no such predictions file", source=str(path))
     superseded = 0
-    if path.suffix.lower() in (".jsonl", ".json"):  # JSON Lines: a labels file, or the judge's prediction store
-        recs = [r for _, r in iter_jsonl(path)]
-        if recs and all({"key", "request_id", "text"} <= set(r) and "label" not in r and "judge_text" not in r
-                        for r in recs):
-            from vlamb_nb.run_identity import dedupe
-            from vlamb_nb.store import read_store
+    is_store = is_a_store(path)
+    if is_store:  # the A/B/C judge's prediction store: its verdicts, each on one judged response
+        from vlamb_nb.run_identity import dedupe
+        from vlamb_nb.store import read_store
 
-            lines = len(recs)
-            numbered = read_store(path)  # one record per request; two different answers to one are refused
-            recs, _ = dedupe([r for _, r in numbered], source=str(path), lines=[ln for ln, _ in numbered])
-            superseded = lines - len(recs)  # retried failures and repeats, counted once
-        df = pd.DataFrame(recs)
+        lines = sum(1 for _ in iter_jsonl(path))
+        numbered = read_store(path)  # one record per request; two different answers to one are refused
+        recs, _ = dedupe([r for _, r in numbered], source=str(path), lines=[ln for ln, _ in numbered])
+        superseded = lines - len(recs)  # retried failures and repeats, counted once
+        if not all((r.get("meta") or {}).get("judge") == "racquet-abc" for r in recs):
+            raise DataError("a store given to score must come from the racquet A/B/C judge", source=str(path),
+                            field="request_id")
+        df = pd.DataFrame([{"id": str(r["item_id"]), "setting": r["meta"].get("setting", "direct"),
+                            "judge_text": r.get("text"), "judge_error": r.get("error")} for r in recs])
+    elif path.suffix.lower() in (".jsonl", ".json"):  # a labels file in JSON Lines
+        df = pd.DataFrame([r for _, r in iter_jsonl(path)])
     else:
         df = read_csv(path, dtype=None, keep_default_na=True)
     if df.empty:
         raise DataError("no rows: the predictions file is empty", source=str(path))
     if "id" not in df.columns and "item_id" in df.columns:
         df["id"] = df["item_id"]
-    if "id" not in df.columns and "request_id" in df.columns:
-        df["id"] = df["request_id"].astype(str).str.split("::").str[0]
     if "model" in df.columns and df["model"].map(lambda v: isinstance(v, dict)).any():
         df = df.drop(columns=["model"])  # a store's model record describes the judge, not the evaluated model
     if model is not None:
@@ -292,20 +297,6 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
     if "id" not in df.columns:
         raise DataError("predictions need an 'id' (or 'item_id') column", source=str(path), field="id")
     df["id"] = df["id"].astype(str)
-    is_store = "label" not in df.columns and "judge_text" not in df.columns and "text" in df.columns \
-        and "request_id" in df.columns
-    if is_store:  # a judge prediction store: <item>::<setting or sample-k>::judge-racquet-abc
-        parts = df["request_id"].astype(str).str.split("::")
-        if not parts.str[-1].eq("judge-racquet-abc").all():
-            raise DataError("a store given to score must come from the racquet A/B/C judge", source=str(path),
-                            field="request_id")
-        df["judge_text"] = df["text"]
-        step = parts.str[1]
-        sampled = step.map(lambda v: re.fullmatch(r"sample-\d+", str(v)) is not None)
-        df["setting"] = step.where(~sampled, "sampling")  # Table 2 pools the samples of an item
-        df["sample"] = [int(v.split("-")[1]) if ok else None for v, ok in zip(step, sampled, strict=True)]
-        if "judge_error" not in df.columns and "error" in df.columns:
-            df["judge_error"] = df["error"]
     if "label" not in df.columns:
         if "judge_text" not in df.columns:
             raise DataError("predictions need a 'label' or a 'judge_text' column", source=str(path), field="label")

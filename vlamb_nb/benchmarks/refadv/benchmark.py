@@ -15,12 +15,13 @@ per-family grounding styles (:mod:`.parse`), a run with the official repair turn
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 import vlamb_nb.benchmarks.refadv.data as data
 import vlamb_nb.benchmarks.refadv.prompts as prompts
 import vlamb_nb.benchmarks.refadv.score as S
-from vlamb_nb.benchmarks.base import Asked, Benchmark, Turn
+from vlamb_nb.benchmarks.base import ANSWER, Asked, Benchmark, RunContext, Turn
 from vlamb_nb.benchmarks.refadv.deletion import delete_descriptors
 from vlamb_nb.benchmarks.refadv.parse import (
     BACKEND_FAILED,
@@ -33,7 +34,7 @@ from vlamb_nb.benchmarks.refadv.parse import (
     style_for,
     unboxed,
 )
-from vlamb_nb.benchmarks.refadv.prompts import OFFICIAL_MAX_TOKENS, followup_text, repair_request
+from vlamb_nb.benchmarks.refadv.prompts import OFFICIAL_MAX_TOKENS, followup_text, repair_request, repair_tag
 from vlamb_nb.errors import SettingError
 from vlamb_nb.meta import Deviation
 from vlamb_nb.models.base import ModelInfo, Request
@@ -55,6 +56,7 @@ class RefAdv(Benchmark):
     tables = staticmethod(S.tables)
     metrics = S.METRICS
     headline = staticmethod(S.headline)  # among the released runs on the same rows, then the published ones
+    released_run = staticmethod(S.released_run)  # the official per-row files, as their scored rows
     style_deviations = staticmethod(style_deviations)
     delete_descriptors = staticmethod(delete_descriptors)  # Table 4's rewritten expressions
 
@@ -68,59 +70,63 @@ class RefAdv(Benchmark):
         st = style_for(model, style)
         return prompts.requests(items, setting, st, prompt_mode=prompt_mode, seed=seed, max_new_tokens=max_new_tokens)
 
-    def model_requests(self, model: ModelInfo, items, setting: str, *, style: str | GroundingStyle | None = None,
-                       **options: Any) -> list[Request]:
-        """The first-turn requests :meth:`run` sends to ``model``: the grounding style follows the model."""
-        st, _ = choose_style(model, style)
-        return self.requests(items, setting, style=st, **options)
-
     # -- a run: the answer, then the official repair turn where it has no box ----------------------------
-    def asked(self, model, items, setting: str, *, limit: int | None = None, progress: bool = True, seed: int = 0,
-              rewriter=None, rewriter_store: str | os.PathLike | None = None, repair_text: str = "official",
-              **_: Any):
-        followup_text(repair_text)  # an unknown name fails before any generation
+    def context(self, model, setting: str, options=None, *, stored=None) -> RunContext:
+        """The grounding style the run asks and reads with, resolved once: ``style=`` (a name or a style), else the
+        one a stored run recorded, else the model's (its family, or its name when served or replayed)."""
+        ctx = super().context(model, setting, options, stored=stored)
+        st, reason = choose_style(ctx.model, ctx.option("style") or (stored or {}).get("style"))
+        repair_text = ctx.option("repair_text", "official")
+        return replace(ctx, style=st, facts={
+            "seed": ctx.option("seed", 0), "style": st.name, "box_format": st.box_format, "style_reason": reason,
+            "repair_text": repair_text})
+
+    def asked(self, items, ctx: RunContext, *, limit: int | None = None, progress: bool = True):
+        followup_text(ctx.option("repair_text", "official"))  # an unknown name fails before any generation
         items = self.first_items(items, limit).reset_index(drop=True)
-        if setting == "deletion" and "deleted_expression" not in items.columns:
+        if ctx.setting == "deletion" and "deleted_expression" not in items.columns:
+            rewriter = ctx.option("rewriter")
             if rewriter is None:
                 raise SettingError("the deletion setting needs rewriter=<a text model> (or pre-rewritten items)")
-            items = delete_descriptors(items, rewriter, seed=seed, store=rewriter_store, progress=progress)
+            items = delete_descriptors(items, rewriter, seed=ctx.option("seed", 0), store=ctx.option("rewriter_store"),
+                                       progress=progress)
         return items
 
-    def turns(self, model, setting: str, *, style: str | GroundingStyle | None = None, prompt_mode: str | None = None,
-              seed: int = 0, max_new_tokens: int = OFFICIAL_MAX_TOKENS, repair: bool = True,
-              repair_text: str = "official", rewriter=None, rewriter_store: str | os.PathLike | None = None) -> list[Turn]:
-        """The answer; with ``repair``, the repair turn (``repair_text``: ``official`` or ``newlines``) for each
-        answer that has no box, as the official runner sends it."""
-        st, _ = choose_style(model.info, style)
+    def turns(self, ctx: RunContext) -> list[Turn]:
+        """The answer; with ``repair`` (default), the repair turn (``repair_text``: ``official``, turn ``repair``;
+        ``newlines``, turn ``repair-newlines``) for each answer that has no box, as the official runner sends
+        it."""
+        st, setting, repair_text = ctx.style, ctx.setting, ctx.option("repair_text", "official")
+        known = ("style", "prompt_mode", "seed", "max_new_tokens", "repair", "repair_text", "rewriter",
+                 "rewriter_store")
+        unknown = sorted(set(ctx.options) - set(known))
+        if unknown:
+            raise SettingError(f"unknown refadv run option(s): {', '.join(unknown)}")
 
         def ask_repair(items, previous: list[Asked]) -> list[Request]:
             return [repair_request(req, text, repair_text) for req, text in unboxed(items, previous[0], st)]
 
-        first = Turn("answer", lambda items, _: self.requests(items, setting, style=st, prompt_mode=prompt_mode,
-                                                              seed=seed, max_new_tokens=max_new_tokens),
-                     desc=f"refadv {setting}")
-        return [first, Turn("repair", ask_repair, desc=f"refadv {setting} repair")] if repair else [first]
+        first = Turn(ANSWER, lambda items, _: self.requests(
+            items, setting, style=st, prompt_mode=ctx.option("prompt_mode"), seed=ctx.option("seed", 0),
+            max_new_tokens=ctx.option("max_new_tokens", OFFICIAL_MAX_TOKENS)), desc=f"refadv {setting}")
+        if not ctx.option("repair", True):
+            return [first]
+        return [first, Turn(repair_tag(repair_text).lstrip(":"), ask_repair, desc=f"refadv {setting} repair")]
 
-    def join(self, items, asked: list[Asked], model, setting: str, *, style=None, prompt_mode: str | None = None,
-             **_: Any):
+    def join(self, items, asked: list[Asked], ctx: RunContext):
         """One row per item: the answer that counts (the repair turn's where one was sent), with the grounding
         style the answer is read with."""
-        out = answers(items, asked, style_for(model.info, style))
-        return out.assign(model=model.info.model_id, prompt_id=prompt_mode or ("cot" if setting == "cot" else "direct"),
-                          setting=setting)
+        first = asked[0].requests
+        mode = (first[0].meta.get("prompt_mode") if first else None) or ctx.option("prompt_mode")
+        return answers(items, asked, ctx.style).assign(
+            model=ctx.model.model_id, prompt_id=mode or ("cot" if ctx.setting == "cot" else "direct"),
+            setting=ctx.setting)
 
-    def run_facts(self, model, setting: str, *, style=None, seed: int = 0, repair_text: str = "official",
-                  **_: Any) -> dict[str, Any]:
-        st, reason = choose_style(model.info, style)
-        return {"seed": seed, "style": st.name, "box_format": st.box_format, "style_reason": reason,
-                "repair_text": repair_text}
-
-    def run_deviations(self, model, setting: str, items, *, style=None, max_new_tokens: int = OFFICIAL_MAX_TOKENS,
-                       repair_text: str = "official", **_: Any) -> list[Deviation]:
+    def run_deviations(self, ctx: RunContext, items=None) -> list[Deviation]:
         """The setting's deviations and those of the grounding style, token budget and repair text it runs with."""
-        st, _ = choose_style(model.info, style)
-        return self.deviations(model.info, setting) + style_deviations(st, model.info, max_new_tokens,
-                                                                       repair_text=repair_text)
+        return (super().run_deviations(ctx, items) + prompts.setting_deviations(ctx.model, ctx.setting)
+                + style_deviations(ctx.style, ctx.model, ctx.option("max_new_tokens", OFFICIAL_MAX_TOKENS),
+                                   repair_text=ctx.option("repair_text", "official")))
 
     # -- read, score, report ----------------------------------------------------------------------------------
     def summary(self, scored) -> dict[str, Any]:  # the declared Acc@0.5, then every number of the official report
@@ -128,18 +134,9 @@ class RefAdv(Benchmark):
         return super().summary(scored) | {k: (round(100 * v, 2) if isinstance(v, float) and not k.startswith("n_")
                                               else v) for k, v in s.items()}
 
-    def deviations(self, model: ModelInfo, setting: str) -> list[Deviation]:
-        return super().deviations(model, setting) + prompts.setting_deviations(model, setting)
-
     def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
                    **options: Any) -> dict[str, Any]:
         return S.score_file(self, predictions, source=source, **options)
-
-    replays_stores = False  # its store reader picks one run of several and reads the repair turn as run decides
-    released_run = staticmethod(S.released_run)  # an official per-row predictions file as one model's run
-
-    def score_store(self, path: str | os.PathLike, **options: Any):
-        return S.score_store(self, path, **options)
 
     def reference_check(self) -> list[Any]:
         from vlamb_nb.benchmarks.refadv.audit import audit

@@ -19,7 +19,7 @@ from typing import Any
 
 from vlamb_nb import boxes
 from vlamb_nb.errors import SettingError
-from vlamb_nb.models.base import ModelInfo
+from vlamb_nb.models.base import Backend, ModelInfo
 
 FENCE_RE = re.compile(r"```(?:json)?\s*(.*?)```", flags=re.S | re.I)
 PRIORITY_KEYS = ("bboxes", "boxes", "bbox", "bbox_2d", "predictions", "results", "objects", "coordinates")
@@ -271,11 +271,13 @@ def choose_style(model: ModelInfo | None, style: str | GroundingStyle | None = N
         if style not in STYLES:
             raise SettingError(f"unknown grounding style {style!r}; choose one of {', '.join(STYLES)}")
         return STYLES[style], "explicit"
-    if model is None or model.backend == "scripted":
+    if model is None or model.backend is Backend.SCRIPTED:
         return STYLES["official"], "default for scripted models"
-    if model.backend == "replay" and model.family in FAMILY_STYLE:
+    if model.backend is Backend.FILE:
+        return STYLES["official"], "default for prediction files"
+    if model.backend is Backend.REPLAY and model.family in FAMILY_STYLE:
         return STYLES[FAMILY_STYLE[str(model.family)]], f"model family {model.family!r} (replayed outputs)"
-    if model.backend in ("openai", "replay"):  # served or recorded outputs: only the name tells the format
+    if model.backend.served:  # served or recorded outputs: only the name tells the format
         named = style_from_name(model.model_id)
         if named is not None:
             return STYLES[named], f"model name {model.model_id!r}"
@@ -386,8 +388,9 @@ def answer_row(item, req: Any, gen: dict[str, Any], st: GroundingStyle) -> dict[
 def unboxed(items, first: Any, st: GroundingStyle) -> list[tuple[Any, str]]:
     """(request, reply) of each first answer the official runner repairs: it came back, but holds no box."""
     out = []
-    for (_, item), req, gen in zip(items.iterrows(), first.requests, first.generations.to_dict(orient="records"),
-                                   strict=True):
+    by_id = items.assign(_id=items["id"].astype(str)).set_index("_id", drop=True)
+    for req, gen in zip(first.requests, first.generations.to_dict(orient="records"), strict=True):
+        item = by_id.loc[req.item_id]
         err = gen.get("error")
         if not (isinstance(err, str) and err):
             row = {**item.to_dict(), **answer_row(item, req, gen, st)}
@@ -401,14 +404,15 @@ def answers(items, asked: list[Any], st: GroundingStyle):
     import pandas as pd
 
     first = asked[0]
-    rows = [answer_row(item, req, gen, st) for (_, item), req, gen
-            in zip(items.iterrows(), first.requests, first.generations.to_dict(orient="records"), strict=True)]
-    at = {req.meta["item_id"]: i for i, req in enumerate(first.requests)}
+    by_id = items.assign(_id=items["id"].astype(str)).set_index("_id", drop=True)
+    rows = [answer_row(by_id.loc[req.item_id], req, gen, st)
+            for req, gen in zip(first.requests, first.generations.to_dict(orient="records"), strict=True)]
+    at = {req.item_id: i for i, req in enumerate(first.requests)}
     for later in asked[1:]:
         for req, gen in zip(later.requests, later.generations.to_dict(orient="records"), strict=True):
-            i = at[req.meta["item_id"]]
+            i = at[req.item_id]
             first_text = rows[i]["text"]
-            rows[i] = answer_row(items.iloc[i], req, gen, st)
+            rows[i] = answer_row(by_id.loc[req.item_id], req, gen, st)
             rows[i].update(retry_used=True, first_text=first_text)
     return pd.DataFrame(rows)
 

@@ -93,11 +93,6 @@ REWRITE_PROMPT = (
 )
 
 
-def _prompt_of(setting_tag: str) -> str:
-    parts = str(setting_tag).split(":")
-    return parts[2] if len(parts) > 2 else "direct"
-
-
 def official_image(src: Any, expect_size: tuple[Any, Any] | None = None) -> bytes:
     """The image as the official runner sends it: RGB, re-encoded as JPEG quality 95.
 
@@ -169,16 +164,18 @@ def requests(items, setting: str, st: Any, *, prompt_mode: str | None = None, se
         reqs.append(Request(id=f"{item['id']}::{setting}", messages=[user_message(prompt_text(expr, st, mode),
                                                                                IMAGE_SLOT)],
                             images=[official_image(item["image"], _record_size(item))], params=params,
-                            benchmark="refadv", setting=tag, meta={"item_id": str(item["id"]), "expression_asked": expr}))
+                            benchmark="refadv", setting=tag, meta={"item_id": str(item["id"]), "expression_asked": expr,
+                                                                  "prompt_mode": mode}))
     return reqs
 
 
 def setting_deviations(model: Any, setting: str) -> list[Any]:
     """How asking under ``setting`` with ``model``'s backend differs from the paper's runs."""
     from vlamb_nb.meta import Deviation
+    from vlamb_nb.models.base import Backend
 
     out = []
-    if model.backend == "hf":
+    if model.backend is Backend.HF:
         out.append(Deviation("inference backend", "vLLM OpenAI-compatible server (bf16)",
                              "transformers generate", "all"))
     if setting == "bow":

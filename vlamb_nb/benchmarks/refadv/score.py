@@ -15,22 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from vlamb_nb import boxes
-from vlamb_nb.benchmarks.refadv.data import BINS, ITEM_COLUMNS, _typed, in_bin
+from vlamb_nb.benchmarks.refadv.data import BINS, _typed, in_bin
 from vlamb_nb.benchmarks.refadv.parse import (
     BACKEND_ERROR,
-    BACKEND_FAILED,
-    STYLES,
-    GroundingStyle,
-    needs_repair,
-    parse_answer,
-    style_for,
 )
-from vlamb_nb.benchmarks.refadv.prompts import _prompt_of, repair_tag
-from vlamb_nb.errors import DataError, SettingError
-from vlamb_nb.hashing import digest
+from vlamb_nb.errors import DataError
 from vlamb_nb.jsonl import iter_jsonl, read_json, read_text
 from vlamb_nb.metrics import coverage
-from vlamb_nb.models.base import ModelInfo
 from vlamb_nb.stats.metric import Metric, OnCard, Published
 
 THRESHOLDS = (0.5, 0.75, 0.9)
@@ -242,6 +233,24 @@ def _official_box(value: Any, field: str, *, source: str, row: int, allow_empty:
         raise DataError(f"box values must be numbers, got {value!r}", source=source, row=row, field=field) from None
 
 
+#: the data identity of the official per-row files: the released Ref-Adv-s rows
+RELEASED_DATA = {"kind": "release", "release": "hub:dddraxxx/ref-adv-s", "revision": None, "n_items": 1142,
+                 "label": "Ref-Adv-s (released per-row predictions)"}
+
+
+def released_run(path: str | os.PathLike) -> Any:
+    """An official ``*_predictions.jsonl`` (a released run's per-row file) as its scored rows, a
+    :class:`~vlamb_nb.benchmarks.base.ReleasedRun`; None for any other file."""
+    from vlamb_nb.benchmarks.base import ReleasedRun
+
+    path = Path(path)
+    if path.suffix != ".jsonl" or not _is_official(path):
+        return None
+    scored = read_official_predictions(path)
+    return ReleasedRun(model=str(scored["model"].iloc[0]).replace("Qwen/", ""),
+                       setting=str(scored["prompt_id"].iloc[0]), scored=scored, data=RELEASED_DATA)
+
+
 def check_official(scored, *, tol: float = 1e-9) -> dict[str, Any]:
     """Recomputed IoU/hit vs the file's ``first_iou``/``first_hit``: counts of disagreeing rows."""
     diff = (scored["iou"] - scored["official_iou"]).abs()
@@ -378,22 +387,6 @@ def _failed(error: Any) -> bool:
     return isinstance(error, str) and bool(error)
 
 
-#: the data identity of the official per-row files: the released Ref-Adv-s rows
-RELEASED_DATA = {"kind": "release", "release": "hub:dddraxxx/ref-adv-s", "revision": None, "n_items": 1142,
-                 "label": "Ref-Adv-s (released per-row predictions)"}
-
-
-def released_run(path: str | os.PathLike) -> dict[str, Any] | None:
-    """An official ``*_predictions.jsonl`` as one model's scored run (``model``, ``setting``, ``scored``,
-    ``data``), or None when ``path`` is not one."""
-    path = Path(path)
-    if path.suffix != ".jsonl" or not _is_official(path):
-        return None
-    scored = read_official_predictions(path)
-    return {"model": str(scored["model"].iloc[0]).replace("Qwen/", ""), "setting": str(scored["prompt_id"].iloc[0]),
-            "scored": scored, "data": dict(RELEASED_DATA)}
-
-
 def _is_official(path: Path) -> bool:
     """Whether a JSON Lines file holds official per-row predictions (else: one of our prediction stores)."""
     for ln, line in enumerate(read_text(path).split("\n"), start=1):
@@ -404,18 +397,6 @@ def _is_official(path: Path) -> bool:
                 raise DataError("the first record is not JSON", source=str(path), row=ln) from None
             return isinstance(rec, dict) and "first_iou" in rec and "pred_box_xyxy_first" in rec
     raise DataError("empty file", source=str(path))
-
-
-def _model_identity(model: dict[str, Any]) -> str:
-    """What besides the model id makes a run another run (shown in the list of runs)."""
-    return " ".join(f"{k}={model.get(k)}" for k in ("quantization", "revision", "backend") if model.get(k))
-
-
-def _describe_runs(runs: dict[tuple[str, ...], list[Any]], only: list[tuple[str, ...]] | None = None) -> str:
-    """``[i] setting=... model=... [tag] decoding ... (n records)`` for each run (``only``: those, by index)."""
-    return "; ".join(f"[{i}] setting={k[0]} model={k[1]} {k[3] if len(k) > 3 else ''} [{k[2]}]"
-                     f"{f' decoding {k[4]}' if len(k) > 4 else ''} ({len(v)} records)"
-                     for i, (k, v) in enumerate(runs.items()) if only is None or k in only)
 
 
 # -- the report card ------------------------------------------------------------------------------------
@@ -573,7 +554,11 @@ def tables(scored) -> dict[str, Any]:
 
 def score_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
                **options: Any) -> dict[str, Any]:
-    """Score an official per-row prediction JSONL, or one of our prediction stores (needs ``source``)."""
+    """Score an official per-row prediction JSONL (rows already read by the official runner: :func:`
+    read_official_predictions`, checked against the file's own IoUs), or one of our prediction stores (needs
+    ``source``) through :meth:`~vlamb_nb.benchmarks.base.Benchmark.score_store`: ``setting``/``model``/
+    ``quantization``/``run`` pick one run of a store holding several, ``style``/``repair_text`` read it as
+    another grounding style or repair text would."""
     path = Path(predictions)
     if not path.is_file():
         raise DataError("file not found", source=str(path))
@@ -584,7 +569,13 @@ def score_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.P
         failed = scored["parse_error"] == BACKEND_ERROR
         cov = coverage(None, scored.loc[~failed, "id"], scored.loc[failed, "id"])
     else:
-        scored = score_store(bench, path, source=source, **options)
+        if source is None:
+            raise DataError("scoring a prediction store needs --source (the data the predictions refer to)",
+                            source=str(path))
+        pick = {k: options.pop(k) for k in ("setting", "model", "quantization", "run") if k in options}
+        if pick.get("run") is not None:
+            pick["run"] = int(pick["run"])
+        scored = bench.score_store(path, bench.load(source), **pick, **options)
         check, kind = None, "store"
         cov = scored.attrs["coverage"]
     s = summary(scored)
@@ -597,96 +588,3 @@ def score_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.P
     if check is not None:
         out["official_check"] = check
     return out
-
-def score_store(bench: Any, path: str | os.PathLike, *, source: str | os.PathLike | None = None,
-                style: str | None = None, setting: str | None = None, model: str | None = None,
-                repair_text: str = "official", quantization: str | None = None, run: int | None = None,
-                **_: Any):
-    """Re-parse and score a prediction store written by :meth:`run` against the items in ``source``.
-
-    A store may hold several runs (settings, grounding styles, models, quantizations, decoding parameters):
-    each is scored alone, so ``setting``/``model``/``quantization`` (``none`` for the run without) or the
-    run's index ``run`` must pick one when there are several (a mixed score would be silently wrong). Per item the first answer counts (a later failure
-    never replaces it, a different later answer is an error: :mod:`vlamb_nb.run_identity`), and its repair turn
-    only when that answer had no box, exactly as :meth:`run` decides; only repair turns sent with
-    ``repair_text`` count. ``attrs["coverage"]`` says how many source items were answered, failed or missing.
-    """
-    import pandas as pd
-
-    from vlamb_nb.run_identity import dedupe, quantization_matches
-    from vlamb_nb.store import read_store
-
-    if source is None:
-        raise DataError("scoring a prediction store needs --source (the data the predictions refer to)",
-                        source=str(path))
-    items = bench.load(source).set_index("id", drop=False)
-    want = repair_tag(repair_text)
-    numbered = read_store(path)
-    if not numbered:
-        raise DataError("no records", source=str(path))
-    line_of = {id(r): ln for ln, r in numbered}
-    runs: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    for r in (rec for _, rec in numbered):
-        rid = str(r.get("request_id", ""))
-        item_id, _, suffix = rid.partition("::")
-        if item_id not in items.index:
-            raise DataError(f"request {rid!r} names an item not in the source", source=str(path))
-        run_setting = suffix.removeprefix("repair-")
-        if run_setting not in bench.settings:  # e.g. descriptor-deletion rewriter calls in the same store
-            continue
-        is_repair, tag = suffix.startswith("repair-"), str(r.get("setting", ""))
-        if is_repair and not tag.endswith(want):  # a repair turn sent with another repair text
-            continue
-        tag = tag.removesuffix(want) if is_repair else tag
-        m = r.get("model") or {}
-        ident = _model_identity(m)  # quantization, revision and backend make another run
-        decoding = digest(r.get("params") or {})[:8]  # and so do other decoding parameters (a repair turn
-        rec = dict(r, item_id=item_id, is_repair=is_repair)  # is sent with its first turn's)
-        line_of[id(rec)] = line_of[id(r)]
-        runs.setdefault((run_setting, m.get("model_id", ""), tag, ident, decoding), []).append(rec)
-    chosen = [k for k in runs if (setting is None or k[0] == setting) and (model is None or k[1] == model)
-              and quantization_matches((runs[k][0].get("model") or {}).get("quantization"), quantization)]
-    if run is not None:
-        if not 0 <= int(run) < len(runs):
-            raise SettingError(f"run index {run} out of range; the store holds {_describe_runs(runs)}")
-        chosen = [k for k in chosen if k == list(runs)[int(run)]]
-    if not chosen:
-        raise DataError(f"no run matches setting={setting!r} model={model!r} quantization={quantization!r}"
-                        f"{'' if run is None else f' run={run}'}; the store holds {_describe_runs(runs)}",
-                        source=str(path))
-    if len(chosen) > 1:
-        raise DataError(f"the store holds several runs ({_describe_runs(runs, only=chosen)}); pick one with "
-                        "setting=..., model=..., quantization=... or run=N", source=str(path))
-    run_recs = runs[chosen[0]]
-    run_recs, _ = dedupe(run_recs, source=str(path), lines=[line_of[id(r)] for r in run_recs])
-    st = STYLES[style] if style else style_for(ModelInfo(**run_recs[0]["model"]) if "model" in run_recs[0] else None)
-    first: dict[str, dict[str, Any]] = {}
-    repair: dict[str, dict[str, Any]] = {}
-    for r in run_recs:  # one record per request (a first answer, a repair turn)
-        (repair if r["is_repair"] else first)[r["item_id"]] = r
-    rows, errors = [], []
-    for item_id, r in first.items():
-        item = items.loc[item_id]
-        row = _store_row(bench, item, r, st)
-        if needs_repair(row) and item_id in repair:
-            row = _store_row(bench, item, repair[item_id], st)
-            row.update(retry_used=True, first_text=r.get("text"))
-        if row["parse_error"] == BACKEND_ERROR:
-            errors.append((repair.get(item_id) if row["retry_used"] else r).get("error"))
-        rows.append(row)
-    scored = score_ious(pd.DataFrame(rows))
-    failed = [r["id"] for r in rows if r["parse_error"] == BACKEND_ERROR]
-    scored.attrs["coverage"] = coverage(items["id"], [r["id"] for r in rows if r["parse_error"] != BACKEND_ERROR],
-                                        failed, errors)
-    return scored
-
-def _store_row(bench: Any, item, r: dict[str, Any], st: GroundingStyle) -> dict[str, Any]:
-    row = {c: item[c] for c in ITEM_COLUMNS if c != "image"}
-    row.update(text=r.get("text"), retry_used=False, box_format=st.box_format, parser=st.parser,
-               resized_pixels=st.resized_pixels, processed_image_sizes=r.get("processed_image_sizes"),
-               model=(r.get("model") or {}).get("model_id", ""), prompt_id=_prompt_of(r.get("setting", "")))
-    if _failed(r.get("error")):
-        row.update(BACKEND_FAILED)
-    else:
-        row.update(parse_answer(r.get("text") or "", row))
-    return row

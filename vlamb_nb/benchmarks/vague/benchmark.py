@@ -24,7 +24,7 @@ from typing import Any
 import vlamb_nb.benchmarks.vague.data as vague_data
 import vlamb_nb.benchmarks.vague.prompts as prompts
 import vlamb_nb.benchmarks.vague.score as S
-from vlamb_nb.benchmarks.base import Benchmark, Turn
+from vlamb_nb.benchmarks.base import ANSWER, Benchmark, RunContext, Turn
 from vlamb_nb.benchmarks.vague.parse import OptionLikelihoodReader, captions_from_run, parse_answer
 from vlamb_nb.benchmarks.vague.prompts import (  # noqa: F401  (OFFICIAL_QWEN_MAX_PIXELS: part of this module's API)
     OFFICIAL_QWEN_MAX_PIXELS,
@@ -34,7 +34,7 @@ from vlamb_nb.benchmarks.vague.prompts import (  # noqa: F401  (OFFICIAL_QWEN_MA
     setting_spec,
 )
 from vlamb_nb.meta import Deviation
-from vlamb_nb.models.base import ModelInfo, Request
+from vlamb_nb.models.base import Request
 
 CATEGORIES = vague_data.CATEGORIES
 LETTERS = vague_data.LETTERS
@@ -59,53 +59,46 @@ class Vague(Benchmark):
         """Answer-step requests (:func:`.prompts.requests`); SM settings need ``captions``."""
         return prompts.requests(items, self.check_setting(setting), **options)
 
-    def turns(self, model, setting: str, *, captions: Any = None, reading: str = "generate",
-              **options: Any) -> list[Turn]:
+    def turns(self, ctx: RunContext) -> list[Turn]:
         """SM settings first caption each image with the same model (official caption prompt), then answer from
         the captions; ``reading="loglik"`` reads MCQ answers from option-letter log-likelihoods."""
+        setting, options = ctx.setting, dict(ctx.options)
+        captions, reading = options.pop("captions", None), options.pop("reading", "generate")
         reader = OptionLikelihoodReader if reading == "loglik" else None
         if setting_spec(setting).captions != "self" or captions is not None:
-            return [Turn(setting, lambda items, _: self.requests(items, setting, captions=captions, reading=reading,
-                                                                 **options), reader=reader, desc=setting)]
+            return [Turn(ANSWER, lambda items, _: self.requests(items, setting, captions=captions, reading=reading,
+                                                                **options), reader=reader, desc=setting)]
         params = decoding("caption", options.get("decoding_mode", "greedy"), options.get("max_new_tokens"))
         return [Turn("caption", lambda items, _: caption_requests(items, params=params), desc="caption"),
-                Turn(setting, lambda items, done: self.requests(
+                Turn(ANSWER, lambda items, done: self.requests(
                     items, setting, captions=captions_from_run(done[0].generations), reading=reading, **options),
                     reader=reader, desc=setting)]
 
-    def join(self, items, asked, model, setting: str, *, reading: str = "generate", **_: Any):
-        """The caption rows (``::caption``) and the answer rows; ``reading`` kept on every row."""
+    def join(self, items, asked, ctx: RunContext):
+        """The caption rows (turn ``caption``) and the answer rows, each with the ``reading`` it was asked for."""
         import pandas as pd
 
         out = pd.concat([a.generations for a in asked], ignore_index=True)
-        out["reading"] = reading  # "loglik" marks the alternative MCQ reading
+        # "loglik" marks the alternative MCQ reading; a stored run says which it was asked with
+        out["reading"] = [r.meta.get("reading", ctx.option("reading", "generate")) for a in asked for r in a.requests]
         return out
 
-    def run_deviations(self, model, setting: str, items, **options: Any) -> list[Deviation]:
-        return self.deviations(model.info, setting, max_pixels=getattr(model, "max_pixels", None), **options)
+    def run_deviations(self, ctx: RunContext, items=None) -> list[Deviation]:
+        return super().run_deviations(ctx, items) + prompts.setting_deviations(
+            ctx.model, ctx.setting, max_pixels=ctx.max_pixels, **ctx.options)
 
     def score_deviations(self, scored, *, bertscore: str | None = "roberta-large") -> list[Deviation]:
         return S.bertscore_deviations(scored, bertscore)
-
-    def answers(self, generations):
-        """The answer rows; the SM caption rows stay aside (:meth:`predicted`)."""
-        return generations[~generations["request_id"].astype(str).str.endswith("::caption")].reset_index(drop=True)
 
     def predicted(self, predictions, generations):
         """The model's own captions, asked first, in ``attrs["captions"]``."""
         predictions.attrs["captions"] = captions_from_run(generations)
         return predictions
 
-    def deviations(self, model: ModelInfo, setting: str, **options: Any) -> list[Deviation]:
-        return super().deviations(model, setting) + prompts.setting_deviations(model, setting, **options)
-
     def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
                    **options: Any) -> dict[str, Any]:
         """Score the official result JSON or a prediction store (JSONL) written by ``vlamb-nb run``."""
         return S.score_file(self, predictions, source=source, **options)
-
-    def score_generations(self, items, gens, **options: Any):
-        return S.score_generations(self, items, gens, **options)
 
     def reference_check(self) -> list[Any]:
         from vlamb_nb.benchmarks.vague.audit import audit

@@ -138,11 +138,11 @@ class OptionLikelihoodReader:
 
 
 def captions_from_run(generations) -> dict[str, str]:
-    """Item id → caption text from the caption step (a failed caption becomes an empty description)."""
+    """Item id → caption text from the caption turn (a failed caption becomes an empty description)."""
     out = {}
     for _, g in generations.iterrows():
-        if str(g["request_id"]).endswith("::caption"):
-            out[str(g["request_id"]).split("::")[0]] = "" if g.get("error") else str(g.get("text") or "")
+        if g.get("turn") == "caption":
+            out[str(g["item_id"])] = "" if g.get("error") else str(g.get("text") or "")
     return out
 
 

@@ -305,7 +305,9 @@ def setting_deviations(model: Any, setting: str, *, decoding_mode: str = "greedy
     from vlamb_nb.meta import Deviation
 
     out = []
-    if model.family == "qwen2_5_vl" and model.backend == "hf" and max_pixels != OFFICIAL_QWEN_MAX_PIXELS:
+    from vlamb_nb.models.base import Backend
+
+    if model.family == "qwen2_5_vl" and model.backend is Backend.HF and max_pixels != OFFICIAL_QWEN_MAX_PIXELS:
         out.append(Deviation("image resolution", "max_pixels 1280·28·28 = 1,003,520 (released code, vLLM)",
                              f"max_pixels {max_pixels if max_pixels else 'the processor default'}", "all"))
     if decoding_mode == "greedy":

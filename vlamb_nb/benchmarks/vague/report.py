@@ -15,7 +15,7 @@ import vlamb_nb.benchmarks.vague.audit as vague_audit
 from vlamb_nb.benchmarks.vague.benchmark import BENCHMARK
 from vlamb_nb.benchmarks.vague.data import SUBSETS, dataset_statistics, human_subset_approximation, top_verbs
 from vlamb_nb.benchmarks.vague.prompts import BASE_SETTINGS, SETTINGS
-from vlamb_nb.benchmarks.vague.score import predictions_frame
+from vlamb_nb.benchmarks.vague.score import scored_file
 from vlamb_nb.errors import DataError, SettingError
 
 # paired comparisons the paper makes (a vs b on the same items): visual cues, and CoT vs no CoT
@@ -156,10 +156,9 @@ def paper_vs_ours(breakdown, model_id: str):
 
 def score_predictions(path: str | os.PathLike, items, *, setting: str | None = None,
                       bertscore: str | None = None):
-    """Scored rows from a prediction file (official result JSON or a store) against ``items``."""
-    gens = predictions_frame(path, setting=setting)
-    scored, _ = BENCHMARK.score_generations(items, gens, bertscore=bertscore, label=str(path))
-    return scored
+    """Scored rows from a prediction file (official result JSON or a store) against ``items``; an item without a
+    prediction counts as invalid (the paper's N)."""
+    return scored_file(BENCHMARK, path, items, setting=setting, bertscore=bertscore)
 
 
 def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | os.PathLike | None = None,
@@ -328,10 +327,11 @@ def evaluate_settings(model_spec: Any, quant: str | None, items, settings: list[
     if not model_spec:
         raise SettingError("give a model spec or a predictions file")
     if isinstance(model_spec, str):
-        from vlamb_nb.models import load_model
+        from vlamb_nb.models import ModelSpec, load_model
 
-        model = load_model(model_spec, quantization=None if quant in (None, "none") else quant,
-                           **official_model_options(model_spec))
+        spec = ModelSpec.parse(model_spec)  # read once: what it names, and the options it loads with
+        model = load_model(spec, quantization=None if quant in (None, "none") else quant,
+                           **official_model_options(spec))
     else:
         model = model_spec
     import pandas as pd
@@ -345,18 +345,18 @@ def evaluate_settings(model_spec: Any, quant: str | None, items, settings: list[
     return scored, model.info.model_id, {s: sc.attrs.get("deviations", []) for s, sc in runs.items()}
 
 
-def official_model_options(model_spec: str) -> dict[str, Any]:
-    """Loading options the released code uses: Qwen2.5-VL at ``max_pixels`` 1280·28·28 (local weights only;
-    an ``openai:`` server sets its own)."""
+def official_model_options(model_spec: Any) -> dict[str, Any]:
+    """Loading options the released code uses: Qwen2.5-VL at ``max_pixels`` 1280·28·28, applied by the checkpoint's
+    declared family (:mod:`vlamb_nb.models.families`, read from its config when it loads), never guessed from the
+    spec's name; local weights only (an ``openai:`` server sets its own). ``model_spec``: a spec string or a
+    parsed :class:`~vlamb_nb.models.spec.ModelSpec`."""
     from vlamb_nb.benchmarks.vague.benchmark import OFFICIAL_QWEN_MAX_PIXELS
     from vlamb_nb.models.spec import ModelSpec
 
-    low = str(model_spec).lower()
-    if not ModelSpec.parse(str(model_spec)).weights_local:  # a server sets its own
+    spec = model_spec if isinstance(model_spec, ModelSpec) else ModelSpec.parse(str(model_spec))
+    if not spec.weights_local:  # a server sets its own
         return {}
-    if "qwen2.5-vl" in low or "qwen2_5_vl" in low:
-        return {"max_pixels": OFFICIAL_QWEN_MAX_PIXELS}
-    return {}
+    return {"family_max_pixels": {"qwen2_5_vl": OFFICIAL_QWEN_MAX_PIXELS}}
 
 
 def all_deviations(devs: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -81,20 +81,21 @@ def bertscore_label(model: str | None) -> str | None:
     return None if model is None else MINILM_LABEL if model == "minilm" else model
 
 
-def check_true_answers(items, gens, label: str = "predictions") -> None:
+def check_true_answers(items, records: list[dict[str, Any]], label: str = "predictions") -> None:
     """The official result files store each item's ``true_answer`` (gold letter, or the correct sentence for
     free-form); one that disagrees with the source means the predictions were made on other data (e.g. the
     1.0 release, whose option orders differ), and scoring them against this source would be silently wrong."""
-    if "true_answer" not in gens.columns:
-        return
     by_id = items.set_index("id")
     bad = []
-    for _, g in gens.dropna(subset=["true_answer"]).iterrows():
-        item = by_id.loc[g["item_id"]]
-        ff = setting_spec(g["setting"]).free_form
+    for r in records:
+        truth = (r.get("meta") or {}).get("true_answer")
+        if truth is None:
+            continue
+        item = by_id.loc[r["item_id"]]
+        ff = setting_spec(r["setting"]).free_form
         want = str(item["options"]["correct"]).strip() if ff else str(item["gold"])
-        if str(g["true_answer"]).strip() != want:
-            bad.append((g["item_id"], g["true_answer"], want))
+        if str(truth).strip() != want:
+            bad.append((r["item_id"], truth, want))
     if bad:
         i, got, want = bad[0]
         raise DataError(f"{len(bad)} prediction(s) carry a true_answer that differs from the source, e.g. "
@@ -116,59 +117,38 @@ def setting_from_filename(name: str) -> str | None:
     return base + ("_ff" if m.group(2) == "da" else "")
 
 
-def predictions_frame(path: str | os.PathLike, *, setting: str | None = None, model: str | None = None,
-                      quantization: str | None = None, run: int | None = None):
-    """Generations (``request_id, item_id, setting, text, error``) from an official result JSON or a store.
-
-    A store holding several runs (models, quantizations, settings, decodings) must be narrowed to one with
-    ``setting``/``model``/``quantization``/``run`` (:func:`vlamb_nb.run_identity.select_run`); repeated requests are
-    collapsed by :func:`vlamb_nb.run_identity.dedupe` (conflicting answers are an error)."""
-    import pandas as pd
-
-
+def read_official(path: str | os.PathLike, *, setting: str | None = None) -> list[dict[str, Any]]:
+    """The official result JSON (``{"<name>_annot.jpg": {"model_output", "true_answer"}}``) as answer records:
+    one per item, with the file's ``true_answer`` kept in ``meta``. The setting is ``setting`` or taken from
+    the ``{model}_{format}_{answer_type}.json`` file name, the model from that name too."""
     p = Path(path)
-    if not p.is_file():
-        raise DataError("predictions file not found", source=str(p))
-    if p.suffix == ".jsonl":
-        from vlamb_nb.run_identity import one_run
-        from vlamb_nb.store import read_store
-
-        numbered = [(ln, r) for ln, r in read_store(p) if not str(r.get("request_id", "")).endswith("::caption")]
-        recs = [r for _, r in one_run(numbered, setting=setting, model=model, quantization=quantization, run=run,
-                                      source=p.name)]
-        df = pd.DataFrame([{"request_id": r.get("request_id"), "setting": r.get("setting"), "text": r.get("text"),
-                            "error": r.get("error"), "model": (r.get("model") or {}).get("model_id", p.stem)}
-                           for r in recs])
-    else:
-        data = read_json(p)
-        setting = setting or setting_from_filename(p.name)
-        if setting is None:
-            raise SettingError(f"cannot tell the setting of {p.name}; pass -o setting=<one of {', '.join(SETTINGS)}>")
-        if not isinstance(data, dict):
-            raise DataError("expected {image file: {model_output, true_answer}}", source=p.name)
-        m = re.match(r"(.+?)_(?:VLM|SM_gpt|SM|LLM|zeroshot_cot_SM|zeroshot_cot)_(?:mcq|da)\.json$", p.name)
-        model = m.group(1) if m else p.stem
-        rows = []
-        for i, (k, v) in enumerate(data.items(), start=1):
-            if not isinstance(v, dict) or "model_output" not in v:
-                raise DataError(f"{k!r} has no model_output", source=p.name, row=i, field="model_output")
-            for name in ("model_output", "true_answer"):  # text, or null: never a number turned into text
-                if v.get(name) is not None and not isinstance(v[name], str):
-                    raise DataError(f"{k!r}: expected text, got {type(v[name]).__name__} {v[name]!r}", source=p.name,
-                                    row=i, field=name)
-            item = str(k).removesuffix(IMAGE_SUFFIX)
-            truth = v.get("true_answer")
-            rows.append({"request_id": f"{item}::{setting}", "setting": setting, "model": model,
-                         "text": "" if v["model_output"] is None else str(v["model_output"]), "error": None,
-                         "true_answer": None if truth is None else str(truth)})
-        df = pd.DataFrame(rows)
-    if df.empty:
+    data = read_json(p)
+    setting = setting or setting_from_filename(p.name)
+    if setting is None:
+        raise SettingError(f"cannot tell the setting of {p.name}; pass -o setting=<one of {', '.join(SETTINGS)}>")
+    if setting not in SETTINGS:
+        raise SettingError(f"{p.name}: unknown setting(s) {[setting]}")
+    if not isinstance(data, dict):
+        raise DataError("expected {image file: {model_output, true_answer}}", source=p.name)
+    m = re.match(r"(.+?)_(?:VLM|SM_gpt|SM|LLM|zeroshot_cot_SM|zeroshot_cot)_(?:mcq|da)\.json$", p.name)
+    model = m.group(1) if m else p.stem
+    out = []
+    for i, (k, v) in enumerate(data.items(), start=1):
+        if not isinstance(v, dict) or "model_output" not in v:
+            raise DataError(f"{k!r} has no model_output", source=p.name, row=i, field="model_output")
+        for name in ("model_output", "true_answer"):  # text, or null: never a number turned into text
+            if v.get(name) is not None and not isinstance(v[name], str):
+                raise DataError(f"{k!r}: expected text, got {type(v[name]).__name__} {v[name]!r}", source=p.name,
+                                row=i, field=name)
+        item = str(k).removesuffix(IMAGE_SUFFIX)
+        truth = v.get("true_answer")
+        out.append({"request_id": f"{item}::{setting}", "item_id": item, "turn": "answer", "benchmark": "vague",
+                    "setting": setting, "model": {"model_id": model, "backend": "file"},
+                    "text": "" if v["model_output"] is None else str(v["model_output"]), "error": None,
+                    "meta": {"true_answer": None if truth is None else str(truth)}})
+    if not out:
         raise DataError("no predictions found", source=p.name)
-    bad = sorted(set(df["setting"]) - set(SETTINGS))
-    if bad:
-        raise SettingError(f"{p.name}: unknown setting(s) {bad}")
-    df["item_id"] = df["request_id"].astype(str).str.split("::").str[0]
-    return df.reset_index(drop=True)
+    return out
 
 
 # -- the report card ------------------------------------------------------------------------------------
@@ -279,7 +259,9 @@ def score_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.P
                **options: Any) -> dict[str, Any]:
     """Score a prediction file: the official ``{"<name>_annot.jpg": {"model_output", "true_answer"}}`` JSON
     (``setting=`` option, or taken from the ``{model}_{format}_{answer_type}.json`` file name) or a
-    prediction store (JSONL) written by ``vlamb-nb run``."""
+    prediction store (JSONL) written by ``vlamb-nb run``, through :meth:`~vlamb_nb.benchmarks.base.Benchmark.
+    score_store`. Items without a prediction count as invalid (``missing="wrong"``, the paper's denominator N)
+    or are left out (``"skip"``)."""
 
     setting = options.pop("setting", None)
     bertscore = options.pop("bertscore", None)
@@ -289,50 +271,59 @@ def score_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.P
         pick["run"] = int(pick["run"])
     if options:
         raise SettingError(f"unknown vague score option(s): {', '.join(options)}")
-    gens = predictions_frame(predictions, setting=setting, **pick)
-    if source is None:
-        return {"coverage": _coverage(None, gens)} | score_answers_only(gens, predictions)
-    items = bench.load(source)
-    scored, missing = score_generations(bench, items, gens, bertscore=bertscore, missing=missing_mode,
-                                             label=str(predictions))
-    b = breakdown(scored)
-    return {"coverage": _coverage(items["id"], gens), "source": str(source), "predictions": str(predictions),
-            "items_in_source": len(items),
-            "missing_predictions": missing, "missing_counted_as": "invalid" if missing_mode == "wrong" else
-            "skipped", "scored": len(scored), "rows": b.to_dict(orient="records")}
-
-def score_generations(bench: Any, items, gens, *, bertscore: str | None = None, missing: str = "wrong",
-                      label: str = "predictions"):
-    """Score generations read from a file against ``items``. Items without a prediction count as invalid
-    (``missing="wrong"``, the paper's denominator N) or are left out (``"skip"``); returns (scored, counts)."""
-    import pandas as pd
-
-    if missing not in ("wrong", "skip"):
+    if missing_mode not in ("wrong", "skip"):
         raise SettingError(f"missing must be 'wrong' (count as invalid, as the paper's N) or 'skip', "
-                           f"got {missing!r}")
-    unknown = sorted(set(gens["item_id"]) - set(items["id"]))
-    if unknown:
-        raise DataError(f"{len(unknown)} prediction(s) name items not in the source, e.g. {unknown[0]!r}",
-                        source=label)
-    check_true_answers(items, gens, label)
-    if "model" not in gens.columns:
-        gens = gens.assign(model=Path(label).stem)
-    counts, fill = {}, []
-    for (model, s), g in gens.groupby(["model", "setting"], sort=False):
-        have = set(g["item_id"])
-        lost = [i for i in items["id"] if i not in have]
-        counts[f"{model}/{s}"] = len(lost)
-        if missing == "wrong":
-            fill += [{"request_id": f"{i}::{s}", "item_id": i, "setting": s, "model": model, "text": "",
-                      "error": "no prediction for this item"} for i in lost]
-    if fill:
-        gens = pd.concat([gens, pd.DataFrame(fill)], ignore_index=True)
-    return score_predictions(bench.predictions(items, gens), bertscore=bertscore), counts
+                           f"got {missing_mode!r}")
+    if source is None:
+        p = Path(predictions)
+        if not p.is_file():
+            raise DataError("predictions file not found", source=str(p))
+        if p.suffix == ".jsonl":
+            raise SettingError("vague scoring needs --source (the data the predictions refer to) unless every "
+                               "prediction carries its true_answer (the official result JSON)")
+        records = read_official(p, setting=setting)
+        return {"coverage": _coverage(None, records)} | score_answers_only(records, predictions)
+    items = bench.load(source)
+    scored = scored_file(bench, predictions, items, setting=setting, bertscore=bertscore,
+                         fill_missing=missing_mode == "wrong", **pick)
+    b = breakdown(scored)
+    n_lost = int(scored.attrs["coverage"]["missing"])
+    return {"coverage": scored.attrs["coverage"], "source": str(source), "predictions": str(predictions),
+            "items_in_source": len(items),
+            "missing_predictions": {f"{scored.attrs['model']}/{scored.attrs['setting']}": n_lost},
+            "missing_counted_as": "invalid" if missing_mode == "wrong" else "skipped", "scored": len(scored),
+            "rows": b.to_dict(orient="records")}
 
-def score_answers_only(gens, label: str | os.PathLike) -> dict[str, Any]:
+
+def scored_file(bench: Any, predictions: str | os.PathLike, items, *, setting: str | None = None,
+                bertscore: str | None = None, fill_missing: bool = True, **pick: Any):
+    """A prediction store (``.jsonl``) or an official result JSON scored against ``items`` by
+    :meth:`~vlamb_nb.benchmarks.base.Benchmark.score_store`; an official file's ids must be in ``items`` and its
+    ``true_answer`` letters agree with them. Items without a prediction count as invalid with ``fill_missing``
+    (the paper's denominator N)."""
+    p = Path(predictions)
+    if not p.is_file():
+        raise DataError("predictions file not found", source=str(p))
+    records: Any = p
+    if p.suffix != ".jsonl":
+        records = read_official(p, setting=setting)
+        unknown = sorted({r["item_id"] for r in records} - set(items["id"]))
+        if unknown:
+            raise DataError(f"{len(unknown)} prediction(s) name items not in the source, e.g. {unknown[0]!r}",
+                            source=str(predictions))
+        check_true_answers(items, records, str(predictions))
+    return bench.score_store(records, items, setting=setting, fill_missing=fill_missing, bertscore=bertscore,
+                             **pick)
+
+
+def score_answers_only(records: list[dict[str, Any]], label: str | os.PathLike) -> dict[str, Any]:
     """Without the data: accuracy and valid count from the official file's own ``true_answer`` letters
     (subsets by the ``@`` rule). FS/SU/NE need each item's ``ordering`` and so need ``--source``."""
-    if "true_answer" not in gens.columns or gens["true_answer"].isna().any():
+    import pandas as pd
+
+    gens = pd.DataFrame([{"item_id": r["item_id"], "setting": r["setting"], "model": r["model"]["model_id"],
+                          "text": r["text"], "true_answer": r["meta"].get("true_answer")} for r in records])
+    if gens["true_answer"].isna().any():
         raise SettingError("vague scoring needs --source (the data the predictions refer to) unless every "
                            "prediction carries its true_answer (the official result JSON)")
     rows = []
@@ -358,15 +349,15 @@ def score_answers_only(gens, label: str | os.PathLike) -> dict[str, Any]:
             "rows": rows}
 
 
-def _coverage(item_ids, gens) -> dict[str, Any]:
-    """Items answered, failed (every request of the item failed) and missing, from read generations."""
+def _coverage(item_ids, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Items answered, failed (every request of the item failed) and missing, from read records."""
     from vlamb_nb.metrics import coverage
 
-    errors = gens["error"].tolist() if "error" in gens.columns else [None] * len(gens)
-    failed = [isinstance(e, str) and bool(e) for e in errors]
-    ids = gens["item_id"].tolist()
+    failed = [isinstance(r.get("error"), str) and bool(r["error"]) for r in records]
+    ids = [r["item_id"] for r in records]
     return coverage(item_ids, [i for i, f in zip(ids, failed, strict=True) if not f],
-                    [i for i, f in zip(ids, failed, strict=True) if f], [e for e, f in zip(errors, failed, strict=True) if f])
+                    [i for i, f in zip(ids, failed, strict=True) if f],
+                    [r.get("error") for r, f in zip(records, failed, strict=True) if f])
 
 
 def bertscore_deviations(scored, bertscore: str | None = "roberta-large") -> list[Any]:

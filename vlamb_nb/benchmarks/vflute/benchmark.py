@@ -24,12 +24,13 @@ from typing import Any
 
 import vlamb_nb.benchmarks.vflute.prompts as prompts
 import vlamb_nb.benchmarks.vflute.score as S
-from vlamb_nb.benchmarks.base import Asked, Benchmark, Turn
+from vlamb_nb.benchmarks.base import ANSWER, Asked, Benchmark, RunContext, Turn
 from vlamb_nb.benchmarks.vflute.data import HUB_ID, data_stats, item_image, load_items, write_sample
 from vlamb_nb.benchmarks.vflute.parse import filled, parse_answer, with_scene_graphs
 from vlamb_nb.benchmarks.vflute.prompts import (
     PAPER_DECODING,
     answer_requests,
+    graph_failures,
     instruction,
     prompt_origin,
     seeded_prompt_count,
@@ -37,11 +38,7 @@ from vlamb_nb.benchmarks.vflute.prompts import (
 )
 from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.meta import Deviation
-from vlamb_nb.models.base import (
-    DecodingParams,
-    ModelInfo,
-    Request,
-)
+from vlamb_nb.models.base import DecodingParams, Request
 
 
 class VFlute(Benchmark):
@@ -80,25 +77,25 @@ class VFlute(Benchmark):
         shots = shot_table(train, items, k, shot_seed) if setting == "few_shot" else None
         return prompts.requests(items, setting, item_image, shots, prompt_source=prompt_source, params=params)
 
-    def turns(self, model, setting: str, **options: Any) -> list[Turn]:
+    def turns(self, ctx: RunContext) -> list[Turn]:
         """One turn; ``scene_graph`` asks for the scene graph first, then the answer given it (both cached in the
         same store; an item whose graph failed is not asked again)."""
-        if setting != "scene_graph":
-            return super().turns(model, setting, **options)
-        return [Turn("scene_graph", lambda items, _: self.requests(items, setting, **options),
+        if ctx.setting != "scene_graph":
+            return super().turns(ctx)
+        return [Turn("scene_graph", lambda items, _: self.requests(items, ctx.setting, **ctx.options),
                      desc="vflute scene_graph (scene graphs)"),
-                Turn("answer", lambda items, done: answer_requests(done[0])[0], desc="vflute scene_graph (answers)")]
+                Turn(ANSWER, lambda items, done: answer_requests(done[0])[0], desc="vflute scene_graph (answers)")]
 
-    def join(self, items, asked: list[Asked], model, setting: str, **options: Any):
-        if setting != "scene_graph":
-            return super().join(items, asked, model, setting, **options)
-        return with_scene_graphs(asked[0], asked[1].generations, answer_requests(asked[0])[1])
+    def join(self, items, asked: list[Asked], ctx: RunContext):
+        if ctx.setting != "scene_graph":
+            return super().join(items, asked, ctx)
+        return with_scene_graphs(asked[0], asked[1].generations, graph_failures(asked[0]))
 
-    def run_deviations(self, model, setting: str, items, *, prompt_source: str = "released",
-                       params: DecodingParams | None = None, **_: Any) -> list[Deviation]:
+    def run_deviations(self, ctx: RunContext, items=None) -> list[Deviation]:
         """The items asked with a seeded (not released) instruction, and the decoding."""
-        return super().deviations(model.info, setting) + prompts.setting_deviations(
-            setting, seeded_prompts=seeded_prompt_count(items, prompt_source), params=params)
+        seeded = 0 if items is None else seeded_prompt_count(items, ctx.option("prompt_source", "released"))
+        return super().run_deviations(ctx, items) + prompts.setting_deviations(
+            ctx.setting, seeded_prompts=seeded, params=ctx.option("params"))
 
     def score_deviations(self, scored, **_: Any) -> list[Deviation]:
         """The explanation scorer actually used."""
@@ -111,12 +108,6 @@ class VFlute(Benchmark):
             raise DataError(f"{int(missing.sum())} generation(s) name items that are not in the data, e.g. "
                             f"{predictions.loc[missing, 'item_id'].iloc[0]!r}")
         return filled(predictions)
-
-    def deviations(self, model: ModelInfo, setting: str, scorer: dict[str, Any] | None = None, *,
-                   seeded_prompts: int = 0) -> list[Deviation]:
-        """Every way this run differs from the paper; ``seeded_prompts``: items with a re-drawn instruction."""
-        return (super().deviations(model, setting) + prompts.setting_deviations(setting, seeded_prompts=seeded_prompts)
-                + S.scorer_deviations(scorer))
 
     def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
                    **options: Any) -> dict[str, Any]:

@@ -149,9 +149,10 @@ def with_scene_graphs(first: Any, answers: Any, failed: list[dict[str, Any]]):
     out = pd.concat([answers, pd.DataFrame(failed, columns=answers.columns)], ignore_index=True) \
         if failed else answers
     graphs = first.generations
-    sg_text = {str(rid).split("::")[0]: t for rid, t in zip(graphs["request_id"], graphs["text"], strict=True)}
-    out["scene_graph"] = out["request_id"].str.split("::").str[0].map(sg_text)
+    sg_text = dict(zip(graphs["item_id"].astype(str), graphs["text"], strict=True))
+    out["scene_graph"] = out["item_id"].astype(str).map(sg_text)
     return out
+
 
 
 def filled(predictions):

@@ -173,17 +173,27 @@ def seeded_prompt_count(items, prompt_source: str = "released") -> int:
     return int(sum(prompt_origin(r, prompt_source) == "seeded" for _, r in items.iterrows()))
 
 
+def graph_failures(first: Any) -> list[dict[str, Any]]:
+    """A failed answer row for each item whose scene graph failed (its answer is never asked), from the scene-graph
+    turn's requests and answers (a live run's or a stored one's)."""
+    out = []
+    for r, err in zip(first.requests, first.generations["error"], strict=True):
+        if isinstance(err, str) and err:
+            iid = r.item_id
+            out.append({"request_id": f"{iid}::answer", "item_id": iid, "turn": "answer",
+                        "error": f"scene graph step failed: {err}", "setting": r.setting, "benchmark": r.benchmark})
+    return out
+
+
 def answer_requests(first: Any) -> tuple[list[Any], list[dict[str, Any]]]:
     """The scene-graph setting's second step: the answer asked with each item's scene graph, and a failed row
     for each item whose scene graph failed (it is never asked)."""
     from vlamb_nb.models.base import IMAGE_SLOT, Request, user_message
 
-    second, failed = [], []
+    second, failed = [], graph_failures(first)
     for r, text, err in zip(first.requests, first.generations["text"], first.generations["error"], strict=True):
         iid = r.meta["item_id"]
-        if err:
-            failed.append({"request_id": f"{iid}::answer", "error": f"scene graph step failed: {err}",
-                           "setting": r.setting, "benchmark": r.benchmark})
+        if isinstance(err, str) and err:
             continue
         second.append(Request(id=f"{iid}::answer", messages=[user_message(IMAGE_SLOT, sg_second_prompt(
             text or "", r.meta["question"]))], images=list(r.images), params=r.params, benchmark=r.benchmark,

@@ -36,7 +36,7 @@ import numpy as np
 
 from vlamb_nb.benchmarks.vflute.adequacy import adequacy_report, read_adequacy_labels
 from vlamb_nb.benchmarks.vflute.data import DATASETS
-from vlamb_nb.benchmarks.vflute.parse import _label_from_marker, parse_output
+from vlamb_nb.benchmarks.vflute.parse import _label_from_marker
 from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.stats.metric import Metric, OnCard, Published
 
@@ -232,67 +232,44 @@ def _label_value(v: Any) -> int | None:
     raise DataError(f"label {v!r} is neither 0/1 nor a label word")
 
 
-def read_predictions(path: str | os.PathLike, *, scene_graph: bool | None = None, model: str | None = None,
-                     quantization: str | None = None, run: int | None = None):
-    """A predictions file as ``id, label_pred, explanation_pred, parse_rule, source_format``.
-
-    A store must hold one run, or ``model``/``quantization``/``run`` must pick one (never merged, never the last
-    record per id across runs); repeated requests are collapsed and conflicting answers are an error."""
+def read_predictions(path: str | os.PathLike, *, scene_graph: bool | None = None):
+    """An official predictions file: raw outputs (an ``output`` column) as answer records, or the
+    ``id,label,explanation`` layout as already parsed predictions (``id, label_pred, explanation_pred,
+    parse_rule, source_format``). Returns ``(records, parsed)``, one of them None. A scene-graph file (``scene_graph``,
+    else ``sg`` in the file name, the official script's rule) is read with the official SG normalisation."""
     import pandas as pd
 
+    from vlamb_nb.jsonl import read_csv
+
     p = Path(path)
-    if not p.is_file():
-        raise DataError("predictions file not found", source=str(p))
     sg = scene_graph if scene_graph is not None else "sg" in p.name  # the official script's file-name rule
-    rows = []
-    if p.suffix.lower() == ".jsonl":
-        from vlamb_nb.run_identity import one_run
-        from vlamb_nb.store import read_store
-
-        numbered = []
-        for i, rec in read_store(p):
-            if "request_id" not in rec:
-                raise DataError("store record without request_id", source=str(p), row=i, field="request_id")
-            if not str(rec["request_id"]).endswith("::sg"):  # the scene-graph step of a two-step run
-                numbered.append((i, rec))
-        if numbered:
-            numbered = one_run(numbered, model=model, quantization=quantization, run=run, source=p.name)
-        for _, rec in numbered:
-            rid = str(rec["request_id"])
-            is_sg = sg or rec.get("setting") == "scene_graph"
-            error = rec.get("error") if isinstance(rec.get("error"), str) and rec["error"] else None
-            parsed = parse_output(None if error else rec.get("text"), scene_graph=is_sg)
-            rows.append({"id": rid.split("::")[0], **parsed, "source_format": "store", "error": error})
-        df = pd.DataFrame(rows)
-    else:
-        from vlamb_nb.jsonl import read_csv
-
-        raw = read_csv(p, dtype=str, keep_default_na=True)
-        if "id" not in raw.columns:
-            raise DataError("missing column 'id'", source=str(p))
-        if "output" in raw.columns:
-            for _, r in raw.iterrows():
-                rows.append({"id": str(r["id"]), **parse_output(r["output"], scene_graph=sg),
-                             "source_format": "official raw output"})
-        elif {"label", "explanation"} <= set(raw.columns):
-            for i, r in raw.iterrows():
-                try:
-                    lab = _label_value(r["label"])
-                except DataError as e:
-                    raise DataError(str(e), source=str(p), row=int(i) + 2, field="label") from None
-                expl = r["explanation"]
-                expl = "" if expl is None or (isinstance(expl, float) and expl != expl) else str(expl)
-                rows.append({"id": str(r["id"]), "label_pred": lab, "explanation_pred": expl,
-                             "valid": lab is not None, "parse_rule": "given", "source_format": "official id,label,explanation"})
-        else:
-            raise DataError("expected an 'output' column or 'label' and 'explanation' columns", source=str(p))
-        df = pd.DataFrame(rows)
-        dup = df["id"].duplicated() if not df.empty else []
-        if len(df) and dup.any():
-            raise DataError(f"duplicate prediction id {df.loc[dup, 'id'].iloc[0]!r}", source=str(p))
-    if df.empty:
+    raw = read_csv(p, dtype=str, keep_default_na=True)
+    if "id" not in raw.columns:
+        raise DataError("missing column 'id'", source=str(p))
+    dup = raw["id"].duplicated() if len(raw) else []
+    if len(raw) and dup.any():
+        raise DataError(f"duplicate prediction id {raw.loc[dup, 'id'].iloc[0]!r}", source=str(p))
+    if raw.empty:
         raise DataError("no predictions in the file", source=str(p))
-    return df
+    if "output" in raw.columns:
+        setting = "scene_graph" if sg else "zero_shot"
+        who = {"model_id": p.stem, "backend": "file"}
+        return [{"request_id": str(r["id"]), "item_id": str(r["id"]), "turn": "answer", "benchmark": "vflute",
+                 "setting": setting, "model": who, "text": r["output"], "error": None, "meta": {}}
+                for _, r in raw.iterrows()], None
+    if not {"label", "explanation"} <= set(raw.columns):
+        raise DataError("expected an 'output' column or 'label' and 'explanation' columns", source=str(p))
+    rows = []
+    for i, r in raw.iterrows():
+        try:
+            lab = _label_value(r["label"])
+        except DataError as e:
+            raise DataError(str(e), source=str(p), row=int(i) + 2, field="label") from None
+        expl = r["explanation"]
+        expl = "" if expl is None or (isinstance(expl, float) and expl != expl) else str(expl)
+        rows.append({"id": str(r["id"]), "label_pred": lab, "explanation_pred": expl, "valid": lab is not None,
+                     "parse_rule": "given", "source_format": "official id,label,explanation"})
+    return None, pd.DataFrame(rows)
 
 
 def _default_source():
@@ -343,9 +320,10 @@ def score_predictions_file(bench, predictions: str | os.PathLike, *, source: str
                                                       scored["explanation_score"], p,
                                                       n_resamples=n_resamples).items()}
                      for p in REPORTED}
-    from vlamb_nb.models.base import ModelInfo
+    from vlamb_nb.models.base import Backend, ModelInfo
 
-    devs = bench.deviations(ModelInfo("file", backend="file"), "zero_shot", scored.attrs["scorer"])
+    devs = bench.deviations(ModelInfo("file", backend=Backend.FILE), "zero_shot") + scorer_deviations(
+        scored.attrs["scorer"])
     out["deviations"] = [str(d) for d in devs]
     if human is not None:
         res = adequacy_report(scored, human, n_resamples=min(n_resamples, 1000) if ci else 0)
@@ -365,24 +343,39 @@ def score_predictions_file(bench, predictions: str | os.PathLike, *, source: str
 
 def _score_file(bench, predictions: str | os.PathLike, items, scorer: Any,
                 scene_graph: bool | None, **pick: Any) -> tuple[Any, int]:
-    """A prediction file joined to the gold items and scored; also how many items it has no prediction for.
-    ``pick``: ``model``/``quantization``/``run`` choosing one run of a store (:func:`read_predictions`)."""
+    """A prediction file scored against the gold items; also how many items it has no prediction for (counted,
+    unparsed). A store and a file of raw outputs go through :meth:`~vlamb_nb.benchmarks.base.Benchmark.
+    score_store` (``pick``: ``model``/``quantization``/``run`` choosing one run of a store); already parsed
+    predictions (``id,label,explanation``) are joined to the items and scored."""
+    from vlamb_nb.benchmarks.base import NO_PREDICTION
     from vlamb_nb.metrics import coverage
+    from vlamb_nb.store import is_store
 
-    preds = read_predictions(predictions, scene_graph=scene_graph, **pick)
-    unknown = sorted(set(preds["id"]) - set(items["id"]))
+    p = Path(predictions)
+    if not p.is_file():
+        raise DataError("predictions file not found", source=str(p))
+    if is_store(p) or p.suffix.lower() == ".jsonl":
+        records, parsed = p, None
+    else:
+        records, parsed = read_predictions(p, scene_graph=scene_graph)
+    if records is not None:
+        known = set(items["id"].astype(str))
+        unknown = [] if isinstance(records, Path) else sorted({r["item_id"] for r in records} - known)
+        if unknown:
+            raise DataError(f"{len(unknown)} prediction id(s) are not in the gold data (wrong --source?), e.g. "
+                            f"{unknown[0]!r}", source=str(predictions))
+        scored = bench.score_store(records, items, fill_missing=True, scorer=scorer, **pick)
+        return scored, int((scored["error"] == NO_PREDICTION).sum())
+    unknown = sorted(set(parsed["id"]) - set(items["id"]))
     if unknown:
         raise DataError(f"{len(unknown)} prediction id(s) are not in the gold data (wrong --source?), e.g. "
                         f"{unknown[0]!r}", source=str(predictions))
-    errors = preds["error"] if "error" in preds.columns else preds["id"].map(lambda _: None)
-    failed = errors.map(lambda e: isinstance(e, str) and bool(e))
-    merged = items.merge(preds, on="id", how="left")
+    merged = items.merge(parsed, on="id", how="left")
     n_missing = int(merged["source_format"].isna().sum())
     merged["label_pred"] = merged["label_pred"].astype(object).where(merged["label_pred"].notna(), None)
     merged["explanation_pred"] = merged["explanation_pred"].fillna("")
     scored = bench.score(merged, scorer=scorer)
-    scored.attrs["coverage"] = coverage(items["id"], preds.loc[~failed, "id"], preds.loc[failed, "id"],
-                                        errors[failed])
+    scored.attrs["coverage"] = coverage(items["id"], parsed["id"])
     return scored, n_missing
 
 
