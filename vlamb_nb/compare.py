@@ -282,6 +282,16 @@ class Comparison:
     def figure(self):
         return figure(self)
 
+    def display(self) -> dict[str, Any]:
+        """The comparison as a page shows it: both tables as text with sort keys, their notes, and the deviations
+        every model shares beside each model's own (``comparison.html``, :mod:`vlamb_nb.report_html`)."""
+        values, pairs = display_rows(self)
+        shared, own = model_deviations(self)
+        return {"value_columns": list(VALUE_COLUMNS), "values": values, "values_note": VALUES_NOTE,
+                "pair_columns": list(PAIR_COLUMNS), "pairs": pairs, "pairs_note": MCNEMAR_NOTE,
+                "correction": {"holm": "Holm", "bh": "Benjamini–Hochberg"}[self.correction],
+                "shared_deviations": shared, "own_deviations": own}
+
     def save(self, directory: str | os.PathLike, *, name: str = "comparison", figure_dir: Any = None) -> list[Path]:
         """``<directory>/<name>.md`` and ``.json``, and the figure beside them (or under ``figure_dir``)."""
         from vlamb_nb.plots import save_figure
@@ -675,6 +685,48 @@ def _md(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+#: the columns of a comparison's two tables, in every rendering (comparison.md, comparison.html)
+VALUE_COLUMNS = ("paper", "setting", "metric", "slice", "model", "value [95% CI]", "n", "rank [95% interval]",
+                 "dropped")
+PAIR_COLUMNS = ("paper", "setting", "metric", "slice", "a", "b", "a − b [95% CI]", "test", "p", "p (adj.)")
+VALUES_NOTE = ("Values on the items every model answered; intervals and ranks resample those items (whole images, "
+               "pairs where items share one) with every model on the same resamples. Rank 1 is best; a tie shares "
+               "the better rank.")
+MCNEMAR_NOTE = ("McNemar counts items as independent; where items share an image or a pair, the interval (which "
+                "resamples whole images or pairs) is the more cautious guide.")
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def display_rows(c: Comparison) -> tuple[list[list[tuple[str, Any]]], list[list[tuple[str, Any]]]]:
+    """The values and the pairs as table text (:data:`VALUE_COLUMNS`, :data:`PAIR_COLUMNS`), each cell with its
+    sort key (the number behind the text; None: sort by the text)."""
+    values = []
+    for r in c.values.to_dict(orient="records"):
+        unit = r["unit"] if r["n"] == 1 else ("queries" if r["unit"] == "query" else r["unit"] + "s")
+        values.append([(str(r["paper"]), None), (str(r["setting"]), None), (str(r["metric"]), None),
+                       (str(r["slice"]), None), (str(r["model"]), None),
+                       (f"{_fmt(r['value'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]", _num(r["value"])),
+                       (f"{r['n']} {unit}", _num(r["n"])),
+                       (f"{r['rank']} [{r['rank_low']}–{r['rank_high']}] of {r['of']}", _num(r["rank"])),
+                       (str(r["dropped"]), _num(r["dropped"]))])
+    pairs = []
+    for r in c.pairs.to_dict(orient="records") if len(c.pairs) else []:
+        pairs.append([(str(r["paper"]), None), (str(r["setting"]), None), (str(r["metric"]), None),
+                      (str(r["slice"]), None), (str(r["model_a"]), None), (str(r["model_b"]), None),
+                      (f"{_fmt(r['diff'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]", _num(r["diff"])),
+                      (str(r["test"]), None), (_p(r["p"]), _num(r["p"])), (_p(r["p_adjusted"]), _num(r["p_adjusted"]))])
+    return values, pairs
+
+
+def model_deviations(c: Comparison) -> tuple[list[str], dict[str, list[str]]]:
+    """The deviations every model shares (sorted), and each model's own."""
+    shared = set.intersection(*(set(m["deviations"]) for m in c.models)) if c.models else set()
+    return sorted(shared), {m["model"]: [d for d in m["deviations"] if d not in shared] for m in c.models}
+
+
 def markdown(c: Comparison) -> str:
     """The comparison for reading: values with intervals and ranks, then the paired tests, then the notes."""
     corr = {"holm": "Holm", "bh": "Benjamini–Hochberg"}[c.correction]
@@ -683,38 +735,25 @@ def markdown(c: Comparison) -> str:
         lines += [f"Every model is compared with **{_md(c.baseline)}**.", ""]
     for a in c.allowed:
         lines += [f"> **Compared on request despite {_md(a)}.**", ""]
-    lines += ["| paper | setting | metric | slice | model | value [95% CI] | n | rank [95% interval] | dropped |",
-              "|---|---|---|---|---|---|---|---|---|"]
-    for r in c.values.to_dict(orient="records"):
-        unit = r["unit"] if r["n"] == 1 else ("queries" if r["unit"] == "query" else r["unit"] + "s")
-        rank = f"{r['rank']} [{r['rank_low']}–{r['rank_high']}] of {r['of']}"
-        lines.append(f"| {r['paper']} | {_md(r['setting'])} | {_md(r['metric'])} | {_md(r['slice'])} | "
-                     f"{_md(r['model'])} | {_fmt(r['value'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] | "
-                     f"{r['n']} {unit} | {rank} | {r['dropped']} |")
-    lines += ["", "Values on the items every model answered; intervals and ranks resample "
-              "those items (whole images, pairs where items share one) with every model on the same resamples. "
-              "Rank 1 is best; a tie shares the better rank.", ""]
-    if len(c.pairs):
+    values, pairs = display_rows(c)
+
+    def table(columns: tuple[str, ...], rows: list[list[tuple[str, Any]]]) -> list[str]:
+        return (["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+                + ["| " + " | ".join(_md(text) for text, _ in row) + " |" for row in rows])
+
+    lines += table(VALUE_COLUMNS, values) + ["", VALUES_NOTE, ""]
+    if pairs:
         lines += [f"**Paired differences** (a − b on the same items, percentage points; p {corr}-adjusted over "
-                  f"the {len(c.pairs)} tests)", "",
-                  "| paper | setting | metric | slice | a | b | a − b [95% CI] | test | p | p (adj.) |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
-        for r in c.pairs.to_dict(orient="records"):
-            lines.append(f"| {r['paper']} | {_md(r['setting'])} | {_md(r['metric'])} | {_md(r['slice'])} | "
-                         f"{_md(r['model_a'])} | {_md(r['model_b'])} | {_fmt(r['diff'])} [{_fmt(r['ci_low'])}, "
-                         f"{_fmt(r['ci_high'])}] | {_md(r['test'])} | {_p(r['p'])} | {_p(r['p_adjusted'])} |")
-        lines += ["", "McNemar counts items as independent; where items share an image or a pair, the interval "
-                  "(which resamples whole images or pairs) is the more cautious guide.", ""]
+                  f"the {len(pairs)} tests)", ""] + table(PAIR_COLUMNS, pairs) + ["", MCNEMAR_NOTE, ""]
     if c.notes:
         lines += ["**Notes**", ""] + [f"- {_md(n)}" for n in c.notes] + [""]
-    shared = set.intersection(*(set(m["deviations"]) for m in c.models)) if c.models else set()
+    shared, own = model_deviations(c)
     lines += ["**Models** (each model's own deviations from the papers' setups; those of every model below)", ""]
     for m in c.models:
-        own = [d for d in m["deviations"] if d not in shared]
         lines.append(f"- **{_md(m['model'])}**: {', '.join(m['runs'])}; own deviations: "
-                     f"{_md('; '.join(own)) if own else 'none'}")
+                     f"{_md('; '.join(own[m['model']])) if own[m['model']] else 'none'}")
     if shared:
-        lines += ["", "Deviations of every model:", ""] + [f"- {_md(d)}" for d in sorted(shared)]
+        lines += ["", "Deviations of every model:", ""] + [f"- {_md(d)}" for d in shared]
     lines.append("")
     return "\n".join(lines)
 
