@@ -293,8 +293,10 @@ class Comparison:
                 "shared_deviations": shared, "own_deviations": own}
 
     def save(self, directory: str | os.PathLike, *, name: str = "comparison", figure_dir: Any = None) -> list[Path]:
-        """``<directory>/<name>.md`` and ``.json``, and the figure beside them (or under ``figure_dir``)."""
+        """``<directory>/<name>.md`` and ``.json``, the figure beside them (or under ``figure_dir``), and last the
+        page that shows them together, ``<directory>/<name>.html`` (self-contained: :mod:`vlamb_nb.report_html`)."""
         from vlamb_nb.plots import save_figure
+        from vlamb_nb.report_html import write_comparison_page
 
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
@@ -302,17 +304,21 @@ class Comparison:
         (d / f"{name}.json").write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False),
                                         encoding="utf-8")
         written = [d / f"{name}.md", d / f"{name}.json"]
+        png = None
         if len(self.values):
             import matplotlib.pyplot as plt
 
             fig = self.figure()
             if figure_dir is None:
                 save_figure(fig, d.name, name, directory=d.parent)
-                written += [d / f"{name}.png", d / f"{name}.pdf"]
+                figs = [d / f"{name}.png", d / f"{name}.pdf"]
             else:
                 save_figure(fig, "compare", name, directory=figure_dir)
-                written += [Path(figure_dir) / "compare" / f"{name}.{x}" for x in ("png", "pdf")]
+                figs = [Path(figure_dir) / "compare" / f"{name}.{x}" for x in ("png", "pdf")]
             plt.close(fig)
+            written += figs
+            png = figs[0]
+        written.append(write_comparison_page(self, d, name=name, figure=png))
         return written
 
 

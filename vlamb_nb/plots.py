@@ -13,7 +13,8 @@ installed font can draw by a counted placeholder. :func:`series_styles` gives ma
 colour+marker pairs.
 
 ``save_figure`` writes png + pdf with deterministic file names and no timestamps, so a
-regenerated figure only changes when its data does.
+regenerated figure only changes when its data does; inside a notebook it also tells ``reproduce`` which files
+the cell wrote (:data:`FIGURE_MIME`), so the HTML report places each figure beside the table it belongs to.
 """
 
 from __future__ import annotations
@@ -164,6 +165,9 @@ def new_figure(width: float = 6.0, height: float = 3.5, **kwargs: Any):
 
 
 DEMO_STAMP = "pipeline demo: random model, not a result"
+#: what ``save_figure`` tells a notebook's output (shown as nothing): the files one call wrote, in the cell that
+#: drew them, so ``reproduce`` knows which recorded table a figure belongs to
+FIGURE_MIME = "application/vnd.vlamb.figure+json"
 
 
 def save_figure(fig, paper: str, name: str, *, directory: str | Path | None = None,
@@ -182,10 +186,26 @@ def save_figure(fig, paper: str, name: str, *, directory: str | Path | None = No
         out_dir = out_dir / "demo"
         stamp_demo(fig, demo if isinstance(demo, str) else DEMO_STAMP)
     out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
     for fmt in formats:
         p = out_dir / f"{name}.{fmt}"
         meta = {"CreationDate": None, "ModDate": None} if fmt == "pdf" else {"Software": None}
         fig.savefig(p, format=fmt, metadata=meta, bbox_inches="tight")
+        written.append(str(p.resolve()))
+    publish(FIGURE_MIME, {"paper": paper, "name": name, "demo": bool(demo), "files": written})
+
+
+def publish(mime: str, payload: dict[str, Any]) -> None:
+    """Put ``payload`` under ``mime`` into the running cell's output, where it shows as nothing and ``reproduce``
+    reads it (a recorded result, a saved figure); outside a kernel there is no cell to tell."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # plain Python: nothing to display to
+        return
+    if get_ipython() is None:
+        return
+    display({mime: payload, "text/plain": ""}, raw=True)
 
 
 def stamp_demo(fig, text: str = DEMO_STAMP) -> None:
