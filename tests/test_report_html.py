@@ -248,3 +248,22 @@ def test_cli_compare_prints_the_page_last(tmp_path, capsys):
     cap = capsys.readouterr()
     assert json.loads(cap.out)["models"]  # stdout stays JSON; the page is stderr's last line
     assert cap.err.rstrip("\n").splitlines()[-1] == str(tmp_path / "j" / "comparison.html")
+
+
+def test_the_templates_ship_with_the_package(repo_root):
+    """Every template file is package data (an installed wheel renders the same pages)."""
+    import fnmatch
+    import tomllib
+
+    globs = tomllib.loads((repo_root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["vlamb_nb"]
+    folder = repo_root / "vlamb_nb" / "templates"
+    files = [p.relative_to(repo_root / "vlamb_nb").as_posix() for p in folder.rglob("*") if p.is_file()]
+    assert files and all(any(fnmatch.fnmatch(f, g) for g in globs) for f in files), (files, globs)
+    import jinja2
+
+    from vlamb_nb.report_html import environment
+
+    env = environment()
+    for name in ("report.html.j2", "comparison.html.j2"):
+        env.get_template(name)  # found through the package and parsed
+    assert isinstance(env.loader, jinja2.PackageLoader) and env.autoescape is True
