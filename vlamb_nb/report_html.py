@@ -304,7 +304,7 @@ def data_rows(card: Any) -> list[dict[str, Any]]:
 def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, figures: Path,
              params: dict[str, Any] | None = None, card_figure_error: str | None = None) -> str:
     """``report.html`` of a reproduce run, from its ``results.json`` content, its card and its figures folder."""
-    from vlamb_nb.report_card import COLUMNS, RANK_NOTE, TEST_COLUMNS, table
+    from vlamb_nb.report_card import COLUMNS, DEMO_NOTE, RANK_NOTE, TEST_COLUMNS, table
 
     run_dir = Path(run_dir)
     placement = place_figures(results, Path(figures), run_dir)
@@ -331,8 +331,6 @@ def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, fi
                          "blocks": [b for b in blocks if b["rank"] < 3], "audit_from": 2,
                          "deviations": [b for b in blocks if b["rank"] == 3],
                          "rest": _figures_view(placement.rest(name), run_dir)})
-    from vlamb_nb.report_card import DEMO_NOTE
-
     return environment().get_template("report.html.j2").render(
         run_id=run_dir.name, card=card, demo=card.demo, demo_note=DEMO_NOTE, params=cell(params or {})[0],
         notebooks=notebooks, failures=failures, data=data_rows(card), n_ok=sum(n["status"] == "ok" for n in notebooks),
