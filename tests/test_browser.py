@@ -2,8 +2,11 @@
 
 Every notebook runs with Run All; a run fails on any error or stderr output, any "Error displaying widget" and
 any JavaScript console error. The explorer (next, go to id, filter, saliency) and the annotator (label, skip,
-then a new kernel: the labels resume) are clicked through. Screenshots of every notebook and widget go to
-``runs/browser/`` (``$VLAMB_SCREENSHOTS`` to change it), kept as CI artefacts.
+then a new kernel: the labels resume) are clicked through. The pages a run and a comparison write
+(``report.html``, ``comparison.html``) are opened from disk at a laptop's 1366x768: no console error, no request
+beyond the file, no broken image, nothing wider than the window, every figure of the run on the page in its
+paper's section. Screenshots of every notebook, widget and page go to ``runs/browser/`` (``$VLAMB_SCREENSHOTS``
+to change it), kept as CI artefacts.
 
 Needs Debian's Chromium (``/usr/lib/chromium/chromium``) and playwright (the ``dev`` extra); skipped with the
 reason where either is missing. The server runs on a copy of ``notebooks/`` with figures and working files in
@@ -115,7 +118,11 @@ def lab(tmp_path_factory, repo_root):
 
 
 @pytest.fixture(scope="module")
-def browser(lab):
+def chromium():
+    """Headless Chromium on its own: the pages ``reproduce`` and ``compare`` write need no server."""
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the dev extra)")
+    if not CHROMIUM.is_file():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -123,6 +130,11 @@ def browser(lab):
                               args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
         yield b
         b.close()
+
+
+@pytest.fixture(scope="module")
+def browser(lab, chromium):
+    return chromium
 
 
 def _stop_kernels(base: str) -> None:
@@ -548,3 +560,99 @@ def test_annotator_labels_skips_and_resumes_in_a_new_kernel(browser, lab, shots)
     _assert_clean("racquet", again)
     assert again["status"] == (1, first["total"])
     assert again["item"] != first["labelled"], "the labelled response is offered again"
+
+
+# -- the pages reproduce and compare write ------------------------------------------------------------------------
+LAPTOP = {"width": 1366, "height": 768}
+
+
+def _open_file_page(chromium, path: Path) -> tuple:
+    """``path`` opened from disk at a laptop's size; what the page logged, asked for and showed in dialogs."""
+    page = chromium.new_page(viewport=LAPTOP)
+    seen: dict[str, list[str]] = {"console": [], "requests": [], "dialogs": []}
+    page.on("console", lambda m: seen["console"].append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: seen["console"].append(str(e)))
+    page.on("request", lambda r: None if r.url.startswith(("file:", "data:")) else seen["requests"].append(r.url))
+    page.on("dialog", lambda d: (seen["dialogs"].append(d.message), d.dismiss()))
+    page.goto(path.as_uri(), wait_until="load")
+    return page, seen
+
+
+def _page_state(page) -> dict:
+    return page.evaluate("""() => ({
+        images: Array.from(document.images, i => ({file: i.dataset.file, ok: i.complete && i.naturalWidth > 0})),
+        files: Array.from(document.querySelectorAll("[data-file]"), e => ({file: e.dataset.file,
+                section: e.closest("section") ? e.closest("section").id : null})),
+        overflow: document.documentElement.scrollWidth - window.innerWidth,
+    })""")
+
+
+def _shot_at(page, anchor: str | None, path: Path) -> None:
+    """A window-sized screenshot at ``anchor`` (a tall page as a whole would come out blank)."""
+    if anchor:
+        page.evaluate("(a) => document.querySelector(a).scrollIntoView()", anchor)
+    page.wait_for_timeout(150)
+    page.screenshot(path=str(path))
+
+
+def _assert_page_clean(name: str, seen: dict, state: dict) -> None:
+    assert seen["console"] == [], f"{name}: console errors {seen['console'][:5]}"
+    assert seen["requests"] == [], f"{name}: asked the network for {seen['requests'][:5]}"
+    assert seen["dialogs"] == [], f"{name}: a script ran from the page's text: {seen['dialogs']}"
+    assert state["images"] and all(i["ok"] for i in state["images"]), \
+        f"{name}: broken images {[i['file'] for i in state['images'] if not i['ok']]}"
+    assert state["overflow"] <= 0, f"{name}: {state['overflow']} px wider than a 1366 px window"
+
+
+def test_the_report_page_of_an_offline_reproduction_shows_every_figure_in_its_section(chromium, notebook_runs,
+                                                                                      shots):
+    repro = notebook_runs.reproduction(0)
+    assert repro.failed == 0
+    path = repro.run / "report.html"
+    page, seen = _open_file_page(chromium, path)
+    try:
+        state = _page_state(page)
+        _shot_at(page, None, shots / "report-html.png")
+        _shot_at(page, "#card", shots / "report-html-card.png")
+        _shot_at(page, "#nb-refadv", shots / "report-html-refadv.png")
+    finally:
+        page.close()
+    _assert_page_clean("report.html", seen, state)
+    figures = repro.root / "figures"
+    on_disk = sorted(p.relative_to(figures).as_posix() for p in figures.rglob("*") if p.suffix in (".png", ".pdf"))
+    shown = sorted(f["file"] for f in state["files"])
+    assert shown == on_disk  # every figure file of the run, each once
+    for f in state["files"]:
+        folder = f["file"].split("/", 1)[0]
+        assert f["section"] == ("card" if folder == "card" else f"nb-{folder}"), f
+    assert len(state["images"]) == len([f for f in on_disk if f.endswith(".png")])
+
+
+def test_the_comparison_page_loads_clean_sorts_and_shows_names_as_text(chromium, tmp_path, shots):
+    from fixtures_pages import official_runs
+
+    from vlamb_nb.cli import main
+
+    hostile = "<img src=x onerror=alert(1)><script>alert(2)</script>"
+    files = official_runs(tmp_path / "runs", {hostile: set(range(0, 30)), "通义千问-VL-72B": set(range(10, 40)),
+                                              "Qwen2.5-VL-7B": set(range(0, 40, 2))})
+    assert main(["compare", *map(str, files), "--n-resamples", "200", "--out", str(tmp_path / "cmp")]) == 0
+    path = tmp_path / "cmp" / "comparison.html"
+    page, seen = _open_file_page(chromium, path)
+    try:
+        state = _page_state(page)
+        names = page.locator("#models td:first-child").all_inner_texts()
+        header = page.locator("#values th", has_text="value [95% CI]")
+        header.click()
+        ascending = [float(v) for v in page.locator("#values td[data-v]:nth-child(6)").evaluate_all(
+            "cells => cells.map(c => c.dataset.v)")]
+        header.click()
+        descending = [float(v) for v in page.locator("#values td[data-v]:nth-child(6)").evaluate_all(
+            "cells => cells.map(c => c.dataset.v)")]
+        page.screenshot(path=str(shots / "comparison-html.png"), full_page=True)
+    finally:
+        page.close()
+    _assert_page_clean("comparison.html", seen, state)
+    assert [f["file"] for f in state["files"]] == ["comparison.png", "comparison.pdf"]
+    assert hostile in names and "通义千问-VL-72B" in names  # shown as written, never run
+    assert ascending == sorted(ascending) and descending == sorted(ascending, reverse=True) and len(ascending) == 3

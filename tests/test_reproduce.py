@@ -60,6 +60,26 @@ def test_reproduce_records_results_and_isolates_failures(nb_dir, tmp_path):
     assert "| table | row | column | paper | ours |" in report
 
 
+@pytest.mark.slow
+def test_each_figure_follows_the_table_its_cell_recorded_and_the_page_is_printed_last(nb_dir, tmp_path, capsys):
+    """The notebook records a comparison and its deviations, then saves a figure in the same cell: the figure
+    belongs to the comparison (never to the folded deviations), in report.md (a relative link), results.json and
+    report.html (inlined once); the page's path is the last line printed."""
+    assert reproduce(["mucar"], run_id="p", out_dir=tmp_path / "runs", notebook_dir=nb_dir) == 0
+    run = tmp_path / "runs" / "p"
+    assert capsys.readouterr().out.splitlines()[-1] == str(run / "report.html")
+    summary = json.loads((run / "results.json").read_text())
+    assert summary["mucar"]["figures"] == [{"table": "comparison", "name": "bars",
+                                            "files": ["figures/mucar/bars.png", "figures/mucar/bars.pdf"]}]
+    md = (run / "report.md").read_text()
+    link = "![mucar/bars](figures/mucar/bars.png) ([PDF](figures/mucar/bars.pdf))"
+    assert md.index("**comparison**") < md.index(link) < md.index("**deviations**") and md.count(link) == 1
+    page = (run / "report.html").read_text()
+    assert page.count('data-file="mucar/bars.png"') == 1 and 'src="data:image/png;base64,' in page
+    assert page.index('id="nb-mucar-comparison"') < page.index('data-file="mucar/bars.png"') \
+        < page.index('id="nb-mucar-deviations"')
+
+
 def test_parameter_errors(nb_dir, tmp_path):
     with pytest.raises(SettingError, match="declared by none"):
         reproduce(None, params={"nope": 1}, out_dir=tmp_path, notebook_dir=nb_dir, quiet=True)
@@ -203,7 +223,8 @@ def test_the_report_lists_what_the_released_data_cannot_give(tmp_path):
 
     run = NotebookRun("x", tmp_path / "x.ipynb", tmp_path / "x.out.ipynb", {})
     run.results = {"not_derivable": [{"item": "Table 8", "reason": "the ADE20K pilot is not released"}]}
-    text = write_report([run], tmp_path).read_text()
+    assert write_report([run], tmp_path) == tmp_path / "report.html"
+    text = (tmp_path / "report.md").read_text()
     top = text.index("## Not derivable from the released data")
     assert top < text.index("## x") and "the ADE20K pilot is not released" in text[top:]
 

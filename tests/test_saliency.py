@@ -407,9 +407,10 @@ def _dejavu_only():
 
 def test_without_a_cjk_font_chinese_becomes_counted_placeholders(monkeypatch):
     """The fallback path, forced: only DejaVu Sans installed. No '?', no tofu; the figure explains the mark."""
+    from vlamb_nb import plots
     from vlamb_nb.saliency import analysis as sa
 
-    monkeypatch.setattr(sa, "_font_coverage", _dejavu_only)
+    monkeypatch.setattr(plots, "_font_coverage", _dejavu_only)
     shown, replaced = sa.drawable_text("这个杯子 café")
     assert shown == f"{sa.PLACEHOLDER * 4} café" and replaced == 4
     label = plot_overlay(_overlay_map(prompt="哪个杯子", answer="左边")).axes[0].get_xlabel()

@@ -403,6 +403,9 @@ def cmd_compare(a: argparse.Namespace) -> int:
     else:
         print(result.markdown())
     print("written: " + ", ".join(str(w) for w in written), file=sys.stderr)
+    page = next((w for w in written if w.suffix == ".html"), None)
+    if page is not None:  # last, alone on its line: the page to open (stderr under --json, which owns stdout)
+        print(page, file=sys.stderr if a.json else sys.stdout)
     return 0
 
 
@@ -591,7 +594,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "recorded in the output")
     cm.add_argument("--allow-different-settings", action="store_true",
                     help="compare models that ran different settings on the settings they share; recorded")
-    cm.add_argument("--out", help="folder for comparison.md, .json and the figure (default ./comparison)")
+    cm.add_argument("--out", help="folder for comparison.md, .json, the figure and comparison.html, the page that "
+                                  "shows them together (default ./comparison)")
     cm.add_argument("--n-resamples", type=int, default=2000, metavar="B",
                     help="bootstrap resamples behind every interval and rank (default 2000)")
     cm.add_argument("--seed", type=int, default=0, help="seed of the resamples")

@@ -301,9 +301,21 @@ class Comparison:
     def figure(self):
         return figure(self)
 
+    def display(self) -> dict[str, Any]:
+        """The comparison as a page shows it: both tables as text with sort keys, their notes, and the deviations
+        every model shares beside each model's own (``comparison.html``, :mod:`vlamb_nb.report_html`)."""
+        values, pairs = display_rows(self)
+        shared, own = model_deviations(self)
+        return {"value_columns": list(VALUE_COLUMNS), "values": values, "values_note": VALUES_NOTE,
+                "pair_columns": list(PAIR_COLUMNS), "pairs": pairs, "pairs_note": MCNEMAR_NOTE,
+                "correction": {"holm": "Holm", "bh": "Benjamini–Hochberg"}[self.correction],
+                "shared_deviations": shared, "own_deviations": own}
+
     def save(self, directory: str | os.PathLike, *, name: str = "comparison", figure_dir: Any = None) -> list[Path]:
-        """``<directory>/<name>.md`` and ``.json``, and the figure beside them (or under ``figure_dir``)."""
+        """``<directory>/<name>.md`` and ``.json``, the figure beside them (or under ``figure_dir``), and last the
+        page that shows them together, ``<directory>/<name>.html`` (self-contained: :mod:`vlamb_nb.report_html`)."""
         from vlamb_nb.plots import save_figure
+        from vlamb_nb.report_html import write_comparison_page
 
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
@@ -311,17 +323,21 @@ class Comparison:
         (d / f"{name}.json").write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False),
                                         encoding="utf-8")
         written = [d / f"{name}.md", d / f"{name}.json"]
+        png = None
         if len(self.values):
             import matplotlib.pyplot as plt
 
             fig = self.figure()
             if figure_dir is None:
                 save_figure(fig, d.name, name, directory=d.parent)
-                written += [d / f"{name}.png", d / f"{name}.pdf"]
+                figs = [d / f"{name}.png", d / f"{name}.pdf"]
             else:
                 save_figure(fig, "compare", name, directory=figure_dir)
-                written += [Path(figure_dir) / "compare" / f"{name}.{x}" for x in ("png", "pdf")]
+                figs = [Path(figure_dir) / "compare" / f"{name}.{x}" for x in ("png", "pdf")]
             plt.close(fig)
+            written += figs
+            png = figs[0]
+        written.append(write_comparison_page(self, d, name=name, figure=png))
         return written
 
 
@@ -745,6 +761,48 @@ def _md(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+#: the columns of a comparison's two tables, in every rendering (comparison.md, comparison.html)
+VALUE_COLUMNS = ("paper", "setting", "metric", "slice", "model", "value [95% CI]", "n", "rank [95% interval]",
+                 "dropped")
+PAIR_COLUMNS = ("paper", "setting", "metric", "slice", "a", "b", "a − b [95% CI]", "test", "p", "p (adj.)")
+VALUES_NOTE = ("Values on the items every model answered; intervals and ranks resample those items (whole images, "
+               "pairs where items share one) with every model on the same resamples. Rank 1 is best; a tie shares "
+               "the better rank.")
+MCNEMAR_NOTE = ("McNemar counts items as independent; where items share an image or a pair, the interval (which "
+                "resamples whole images or pairs) is the more cautious guide.")
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def display_rows(c: Comparison) -> tuple[list[list[tuple[str, Any]]], list[list[tuple[str, Any]]]]:
+    """The values and the pairs as table text (:data:`VALUE_COLUMNS`, :data:`PAIR_COLUMNS`), each cell with its
+    sort key (the number behind the text; None: sort by the text)."""
+    values = []
+    for r in c.values.to_dict(orient="records"):
+        unit = r["unit"] if r["n"] == 1 else ("queries" if r["unit"] == "query" else r["unit"] + "s")
+        values.append([(str(r["paper"]), None), (str(r["setting"]), None), (str(r["metric"]), None),
+                       (str(r["slice"]), None), (str(r["model"]), None),
+                       (f"{_fmt(r['value'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]", _num(r["value"])),
+                       (f"{r['n']} {unit}", _num(r["n"])),
+                       (f"{r['rank']} [{r['rank_low']}–{r['rank_high']}] of {r['of']}", _num(r["rank"])),
+                       (str(r["dropped"]), _num(r["dropped"]))])
+    pairs = []
+    for r in c.pairs.to_dict(orient="records") if len(c.pairs) else []:
+        pairs.append([(str(r["paper"]), None), (str(r["setting"]), None), (str(r["metric"]), None),
+                      (str(r["slice"]), None), (str(r["model_a"]), None), (str(r["model_b"]), None),
+                      (f"{_fmt(r['diff'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]", _num(r["diff"])),
+                      (str(r["test"]), None), (_p(r["p"]), _num(r["p"])), (_p(r["p_adjusted"]), _num(r["p_adjusted"]))])
+    return values, pairs
+
+
+def model_deviations(c: Comparison) -> tuple[list[str], dict[str, list[str]]]:
+    """The deviations every model shares (sorted), and each model's own."""
+    shared = set.intersection(*(set(m["deviations"]) for m in c.models)) if c.models else set()
+    return sorted(shared), {m["model"]: [d for d in m["deviations"] if d not in shared] for m in c.models}
+
+
 def markdown(c: Comparison) -> str:
     """The comparison for reading: values with intervals and ranks, then the paired tests, then the notes."""
     corr = {"holm": "Holm", "bh": "Benjamini–Hochberg"}[c.correction]
@@ -753,70 +811,91 @@ def markdown(c: Comparison) -> str:
         lines += [f"Every model is compared with **{_md(c.baseline)}**.", ""]
     for a in c.allowed:
         lines += [f"> **Compared on request despite {_md(a)}.**", ""]
-    lines += ["| paper | setting | metric | slice | model | value [95% CI] | n | rank [95% interval] | dropped |",
-              "|---|---|---|---|---|---|---|---|---|"]
-    for r in c.values.to_dict(orient="records"):
-        unit = r["unit"] if r["n"] == 1 else ("queries" if r["unit"] == "query" else r["unit"] + "s")
-        rank = f"{r['rank']} [{r['rank_low']}–{r['rank_high']}] of {r['of']}"
-        lines.append(f"| {r['paper']} | {_md(r['setting'])} | {_md(r['metric'])} | {_md(r['slice'])} | "
-                     f"{_md(r['model'])} | {_fmt(r['value'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] | "
-                     f"{r['n']} {unit} | {rank} | {r['dropped']} |")
-    lines += ["", "Values on the items every model answered; intervals and ranks resample "
-              "those items (whole images, pairs where items share one) with every model on the same resamples. "
-              "Rank 1 is best; a tie shares the better rank.", ""]
-    if len(c.pairs):
+    values, pairs = display_rows(c)
+
+    def table(columns: tuple[str, ...], rows: list[list[tuple[str, Any]]]) -> list[str]:
+        return (["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+                + ["| " + " | ".join(_md(text) for text, _ in row) + " |" for row in rows])
+
+    lines += table(VALUE_COLUMNS, values) + ["", VALUES_NOTE, ""]
+    if pairs:
         lines += [f"**Paired differences** (a − b on the same items, percentage points; p {corr}-adjusted over "
-                  f"the {len(c.pairs)} tests)", "",
-                  "| paper | setting | metric | slice | a | b | a − b [95% CI] | test | p | p (adj.) |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
-        for r in c.pairs.to_dict(orient="records"):
-            lines.append(f"| {r['paper']} | {_md(r['setting'])} | {_md(r['metric'])} | {_md(r['slice'])} | "
-                         f"{_md(r['model_a'])} | {_md(r['model_b'])} | {_fmt(r['diff'])} [{_fmt(r['ci_low'])}, "
-                         f"{_fmt(r['ci_high'])}] | {_md(r['test'])} | {_p(r['p'])} | {_p(r['p_adjusted'])} |")
-        lines += ["", "McNemar counts items as independent; where items share an image or a pair, the interval "
-                  "(which resamples whole images or pairs) is the more cautious guide.", ""]
+                  f"the {len(pairs)} tests)", ""] + table(PAIR_COLUMNS, pairs) + ["", MCNEMAR_NOTE, ""]
     if c.notes:
         lines += ["**Notes**", ""] + [f"- {_md(n)}" for n in c.notes] + [""]
-    shared = set.intersection(*(set(m["deviations"]) for m in c.models)) if c.models else set()
+    shared, own = model_deviations(c)
     lines += ["**Models** (each model's own deviations from the papers' setups; those of every model below)", ""]
     for m in c.models:
-        own = [d for d in m["deviations"] if d not in shared]
         lines.append(f"- **{_md(m['model'])}**: {', '.join(m['runs'])}; own deviations: "
-                     f"{_md('; '.join(own)) if own else 'none'}")
+                     f"{_md('; '.join(own[m['model']])) if own[m['model']] else 'none'}")
     if shared:
-        lines += ["", "Deviations of every model:", ""] + [f"- {_md(d)}" for d in sorted(shared)]
+        lines += ["", "Deviations of every model:", ""] + [f"- {_md(d)}" for d in shared]
     lines.append("")
     return "\n".join(lines)
 
 
+#: above this many pairs (all pairs of many models) the forest panel draws only each metric's pairs with its
+#: top-ranked model, and says so; every pair stays in the table
+MAX_FOREST_PAIRS = 40
+
+
+def _forest_rows(c: Comparison, metrics: list[tuple]) -> tuple[list[dict[str, Any]], str]:
+    """The pairs the forest panel draws, grouped by metric, and the panel's title (which says what is left out)."""
+    pairs = c.pairs.to_dict(orient="records") if len(c.pairs) else []
+    by_metric = [[r for r in pairs if (r["paper"], r["setting"], r["metric"], r["slice"]) == key] for key in metrics]
+    if c.baseline is not None or len(pairs) <= MAX_FOREST_PAIRS:
+        return [r for rows in by_metric for r in rows], "paired differences"
+    drawn = []
+    for key, rows in zip(metrics, by_metric, strict=True):
+        v = c.values[(c.values["paper"] == key[0]) & (c.values["setting"] == key[1])
+                     & (c.values["metric"] == key[2]) & (c.values["slice"] == key[3])]
+        top = v.sort_values("rank", kind="stable")["model"].iloc[0] if len(v) else None
+        drawn += [r for r in rows if top in (r["model_a"], r["model_b"])]
+    return drawn, (f"paired differences with each metric's top-ranked model\n({len(drawn)} of {len(pairs)} pairs "
+                   "drawn; every pair is in the table)")
+
+
 def figure(c: Comparison):
     """Left: each pair's difference with its interval (a forest plot; filled where the adjusted p < 0.05),
-    one row per pair, grouped by metric. Right: each model's rank with its interval, per metric."""
-    from vlamb_nb.plots import NEUTRAL, PALETTE, new_figure
+    one row per pair, grouped by metric (with many models, the pairs with each metric's top-ranked model).
+    Right: each model's rank with its interval, per metric, one colour+marker per model, named in a legend
+    below both panels (clear of their axis labels). Model names in any script are drawn with the style's
+    fallback fonts; a character no installed font has becomes a counted placeholder."""
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
+
+    from vlamb_nb.plots import NEUTRAL, PALETTE, drawable_text, new_figure, placeholder_note, series_styles
+
+    replaced = 0
+
+    def shown(text: Any) -> str:
+        nonlocal replaced
+        out, k = drawable_text(text)
+        replaced += k
+        return out
 
     metrics = list(dict.fromkeys(zip(c.values["paper"], c.values["setting"], c.values["metric"],
                                      c.values["slice"], strict=True)))
     models = list(dict.fromkeys(c.values["model"]))
-    n_pairs = max(1, len(c.pairs))
-    fig, (ax_d, ax_r) = new_figure(10.0, 1.4 + 0.32 * max(n_pairs, len(metrics) * len(models) * 0.6), ncols=2,
-                                   gridspec_kw={"width_ratios": [1.4, 1.0]})
+    style = dict(zip(models, series_styles(len(models)), strict=True))
+    pairs, forest_title = _forest_rows(c, metrics)
+    legend_rows = math.ceil(len(models) / 4)
+    fig, (ax_d, ax_r) = new_figure(10.0, 1.6 + 0.32 * max(len(pairs), len(metrics) * len(models) * 0.6, 1)
+                                   + 0.14 * legend_rows, ncols=2, gridspec_kw={"width_ratios": [1.4, 1.0]},
+                                   layout="constrained")
     labels = []
-    y = 0
-    pairs = c.pairs.to_dict(orient="records") if len(c.pairs) else []
-    for key in metrics:
-        rows = [r for r in pairs if (r["paper"], r["setting"], r["metric"], r["slice"]) == key]
-        for r in rows:
-            sig = r.get("p_adjusted") is not None and math.isfinite(r["p_adjusted"]) and r["p_adjusted"] < 0.05
-            lo, hi = r["ci_low"], r["ci_high"]
-            ax_d.errorbar([r["diff"]], [-y], xerr=[[max(r["diff"] - lo, 0)], [max(hi - r["diff"], 0)]], fmt="o",
-                          color=PALETTE[0], capsize=3, markerfacecolor=PALETTE[0] if sig else "white", zorder=3)
-            labels.append((-y, f"{key[2]} · {key[3]} ({key[0]} {key[1]})\n{r['model_a']} − {r['model_b']}"))
-            y += 1
+    for y, r in enumerate(pairs):
+        sig = r.get("p_adjusted") is not None and math.isfinite(r["p_adjusted"]) and r["p_adjusted"] < 0.05
+        lo, hi = r["ci_low"], r["ci_high"]
+        ax_d.errorbar([r["diff"]], [-y], xerr=[[max(r["diff"] - lo, 0)], [max(hi - r["diff"], 0)]], fmt="o",
+                      color=PALETTE[0], capsize=3, markerfacecolor=PALETTE[0] if sig else "white", zorder=3)
+        labels.append((-y, shown(f"{r['metric']} · {r['slice']} ({r['paper']} {r['setting']})\n"
+                                 f"{r['model_a']} − {r['model_b']}")))
     ax_d.axvline(0, color="#888888", ls="--", lw=1, zorder=1)
     if labels:
         ax_d.set_yticks([t for t, _ in labels], [s for _, s in labels], fontsize=6)
     ax_d.set_xlabel("difference, percentage points (95% CI; filled: adjusted p < 0.05)")
-    ax_d.set_title("paired differences", loc="left", fontsize=9)
+    ax_d.set_title(forest_title, loc="left", fontsize=9)
     rlabels = []
     step = 1.0 / (len(models) + 1)
     for i, key in enumerate(metrics):
@@ -827,27 +906,32 @@ def figure(c: Comparison):
             if r.empty:
                 continue
             r = r.iloc[0]
+            color, marker = style[m]
             yy = -i - (j + 1) * step + 0.5
             if r["rank_low"] is not None and not (isinstance(r["rank_low"], float) and math.isnan(r["rank_low"])):
-                ax_r.plot([r["rank_low"], r["rank_high"]], [yy, yy], color=PALETTE[j % len(PALETTE)], lw=2,
-                          alpha=0.6)
-            ax_r.plot([r["rank"]], [yy], "o", color=PALETTE[j % len(PALETTE)], ms=5,
-                      label=m if i == 0 else None)
+                ax_r.plot([r["rank_low"], r["rank_high"]], [yy, yy], color=color, lw=2, alpha=0.6)
+            ax_r.plot([r["rank"]], [yy], marker=marker, color=color, ms=5, ls="")
         rlabels.append((-i, f"{key[2]} · {key[3]}\n({key[0]} {key[1]})"))
-    ax_r.set_yticks([t for t, _ in rlabels], [s for _, s in rlabels], fontsize=6)
+    ax_r.set_yticks([t for t, _ in rlabels], [shown(s) for _, s in rlabels], fontsize=6)
     ax_r.set_xlim(0.5, len(models) + 0.5)
-    ax_r.set_xticks(range(1, len(models) + 1))
+    if len(models) <= 15:
+        ax_r.set_xticks(range(1, len(models) + 1))
+    else:
+        ax_r.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax_r.invert_xaxis()
     ax_r.set_xlabel("rank (1 = best; 95% interval over resamples)")
     ax_r.set_title("ranks", loc="left", fontsize=9)
-    ax_r.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize=6, ncol=min(len(models), 3),
-                frameon=False)
+    handles = [Line2D([], [], color=style[m][0], marker=style[m][1], ls="", ms=5) for m in models]
+    # outside the axes, below both panels: the constrained layout keeps it clear of every axis label
+    fig.legend(handles, [shown(m) for m in models], loc="outside lower center", fontsize=6,
+               ncols=min(len(models), 4), frameon=False)
     for ax in (ax_d, ax_r):
         ax.grid(axis="y", visible=False)
     if not pairs:
         ax_d.text(0.5, 0.5, "no pairs", transform=ax_d.transAxes, ha="center", color=NEUTRAL)
-    fig.suptitle(c.title, fontsize=9, x=0.01, ha="left")
-    fig.tight_layout()
+    title = shown(c.title)
+    note = placeholder_note(replaced)
+    fig.suptitle(title + (f"\n{note}" if note else ""), fontsize=9, x=0.01, ha="left")
     return fig
 
 

@@ -6,12 +6,20 @@ bootstrap or Wilson interval — and matplotlib draws the rest (images with boxe
 Colours carry one meaning in every paper's figures: :data:`PALETTE` is colour-blind safe (seaborn's
 "colorblind", after Okabe & Ito), and :data:`SEMANTIC` fixes the colours of roles and classes.
 
+Text in figures is model names, model output and dataset text in any script: the style's font list
+(:func:`figure_fonts`) puts the installed CJK and symbol fonts behind DejaVu Sans, and matplotlib's font
+fallback draws each character with the first font that has it; :func:`drawable_text` replaces what no
+installed font can draw by a counted placeholder. :func:`series_styles` gives many models distinct
+colour+marker pairs.
+
 ``save_figure`` writes png + pdf with deterministic file names and no timestamps, so a
-regenerated figure only changes when its data does.
+regenerated figure only changes when its data does; inside a notebook it also tells ``reproduce`` which files
+the cell wrote (:data:`FIGURE_MIME`), so the HTML report places each figure beside the table it belongs to.
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -53,19 +61,95 @@ SEMANTIC: dict[str, str] = {
 }
 
 
+#: markers paired with :data:`PALETTE` by :func:`series_styles`; 7 markers against 10 colours (coprime), so the
+#: first 70 series all get a different colour+marker pair
+SERIES_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+
+# Matplotlib draws a character with the first font of the family list that has it; DejaVu Sans (bundled with
+# matplotlib) covers Latin, Greek, Cyrillic and many symbols, the others are used when installed. Noto Color
+# Emoji is left out: matplotlib cannot draw colour bitmap fonts. A character none of them has would come out as
+# an empty box or be dropped with a "Glyph missing" warning; :func:`drawable_text` replaces it by PLACEHOLDER.
+FONT_FALLBACK = ("DejaVu Sans", "Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans CJK TC", "Noto Sans CJK KR",
+                 "Noto Sans SC", "Noto Sans JP", "Source Han Sans", "WenQuanYi Zen Hei", "Noto Sans Symbols",
+                 "Noto Sans Symbols 2", "Noto Emoji", "Symbola")
+PLACEHOLDER = "\u25c7"  # ◇, in DejaVu Sans, so the placeholder itself always draws
+
+
+def series_styles(n: int) -> list[tuple[str, str]]:
+    """``n`` (colour, marker) pairs, all different for up to 70 series: many models stay apart in a legend
+    even where the palette's ten colours repeat."""
+    return [(PALETTE[i % len(PALETTE)], SERIES_MARKERS[i % len(SERIES_MARKERS)]) for i in range(n)]
+
+
+@functools.cache
+def _font_coverage() -> tuple[tuple[str, ...], frozenset[int]]:
+    """The installed fonts of FONT_FALLBACK (in order) and the code points they cover together."""
+    from matplotlib import font_manager as fm
+    from matplotlib.ft2font import FT2Font
+
+    families: list[str] = []
+    codes: set[int] = set()
+    installed = {f.name for f in fm.fontManager.ttflist}
+    for name in FONT_FALLBACK:
+        if name not in installed:
+            continue
+        try:
+            path = fm.findfont(fm.FontProperties(family=name), fallback_to_default=False)
+            codes.update(FT2Font(path).get_charmap())
+        except Exception:  # noqa: BLE001 - an unreadable or bitmap-only font is skipped, not fatal
+            continue
+        families.append(name)
+    return tuple(families), frozenset(codes)
+
+
+def figure_fonts() -> list[str]:
+    """The font family list for text in figures (rcParams-style fallback list, installed fonts only)."""
+    return list(_font_coverage()[0])
+
+
+def drawable_text(text: Any) -> tuple[str, int]:
+    """``text`` with whitespace runs inside each line collapsed and every character no figure font can draw
+    replaced by PLACEHOLDER (control characters and U+FFFD, an undecodable byte, included); returns
+    (text, replaced)."""
+    codes = _font_coverage()[1]
+    lines, replaced = [], 0
+    for line in str(text).split("\n"):
+        out = []
+        for ch in " ".join(line.split()):
+            if ch.isprintable() and ch != "\ufffd" and ord(ch) in codes:
+                out.append(ch)
+            else:
+                out.append(PLACEHOLDER)
+                replaced += 1
+        lines.append("".join(out))
+    return "\n".join(lines), replaced
+
+
+def placeholder_note(replaced: int) -> str:
+    """The line a figure carries when characters were replaced, so a ◇ is never mistaken for the data."""
+    if not replaced:
+        return ""
+    fonts = ", ".join(figure_fonts()) or "none"
+    return f"{PLACEHOLDER} = {replaced} character(s) no installed font can draw (fonts: {fonts})"
+
+
 def color_for(name: Any, index: int = 0) -> str:
     """The fixed colour of a role or class when it has one, else the palette's ``index``-th colour."""
     return SEMANTIC.get(str(name), PALETTE[index % len(PALETTE)])
 
 
 def apply_style() -> None:
-    """seaborn's "ticks" theme with the package's rc and palette (rcParams only: output stays deterministic)."""
+    """seaborn's "ticks" theme with the package's rc and palette (rcParams only: output stays deterministic), and
+    the installed fallback fonts behind DejaVu Sans (text only DejaVu Sans can draw comes out byte-identical)."""
     import matplotlib as mpl
     import seaborn as sns
 
     sns.set_theme(context="paper", style="ticks", palette=PALETTE, rc=STYLE)
     mpl.rcParams.update(STYLE)
     mpl.rcParams["axes.prop_cycle"] = mpl.cycler(color=PALETTE)
+    fonts = figure_fonts()
+    if fonts:
+        mpl.rcParams["font.family"] = fonts
 
 
 def new_figure(width: float = 6.0, height: float = 3.5, **kwargs: Any):
@@ -81,6 +165,9 @@ def new_figure(width: float = 6.0, height: float = 3.5, **kwargs: Any):
 
 
 DEMO_STAMP = "pipeline demo: random model, not a result"
+#: what ``save_figure`` tells a notebook's output (shown as nothing): the files one call wrote, in the cell that
+#: drew them, so ``reproduce`` knows which recorded table a figure belongs to
+FIGURE_MIME = "application/vnd.vlamb.figure+json"
 
 
 def save_figure(fig, paper: str, name: str, *, directory: str | Path | None = None,
@@ -99,10 +186,26 @@ def save_figure(fig, paper: str, name: str, *, directory: str | Path | None = No
         out_dir = out_dir / "demo"
         stamp_demo(fig, demo if isinstance(demo, str) else DEMO_STAMP)
     out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
     for fmt in formats:
         p = out_dir / f"{name}.{fmt}"
         meta = {"CreationDate": None, "ModDate": None} if fmt == "pdf" else {"Software": None}
         fig.savefig(p, format=fmt, metadata=meta, bbox_inches="tight")
+        written.append(str(p.resolve()))
+    publish(FIGURE_MIME, {"paper": paper, "name": name, "demo": bool(demo), "files": written})
+
+
+def publish(mime: str, payload: dict[str, Any]) -> None:
+    """Put ``payload`` under ``mime`` into the running cell's output, where it shows as nothing and ``reproduce``
+    reads it (a recorded result, a saved figure); outside a kernel there is no cell to tell."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # plain Python: nothing to display to
+        return
+    if get_ipython() is None:
+        return
+    display({mime: payload, "text/plain": ""}, raw=True)
 
 
 def stamp_demo(fig, text: str = DEMO_STAMP) -> None:

@@ -43,9 +43,9 @@ from vlamb_nb.stats.ranking import (
 )
 
 __all__ = [
-    "N_RESAMPLES", "RANK_LEVEL", "Card", "Comparator", "Headline", "build", "figure", "from_dict", "from_run",
-    "headline_among_published", "interval", "markdown", "place", "plural", "published", "published_draws",
-    "rank_of", "resample_weights", "save", "weighted_mean",
+    "COLUMNS", "DEMO_NOTE", "N_RESAMPLES", "RANK_LEVEL", "Card", "Comparator", "Headline", "build", "figure",
+    "from_dict", "from_run", "headline_among_published", "interval", "markdown", "place", "plural", "published",
+    "published_draws", "rank_of", "resample_weights", "save", "table", "weighted_mean",
 ]
 
 
@@ -166,16 +166,24 @@ def _fmt(v: Any, d: int = 1) -> str:
     return f"{v:.{d}f}"
 
 
-def markdown(card: Card) -> str:
-    """The card as the top of ``report.md``: one row per headline, its rank among the published models, the
-    profile and deviations behind every row (deviations as numbered notes below the table)."""
-    lines = [f"# {card.title}", ""]
-    if card.subtitle:
-        lines += [f"_{card.subtitle}_", ""]
-    if card.demo:
-        lines += ["> **Pipeline demo.** These numbers come from the offline profile's tiny random stand-in: they "
-                  "show that every paper runs end to end and measure nothing. Name a model "
-                  "(`vlamb-nb reproduce -p model=...`) for a real card.", ""]
+#: what a card of the offline profile says first, in every rendering (report.md, report.html)
+DEMO_NOTE = ("These numbers come from the offline profile's tiny random stand-in: they show that every paper runs end "
+             "to end and measure nothing. Name a model (`vlamb-nb reproduce -p model=...`) for a real card.")
+#: the card table's columns, in every rendering
+COLUMNS = ("paper", "setting", "metric", "slice", "ours [95% CI]", "n", "rank [95% interval] of", "best published",
+           "data", "profile", "deviations")
+#: how ranks and their intervals are read, under the card table
+RANK_NOTE = ("Rank 1 is best and a tie shares the better rank; a rank interval is the middle 95% of our rank over "
+             "resamples (per-item data: ours and the released runs resampled together; published values: their "
+             "binomial at the published test size). Where a paper gives no number, ours stands alone.")
+#: the columns of the paired tests against the released per-row predictions
+TEST_COLUMNS = ("paper", "setting", "slice", "released run", "theirs", "ours − theirs (pp)", "p", "p (Holm)")
+
+
+def table(card: Card) -> tuple[list[dict[str, str]], list[str], list[dict[str, str]]]:
+    """The card as display text, for every rendering: one row per headline (:data:`COLUMNS`; a paper that did
+    not run, failed or recorded no headline is one row with its ``state``), the numbered deviations behind the
+    rows (a row's ``deviations`` cell names them by number), and the paired tests (:data:`TEST_COLUMNS`)."""
     notes: list[str] = []
 
     def note_ids(devs: list[str]) -> str:
@@ -186,39 +194,52 @@ def markdown(card: Card) -> str:
             ids.append(str(notes.index(d) + 1))
         return ", ".join(ids) if ids else "–"
 
-    lines += ["| paper | setting | metric | slice | ours [95% CI] | n | rank [95% interval] of | best published | "
-              "data | profile | deviations |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows: list[dict[str, str]] = []
     by_paper: dict[str, list[Headline]] = {}
     for h in card.headlines:
         by_paper.setdefault(h.paper, []).append(h)
     for paper, state in card.papers.items():
         if state != "ok":
-            lines.append(f"| {paper} | – | – | – | **{_md(state)}** | | | | | | |")
+            rows.append({"paper": paper, "state": state})
             continue
         for h in by_paper.get(paper, []):
             ours = f"{_fmt(h.value)} [{_fmt(h.ci_low)}, {_fmt(h.ci_high)}]" if h.value is not None else h.status
             rank = (f"{h.rank} [{h.rank_low}–{h.rank_high}] of {h.n_ranked}" if h.rank is not None else "–")
             if h.rank_basis.startswith(("not ranked", "on a subset", "on given")):
-                rank += f" ({_md(h.rank_basis)})"
+                rank += f" ({h.rank_basis})"
             best = _best(h)
-            bp = f"{_md(best.name)} {_fmt(best.value)}" if best else "–"
             n = f"{h.n} {h.unit if h.n == 1 else plural(h.unit)}" if h.n else "–"
-            lines.append(f"| {paper} | {_md(h.setting) or '–'} | {_md(h.metric)} | {_md(h.slice)} | {ours} | {n} | "
-                         f"{rank} | {bp} | {_md(data_text(h))} | {h.profile} | {note_ids(h.deviations)} |")
-    lines.append("")
-    lines.append("Rank 1 is best and a tie shares the better rank; a rank interval is the middle 95% of our rank "
-                 "over resamples (per-item data: ours and the released runs resampled together; published values: "
-                 "their binomial at the published test size). Where a paper gives no number, ours stands alone.")
-    lines.append("")
-    tests = [(h, c) for h in card.headlines for c in h.comparators if c.p is not None]
+            rows.append(dict(zip(COLUMNS, (
+                paper, str(h.setting) or "–", str(h.metric), str(h.slice), ours, n, rank,
+                f"{best.name} {_fmt(best.value)}" if best else "–", data_text(h), str(h.profile),
+                note_ids(h.deviations)), strict=True)))
+    tests = [dict(zip(TEST_COLUMNS, (h.paper, str(h.setting), str(h.slice), str(c.name), _fmt(c.value), _fmt(c.diff),
+                                     _p(c.p), _p(c.p_holm)), strict=True))
+             for h in card.headlines for c in h.comparators if c.p is not None]
+    return rows, notes, tests
+
+
+def markdown(card: Card) -> str:
+    """The card as the top of ``report.md``: one row per headline, its rank among the published models, the
+    profile and deviations behind every row (deviations as numbered notes below the table)."""
+    lines = [f"# {card.title}", ""]
+    if card.subtitle:
+        lines += [f"_{card.subtitle}_", ""]
+    if card.demo:
+        lines += [f"> **Pipeline demo.** {DEMO_NOTE}", ""]
+    rows, notes, tests = table(card)
+    lines += ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for r in rows:
+        if "state" in r:
+            lines.append(f"| {r['paper']} | – | – | – | **{_md(r['state'])}** | | | | | | |")
+        else:
+            lines.append("| " + " | ".join(_md(r[c]) for c in COLUMNS) + " |")
+    lines += ["", RANK_NOTE, ""]
     if tests:
         lines += ["**Paired tests against the released per-row predictions** (ours − theirs on the same rows, "
                   "McNemar, Holm-adjusted within each setting and slice)", "",
-                  "| paper | setting | slice | released run | theirs | ours − theirs (pp) | p | p (Holm) |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for h, c in tests:
-            lines.append(f"| {h.paper} | {_md(h.setting)} | {_md(h.slice)} | {_md(c.name)} | {_fmt(c.value)} | "
-                         f"{_fmt(c.diff)} | {_p(c.p)} | {_p(c.p_holm)} |")
+                  "| " + " | ".join(TEST_COLUMNS) + " |", "|" + "---|" * len(TEST_COLUMNS)]
+        lines += ["| " + " | ".join(_md(t[c]) for c in TEST_COLUMNS) + " |" for t in tests]
         lines.append("")
     if notes:
         lines += ["**Deviations behind the rows**", ""] + [f"{i}. {_md(d)}" for i, d in enumerate(notes, 1)] + [""]

@@ -3,7 +3,8 @@
 ``vlamb-nb reproduce [PAPER ...] [-p key=value ...]`` runs each notebook with papermill into
 ``runs/<run-id>/``, with its working files under ``runs/<run-id>/<paper>/`` and its figures under
 ``runs/<run-id>/figures/``, copies every result a notebook recorded (``vlamb_nb.notebook.record``) into
-that notebook's metadata (``metadata.vlamb``), and writes ``runs/<run-id>/report.md``. A failing
+that notebook's metadata (``metadata.vlamb``), and writes ``runs/<run-id>/report.md`` and the same report as
+one self-contained page, ``runs/<run-id>/report.html`` (its path is the last line printed). A failing
 notebook is reported with its failing cell and error; the others still run. A notebook whose model
 requests all failed is failed too (a score of 0 from nothing is not a result); a partial failure is a
 warning with counts. The return value (and exit code) is the number of failed notebooks.
@@ -36,7 +37,7 @@ from typing import Any
 
 from vlamb_nb.benchmarks import needs_weights
 from vlamb_nb.errors import SettingError
-from vlamb_nb.notebook import collect_results, jsonable
+from vlamb_nb.notebook import collect_figures, collect_results, jsonable
 from vlamb_nb.paths import repo_root
 
 DEFAULT_PROFILE = "offline"
@@ -65,6 +66,7 @@ class NotebookRun:
     results: dict[str, Any] = field(default_factory=dict)
     generations: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    figures: list[dict[str, Any]] = field(default_factory=list)  # what each save_figure wrote, with its table
 
 
 def notebooks_dir() -> Path:
@@ -169,9 +171,10 @@ def execute(run: NotebookRun, *, cwd: Path, timeout: int | None = None) -> Noteb
     if run.output.is_file():
         nb = nbformat.read(run.output, as_version=4)
         run.results = collect_results(nb)
+        run.figures = collect_figures(nb)
         nb.metadata["vlamb"] = {"results": run.results, "ok": run.ok, "error": run.error,
                                 "parameters": run.parameters, "seconds": round(run.seconds, 2),
-                                "generations": run.generations, "warnings": run.warnings}
+                                "generations": run.generations, "warnings": run.warnings, "figures": run.figures}
         nbformat.write(nb, run.output)
     return run
 
@@ -290,7 +293,7 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
                 for w in run.warnings:
                     print(f"[{i}/{len(names)}] {n}: warning: {w}", flush=True)
             runs.append(run)
-    report = write_report(runs, run_dir, params=glob, figures=fig_dir)
+    page = write_report(runs, run_dir, params=glob, figures=fig_dir)
     failed = sum(not r.ok and not r.skipped for r in runs)
     if update_figures:
         copied = refresh_figures([r.name for r in runs if r.ok], fig_dir, repo_root() / "figures")
@@ -298,8 +301,9 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
             print(f"figures/: {copied} file(s) refreshed from {fig_dir}")
     if not quiet:
         skipped = sum(bool(r.skipped) for r in runs)
-        print(f"report: {report}\n{len(runs) - failed - skipped} notebook(s) ok, {failed} failed"
+        print(f"report: {run_dir / 'report.md'}\n{len(runs) - failed - skipped} notebook(s) ok, {failed} failed"
               + (f", {skipped} not run" if skipped else ""))
+        print(page)  # last, alone on its line: the page to open (`vlamb-nb reproduce | tail -n 1`)
     return failed
 
 
@@ -372,13 +376,10 @@ def refresh_figures(notebooks: list[str], source: Path, target: Path) -> int:
     return copied
 
 
-# notebook metadata is stored with sorted keys; tables read better in this order
-PREFERRED_COLUMNS = ("table", "row", "column", "paper", "published", "paper_value", "ours", "recomputed", "diff",
-                     "match", "ok", "ci_low", "ci_high", "paper_in_ci", "kind", "flag", "note")
-
-
 # -- the report ------------------------------------------------------------------------------------
 def _md_table(rows: list[dict[str, Any]], limit: int = 60) -> str:
+    from vlamb_nb.report_html import PREFERRED_COLUMNS
+
     if not rows:
         return "_(none)_\n"
     keys = list(dict.fromkeys(k for r in rows for k in r))
@@ -417,6 +418,18 @@ def _render_value(key: str, value: Any) -> str:
     return f"**{key}**: {_fmt(value)}\n"
 
 
+def _md_figures(figs: list[Any], run_dir: Path) -> str:
+    """Figures as markdown images (a PDF-only figure as a link), by paths relative to the run folder."""
+    out = []
+    for f in figs:
+        if f.png is not None:
+            pdf = f" ([PDF]({f.href('pdf', run_dir)}))" if f.pdf is not None else ""
+            out.append(f"![{f.name}]({f.href('png', run_dir)}){pdf}\n")
+        else:
+            out.append(f"[{f.name}.pdf]({f.href('pdf', run_dir)})\n")
+    return "\n".join(out)
+
+
 def _ordered_keys(results: dict[str, Any]) -> list[str]:
     """Comparisons first, then audit findings, other results, and deviations last."""
     def rank(k: str) -> int:
@@ -431,35 +444,49 @@ def _ordered_keys(results: dict[str, Any]) -> list[str]:
     return sorted(results, key=lambda k: (rank(k), list(results).index(k)))
 
 
-def summaries(runs: list[NotebookRun]) -> dict[str, dict[str, Any]]:
-    """Each notebook's outcome and recorded results, as written to ``results.json`` (what the card is built from)."""
-    return {r.name: {"ok": r.ok, "skipped": r.skipped, "error": r.error, "warnings": r.warnings,
-                     "seconds": round(r.seconds, 2), "parameters": r.parameters, "generations": r.generations,
-                     "results": r.results} for r in runs}
+def summaries(runs: list[NotebookRun], run_dir: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Each notebook's outcome and recorded results, as written to ``results.json`` (what the card and the pages
+    are built from); ``figures``: what each ``save_figure`` call wrote (relative to ``run_dir``) and the recorded
+    table it belongs to."""
+    from vlamb_nb.report_html import figure_log
+
+    return {r.name: {"ok": r.ok, "skipped": r.skipped, "error": r.error, "failed_cell": r.failed_cell,
+                     "failed_source": r.failed_source, "warnings": r.warnings, "seconds": round(r.seconds, 2),
+                     "parameters": r.parameters, "generations": r.generations,
+                     "figures": figure_log(r.figures, run_dir or r.output.parent), "results": r.results}
+            for r in runs}
 
 
 def write_report(runs: list[NotebookRun], run_dir: Path, *, params: dict[str, Any] | None = None,
                  figures: Path | None = None) -> Path:
-    """``report.md`` (the report card first, then each notebook's results) and ``results.json``; the card's
-    figure goes to ``<figures>/card/`` (``demo/`` under the offline profile; never refreshed into the committed
-    ``figures/``, whose example card is made by ``vlamb-nb card --example``)."""
+    """``report.md`` (the report card first, then each notebook's results, each figure linked after the table it
+    belongs to), ``results.json``, and ``report.html``, the same in one self-contained page
+    (:mod:`vlamb_nb.report_html`); returns the page's path. The card's figure goes to ``<figures>/card/``
+    (``demo/`` under the offline profile; never refreshed into the committed ``figures/``, whose example card is
+    made by ``vlamb-nb card --example``)."""
     from vlamb_nb import report_card
+    from vlamb_nb.report_html import place_figures, write_run_page
 
-    results = jsonable(summaries(runs))
+    fig_dir = figures if figures is not None else run_dir / "figures"
+    results = jsonable(summaries(runs, run_dir))
     card = report_card.build(results, model=(params or {}).get("model"))
     try:
-        report_card.save(card, directory=figures if figures is not None else run_dir / "figures")
+        report_card.save(card, directory=fig_dir)
     except Exception as e:  # noqa: BLE001 - a figure that cannot be drawn must not lose the report
         card_figure_error = f"{type(e).__name__}: {e}"
     else:
         card_figure_error = None
+    placement = place_figures(results, fig_dir, run_dir)
     lines = [report_card.markdown(card), ""]
+    if placement.card:
+        lines += [_md_figures(placement.card, run_dir)]
     if card_figure_error:
         lines += [f"**The card's figure could not be drawn:** `{card_figure_error}`", ""]
     lines += ["# Reproduction report", "",
               f"Run `{run_dir.name}`: {sum(r.ok for r in runs)} of {len(runs)} notebook(s) succeeded"
               + (f", {sum(bool(r.skipped) for r in runs)} not run" if any(r.skipped for r in runs) else "") + ".",
-              "", "| notebook | status | seconds | parameters |", "|---|---|---|---|"]
+              "", "The same report with every figure beside its table, in one file: `report.html`.", "",
+              "| notebook | status | seconds | parameters |", "|---|---|---|---|"]
     for r in runs:
         status = "not run" if r.skipped else "ok" if r.ok else "**failed**"
         lines.append(f"| {r.name} | {status} | {r.seconds:.1f} | {_fmt(r.parameters)} |")
@@ -472,22 +499,31 @@ def write_report(runs: list[NotebookRun], run_dir: Path, *, params: dict[str, An
         lines += [f"## {r.name}", "", f"Executed notebook: `{r.output.name}`", ""]
         if r.skipped:
             lines += [f"**{r.skipped}**", ""]
-            continue
-        for w in r.warnings:
-            lines += [f"**Warning:** {w}", ""]
-        if not r.ok:
-            where = f" in cell In [{r.failed_cell}]" if r.failed_cell is not None else ""
-            lines += [f"**Failed{where}:** `{r.error}`", ""]
-            if r.failed_source:
-                lines += ["```python", r.failed_source.strip(), "```", ""]
-        if not r.results:
-            lines += ["_No recorded results._", ""]
-        for k in _ordered_keys(r.results):
-            if k == "headline":
-                continue  # shown in the report card above
-            lines.append(_render_value(k, r.results[k]))
+        else:
+            for w in r.warnings:
+                lines += [f"**Warning:** {w}", ""]
+            if not r.ok:
+                where = f" in cell In [{r.failed_cell}]" if r.failed_cell is not None else ""
+                lines += [f"**Failed{where}:** `{r.error}`", ""]
+                if r.failed_source:
+                    lines += ["```python", r.failed_source.strip(), "```", ""]
+            if not r.results:
+                lines += ["_No recorded results._", ""]
+            if figs := placement.take(r.name, "headline"):  # the headline is in the card above
+                lines.append(_md_figures(figs, run_dir))
+            for k in _ordered_keys(r.results):
+                if k == "headline":
+                    continue  # shown in the report card above
+                lines.append(_render_value(k, r.results[k]))
+                if figs := placement.take(r.name, k):
+                    lines.append(_md_figures(figs, run_dir))
+        if rest := placement.rest(r.name):
+            lines += [f"**More figures of {r.name}** (no recorded table claims them)", "", _md_figures(rest, run_dir)]
+    if placement.other:
+        lines += ["## Other figures of this run", "", _md_figures(placement.other, run_dir)]
     path = run_dir / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")
     (run_dir / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False, allow_nan=False),
                                           encoding="utf-8")
-    return path
+    return write_run_page(run_dir, results, card, figures=fig_dir, params=params,
+                          card_figure_error=card_figure_error)

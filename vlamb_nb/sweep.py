@@ -3,7 +3,8 @@
 One job per (model, quantization) loads the model once and runs every benchmark and setting,
 each into its own prediction store, so an interrupted sweep resumes without redoing finished
 items. When the jobs are done the sweep compares its models on the items all of them answered
-(:mod:`vlamb_nb.compare`: ``comparison.md``, ``comparison.json`` and the figure in ``out_dir``). Jobs go through submitit: ``executor: local`` runs them one after another on this
+(:mod:`vlamb_nb.compare`: ``comparison.md``, ``comparison.json``, the figure and ``comparison.html`` in
+``out_dir``). Jobs go through submitit: ``executor: local`` runs them one after another on this
 machine (the same job code as on a cluster), ``executor: slurm`` submits them to SLURM.
 
 Example::
@@ -302,8 +303,8 @@ def sweep(config: str | os.PathLike, *, quiet: bool = False, remote: dict[str, A
 
 
 def write_comparison(cfg: SweepConfig) -> str:
-    """The sweep's models compared on the items all of them answered (``comparison.md``, ``.json`` and the
-    figure in the output folder), from the stores on disk, so a resumed sweep compares everything it holds.
+    """The sweep's models compared on the items all of them answered (``comparison.md``, ``.json``, the figure
+    and ``comparison.html``, the page that shows them together, in the output folder), from the stores on disk, so a resumed sweep compares everything it holds.
     Returns a line for the summary; a comparison that cannot be made says why and never fails the sweep."""
     from vlamb_nb.compare import compare
 
@@ -316,8 +317,8 @@ def write_comparison(cfg: SweepConfig) -> str:
         msg = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
         return f"Comparison not written: {msg} (rerun: vlamb-nb compare {cfg.out_dir})"
     return (f"Comparison of {len(result.models)} models: comparison.md, comparison.json, comparison.png "
-            f"({len(result.pairs)} paired tests, "
-            f"{result.correction}-adjusted).")
+            f"({len(result.pairs)} paired tests, {result.correction}-adjusted); all of it on one page: "
+            "comparison.html.")
 
 
 def _has_tabulate() -> bool:

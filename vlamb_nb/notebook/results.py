@@ -45,15 +45,9 @@ def jsonable(value: Any) -> Any:
 def record(key: str, value: Any) -> None:
     """Publish a key result from a notebook cell (collected by ``reproduce``); shows nothing in the notebook
     and returns nothing, so a cell ending in ``record(...)`` prints no value."""
-    payload = {key: jsonable(value)}
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-    except ImportError:  # plain Python: nothing to display to
-        return
-    if get_ipython() is None:
-        return
-    display({RESULTS_MIME: payload, "text/plain": ""}, raw=True)
+    from vlamb_nb.plots import publish
+
+    publish(RESULTS_MIME, {key: jsonable(value)})
 
 
 def collect_results(nb: dict[str, Any]) -> dict[str, Any]:
@@ -67,4 +61,45 @@ def collect_results(nb: dict[str, Any]) -> dict[str, Any]:
                 if isinstance(payload, str):
                     payload = json.loads(payload)
                 out.update(payload)
+    return out
+
+
+def collect_figures(nb: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every figure an executed notebook saved (``save_figure``), in order, each with the recorded result it
+    illustrates (``table``), looked for within the figure's section (the cells under one ``#``/``##`` heading): a
+    result its own cell records, else one of the nearest cell before it that records one, else of the nearest
+    after it; None when its section records nothing. Of a cell's results the first table (rows or named parts) is
+    taken, else its first value. Deviations are never a figure's table (a report folds them away)."""
+    import re
+
+    from vlamb_nb.plots import FIGURE_MIME
+
+    recorded: dict[int, list[tuple[str, bool]]] = {}  # cell -> its recorded (key, is a table), in order
+    section: dict[int, int] = {}
+    figures: list[tuple[int, dict[str, Any]]] = []
+    current = 0
+    for i, cell in enumerate(nb.get("cells", [])):
+        if cell.get("cell_type") == "markdown":
+            text = "".join(cell.get("source") or "")
+            current += bool(re.search(r"^#{1,2}\s", text, flags=re.MULTILINE))
+        section[i] = current
+        for o in cell.get("outputs", []) or []:
+            data = o.get("data") or {}
+            for mime in (RESULTS_MIME, FIGURE_MIME):
+                if mime not in data:
+                    continue
+                payload = json.loads(data[mime]) if isinstance(data[mime], str) else data[mime]
+                if mime == RESULTS_MIME:
+                    recorded.setdefault(i, []).extend((k, isinstance(v, dict | list)) for k, v in payload.items()
+                                                      if "deviation" not in k.lower())
+                else:
+                    figures.append((i, payload))
+    out = []
+    for i, payload in figures:
+        cells = [c for c, keys in recorded.items() if keys and section[c] == section[i]]
+        before, after = [c for c in cells if c < i], [c for c in cells if c > i]
+        home = i if i in cells else before[-1] if before else after[0] if after else None
+        keys = recorded[home] if home is not None else []
+        table = next((k for k, is_table in keys if is_table), keys[0][0] if keys else None)
+        out.append({**payload, "cell": i, "table": table})
     return out

@@ -10,13 +10,13 @@ et al. 2018). Records from many items go into one DataFrame (one row per item x 
 Box mass is a share of a map normalised over the image, so it says nothing about how much of the answer's
 attention reaches the image at all; every record and summary row therefore carries the map's
 ``image_share`` (see :mod:`.methods`), and overlay titles show it. Overlays carry a colour bar of the per-pixel
-share of the map's mass, and draw text with a font fallback list (:data:`FONT_FALLBACK`); characters no installed
-font has become :data:`PLACEHOLDER`, counted on the figure.
+share of the map's mass, and draw text with the figure style's font fallback list
+(:data:`vlamb_nb.plots.FONT_FALLBACK`); characters no installed font has become :data:`PLACEHOLDER`, counted on
+the figure.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,6 +24,14 @@ import numpy as np
 
 from vlamb_nb.boxes import to_abs_xyxy
 from vlamb_nb.errors import SettingError
+from vlamb_nb.plots import (  # noqa: F401 - FONT_FALLBACK, _font_coverage: importable from here too
+    FONT_FALLBACK,
+    PLACEHOLDER,
+    _font_coverage,
+    drawable_text,
+    figure_fonts,
+    placeholder_note,
+)
 
 RECORD_COLUMNS = ["item_id", "benchmark", "method", "role", "correct", "mass", "area_share", "ratio", "hit",
                   "image_share"]
@@ -165,68 +173,9 @@ BOX_COLORS = {"gold": "#55A868", "target": "#55A868", "distractor": "#C44E52", "
               "predicted": "#DD8452"}
 
 
-# Text in figures is model output and dataset text in any script. Matplotlib draws a character with the first
-# font of the family list that has it; DejaVu Sans (bundled with matplotlib) covers Latin, Greek, Cyrillic and
-# many symbols, the others are used when installed. Noto Color Emoji is left out: matplotlib cannot draw colour
-# bitmap fonts. A character none of them has would come out as an empty box or be dropped with a "Glyph
-# missing" warning, so it is replaced by PLACEHOLDER and the figure says how many were replaced.
-FONT_FALLBACK = ("DejaVu Sans", "Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans CJK TC", "Noto Sans CJK KR",
-                 "Noto Sans SC", "Noto Sans JP", "Source Han Sans", "WenQuanYi Zen Hei", "Noto Sans Symbols",
-                 "Noto Sans Symbols 2", "Noto Emoji", "Symbola")
-PLACEHOLDER = "\u25c7"  # ◇, in DejaVu Sans, so the placeholder itself always draws
+# Text in figures is model output and dataset text in any script: the font list, the placeholder for what no
+# installed font can draw and its note are the figure style's (vlamb_nb.plots), shared with every figure.
 MASS_LABEL = "share of saliency mass per map pixel"
-
-
-@functools.cache
-def _font_coverage() -> tuple[tuple[str, ...], frozenset[int]]:
-    """The installed fonts of FONT_FALLBACK (in order) and the code points they cover together."""
-    from matplotlib import font_manager as fm
-    from matplotlib.ft2font import FT2Font
-
-    families: list[str] = []
-    codes: set[int] = set()
-    installed = {f.name for f in fm.fontManager.ttflist}
-    for name in FONT_FALLBACK:
-        if name not in installed:
-            continue
-        try:
-            path = fm.findfont(fm.FontProperties(family=name), fallback_to_default=False)
-            codes.update(FT2Font(path).get_charmap())
-        except Exception:  # noqa: BLE001 - an unreadable or bitmap-only font is skipped, not fatal
-            continue
-        families.append(name)
-    return tuple(families), frozenset(codes)
-
-
-def figure_fonts() -> list[str]:
-    """The font family list for text in figures (rcParams-style fallback list, installed fonts only)."""
-    return list(_font_coverage()[0])
-
-
-def drawable_text(text: Any) -> tuple[str, int]:
-    """``text`` with whitespace runs inside each line collapsed and every character no figure font can draw
-    replaced by PLACEHOLDER (control characters and U+FFFD, an undecodable byte, included); returns
-    (text, replaced)."""
-    codes = _font_coverage()[1]
-    lines, replaced = [], 0
-    for line in str(text).split("\n"):
-        out = []
-        for ch in " ".join(line.split()):
-            if ch.isprintable() and ch != "\ufffd" and ord(ch) in codes:
-                out.append(ch)
-            else:
-                out.append(PLACEHOLDER)
-                replaced += 1
-        lines.append("".join(out))
-    return "\n".join(lines), replaced
-
-
-def placeholder_note(replaced: int) -> str:
-    """The line a figure carries when characters were replaced, so a ◇ is never mistaken for the data."""
-    if not replaced:
-        return ""
-    fonts = ", ".join(figure_fonts()) or "none"
-    return f"{PLACEHOLDER} = {replaced} character(s) no installed font can draw (fonts: {fonts})"
 
 
 def _wrap(text: str, width: int = 70, max_lines: int = 4) -> tuple[str, int]:

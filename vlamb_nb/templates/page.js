@@ -1,0 +1,36 @@
+// Sort a table by the column whose header is clicked (again: the other way). A cell's data-v holds the number
+// behind its text; cells without one sort by their text. Rows with an empty cell go last.
+(function () {
+  function key(row, i) {
+    var c = row.cells[i];
+    if (!c) { return null; }
+    if (c.dataset.v !== undefined) { return Number(c.dataset.v); }
+    var t = c.textContent.trim();
+    return t === "" ? null : t.toLowerCase();
+  }
+  function compare(a, b) {
+    if (a === null || b === null) { return a === b ? 0 : (a === null ? 1 : -1); }
+    if (typeof a === "number" && typeof b === "number") { return a - b; }
+    if (typeof a === "number") { return -1; }
+    if (typeof b === "number") { return 1; }
+    return a < b ? -1 : (a > b ? 1 : 0);
+  }
+  document.querySelectorAll("table.sortable").forEach(function (table) {
+    var heads = table.tHead ? table.tHead.rows[0].cells : [];
+    Array.prototype.forEach.call(heads, function (th, i) {
+      th.addEventListener("click", function () {
+        var body = table.tBodies[0];
+        var asc = th.getAttribute("aria-sort") !== "ascending";
+        Array.prototype.forEach.call(heads, function (h) { h.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", asc ? "ascending" : "descending");
+        var rows = Array.prototype.slice.call(body.rows).map(function (r, k) { return [key(r, i), k, r]; });
+        rows.sort(function (x, y) {
+          var d = compare(x[0], y[0]);
+          if (x[0] !== null && y[0] !== null && !asc) { d = -d; }
+          return d || x[1] - y[1];
+        });
+        rows.forEach(function (x) { body.appendChild(x[2]); });
+      });
+    });
+  });
+})();
