@@ -320,7 +320,7 @@ def release_missing(notebook: str, params: dict[str, Any], *, fetch: bool = Fals
         manifest = read_manifest(paper)
     except VlambError as e:
         return f"{type(e).__name__}: {e}"
-    if manifest is not None and manifest.get("complete"):
+    if manifest is not None and manifest.get("usable", manifest.get("complete")):
         return None
     if fetch:
         from vlamb_nb.releases import fetch as fetch_release
@@ -331,7 +331,7 @@ def release_missing(notebook: str, params: dict[str, Any], *, fetch: bool = Fals
             m = fetch_release(paper, progress=not quiet)
         except VlambError as e:
             return f"{type(e).__name__}: {e}"
-        if m.get("complete"):
+        if m.get("usable", m.get("complete")):
             return None
         return f"NotFetchedError: {paper}: the fetched release is incomplete; see `vlamb-nb data status`"
     state = "incomplete" if manifest is not None else "not fetched"

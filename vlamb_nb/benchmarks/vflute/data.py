@@ -29,6 +29,7 @@ from vlamb_nb.benchmarks.vflute.prompts import PROMPTS, SPLIT_SIZES, assigned_pr
 from vlamb_nb.errors import DataError, ImageError, NotAvailableError, SettingError
 from vlamb_nb.jsonl import read_csv as read_csv_file
 from vlamb_nb.jsonl import read_json as read_json_file
+from vlamb_nb.release_spec import HubFiles, MetricModel, Release, parquet_rows
 
 HUB_ID = "ColumbiaNLP/V-FLUTE"
 SOURCE_NAMES = {"vismet": "HAIVMet", "irfl": "IRFL", "muse": "MuSE", "memecap": "MemeCap", "nycartoons": "NYCartoons"}
@@ -402,3 +403,20 @@ def data_stats(items) -> dict[str, Any]:
             "mean_chars": length_table(items).to_dict(orient="index"),
             "distinct_prompts": int(items["prompt"].nunique()),
             "prompts_redrawn": seeded_prompt_count(items)}
+
+
+# -- the release -------------------------------------------------------------------------------------
+HUB_REVISION = "d920d848e21b6aba96e03704b134c546f89b74f4"  # 12 parquet files under data/; the test shards are taken
+
+
+def release_counts(root: Path) -> dict[str, int]:
+    return {"rows": parquet_rows(sorted((root / "data").glob("test-*.parquet")))}
+
+
+RELEASE = Release(
+    paper="vflute", name=f"hub:{HUB_ID}", licence="apache-2.0 (dataset card)",
+    parts=(HubFiles(HUB_ID, ("data/test-*",), revision=HUB_REVISION, gated=True),),
+    expected={"rows": 723}, count=release_counts, n_items=723, unit="items", load={"source": "files"},
+    size="the test split only (not the 4.8 GB of all splits) + 3 GB deberta-xlarge-mnli and 2 GB BLEURT-20",
+    models=(MetricModel("microsoft/deberta-xlarge-mnli", "ExplanationScore: BERTScore-F1"),
+            MetricModel("lucadiliello/BLEURT-20", "ExplanationScore: BLEURT-20")))
