@@ -783,10 +783,11 @@ def figure(c: Comparison):
 
 # -- the committed example -----------------------------------------------------------------------------------------
 def example(*, n_resamples: int = N_RESAMPLES, seed: int = 0) -> Comparison:
-    """The released Ref-Adv direct runs (official per-row files beside the checkout) on their common rows."""
+    """The released Ref-Adv direct runs on their common rows: every run of the fetched release (all 30), else the
+    official per-row files beside the checkout."""
     from vlamb_nb.benchmarks.refadv.report import predictions_dir
 
-    folder = predictions_dir()
+    folder = predictions_dir("paper")
     if folder is None:
         raise NotAvailableError("the released Ref-Adv per-row predictions are not beside the checkout "
                                 "(../shared/data/refadv/predictions); the example needs them")

@@ -99,11 +99,12 @@ class LeftOut:
     def text(self) -> str:
         """One line: how many items, which keys, why."""
         first = ", ".join(self.first[:3]) + (", …" if self.n_keys > 3 else "")
-        n = "" if self.items is None else f"{self.items + (self.also or 0):,} {self.unit} left out: "
         what = f"{self.n_keys:,} {self.column} value{'s' if self.n_keys != 1 else ''} ({first})"
-        tail = f"; with them {self.also:,} more {self.unit} of their groups (scored all-or-nothing)" \
-            if self.also else ""
-        return f"{n}{what}: {self.why}{tail}"
+        if self.items is None:
+            return f"{what}: {self.why}"
+        total = self.items + (self.also or 0)
+        more = f", {self.also:,} more are the rest of their groups (scored all-or-nothing)" if self.also else ""
+        return f"{total:,} {self.unit} left out: {what}: {self.why}; {self.items:,} {self.unit} name them{more}"
 
     def summary(self) -> dict[str, Any]:
         d = asdict(self)

@@ -66,8 +66,8 @@ def notebook_data(source: str | os.PathLike | None = None, *, n: int = 12, seed:
 
 
 def predictions_dir(profile: str = "offline") -> Path | None:
-    """The official per-row prediction files: under the paper profile those fetched with the release, else the
-    ones beside the checkout, when present."""
+    """The official per-row prediction files: under the paper profile those fetched with the release (all 30
+    released runs), else the ones beside the checkout (five), when present."""
     from vlamb_nb.paths import shared_data_dir
 
     if profile != "offline":
@@ -385,7 +385,7 @@ def example_card(*, run: str = EXAMPLE_RUN, workdir: Any = None, n_resamples: in
     from vlamb_nb.paths import run_dir, shared_data_dir
     from vlamb_nb.report_card import Card
 
-    pred_dir = predictions_dir()
+    pred_dir = predictions_dir("paper")  # every released run present: the fetched release's, else the checkout's
     shared = shared_data_dir()
     demo = shared / "refadv" / "demo" if shared is not None else None
     if pred_dir is None or demo is None or not (pred_dir / f"{run}_predictions.jsonl").is_file():
