@@ -305,6 +305,14 @@ class _FileServer(ThreadingHTTPServer):
                 r for r in self.requests if (method is None or r[0] == method) and r[1].endswith(path_suffix)
             ]
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (a reset, a stop) is no error of the stand-in: nothing printed."""
+        import sys
+
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
+
     def wait_stopping(self, seconds: float) -> None:
         """Hold an answer for ``seconds`` (a stall), or until the server stops."""
         self.stopping.wait(seconds)

@@ -24,6 +24,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 
 
@@ -292,3 +294,13 @@ def serve_releases(hub: Any, files: Any, *, papers: tuple[str, ...] = ("vague", 
     for url, data in url_files().items():
         files.add(url_path(url), data)
     return f"*={files.endpoint}/"
+
+
+@pytest.fixture
+def web(stand_in_hub: Any, static_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_data: Path):
+    """Both stand-ins serving every release, the data home in tmp, URLs mirrored to the static server (a test module
+    takes it with ``web = release_fixtures.web``, beside ``stand_in_hub`` and ``static_server``)."""
+    monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "data-home"))
+    monkeypatch.setenv("VLAMB_MIRRORS", serve_releases(stand_in_hub, static_server))
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    return stand_in_hub, static_server

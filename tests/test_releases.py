@@ -27,13 +27,7 @@ stand_in_hub = hubstub.stand_in_hub
 static_server = hubstub.static_server
 
 
-@pytest.fixture
-def web(stand_in_hub, static_server, tmp_path, monkeypatch, shared_data):
-    """Both stand-ins serving every release, the data home in tmp, URLs mirrored to the static server."""
-    monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "data-home"))
-    monkeypatch.setenv("VLAMB_MIRRORS", rf.serve_releases(stand_in_hub, static_server))
-    monkeypatch.delenv("HF_TOKEN", raising=False)
-    return stand_in_hub, static_server
+web = rf.web
 
 
 def test_refadv_is_fetched_verified_recorded_and_read_by_the_paper_profile(web):

@@ -217,7 +217,8 @@ def fetch_lines(m: dict[str, Any]) -> bool:
     unverified = sum(str(f.get("verified", "")).startswith("unverified") for f in files)
     recorded = sum("recorded at first fetch" in str(f.get("verified", "")) for f in files)
     if unverified:
-        print(f"  unverified: {unverified} files have no published checksum (their sha256 is recorded now)")
+        print(f"  unverified (no published checksum; their sha256 is recorded now): {unverified} of {len(files)} "
+              "files")
     if recorded:
         print(f"  recorded at first fetch, not pinned: the sha256 of {recorded} files")
     for source, how in (m.get("pinning") or {}).items():

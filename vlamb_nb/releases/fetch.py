@@ -33,6 +33,7 @@ from typing import Any
 
 from vlamb_nb.datahome import (
     MANIFEST,
+    STAMPS,
     LeftOut,
     check_release,
     leave_out,
@@ -498,9 +499,9 @@ class _Fetch:
         raise FetchError(f"{paper}: {p.rel}: {type(e).__name__}: {_first_line(e)}") from None
 
     def unreachable(self, where: str, kind: str, err: BaseException) -> FetchError:
-        return Failure(kind, f"{self.rel.paper}: cannot reach {where} ({kind}: {_first_line(err)}); on a machine "
-                             f"without network, fetch elsewhere and import with `vlamb-nb data fetch "
-                             f"{self.rel.paper} --from PATH`")
+        what = _first_line(err) if isinstance(err, Failure) else f"cannot reach {where} ({kind}: {_first_line(err)})"
+        return Failure(kind, f"{self.rel.paper}: {what}; on a machine without network, fetch elsewhere and import "
+                             f"with `vlamb-nb data fetch {self.rel.paper} --from PATH`")
 
     def gated(self, part: HubFiles) -> FetchError:
         page = f"{_hub_endpoint()}/{'datasets/' if part.repo_type == 'dataset' else ''}{part.repo}"
@@ -635,6 +636,7 @@ class _Fetch:
             "how": how, "notes": [*rel.notes, *notes],
         }
         _write_json(rev.base / MANIFEST, manifest)
+        (rev.base / STAMPS).unlink(missing_ok=True)  # every file was verified just now; stamps start afresh
         cur = self.current
         cur_usable = bool(cur and cur.get("usable", cur.get("complete")))
         switch = usable or not cur_usable or (cur or {}).get("folder") == rev.folder
@@ -754,6 +756,12 @@ def unpack(archive: Path, into: Path, *, paper: str) -> Path:
     name must stay inside, and links are refused, in one line each."""
     source = f"the archive {archive.name}"
     into.mkdir(parents=True, exist_ok=True)
+    _unpack(archive, into, paper=paper, source=source)
+    top = [p for p in into.iterdir()]
+    return top[0] if len(top) == 1 and top[0].is_dir() else into  # an archive of one folder: that folder
+
+
+def _unpack(archive: Path, into: Path, *, paper: str, source: str) -> None:
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as zf:
             for info in zf.infolist():
@@ -766,7 +774,7 @@ def unpack(archive: Path, into: Path, *, paper: str) -> Path:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with zf.open(info) as fin, open(target, "wb") as fout:
                     shutil.copyfileobj(fin, fout)
-        return into
+        return
     try:
         tf = tarfile.open(archive)
     except (tarfile.TarError, OSError):
@@ -784,7 +792,6 @@ def unpack(archive: Path, into: Path, *, paper: str) -> Path:
             assert fin is not None
             with fin, open(target, "wb") as fout:
                 shutil.copyfileobj(fin, fout)
-    return into
 
 
 # -- the public entry points ------------------------------------------------------------------------

@@ -249,7 +249,7 @@ class Transfer:
                                                    "fetch again")
                 try:
                     with open(staged, mode) as fh:
-                        for block in resp.iter_bytes(CHUNK):
+                        for block in resp.iter_bytes():  # as the bytes arrive: a stop keeps all of them
                             if self.stop.is_set():
                                 raise Stopped("stopped")
                             if got + len(block) > limit:
