@@ -338,7 +338,12 @@ def test_reproduce_sends_every_fetched_item_and_the_report_names_the_revision(we
     overall = next(h for h in results["refadv"]["results"]["headline"] if h["slice"] == "overall")
     per_item = [c for c in overall["comparators"] if c["basis"] == "per-item"]
     assert len(per_item) == 30 and {c["n"] for c in per_item} == {1142}  # every released run
-    assert [c for c in overall["comparators"] if c["basis"] == "published"]
+    # every published Ref-Adv-s model row has its released run now: none is left to a published value alone
+    from vlamb_nb import reference
+
+    published = set(reference.load("refadv", "Ref-Adv-s")["row"]) - {"Human Expert (High)", "Human Expert (Medium)"}
+    assert {c["name"] for c in per_item} == published
+    assert not [c for c in overall["comparators"] if c["basis"] == "published"]
     assert overall["rank"] is not None and overall["data"]["n_run"] == 1142
 
 
@@ -402,3 +407,86 @@ def test_two_served_models_on_the_fetched_release_compare_with_the_mcnemar_p_the
     assert pair["p"] == pytest.approx(exact)
     assert {(d or {}).get("revision") for m in out["models"] for d in m["data"].values()} == {
         web[0].repos[("dataset", "dddraxxx/ref-adv-s")].sha}  # both stood on the fetched release
+
+
+# -- the issue's "done when": MUCAR as really released ---------------------------------------------------------
+def test_mucar_with_its_real_defect_is_fetched_usable_naming_the_22_ids_and_186_queries(web, tmp_path):
+    """The stand-in image set has the real defect: no ``malay/N`` file for 22 ``image_id``s, both ``malay/N-1`` and
+    ``malay/N-2``. The fetch exits 0 naming them; their queries are left out whole and the release is usable."""
+    from vlamb_nb.benchmarks.mucar.data import AMBIGUOUS_IMAGE_IDS
+
+    hub, _ = web
+    env = {**os.environ, **hubstub.hub_env(hub.endpoint, tmp_path / "hf")}
+    r = _cli(env, "data", "fetch", "mucar", "-q")
+    assert r.returncode == 0, r.stderr
+    assert "usable: 999 of 1,278 queries (279 left out)" in r.stdout
+    assert "22 image_id values" in r.stdout and "186 queries name them" in r.stdout
+    assert all(k in r.stdout for k in AMBIGUOUS_IMAGE_IDS)  # every one named
+    m = read_manifest("mucar")
+    (lo,) = m["left_out"]
+    assert sorted(lo["keys"]) == sorted(AMBIGUOUS_IMAGE_IDS) and (lo["items"], lo["also"]) == (186, 93)
+    assert lo["candidates"]["malay/42"] == {"malay/42-1": "images/malay/42-1.jpg", "malay/42-2": "images/malay/42-2.jpg"}
+    row = next(x for x in status() if x["paper"] == "mucar")
+    assert row["state"] == "usable: 999 of 1,278 queries" and "22 image_id values" in row["left_out"][0]
+    # the paper profile runs the rest: statistics on every record, the pipeline without any query of a defect pair
+    from vlamb_nb.benchmarks.mucar import report
+
+    data = report.notebook_data(None, profile="paper")
+    assert len(data["release"]) == 1278 and len(data["pipeline"]) == 999
+    assert not set(data["pipeline"]["image_id"]) & set(AMBIGUOUS_IMAGE_IDS)
+    assert data["data"].n_loaded == 999 and data["data"].n_items == 1278
+    # a pair is left out whole under any grouping: by pair_id the 186 queries are their whole pairs
+    from vlamb_nb.benchmarks.mucar.data import load_items
+    from vlamb_nb.datahome import tag
+
+    choice = fetched("mucar")
+    by_pair = tag(load_items(choice.source, grouping="pair_id", images=choice.images), choice.identity)
+    assert len(by_pair) == 1278 - 186
+
+
+@pytest.mark.slow
+def test_reproduce_mucar_runs_the_rest_sends_no_guessed_image_and_the_report_says_what_was_left_out(
+        web, tmp_path, monkeypatch):
+    """The issue's "done when": after the fetch, ``reproduce mucar`` with a served model runs every usable query,
+    sends no image for a query whose image_id names two files, and report.md says what was left out and why."""
+    import hashlib
+
+    from vlamb_nb.benchmarks.mucar.data import AMBIGUOUS_IMAGE_IDS
+
+    assert cli.main(["data", "fetch", "mucar", "-q"]) == 0
+    choice = fetched("mucar")
+    from vlamb_nb.benchmarks.mucar import report as mucar_report
+
+    data = mucar_report.notebook_data(None, profile="paper")
+    kept, release = data["pipeline"], data["release"]
+    left = release[~release["uid"].isin(set(kept["uid"]))]
+    from vlamb_nb.images import load_image, model_image_bytes
+
+    # what a model is sent for each file of the stand-in image set (MUCAR loads each image, then it is encoded)
+    sha = {name.removesuffix(".jpg"): hashlib.sha256(model_image_bytes(load_image(b))[0]).hexdigest()
+           for name, b in rf.mucar_image_repo().items()}
+    kept_images = {sha[i] for i in kept["image_id"]}
+    candidates = {sha[c] for cs in AMBIGUOUS_IMAGE_IDS.values() for c in cs}
+    monkeypatch.chdir(tmp_path)
+    with ChatEndpoint(lambda prompt: "Answer: A") as server:
+        code = cli.main(["reproduce", "mucar", "--run-id", "r", "--runs-dir", str(tmp_path / "runs"),
+                         "-p", "model=openai:acme/vlm-7b", "-p", f"base_url={server.base_url}", "-p", "settings=full",
+                         "-p", "table4_settings=[]", "-p", "n_resamples=50", "-p", "concurrency=32"])
+        prompts, images = list(server.prompts), list(server.images)
+    results = json.loads((tmp_path / "runs" / "r" / "results.json").read_text(encoding="utf-8"))
+    assert code == 0, results["mucar"]["error"]
+    # every usable query was asked once, with its own image; none of a left-out pair, no candidate guessed
+    sent = [h for imgs in images for h in imgs]
+    assert len([i for i in images if i]) == len(kept) == 999
+    assert set(sent) == kept_images and not (set(sent) & (candidates - kept_images))
+    only_left = set(left["question"]) - set(kept["question"])
+    assert only_left and not [q for q in only_left if any(q in p for p in prompts)]
+    assert choice.identity.left_out[0].n_keys == 22
+    # the report says what was left out and why, and the rank is on a subset
+    report = (tmp_path / "runs" / "r" / "report.md").read_text(encoding="utf-8")
+    assert "· 999 of 1,278 (279 left out)" in report
+    assert "279 queries left out: 22 image_id values (malay/8, malay/9, malay/15, …): known defect of the release" in report
+    assert "186 queries name them, 93 more are the rest of their groups" in report
+    heads = results["mucar"]["results"]["headline"]
+    assert {h["data"]["n_run"] for h in heads} == {999}
+    assert all(h["data"]["left_out"][0]["items"] == 186 for h in heads)

@@ -333,7 +333,8 @@ def release_missing(notebook: str, params: dict[str, Any], *, fetch: bool = Fals
             return f"{type(e).__name__}: {e}"
         if m.get("usable", m.get("complete")):
             return None
-        return f"NotFetchedError: {paper}: the fetched release is incomplete; see `vlamb-nb data status`"
+        return (f"NotFetchedError: {paper}: the fetched release is incomplete; see `vlamb-nb data status`, or use it "
+                f"without what cannot be had: `vlamb-nb data fetch {paper} --accept-missing`")
     state = "incomplete" if manifest is not None else "not fetched"
     return (f"NotFetchedError: {paper}: the paper's release is {state} here; run `vlamb-nb data fetch {paper}` "
             f"(or `vlamb-nb reproduce --fetch`), or pass -p {paper}.source=...")

@@ -423,21 +423,23 @@ class _Fetch:
         if entry is None:
             staged = rev.staged("copy" if p.copy else "get", p.rel)
             reuse = self.reusable(p)
+            got = None
             if p.copy is not None:
                 copy_into(p.copy, staged, link=False)
             elif reuse is not None:
                 copy_into(reuse, staged, link=True)
             else:
                 assert p.url is not None
-                self.transfer.get(Want(p.url, p.rel, p.size, p.limit, p.headers), staged)
-            got = staged.stat().st_size
-            if p.size is not None and got != p.size:
+                got = self.transfer.get(Want(p.url, p.rel, p.size, p.limit, p.headers), staged)
+            size = staged.stat().st_size
+            if p.size is not None and size != p.size:
                 staged.unlink(missing_ok=True)
-                raise Failure("size", f"{p.rel} has {got:,} bytes, {p.source} lists {p.size:,}; refused")
+                raise Failure("size", f"{p.rel} has {size:,} bytes, {p.source} lists {p.size:,}; refused")
             if p.image and (problem := image_problem(staged)) is not None:
                 staged.unlink(missing_ok=True)
                 raise Failure("not an image", f"{p.rel}: {problem}; refused")
-            entry = rev.place(staged, p.rel, sha256=p.sha256, git_sha1=p.git_sha1, how=p.how, source=p.source)
+            entry = rev.place(staged, p.rel, sha256=p.sha256, git_sha1=p.git_sha1, how=p.how, source=p.source,
+                              got=got)
         self.records[p.rel] = {"path": p.rel, "size": entry["size"], "sha256": entry["sha256"], "verified": p.how,
                                "stamp": entry.get("stamp")}
         if self.bar is not None:

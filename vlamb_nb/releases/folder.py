@@ -115,12 +115,11 @@ class Journal:
                     continue  # a torn last line after a kill: that file is checked again
 
     def add(self, entry: dict[str, Any]) -> None:
+        """One line per file (not synced: a line lost in a crash only means that file is hashed again)."""
         self.entries[entry["path"]] = entry
         try:
             with open(self.path, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(entry) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
         except OSError as e:
             raise os_failure(e, str(self.path)) from None
 
@@ -179,10 +178,10 @@ class RevisionFolder:
         return entry
 
     def place(self, staged: Path, rel: str, *, sha256: str | None, git_sha1: str | None, how: str,
-              source: str) -> dict[str, Any]:
-        """Verify ``staged`` and move it to ``files/<rel>``; bytes that are not the listed or pinned ones are
-        refused and removed."""
-        got = file_sha256(staged)
+              source: str, got: str | None = None) -> dict[str, Any]:
+        """Verify ``staged`` (``got``: its sha256, hashed as it arrived) and move it to ``files/<rel>``; bytes that
+        are not the listed or pinned ones are refused and removed."""
+        got = got or file_sha256(staged)
         if sha256 is not None and got != sha256:
             staged.unlink(missing_ok=True)
             raise Failure("checksum", f"{self.paper}: {rel} has sha256 {got[:12]}…, {source} lists {sha256[:12]}…; "

@@ -18,6 +18,7 @@ Every byte of a release goes through :meth:`Transfer.get`:
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import queue
 import re
@@ -198,15 +199,16 @@ class Transfer:
             hint = " (GitHub's rate limit: set GITHUB_TOKEN, or wait an hour)"
         raise Failure(f"HTTP {code}", f"{reason} from {scrubbed(url)}{hint}")
 
-    def get(self, want: Want, staged: Path) -> int:
-        """Download ``want`` into ``staged`` (resuming what is there); returns the bytes it holds."""
+    def get(self, want: Want, staged: Path) -> str:
+        """Download ``want`` into ``staged`` (resuming what is there); returns the sha256 of what it holds, hashed
+        as the bytes arrive (a resumed file's first part once, from the disk), so no file is read twice."""
         try:
             staged.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise os_failure(e, str(staged.parent)) from None
         return self._loop(lambda: self._attempt(want, staged), want.name)
 
-    def _attempt(self, want: Want, staged: Path) -> int:
+    def _attempt(self, want: Want, staged: Path) -> str:
         import httpx
 
         limit = want.size if want.size is not None else want.limit
@@ -215,7 +217,7 @@ class Transfer:
             staged.unlink()
             have = 0
         if want.size is not None and 0 < have == want.size:
-            return have
+            return _sha256_of(staged)
         headers = {**want.headers, "Accept-Encoding": "identity"}
         if have:
             headers["Range"] = f"bytes={have}-"
@@ -225,7 +227,7 @@ class Transfer:
                 if resp.status_code == 416 and have:
                     total = _total_of(resp.headers.get("Content-Range"))
                     if total == have and (want.size is None or want.size == have):
-                        return have  # what is here is already whole
+                        return _sha256_of(staged)  # what is here is already whole
                     staged.unlink()
                     raise _Retry(Failure("HTTP 416", f"{want.name}: the server refused to resume"), progress=True,
                                  pause=0.0)
@@ -247,6 +249,9 @@ class Transfer:
                         raise Failure("disk full", f"disk full: {want.name} needs {length:,} bytes and "
                                                    f"{free:,} are free in {staged.parent}; free some space and "
                                                    "fetch again")
+                digest = hashlib.sha256()
+                if mode == "ab":
+                    digest = _sha256_of(staged, digest=True)
                 try:
                     with open(staged, mode) as fh:
                         for block in resp.iter_bytes():  # as the bytes arrive: a stop keeps all of them
@@ -258,6 +263,7 @@ class Transfer:
                                                            f"{limit:,} bytes {'listed' if want.size else 'allowed'}"
                                                            "; stopped there and refused")
                             fh.write(block)
+                            digest.update(block)
                             got += len(block)
                 except OSError as e:
                     raise os_failure(e, str(staged)) from None
@@ -268,7 +274,7 @@ class Transfer:
         if want.size is not None and got < want.size:  # the server closed early without saying how long
             raise _Retry(Failure("network", f"{want.name}: the body ended after {got:,} of {want.size:,} bytes"),
                          progress=got > have)
-        return got
+        return digest.hexdigest()
 
     def json(self, url: str, *, headers: dict[str, str] | None = None, name: str = "listing") -> Any:
         """A small JSON document (a listing), with the same retries and a size limit."""
@@ -297,6 +303,15 @@ class Transfer:
                 raise Failure("not JSON", f"{name}: {scrubbed(url)} did not answer JSON") from None
 
         return self._loop(attempt, name)
+
+
+def _sha256_of(path: Path, *, digest: bool = False) -> Any:
+    """The sha256 of a file (the hex digest, or with ``digest`` the hash object, to go on with)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h if digest else h.hexdigest()
 
 
 def _int(value: str | None) -> int | None:

@@ -565,18 +565,32 @@ def release_counts(root: Path) -> dict[str, int]:
 
 
 def release_images(root: Path):
-    """``image_id`` -> its file in the fetched hub image set (a layout the paper never documents), or None."""
+    """``image_id`` -> its file in the fetched hub image set (a layout the paper never documents), or None: the
+    files :class:`ImageResolver` would find, indexed once (the resolver itself is asked only for what lies in
+    parquet shards)."""
+    from vlamb_nb.images import IMAGE_EXTENSIONS
+
     folder = root / "images"
     if not folder.is_dir():
         return lambda image_id: None
-    resolver = ImageResolver(folder)
+    index: dict[str, Path] = {}
+    for p in sorted(folder.rglob("*")):
+        if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file():
+            index.setdefault(p.relative_to(folder).with_suffix("").as_posix(), p)
+    resolver = ImageResolver(folder) if any(folder.rglob("*.parquet")) else None
 
     def resolve(image_id: str) -> Path | None:
+        for sub in ImageResolver.SUBDIRS:
+            hit = index.get(f"{sub}/{image_id}" if sub else image_id)
+            if hit is not None:
+                return hit
+        if resolver is None:
+            return None
         try:
-            hit = resolver.resolve(image_id)
+            resolver.resolve(image_id)
         except ImageError:
             return None
-        return hit if isinstance(hit, Path) else folder
+        return folder
 
     return resolve
 
