@@ -490,3 +490,22 @@ def test_reproduce_mucar_runs_the_rest_sends_no_guessed_image_and_the_report_say
     heads = results["mucar"]["results"]["headline"]
     assert {h["data"]["n_run"] for h in heads} == {999}
     assert all(h["data"]["left_out"][0]["items"] == 186 for h in heads)
+
+
+@pytest.mark.slow
+def test_the_example_card_and_comparison_take_every_released_run_present(web, tmp_path):
+    """With the release fetched, the examples place the replayed run among all 30 released runs (the comparison: the
+    20 direct ones) on the same rows; without it, the five beside the checkout (the committed figures)."""
+    from vlamb_nb import compare
+    from vlamb_nb.benchmarks.refadv.report import example_card, predictions_dir
+
+    before = compare.example(n_resamples=100)
+    assert len(before.models) == 4  # the four direct runs of the five beside the checkout
+    fetch("refadv", progress=False)
+    assert predictions_dir("paper").parent.parent == release_dir("refadv") / read_manifest("refadv")["folder"]
+    after = compare.example(n_resamples=100)
+    assert len(after.models) == 20 and "refadv direct: 1142 items answered by every model" in after.notes
+    card = example_card(n_resamples=100, workdir=tmp_path / "card")
+    overall = next(h for h in card.headlines if h.slice == "overall")
+    per_item = [c for c in overall.comparators if c.basis == "per-item"]
+    assert len(per_item) == 29 and {c.n for c in per_item} == {31}  # every other released run, on the demo's rows

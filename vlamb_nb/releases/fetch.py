@@ -133,7 +133,7 @@ def parse_revisions(rel: Release, given: Sequence[str] | str | None) -> dict[str
         if name not in sources:
             raise SettingError(f"{rel.paper}: --revision names {name!r}, not one of its sources "
                                f"({', '.join(sources)})")
-        if not re.fullmatch(r"[\w.\-/]+", rev):
+        if not re.fullmatch(r"[\w.\-/]+", rev) or ".." in rev:
             raise SettingError(f"{rel.paper}: --revision {rev!r} is not a commit, tag or branch name")
         out[name] = rev
     return out
