@@ -154,6 +154,30 @@ def test_names_from_a_listing_or_an_archive_that_lead_outside_are_refused(web, t
     assert not [p for p in tmp_path.rglob("escaped*")]
 
 
+def test_a_link_planted_in_the_release_folder_is_never_written_through(web, tmp_path):
+    from vlamb_nb.benchmarks.refadv.data import HUB_REVISION, RUNS_COMMIT
+    from vlamb_nb.releases.folder import revision_key
+
+    key = revision_key({"dddraxxx/ref-adv-s": HUB_REVISION, "dddraxxx/Ref-Adv": RUNS_COMMIT})
+    files = release_dir("refadv") / "revisions" / key / "files"
+    files.mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (files / "predictions").symlink_to(outside)
+    with pytest.raises(FetchError, match="would be written outside the release folder") as e:
+        fetch("refadv", progress=False)
+    _one_line(e.value)
+    assert not list(outside.iterdir())
+    # a manifest that names a file outside the release is damaged, never read
+    (files / "predictions").unlink()
+    m = fetch("refadv", progress=False)
+    manifest = release_dir("refadv") / "manifest.json"
+    bad = {**m, "files": [*m["files"], {"path": "../../../../outside/x", "size": 1, "sha256": "0" * 64}]}
+    manifest.write_text(json.dumps(bad), encoding="utf-8")
+    with pytest.raises(NotFetchedError, match="the manifest names '../../../../outside/x', outside the release"):
+        fetched("refadv")
+
+
 def test_an_archive_of_the_release_imports_like_a_folder(web, tmp_path, shared_data):
     """RACQUET's data moved to Zenodo: a zip of its two JSONL files (in a folder, as archives hold them) imports."""
     buf = io.BytesIO()

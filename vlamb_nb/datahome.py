@@ -237,6 +237,9 @@ def verify_files(files_dir: Path, records: list[dict[str, Any]], *, stamps: dict
     fresh: dict[str, list[int]] = {}
     for rec in records:
         rel = str(rec.get("path", ""))
+        if not rel or rel.startswith("/") or ".." in Path(rel).parts:
+            problems.append(f"the manifest names {rel!r}, outside the release")
+            continue
         path = files_dir / rel
         try:
             now = stamp(path)

@@ -148,7 +148,10 @@ class RevisionFolder:
     def target(self, rel: str) -> Path:
         """``files/<rel>``, refused if a link in the way would lead out of the revision folder."""
         path = self.files / rel
-        if not within(path.parent if path.parent.exists() else self.files, self.files):
+        probe = path.parent
+        while probe != self.files and not probe.exists():
+            probe = probe.parent
+        if not within(probe, self.files) or path.is_symlink():
             raise FetchError(f"{self.paper}: {rel} would be written outside the release folder (a link in the way); "
                              "refused")
         return path
