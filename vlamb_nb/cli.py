@@ -556,8 +556,8 @@ def build_parser() -> argparse.ArgumentParser:
     df = data.add_parser("fetch", help="download each paper's release once into the data home, verified")
     df.add_argument("papers", nargs="*", metavar="PAPER", help=f"any of {', '.join(_benchmarks())} (default: all)")
     df.add_argument("--from", dest="from_path", metavar="PATH",
-                    help="import a copy made elsewhere (a hub snapshot folder, the files as released, or another "
-                         "data home's paper folder) instead of downloading")
+                    help="import a copy made elsewhere (a hub cache or snapshot folder, the files as released, a zip "
+                         "or tar archive, or another data home's paper folder) instead of downloading")
     df.add_argument("--revision", action="append", metavar="[SOURCE=]REV",
                     help="fetch another revision than the known-good one (recorded); a release with several sources "
                          "names one: --revision kevindragon221/MUCAR=REV (repeatable)")
