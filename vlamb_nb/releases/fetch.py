@@ -516,10 +516,7 @@ class _Fetch:
 
         assert self.rev is not None
         files = self.rev.files
-        try:
-            urls = part.urls(files)
-        except VlambError as e:
-            raise FetchError(f"{self.rel.paper}: the fetched records cannot be read: {e}") from None
+        urls = self.read(part.urls, files)
         cache = ImageCache(files / part.dest)
         there = None
         if self.copy_root is not None:
@@ -542,6 +539,16 @@ class _Fetch:
         self.run(planned, images=True)
 
     # -- counting, what is left out, the manifest --------------------------------------------------
+    def read(self, fn: Any, files: Path) -> Any:
+        """``fn(files)`` — the paper's own reading of the fetched files — with any failure one line."""
+        try:
+            return fn(files)
+        except VlambError as e:
+            raise FetchError(f"{self.rel.paper}: the fetched files cannot be read as the release: {e}") from None
+        except (OSError, ValueError, KeyError) as e:
+            raise FetchError(f"{self.rel.paper}: the fetched files cannot be read as the release: "
+                             f"{type(e).__name__}: {_first_line(e)}") from None
+
     def left_out(self, accept_missing: bool) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
         """The release's known defects found in what was fetched, the files that could not be had (accepted, or
         missing), and notes (a declared defect this revision no longer has)."""
@@ -550,10 +557,7 @@ class _Fetch:
             return [], {}, notes
         assert self.rev is not None
         files = self.rev.files
-        try:
-            items = rel.items(files)
-        except VlambError as e:
-            raise FetchError(f"{rel.paper}: the fetched files cannot be read as the release: {e}") from None
+        items = self.read(rel.items, files)
         col = rel.names.column
         resolve = rel.names.resolve(files)
         keys = list(dict.fromkeys(items[col].astype(str)))
@@ -601,13 +605,7 @@ class _Fetch:
                how: str) -> dict[str, Any]:
         rel, rev = self.rel, self.rev
         assert rev is not None
-        try:
-            counts = rel.count(rev.files)
-        except VlambError as e:
-            raise FetchError(f"{rel.paper}: the fetched files cannot be read as the release: {e}") from None
-        except (OSError, ValueError, KeyError) as e:
-            raise FetchError(f"{rel.paper}: the fetched files cannot be read as the release: "
-                             f"{type(e).__name__}: {_first_line(e)}") from None
+        counts = self.read(rel.count, rev.files)
         deviations = []
         diff = {k: (v, counts.get(k)) for k, v in rel.expected.items() if counts.get(k) != v}
         if diff:
