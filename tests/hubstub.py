@@ -39,7 +39,12 @@ hubstub import stand_in_hub`` works as well, but ruff then reports F811 on every
 
 Faults for tests: ``cut_after(path, n)`` sends the first ``n`` body bytes of the next GET and then closes
 the connection cleanly (FIN), ``cut_after(path, n, reset=True)`` resets it (RST); ``corrupt(path, data)``
-serves other bytes than the listing's sha256; ``requests`` records every (method, path, Range header).
+serves other bytes than the listing's sha256; ``answer(path, status, times, headers)`` answers the next GETs
+with a status (a 503 with ``Retry-After``, a 429); ``stall_after(path, n, seconds)`` sends ``n`` body bytes and
+then nothing for ``seconds``; ``endless(path)`` sends no length and never stops (a server that keeps sending);
+``announce(path, length)`` sends a ``Content-Length`` of ``length`` (a 1 TB file) before the real bytes;
+``requests`` records every (method, path, Range header). A repo published again under the same id is a new
+commit: ``main`` moves to it and the earlier commits stay addressable by their sha, as on the hub.
 What huggingface_hub 2.4 does with them: after a FIN it retries inside the same call (1 s pause, up to 5
 times without progress) with ``Range: bytes=<written>-``, where ``<written>`` is a multiple of its 10 MiB
 chunk size (so a smaller file restarts from 0); an RST raises ``httpx2.ReadError`` and the partial file
@@ -57,7 +62,7 @@ import socket
 import struct
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -142,7 +147,7 @@ class HubFile:
 
 @dataclass
 class HubRepo:
-    """A repo at one commit: ``main`` and the commit sha are its only revisions."""
+    """A repo at its newest commit (``main`` and the sha); ``older`` holds its earlier commits by sha."""
 
     repo_id: str
     repo_type: str
@@ -150,9 +155,17 @@ class HubRepo:
     sha: str
     gated: bool = False
     gate_metadata: bool = False
+    older: dict[str, HubRepo] = field(default_factory=dict)
+    hashes: bool = True  # False: the listing gives sizes but no blobId or LFS sha256 (a bare mirror's listing)
 
     def revision_ok(self, revision: str) -> bool:
-        return revision in ("main", self.sha)
+        return self.at(revision) is not None
+
+    def at(self, revision: str) -> HubRepo | None:
+        """The repo as it was at ``revision`` (``main``, the newest sha, or an earlier commit's sha)."""
+        if revision in ("main", self.sha):
+            return self
+        return self.older.get(revision)
 
     def dirs(self) -> set[str]:
         out: set[str] = set()
@@ -178,6 +191,20 @@ class _Cut:
     n_bytes: int
     reset: bool
     times: int
+
+
+@dataclass
+class _Fault:
+    """A misbehaviour for the next ``times`` GETs of a path: ``status`` (an error answer), ``stall`` (``n_bytes``,
+    then silence for ``seconds``), ``endless`` (no length, bytes forever), ``announce`` (a false length)."""
+
+    kind: str
+    times: int
+    status: int = 0
+    headers: dict[str, str] = field(default_factory=dict)
+    n_bytes: int = 0
+    seconds: float = 0.0
+    length: int = 0
 
 
 def parse_range(header: str, total: int) -> tuple[int, int] | None | str:
@@ -216,8 +243,10 @@ class _FileServer(ThreadingHTTPServer):
         self.requests: list[Seen] = []
         self._cuts: dict[FaultKey, _Cut] = {}
         self._corrupt: dict[FaultKey, bytes] = {}
+        self._faults: dict[FaultKey, _Fault] = {}
         self._conns: dict[socket.socket, threading.Thread] = {}
         self._thread: threading.Thread | None = None
+        self.stopping = threading.Event()  # set by stop(): a stalled answer ends at once
 
     @property
     def endpoint(self) -> str:
@@ -239,6 +268,7 @@ class _FileServer(ThreadingHTTPServer):
 
     def stop(self) -> None:
         """Stop serving, drop open keep-alive connections, and wait (bounded) for the threads."""
+        self.stopping.set()
         if self._thread is not None:
             self.shutdown()
             self._thread.join(JOIN_TIMEOUT)
@@ -275,6 +305,41 @@ class _FileServer(ThreadingHTTPServer):
                 r for r in self.requests if (method is None or r[0] == method) and r[1].endswith(path_suffix)
             ]
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (a reset, a stop) is no error of the stand-in: nothing printed."""
+        import sys
+
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
+
+    def wait_stopping(self, seconds: float) -> None:
+        """Hold an answer for ``seconds`` (a stall), or until the server stops."""
+        self.stopping.wait(seconds)
+
+    # faults any file server offers --------------------------------------------
+
+    def answer(self, path: str, status: int, *, times: int = 1, headers: Mapping[str, str] | None = None,
+               repo_id: str | None = None) -> None:
+        """Answer the next ``times`` GETs of ``path`` with ``status`` (and ``headers``, e.g. Retry-After)."""
+        self._set_fault(self._key(path, repo_id), _Fault("status", times, status=status, headers=dict(headers or {})))
+
+    def stall_after(self, path: str, n_bytes: int, seconds: float, *, times: int = 1,
+                    repo_id: str | None = None) -> None:
+        """Send ``n_bytes`` of the next ``times`` GETs of ``path``, then nothing for ``seconds``, then close."""
+        self._set_fault(self._key(path, repo_id), _Fault("stall", times, n_bytes=n_bytes, seconds=seconds))
+
+    def endless(self, path: str, *, times: int = 1, repo_id: str | None = None) -> None:
+        """Answer the next GETs of ``path`` with a body that has no length and does not end."""
+        self._set_fault(self._key(path, repo_id), _Fault("endless", times))
+
+    def announce(self, path: str, length: int, *, times: int = 1, repo_id: str | None = None) -> None:
+        """Send ``Content-Length: length`` with the next GETs of ``path`` (then the real bytes, and close)."""
+        self._set_fault(self._key(path, repo_id), _Fault("announce", times, length=length))
+
+    def _key(self, path: str, repo_id: str | None) -> FaultKey:
+        return (repo_id, path)
+
     def _track(self, sock: socket.socket, add: bool) -> None:
         with self.lock:
             if add:
@@ -299,6 +364,22 @@ class _FileServer(ThreadingHTTPServer):
         with self.lock:
             self._cuts.clear()
             self._corrupt.clear()
+            self._faults.clear()
+
+    def _set_fault(self, key: FaultKey, fault: _Fault) -> None:
+        with self.lock:
+            self._faults[key] = fault
+
+    def _take_fault(self, keys: list[FaultKey]) -> _Fault | None:
+        with self.lock:
+            for key in keys:
+                fault = self._faults.get(key)
+                if fault is not None:
+                    fault.times -= 1
+                    if fault.times <= 0:
+                        del self._faults[key]
+                    return fault
+        return None
 
     def _take_cut(self, keys: list[FaultKey]) -> _Cut | None:
         with self.lock:
@@ -378,6 +459,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def send_file(self, data: bytes, keys: list[FaultKey], headers: Mapping[str, str]) -> None:
         """Send ``data`` (honouring ``Range``), cutting the connection if a fault is armed for ``keys``."""
+        fault = self.server._take_fault(keys) if self.command == "GET" else None
+        if fault is not None and fault.kind == "status":
+            self.error(fault.status, None, f"stand-in answer {fault.status}", fault.headers)
+            return
+        if fault is not None and fault.kind == "endless":
+            self._send_endless(headers)
+            return
         total = len(data)
         start, end, status = 0, total - 1, 200
         range_header = self.headers.get("Range")
@@ -393,11 +481,23 @@ class _Handler(BaseHTTPRequestHandler):
         for k, v in headers.items():
             self.send_header(k, v)
         self.send_header("Accept-Ranges", "bytes")
-        self.send_header("Content-Length", str(len(body)))
+        announced = fault.length if fault is not None and fault.kind == "announce" else len(body)
+        self.send_header("Content-Length", str(announced))
         if status == 206:
             self.send_header("Content-Range", f"bytes {start}-{end}/{total}")
         self.end_headers()
         if self.command == "HEAD":
+            return
+        if fault is not None and fault.kind == "announce":
+            self.wfile.write(body)
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        if fault is not None and fault.kind == "stall":
+            self.wfile.write(body[: fault.n_bytes])
+            self.wfile.flush()
+            self.server.wait_stopping(fault.seconds)
+            self.close_connection = True
             return
         cut = self.server._take_cut(keys)
         if cut is None:
@@ -406,6 +506,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body[: cut.n_bytes])
         self.wfile.flush()
         self._drop_connection(cut.reset)
+
+    def _send_endless(self, headers: Mapping[str, str]) -> None:
+        """A body without a length that never ends (until the client goes, or 1 GiB)."""
+        self.send_response(200)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        block = b"\0" * 65536
+        for _ in range(16384):
+            if self.server.stopping.is_set():
+                return
+            self.wfile.write(block)
 
     def _drop_connection(self, reset: bool) -> None:
         """End the connection mid-body: FIN (graceful close) or, with ``reset``, an RST."""
@@ -485,22 +599,27 @@ class _HubHandler(_Handler):
         else:
             self.error(404, None, "Not Found")
 
-    def _revision_ok(self, repo: HubRepo, revision: str) -> bool:
-        if repo.revision_ok(revision):
-            return True
-        self.error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
-        return False
+    def _at(self, repo: HubRepo, revision: str) -> HubRepo | None:
+        """The repo at ``revision``, or None after answering RevisionNotFound."""
+        found = repo.at(revision)
+        if found is None:
+            self.error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
+        return found
 
     def _info(self, repo: HubRepo, revision: str) -> None:
-        if not self._revision_ok(repo, revision):
+        found = self._at(repo, revision)
+        if found is None:
             return
+        repo = found
         blobs = self.query.get("blobs", ["false"])[0].lower() == "true"
         siblings = []
         for f in sorted(repo.files.values(), key=lambda f: f.path):
             entry: dict[str, Any] = {"rfilename": f.path}
             if blobs:
-                entry.update(blobId=f.oid, size=f.size)
-                if f.lfs:
+                entry.update(size=f.size)
+                if repo.hashes:
+                    entry["blobId"] = f.oid
+                if f.lfs and repo.hashes:
                     entry["lfs"] = f.lfs_info("sha256")
             siblings.append(entry)
         author = repo.repo_id.split("/")[0] if "/" in repo.repo_id else None
@@ -524,8 +643,10 @@ class _HubHandler(_Handler):
         )
 
     def _tree(self, repo: HubRepo, revision: str, path: str) -> None:
-        if not self._revision_ok(repo, revision):
+        found = self._at(repo, revision)
+        if found is None:
             return
+        repo = found
         recursive = self.query.get("recursive", ["false"])[0].lower() == "true"
         expand = self.query.get("expand", ["false"])[0].lower() == "true"
         prefix = f"{path}/" if path else ""
@@ -590,8 +711,10 @@ class _HubHandler(_Handler):
         if repo.gated and self._gate(repo):
             return
         revision, filename = rest[1], "/".join(rest[2:])
-        if not self._revision_ok(repo, revision):
+        found = self._at(repo, revision)
+        if found is None:
             return
+        repo = found
         f = repo.files.get(filename)
         if f is None:
             self.error(
@@ -639,11 +762,13 @@ class StandInHub(_FileServer):
         *,
         lfs: bool | None = None,
         gate_metadata: bool = False,
+        hashes: bool = True,
     ) -> HubRepo:
         """Publish (or replace: a new commit) a repo. Returns it, with ``.sha`` and per-file hashes.
 
         ``lfs``: None stores files above ``lfs_threshold`` bytes as LFS, True all, False none.
         ``gated`` gates file downloads; the listing stays public as on the hub unless ``gate_metadata``.
+        ``hashes=False`` lists no blobId or sha256 (sizes only).
         """
         if repo_type not in ("dataset", "model", "space"):
             raise ValueError(f"unknown repo_type {repo_type!r}")
@@ -654,8 +779,12 @@ class StandInHub(_FileServer):
             p: HubFile(p, bytes(d), lfs=(len(d) > self.lfs_threshold) if lfs is None else lfs)
             for p, d in files.items()
         }
-        repo = HubRepo(repo_id, repo_type, hub_files, sha, gated=gated, gate_metadata=gate_metadata)
         with self.lock:
+            before = self.repos.get((repo_type, repo_id))
+            older = {} if before is None else {**before.older, before.sha: before}
+            older.pop(sha, None)
+            repo = HubRepo(repo_id, repo_type, hub_files, sha, gated=gated, gate_metadata=gate_metadata, older=older,
+                           hashes=hashes)
             self.repos[(repo_type, repo_id)] = repo
         return repo
 
@@ -700,12 +829,15 @@ class _StaticHandler(_Handler):
     server: StaticServer
 
     def _route(self) -> None:
+        query = urlsplit(self.path).query
         with self.server.lock:
-            data = self.server.files.get(self.url_path)
+            path = f"{self.url_path}?{unquote(query)}" if query and f"{self.url_path}?{unquote(query)}" in \
+                self.server.files else self.url_path
+            data = self.server.files.get(path)
         if data is None:
             self.reply(404, b"Not Found", {"Content-Type": "text/plain"})
             return
-        keys: list[FaultKey] = [(None, self.url_path)]
+        keys: list[FaultKey] = [(None, path), (None, self.url_path)]
         corrupted = self.server._corrupted(keys)
         headers = {
             "Content-Type": mimetypes.guess_type(self.url_path)[0] or "application/octet-stream",
@@ -715,7 +847,8 @@ class _StaticHandler(_Handler):
 
 
 class StaticServer(_FileServer):
-    """Plain file server on 127.0.0.1: url path -> bytes, 404 otherwise, with Range and the same faults."""
+    """Plain file server on 127.0.0.1: url path -> bytes, 404 otherwise, with Range and the same faults. A path
+    registered with its query (``/api/x?ref=abc``) answers only that query; one without answers any."""
 
     def __init__(self, files: Mapping[str, bytes] | None = None) -> None:
         super().__init__(_StaticHandler)
@@ -731,7 +864,11 @@ class StaticServer(_FileServer):
         return self.url(path)
 
     def url(self, path: str) -> str:
-        return self.endpoint + quote("/" + path.lstrip("/"))
+        path, sep, query = path.partition("?")
+        return self.endpoint + quote("/" + path.lstrip("/")) + (f"?{query}" if sep else "")
+
+    def _key(self, path: str, repo_id: str | None) -> FaultKey:
+        return (None, "/" + path.lstrip("/"))
 
     def remove(self, path: str) -> None:
         """Stop serving ``path`` (it answers 404 from now on)."""

@@ -1,6 +1,7 @@
-"""Real data through the front door: each release fetched through the real hub client (against a stand-in on
-127.0.0.1) and plain HTTP, verified, recorded, resumed, refused; imported with ``--from``; listed by ``data
-status``; read by the paper profile. Nothing here reaches the internet."""
+"""Real data through the front door: each release fetched at its pinned revision through the real hub client's
+listing (against a stand-in on 127.0.0.1) and plain HTTP, verified, recorded, resumed, refused; its known defects
+and dead links left out as data; imported with ``--from``; listed by ``data status``; read by the paper profile.
+Nothing here reaches the internet."""
 
 from __future__ import annotations
 
@@ -26,85 +27,99 @@ stand_in_hub = hubstub.stand_in_hub
 static_server = hubstub.static_server
 
 
-@pytest.fixture
-def web(stand_in_hub, static_server, tmp_path, monkeypatch, shared_data):
-    """Both stand-ins serving every release, the data home in tmp, URLs mirrored to the static server."""
-    monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "data-home"))
-    monkeypatch.setenv("VLAMB_MIRRORS", rf.serve_releases(stand_in_hub, static_server))
-    monkeypatch.delenv("HF_TOKEN", raising=False)
-    return stand_in_hub, static_server
+web = rf.web
 
 
 def test_refadv_is_fetched_verified_recorded_and_read_by_the_paper_profile(web):
+    from vlamb_nb.benchmarks.refadv.data import HUB_REVISION, PINNED_RUNS, RUNS_COMMIT
+
     hub, files = web
     m = fetch("refadv", progress=False)
-    assert m["complete"] and m["counts"] == {"rows": 1142} and m["n_items"] == 1142
-    repo_sha = hub.repos[("dataset", "dddraxxx/ref-adv-s")].sha
-    assert m["revision"] == repo_sha and m["label"].startswith(f"hub:dddraxxx/ref-adv-s@{repo_sha[:7]}")
-    parquet = release_dir("refadv") / "files" / "data" / "train-00000-of-00001.parquet"
-    want = rf.refadv_repo()["data/train-00000-of-00001.parquet"]
-    assert parquet.read_bytes() == want
+    assert m["complete"] and m["counts"] == {"rows": 1142, "released runs": 30} and m["n_items"] == 1142
+    # the pinned revision, asked for by name (the stand-in's main is that commit too)
+    assert m["revision"] == HUB_REVISION == hub.repos[("dataset", "dddraxxx/ref-adv-s")].sha
+    assert m["revisions"] == {"dddraxxx/ref-adv-s": HUB_REVISION, "dddraxxx/Ref-Adv": RUNS_COMMIT}
+    assert set(m["pinning"].values()) == {"known-good (pinned in the release)"}
+    assert hub.seen("GET", f"/api/datasets/dddraxxx/ref-adv-s/revision/{HUB_REVISION}")
+    assert m["label"].startswith(f"hub:dddraxxx/ref-adv-s@{HUB_REVISION[:7]}")
+    base = release_dir("refadv") / m["folder"]
+    parquet = base / "files" / "data" / "train-00000-of-00001.parquet"
+    assert parquet.read_bytes() == rf.refadv_repo()["data/train-00000-of-00001.parquet"]
     recorded = {f["path"]: f for f in m["files"]}
-    assert recorded["data/train-00000-of-00001.parquet"]["verified"] == "hub listing"
-    assert len([p for p in recorded if p.startswith("predictions/")]) == 5  # the released runs, pinned sha256
-    assert not (release_dir("refadv") / ".staging").exists()
+    assert recorded["data/train-00000-of-00001.parquet"]["verified"] == "hub listing sha256"
+    runs = {p: f for p, f in recorded.items() if p.startswith("predictions/")}
+    assert len(runs) == 30  # every released run, found by listing outputs/qwen/ at the pinned commit
+    pinned = {p for p, f in runs.items() if f["verified"] == "pinned sha256"}
+    assert pinned == {f"predictions/{n}" for n in PINNED_RUNS}
+    others = {f["verified"] for p, f in runs.items() if p not in pinned}
+    assert others == {"GitHub listing git object; sha256 recorded at first fetch, not pinned"}
+    assert all(len(f["sha256"]) == 64 for f in runs.values())
+    assert not (base / ".staging").exists()
     # the paper profile reads it, and says what it is
     choice = fetched("refadv")
     assert choice.identity == DataIdentity(kind="release", paper="refadv", release="hub:dddraxxx/ref-adv-s",
-                                           revision=repo_sha, n_items=1142, label=m["label"])
+                                           revision=HUB_REVISION, n_items=1142, label=m["label"])
     from vlamb_nb.benchmarks.refadv import report
 
     data = report.notebook_data(None, profile="paper")
     assert len(data["pipeline"]) == 1142 and data["data"].kind == "release"
-    assert data["pipeline"].attrs["data"]["revision"] == repo_sha
-    assert Path(data["predictions"]).is_dir()
+    assert data["pipeline"].attrs["data"]["revision"] == HUB_REVISION
+    assert len(list(Path(data["predictions"]).glob("*_predictions.jsonl"))) == 30
     row = next(r for r in status() if r["paper"] == "refadv")
-    assert row["state"] == "complete" and row["items"] == 1142 and row["revision"] == repo_sha
+    assert row["state"] == "complete" and row["items"] == 1142 and row["revision"] == HUB_REVISION
+    assert row["recorded"] == 25 and row["unverified"] == 0
 
 
 def test_a_second_fetch_downloads_nothing_again(web):
     hub, files = web
     fetch("refadv", progress=False)
     gets = len(hub.file_requests("data/train-00000-of-00001.parquet"))
-    url_gets = len(files.seen("GET"))
-    fetch("refadv", progress=False)
+    url_gets = len([r for r in files.seen("GET") if r[1].endswith(".jsonl")])
+    m = fetch("refadv", progress=False)
     assert len(hub.file_requests("data/train-00000-of-00001.parquet")) == gets == 1
-    assert len(files.seen("GET")) == url_gets
+    assert len([r for r in files.seen("GET") if r[1].endswith(".jsonl")]) == url_gets == 30
+    # the sha256 recorded at first fetch is what the second checks the unpinned runs against
+    assert {f["path"]: f["sha256"] for f in m["files"]} == {f["path"]: f["sha256"] for f in read_manifest("refadv")["files"]}
 
 
-def test_a_killed_download_resumes_and_nothing_half_written_is_visible(web, monkeypatch):
-    from huggingface_hub import constants
-
+def test_a_cut_body_is_resumed_from_what_was_written(web):
     hub, _ = web
-    monkeypatch.setattr(constants, "DOWNLOAD_CHUNK_SIZE", 4096)  # the client writes whole chunks: small ones here
     name = "data/train-00000-of-00001.parquet"
     size = len(rf.refadv_repo()[name])
     hub.cut_after(name, size // 3, repo_id="dddraxxx/ref-adv-s", reset=True)  # the connection dies mid-file
-    with pytest.raises(FetchError):
-        fetch("refadv", progress=False)
-    assert not (release_dir("refadv") / "files" / name).exists()
-    assert read_manifest("refadv") is None
-    fetch("refadv", progress=False)
-    (asked,) = [s[2] for s in hub.file_requests(name) if s[2]]  # the second fetch asked only for the rest
+    m = fetch("refadv", progress=False, backoff=0.01)
+    (asked,) = [s[2] for s in hub.file_requests(name) if s[2]]  # the retry asked only for the rest
     start = int(asked.removeprefix("bytes=").removesuffix("-"))
-    assert 0 < start <= size // 3 and start % 4096 == 0  # from what the first one had written
-    assert (release_dir("refadv") / "files" / name).read_bytes() == rf.refadv_repo()[name]
+    assert 0 < start <= size // 3  # from what the first attempt had written
+    base = release_dir("refadv") / m["folder"]
+    assert (base / "files" / name).read_bytes() == rf.refadv_repo()[name]
 
 
-def test_a_file_with_the_wrong_sha256_is_refused(web):
+def test_a_file_with_the_wrong_sha256_is_refused(web, tmp_path, monkeypatch):
     hub, files = web
     name = "data/train-00000-of-00001.parquet"
     good = rf.refadv_repo()[name]
     hub.corrupt(name, good[:-1] + bytes([good[-1] ^ 1]), repo_id="dddraxxx/ref-adv-s")
     with pytest.raises(FetchError, match="sha256") as e:
         fetch("refadv", progress=False)
-    assert "refused" in str(e.value)
-    assert not (release_dir("refadv") / "files" / name).exists()
-    # a URL file whose bytes are not the released ones is refused the same way
+    assert "refused" in str(e.value) and "\n" not in str(e.value)
+    assert not list(release_dir("refadv").rglob("train-00000-of-00001.parquet"))
+    assert read_manifest("refadv") is None
+    # a URL file whose bytes are not the released ones is refused the same way (in a fresh data home: the first
+    # fetch placed the good runs already)
+    monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "other-home"))
     hub.corrupt(name, None, repo_id="dddraxxx/ref-adv-s")
     url = next(u for u in rf.url_files() if u.endswith("qwen25a3b_direct_predictions.jsonl"))
-    files.corrupt(rf.url_path(url), b"{}\n")
+    good = rf.url_files()[url]
+    files.corrupt(rf.url_path(url), good[:-2] + b"x\n")  # the pinned size, other bytes
     with pytest.raises(FetchError, match="qwen25a3b_direct_predictions.jsonl has sha256"):
+        fetch("refadv", progress=False)
+    # an unpinned run is checked against the git object id the listing gives
+    monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "third-home"))
+    files.corrupt(rf.url_path(url), None)
+    other = next(u for u in rf.url_files() if u.endswith("qwen3a235b_cot_predictions.jsonl"))
+    files.corrupt(rf.url_path(other), rf.url_files()[other][:-2] + b"x\n")
+    with pytest.raises(FetchError, match="qwen3a235b_cot_predictions.jsonl does not match the git object"):
         fetch("refadv", progress=False)
 
 
@@ -116,6 +131,9 @@ def test_gated_release_without_access_names_hf_token_and_the_page(web, monkeypat
     assert "\n" not in line and "HF_TOKEN" in line and f"{hub.endpoint}/datasets/ColumbiaNLP/V-FLUTE" in line
     m = fetch("vflute", token=hub.token, progress=False, models=False)
     assert m["complete"] and m["counts"] == {"rows": 723}
+    from vlamb_nb.benchmarks.vflute.data import HUB_REVISION
+
+    assert m["revision"] == HUB_REVISION
     assert [f["path"] for f in m["files"]] == ["data/test-00000-of-00001.parquet"]  # the test split only
     assert not hub.file_requests("data/train-00000-of-00001.parquet")
     from vlamb_nb.benchmarks.vflute import report
@@ -139,43 +157,66 @@ def test_no_network_is_one_line_naming_from(tmp_path, monkeypatch):
         assert "cannot reach" in str(e.value) and "--from" in str(e.value) and "\n" not in str(e.value)
 
 
-def test_a_missing_image_is_counted_and_leaves_the_release_incomplete(web):
+def test_a_dead_image_link_leaves_the_release_incomplete_until_accepted_and_is_retried_alone(web):
     _, files = web
     url = rf.racquet_urls()[3]
-    files.remove(rf.url_path(url))
-    m = fetch("racquet", progress=False, models=False)
-    assert not m["complete"] and m["missing"]["images"]["count"] == 1
-    assert m["missing"]["images"]["first"] == ["general:5"]  # the first question on that image
+    files.remove(rf.url_path(url))  # a dead Flickr link: 404
+    m = fetch("racquet", progress=False, models=False, backoff=0.01)
+    assert not m["usable"] and not m["complete"] and m["missing"]["images"]["count"] == 1
+    assert m["missing"]["images"]["first"] == ["general-5", "general-6"]  # the questions on that image
+    assert "HTTP 404" in m["missing"]["images"]["why"]
     row = next(r for r in status() if r["paper"] == "racquet")
-    assert row["state"] == "incomplete" and "general:5" in row["missing"]
-    with pytest.raises(NotFetchedError, match="incomplete"):
+    assert row["state"] == "incomplete" and "general-5" in row["missing"]
+    with pytest.raises(NotFetchedError, match="incomplete.*--accept-missing"):
         fetched("racquet")
-    # once the image is back, a fetch completes it and downloads only that image
+    # accepted: the release is usable, its question left out and said so
+    before = len(files.seen("GET"))
+    m = fetch("racquet", progress=False, models=False, backoff=0.01, accept_missing=True)
+    assert m["usable"] and not m["complete"] and not m["missing"]
+    assert len(files.seen("GET")) == before + 1  # only the dead link was tried again
+    (lo,) = m["left_out"]
+    assert lo["kind"] == "missing" and lo["keys"] == [url] and lo["items"] == 2 and "accept-missing" in lo["why"]
+    from vlamb_nb.benchmarks.racquet import report
+
+    data = report.notebook_data(None, profile="paper")
+    assert len(data["pipeline"]) == 738 and not {"general-5", "general-6"} & set(data["pipeline"]["id"])
+    assert data["data"].n_loaded == 738 and data["data"].n_items == 740 and data["data"].left_out[0].items == 2
+    # a later fetch (no flag) keeps the acceptance, retries only that image, and completes once it is back
     files.add(rf.url_path(url), rf.url_files()[url])
     before = len(files.seen("GET"))
-    assert fetch("racquet", progress=False, models=False)["complete"]
+    m = fetch("racquet", progress=False, models=False)
+    assert m["complete"] and not m["left_out"]
     assert len(files.seen("GET")) == before + 1
 
 
 def test_mucar_images_resolve_in_the_hub_layout_and_gaps_are_reported(stand_in_hub, static_server, tmp_path,
                                                                        monkeypatch, shared_data):
+    from vlamb_nb.benchmarks.mucar.data import IMAGES_REVISION
+
     monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "home"))
     repo = dict(rf.mucar_image_repo())
     repo.pop("1-1.jpg")
-    stand_in_hub.add_repo("kevindragon221/MUCAR", repo)
+    stand_in_hub.add_repo("kevindragon221/MUCAR", repo, revision_sha=IMAGES_REVISION)
     for url, data in rf.url_files().items():
         static_server.add(rf.url_path(url), data)
     monkeypatch.setenv("VLAMB_MIRRORS", f"*={static_server.endpoint}/")
     m = fetch("mucar", progress=False)
     assert m["counts"] == {"queries": 1278, "pairs": 501}
-    assert m["missing"] == {"images": {"count": 1, "first": ["1-1"]}} and not m["complete"]
+    # an image the release does not declare missing: incomplete, named
+    assert m["missing"]["images"]["keys"] == ["1-1"] and not m["usable"]
+    assert m["missing"]["images"]["first"] == ["mucar-0"]  # the query that shows it
+    # the known defect is data: named, left out, and not what makes it incomplete
+    (lo,) = m["left_out"]
+    assert lo["kind"] == "defect" and lo["n_keys"] == 22 and lo["items"] == 186
     assert m["revision"] == "c2410e1b3f229f6ebb3b0f46a3cdad80a8347a56"  # the records' commit
 
 
 def test_counts_that_differ_are_an_error_unless_allowed(stand_in_hub, static_server, tmp_path, monkeypatch,
                                                         shared_data):
+    from vlamb_nb.benchmarks.refadv.data import HUB_REVISION
+
     monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "home"))
-    stand_in_hub.add_repo("dddraxxx/ref-adv-s", rf.refadv_repo(1100))
+    stand_in_hub.add_repo("dddraxxx/ref-adv-s", rf.refadv_repo(1100), revision_sha=HUB_REVISION)
     for url, data in rf.url_files().items():
         static_server.add(rf.url_path(url), data)
     monkeypatch.setenv("VLAMB_MIRRORS", f"*={static_server.endpoint}/")
@@ -188,28 +229,43 @@ def test_counts_that_differ_are_an_error_unless_allowed(stand_in_hub, static_ser
 
 
 def test_from_imports_a_copy_and_verifies_it(web, tmp_path, shared_data):
-    hub, _ = web
     from huggingface_hub import snapshot_download
 
-    # a hub cache made elsewhere: the snapshot folder's name is the revision
-    cache = tmp_path / "elsewhere"
-    snapshot_download("dddraxxx/ref-adv-s", repo_type="dataset", cache_dir=cache)
+    from vlamb_nb.benchmarks.refadv.data import HUB_REVISION
+
+    hub, _ = web
+    # a hub cache made elsewhere, copied with the runs: the snapshot folder's name is the revision, each file a
+    # link to a blob named by its sha256
     copy = tmp_path / "copy"
+    snapshot_download("dddraxxx/ref-adv-s", repo_type="dataset", cache_dir=copy, revision=HUB_REVISION)
     (copy / "predictions").mkdir(parents=True)
-    for p in (shared_data / "refadv" / "predictions").glob("*.jsonl"):
-        (copy / "predictions" / p.name).write_bytes(p.read_bytes())
-    (copy / "datasets--dddraxxx--ref-adv-s").symlink_to(cache / "datasets--dddraxxx--ref-adv-s")
+    for name, data in rf.refadv_runs().items():
+        (copy / "predictions" / name).write_bytes(data)
     gets = len(hub.seen("GET"))
     m = fetch("refadv", from_path=copy, progress=False)
     assert len(hub.seen("GET")) == gets  # nothing downloaded
-    assert m["complete"] and m["revision"] == hub.repos[("dataset", "dddraxxx/ref-adv-s")].sha
-    assert m["how"].startswith("imported from")
+    assert m["complete"] and m["revision"] == HUB_REVISION and m["how"].startswith("imported from")
+    verified = {f["path"]: f["verified"] for f in m["files"]}
+    assert verified["data/train-00000-of-00001.parquet"] == "the hub cache's blob name (sha256)"
+    assert verified["predictions/qwen25a3b_direct_predictions.jsonl"] == "pinned sha256"
+    assert verified["predictions/qwen3a2b_cot_predictions.jsonl"].startswith("unverified")  # nothing to check against
+    # a link out of the copy is refused, and nothing is imported from outside it
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "racquet_general.jsonl").write_bytes((shared_data / "racquet" / "racquet_general.jsonl").read_bytes())
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "racquet_general.jsonl").symlink_to(outside / "racquet_general.jsonl")
+    (linked / "racquet_bias.jsonl").write_bytes((shared_data / "racquet" / "racquet_bias.jsonl").read_bytes())
+    with pytest.raises(FetchError, match="is a link out of") as e:
+        fetch("racquet", from_path=linked, progress=False)
+    assert "\n" not in str(e.value) and read_manifest("racquet") is None
     # released files that are not the released bytes are refused
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "racquet_general.jsonl").write_text("{}\n")
     (bad / "racquet_bias.jsonl").write_bytes((shared_data / "racquet" / "racquet_bias.jsonl").read_bytes())
-    with pytest.raises(FetchError, match="racquet_general.jsonl has sha256"):
+    with pytest.raises(FetchError, match="racquet_general.jsonl has .* bytes|racquet_general.jsonl has sha256"):
         fetch("racquet", from_path=bad, progress=False)
 
 
@@ -251,7 +307,8 @@ def test_cli_fetch_status_and_the_gated_line(web, tmp_path):
     assert "HF_TOKEN" in line and "ColumbiaNLP/V-FLUTE" in line
     r = _cli(env, "data", "fetch", "refadv", "-q")
     assert r.returncode == 0, r.stderr
-    assert "complete" in r.stdout and "1,142 items" in r.stdout
+    assert "complete" in r.stdout and "1,142 rows" in r.stdout
+    assert "recorded at first fetch, not pinned: the sha256 of 25 files" in r.stdout
     r = _cli(env, "data", "status", "--json")
     rows = {x["paper"]: x for x in json.loads(r.stdout)["papers"]}
     assert rows["refadv"]["state"] == "complete" and rows["vflute"]["state"] == "not fetched"
@@ -276,12 +333,17 @@ def test_reproduce_sends_every_fetched_item_and_the_report_names_the_revision(we
     assert {e for e in expressions if any(e in p for p in grounding)} == expressions
     report = (tmp_path / "runs" / "r" / "report.md").read_text(encoding="utf-8")
     assert f"hub:dddraxxx/ref-adv-s@{sha[:7]} · 1,142 of 1,142" in report
-    # on the whole release the five released runs are compared row by row, the official table's rows beside them
+    # on the whole release all 30 released runs are compared row by row, the official table's rows beside them
     results = json.loads((tmp_path / "runs" / "r" / "results.json").read_text(encoding="utf-8"))
     overall = next(h for h in results["refadv"]["results"]["headline"] if h["slice"] == "overall")
     per_item = [c for c in overall["comparators"] if c["basis"] == "per-item"]
-    assert len(per_item) == 5 and {c["n"] for c in per_item} == {1142}  # the five released runs
-    assert [c for c in overall["comparators"] if c["basis"] == "published"]
+    assert len(per_item) == 30 and {c["n"] for c in per_item} == {1142}  # every released run
+    # every published Ref-Adv-s model row has its released run now: none is left to a published value alone
+    from vlamb_nb import reference
+
+    published = set(reference.load("refadv", "Ref-Adv-s")["row"]) - {"Human Expert (High)", "Human Expert (Medium)"}
+    assert {c["name"] for c in per_item} == published
+    assert not [c for c in overall["comparators"] if c["basis"] == "published"]
     assert overall["rank"] is not None and overall["data"]["n_run"] == 1142
 
 
@@ -345,3 +407,105 @@ def test_two_served_models_on_the_fetched_release_compare_with_the_mcnemar_p_the
     assert pair["p"] == pytest.approx(exact)
     assert {(d or {}).get("revision") for m in out["models"] for d in m["data"].values()} == {
         web[0].repos[("dataset", "dddraxxx/ref-adv-s")].sha}  # both stood on the fetched release
+
+
+# -- the issue's "done when": MUCAR as really released ---------------------------------------------------------
+def test_mucar_with_its_real_defect_is_fetched_usable_naming_the_22_ids_and_186_queries(web, tmp_path):
+    """The stand-in image set has the real defect: no ``malay/N`` file for 22 ``image_id``s, both ``malay/N-1`` and
+    ``malay/N-2``. The fetch exits 0 naming them; their queries are left out whole and the release is usable."""
+    from vlamb_nb.benchmarks.mucar.data import AMBIGUOUS_IMAGE_IDS
+
+    hub, _ = web
+    env = {**os.environ, **hubstub.hub_env(hub.endpoint, tmp_path / "hf")}
+    r = _cli(env, "data", "fetch", "mucar", "-q")
+    assert r.returncode == 0, r.stderr
+    assert "usable: 999 of 1,278 queries (279 left out)" in r.stdout
+    assert "22 image_id values" in r.stdout and "186 queries name them" in r.stdout
+    assert all(k in r.stdout for k in AMBIGUOUS_IMAGE_IDS)  # every one named
+    m = read_manifest("mucar")
+    (lo,) = m["left_out"]
+    assert sorted(lo["keys"]) == sorted(AMBIGUOUS_IMAGE_IDS) and (lo["items"], lo["also"]) == (186, 93)
+    assert lo["candidates"]["malay/42"] == {"malay/42-1": "images/malay/42-1.jpg", "malay/42-2": "images/malay/42-2.jpg"}
+    row = next(x for x in status() if x["paper"] == "mucar")
+    assert row["state"] == "usable: 999 of 1,278 queries" and "22 image_id values" in row["left_out"][0]
+    # the paper profile runs the rest: statistics on every record, the pipeline without any query of a defect pair
+    from vlamb_nb.benchmarks.mucar import report
+
+    data = report.notebook_data(None, profile="paper")
+    assert len(data["release"]) == 1278 and len(data["pipeline"]) == 999
+    assert not set(data["pipeline"]["image_id"]) & set(AMBIGUOUS_IMAGE_IDS)
+    assert data["data"].n_loaded == 999 and data["data"].n_items == 1278
+    # a pair is left out whole under any grouping: by pair_id the 186 queries are their whole pairs
+    from vlamb_nb.benchmarks.mucar.data import load_items
+    from vlamb_nb.datahome import tag
+
+    choice = fetched("mucar")
+    by_pair = tag(load_items(choice.source, grouping="pair_id", images=choice.images), choice.identity)
+    assert len(by_pair) == 1278 - 186
+
+
+@pytest.mark.slow
+def test_reproduce_mucar_runs_the_rest_sends_no_guessed_image_and_the_report_says_what_was_left_out(
+        web, tmp_path, monkeypatch):
+    """The issue's "done when": after the fetch, ``reproduce mucar`` with a served model runs every usable query,
+    sends no image for a query whose image_id names two files, and report.md says what was left out and why."""
+    import hashlib
+
+    from vlamb_nb.benchmarks.mucar.data import AMBIGUOUS_IMAGE_IDS
+
+    assert cli.main(["data", "fetch", "mucar", "-q"]) == 0
+    choice = fetched("mucar")
+    from vlamb_nb.benchmarks.mucar import report as mucar_report
+
+    data = mucar_report.notebook_data(None, profile="paper")
+    kept, release = data["pipeline"], data["release"]
+    left = release[~release["uid"].isin(set(kept["uid"]))]
+    from vlamb_nb.images import load_image, model_image_bytes
+
+    # what a model is sent for each file of the stand-in image set (MUCAR loads each image, then it is encoded)
+    sha = {name.removesuffix(".jpg"): hashlib.sha256(model_image_bytes(load_image(b))[0]).hexdigest()
+           for name, b in rf.mucar_image_repo().items()}
+    kept_images = {sha[i] for i in kept["image_id"]}
+    candidates = {sha[c] for cs in AMBIGUOUS_IMAGE_IDS.values() for c in cs}
+    monkeypatch.chdir(tmp_path)
+    with ChatEndpoint(lambda prompt: "Answer: A") as server:
+        code = cli.main(["reproduce", "mucar", "--run-id", "r", "--runs-dir", str(tmp_path / "runs"),
+                         "-p", "model=openai:acme/vlm-7b", "-p", f"base_url={server.base_url}", "-p", "settings=full",
+                         "-p", "table4_settings=[]", "-p", "n_resamples=50", "-p", "concurrency=32"])
+        prompts, images = list(server.prompts), list(server.images)
+    results = json.loads((tmp_path / "runs" / "r" / "results.json").read_text(encoding="utf-8"))
+    assert code == 0, results["mucar"]["error"]
+    # every usable query was asked once, with its own image; none of a left-out pair, no candidate guessed
+    sent = [h for imgs in images for h in imgs]
+    assert len([i for i in images if i]) == len(kept) == 999
+    assert set(sent) == kept_images and not (set(sent) & (candidates - kept_images))
+    only_left = set(left["question"]) - set(kept["question"])
+    assert only_left and not [q for q in only_left if any(q in p for p in prompts)]
+    assert choice.identity.left_out[0].n_keys == 22
+    # the report says what was left out and why, and the rank is on a subset
+    report = (tmp_path / "runs" / "r" / "report.md").read_text(encoding="utf-8")
+    assert "· 999 of 1,278 (279 left out)" in report
+    assert "279 queries left out: 22 image_id values (malay/8, malay/9, malay/15, …): known defect of the release" in report
+    assert "186 queries name them, 93 more are the rest of their groups" in report
+    heads = results["mucar"]["results"]["headline"]
+    assert {h["data"]["n_run"] for h in heads} == {999}
+    assert all(h["data"]["left_out"][0]["items"] == 186 for h in heads)
+
+
+@pytest.mark.slow
+def test_the_example_card_and_comparison_take_every_released_run_present(web, tmp_path):
+    """With the release fetched, the examples place the replayed run among all 30 released runs (the comparison: the
+    20 direct ones) on the same rows; without it, the five beside the checkout (the committed figures)."""
+    from vlamb_nb import compare
+    from vlamb_nb.benchmarks.refadv.report import example_card, predictions_dir
+
+    before = compare.example(n_resamples=100)
+    assert len(before.models) == 4  # the four direct runs of the five beside the checkout
+    fetch("refadv", progress=False)
+    assert predictions_dir("paper").parent.parent == release_dir("refadv") / read_manifest("refadv")["folder"]
+    after = compare.example(n_resamples=100)
+    assert len(after.models) == 20 and "refadv direct: 1142 items answered by every model" in after.notes
+    card = example_card(n_resamples=100, workdir=tmp_path / "card")
+    overall = next(h for h in card.headlines if h.slice == "overall")
+    per_item = [c for c in overall.comparators if c.basis == "per-item"]
+    assert len(per_item) == 29 and {c.n for c in per_item} == {31}  # every other released run, on the demo's rows

@@ -160,33 +160,79 @@ def cmd_data_stats(a: argparse.Namespace) -> int:
 
 
 def cmd_data_fetch(a: argparse.Namespace) -> int:
-    """Fetch (or import) each paper's release; one line per paper that fails, never a traceback."""
-    from vlamb_nb.releases import fetch
+    """Fetch (or import) each paper's release; one line per paper that fails, never a traceback; Ctrl-C stops it
+    with one line (exit 130) and the next fetch resumes."""
+    from vlamb_nb.releases import FetchInterrupted, fetch
     from vlamb_nb.releases.catalog import release
 
     papers = [release(p).paper for p in (a.papers or _benchmarks())]
     if a.from_path and len(papers) != 1:
         raise VlambError("--from imports one paper's copy: name the paper (vlamb-nb data fetch PAPER --from PATH)")
+    if a.revision and len(papers) != 1:
+        raise VlambError("--revision moves one paper's source: name the paper (vlamb-nb data fetch PAPER --revision "
+                         "REV)")
     failed = 0
     for paper in papers:
         try:
-            m = fetch(paper, from_path=a.from_path, allow_mismatch=a.allow_mismatch, models=not a.no_models,
-                      concurrency=a.concurrency, progress=not a.quiet)
+            m = fetch(paper, from_path=a.from_path, revision=a.revision, accept_missing=a.accept_missing,
+                      allow_mismatch=a.allow_mismatch, models=not a.no_models, concurrency=a.concurrency,
+                      progress=not a.quiet, stall=a.timeout)
+        except (FetchInterrupted, KeyboardInterrupt) as e:
+            print(f"vlamb-nb: {e or f'{paper}: stopped (Ctrl-C); run the same command again to resume'}",
+                  file=sys.stderr)
+            return 130
         except VlambError as e:
             print(f"vlamb-nb: {e}", file=sys.stderr)
             failed += 1
             continue
-        state = "complete" if m["complete"] else "INCOMPLETE"
-        print(f"{paper}: {m['label']} {state}: {len(m['files'])} files, {_size(sum(f['size'] for f in m['files']))}")
-        for what, v in (m.get("missing") or {}).items():
-            print(f"  {v['count']} {what} could not be had (first: {', '.join(map(str, v['first']))})")
-            failed += 1
-        for d in m.get("deviations") or []:
-            print(f"  deviation: {d}")
-        for mod in m.get("models") or []:
-            if mod.get("error"):
-                print(f"  metric model {mod['repo']}: {mod['error']}", file=sys.stderr)
+        failed += 0 if fetch_lines(m) else 1
     return 1 if failed else 0
+
+
+def fetch_lines(m: dict[str, Any]) -> bool:
+    """Print what one fetch left in the data home; True when the release can be used."""
+    from vlamb_nb.datahome import LeftOut
+
+    files = m["files"]
+    print(f"{m['paper']}: {m['label']} {m['state'].upper() if m['state'] == 'incomplete' else m['state']}: "
+          f"{len(files)} files, {_size(sum(f['size'] for f in files))}")
+    for e in m.get("left_out") or []:
+        lo = LeftOut.from_dict(e)
+        print(f"  left out: {lo.text()}")
+        if e.get("kind") == "defect":
+            keys = e.get("keys") or []
+            shown = ", ".join(keys[:40]) + (f", … ({len(keys)})" if len(keys) > 40 else "")
+            print(f"    {lo.column} values ({len(keys)}): {shown}")
+            cands = e.get("candidates") or {}
+            k = next(iter(cands), None)
+            if k is not None:
+                print(f"    each with candidates that all exist, e.g. {k}: {', '.join(cands[k])} (none is guessed)")
+    for what, v in (m.get("missing") or {}).items():
+        print(f"  {v['count']} {what} could not be had ({v.get('why', '')}): {v.get('items', '?')} "
+              f"{m.get('unit', 'items')} (first: {', '.join(map(str, v['first']))}); fetch again later to retry "
+              f"only those, or accept them with `vlamb-nb data fetch {m['paper']} --accept-missing` (their items are "
+              "then left out, and every result says so)")
+    if not m.get("current", True):
+        print(f"  this revision is not used: the current one ({m.get('kept')}) stays until one is complete")
+    unverified = sum(str(f.get("verified", "")).startswith("unverified") for f in files)
+    recorded = sum("recorded at first fetch" in str(f.get("verified", "")) for f in files)
+    if unverified:
+        print(f"  unverified (no published checksum; their sha256 is recorded now): {unverified} of {len(files)} "
+              "files")
+    if recorded:
+        print(f"  recorded at first fetch, not pinned: the sha256 of {recorded} files")
+    for source, how in (m.get("pinning") or {}).items():
+        if how != "known-good (pinned in the release)":
+            print(f"  revision of {source}: {(m.get('revisions') or {}).get(source)} ({how})")
+    for d in m.get("deviations") or []:
+        print(f"  deviation: {d}")
+    for note in m.get("notes") or []:
+        if note.startswith("a known defect is not"):
+            print(f"  note: {note}")
+    for mod in m.get("models") or []:
+        if mod.get("error"):
+            print(f"  metric model {mod['repo']}: {mod['error']}", file=sys.stderr)
+    return bool(m.get("usable", m.get("complete")))
 
 
 def cmd_data_status(a: argparse.Namespace) -> int:
@@ -200,12 +246,22 @@ def cmd_data_status(a: argparse.Namespace) -> int:
         print(f"data home: {data_home()}")
         table = [{"paper": r["paper"], "state": r["state"], "items": r["items"],
                   "revision": (r["revision"] or "")[:7], "size": _size(r["bytes"]) if r["bytes"] else "",
-                  "missing": r["missing"], "metric models": r["models"]} for r in rows]
+                  "unverified": r["unverified"] or "", "missing": r["missing"], "metric models": r["models"]}
+                 for r in rows]
         print(render_text(table))
         for r in rows:
+            for line in r["left_out"]:
+                print(f"{r['paper']}: left out: {line}")
+            if r["recorded"]:
+                print(f"{r['paper']}: the sha256 of {r['recorded']} files was recorded at first fetch, not pinned")
+            for source, how in (r.get("pinning") or {}).items():
+                if how != "known-good (pinned in the release)":
+                    print(f"{r['paper']}: revision of {source}: {how}")
             for problem in r["problems"]:
                 print(f"{r['paper']}: {problem}")
-    return 0 if all(r["state"].startswith("complete") for r in rows) else 1
+            for line in r["pending"]:
+                print(f"{r['paper']}: {line}")
+    return 0 if all(r["state"].startswith(("complete", "usable")) for r in rows) else 1
 
 
 def _size(n: int) -> str:
@@ -505,10 +561,18 @@ def build_parser() -> argparse.ArgumentParser:
     df = data.add_parser("fetch", help="download each paper's release once into the data home, verified")
     df.add_argument("papers", nargs="*", metavar="PAPER", help=f"any of {', '.join(_benchmarks())} (default: all)")
     df.add_argument("--from", dest="from_path", metavar="PATH",
-                    help="import a copy made elsewhere (a hub snapshot folder, the files as released, or another "
-                         "data home's paper folder) instead of downloading")
+                    help="import a copy made elsewhere (a hub cache or snapshot folder, the files as released, a zip "
+                         "or tar archive, or another data home's paper folder) instead of downloading")
+    df.add_argument("--revision", action="append", metavar="[SOURCE=]REV",
+                    help="fetch another revision than the known-good one (recorded); a release with several sources "
+                         "names one: --revision kevindragon221/MUCAR=REV (repeatable)")
+    df.add_argument("--accept-missing", action="store_true",
+                    help="use the release although some files could not be had after retries (dead image links): "
+                         "their items are left out and every result says so; a later fetch retries only those")
     df.add_argument("--allow-mismatch", action="store_true",
                     help="use a release whose counts differ from the paper's (recorded as a deviation)")
+    df.add_argument("--timeout", type=float, metavar="S",
+                    help="seconds without a byte before a download counts as stalled (default 30)")
     df.add_argument("--no-models", action="store_true", help="skip the metric models the default scorers load")
     df.add_argument("--concurrency", type=int, default=8, help="files downloaded at once (images, shards)")
     df.add_argument("-q", "--quiet", action="store_true", help="no progress bars")

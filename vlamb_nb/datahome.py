@@ -1,19 +1,26 @@
 """The data home: where fetched releases live, what each holds, and which data a run stands on.
 
 ``vlamb-nb data fetch PAPER`` (:mod:`vlamb_nb.releases`) downloads a paper's release once into
-``$VLAMB_DATA/<paper>/`` (default ``~/.cache/vlamb_nb/data``, or under ``$XDG_CACHE_HOME``) and writes
-``manifest.json`` there last, so a release without a manifest is never read. This module only reads:
-the paper profile asks :func:`choose` which data to run on, and every result carries the answer as a
-:class:`DataIdentity` (release, revision, n of N items), so a report card can always say what a row stands on.
+``$VLAMB_DATA/<paper>/revisions/<key>/`` (default ``~/.cache/vlamb_nb/data``, or under ``$XDG_CACHE_HOME``),
+one folder per revision, and writes ``<paper>/manifest.json`` last: it names the current revision's folder, so a
+release without a manifest is never read and a new revision is read only once it is complete and verified.
 
-A low layer (paths and errors only): benchmarks, notebooks and the card import it; nothing here downloads.
+This module reads: the paper profile asks :func:`choose` which data to run on. :func:`fetched` verifies what it
+reads — every file's size every time, its sha256 whenever the file's stamp (size, mtime, inode, ctime) changed since
+it was last verified — and refuses a damaged release in one line naming the repair. Every result carries the answer
+as a :class:`DataIdentity` (release, revision, n of N items, what was left out and why), so a report card can always
+say what a row stands on; :func:`tag` leaves out the items the release cannot give as meant.
+
+A low layer (paths and errors only): benchmarks, notebooks and the card import it; nothing here downloads (the
+only file it writes is the stamp cache of what it verified, where the data home can be written).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +28,8 @@ from vlamb_nb.errors import DataError, NotFetchedError
 
 DATA_ENV = "VLAMB_DATA"
 MANIFEST = "manifest.json"
+STAMPS = ".stamps.json"  # per revision folder: the stamp of each file when its sha256 was last verified
+CHUNK = 1 << 20
 #: the kinds of data a run can stand on; only a release is ranked among the papers' models
 KINDS = ("release", "source", "sample")
 
@@ -37,6 +46,21 @@ def data_home() -> Path:
 def release_dir(paper: str) -> Path:
     """The folder of one paper's fetched release (it may not exist yet)."""
     return data_home() / paper
+
+
+def release_base(paper: str, manifest: dict[str, Any]) -> Path:
+    """The folder of the manifest's revision (``files/`` lies in it); a manifest of the older flat layout names
+    none, and its files lie in the paper's folder."""
+    import re
+
+    folder = str(manifest.get("folder") or "")
+    root = release_dir(paper)
+    if not folder:
+        return root
+    if not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*", folder) or ".." in folder:
+        raise DataError(f"the manifest names the folder {folder!r}, outside the release; fetch again with "
+                        f"`vlamb-nb data fetch {paper}`", source=str(root / MANIFEST))
+    return root / folder
 
 
 def read_manifest(paper: str) -> dict[str, Any] | None:
@@ -56,6 +80,48 @@ def read_manifest(paper: str) -> dict[str, Any] | None:
 
 
 @dataclass(frozen=True)
+class LeftOut:
+    """Items of a release left out of every run, and why: a known defect of the release (its keys name no single
+    file), or files that could not be had and that the user accepted (``--accept-missing``). Items are never
+    guessed; with ``whole`` the rest of their group goes too (a pair is scored all-or-nothing)."""
+
+    kind: str  # "defect" or "missing"
+    why: str
+    column: str  # the items column the keys are in
+    keys: tuple[str, ...] = ()  # every key; results keep only n_keys and the first few
+    n_keys: int = 0
+    first: tuple[str, ...] = ()
+    whole: str | None = None
+    unit: str = "items"
+    items: int | None = None  # items that name a key (known once the items are tagged)
+    also: int | None = None  # more items left out with them, as the rest of their groups
+
+    def text(self) -> str:
+        """One line: how many items, which keys, why."""
+        first = ", ".join(self.first[:3]) + (", …" if self.n_keys > 3 else "")
+        what = f"{self.n_keys:,} {self.column} value{'s' if self.n_keys != 1 else ''} ({first})"
+        if self.items is None:
+            return f"{what}: {self.why}"
+        total = self.items + (self.also or 0)
+        more = f", {self.also:,} more are the rest of their groups (scored all-or-nothing)" if self.also else ""
+        return f"{total:,} {self.unit} left out: {what}: {self.why}; {self.items:,} {self.unit} name them{more}"
+
+    def summary(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("keys")
+        d["first"] = list(self.first)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LeftOut:
+        keys = tuple(str(k) for k in d.get("keys") or ())
+        return cls(kind=str(d.get("kind", "")), why=str(d.get("why", "")), column=str(d.get("column", "")),
+                   keys=keys, n_keys=int(d.get("n_keys") or len(keys)),
+                   first=tuple(str(k) for k in (d.get("first") or keys[:5])), whole=d.get("whole"),
+                   unit=str(d.get("unit") or "items"), items=d.get("items"), also=d.get("also"))
+
+
+@dataclass(frozen=True)
 class DataIdentity:
     """What a run's items are: the paper's release (at a revision), files a user gave, or a generated sample."""
 
@@ -67,6 +133,7 @@ class DataIdentity:
     label: str = ""
     deviations: tuple[str, ...] = field(default_factory=tuple)  # e.g. a count mismatch accepted at fetch time
     n_loaded: int | None = None  # items a notebook loaded from it (the demo's 31 of 1,142 rows)
+    left_out: tuple[LeftOut, ...] = field(default_factory=tuple)  # items of the release no run can have
 
     @property
     def ranked(self) -> bool:
@@ -81,6 +148,7 @@ class DataIdentity:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["deviations"] = list(self.deviations)
+        d["left_out"] = [lo.summary() for lo in self.left_out]
         return d
 
     @classmethod
@@ -89,7 +157,8 @@ class DataIdentity:
             return None
         return cls(kind=str(d.get("kind", "")), paper=str(d.get("paper", "")), release=str(d.get("release", "")),
                    revision=d.get("revision"), n_items=d.get("n_items"), label=str(d.get("label", "")),
-                   deviations=tuple(d.get("deviations") or ()), n_loaded=d.get("n_loaded"))
+                   deviations=tuple(d.get("deviations") or ()), n_loaded=d.get("n_loaded"),
+                   left_out=tuple(LeftOut.from_dict(x) for x in d.get("left_out") or () if isinstance(x, dict)))
 
 
 @dataclass(frozen=True)
@@ -103,30 +172,124 @@ class DataChoice:
 
 
 def fetched(paper: str) -> DataChoice:
-    """The fetched release of ``paper`` as load arguments, or :class:`NotFetchedError` in one line."""
+    """The fetched release of ``paper`` as load arguments, verified (:func:`check_release`); a release that is not
+    fetched, not usable or damaged is a :class:`NotFetchedError` in one line naming the command that fixes it."""
     manifest = read_manifest(paper)
     if manifest is None:
         raise NotFetchedError(f"{paper}: the paper's release is not fetched (data home {data_home()}); run "
                               f"`vlamb-nb data fetch {paper}` first, or pass source=")
-    if not manifest.get("complete", False):
+    if not manifest.get("usable", manifest.get("complete", False)):
         missing = manifest.get("missing") or {}
         raise NotFetchedError(f"{paper}: the fetched release is incomplete ({_missing_text(missing)}); run "
-                              f"`vlamb-nb data fetch {paper}` again, or `vlamb-nb data status` for details")
-    root = release_dir(paper)
+                              f"`vlamb-nb data fetch {paper}` again to retry them, or accept them with "
+                              f"`vlamb-nb data fetch {paper} --accept-missing` (their items are then left out, and "
+                              "every result says so)")
+    problems = check_release(paper, manifest)
+    if problems:
+        more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
+        raise NotFetchedError(f"{paper}: the fetched release is damaged ({problems[0]}{more}); repair it with "
+                              f"`vlamb-nb data fetch {paper}`")
+    base = release_base(paper, manifest)
     load = manifest.get("load") or {}
     ident = DataIdentity(kind="release", paper=paper, release=str(manifest.get("release", "")),
                          revision=manifest.get("revision"), n_items=manifest.get("n_items"),
-                         label=str(manifest.get("label", "")), deviations=tuple(manifest.get("deviations") or ()))
-    extra = {k: root / v for k, v in (load.get("extra") or {}).items()}
-    return DataChoice(identity=ident, source=root / load["source"] if load.get("source") else root,
-                      images=root / load["images"] if load.get("images") else None, extra=extra)
+                         label=str(manifest.get("label", "")), deviations=tuple(manifest.get("deviations") or ()),
+                         left_out=tuple(LeftOut.from_dict(x) for x in manifest.get("left_out") or ()))
+    extra = {k: base / v for k, v in (load.get("extra") or {}).items()}
+    return DataChoice(identity=ident, source=base / load["source"] if load.get("source") else base,
+                      images=base / load["images"] if load.get("images") else None, extra=extra)
 
 
 def _missing_text(missing: dict[str, Any]) -> str:
     if not missing:
         return "not every part was fetched"
-    return "; ".join(f"{v.get('count', '?')} {k} missing" for k, v in missing.items() if isinstance(v, dict)) \
-        or "not every part was fetched"
+    parts = []
+    for k, v in missing.items():
+        if isinstance(v, dict):
+            first = ", ".join(map(str, (v.get("first") or [])[:3]))
+            parts.append(f"{v.get('count', '?')} {k} missing" + (f", first {first}" if first else ""))
+    return "; ".join(parts) or "not every part was fetched"
+
+
+# -- verifying what is read ------------------------------------------------------------------------------
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(CHUNK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def stamp(path: Path) -> list[int]:
+    """What changes when a file's bytes may have: size, mtime, inode and ctime (which no copy can set)."""
+    st = os.stat(path, follow_symlinks=False)
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+
+
+def verify_files(files_dir: Path, records: list[dict[str, Any]], *, stamps: dict[str, Any] | None = None,
+                 full: bool = False) -> tuple[list[str], dict[str, list[int]]]:
+    """Each recorded file against its record: present, a plain file, its size; its sha256 when its stamp changed
+    since it was last verified (every one with ``full``). Returns the problems (one short phrase each) and the
+    stamps of the files whose sha256 was checked anew and held."""
+    import stat as st_mod
+
+    problems: list[str] = []
+    fresh: dict[str, list[int]] = {}
+    for rec in records:
+        rel = str(rec.get("path", ""))
+        if not rel or rel.startswith("/") or ".." in Path(rel).parts:
+            problems.append(f"the manifest names {rel!r}, outside the release")
+            continue
+        path = files_dir / rel
+        try:
+            now = stamp(path)
+            mode = os.stat(path, follow_symlinks=False).st_mode
+        except OSError:
+            problems.append(f"{rel} is missing")
+            continue
+        if not st_mod.S_ISREG(mode):
+            problems.append(f"{rel} is not a plain file (a link or a folder)")
+            continue
+        if now[0] != rec.get("size"):
+            problems.append(f"{rel} has {now[0]:,} bytes, {int(rec.get('size') or 0):,} were verified")
+            continue
+        known = (stamps or {}).get(rel) or rec.get("stamp")
+        if rec.get("sha256") and (full or list(known or []) != now):
+            try:
+                same = file_sha256(path) == rec["sha256"]
+            except OSError as e:
+                problems.append(f"{rel} cannot be read ({e.strerror or e})")
+                continue
+            if not same:
+                problems.append(f"{rel} is not the file that was verified (sha256 differs)")
+                continue
+            fresh[rel] = now
+    return problems, fresh
+
+
+def check_release(paper: str, manifest: dict[str, Any], *, full: bool = False) -> list[str]:
+    """:func:`verify_files` on the manifest's revision, keeping the stamps of what was hashed anew (where the data
+    home can be written) so an unchanged file is hashed once."""
+    try:
+        base = release_base(paper, manifest)
+    except DataError as e:
+        return [str(e)]
+    cache = base / STAMPS
+    try:
+        stamps = json.loads(cache.read_text(encoding="utf-8")) if cache.is_file() else {}
+    except (OSError, ValueError):
+        stamps = {}
+    if not isinstance(stamps, dict):
+        stamps = {}
+    problems, fresh = verify_files(base / "files", list(manifest.get("files") or []), stamps=stamps, full=full)
+    if fresh:
+        try:
+            tmp = cache.with_name(f"{STAMPS}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({**stamps, **fresh}), encoding="utf-8")
+            os.replace(tmp, cache)
+        except OSError:
+            pass  # a read-only data home: verified again next time
+    return problems
 
 
 def choose(paper: str, source: Any = None, *, profile: str) -> DataChoice | None:
@@ -154,13 +317,45 @@ def sample_identity(paper: str, *, n_items: int | None, seed: int) -> DataIdenti
 
 def tag(items: Any, identity: DataIdentity) -> Any:
     """Attach ``identity`` to an items frame (``attrs['data']``, with the number of items loaded): the runner
-    stores it in every run's meta, and :func:`identity_of` reads it back."""
+    stores it in every run's meta, and :func:`identity_of` reads it back. Items the release leaves out
+    (``identity.left_out``: a known defect, images accepted as missing) are dropped here, each with the rest of its
+    group where the release says so, and the identity counts them: use the frame this returns."""
+    left_out = identity.left_out
+    if any(lo.keys for lo in left_out):
+        items, left_out = leave_out(items, left_out)
     d = identity.to_dict()
+    d["left_out"] = [lo.summary() for lo in left_out]
     d["n_loaded"] = int(len(items))
     if d["n_items"] is None:
         d["n_items"] = int(len(items))
     items.attrs["data"] = d
     return items
+
+
+def leave_out(items: Any, left_out: tuple[LeftOut, ...]) -> tuple[Any, tuple[LeftOut, ...]]:
+    """``items`` without the rows whose key a :class:`LeftOut` names (and the rest of their groups), and the
+    entries with their counts."""
+    import numpy as np
+
+    gone = np.zeros(len(items), dtype=bool)
+    out = []
+    for lo in left_out:
+        if not lo.keys:
+            out.append(lo)
+            continue
+        if lo.column not in items.columns:
+            raise DataError(f"the release leaves out items by {lo.column!r}, a column these items lack")
+        direct = items[lo.column].astype(str).isin(set(lo.keys)).to_numpy() & ~gone
+        mask = direct.copy()
+        if lo.whole and lo.whole in items.columns:
+            groups = set(items.loc[direct, lo.whole])
+            mask |= items[lo.whole].isin(groups).to_numpy() & ~gone
+        out.append(replace(lo, items=int(direct.sum()), also=int((mask & ~direct).sum())))
+        gone |= mask
+    attrs = dict(items.attrs)
+    kept = items[~gone].reset_index(drop=True)
+    kept.attrs.update(attrs)
+    return kept, tuple(out)
 
 
 def identity_of(frame: Any) -> DataIdentity | None:

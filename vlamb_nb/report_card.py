@@ -131,7 +131,9 @@ def build(results: dict[str, dict[str, Any]], *, papers: Sequence[str] | None = 
 
 def data_rule(h: Headline) -> Headline:
     """A row is ranked among the paper's models only on the paper's data: a generated sample is never ranked, and
-    a rank on part of the release (``limit``) or on other files says so."""
+    a rank on part of the release (``limit``, items the release leaves out) or on other files says so. What the
+    data lacks — items left out and why, counts accepted with ``--allow-mismatch`` — goes with the row's
+    deviations, so the card and ``report.md`` say it."""
     d = h.data
     if not d:
         return h
@@ -140,9 +142,26 @@ def data_rule(h: Headline) -> Headline:
         h.rank_basis = "not ranked: a generated sample, not the paper's data"
     elif h.rank is not None and d.get("n_run") is not None and d.get("n_items") and d["n_run"] < d["n_items"]:
         h.rank_basis = f"on a subset: {d['n_run']:,} of {d['n_items']:,} items"
+        if left := _left_out(d):
+            h.rank_basis += f", {left:,} left out of the release"
     elif h.rank is not None and d.get("kind") == "source":
         h.rank_basis = "on given files, not the fetched release"
+    for note in data_notes(d):
+        if note not in h.deviations:
+            h.deviations = [*h.deviations, note]
     return h
+
+
+def _left_out(d: dict[str, Any]) -> int:
+    return sum(int(x.get("items") or 0) + int(x.get("also") or 0) for x in d.get("left_out") or [])
+
+
+def data_notes(d: dict[str, Any]) -> list[str]:
+    """What a row's data lacks, one line each: counts accepted at fetch time, and items left out with the reason."""
+    from vlamb_nb.datahome import LeftOut
+
+    return ([f"data: {x}" for x in d.get("deviations") or []]
+            + [f"data: {LeftOut.from_dict(x).text()}" for x in d.get("left_out") or [] if isinstance(x, dict)])
 
 
 def data_text(h: Headline) -> str:
@@ -157,6 +176,8 @@ def data_text(h: Headline) -> str:
     n, total = d.get("n_run"), d.get("n_items")
     if n is not None and total:
         what += f" · {n:,} of {total:,}"
+    if left := _left_out(d):
+        what += f" ({left:,} left out)"
     return what
 
 

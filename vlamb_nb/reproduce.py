@@ -324,7 +324,7 @@ def release_missing(notebook: str, params: dict[str, Any], *, fetch: bool = Fals
         manifest = read_manifest(paper)
     except VlambError as e:
         return f"{type(e).__name__}: {e}"
-    if manifest is not None and manifest.get("complete"):
+    if manifest is not None and manifest.get("usable", manifest.get("complete")):
         return None
     if fetch:
         from vlamb_nb.releases import fetch as fetch_release
@@ -335,9 +335,10 @@ def release_missing(notebook: str, params: dict[str, Any], *, fetch: bool = Fals
             m = fetch_release(paper, progress=not quiet)
         except VlambError as e:
             return f"{type(e).__name__}: {e}"
-        if m.get("complete"):
+        if m.get("usable", m.get("complete")):
             return None
-        return f"NotFetchedError: {paper}: the fetched release is incomplete; see `vlamb-nb data status`"
+        return (f"NotFetchedError: {paper}: the fetched release is incomplete; see `vlamb-nb data status`, or use it "
+                f"without what cannot be had: `vlamb-nb data fetch {paper} --accept-missing`")
     state = "incomplete" if manifest is not None else "not fetched"
     return (f"NotFetchedError: {paper}: the paper's release is {state} here; run `vlamb-nb data fetch {paper}` "
             f"(or `vlamb-nb reproduce --fetch`), or pass -p {paper}.source=...")

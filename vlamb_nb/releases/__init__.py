@@ -1,12 +1,15 @@
 """Each paper's released data, fetched once into the data home and verified (``vlamb-nb data fetch``).
 
-:mod:`.catalog` says what each release is (sources, checksums, counts, metric models); :mod:`.fetch` downloads or
-imports it and reports what is there. Reading a fetched release is :mod:`vlamb_nb.datahome`'s job.
+:mod:`.catalog` gathers what each release is from the papers (each paper's ``data.py`` declares its ``RELEASE``);
+:mod:`.fetch` downloads or imports it and reports what is there, through :mod:`.transfer` (every byte: retries,
+resume, size limits, stalls, Ctrl-C) and :mod:`.folder` (one writer, one folder per revision, names kept inside).
+Reading a fetched release is :mod:`vlamb_nb.datahome`'s job.
 """
 
 from __future__ import annotations
 
-from vlamb_nb.releases.catalog import RELEASES, Release, release
-from vlamb_nb.releases.fetch import fetch, status
+from vlamb_nb.release_spec import Release
+from vlamb_nb.releases.catalog import release, releases
+from vlamb_nb.releases.fetch import FetchInterrupted, fetch, status
 
-__all__ = ["RELEASES", "Release", "fetch", "release", "status"]
+__all__ = ["FetchInterrupted", "Release", "fetch", "release", "releases", "status"]

@@ -1,67 +1,114 @@
 """Fetch a paper's release once, verified, into the data home; import a copy made elsewhere; say what is there.
 
-Hub files go through ``huggingface_hub`` (so ``HF_ENDPOINT``, ``HF_TOKEN``, ``HF_HOME`` and mirrors work as
-users expect), files at fixed URLs and record images through httpx (``$VLAMB_MIRRORS`` rewrites URLs for a
-local mirror: ``PREFIX=REPLACEMENT`` pairs separated by spaces, ``*=URL/`` maps every URL to ``URL/host/path``).
+A fetch asks for exactly the revisions the release declares known-good (``--revision`` takes another, recorded).
+Hub files are listed through ``huggingface_hub`` (so ``HF_ENDPOINT``, ``HF_TOKEN`` and ``HF_HOME`` work as users
+expect); every byte is downloaded by :mod:`.transfer` (retries, resume, size limits, stall timeouts, Ctrl-C) and
+placed by :mod:`.folder` (one writer per paper, names kept inside, each file verified before it is visible).
 
-A file becomes visible under ``files/`` only when complete and verified (downloads go to ``.staging/`` and are
-moved in one ``os.replace``); a killed fetch resumes its partial files (the hub client's own ``.incomplete``
-files, and HTTP ``Range`` for URLs), and a file already in place and recorded in the journal is never
-downloaded again. ``manifest.json`` is written last: without it the release is not read.
+A revision is fetched into its own folder and becomes current — ``manifest.json`` rewritten last — only when it
+holds the release's counts and every file verified; until then the previous revision stays the one read, and
+after it the previous one is removed. A release's known defects are data (:class:`~vlamb_nb.release_spec.KnownDefect`):
+the items they touch are named and left out, and the release is usable. Files that cannot be had after retries (a
+dead image link) leave it incomplete until the user accepts them (``accept_missing``); a later fetch retries only
+those. A fetch re-verifies what is in place (stamp, then sha256) rather than trusting its journal, so it repairs
+what ``data status`` calls damaged.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import os
 import re
 import shutil
+import tarfile
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+import zipfile
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vlamb_nb.datahome import MANIFEST, data_home, read_manifest, release_dir
-from vlamb_nb.errors import FetchError, VlambError
-from vlamb_nb.releases.catalog import RELEASES, HubFiles, MetricModel, RecordImages, Release, UrlFile, release
+from vlamb_nb.datahome import (
+    MANIFEST,
+    STAMPS,
+    LeftOut,
+    check_release,
+    leave_out,
+    read_manifest,
+    release_base,
+    release_dir,
+)
+from vlamb_nb.errors import FetchError, SettingError, VlambError
+from vlamb_nb.release_spec import (
+    GITHUB_API,
+    RAW,
+    GitHubFolder,
+    HubFiles,
+    MetricModel,
+    RecordImages,
+    Release,
+    UrlFile,
+)
+from vlamb_nb.releases.catalog import release, releases
+from vlamb_nb.releases.folder import (
+    REVISIONS,
+    Lock,
+    RevisionFolder,
+    copy_into,
+    revision_key,
+    safe_relpath,
+    within,
+)
+from vlamb_nb.releases.transfer import (
+    Failure,
+    Stopped,
+    Transfer,
+    Want,
+    host_of,
+    image_problem,
+    mirror_rules,
+    mirrored,
+    run_jobs,
+    scrubbed,
+)
 
-MIRRORS_ENV = "VLAMB_MIRRORS"
-JOURNAL = ".journal.jsonl"
-CHUNK = 1 << 20
+MAX_FILE = 100_000_000_000  # a file whose size no listing gives is never larger than this
+NETWORK_KINDS = ("refused", "network", "timed out")
+PINNED = "known-good (pinned in the release)"
+GIVEN = "given with --revision"
+RECORDED = "recorded at first fetch (no known-good revision yet)"
+UNPINNED = "none known: the revision fetched is recorded"
 
 
-# -- small helpers -----------------------------------------------------------------------------------
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(CHUNK), b""):
-            h.update(block)
-    return h.hexdigest()
+class FetchInterrupted(FetchError):
+    """Ctrl-C: the fetch stopped; what it had downloaded stays for the next fetch to resume."""
 
 
-def git_blob_sha1(path: Path) -> str:
-    """The git object id of a file (what the hub lists for files not stored with LFS)."""
-    h = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(CHUNK), b""):
-            h.update(block)
-    return h.hexdigest()
+@dataclass
+class Planned:
+    """One file of the release: where it goes, where it comes from, and what it is checked against."""
+
+    rel: str
+    source: str  # what lists or pins it (for messages)
+    how: str  # what the file was verified against ("pinned sha256", "hub listing sha256", ... or "unverified ...")
+    size: int | None = None
+    sha256: str | None = None
+    git_sha1: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    copy: Path | None = None
+    image: bool = False
+    key: str | None = None  # the items key the file gives (an image URL), for what is reported missing
+    limit: int = MAX_FILE
+    part: Any = None  # the release part it belongs to
 
 
-def mirrored(url: str) -> str:
-    """``url`` rewritten by ``$VLAMB_MIRRORS`` (unchanged when no rule matches)."""
-    for rule in (os.environ.get(MIRRORS_ENV) or "").split():
-        prefix, sep, repl = rule.partition("=")
-        if not sep:
-            continue
-        if prefix == "*":
-            return repl.rstrip("/") + "/" + re.sub(r"^[a-z]+://", "", url)
-        if url.startswith(prefix):
-            return repl + url[len(prefix):]
-    return url
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return scrubbed(text[0][:300] if text else type(err).__name__)
 
 
 def _hub_endpoint() -> str:
@@ -70,289 +117,548 @@ def _hub_endpoint() -> str:
     return constants.ENDPOINT
 
 
-def _unreachable(what: str, paper: str, err: BaseException) -> FetchError:
-    return FetchError(f"{paper}: cannot reach {what} ({type(err).__name__}: {_first_line(err)}); on a machine "
-                      f"without network, fetch elsewhere and import with `vlamb-nb data fetch {paper} --from PATH`")
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0][:200] if text else type(err).__name__
-
-
-def _is_network_error(err: BaseException) -> bool:
-    names = {c.__name__ for c in type(err).__mro__}
-    return bool(names & {"ConnectError", "ConnectTimeout", "TransportError", "TimeoutException", "ConnectionError",
-                         "LocalEntryNotFoundError", "OfflineModeIsEnabled", "NetworkError", "ReadTimeout",
-                         "RemoteProtocolError", "ReadError"}) or isinstance(err, ConnectionError | TimeoutError)
-
-
-@dataclass
-class Journal:
-    """Verified files in place (path, size, mtime, sha256), appended as each lands, so a rerun skips them."""
-
-    path: Path
-    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.path.is_file():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
-                try:
-                    e = json.loads(line)
-                    self.entries[e["path"]] = e
-                except (ValueError, KeyError, TypeError):
-                    continue  # a torn last line after a kill: that file is checked again
-
-    def done(self, rel: str, final: Path, sha256: str | None) -> dict[str, Any] | None:
-        e = self.entries.get(rel)
-        if e is None or not final.is_file():
-            return None
-        st = final.stat()
-        if e.get("size") != st.st_size or e.get("mtime_ns") != st.st_mtime_ns:
-            return None
-        if sha256 is not None and e.get("sha256") != sha256 and e.get("git_sha1") != sha256:
-            return None
-        return e
-
-    def add(self, entry: dict[str, Any]) -> None:
-        self.entries[entry["path"]] = entry
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+def parse_revisions(rel: Release, given: Sequence[str] | str | None) -> dict[str, str]:
+    """``--revision REV`` (a release with one source) or ``--revision SOURCE=REV`` as {source: revision}."""
+    if not given:
+        return {}
+    sources = rel.sources()
+    out: dict[str, str] = {}
+    for item in [given] if isinstance(given, str) else list(given):
+        name, sep, rev = str(item).rpartition("=")
+        if not sep:
+            if len(sources) != 1:
+                raise SettingError(f"{rel.paper} has {len(sources)} sources ({', '.join(sources)}): name the one "
+                                   f"--revision moves, as --revision SOURCE=REV")
+            name, rev = sources[0], item
+        if name not in sources:
+            raise SettingError(f"{rel.paper}: --revision names {name!r}, not one of its sources "
+                               f"({', '.join(sources)})")
+        if not re.fullmatch(r"[\w.\-/]+", rev) or ".." in rev:
+            raise SettingError(f"{rel.paper}: --revision {rev!r} is not a commit, tag or branch name")
+        out[name] = rev
+    return out
 
 
 class _Fetch:
-    """One paper's fetch: parts in order, every file verified before it is placed."""
+    """One paper's fetch: plan (listings at the chosen revisions), files in place or fetched, verified, recorded."""
 
-    def __init__(self, rel: Release, *, token: str | None, concurrency: int, progress: bool,
-                 from_path: Path | None) -> None:
+    def __init__(self, rel: Release, *, token: str | None, concurrency: int, progress: bool, src: Path | None,
+                 revisions: dict[str, str], transfer: Transfer, stop: threading.Event) -> None:
         self.rel, self.token, self.concurrency, self.progress = rel, token, max(1, concurrency), progress
-        self.from_path = from_path
+        self.src, self.given, self.transfer, self.stop = src, revisions, transfer, stop
         self.root = release_dir(rel.paper)
-        self.files_dir = self.root / "files"
-        self.stage = self.root / ".staging"
-        for d in (self.files_dir, self.stage):
-            d.mkdir(parents=True, exist_ok=True)
-        self.journal = Journal(self.root / JOURNAL)
-        self.records: list[dict[str, Any]] = []
+        self.current = _current(rel.paper)
         self.revisions: dict[str, str | None] = {}
+        self.pinning: dict[str, str] = {}
+        self.records: dict[str, dict[str, Any]] = {}
+        self.failures: dict[str, str] = {}  # items key (an image URL or id) -> why it could not be had
+        self.rev: RevisionFolder | None = None
         self.bar: Any = None
+        self.copy_root: Path | None = None
 
-    # -- placing verified files --------------------------------------------------------------------
-    def place(self, staged: Path, rel_path: str, *, sha256: str | None, git_sha1: str | None = None,
-              how: str) -> dict[str, Any]:
-        """Verify ``staged`` and move it to ``files/<rel_path>``; a wrong checksum is refused and removed."""
-        got = file_sha256(staged)
-        if sha256 is not None and got != sha256:
-            staged.unlink(missing_ok=True)
-            raise FetchError(f"{self.rel.paper}: {rel_path} has sha256 {got[:12]}…, the release lists "
-                             f"{sha256[:12]}…; the file was refused (a changed upstream file, a broken mirror or "
-                             "a damaged copy)")
-        if git_sha1 is not None and sha256 is None and git_blob_sha1(staged) != git_sha1:
-            staged.unlink(missing_ok=True)
-            raise FetchError(f"{self.rel.paper}: {rel_path} does not match the hub's git object {git_sha1[:12]}…; "
-                             "the file was refused")
-        final = self.files_dir / rel_path
-        final.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staged, final)
-        st = final.stat()
-        entry = {"path": rel_path, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": got,
-                 "git_sha1": git_sha1, "verified": how}
-        self.journal.add(entry)
-        return entry
+    # -- which revision of each source -------------------------------------------------------------
+    def choose(self, source: str, pinned: str | None) -> str:
+        if source in self.given:
+            self.pinning[source] = GIVEN
+            return self.given[source]
+        if pinned:
+            self.pinning[source] = PINNED
+            return pinned
+        before = ((self.current or {}).get("revisions") or {}).get(source)
+        if before:
+            self.pinning[source] = RECORDED
+            return str(before)
+        self.pinning[source] = UNPINNED
+        return "main"
 
-    def grow(self, n: int) -> None:
-        if self.bar is not None and n:
-            self.bar.total = (self.bar.total or 0) + n
-            self.bar.refresh()
+    # -- planning ----------------------------------------------------------------------------------
+    def plan(self) -> list[Planned]:
+        out: list[Planned] = []
+        for part in self.rel.parts:
+            if isinstance(part, RecordImages):
+                continue
+            if self.src is not None:
+                out += self.plan_copy(part)
+            elif isinstance(part, HubFiles):
+                out += self.plan_hub(part)
+            elif isinstance(part, UrlFile):
+                out.append(self.plan_url(part))
+            elif isinstance(part, GitHubFolder):
+                out += self.plan_github(part)
+        seen: set[str] = set()
+        for p in out:
+            if p.rel in seen:
+                raise FetchError(f"{self.rel.paper}: two files of the release would be written to {p.rel}; refused")
+            seen.add(p.rel)
+        return out
 
-    def keep(self, entry: dict[str, Any]) -> None:
-        self.records.append({k: entry.get(k) for k in ("path", "size", "sha256", "verified")})
+    def plan_url(self, part: UrlFile) -> Planned:
+        rev = self.choose(part.source or part.url, part.revision)
+        self.revisions[part.source or part.url] = rev
+        same = rev == part.revision or any(rev.startswith(x) or x.startswith(rev) for x in part.identical_at)
+        rel = safe_relpath(part.dest, paper=self.rel.paper, source="the release")
+        if same:
+            return Planned(rel, "the release", "pinned sha256", size=part.size, sha256=part.sha256,
+                           url=mirrored(part.url.format(revision=rev)))
+        return Planned(rel, "the release", f"unverified: sha256 recorded at first fetch, not pinned (revision {rev})",
+                       sha256=self.recorded(rel, part.source, rev), url=mirrored(part.url.format(revision=rev)))
+
+    def recorded(self, rel: str, source: str, rev: str) -> str | None:
+        """The sha256 a previous fetch recorded for ``rel`` at the same revision of its source (not pinned)."""
+        cur = self.current or {}
+        if ((cur.get("revisions") or {}).get(source)) != rev:
+            return None
+        return next((f.get("sha256") for f in cur.get("files") or [] if f.get("path") == rel), None)
+
+    def hub_listing(self, part: HubFiles, rev: str) -> tuple[str, list[Any]]:
+        from huggingface_hub import HfApi
+        from huggingface_hub.errors import (
+            GatedRepoError,
+            HfHubHTTPError,
+            RepositoryNotFoundError,
+            RevisionNotFoundError,
+        )
+
+        paper = self.rel.paper
+        for attempt in range(self.transfer.tries):
+            try:
+                info = HfApi(token=self.token).repo_info(part.repo, repo_type=part.repo_type, revision=rev,
+                                                         files_metadata=True)
+                break
+            except GatedRepoError:
+                raise self.gated(part) from None
+            except RevisionNotFoundError:
+                raise FetchError(f"{paper}: {part.repo} has no revision {rev!r} at {_hub_endpoint()}") from None
+            except RepositoryNotFoundError:
+                raise FetchError(f"{paper}: {part.repo} was not found at {_hub_endpoint()} (a private or gated "
+                                 "repository also answers so without access: set HF_TOKEN)") from None
+            except HfHubHTTPError as e:
+                code = getattr(getattr(e, "response", None), "status_code", None)
+                if code in (408, 429, 500, 502, 503, 504) and attempt + 1 < self.transfer.tries:
+                    self.transfer.pause(self.transfer.backoff * 2 ** attempt)
+                    continue
+                if code is None:
+                    raise self.unreachable(_hub_endpoint(), "network", e) from None
+                raise FetchError(f"{paper}: the hub refused the listing of {part.repo}: HTTP {code}: "
+                                 f"{_first_line(e)}") from None
+            except Exception as e:  # noqa: BLE001 - the transport's own errors: one line, never a traceback
+                if _is_network_error(e):
+                    raise self.unreachable(_hub_endpoint(), "network", e) from None
+                raise FetchError(f"{paper}: the listing of {part.repo} failed: {type(e).__name__}: "
+                                 f"{_first_line(e)}") from None
+        files = [s for s in info.siblings or [] if any(fnmatch.fnmatch(s.rfilename, p) for p in part.patterns)]
+        if not files:
+            raise FetchError(f"{paper}: {part.repo} at {info.sha} has no file matching {', '.join(part.patterns)}")
+        return str(info.sha), files
+
+    def plan_hub(self, part: HubFiles) -> list[Planned]:
+        from huggingface_hub import hf_hub_url
+        from huggingface_hub.utils import build_hf_headers
+
+        rev = self.choose(part.repo, part.revision)
+        sha, files = self.hub_listing(part, rev)
+        self.revisions[part.repo] = sha
+        headers = build_hf_headers(token=self.token)
+        out = []
+        source = f"the hub listing of {part.repo}"
+        for s in files:
+            name = safe_relpath(s.rfilename, paper=self.rel.paper, source=source)
+            rel = f"{part.dest}/{name}" if part.dest else name
+            want = getattr(s.lfs, "sha256", None) if s.lfs else None
+            git = None if want else s.blob_id
+            how = ("hub listing sha256" if want else "hub listing git object" if git else
+                   "unverified: the listing gives no checksum")
+            out.append(Planned(rel, source, how, size=s.size, sha256=want, git_sha1=git,
+                               url=hf_hub_url(part.repo, s.rfilename, repo_type=part.repo_type, revision=sha),
+                               headers=headers, image=part.what == "images",
+                               key=_stem(name) if part.what == "images" else None, part=part))
+        return out
+
+    def plan_github(self, part: GitHubFolder) -> list[Planned]:
+        rev = self.choose(part.repo, part.revision)
+        self.revisions[part.repo] = rev
+        headers = {"Accept": "application/vnd.github+json"}
+        if os.environ.get("GITHUB_TOKEN"):
+            headers["Authorization"] = f"Bearer {os.environ['GITHUB_TOKEN']}"
+        url = mirrored(f"{GITHUB_API}/repos/{part.repo}/contents/{part.path}?ref={rev}")
+        source = f"the listing of {part.repo}/{part.path} at {rev[:7]}"
+        try:
+            listing = self.transfer.json(url, headers=headers, name=source)
+        except Failure as e:
+            if e.kind in NETWORK_KINDS:
+                raise self.unreachable(host_of(url), e.kind, e) from None
+            raise FetchError(f"{self.rel.paper}: {source}: {e}") from None
+        if not isinstance(listing, list):
+            raise FetchError(f"{self.rel.paper}: {source} is not a folder listing (GitHub's contents API answers a "
+                             "list of entries)")
+        out = []
+        for entry in listing:
+            if not isinstance(entry, dict) or entry.get("type") != "file":
+                continue
+            name = entry.get("name")
+            if not isinstance(name, str) or not fnmatch.fnmatch(name, part.pattern):
+                continue
+            if "/" in name:
+                safe_relpath("../" + name, paper=self.rel.paper, source=source)  # always refused: one line
+            name = safe_relpath(name, paper=self.rel.paper, source=source)
+            rel = f"{part.dest}/{name}" if part.dest else name
+            size = entry.get("size") if isinstance(entry.get("size"), int) else None
+            git = entry.get("sha") if isinstance(entry.get("sha"), str) and re.fullmatch(
+                r"[0-9a-f]{40}", entry["sha"]) else None
+            file_url = mirrored(f"{RAW}/{part.repo}/{rev}/{part.path}/{name}")
+            if name in part.pinned and rev == part.revision:
+                sha, pinned_size = part.pinned[name]
+                out.append(Planned(rel, "the release", "pinned sha256", size=pinned_size, sha256=sha, url=file_url,
+                                   headers={}))
+            else:
+                how = ("GitHub listing git object; sha256 recorded at first fetch, not pinned" if git else
+                       "unverified: no checksum listed; sha256 recorded at first fetch, not pinned")
+                out.append(Planned(rel, source, how, size=size, git_sha1=git,
+                                   sha256=self.recorded(rel, part.repo, rev), url=file_url))
+        return out
+
+    # -- importing a copy ------------------------------------------------------------------------------
+    def plan_copy(self, part: Any) -> list[Planned]:
+        src = self.copy_root
+        assert src is not None
+        paper = self.rel.paper
+        if isinstance(part, UrlFile):
+            self.revisions[part.source or part.url] = part.revision
+            self.pinning[part.source or part.url] = PINNED
+            name = Path(part.dest).name
+            cand = self.find(src, [part.dest, name, f"data/{name}"])
+            if cand is None:
+                raise FetchError(f"{paper}: {name} is not in {scrubbed(str(self.src))}")
+            return [Planned(safe_relpath(part.dest, paper=paper, source="the release"), "the release",
+                            "pinned sha256", size=part.size, sha256=part.sha256, copy=cand)]
+        if isinstance(part, GitHubFolder):
+            self.revisions[part.repo] = part.revision
+            self.pinning[part.repo] = PINNED
+            folder = self.find(src, [part.dest, part.path, Path(part.path).name]) if part.dest or part.path else src
+            out = []
+            for p in sorted(folder.glob(part.pattern)) if folder is not None and folder.is_dir() else []:
+                self.inside(p)
+                rel = f"{part.dest}/{p.name}" if part.dest else p.name
+                if p.name in part.pinned:
+                    sha, size = part.pinned[p.name]
+                    out.append(Planned(rel, "the release", "pinned sha256", size=size, sha256=sha, copy=p))
+                else:
+                    listed = self.listed().get(rel)
+                    out.append(Planned(rel, "the copy's manifest" if listed else "the copy", "the copy's manifest"
+                                       if listed else "unverified: imported copy, no checksum", sha256=listed,
+                                       copy=p))
+            return out
+        if isinstance(part, HubFiles):
+            base, sha = _hub_copy_base(src, part)
+            self.revisions[part.repo] = sha
+            self.pinning[part.repo] = PINNED if sha and sha == part.revision else "as the imported copy says"
+            matched = []
+            if base.is_dir():
+                for p in sorted(base.rglob("*")):
+                    if ".cache" in p.relative_to(base).parts or not p.is_file():
+                        continue
+                    name = p.relative_to(base).as_posix()
+                    if any(fnmatch.fnmatch(name, pat) for pat in part.patterns):
+                        matched.append((name, p))
+            if not matched and part.what != "images":
+                raise FetchError(f"{paper}: no file of {part.repo} matching {', '.join(part.patterns)} in "
+                                 f"{scrubbed(str(self.src))}")
+            out = []
+            for name, p in matched:
+                self.inside(p)
+                name = safe_relpath(name, paper=paper, source="the copy")
+                rel = f"{part.dest}/{name}" if part.dest else name
+                want, git, how = self.listed().get(rel), None, "the copy's manifest"
+                blob = p.resolve()
+                if want is None and p.is_symlink() and blob.parent.name == "blobs":  # a hub cache names blobs
+                    want = blob.name if re.fullmatch(r"[0-9a-f]{64}", blob.name) else None
+                    git = blob.name if re.fullmatch(r"[0-9a-f]{40}", blob.name) else None
+                    how = "the hub cache's blob name (sha256)" if want else "the hub cache's blob name (git object)"
+                if want is None and git is None:
+                    how = "unverified: imported copy, no checksum (counts only)"
+                out.append(Planned(rel, "the copy", how, sha256=want, git_sha1=git, copy=p,
+                                   image=part.what == "images", key=_stem(name) if part.what == "images" else None))
+            return out
+        return []
+
+    def find(self, src: Path, names: list[str]) -> Path | None:
+        for n in names:
+            p = src / n
+            if p.exists() or p.is_symlink():
+                self.inside(p)
+                return p
+        return None
+
+    def inside(self, p: Path) -> None:
+        """A file of a copy must stay inside the copy (links included); a hub cache's own links to its blobs do."""
+        assert self.copy_root is not None
+        root = self.copy_root.resolve()
+        if root.parent.name == "snapshots":  # a snapshot folder: its links point into the repository's blobs/
+            root = root.parent.parent
+        if not within(p, root):
+            raise FetchError(f"{self.rel.paper}: {scrubbed(str(p))} is a link out of {scrubbed(str(self.src))}; "
+                             "refused, nothing was imported from outside the copy")
+
+    def listed(self) -> dict[str, str]:
+        """sha256 per file from another data home's manifest (a copy of a fetched release verifies against it)."""
+        assert self.copy_root is not None
+        manifest = self.copy_root / MANIFEST
+        if not manifest.is_file():
+            return {}
+        try:
+            files = json.loads(manifest.read_text(encoding="utf-8")).get("files") or []
+        except (OSError, ValueError, AttributeError):
+            return {}
+        out = {}
+        for f in files:
+            if isinstance(f, dict) and f.get("sha256") and isinstance(f.get("path"), str):
+                out[safe_relpath(f["path"], paper=self.rel.paper, source="the copy's manifest")] = f["sha256"]
+        return out
+
+    # -- files in place, reused, downloaded or copied ------------------------------------------------
+    def ensure(self, p: Planned) -> None:
+        rev = self.rev
+        assert rev is not None
+        entry = rev.in_place(p.rel, sha256=p.sha256, git_sha1=p.git_sha1)
+        if entry is None:
+            staged = rev.staged("copy" if p.copy else "get", p.rel)
+            reuse = self.reusable(p)
+            got = None
+            if p.copy is not None:
+                copy_into(p.copy, staged, link=False)
+            elif reuse is not None:
+                copy_into(reuse, staged, link=True)
+            else:
+                assert p.url is not None
+                got = self.transfer.get(Want(p.url, p.rel, p.size, p.limit, p.headers), staged)
+            size = staged.stat().st_size
+            if p.size is not None and size != p.size:
+                staged.unlink(missing_ok=True)
+                raise Failure("size", f"{p.rel} has {size:,} bytes, {p.source} lists {p.size:,}; refused")
+            if p.image and (problem := image_problem(staged)) is not None:
+                staged.unlink(missing_ok=True)
+                raise Failure("not an image", f"{p.rel}: {problem}; refused")
+            entry = rev.place(staged, p.rel, sha256=p.sha256, git_sha1=p.git_sha1, how=p.how, source=p.source,
+                              got=got)
+        self.records[p.rel] = {"path": p.rel, "size": entry["size"], "sha256": entry["sha256"], "verified": p.how,
+                               "stamp": entry.get("stamp")}
         if self.bar is not None:
             self.bar.update(1)
 
-    def run_parallel(self, jobs: list[Any], fn: Any) -> list[BaseException]:
-        """Run ``fn(job)`` on up to ``concurrency`` threads; errors are returned, never half-raised."""
-        errors: list[BaseException] = []
-        if not jobs:
-            return errors
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(jobs))) as pool:
-            futures = [pool.submit(fn, j) for j in jobs]
-            for f in as_completed(futures):
-                err = f.exception()
-                if err is not None:
-                    errors.append(err)
+    def reusable(self, p: Planned) -> Path | None:
+        """The same bytes in the current revision's folder (a revision moved, most files unchanged)."""
+        if self.current is None or p.sha256 is None:
+            return None
+        try:
+            base = release_base(self.rel.paper, self.current)
+        except VlambError:
+            return None
+        rec = next((f for f in self.current.get("files") or [] if f.get("path") == p.rel), None)
+        if rec is None or rec.get("sha256") != p.sha256 or base == (self.rev.base if self.rev else None):
+            return None
+        path = base / "files" / p.rel
+        return path if path.is_file() and not path.is_symlink() and within(path, base) else None
+
+    def run(self, planned: list[Planned], *, images: bool = False) -> list[tuple[Planned, BaseException]]:
+        if self.bar is not None and planned:
+            self.bar.total = (self.bar.total or 0) + len(planned)
+            self.bar.refresh()
+        errors = run_jobs(planned, self.ensure, concurrency=self.concurrency, stop=self.stop)
+        if self.stop.is_set() or any(isinstance(e, Stopped) for _, e in errors):
+            raise FetchInterrupted(f"{self.rel.paper}: stopped; what was downloaded is kept: run the same command "
+                                   "again to resume")
+        hard = [(p, e) for p, e in errors if not (p.image and isinstance(e, Failure) and e.kind != "gated")]
+        for p, e in errors:
+            if p.image and isinstance(e, Failure):
+                self.failures[p.key or p.rel] = e.kind
+                if self.bar is not None:
+                    self.bar.update(1)
+        if hard:
+            self.raise_first(hard)
+        if images and errors and len(errors) == len(planned):
+            kinds = {e.kind for _, e in errors if isinstance(e, Failure)}
+            if kinds and kinds <= set(NETWORK_KINDS):
+                p, e = errors[0]
+                raise self.unreachable(host_of(p.url or ""), next(iter(kinds)), e)
         return errors
 
-    # -- hub files ---------------------------------------------------------------------------------
-    def hub_listing(self, part: HubFiles) -> tuple[str, list[Any]]:
-        from huggingface_hub import HfApi
-        from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+    def raise_first(self, errors: list[tuple[Planned, BaseException]]) -> None:
+        paper = self.rel.paper
+        ordered = sorted(errors, key=lambda pe: isinstance(pe[1], Failure) and pe[1].kind in NETWORK_KINDS)
+        p, e = ordered[0]
+        if isinstance(e, Failure) and e.kind == "gated" and isinstance(p.part, HubFiles):
+            raise self.gated(p.part) from None
+        if isinstance(e, Failure):
+            if e.kind in NETWORK_KINDS and all(isinstance(x, Failure) and x.kind in NETWORK_KINDS for _, x in errors):
+                raise self.unreachable(host_of(p.url or ""), e.kind, e)
+            raise Failure(e.kind, f"{paper}: {p.rel}: {e}") from None
+        if isinstance(e, VlambError):
+            raise e
+        if isinstance(e, OSError):
+            from vlamb_nb.releases.transfer import os_failure
 
-        try:
-            info = HfApi(token=self.token).repo_info(part.repo, repo_type=part.repo_type, files_metadata=True)
-        except GatedRepoError:
-            raise self.gated(part) from None
-        except RepositoryNotFoundError:
-            raise FetchError(f"{self.rel.paper}: {part.repo} was not found at {_hub_endpoint()} (a private or gated "
-                             "repository also answers so without access: set HF_TOKEN)") from None
-        except HfHubHTTPError as e:
-            if _is_network_error(e):
-                raise _unreachable(_hub_endpoint(), self.rel.paper, e) from None
-            raise FetchError(f"{self.rel.paper}: the hub refused the listing of {part.repo}: "
-                             f"{_first_line(e)}") from None
-        except Exception as e:  # noqa: BLE001 - the transport's own errors: one line, never a traceback
-            if _is_network_error(e):
-                raise _unreachable(_hub_endpoint(), self.rel.paper, e) from None
-            raise
-        files = [s for s in info.siblings or [] if any(fnmatch.fnmatch(s.rfilename, p) for p in part.patterns)]
-        if not files:
-            raise FetchError(f"{self.rel.paper}: {part.repo} at {info.sha} has no file matching "
-                             f"{', '.join(part.patterns)}")
-        return str(info.sha), files
+            raise Failure("disk", f"{paper}: {p.rel}: {os_failure(e, p.rel)}") from None
+        raise FetchError(f"{paper}: {p.rel}: {type(e).__name__}: {_first_line(e)}") from None
+
+    def unreachable(self, where: str, kind: str, err: BaseException) -> FetchError:
+        what = _first_line(err) if isinstance(err, Failure) else f"cannot reach {where} ({kind}: {_first_line(err)})"
+        return Failure(kind, f"{self.rel.paper}: {what}; on a machine without network, fetch elsewhere and import "
+                             f"with `vlamb-nb data fetch {self.rel.paper} --from PATH`")
 
     def gated(self, part: HubFiles) -> FetchError:
         page = f"{_hub_endpoint()}/{'datasets/' if part.repo_type == 'dataset' else ''}{part.repo}"
         return FetchError(f"{self.rel.paper}: {part.repo} is gated: request access at {page} and set HF_TOKEN to a "
                           "token of that account" + ("" if self.token else " (HF_TOKEN is not set)"))
 
-    def hub_part(self, part: HubFiles) -> None:
-        sha, files = self.hub_listing(part)
-        self.revisions[part.repo] = sha
-        self.grow(len(files))
-        todo = []
-        for s in files:
-            rel_path = str(Path(part.dest) / s.rfilename) if part.dest else s.rfilename
-            want = s.lfs.sha256 if s.lfs else None
-            done = self.journal.done(rel_path, self.files_dir / rel_path, want or s.blob_id)
-            if done is not None:
-                self.keep(done)
-            else:
-                todo.append((s, rel_path, want))
-        errors = self.run_parallel(todo, lambda job: self.hub_file(part, sha, *job))
-        self.raise_first(errors, _hub_endpoint())
-
-    def hub_file(self, part: HubFiles, sha: str, sibling: Any, rel_path: str, want: str | None) -> None:
-        """One hub file into ``.staging`` through the hub client's own transport (endpoint, token, proxies),
-        resuming a partial file a killed fetch left there, then verified and placed."""
-        from huggingface_hub import hf_hub_url
-        from huggingface_hub.errors import GatedRepoError
-        from huggingface_hub.file_download import http_get
-        from huggingface_hub.utils import build_hf_headers
-
-        staged = self.stage / "hub" / part.repo.replace("/", "--") / (sibling.rfilename + ".part")
-        staged.parent.mkdir(parents=True, exist_ok=True)
-        have = staged.stat().st_size if staged.is_file() else 0
-        if sibling.size is not None and have > sibling.size:
-            staged.unlink()
-            have = 0
-        url = hf_hub_url(part.repo, sibling.rfilename, repo_type=part.repo_type, revision=sha)
-        try:
-            with open(staged, "ab") as fh:
-                http_get(url, fh, resume_size=have, headers=build_hf_headers(token=self.token),
-                         expected_size=sibling.size, displayed_filename=sibling.rfilename)
-        except GatedRepoError:
-            raise self.gated(part) from None
-        except Exception as e:  # noqa: BLE001 - transport errors: one line each; the partial file stays to resume
-            if _is_network_error(e):
-                raise _unreachable(_hub_endpoint(), self.rel.paper, e) from None
-            raise FetchError(f"{self.rel.paper}: {part.repo}/{sibling.rfilename}: {_first_line(e)}") from None
-        if sibling.size is not None and staged.stat().st_size != sibling.size:
-            got = staged.stat().st_size
-            staged.unlink(missing_ok=True)
-            raise FetchError(f"{self.rel.paper}: {rel_path} has {got} bytes, the hub lists {sibling.size}; refused")
-        self.keep(self.place(staged, rel_path, sha256=want, git_sha1=None if want else sibling.blob_id,
-                             how="hub listing"))
-
-    # -- files at URLs -----------------------------------------------------------------------------
-    def url_parts(self, parts: list[UrlFile]) -> None:
-        self.grow(len(parts))
-        todo = []
-        for part in parts:
-            done = self.journal.done(part.dest, self.files_dir / part.dest, part.sha256)
-            if done is not None:
-                self.keep(done)
-            else:
-                todo.append(part)
-        errors = self.run_parallel(todo, self.url_file)
-        self.raise_first(errors, "the release's URLs")
-
-    def url_file(self, part: UrlFile) -> None:
-        staged = self.stage / "url" / (part.dest + ".part")
-        self.download(mirrored(part.url), staged)
-        self.keep(self.place(staged, part.dest, sha256=part.sha256, how="pinned sha256"))
-
-    def download(self, url: str, staged: Path, *, client: Any = None) -> None:
-        """GET ``url`` into ``staged``, resuming a partial file with a Range request."""
-        import httpx
-
-        staged.parent.mkdir(parents=True, exist_ok=True)
-        have = staged.stat().st_size if staged.is_file() else 0
-        headers = {"Range": f"bytes={have}-"} if have else {}
-        own = client is None
-        client = client or httpx.Client(follow_redirects=True, timeout=httpx.Timeout(60.0, connect=15.0))
-        try:
-            with client.stream("GET", url, headers=headers) as resp:
-                if resp.status_code == 416 and have:  # the partial file is already whole
-                    return
-                if resp.status_code >= 400:
-                    raise FetchError(f"{self.rel.paper}: {url} answered HTTP {resp.status_code}")
-                mode = "ab" if resp.status_code == 206 and have else "wb"
-                with open(staged, mode) as fh:
-                    for block in resp.iter_bytes(CHUNK):
-                        fh.write(block)
-        except FetchError:
-            raise
-        except Exception as e:  # noqa: BLE001 - httpx's transport errors: one line
-            if _is_network_error(e) or isinstance(e, OSError):
-                host = re.sub(r"^([a-z]+://[^/]+).*$", r"\1", url)
-                raise _unreachable(host, self.rel.paper, e) from None
-            raise
-        finally:
-            if own:
-                client.close()
-
     # -- images named by the records ---------------------------------------------------------------
     def record_images(self, part: RecordImages) -> None:
-        """Each URL once, ``concurrency`` at a time; an image that cannot be had is counted, not raised."""
-        import httpx
-
         from vlamb_nb.images import ImageCache
 
-        urls = part.urls(self.files_dir)
-        cache = ImageCache(self.files_dir / part.dest)
-        todo = []
+        assert self.rev is not None
+        files = self.rev.files
+        urls = self.read(part.urls, files)
+        cache = ImageCache(files / part.dest)
+        there = None
+        if self.copy_root is not None:
+            folder = self.find(self.copy_root, [part.dest, "images"])
+            there = ImageCache(folder) if folder is not None and folder.is_dir() else None
+        planned = []
         for url in urls:
-            hit = cache.lookup(url)
-            if hit is not None:
-                self.keep({"path": str(hit.relative_to(self.files_dir)), "size": hit.stat().st_size,
-                           "sha256": None, "verified": "in place"})
+            rel = cache.candidates(url)[0].relative_to(files).as_posix()
+            if self.copy_root is not None:
+                hit = there.lookup(url) if there is not None else None
+                if hit is None:
+                    self.failures[url] = "not in the copy"
+                    continue
+                self.inside(hit)
+                planned.append(Planned(rel, "the copy", "unverified: imported copy, no checksum", copy=hit,
+                                       image=True, key=url, limit=part.max_bytes))
             else:
-                todo.append(url)
-        self.grow(len(urls))
-        failures: list[str] = []
-        unreachable: list[BaseException] = []
-        with httpx.Client(follow_redirects=True, timeout=httpx.Timeout(60.0, connect=15.0),
-                          limits=httpx.Limits(max_connections=self.concurrency)) as client:
-            def one(url: str) -> None:
-                target = cache.candidates(url)[0]
-                staged = self.stage / "img" / (target.name + ".part")
-                try:
-                    self.download(mirrored(url), staged, client=client)
-                except FetchError as e:
-                    if "cannot reach" in str(e):
-                        unreachable.append(e)
-                    failures.append(url)
-                    if self.bar is not None:
-                        self.bar.update(1)
-                    return
-                self.keep(self.place(staged, str(target.relative_to(self.files_dir)), sha256=None,
-                                     how="downloaded (no published checksum)"))
+                planned.append(Planned(rel, url, "unverified: no published checksum", url=mirrored(url), image=True,
+                                       key=url, limit=part.max_bytes))
+        self.run(planned, images=True)
 
-            self.run_parallel(todo, one)
-        if unreachable and len(unreachable) == len(todo):
-            raise unreachable[0]
+    # -- counting, what is left out, the manifest --------------------------------------------------
+    def read(self, fn: Any, files: Path) -> Any:
+        """``fn(files)`` — the paper's own reading of the fetched files — with any failure one line."""
+        try:
+            return fn(files)
+        except VlambError as e:
+            raise FetchError(f"{self.rel.paper}: the fetched files cannot be read as the release: {e}") from None
+        except (OSError, ValueError, KeyError) as e:
+            raise FetchError(f"{self.rel.paper}: the fetched files cannot be read as the release: "
+                             f"{type(e).__name__}: {_first_line(e)}") from None
+
+    def left_out(self, accept_missing: bool) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
+        """The release's known defects found in what was fetched, the files that could not be had (accepted, or
+        missing), and notes (a declared defect this revision no longer has)."""
+        rel, notes = self.rel, []
+        if rel.names is None or rel.items is None:
+            return [], {}, notes
+        assert self.rev is not None
+        files = self.rev.files
+        items = self.read(rel.items, files)
+        col = rel.names.column
+        resolve = rel.names.resolve(files)
+        keys = list(dict.fromkeys(items[col].astype(str)))
+        unresolved = [k for k in keys if resolve(k) is None]
+        entries, missing = [], {}
+        declared: set[str] = set()
+        for d in rel.defects:
+            if d.column != col:
+                continue
+            declared |= set(d.keys)
+            hit = [k for k in unresolved if k in d.keys]
+            gone = [k for k in d.keys if k in keys and k not in unresolved]
+            if gone:
+                notes.append(f"a known defect is not in this revision: {', '.join(gone[:5])} now name a file")
+            if hit:
+                cands = {k: {c: _found(resolve(c), files) for c in d.keys[k]} for k in hit}
+                entries.append(self.entry(items, "defect", f"known defect of the release: {d.why}", hit,
+                                          candidates=cands))
+        others = [k for k in unresolved if k not in declared]
+        if others:
+            before = {k for e in (self.current or {}).get("left_out") or [] if e.get("kind") == "missing"
+                      for k in e.get("keys") or []}
+            accepted = others if accept_missing else [k for k in others if k in before]
+            rest = [k for k in others if k not in accepted]
+            if accepted:
+                entries.append(self.entry(items, "missing", f"could not be had ({_reasons(self.failures, accepted)}); "
+                                          "accepted with --accept-missing", accepted))
+            if rest:
+                e = self.entry(items, "missing", _reasons(self.failures, rest), rest)
+                missing[rel.names.what] = {"count": len(rest), "first": e["item_first"], "keys": rest,
+                                           "items": e["items"], "why": e["why"]}
+        return entries, missing, notes
+
+    def entry(self, items: Any, kind: str, why: str, keys: list[str], **extra: Any) -> dict[str, Any]:
+        rel = self.rel
+        assert rel.names is not None
+        lo = LeftOut(kind=kind, why=why, column=rel.names.column, keys=tuple(keys), n_keys=len(keys),
+                     first=tuple(keys[:5]), whole=rel.whole, unit=rel.unit)
+        _, (counted,) = leave_out(items, (lo,))
+        col = items[rel.names.column].astype(str)
+        ids = items.loc[col.isin(set(keys)), rel.item_id].astype(str).tolist() if rel.item_id in items else []
+        return {**counted.summary(), "keys": list(keys), "item_first": ids[:5], **extra}
+
+    def finish(self, *, allow_mismatch: bool, accept_missing: bool, models: list[dict[str, Any]],
+               how: str) -> dict[str, Any]:
+        rel, rev = self.rel, self.rev
+        assert rev is not None
+        counts = self.read(rel.count, rev.files)
+        deviations = []
+        diff = {k: (v, counts.get(k)) for k, v in rel.expected.items() if counts.get(k) != v}
+        if diff:
+            text = "; ".join(f"{k}: expected {v:,}, found {f if f is None else format(f, ',')}"
+                             for k, (v, f) in diff.items())
+            if not allow_mismatch:
+                raise FetchError(f"{rel.paper}: the release does not have the paper's counts ({text}); pass "
+                                 "--allow-mismatch to use it anyway (recorded as a deviation)")
+            deviations.append(f"counts differ from the paper's ({text}), accepted with --allow-mismatch")
+        left, missing, notes = self.left_out(accept_missing)
+        n_items = rel.n_items if not diff else int(next(iter(counts.values())))
+        n_left = sum(int(e.get("items") or 0) + int(e.get("also") or 0) for e in left)
+        sources = rel.sources()
+        revision = next((self.revisions.get(s) for s in sources if self.revisions.get(s)), None)
+        usable = not missing
+        files = [self.records[k] for k in sorted(self.records)]
+        state = ("complete" if usable and not left else
+                 f"usable: {n_items - n_left:,} of {n_items:,} {rel.unit} ({n_left:,} left out)" if usable else
+                 "incomplete")
+        manifest = {
+            "paper": rel.paper, "release": rel.name, "revision": revision, "revisions": self.revisions,
+            "pinning": self.pinning, "folder": rev.folder,
+            "label": f"{rel.name}{'@' + revision[:7] if revision else ''} ({n_items:,} {rel.unit})",
+            "n_items": n_items, "n_usable": n_items - n_left, "unit": rel.unit, "licence": rel.licence,
+            "counts": counts, "expected": dict(rel.expected), "deviations": deviations, "left_out": left,
+            "missing": missing, "usable": usable, "complete": usable and not left, "state": state,
+            "files": files, "models": models, "load": dict(rel.load), "fetched": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "how": how, "notes": [*rel.notes, *notes],
+        }
+        _write_json(rev.base / MANIFEST, manifest)
+        (rev.base / STAMPS).unlink(missing_ok=True)  # every file was verified just now; stamps start afresh
+        cur = self.current
+        cur_usable = bool(cur and cur.get("usable", cur.get("complete")))
+        switch = usable or not cur_usable or (cur or {}).get("folder") == rev.folder
+        manifest["current"] = switch
+        if switch:
+            _write_json(self.root / MANIFEST, manifest)
+            self.remove_others(rev.folder, legacy=cur is not None and not cur.get("folder"))
+        else:
+            manifest["kept"] = str((cur or {}).get("label") or "")
+        rev.clear_stage()
+        return manifest
+
+    def remove_others(self, keep: str, *, legacy: bool) -> None:
+        """Other revision folders go once a revision is current (and the flat layout of older fetches)."""
+        revs = self.root / REVISIONS
+        for d in revs.iterdir() if revs.is_dir() else []:
+            if d.is_dir() and d.relative_to(self.root).as_posix() != keep:
+                shutil.rmtree(d, ignore_errors=True)
+        if legacy:
+            for name in ("files", ".staging"):
+                shutil.rmtree(self.root / name, ignore_errors=True)
+            (self.root / ".journal.jsonl").unlink(missing_ok=True)
 
     # -- metric models ------------------------------------------------------------------------------
     def model(self, m: MetricModel) -> dict[str, Any]:
@@ -372,82 +678,50 @@ class _Fetch:
             return {"repo": m.repo, "why": m.why, "error": _first_line(e)}
         return {"repo": m.repo, "why": m.why, "revision": Path(path).name}
 
-    def raise_first(self, errors: list[BaseException], what: str) -> None:
-        if not errors:
-            return
-        for e in errors:
-            if isinstance(e, VlambError):
-                raise e
-        e = errors[0]
-        if _is_network_error(e):
-            raise _unreachable(what, self.rel.paper, e)
-        raise FetchError(f"{self.rel.paper}: {type(e).__name__}: {_first_line(e)}")
 
-    # -- importing a copy ---------------------------------------------------------------------------
-    def import_part(self, part: Any) -> None:
-        src = self.from_path
-        assert src is not None
-        if isinstance(part, UrlFile):
-            cand = _find_copy(src, [part.dest, Path(part.dest).name, f"data/{Path(part.dest).name}"])
-            if cand is None:
-                raise FetchError(f"{self.rel.paper}: {Path(part.dest).name} is not in {src}")
-            done = self.journal.done(part.dest, self.files_dir / part.dest, part.sha256)
-            if done is None:
-                staged = self.stage / "copy" / part.dest
-                staged.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(cand, staged)
-                done = self.place(staged, part.dest, sha256=part.sha256, how="pinned sha256")
-            self.grow(1)
-            self.keep(done)
-        elif isinstance(part, HubFiles):
-            base, sha = _hub_copy_base(src, part)
-            self.revisions[part.repo] = sha
-            matched = [p for p in (sorted(base.rglob("*")) if base.is_dir() else []) if p.is_file() and ".cache" not in p.parts
-                       and any(fnmatch.fnmatch(p.relative_to(base).as_posix(), pat) for pat in part.patterns)]
-            if not matched and part.what == "images":
-                return  # counted as missing by the release's check
-            if not matched:
-                raise FetchError(f"{self.rel.paper}: no file of {part.repo} matching {', '.join(part.patterns)} "
-                                 f"in {src}")
-            listed = _listed_hashes(src)
-            for p in matched:
-                name = p.relative_to(base).as_posix()
-                rel_path = str(Path(part.dest) / name) if part.dest else name
-                want = listed.get(rel_path)
-                done = self.journal.done(rel_path, self.files_dir / rel_path, want)
-                if done is None:
-                    staged = self.stage / "copy" / rel_path
-                    staged.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(p, staged)
-                    done = self.place(staged, rel_path, sha256=want,
-                                      how="the copy's manifest" if want else "counts only (imported copy)")
-                self.grow(1)
-                self.keep(done)
-        elif isinstance(part, RecordImages):
-            from vlamb_nb.images import ImageCache
-
-            folder = _find_copy(src, [part.dest, "images"])
-            if folder is None or not folder.is_dir():
-                return  # counted as missing by the release's check
-            there, here = ImageCache(folder), ImageCache(self.files_dir / part.dest)
-            for url in part.urls(self.files_dir):
-                hit = there.lookup(url)
-                if hit is None or here.lookup(url) is not None:
-                    continue
-                target = here.candidates(url)[0]
-                staged = self.stage / "copy" / target.name
-                staged.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(hit, staged)
-                self.grow(1)
-                self.keep(self.place(staged, str(target.relative_to(self.files_dir)), sha256=None,
-                                     how="imported copy"))
+def _stem(name: str) -> str:
+    """``malay/8-1.jpg`` -> ``malay/8-1``: the key a hub image file gives."""
+    p = Path(name)
+    return p.with_suffix("").as_posix()
 
 
-def _find_copy(src: Path, names: list[str]) -> Path | None:
-    for n in names:
-        if (src / n).exists():
-            return src / n
-    return None
+def _found(path: Path | None, files: Path) -> str | None:
+    if path is None:
+        return None
+    try:
+        return path.relative_to(files).as_posix()
+    except ValueError:
+        return str(path.name)
+
+
+def _reasons(failures: dict[str, str], keys: list[str]) -> str:
+    counts = Counter(failures.get(k, "not among the fetched files") for k in keys)
+    return ", ".join(f"{why} ({n})" for why, n in counts.most_common())
+
+
+def _is_network_error(err: BaseException) -> bool:
+    names = {c.__name__ for c in type(err).__mro__}
+    return bool(names & {"ConnectError", "ConnectTimeout", "TransportError", "TimeoutException", "ConnectionError",
+                         "LocalEntryNotFoundError", "OfflineModeIsEnabled", "NetworkError", "ReadTimeout",
+                         "RemoteProtocolError", "ReadError"}) or isinstance(err, ConnectionError | TimeoutError)
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    from vlamb_nb.releases.transfer import os_failure
+
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        raise os_failure(e, str(path)) from None
+
+
+def _current(paper: str) -> dict[str, Any] | None:
+    try:
+        return read_manifest(paper)
+    except VlambError:
+        return None  # an unreadable manifest: fetched again from scratch
 
 
 def _hub_copy_base(src: Path, part: HubFiles) -> tuple[Path, str | None]:
@@ -457,14 +731,18 @@ def _hub_copy_base(src: Path, part: HubFiles) -> tuple[Path, str | None]:
     for snap_root in (src / slug / "snapshots", src / "snapshots"):
         if snap_root.is_dir():
             snaps = sorted(p for p in snap_root.iterdir() if p.is_dir())
+            if part.revision and (snap_root / part.revision).is_dir():
+                snaps = [snap_root / part.revision]
             if snaps:
                 return snaps[-1], snaps[-1].name if re.fullmatch(r"[0-9a-f]{40}", snaps[-1].name) else None
+    if src.parent.name == "snapshots" and re.fullmatch(r"[0-9a-f]{40}", src.name):
+        return (src / part.dest if part.dest and (src / part.dest).is_dir() else src), src.name
     manifest = src / MANIFEST
     rev = None
     if manifest.is_file():
         try:
             rev = (json.loads(manifest.read_text(encoding="utf-8")).get("revisions") or {}).get(part.repo)
-        except ValueError:
+        except (OSError, ValueError, AttributeError):
             rev = None
         base = src / "files" / part.dest if part.dest else src / "files"
         return base, rev
@@ -473,136 +751,176 @@ def _hub_copy_base(src: Path, part: HubFiles) -> tuple[Path, str | None]:
     return src, rev
 
 
-def _listed_hashes(src: Path) -> dict[str, str]:
-    """sha256 per file from another data home's manifest (a copy of a fetched release verifies against it)."""
-    manifest = src / MANIFEST
-    if not manifest.is_file():
-        return {}
+def unpack(archive: Path, into: Path, *, paper: str) -> Path:
+    """A zip or tar archive (RACQUET's Zenodo record, a copy of a data home) unpacked into ``into``: every member's
+    name must stay inside, and links are refused, in one line each."""
+    source = f"the archive {archive.name}"
+    into.mkdir(parents=True, exist_ok=True)
+    _unpack(archive, into, paper=paper, source=source)
+    top = [p for p in into.iterdir()]
+    return top[0] if len(top) == 1 and top[0].is_dir() else into  # an archive of one folder: that folder
+
+
+def _unpack(archive: Path, into: Path, *, paper: str, source: str) -> None:
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as zf:
+            for info in zf.infolist():
+                if info.is_dir():
+                    continue
+                rel = safe_relpath(info.filename, paper=paper, source=source)
+                if (info.external_attr >> 16) & 0o170000 == 0o120000:
+                    raise FetchError(f"{paper}: {source} holds {rel} as a link; refused, nothing was imported")
+                target = into / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(info) as fin, open(target, "wb") as fout:
+                    shutil.copyfileobj(fin, fout)
+        return
     try:
-        files = json.loads(manifest.read_text(encoding="utf-8")).get("files") or []
-    except ValueError:
-        return {}
-    return {f["path"]: f["sha256"] for f in files if f.get("sha256")}
+        tf = tarfile.open(archive)
+    except (tarfile.TarError, OSError):
+        raise FetchError(f"{paper}: --from {archive.name} is neither a folder nor a zip or tar archive") from None
+    with tf:
+        for member in tf.getmembers():
+            if member.isdir():
+                continue
+            rel = safe_relpath(member.name, paper=paper, source=source)
+            if not member.isfile():
+                raise FetchError(f"{paper}: {source} holds {rel} as a link or device; refused, nothing was imported")
+            target = into / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fin = tf.extractfile(member)
+            assert fin is not None
+            with fin, open(target, "wb") as fout:
+                shutil.copyfileobj(fin, fout)
 
 
 # -- the public entry points ------------------------------------------------------------------------
-def fetch(paper: str, *, from_path: str | os.PathLike | None = None, allow_mismatch: bool = False,
-          models: bool = True, token: str | None = None, concurrency: int = 8,
-          progress: bool = True) -> dict[str, Any]:
+def fetch(paper: str, *, from_path: str | os.PathLike | None = None, revision: Sequence[str] | str | None = None,
+          accept_missing: bool = False, allow_mismatch: bool = False, models: bool = True, token: str | None = None,
+          concurrency: int = 8, progress: bool = True, stall: float | None = None, tries: int | None = None,
+          backoff: float | None = None) -> dict[str, Any]:
     """Fetch (or import ``from_path``) one paper's release into the data home; returns its manifest.
 
-    Raises :class:`~vlamb_nb.errors.FetchError` with one line when something cannot be had or verified; images
-    that cannot be had leave the release "incomplete" (counted, first ids shown) rather than failing.
+    Raises :class:`~vlamb_nb.errors.FetchError` with one line when something cannot be had or verified (its class
+    named: HTTP status, timed out, refused, network, disk full, read-only, too large, checksum), and
+    :class:`FetchInterrupted` on Ctrl-C. Images that cannot be had leave the release incomplete (counted, first
+    items named) unless ``accept_missing``; a known defect of the release leaves its items out and the release
+    usable.
     """
     rel = release(paper)
+    mirror_rules()  # a malformed rule is an error before anything is fetched
+    given = parse_revisions(rel, revision)
     token = token or os.environ.get("HF_TOKEN") or None
     src = Path(from_path).expanduser() if from_path is not None else None
     if src is not None and not src.exists():
-        raise FetchError(f"{rel.paper}: --from {src}: no such file or folder")
-    job = _Fetch(rel, token=token, concurrency=concurrency, progress=progress, from_path=src)
+        raise FetchError(f"{rel.paper}: --from {scrubbed(str(src))}: no such file or folder")
+    if src is not None and given:
+        raise SettingError("--revision chooses what to download; a copy given with --from is imported as it is")
+    stop = threading.Event()
+    transfer = Transfer(stop, stall=stall, tries=tries, backoff=backoff, concurrency=concurrency)
+    job = _Fetch(rel, token=token, concurrency=concurrency, progress=progress, src=src, revisions=given,
+                 transfer=transfer, stop=stop)
+    try:
+        with Lock(rel.paper, release_dir(rel.paper)):
+            return _run(job, allow_mismatch=allow_mismatch, accept_missing=accept_missing, models=models)
+    except KeyboardInterrupt:
+        stop.set()
+        raise FetchInterrupted(f"{rel.paper}: stopped (Ctrl-C); what was downloaded is kept: run the same command "
+                               "again to resume") from None
+    finally:
+        transfer.close()
+
+
+def _run(job: _Fetch, *, allow_mismatch: bool, accept_missing: bool, models: bool) -> dict[str, Any]:
     from tqdm.auto import tqdm
 
+    rel, src = job.rel, job.src
+    job.current = _current(rel.paper)
+    unpacked = None
+    if src is not None:
+        if src.is_file():
+            unpacked = job.root / ".import"
+            shutil.rmtree(unpacked, ignore_errors=True)
+            job.copy_root = unpack(src, unpacked, paper=rel.paper)
+        else:
+            job.copy_root = src
     try:
         from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
     except ImportError:  # pragma: no cover - huggingface_hub ships with transformers
         disable_progress_bars = enable_progress_bars = lambda: None  # noqa: E731
     disable_progress_bars()  # one bar per paper: ours
-    job.bar = tqdm(total=0, desc=f"fetch {rel.paper}", unit="file", disable=not progress)
+    job.bar = tqdm(total=0, desc=f"fetch {rel.paper}", unit="file", disable=not job.progress)
     try:
+        planned = job.plan()
+        job.rev = RevisionFolder(rel.paper, revision_key(job.revisions))
+        job.run(planned)
         for part in rel.parts:
-            if src is not None:
-                job.import_part(part)
-            elif isinstance(part, HubFiles):
-                job.hub_part(part)
-            elif isinstance(part, UrlFile):
-                job.url_parts([part])
-            elif isinstance(part, RecordImages):
+            if isinstance(part, RecordImages):
                 job.record_images(part)
         model_rows = ([job.model(m) for m in rel.models] if models and src is None else
                       [{"repo": m.repo, "why": m.why, "error": "not fetched (--no-models)" if not models else
                         "not imported with --from: fetch it where there is network, or copy the Hugging Face cache"}
                        for m in rel.models])
+        how = f"imported from {scrubbed(str(src))}" if src is not None else "downloaded"
+        return job.finish(allow_mismatch=allow_mismatch, accept_missing=accept_missing, models=model_rows, how=how)
     finally:
         job.bar.close()
         enable_progress_bars()
-    return _finish(job, allow_mismatch=allow_mismatch, models=model_rows)
-
-
-def _finish(job: _Fetch, *, allow_mismatch: bool, models: list[dict[str, Any]]) -> dict[str, Any]:
-    rel = job.rel
-    try:
-        counts = rel.count(job.files_dir)
-    except VlambError as e:
-        raise FetchError(f"{rel.paper}: the fetched files cannot be read as the release: {e}") from None
-    deviations = []
-    diff = {k: (v, counts.get(k)) for k, v in rel.expected.items() if counts.get(k) != v}
-    if diff:
-        text = "; ".join(f"{k}: expected {v:,}, found {f if f is None else format(f, ',')}"
-                         for k, (v, f) in diff.items())
-        if not allow_mismatch:
-            raise FetchError(f"{rel.paper}: the release does not have the paper's counts ({text}); pass "
-                             "--allow-mismatch to use it anyway (recorded as a deviation)")
-        deviations.append(f"counts differ from the paper's ({text}), accepted with --allow-mismatch")
-    missing = rel.check(job.files_dir) if rel.check is not None else {}
-    revision = rel.pinned_revision or next((r for r in job.revisions.values() if r), None)
-    n_items = rel.n_items if not diff else int(next(iter(counts.values())))
-    manifest = {
-        "paper": rel.paper, "release": rel.name, "revision": revision, "revisions": job.revisions,
-        "label": f"{rel.name}{'@' + revision[:7] if revision else ''} ({n_items:,} items)",
-        "n_items": n_items, "licence": rel.licence, "counts": counts, "expected": rel.expected,
-        "deviations": deviations, "missing": missing, "complete": not missing,
-        "files": sorted(job.records, key=lambda r: r["path"]), "models": models, "load": rel.load,
-        "fetched": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "how": f"imported from {job.from_path}" if job.from_path is not None else "downloaded",
-        "notes": list(rel.notes),
-    }
-    tmp = job.root / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=1, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, job.root / MANIFEST)
-    shutil.rmtree(job.stage, ignore_errors=True)
-    return manifest
+        if unpacked is not None:
+            shutil.rmtree(unpacked, ignore_errors=True)
 
 
 def status(*, verify: bool = False) -> list[dict[str, Any]]:
-    """One row per paper: what is in the data home, how big, and whether it verifies.
+    """One row per paper: what is in the data home, how big, whether it is usable, and whether it verifies.
 
-    Without ``verify`` every recorded file is checked for presence and size; with it, every sha256 again."""
+    Every recorded file is checked for presence and size, and its sha256 when its stamp changed; with ``verify``,
+    every sha256 again."""
     rows = []
-    for paper in RELEASES:
+    for paper, rel in releases().items():
         root = release_dir(paper)
-        row: dict[str, Any] = {"paper": paper, "state": "not fetched", "items": None, "revision": None,
-                               "bytes": 0, "missing": "", "models": "", "problems": []}
+        row: dict[str, Any] = {"paper": paper, "state": "not fetched", "items": None, "usable_items": None,
+                               "revision": None, "pinning": {}, "bytes": 0, "missing": "", "left_out": [],
+                               "unverified": 0, "recorded": 0, "models": "", "problems": [], "pending": []}
         try:
             manifest = read_manifest(paper)
         except VlambError as e:
             row.update(state="damaged", problems=[str(e)])
             rows.append(row)
             continue
+        revs = root / REVISIONS
+        current = (manifest or {}).get("folder")
+        for d in sorted(revs.iterdir()) if revs.is_dir() else []:
+            if d.is_dir() and d.relative_to(root).as_posix() != current:
+                row["pending"].append(f"{d.relative_to(root).as_posix()}: a fetch of another revision that is not "
+                                      "current (run `vlamb-nb data fetch " + paper + "` to finish or replace it)")
         if manifest is None:
-            if any(p.is_file() and p.stat().st_size for d in ("files", ".staging") if (root / d).is_dir()
-                   for p in (root / d).rglob("*")):
+            if any(p.is_file() and p.stat().st_size for p in root.rglob("*") if p.name != ".lock"):
                 row["state"] = "partial (no manifest: fetch again to finish)"
             rows.append(row)
             continue
-        problems = []
-        for f in manifest.get("files") or []:
-            p = root / "files" / f["path"]
-            if not p.is_file():
-                problems.append(f"missing {f['path']}")
-            elif p.stat().st_size != f["size"]:
-                problems.append(f"{f['path']}: {p.stat().st_size} bytes, recorded {f['size']}")
-            elif verify and f.get("sha256") and file_sha256(p) != f["sha256"]:
-                problems.append(f"{f['path']}: sha256 differs from the manifest")
-            else:
-                row["bytes"] += f["size"]
+        problems = check_release(paper, manifest, full=verify)
+        files = manifest.get("files") or []
+        row["bytes"] = sum(int(f.get("size") or 0) for f in files)
+        row["unverified"] = sum(str(f.get("verified", "")).startswith("unverified") for f in files)
+        row["recorded"] = sum("recorded at first fetch" in str(f.get("verified", "")) for f in files)
         missing = manifest.get("missing") or {}
-        state = "complete" if manifest.get("complete") else "incomplete"
+        usable = manifest.get("usable", manifest.get("complete", False))
+        n, unit = manifest.get("n_items"), manifest.get("unit") or rel.unit
+        n_usable = manifest.get("n_usable", n)
+        if not usable:
+            state = "incomplete"
+        elif manifest.get("left_out"):
+            state = f"usable: {n_usable:,} of {n:,} {unit}"
+        else:
+            state = "complete"
         if manifest.get("deviations"):
             state += " (counts accepted with --allow-mismatch)"
         if problems:
-            state = "damaged"
+            state = f"damaged: run `vlamb-nb data fetch {paper}` to repair"
         failed_models = [m["repo"] for m in manifest.get("models") or [] if m.get("error")]
-        row.update(state=state, items=manifest.get("n_items"), revision=manifest.get("revision"), problems=problems,
+        row.update(state=state, items=n, usable_items=n_usable if usable else None, revision=manifest.get("revision"),
+                   pinning=manifest.get("pinning") or {}, problems=problems,
+                   left_out=[LeftOut.from_dict(e).text() for e in manifest.get("left_out") or []],
                    missing="; ".join(f"{v['count']} {k} (first: {', '.join(map(str, v['first']))})"
                                      for k, v in missing.items()),
                    models=("missing: " + ", ".join(failed_models)) if failed_models else
@@ -611,6 +929,3 @@ def status(*, verify: bool = False) -> list[dict[str, Any]]:
         rows.append(row)
     return rows
 
-
-def home() -> Path:
-    return data_home()

@@ -23,6 +23,7 @@ from typing import Any
 
 from vlamb_nb.errors import DataError, ImageError, SettingError
 from vlamb_nb.jsonl import read_json
+from vlamb_nb.release_spec import RAW, HubFiles, ItemFiles, KnownDefect, Release, UrlFile
 
 NAME = "mucar"
 DATA_FILE = "data-all.json"
@@ -538,3 +539,73 @@ def make_sample(directory: str | os.PathLike, n: int = 8, seed: int = 0) -> Path
     for i, image_id in enumerate(sorted({r["image_id"] for r in recs})):
         _draw(out / "images" / f"{image_id}.png", image_id, seed * 1000 + i)
     return out / DATA_FILE
+
+
+# -- the release -------------------------------------------------------------------------------------
+RECORDS_REPO = "THUNLP-MT/MUCAR"
+RECORDS_COMMIT = "c2410e1b3f229f6ebb3b0f46a3cdad80a8347a56"
+RECORDS_SHA256 = "9d100e26587386352143acc3ea81ba152e21aebcd7f1db9155b4f01b6391fb22"
+IMAGES_REVISION = "3a28f23644e54a58c6131b41fe762a04869ee7cc"
+#: ``image_id``s of ``data-all.json`` written ``malay/N``: the hub image set at ``IMAGES_REVISION`` has no such
+#: file, but both ``malay/N-1`` and ``malay/N-2``, and which one a query means cannot be told without its answer.
+#: 186 dual-ambiguity queries use them (31 pairs by ``pair_id``, 62 per language).
+AMBIGUOUS_IMAGE_IDS = {f"malay/{n}": (f"malay/{n}-1", f"malay/{n}-2")
+                       for n in (8, 9, 15, 22, 23, 27, 30, 35, 42, 43, 45, 46, 59, 61, 77, 82, 97, 116, 131, 133,
+                                 136, 183)}
+
+
+def release_items(root: Path):
+    """The fetched records as items (``root`` is the release's files folder)."""
+    return load_items(root / DATA_FILE, images=root / "images")
+
+
+def release_counts(root: Path) -> dict[str, int]:
+    stats = data_stats(release_items(root))
+    return {"queries": stats["queries"], "pairs": stats["pairs"]}
+
+
+def release_images(root: Path):
+    """``image_id`` -> its file in the fetched hub image set (a layout the paper never documents), or None: the
+    files :class:`ImageResolver` would find, indexed once (the resolver itself is asked only for what lies in
+    parquet shards)."""
+    from vlamb_nb.images import IMAGE_EXTENSIONS
+
+    folder = root / "images"
+    if not folder.is_dir():
+        return lambda image_id: None
+    index: dict[str, Path] = {}
+    for p in sorted(folder.rglob("*")):
+        if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file():
+            index.setdefault(p.relative_to(folder).with_suffix("").as_posix(), p)
+    resolver = ImageResolver(folder) if any(folder.rglob("*.parquet")) else None
+
+    def resolve(image_id: str) -> Path | None:
+        for sub in ImageResolver.SUBDIRS:
+            hit = index.get(f"{sub}/{image_id}" if sub else image_id)
+            if hit is not None:
+                return hit
+        if resolver is None:
+            return None
+        try:
+            resolver.resolve(image_id)
+        except ImageError:
+            return None
+        return folder
+
+    return resolve
+
+
+RELEASE = Release(
+    paper=NAME, name=f"github:{RECORDS_REPO} + hub:{HUB_IMAGES}", licence="as released (none stated)",
+    parts=(UrlFile(DATA_FILE, f"{RAW}/{RECORDS_REPO}/{{revision}}/{DATA_FILE}", RECORDS_SHA256, 701289,
+                   revision=RECORDS_COMMIT, source=RECORDS_REPO, identical_at=("930eb28",)),
+           HubFiles(HUB_IMAGES, ("*",), revision=IMAGES_REVISION, dest="images", what="images")),
+    expected={"queries": 1278, "pairs": 501}, count=release_counts, n_items=1278, unit="queries",
+    items=release_items, item_id="uid", names=ItemFiles("image_id", release_images), whole="group",
+    defects=(KnownDefect("image_id", AMBIGUOUS_IMAGE_IDS, found_at=IMAGES_REVISION,
+                         why="the image_id names no file of the hub image set, where both of its candidates "
+                             "exist; which one the query means cannot be told"),),
+    load={"source": f"files/{DATA_FILE}", "images": "files/images"},
+    size="0.7 MB of records + the hub image set (size set by the hub)",
+    notes=("the hub image set's layout is undocumented: every image_id is resolved and the ones that are not "
+           "found are reported",))

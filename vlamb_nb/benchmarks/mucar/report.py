@@ -63,10 +63,10 @@ def notebook_data(source: str | os.PathLike | None = None, images: str | os.Path
     from vlamb_nb.paths import sample_dir as default_sample_dir
 
     choice = choose(NAME, source, profile=profile)
-    if choice is not None:
-        items = tag(load_items(choice.source, images=images if images is not None else choice.images),
-                    choice.identity)
-        return {"release": items, "release_kind": choice.identity.kind, "pipeline": items,
+    if choice is not None:  # statistics on every record; the pipeline leaves out what the release cannot give
+        release = load_items(choice.source, images=images if images is not None else choice.images)
+        items = tag(release.copy(), choice.identity)
+        return {"release": release, "release_kind": choice.identity.kind, "pipeline": items,
                 "pipeline_kind": choice.identity.kind, "data": identity_of(items)}
     release = None
     try:

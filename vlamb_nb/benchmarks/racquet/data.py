@@ -17,6 +17,7 @@ from typing import Any
 
 from vlamb_nb.errors import DataError, NotAvailableError, SettingError
 from vlamb_nb.jsonl import iter_jsonl, read_json
+from vlamb_nb.release_spec import RAW, ItemFiles, MetricModel, RecordImages, Release, UrlFile
 
 FILES = {"general": "racquet_general.jsonl", "bias": "racquet_bias.jsonl"}
 
@@ -599,3 +600,55 @@ def data_stats(items) -> dict[str, Any]:
                                             g.groupby("category")["adjective"]}
         out[str(sub)] = s
     return out
+
+
+# -- the release -------------------------------------------------------------------------------------
+REPO = "albertotestoni/RACQUET"
+COMMIT = "11ac07181358471edaba153fbb324fe100f45c3c"  # the repository has since moved its data to Zenodo
+SHA256 = {"general": ("7799a219c18351e7f5e3ea780170d3d7bbedac22f97f7e41aa309852e67b6713", 75693),
+          "bias": ("abb5b5f7476b6646c949e69d32d34095390833a7250de7618f5389441a252a7e", 39192)}
+
+
+def _records(root: Path) -> dict[str, list[dict[str, Any]]]:
+    return {subset: read_jsonl(root / name, subset) for subset, name in FILES.items()}
+
+
+def release_counts(root: Path) -> dict[str, int]:
+    recs = _records(root)
+    return {"general": len(recs["general"]), "bias": len(recs["bias"]),
+            "general_images": len({r["image_url"] for r in recs["general"]}),
+            "bias_images": len({r["image_url"] for r in recs["bias"]})}
+
+
+def release_image_urls(root: Path) -> dict[str, str]:
+    """Each image URL of the records, with the first question that shows it."""
+    out: dict[str, str] = {}
+    for recs in _records(root).values():
+        for r in recs:
+            out.setdefault(r["image_url"], r["id"])
+    return out
+
+
+def release_items(root: Path):
+    return load(root, images=root / "images")
+
+
+def release_images(root: Path):
+    """image URL -> its file among the fetched images (the image-cache naming), or None."""
+    from vlamb_nb.images import ImageCache
+
+    return ImageCache(root / "images").lookup
+
+
+RELEASE = Release(
+    paper="racquet", name=f"github:{REPO}", licence="MIT",
+    parts=(*(UrlFile(name, f"{RAW}/{REPO}/{{revision}}/data/{name}", *SHA256[subset], revision=COMMIT, source=REPO)
+             for subset, name in FILES.items()),
+           RecordImages(release_image_urls)),
+    expected={"general": 500, "bias": 240, "general_images": 366, "bias_images": 45}, count=release_counts,
+    n_items=740, unit="questions", items=release_items, names=ItemFiles("image_url", release_images),
+    load={"source": "files", "images": "files/images"},
+    size="115 kB of records + 411 images from their URLs (+ 0.9 GB Grounding DINO)",
+    models=(MetricModel("IDEA-Research/grounding-dino-base", "Table 1: candidate referent boxes"),),
+    notes=("the repository has since moved its data to Zenodo (record 17658707); `--from` a copy of the two JSONL "
+           "files (or of the Zenodo archive) imports it alike",))

@@ -85,8 +85,9 @@ def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | 
     if choice is not None:
         if choice.images is not None:
             load_options.setdefault("images", str(choice.images))
-        items = tag(BENCHMARK.load(choice.source, **load_options), choice.identity)
-        return {"release": items, "release_kind": choice.identity.kind, "pipeline": items,
+        release = BENCHMARK.load(choice.source, **load_options)  # statistics on every question
+        items = tag(release.copy(), choice.identity)  # the pipeline without the questions left out
+        return {"release": release, "release_kind": choice.identity.kind, "pipeline": items,
                 "pipeline_kind": choice.identity.kind, "data": identity_of(items)}
     out: dict[str, Any] = {}
     try:

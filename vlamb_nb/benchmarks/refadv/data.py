@@ -20,6 +20,7 @@ from typing import Any
 from vlamb_nb import boxes
 from vlamb_nb.errors import DataError, ImageError, NotAvailableError
 from vlamb_nb.jsonl import read_json
+from vlamb_nb.release_spec import GitHubFolder, HubFiles, Release, parquet_rows
 
 HUB_ID = "dddraxxx/ref-adv-s"
 HUB_FILE = "data/train-00000-of-00001.parquet"
@@ -472,3 +473,40 @@ def parse_distractor_count(x: Any) -> int:
     except ValueError:
         pass
     return len(re.findall(r"\d+", s))
+
+
+# -- the release -------------------------------------------------------------------------------------
+HUB_REVISION = "e7a53e352b5885b8228fc6afa8645ab78e76d5f1"  # one parquet, 255,481,432 bytes, 1,142 rows
+PARQUET = "data/train-00000-of-00001.parquet"
+RUNS_REPO = "dddraxxx/Ref-Adv"
+RUNS_COMMIT = "b6b18262d9fea0bbdd72d7066e0d40f513d1f453"  # outputs/qwen/ holds 30 per-row runs
+#: the released per-row runs whose bytes are known here (sha256, size); the other 25 are checked against the
+#: listing's git object id and their sha256 recorded at first fetch
+PINNED_RUNS = {
+    "qwen25a3b_direct_predictions.jsonl": (
+        "fbcb71db8299c258ac3c03db8831a1e1318ee4f3c5567ebac882449619003d52", 630083),
+    "qwen25a7b_direct_predictions.jsonl": (
+        "98976d1f6b4accd8df629783ff5eddfd94c79cd95939f6edbd57d7f67632f02d", 631494),
+    "qwen25a72b_direct_predictions.jsonl": (
+        "5f0d4bccbf6661c63ebd8685c31601154691214465e427df1995b6d66524db15", 633859),
+    "qwen25a72b_cot_predictions.jsonl": (
+        "53ab2f08c29499bba3a40c271b725027435a684593a04ede4332ea5a6f3fe6fc", 630292),
+    "qwen3a8bthinking_direct_predictions.jsonl": (
+        "3f9af74dc8fb817e799b0791328ec0a2404af8ccfbdaa13b2acfd688d1824a96", 649315),
+}
+RELEASED_RUNS = 30
+
+
+def release_counts(root: Path) -> dict[str, int]:
+    return {"rows": parquet_rows([root / PARQUET]),
+            "released runs": len(list((root / "predictions").glob("*_predictions.jsonl")))}
+
+
+RELEASE = Release(
+    paper="refadv", name=f"hub:{HUB_ID}", licence="as released (code Apache-2.0)",
+    parts=(HubFiles(HUB_ID, (PARQUET,), revision=HUB_REVISION),
+           GitHubFolder(RUNS_REPO, "outputs/qwen", RUNS_COMMIT, pattern="*_predictions.jsonl", dest="predictions",
+                        expected=RELEASED_RUNS, pinned=PINNED_RUNS, what="released runs")),
+    expected={"rows": 1142, "released runs": RELEASED_RUNS}, count=release_counts, n_items=1142, unit="rows",
+    load={"source": f"files/{PARQUET}", "extra": {"predictions": "files/predictions"}},
+    size="the Ref-Adv-s parquet (255 MB, 1,142 rows with images) + 19 MB of released per-row runs (30)")

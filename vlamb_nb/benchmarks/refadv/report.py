@@ -66,8 +66,8 @@ def notebook_data(source: str | os.PathLike | None = None, *, n: int = 12, seed:
 
 
 def predictions_dir(profile: str = "offline") -> Path | None:
-    """The official per-row prediction files: under the paper profile those fetched with the release, else the
-    ones beside the checkout, when present."""
+    """The official per-row prediction files: under the paper profile those fetched with the release (all 30
+    released runs), else the ones beside the checkout (five), when present."""
     from vlamb_nb.paths import shared_data_dir
 
     if profile != "offline":
@@ -90,11 +90,12 @@ EXAMPLE_COMPARISON = "Released Ref-Adv-s runs (direct prompt) compared on their 
 
 
 def example_runs() -> list[Path]:
-    """The released Ref-Adv direct runs (official per-row files beside the checkout) that the example comparison
-    (``vlamb-nb compare --example``) puts side by side on their common rows."""
+    """The released Ref-Adv direct runs that the example comparison (``vlamb-nb compare --example``) puts side by
+    side on their common rows: every run of the fetched release (all 30), else the official per-row files beside
+    the checkout."""
     from vlamb_nb.errors import NotAvailableError
 
-    folder = predictions_dir()
+    folder = predictions_dir("paper")
     if folder is None:
         raise NotAvailableError("the released Ref-Adv per-row predictions are not beside the checkout "
                                 "(../shared/data/refadv/predictions); the example needs them")
@@ -404,7 +405,7 @@ def example_card(*, run: str = EXAMPLE_RUN, workdir: Any = None, n_resamples: in
     from vlamb_nb.paths import run_dir, shared_data_dir
     from vlamb_nb.report_card import Card
 
-    pred_dir = predictions_dir()
+    pred_dir = predictions_dir("paper")  # every released run present: the fetched release's, else the checkout's
     shared = shared_data_dir()
     demo = shared / "refadv" / "demo" if shared is not None else None
     if pred_dir is None or demo is None or not (pred_dir / f"{run}_predictions.jsonl").is_file():

@@ -18,6 +18,7 @@ from typing import Any
 
 from vlamb_nb.errors import DataError, ImageError, NotAvailableError
 from vlamb_nb.jsonl import iter_jsonl, read_json
+from vlamb_nb.release_spec import HubFiles, MetricModel, Release
 
 HUB_ID = "HazelNam/vague-bench"
 JSON_FILES = ("vcr_1144_final.json", "ego4d_533_final.json")
@@ -504,3 +505,23 @@ def data_stats(items) -> dict[str, Any]:
     return {"n": len(items), "subset_counts": {s: int((items["subset"] == s).sum()) for s in SUBSETS},
             "table_b1": dataset_statistics(items).to_dict(),
             "top_verbs": {s: top_verbs(items, s, 20) for s in SUBSETS}}
+
+
+# -- the release -------------------------------------------------------------------------------------
+def release_counts(root: Path) -> dict[str, int]:
+    """Rows per subset of the fetched hub shards, read from the names alone (no image is decoded)."""
+    import pyarrow.parquet as pq
+
+    shards = sorted((root / "data").glob("train-*.parquet"))
+    names = [n for f in shards for n in pq.read_table(f, columns=["image_name"]).column(0).to_pylist()]
+    subsets = [subset_of(str(n)) for n in names]
+    return {"rows": len(names), "VCR": subsets.count("VCR"), "Ego4D": subsets.count("Ego4D")}
+
+
+#: no known-good revision of the hub dataset yet: the commit fetched first is recorded and asked for again
+RELEASE = Release(
+    paper="vague", name=f"hub:{HUB_ID}", licence="none stated (paper, README and card)",
+    parts=(HubFiles(HUB_ID, ("data/train-*",), revision=None),),
+    expected={"rows": 1677, **EXPECTED_COUNTS}, count=release_counts, n_items=1677, unit="rows",
+    load={"source": "files"}, size="about 221 MB (+ 1.4 GB roberta-large for BERTScore)",
+    models=(MetricModel("roberta-large", "BERTScore F1 of the free-form answers (bert-score's English default)"),))

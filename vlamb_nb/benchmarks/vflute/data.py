@@ -29,11 +29,15 @@ from vlamb_nb.benchmarks.vflute.prompts import PROMPTS, SPLIT_SIZES, assigned_pr
 from vlamb_nb.errors import DataError, ImageError, NotAvailableError, SettingError
 from vlamb_nb.jsonl import read_csv as read_csv_file
 from vlamb_nb.jsonl import read_json as read_json_file
+from vlamb_nb.release_spec import HubFiles, MetricModel, Release, parquet_rows
 
 HUB_ID = "ColumbiaNLP/V-FLUTE"
 SOURCE_NAMES = {"vismet": "HAIVMet", "irfl": "IRFL", "muse": "MuSE", "memecap": "MemeCap", "nycartoons": "NYCartoons"}
 PHENOMENA = ("metaphor", "simile", "idiom", "sarcasm", "humor")
 LABELS = ("entailment", "contradiction")
+#: the label spellings a release may use (the hub card's ``ENTAILS``/``CONTRADICTS`` among them), read as ``LABELS``
+LABEL_SPELLINGS = {"entailment": "entailment", "entails": "entailment", "entail": "entailment",
+                   "contradiction": "contradiction", "contradicts": "contradiction", "contradict": "contradiction"}
 # reporting units, in the order of the paper's Table 3 / Table 7
 DATASETS = {"vismet": "HAIVMet", "irfl_metaphor_simile": "IRFL (metaphor/simile)", "irfl_idiom": "IRFL (idiom)",
             "muse": "MuSE", "memecap": "MemeCap", "nycartoons": "NYCartoons"}
@@ -80,10 +84,11 @@ def normalise_record(rec: dict[str, Any], *, src: str, row: int, split: str, ind
     phen = _require(rec, "phenomenon", src, row).strip().lower()
     if phen not in PHENOMENA:
         raise DataError(f"unknown phenomenon {phen!r}", source=src, row=row, field="phenomenon")
-    label = _require(rec, "label", src, row).strip().lower()
+    given = _require(rec, "label", src, row)
+    label = LABEL_SPELLINGS.get(given.strip().lower())
     if label not in LABELS:
-        raise DataError(f"label must be 'entailment' or 'contradiction', got {label!r}", source=src, row=row,
-                        field="label")
+        raise DataError(f"label must be 'entailment' or 'contradiction' (or ENTAILS/CONTRADICTS), got {given!r}",
+                        source=src, row=row, field="label")
     claim = _require(rec, "claim", src, row).strip()
     expl = _require(rec, "explanation", src, row).strip()
     rid = rec.get("id")
@@ -159,8 +164,39 @@ def _image_ext(data: bytes) -> str:
     return "jpg" if data[:3] == b"\xff\xd8\xff" else "png"
 
 
+def class_label_names(path: str | os.PathLike, column: str = "label") -> list[str] | None:
+    """The class names of an integer ``column`` from the parquet's Hugging Face features metadata (the arrow
+    schema's ``huggingface`` key, as ``datasets`` writes a ``ClassLabel``), or None when it names none."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_schema(path).metadata or {}
+        info = json.loads(meta.get(b"huggingface", b"{}"))
+    except (OSError, ValueError):
+        return None
+    features = (info.get("info") or {}).get("features") or info.get("features") or {}
+    feature = features.get(column) if isinstance(features, dict) else None
+    names = feature.get("names") if isinstance(feature, dict) else None
+    return [str(n) for n in names] if isinstance(names, list) and names else None
+
+
+def _label_text(value: Any, names: list[str] | None, *, src: str, row: int) -> Any:
+    """A label as text: an integer class label through the file's class names; text as it is."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        return value
+    if names is None:
+        raise DataError(f"label is the class number {int(value)}, and the file's features metadata names no "
+                        "classes", source=src, row=row, field="label")
+    if not 0 <= int(value) < len(names):
+        raise DataError(f"label {int(value)} is not one of the {len(names)} classes {names}", source=src, row=row,
+                        field="label")
+    return names[int(value)]
+
+
 def read_parquet(paths: list[str | os.PathLike] | str | os.PathLike, *, split: str = "test"):
-    """Hugging Face parquet shards (``image`` as a ``{"bytes","path"}`` struct); ids and prompts as the repo builds them."""
+    """Hugging Face parquet shards (``image`` as a ``{"bytes","path"}`` struct); ids and prompts as the repo builds
+    them. ``label`` is read as text in any spelling of ``LABEL_SPELLINGS``, or as an integer class label named by
+    the shard's Hugging Face features metadata."""
     import pandas as pd
 
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
@@ -169,9 +205,14 @@ def read_parquet(paths: list[str | os.PathLike] | str | os.PathLike, *, split: s
     frames = []
     for p in sorted(str(x) for x in paths):
         try:
-            frames.append(pd.read_parquet(p))
+            frame = pd.read_parquet(p)
         except Exception as e:  # noqa: BLE001 - pyarrow raises many types for a bad file
-            raise DataError(f"not a readable parquet file: {e}", source=p) from None
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+            raise DataError(f"not a readable parquet file ({type(e).__name__}: {first})", source=p) from None
+        names = class_label_names(p)
+        if "label" in frame.columns:
+            frame["label"] = [_label_text(v, names, src=p, row=i + 1) for i, v in enumerate(frame["label"])]
+        frames.append(frame)
     df = pd.concat(frames, ignore_index=True)
     src = ", ".join(str(p) for p in paths)
     rows = []
@@ -402,3 +443,20 @@ def data_stats(items) -> dict[str, Any]:
             "mean_chars": length_table(items).to_dict(orient="index"),
             "distinct_prompts": int(items["prompt"].nunique()),
             "prompts_redrawn": seeded_prompt_count(items)}
+
+
+# -- the release -------------------------------------------------------------------------------------
+HUB_REVISION = "d920d848e21b6aba96e03704b134c546f89b74f4"  # 12 parquet files under data/; the test shards are taken
+
+
+def release_counts(root: Path) -> dict[str, int]:
+    return {"rows": parquet_rows(sorted((root / "data").glob("test-*.parquet")))}
+
+
+RELEASE = Release(
+    paper="vflute", name=f"hub:{HUB_ID}", licence="apache-2.0 (dataset card)",
+    parts=(HubFiles(HUB_ID, ("data/test-*",), revision=HUB_REVISION, gated=True),),
+    expected={"rows": 723}, count=release_counts, n_items=723, unit="items", load={"source": "files"},
+    size="the test split only (not the 4.8 GB of all splits) + 3 GB deberta-xlarge-mnli and 2 GB BLEURT-20",
+    models=(MetricModel("microsoft/deberta-xlarge-mnli", "ExplanationScore: BERTScore-F1"),
+            MetricModel("lucadiliello/BLEURT-20", "ExplanationScore: BLEURT-20")))
