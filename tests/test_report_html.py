@@ -62,7 +62,10 @@ def _results(run: Path, figs: Path) -> dict:
                 "ci_low": 5.0, "ci_high": 20.0, "n": 20, "unit": "item", "model": HOSTILE, "profile": "offline",
                 "deviations": ["model: paper the paper's models; here a stand-in"],
                 "data": {"kind": "release", "paper": "vague", "release": "hub:x/vague", "revision": "abc1234def",
-                         "n_items": 1677, "n_run": 20, "left_out": "186 queries of 31 pairs: no image file"}}
+                         "n_items": 1677, "n_run": 20,
+                         "left_out": [{"kind": "defect", "why": "names no single image file", "column": "image_id",
+                                       "n_keys": 22, "first": ["malay/8", "malay/9"], "whole": "group",
+                                       "unit": "queries", "items": 186, "also": 0}]}}
     return {
         "vague": {"ok": True, "skipped": None, "error": None, "warnings": [], "seconds": 1.5,
                   "parameters": {"profile": "offline"}, "generations": [],
@@ -157,8 +160,9 @@ def test_the_top_says_parameters_data_left_out_and_the_failing_cell(run_page):
     _, _, page = run_page
     text = " ".join(" ".join(page.text).split())
     top = text[: text.index("Report card:")]  # the card's heading
-    assert '{"n": 3}' in top and "hub:x/vague@abc1234 · 20 of 1,677" in top
-    assert "left_out: 186 queries of 31 pairs: no image file" in top  # a data identity's own field, as it is
+    assert '{"n": 3}' in top and "hub:x/vague@abc1234 · 20 of 1,677 (186 left out)" in top
+    # what was left out and why, in full (the card's data note)
+    assert "186 queries left out: 22 image_id values (malay/8, malay/9, …): names no single image file" in top
     assert "mucar failed in cell In [3]: ValueError: n must be >= 0, got -1" in top
     assert "raise ValueError(...)" in top
 

@@ -274,13 +274,15 @@ def _figures_view(figs: list[Figure], page_dir: Path) -> list[dict[str, Any]]:
 
 # -- the run's page -------------------------------------------------------------------------------------------
 #: data identity fields every card row already shows (``data_text``); any other field is shown as it is
-_DATA_SHOWN = {"kind", "paper", "release", "revision", "n_items", "n_loaded", "n_run", "label", "deviations"}
+#: (``left_out`` and ``deviations`` are said in full by ``data_notes``)
+_DATA_SHOWN = {"kind", "paper", "release", "revision", "n_items", "n_loaded", "n_run", "label", "deviations",
+               "left_out"}
 
 
 def data_rows(card: Any) -> list[dict[str, Any]]:
     """Per paper, what its rows stand on (the card's data text, the rank basis, the data's own deviations and
-    any further field a data identity carries, e.g. what was left out and why)."""
-    from vlamb_nb.report_card import data_text
+    any further field a data identity carries), with what was left out and why (``data_notes``)."""
+    from vlamb_nb.report_card import data_notes, data_text
 
     rows: list[dict[str, Any]] = []
     for paper, state in card.papers.items():
@@ -290,14 +292,13 @@ def data_rows(card: Any) -> list[dict[str, Any]]:
                 continue
             d = h.data or {}
             extra = [f"{k}: {cell(v)[0]}" for k, v in d.items() if k not in _DATA_SHOWN and v not in (None, "", [])]
-            what = (data_text(h), h.rank_basis, tuple(d.get("deviations") or ()), tuple(extra))
+            what = (data_text(h), h.rank_basis, tuple(data_notes(d)), tuple(extra))
             if what not in seen:
                 seen.append(what)
         if not seen:
             rows.append({"paper": paper, "status": state, "data": "–", "basis": "", "notes": []})
-        for text, basis, devs, extra in seen:
-            rows.append({"paper": paper, "status": state, "data": text, "basis": basis,
-                         "notes": [*extra, *(f"deviation: {d}" for d in devs)]})
+        for text, basis, notes, extra in seen:
+            rows.append({"paper": paper, "status": state, "data": text, "basis": basis, "notes": [*extra, *notes]})
     return rows
 
 
