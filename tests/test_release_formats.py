@@ -1,21 +1,19 @@
-"""What a release declares and how it reaches a result: the catalog gathered from the registry (a new paper needs
-only its folder and a registry line), V-FLUTE's label in each form a parquet release may give it, and what a run's
-data lacks (items left out, counts accepted) said on the card and in ``report.md``."""
+"""What a release declares and how it reaches a result: the catalog gathered from the registry (a new paper's
+release, fetched with only its folder and a registry line, is ``tests/test_sixth_paper.py``), V-FLUTE's label in
+each form a parquet release may give it, and what a run's data lacks (items left out, counts accepted) said on the
+card and in ``report.md``."""
 
 from __future__ import annotations
 
 import ast
 import json
-import sys
 from pathlib import Path
 
-import hubstub
 import pytest
 import release_fixtures as rf
 
 from vlamb_nb.errors import DataError
 
-static_server = hubstub.static_server
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -35,51 +33,6 @@ def test_the_catalog_names_no_paper_and_imports_no_paper_loader():
     assert list(releases()) == list_benchmarks()
     assert all(releases()[p].paper == p for p in list_benchmarks())
     assert release("ref-adv") is releases()["refadv"]
-
-
-TOY_DATA = '''
-import json
-from pathlib import Path
-
-from vlamb_nb.release_spec import RAW, Release, UrlFile
-
-def count(root: Path) -> dict[str, int]:
-    return {"items": len(json.loads((root / "items.json").read_text()))}
-
-RELEASE = Release(paper="toy", name="github:acme/toy", licence="CC0",
-                  parts=(UrlFile("items.json", RAW + "/acme/toy/{revision}/items.json", SHA, SIZE,
-                                 revision="0123456789abcdef0123456789abcdef01234567", source="acme/toy"),),
-                  expected={"items": 3}, count=count, n_items=3, load={"source": "files/items.json"},
-                  size="a few bytes")
-'''
-
-
-def test_a_new_paper_is_fetched_with_only_its_folder_and_a_registry_line(static_server, tmp_path, monkeypatch):
-    """A sixth paper: a folder whose data.py declares RELEASE, and one Paper line; data fetch, status and the paper
-    profile take it from there."""
-    import hashlib
-
-    import vlamb_nb.benchmarks as registry
-    from vlamb_nb import cli
-    from vlamb_nb.datahome import fetched
-
-    items = json.dumps([{"id": i} for i in range(3)]).encode()
-    folder = tmp_path / "pkg" / "toy"
-    folder.mkdir(parents=True)
-    (folder / "__init__.py").write_text("")
-    (folder / "data.py").write_text(f"SHA = {hashlib.sha256(items).hexdigest()!r}\nSIZE = {len(items)}\n" + TOY_DATA)
-    monkeypatch.setattr(registry, "__path__", [*registry.__path__, str(tmp_path / "pkg")])
-    monkeypatch.setattr(registry, "PAPERS", (*registry.PAPERS, registry.Paper("toy", "Toy", ("toy",))))
-    monkeypatch.delitem(sys.modules, "vlamb_nb.benchmarks.toy", raising=False)
-    monkeypatch.delitem(sys.modules, "vlamb_nb.benchmarks.toy.data", raising=False)
-    static_server.add("/raw.githubusercontent.com/acme/toy/0123456789abcdef0123456789abcdef01234567/items.json",
-                      items)
-    monkeypatch.setenv("VLAMB_MIRRORS", f"*={static_server.endpoint}/")
-    monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "home"))
-    assert cli.main(["data", "fetch", "toy", "-q"]) == 0
-    choice = fetched("toy")
-    assert json.loads(Path(choice.source).read_bytes()) == json.loads(items)
-    assert choice.identity.revision == "0123456789abcdef0123456789abcdef01234567" and choice.identity.n_items == 3
 
 
 # -- V-FLUTE's label, in each form a parquet release gives it ---------------------------------------------

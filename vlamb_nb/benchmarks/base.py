@@ -52,6 +52,8 @@ from vlamb_nb.store import ANSWER
 
 #: the error of an item a stored run has no answer for, when it is counted (``score_store(fill_missing=True)``)
 NO_PREDICTION = "no prediction for this item"
+#: what ``vlamb-nb score -o KEY=VALUE`` picks a stored run by, where a store holds several (:mod:`vlamb_nb.run_identity`)
+STORE_PICKS = ("setting", "model", "quantization", "run")
 
 
 @dataclass(frozen=True)
@@ -472,9 +474,42 @@ class Benchmark(ABC):
 
     def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
                    **options: Any) -> dict[str, Any]:
-        """``vlamb-nb score``: a prediction store (through :meth:`score_store`) or an official prediction file (its
-        paper's reader turns it into records first), as JSON-ready results."""
-        raise NotAvailableError(f"scoring files for {self.name} is not implemented yet")
+        """``vlamb-nb score``: a prediction store scored by :meth:`score_store` against ``source`` (the data its run
+        was asked about), as JSON-ready results: its coverage and every declared metric (:meth:`summary`).
+        ``options``: what picks the run (:data:`STORE_PICKS`), ``missing`` (``wrong``: an item without an answer
+        counts as invalid, the paper's denominator; ``skip``) and :attr:`score_options`. A paper whose authors
+        released prediction files of their own format reads them here first (into records for ``score_store``)."""
+        from vlamb_nb.errors import DataError
+        from vlamb_nb.store import is_store
+
+        path = Path(predictions)
+        if not path.is_file():
+            raise DataError("predictions file not found", source=str(path))
+        if not is_store(path):
+            raise DataError(f"not a prediction store (JSON Lines written by a {self.name} run); {self.name} reads "
+                            "no other prediction files", source=str(path))
+        if source is None:
+            raise SettingError(f"{self.name}: a prediction store holds answers, not the items they answer: give the "
+                               "data it was run on (--source PATH)")
+        pick = {k: options.pop(k) for k in STORE_PICKS if k in options}
+        if "run" in pick:
+            try:
+                pick["run"] = int(pick["run"])
+            except (TypeError, ValueError):
+                raise SettingError(f"run must be a run's number in the store, got {pick['run']!r}") from None
+        missing = options.pop("missing", "wrong")
+        if missing not in ("wrong", "skip"):
+            raise SettingError(f"missing must be 'wrong' (count as invalid, as the paper's N) or 'skip', got "
+                               f"{missing!r}")
+        unknown = sorted(set(options) - set(self.score_options))
+        if unknown:
+            takes = ", ".join([*STORE_PICKS, "missing", *self.score_options])
+            raise SettingError(f"unknown {self.name} score option(s): {', '.join(unknown)}; it takes {takes}")
+        scored = self.score_store(path, self.load(source), fill_missing=missing == "wrong", **pick, **options)
+        return {"predictions": str(path), "source": str(source), "model": scored.attrs["model"],
+                "setting": scored.attrs["setting"], "coverage": scored.attrs["coverage"],
+                "missing_counted_as": "invalid" if missing == "wrong" else "skipped", "scored": len(scored),
+                "metrics": self.summary(scored)}
 
     def reference_check(self) -> list[dict[str, Any]]:
         """Recompute derivable published cells; one finding per checked cell (see ``reference.Finding``)."""

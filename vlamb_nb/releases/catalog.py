@@ -29,12 +29,14 @@ def releases() -> dict[str, Release]:
     """Every registered paper's release, in registry order."""
     from vlamb_nb.benchmarks import PAPERS
 
-    return {p.name: _declared(p.name) for p in PAPERS}
+    return {p.name: _declared(p.name, p.module) for p in PAPERS}
 
 
 @cache
-def _declared(name: str) -> Release:
-    module = importlib.import_module(f"vlamb_nb.benchmarks.{name}.data")
+def _declared(name: str, package: str) -> Release:
+    """The ``RELEASE`` of ``<package>.data``: the package the registry line names, so a paper whose folder lives
+    outside ``vlamb_nb.benchmarks`` (``Paper(..., module=...)``) is fetched like the others."""
+    module = importlib.import_module(f"{package}.data")
     rel = getattr(module, "RELEASE", None)
     if not isinstance(rel, Release):
         raise SettingError(f"{name}: its data.py declares no RELEASE, so its release cannot be fetched")
@@ -47,4 +49,5 @@ def release(paper: str) -> Release:
     """The release of ``paper`` (aliases such as ``ref-adv`` accepted)."""
     from vlamb_nb.benchmarks import paper as registry_paper
 
-    return _declared(registry_paper(paper).name)
+    entry = registry_paper(paper)
+    return _declared(entry.name, entry.module)
