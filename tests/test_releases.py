@@ -497,7 +497,12 @@ def test_the_example_card_and_comparison_take_every_released_run_present(web, tm
     """With the release fetched, the examples place the replayed run among all 30 released runs (the comparison: the
     20 direct ones) on the same rows; without it, the five beside the checkout (the committed figures)."""
     from vlamb_nb import compare
-    from vlamb_nb.benchmarks.refadv.report import EXAMPLE_COMPARISON, example_card, example_runs, predictions_dir
+    from vlamb_nb.benchmarks.refadv.report import (
+        EXAMPLE_COMPARISON,
+        example_card,
+        example_runs,
+        predictions_dir,
+    )
 
     before = compare.example(example_runs(), title=EXAMPLE_COMPARISON, n_resamples=100)
     assert len(before.models) == 4  # the four direct runs of the five beside the checkout

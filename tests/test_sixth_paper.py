@@ -340,8 +340,7 @@ def test_vlamb_nb_score_refuses_what_is_not_a_store_of_it_in_one_line(user):
     _, store, _ = user.runs["model-a"]
     labels = user.root / "labels.jsonl"
     labels.write_text('{"id": "q0", "label": "yes"}\n')
-    cases = {(): "a prediction store holds answers, not the items they answer: give the data it was run on",
-             ("--source", str(choice.source), "-o", "judge=x"): "unknown toy score option(s): judge; it takes setting",
+    cases = {("--source", str(choice.source), "-o", "judge=x"): "unknown toy score option(s): judge; it takes setting",
              ("--source", str(choice.source), "-o", "run=two"): "run must be a run's number in the store, got 'two'",
              ("--source", str(choice.source), "-o", "missing=maybe"): "missing must be 'wrong'"}
     for extra, message in cases.items():
@@ -373,6 +372,27 @@ def test_step_6_the_sweep_summary_reads_its_declared_metric(user):
     _, _, scored = user.runs["model-b"]
     assert user.bench.summary(scored) == {"n": N, "invalid": len(UNREADABLE["model-b"]),
                                           "accuracy": round(100 * len(RIGHT["model-b"]) / N, 2)}
+
+
+def test_a_store_of_a_paper_profile_run_is_scored_on_its_fetched_release_without_naming_it(user):
+    """The store's records name the release and revision they stood on: ``vlamb-nb score`` and ``compare`` find
+    it in the data home; a store of files a user gave still needs ``--source``."""
+    from vlamb_nb.cli import EXIT_ERROR
+
+    _, store, live = user.runs["model-a"]
+    rc, out, err = cli("score", "toy", "--predictions", str(store), "--json")
+    assert rc == 0, err
+    got = json.loads(out)
+    assert got["scored"] == N and got["metrics"]["accuracy"] == 100 * len(RIGHT["model-a"]) / N
+    rc, out, err = cli("compare", str(store), str(user.runs["model-b"][1]), "--json", "--n-resamples", "200",
+                       "--out", str(user.root / "cmp-no-source"))
+    assert rc == 0, err
+    assert json.loads(out)["pairs"][0]["diff"] == pytest.approx(100 * (len(RIGHT["model-a"]) - len(RIGHT["model-b"])) / N)
+    given = user.root / "given.jsonl"
+    given.write_text("".join(json.dumps({**rec, "run": {**rec["run"], "data": {"kind": "source", "paper": "toy"}}})
+                             + "\n" for rec in map(json.loads, store.read_text().splitlines())))
+    rc, out, err = cli("score", "toy", "--predictions", str(given))
+    assert (rc, out) == (EXIT_ERROR, "") and "give the data it was run on" in err and len(err.strip().splitlines()) == 1
 
 
 def test_step_7_vlamb_nb_compare_gives_the_paired_difference_and_the_exact_mcnemar_p(user):

@@ -282,13 +282,28 @@ def cmd_score(a: argparse.Namespace) -> int:
         opts["scorer"] = a.scorer
     if "quantization" in opts and opts["quantization"] in (None, ""):
         opts["quantization"] = "none"  # YAML reads `null` and an empty value as no value: here, unquantized
-    out = bench.score_file(a.predictions, source=a.source, **opts)
+    source = a.source
+    if source is None:  # a store of a paper-profile run names the fetched release it stood on
+        source = _stored_release(bench.name, a.predictions)
+    out = bench.score_file(a.predictions, source=source, **opts)
     reason = nothing_answered(out)
     if reason:
         print(f"vlamb-nb: error: nothing to score in {a.predictions}: {reason}", file=sys.stderr)
         return EXIT_RUN_FAILED
     _emit(out, a.json)
     return 0
+
+
+def _stored_release(paper: str, path: str) -> Any:
+    """The fetched release a prediction store's run stood on (its records' data identity), else None."""
+    from vlamb_nb.datahome import release_source
+    from vlamb_nb.store import is_store, read_records
+
+    if not is_store(path):
+        return None
+    recs = read_records(path)
+    data = next((r["run"].get("data") for r in recs if isinstance(r.get("run"), dict) and r["run"].get("data")), None)
+    return release_source(paper, data, origin=str(path))
 
 
 #: options of an openai: model settable on the command line (run and sweep)
@@ -585,7 +600,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc = sub.add_parser("score", help="score a predictions file")
     sc.add_argument("benchmark", metavar="BENCHMARK", help=f"one of {', '.join(_benchmarks())}")
     sc.add_argument("--predictions", required=True)
-    sc.add_argument("--source", help="the benchmark data the predictions refer to")
+    sc.add_argument("--source", help="the benchmark data the predictions refer to (default for a store of a "
+                    "paper-profile run: the fetched release it stood on)")
     sc.add_argument("--scorer", help="explanation scorer (V-FLUTE): name, or 'none'")
     sc.add_argument("-o", "--option", action="append", metavar="KEY=VALUE")
     sc.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")

@@ -641,6 +641,10 @@ def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None
     path = Path(path)
     meta = _store_meta(path)
     paper, setting = str(meta["benchmark"]), str(meta.get("setting") or "")
+    if source is None:  # a paper-profile run: the fetched release it stood on
+        from vlamb_nb.datahome import release_source
+
+        source = release_source(paper, meta.get("data"), origin=str(path))
     if source is None:
         raise DataError(f"a prediction store holds answers, not the {paper} items they answer: give the data it "
                         f"was run on (--source {paper}=PATH)", source=str(path))
@@ -692,19 +696,10 @@ def _sweep_runs(folder: Path) -> list[Run]:
 
 
 def _fetched_source(paper: str, stores: list[Path]) -> Any:
-    """The fetched release a paper-profile run stood on (its stores' data identity), or None for other runs; a
-    release fetched again at another revision is not the data the run asked about."""
-    data = _store_meta(stores[0]).get("data") or {}
-    if data.get("kind") != "release":
-        return None
-    from vlamb_nb.datahome import fetched
+    """The fetched release a paper-profile run stood on (its stores' data identity), or None for other runs."""
+    from vlamb_nb.datahome import release_source
 
-    choice = fetched(paper)
-    if data.get("revision") and choice.identity.revision != data.get("revision"):
-        raise DataError(f"the run stood on {paper}'s release at {str(data.get('revision'))[:7]}, the data home holds "
-                        f"{str(choice.identity.revision)[:7]}: give the data it ran on (--source {paper}=PATH)",
-                        source=str(stores[0]))
-    return choice.source
+    return release_source(paper, _store_meta(stores[0]).get("data"), origin=str(stores[0]))
 
 
 def _reproduce_runs(folder: Path, sources: Any) -> list[Run]:

@@ -292,6 +292,19 @@ def check_release(paper: str, manifest: dict[str, Any], *, full: bool = False) -
     return problems
 
 
+def release_source(paper: str, data: dict[str, Any] | None, *, origin: str | None = None) -> Path | str | None:
+    """What ``load`` takes for the fetched release a stored run stood on (the data identity its records carry), so
+    a store of a paper-profile run is scored without naming its data; None when the run stood on other data. The
+    release fetched again at another revision holds other items: refused in one line (naming ``origin``)."""
+    if not data or data.get("kind") != "release":
+        return None
+    choice = fetched(paper)
+    if data.get("revision") and choice.identity.revision != data.get("revision"):
+        raise DataError(f"the run stood on {paper}'s release at {str(data.get('revision'))[:7]}, the data home holds "
+                        f"{str(choice.identity.revision)[:7]}: give the data it ran on (--source PATH)", source=origin)
+    return choice.source
+
+
 def choose(paper: str, source: Any = None, *, profile: str) -> DataChoice | None:
     """The data a notebook runs on: ``source`` when given; the offline profile's generated sample (None: the
     paper makes it); under the paper profile the fetched release, else :class:`NotFetchedError` — a real model
