@@ -35,6 +35,33 @@ def test_the_catalog_names_no_paper_and_imports_no_paper_loader():
     assert release("ref-adv") is releases()["refadv"]
 
 
+def test_a_paper_that_declares_no_release_leaves_fetch_and_status_of_the_others_alone(tmp_path, monkeypatch, capsys):
+    """A registered paper whose data is always given by the user (no ``RELEASE``): ``data status`` and ``data
+    fetch`` of every paper go on without it, and naming it is one line."""
+    import sys
+
+    import vlamb_nb.benchmarks as registry
+    from vlamb_nb import cli
+    from vlamb_nb.releases import releases
+    from vlamb_nb.releases.fetch import status
+
+    pkg = tmp_path / "given_only"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "data.py").write_text("def load(source):\n    return source\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "PAPERS", (*registry.PAPERS, registry.Paper("given", "Given", (),
+                                                                              module="given_only")))
+    monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "home"))
+    assert list(releases()) == [p for p in registry.list_benchmarks() if p != "given"]
+    assert [r["paper"] for r in status()] == list(releases())
+    assert cli.main(["data", "fetch", "given", "-q"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "given: its data.py declares no RELEASE" in err[0] and "--source" in err[0]
+    sys.modules.pop("given_only.data", None)
+    sys.modules.pop("given_only", None)
+
+
 # -- V-FLUTE's label, in each form a parquet release gives it ---------------------------------------------
 def _vflute_parquet(path: Path, labels: list, *, names: list[str] | None = None) -> Path:
     import pyarrow as pa

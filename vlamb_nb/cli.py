@@ -163,9 +163,9 @@ def cmd_data_fetch(a: argparse.Namespace) -> int:
     """Fetch (or import) each paper's release; one line per paper that fails, never a traceback; Ctrl-C stops it
     with one line (exit 130) and the next fetch resumes."""
     from vlamb_nb.releases import FetchInterrupted, fetch
-    from vlamb_nb.releases.catalog import release
+    from vlamb_nb.releases.catalog import release, releases
 
-    papers = [release(p).paper for p in (a.papers or _benchmarks())]
+    papers = [release(p).paper for p in a.papers] if a.papers else list(releases())  # all: those that declare one
     if a.from_path and len(papers) != 1:
         raise VlambError("--from imports one paper's copy: name the paper (vlamb-nb data fetch PAPER --from PATH)")
     if a.revision and len(papers) != 1:

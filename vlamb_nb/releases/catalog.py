@@ -26,18 +26,31 @@ __all__ = ["GitHubFolder", "HubFiles", "ItemFiles", "KnownDefect", "MetricModel"
 
 
 def releases() -> dict[str, Release]:
-    """Every registered paper's release, in registry order."""
+    """Every registered paper's release, in registry order; a paper that declares none (no ``data.py``, or no
+    ``RELEASE`` in it: its data is given by the user) is left out here, and :func:`release` names it in one line."""
     from vlamb_nb.benchmarks import PAPERS
 
-    return {p.name: _declared(p.name, p.module) for p in PAPERS}
+    return {p.name: _declared(p.name, p.module) for p in PAPERS if _declares(p.module)}
+
+
+def _declares(package: str) -> bool:
+    try:
+        module = importlib.import_module(f"{package}.data")
+    except ModuleNotFoundError as e:
+        if e.name == f"{package}.data":
+            return False
+        raise
+    return getattr(module, "RELEASE", None) is not None
 
 
 @cache
 def _declared(name: str, package: str) -> Release:
     """The ``RELEASE`` of ``<package>.data``: the package the registry line names, so a paper whose folder lives
     outside ``vlamb_nb.benchmarks`` (``Paper(..., module=...)``) is fetched like the others."""
-    module = importlib.import_module(f"{package}.data")
-    rel = getattr(module, "RELEASE", None)
+    if not _declares(package):
+        raise SettingError(f"{name}: its data.py declares no RELEASE, so its release cannot be fetched (give its data "
+                           "with --source)")
+    rel = getattr(importlib.import_module(f"{package}.data"), "RELEASE", None)
     if not isinstance(rel, Release):
         raise SettingError(f"{name}: its data.py declares no RELEASE, so its release cannot be fetched")
     if rel.paper != name:
