@@ -222,3 +222,35 @@ def test_notebook_kernels_talk_over_private_unix_sockets_not_tcp(nb_dir, tmp_pat
     err = capfd.readouterr().err
     assert "without encryption" not in err and "Traceback" not in err
     assert not list(tmp_path.rglob("kernel-ipc*")) and not list(nb_dir.glob("kernel*"))
+
+
+@pytest.mark.slow
+def test_notebooks_run_side_by_side_compute_what_they_compute_one_at_a_time(nb_dir, tmp_path):
+    """Two notebooks at once (each in a worker process of its own, with its own generation log) record the
+    same results, write the same figures and report in the same order as one at a time."""
+    import filecmp
+
+    out = {}
+    for jobs in (1, 2):
+        failed = reproduce(None, params={"n": 2}, run_id=f"j{jobs}", out_dir=tmp_path / "runs",
+                           figures=tmp_path / f"figs{jobs}", notebook_dir=nb_dir, quiet=True, jobs=jobs)
+        assert failed == 0
+        out[jobs] = json.loads((tmp_path / "runs" / f"j{jobs}" / "results.json").read_text())
+    assert list(out[2]) == list(out[1]) == ["vague", "mucar"]  # the registry's order, whoever finished first
+    for name in ("vague", "mucar"):
+        assert out[2][name]["results"] == out[1][name]["results"] and out[2][name]["ok"]
+        nb = nbformat.read(tmp_path / "runs" / "j2" / f"{name}.ipynb", as_version=4)
+        assert nb.metadata["vlamb"]["cpu_seconds"] > 0  # the kernel's processor time, counted in its worker
+        assert filecmp.cmp(tmp_path / "figs1" / name / "bars.png", tmp_path / "figs2" / name / "bars.png",
+                           shallow=False)
+
+
+def test_notebooks_run_one_at_a_time_with_a_model_and_jobs_must_be_positive(nb_dir, tmp_path):
+    from vlamb_nb.reproduce import NotebookRun, default_jobs
+
+    offline = [NotebookRun("vague", nb_dir / "vague.ipynb", tmp_path / "v.ipynb", {"profile": "offline"})]
+    assert 1 <= default_jobs(offline) <= 4
+    real = [*offline, NotebookRun("mucar", nb_dir / "mucar.ipynb", tmp_path / "m.ipynb", {"model": "org/vlm"})]
+    assert default_jobs(real) == 1  # a real model wants the accelerator and the memory to itself
+    with pytest.raises(SettingError, match="jobs must be a positive"):
+        reproduce(None, out_dir=tmp_path, notebook_dir=nb_dir, quiet=True, jobs=0)
