@@ -332,9 +332,10 @@ def cmd_card(a: argparse.Namespace) -> int:
     from vlamb_nb.paths import repo_root
 
     if a.example:
-        from vlamb_nb.benchmarks.refadv.report import example_card
+        from vlamb_nb.benchmarks.refadv.report import example_headlines
 
-        card = example_card()
+        rows, subtitle = example_headlines()
+        card = report_card.one_paper(rows, subtitle=subtitle)
         target = repo_root() / "figures" if a.update_figures else Path(a.run_dir or "runs") / "figures"
     else:
         if not a.run_dir:
