@@ -43,11 +43,6 @@ class Result:
         hi = self.ci_high - self.estimate if math.isfinite(self.ci_high) else 0.0
         return max(lo, 0.0), max(hi, 0.0)
 
-    @property
-    def significant(self) -> bool:
-        """``p < alpha`` (False when there is no p-value)."""
-        return bool(math.isfinite(self.p) and self.p < self.alpha)
-
     def scaled(self, factor: float = 100.0) -> Result:
         """Estimate and interval times ``factor`` (papers print percentages)."""
         return replace(self, estimate=self.estimate * factor, ci_low=self.ci_low * factor,

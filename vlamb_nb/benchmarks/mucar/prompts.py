@@ -236,9 +236,6 @@ def applicable(item: Any, setting: str) -> tuple[bool, str]:
     return True, ""
 
 
-DEFAULT_PARAMS = DecodingParams(max_new_tokens=64)  # the paper gives no decoding settings; greedy here
-
-
 #: the model behind every row of Table 4 (its caption)
 TABLE4_MODEL = "gpt-4o-2024-11-20"
 

@@ -29,9 +29,6 @@ MAX_BOXES = 100
 EMPTY_RESPONSE = "empty_response"
 NO_BBOX_FOUND = "no_bbox_found"
 BACKEND_ERROR = "backend_error"
-PARSE_ERRORS = ("", EMPTY_RESPONSE, NO_BBOX_FOUND, BACKEND_ERROR)
-
-OFFICIAL_FORMATS = ("abs_xyxy", "norm_1000_xyxy", "norm_1_xyxy")
 
 
 @dataclass(frozen=True)
@@ -193,9 +190,6 @@ def parse_bracket_boxes(text: str | None, width: float, height: float, fmt: str)
         if raw:
             return to_abs_boxes(raw, width, height, fmt), ""
     return [], NO_BBOX_FOUND
-
-
-PARSERS = {"json": parse_json_boxes, "bracket": parse_bracket_boxes}
 
 
 @dataclass(frozen=True)
