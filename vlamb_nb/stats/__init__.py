@@ -2,7 +2,7 @@
 
 The papers report point estimates; this package says which differences are real. Every
 function returns a :class:`Result` (estimate, CI, p, n, method, seed) that renders in a
-DataFrame (:func:`results_frame`) and as error bars (``vlamb_nb.plots.bar_with_ci``).
+DataFrame (:func:`results_frame`) and as error bars (``vlamb_nb.plots.grouped_bars``, ``stacked_bars``).
 
 One module per concern; each names in its docstring the library it calls and what is its own:
 

@@ -30,7 +30,9 @@ A plain function is accepted too, for convenience: in :func:`bootstrap_ci` it is
 ``statistic(system_values, idx)``. That path loops over resamples in Python (slow, but any
 code works).
 
-Determinism: every function takes ``seed`` and draws from ``numpy.random.default_rng(seed)``.
+Determinism: every function takes ``seed`` and draws from ``numpy.random.default_rng(seed)``; the draws for
+callers that keep their own statistic (the end of this module) also take the caller's generator, so that what
+the caller drew before and after stays the same.
 """
 
 from __future__ import annotations

@@ -149,7 +149,6 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
 STRATEGY_SETTINGS = ("full_cot", "full_codis", "full_agent", "full_agent_unified")
 TABLE4_ROWS = {"full": "Vanilla", "full_cot": "CoT", "full_codis": "CODIS", "full_agent": "OURS",
                "full_agent_unified": "OURS"}
-PROMPT_LANGUAGE = {"full": "English", "full_zh": "Chinese", "full_ms": "Malay"}
 
 CONTEXT_MODES = {
     "prefix": "{context} {question}",  # default

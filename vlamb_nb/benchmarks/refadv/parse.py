@@ -101,13 +101,6 @@ def collect_keyed_boxes(obj: Any, out: list[tuple[list[float], str | None]] | No
     return out
 
 
-def collect_boxes(obj: Any, out: list[list[float]] | None = None, *, max_boxes: int = MAX_BOXES) -> list[list[float]]:
-    """Every 4-number list in ``obj`` in the official order (the official ``_collect_boxes``)."""
-    out = [] if out is None else out
-    out.extend(b for b, _ in collect_keyed_boxes(obj, max_boxes=max_boxes - len(out)))
-    return out
-
-
 def to_abs(box: list[float], width: float, height: float, fmt: str) -> tuple[float, float, float, float]:
     """One box in any declared format (official or family) as absolute xyxy, sorted and clipped."""
     if fmt in FAMILY_FORMATS:

@@ -1,5 +1,6 @@
 """Ref-Adv analyses the notebook calls: the official table from released predictions (with CIs and
-paired tests), the offline pipeline demo (direct, CoT, BoW, fixed prompt), and failure modes.
+paired tests), the offline pipeline demo (direct, CoT, BoW, fixed prompt), and failure modes; and the example
+report card's rows (:func:`example_headlines`, for ``vlamb-nb card --example``).
 
 Significance testing is a package extension: the paper reports point estimates only.
 """

@@ -524,7 +524,7 @@ TEST_N = 723
 
 
 def weighted_macro_f1(label_true: Any, predictions: Any):
-    """A statistic over resample weights (``report_card.resample_weights``): macro-F1 (percent) of
+    """A statistic over resample weights (``stats.bootstrap.resample_weights``): macro-F1 (percent) of
     ``predictions`` against ``label_true``, binary labels 0/1, over the classes present in the resample."""
     t = np.asarray(label_true, dtype=int)
     p = np.asarray(predictions, dtype=int)
