@@ -254,3 +254,16 @@ def test_notebooks_run_one_at_a_time_with_a_model_and_jobs_must_be_positive(nb_d
     assert default_jobs(real) == 1  # a real model wants the accelerator and the memory to itself
     with pytest.raises(SettingError, match="jobs must be a positive"):
         reproduce(None, out_dir=tmp_path, notebook_dir=nb_dir, quiet=True, jobs=0)
+
+
+def test_a_notebook_whose_worker_fails_is_reported_failed_and_the_others_are_kept(nb_dir, tmp_path):
+    """A run that cannot reach its worker process (here a parameter that cannot be sent to another process) is a
+    failed notebook with the reason, never a traceback out of reproduce."""
+    from vlamb_nb.reproduce import NotebookRun, execute_all
+
+    runs = [NotebookRun(n, nb_dir / f"{n}.ipynb", tmp_path / f"{n}.ipynb", {"n": lambda: 1}) for n in ("vague", "mucar")]
+    runs.append(NotebookRun("skipped", nb_dir / "x.ipynb", tmp_path / "x.ipynb", {}, skipped="not run: no weights"))
+    out = execute_all(runs, cwd=nb_dir, timeout=60, jobs=2, quiet=True)
+    assert [r.name for r in out] == ["vague", "mucar", "skipped"]
+    assert all(not r.ok and "worker process failed" in r.error for r in out[:2])
+    assert out[2].skipped and out[2].error is None

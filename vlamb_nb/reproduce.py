@@ -249,7 +249,10 @@ def execute_all(runs: list[NotebookRun], *, cwd: Path, timeout: int | None, jobs
         futures = {pool.submit(execute, runs[i], cwd=cwd, timeout=timeout): i for i in todo}
         for future in as_completed(futures):
             i = futures[future]
-            runs[i] = future.result()
+            try:
+                runs[i] = future.result()
+            except Exception as e:  # noqa: BLE001 - the worker itself died (out of memory, killed): that notebook fails
+                runs[i].error = f"the notebook's worker process failed: {type(e).__name__}: {e}"
             finished(i)
     return runs
 
