@@ -267,3 +267,18 @@ def test_a_notebook_whose_worker_fails_is_reported_failed_and_the_others_are_kep
     assert [r.name for r in out] == ["vague", "mucar", "skipped"]
     assert all(not r.ok and "worker process failed" in r.error for r in out[:2])
     assert out[2].skipped and out[2].error is None
+
+
+def test_kernels_start_with_idle_threads_asleep_unless_the_caller_chose(tmp_path, monkeypatch):
+    """OMP_WAIT_POLICY=PASSIVE for the kernels (a spinning OpenMP thread holds the core another kernel waits for);
+    a policy or hash seed the caller set is kept."""
+    from vlamb_nb.reproduce import kernel_environment
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    env = kernel_environment(tmp_path / "run", tmp_path / "figs", tiny_seed=3)
+    assert env["OMP_WAIT_POLICY"] == "PASSIVE" and env["PYTHONHASHSEED"] == "0" and env["VLAMB_TINY_SEED"] == "3"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    monkeypatch.setenv("PYTHONHASHSEED", "7")
+    env = kernel_environment(tmp_path / "run", tmp_path / "figs")
+    assert env["OMP_WAIT_POLICY"] == "ACTIVE" and env["PYTHONHASHSEED"] == "7" and "VLAMB_TINY_SEED" not in env

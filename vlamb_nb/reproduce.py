@@ -192,6 +192,23 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def kernel_environment(run_dir: Path, fig_dir: Path, tiny_seed: int | None = None) -> dict[str, str]:
+    """The environment every notebook's kernel starts with: where it writes, and how it computes the same numbers
+    in every run. A variable the caller set already (``PYTHONHASHSEED``, ``OMP_WAIT_POLICY``) is kept."""
+    env = {"VLAMB_RUN_DIR": str(run_dir), "VLAMB_FIGURES_DIR": str(fig_dir),
+           # a fixed string-hash seed makes set/dict-order dependent output (e.g. the font-subset names
+           # matplotlib writes into PDFs) identical from run to run
+           "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0"),
+           # idle OpenMP threads (torch's and MKL's) sleep instead of spinning: a spinning thread holds the core that
+           # another kernel, another program or the notebook's own Python is waiting for (a tiny model runs many
+           # short parallel steps, so its threads spun most of the time). It changes when a thread waits, never how
+           # work is split among threads, so no number moves.
+           "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY") or "PASSIVE"}
+    if tiny_seed is not None:
+        env["VLAMB_TINY_SEED"] = str(int(tiny_seed))
+    return env
+
+
 #: notebooks executed at once at most, whatever the cores: each kernel holds its own model and data
 MAX_JOBS = 4
 
@@ -342,12 +359,7 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
     run_dir = (Path(out_dir) / (run_id or new_run_id())).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     fig_dir = Path(figures).resolve() if figures is not None else run_dir / "figures"
-    env = {"VLAMB_RUN_DIR": str(run_dir), "VLAMB_FIGURES_DIR": str(fig_dir),
-           # a fixed string-hash seed makes set/dict-order dependent output (e.g. the font-subset names
-           # matplotlib writes into PDFs) identical from run to run
-           "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
-    if tiny_seed is not None:
-        env["VLAMB_TINY_SEED"] = str(int(tiny_seed))
+    env = kernel_environment(run_dir, fig_dir, tiny_seed)
     runs: list[NotebookRun] = []
     with _env(**env):
         for n in names:
