@@ -135,6 +135,6 @@ def full_run(request, notebook_runs) -> Reproduction:
 
 def deviation_lines(results: dict[str, Any]) -> list[str]:
     """A notebook's recorded deviations (one format in every notebook: Deviation fields) as printed lines."""
-    from vlamb_nb.meta import Deviation
+    from vlamb_nb.meta import deviation_lines as lines
 
-    return [str(Deviation(**d)) for d in results["deviations"]]
+    return lines(results["deviations"])

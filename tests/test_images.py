@@ -7,7 +7,6 @@ from vlamb_nb.errors import ImageError
 from vlamb_nb.images import (
     ImageCache,
     check_size,
-    find_with_extensions,
     image_digest,
     load_image,
     safe_join,
@@ -94,13 +93,6 @@ def test_url_cache_accepts_plain_file_name(tmp_path):
 def test_hf_value_without_bytes_or_path():
     with pytest.raises(ImageError, match="neither"):
         load_image({"bytes": None, "path": None})
-
-
-def test_find_with_extensions_lists_tries(tmp_path):
-    (tmp_path / "img7.png").write_bytes(_png())
-    assert find_with_extensions(tmp_path, "img7").name == "img7.png"
-    with pytest.raises(ImageError, match=r"tried: .*img8\.jpg.*img8\.png"):
-        find_with_extensions(tmp_path, "img8")
 
 
 def _png_header_only(width: int, height: int) -> bytes:

@@ -201,15 +201,22 @@ def test_the_cycle_check_can_fail(tmp_path):
     assert cycles(import_graph(pkg)) == [["vlamb_nb.a", "vlamb_nb.sub.b"]]
 
 
-def test_the_cycle_check_sees_the_root_package_and_the_registrys_loads(tmp_path):
-    """A loop through the package facade or through a registry that loads its papers by name is a loop too."""
+def _toy_registry(tmp_path, root: str = ""):
+    """A package whose registry (``vlamb_nb.papers``) loads its papers by name, with one paper whose folder's
+    ``__init__`` imports its ``score`` step; ``root`` is the package root's code."""
     pkg = tmp_path / "vlamb_nb"
     (pkg / "papers" / "one").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("def get(name):\n    from vlamb_nb.papers import load\n    return load(name)\n")
+    (pkg / "__init__.py").write_text(root)
     (pkg / "papers" / "__init__.py").write_text(
         "import importlib\n\ndef load(name):\n    return importlib.import_module(f'vlamb_nb.papers.{name}')\n")
     (pkg / "papers" / "one" / "__init__.py").write_text("from vlamb_nb.papers.one.score import x\n")
     (pkg / "papers" / "one" / "score.py").write_text("x = 1\n")
+    return pkg
+
+
+def test_the_cycle_check_sees_the_root_package_and_the_registrys_loads(tmp_path):
+    """A loop through the package facade or through a registry that loads its papers by name is a loop too."""
+    pkg = _toy_registry(tmp_path, "def get(name):\n    from vlamb_nb.papers import load\n    return load(name)\n")
     (pkg / "version.py").write_text("")
     graph = import_graph(pkg)
     assert "vlamb_nb.papers.one" in graph["vlamb_nb.papers"]
@@ -219,6 +226,40 @@ def test_the_cycle_check_sees_the_root_package_and_the_registrys_loads(tmp_path)
                                           "vlamb_nb.papers.one.score"]]
     (pkg / "papers" / "one" / "score.py").write_text("from vlamb_nb.papers import load\n")  # via the registry
     assert cycles(import_graph(pkg)) == [["vlamb_nb.papers", "vlamb_nb.papers.one", "vlamb_nb.papers.one.score"]]
+
+
+def folder_graph(graph: dict[str, set[str]], folders: str = "vlamb_nb.benchmarks") -> dict[str, set[str]]:
+    """The import graph with each paper folder (``<folders>.<paper>`` and its modules) as one node: a paper's step
+    that imports a module above the registry (one that loads every paper) loops through the registry's load of
+    that paper's folder, even when no single module imports one that imports it back."""
+    depth = folders.count(".") + 2
+
+    def node(m: str) -> str:
+        return ".".join(m.split(".")[:depth]) if m.startswith(folders + ".") else m
+
+    out: dict[str, set[str]] = {}
+    for m, deps in graph.items():
+        out.setdefault(node(m), set()).update(node(d) for d in deps)
+    return {m: deps - {m} for m, deps in out.items()}
+
+
+def test_no_paper_folder_imports_a_module_above_the_registry():
+    found = cycles(folder_graph(import_graph()))
+    assert not found, "a paper folder imports what loads the papers: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_the_folder_check_catches_a_paper_importing_the_card(tmp_path):
+    """Ref-Adv's report once imported the report card, which loads every paper through the registry: no module
+    imports one that imports it back, yet the paper folder and the card load each other."""
+    pkg = _toy_registry(tmp_path)
+    (pkg / "papers" / "one" / "report.py").write_text("def example():\n    from vlamb_nb.card import Card\n")
+    (pkg / "card.py").write_text("class Card:\n    pass\n\ndef build():\n    from vlamb_nb.papers import load\n")
+    graph = import_graph(pkg)
+    assert cycles(graph) == []  # no module-level loop ...
+    assert cycles(folder_graph(graph, "vlamb_nb.papers")) == [["vlamb_nb.card", "vlamb_nb.papers",
+                                                                 "vlamb_nb.papers.one"]]  # ... but a folder loop
+    (pkg / "papers" / "one" / "report.py").write_text("def example():\n    return 1\n")
+    assert cycles(folder_graph(import_graph(pkg), "vlamb_nb.papers")) == []
 
 
 def test_the_registry_loads_every_paper():

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from vlamb_nb.errors import SettingError
 from vlamb_nb.models import IMAGE_SLOT, DecodingParams, Request, load_model, system_message, user_message
-from vlamb_nb.models.families import FAMILIES, family_for, get_family
+from vlamb_nb.models.families import FAMILIES, TEXT_FAMILIES, family_for_config
 from vlamb_nb.models.hf import _apply_quirks
+
+#: the family rows by name
+FAMILY = {f.name: f for f in (*FAMILIES, *TEXT_FAMILIES)}
 
 TINY_FAMILIES = ["qwen2_5_vl", "llava", "llava_onevision", "idefics3"]
 _CACHE: dict[tuple[str, str | None], object] = {}
@@ -57,22 +61,20 @@ def test_family_table_covers_the_issue_list():
     for needed in ["qwen2_vl", "qwen2_5_vl", "qwen3_vl", "llava", "llava_next", "llava_onevision", "idefics2",
                    "idefics3", "internvl", "mllama", "instructblip"]:
         assert needed in names
-    assert family_for("smolvlm").name == "idefics3"
-    assert family_for("something_new").name == "generic"
-    assert all(get_family(n).trust_remote_code for n in ["phi3_v", "molmo", "minicpmv", "mplug_owl3"])
-    with pytest.raises(SettingError):
-        get_family("nope")
+    assert family_for_config(SimpleNamespace(model_type="smolvlm")).name == "idefics3"
+    assert family_for_config(SimpleNamespace(model_type="something_new", vision_config={})).name == "generic"
+    assert all(FAMILY[n].trust_remote_code for n in ["phi3_v", "molmo", "minicpmv", "mplug_owl3"])
 
 
 def test_quirks_merge_system_and_move_images_first():
     msgs = [system_message("Be brief."), user_message("Question?", IMAGE_SLOT)]
-    merged = _apply_quirks(msgs, get_family("idefics3"))
+    merged = _apply_quirks(msgs, FAMILY["idefics3"])
     assert [m["role"] for m in merged] == ["user"]
     assert merged[0]["content"][0]["text"].startswith("Be brief.")
-    moved = _apply_quirks(msgs, get_family("llava"))
+    moved = _apply_quirks(msgs, FAMILY["llava"])
     assert moved[0]["role"] == "system"
     assert moved[1]["content"][0] == {"type": "image"}
-    kept = _apply_quirks(msgs, get_family("qwen2_5_vl"))
+    kept = _apply_quirks(msgs, FAMILY["qwen2_5_vl"])
     assert kept[1]["content"][1] == {"type": "image"}
     assert msgs[1]["content"][1] == {"type": "image"}  # the request itself is never mutated
 

@@ -12,8 +12,12 @@ from vlamb_nb.cli import main
 from vlamb_nb.errors import SettingError
 from vlamb_nb.models import IMAGE_SLOT, DecodingParams, Request, load_model, system_message, user_message
 from vlamb_nb.models import tiny as T
-from vlamb_nb.models.families import family_for_config, get_family
+from vlamb_nb.models.families import FAMILIES, TEXT_FAMILIES, family_for_config
 from vlamb_nb.models.hf import _apply_quirks
+from vlamb_nb.runner import default_run_meta
+
+#: the family rows by name
+FAMILY = {f.name: f for f in (*FAMILIES, *TEXT_FAMILIES)}
 
 _CACHE: dict[str | None, object] = {}
 
@@ -74,16 +78,16 @@ def test_text_only_configs_are_detected_from_the_config():
     other_head = PretrainedConfig(architectures=["NovelForConditionalGeneration"])
     other_head.model_type = "novel_vlm"
     assert family_for_config(other_head).name == "generic"
-    text = get_family("text")
+    text = FAMILY["text"]
     assert text.auto_model == "AutoModelForCausalLM" and not text.accepts_images
-    assert get_family("llava").auto_model == "AutoModelForImageTextToText" and get_family("llava").accepts_images
+    assert FAMILY["llava"].auto_model == "AutoModelForImageTextToText" and FAMILY["llava"].accepts_images
 
 
 def test_text_quirks_give_string_content_and_merge_gemma_system():
     msgs = [system_message("Be brief."), user_message("Question?", " More.")]
-    flat = _apply_quirks(msgs, get_family("text"))
+    flat = _apply_quirks(msgs, FAMILY["text"])
     assert flat == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Question? More."}]
-    merged = _apply_quirks(msgs, get_family("text_gemma"))
+    merged = _apply_quirks(msgs, FAMILY["text_gemma"])
     assert merged == [{"role": "user", "content": "Be brief.\n\nQuestion? More."}]
     assert msgs[1]["content"][0] == {"type": "text", "text": "Question?"}  # the request is never mutated
 
@@ -133,9 +137,9 @@ def test_load_and_generate_text_only(quantization):
     assert type(m.model).__name__ == "LlamaForCausalLM"
     assert any(isinstance(x, bnb.nn.Linear4bit) for x in m.model.modules()) == (quantization == "4bit")
     assert any(isinstance(x, bnb.nn.Linear8bitLt) for x in m.model.modules()) == (quantization == "8bit")
-    devs = m.deviations()
-    assert [d.what for d in devs] == (["quantization"] if quantization else [])
-    assert all(quantization[0] in d.ours for d in devs)
+    devs = default_run_meta(m)["deviations"]  # what a run no benchmark describes stores: the one builder's words
+    assert [(d["what"], d["paper"], d["ours"]) for d in devs] == (
+        [("quantization", "full/half precision weights", quantization)] if quantization else [])
     reqs = _requests()
     gens = m.generate(reqs)
     assert [g.request_id for g in gens] == [r.id for r in reqs]

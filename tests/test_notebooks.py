@@ -102,3 +102,28 @@ def test_no_cell_ends_in_a_bare_value_and_tables_go_through_show(path):
         if name not in DISPLAYING:
             loose.append(f"cell {k}: {ast.unparse(call)[:80]}")
     assert not loose, f"{path.name}: cells that would print a raw value: {loose}"
+
+
+def deviation_sources(source: str) -> list[str]:
+    """Calls in notebook code that make deviations instead of taking what a run carries: ``x.deviations(...)``
+    (a benchmark's or model's builder) and ``x.all_deviations(...)`` on anything but the notebook's ``cfg``."""
+    made = re.findall(r"\b(\w+)\.deviations\(", source)
+    merged = [o for o in re.findall(r"\b(\w+)\.all_deviations\(", source) if o != "cfg"]
+    return [f"{o}.deviations(...)" for o in made] + [f"{o}.all_deviations(...)" for o in merged]
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_every_notebook_gets_its_deviations_one_way(path):
+    """A notebook records and prints the deviations its runs stored (``scored.attrs["deviations"]``, a study's or a
+    training run's list), merged with its own by ``cfg.all_deviations``: never rebuilt beside the run."""
+    nb = nbformat.read(path, as_version=4)
+    found = [f"cell {i}: {call}" for i, c in enumerate(nb.cells) if c.cell_type == "code"
+             for call in deviation_sources(c.source)]
+    assert not found, f"{path.name} builds deviations itself: {found}"
+
+
+def test_the_deviation_check_can_fail():
+    assert deviation_sources('devs = cfg.all_deviations(bench.deviations(model.info, "full"))') == [
+        "bench.deviations(...)"]
+    assert deviation_sources("x = report.all_deviations(by_setting)") == ["report.all_deviations(...)"]
+    assert deviation_sources('devs = cfg.all_deviations(run.attrs["deviations"])') == []

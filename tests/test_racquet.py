@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from fixtures_grounding import TableGrounder
 
 from vlamb_nb import cli, get_benchmark
 from vlamb_nb.benchmarks.racquet import data as rdata
@@ -26,7 +27,6 @@ from vlamb_nb.benchmarks.racquet.referents import (
 )
 from vlamb_nb.errors import DataError, ImageError, SettingError
 from vlamb_nb.models.base import ScriptedModel
-from vlamb_nb.scorers.grounding import TableGrounder
 
 BENCH = get_benchmark("racquet")
 
@@ -529,18 +529,6 @@ def test_evaluate_with_a_judge_keeps_bias_rows_unlabelled(sample):
     assert BENCH.summary(scored)["labelled"] == len(gen)
     no_judge = BENCH.evaluate(vlm, items, "clarify", progress=False)
     assert no_judge["label"].isna().all() and no_judge["response"].str.len().gt(0).all()
-
-
-def test_fetch_images_into_a_cache_records_failures(sample, tmp_path):
-    items = BENCH.load(sample, subset="general").head(3).copy()
-    src = sample / "images"
-    names = [u.rsplit("/", 1)[1] for u in items["image_url"]]
-    items["coco_url"] = [f"file://{src / n}" for n in names[:2]] + [f"file://{tmp_path / 'gone.jpg'}"]
-    items["image_url"] = items["image_url"].where(items.index < 2, "file:///nonexistent/x.jpg")
-    got = rdata.fetch_images(items.assign(image=None), tmp_path / "cache", progress=False)
-    assert got["image"].iloc[:2].notna().all() and got["image_error"].iloc[:2].isna().all()
-    assert pd.isna(got["image"].iloc[2]) and "x.jpg" in got["image_error"].iloc[2]  # both URLs tried, last error kept
-    assert rdata.resolve_image(items["coco_url"].iloc[0], tmp_path / "cache") == got["image"].iloc[0]
 
 
 def test_reference_numbers_are_stored_with_their_tables():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from fixtures_grounding import TableGrounder
 from PIL import Image
 
 from vlamb_nb import get_benchmark
@@ -12,7 +13,6 @@ from vlamb_nb.errors import SettingError
 from vlamb_nb.models.tiny import build_tiny_detector
 from vlamb_nb.scorers.grounding import (
     Detection,
-    TableGrounder,
     ZeroShotDetector,
     best_box,
     get_grounder,

@@ -16,7 +16,7 @@ from vlamb_nb.benchmarks.refadv.benchmark import RefAdv
 from vlamb_nb.benchmarks.refadv.data import parse_distractor_count
 from vlamb_nb.benchmarks.refadv.parse import (
     PRIORITY_KEYS,
-    collect_boxes,
+    collect_keyed_boxes,
     parse_bracket_boxes,
     parse_json_boxes,
     style_for,
@@ -63,6 +63,11 @@ def test_official_parser_table(reply, first, error):
     found, err = parse_json_boxes(reply, W, H, "abs_xyxy")
     assert err == error
     assert (found[0] if found else None) == first
+
+
+def collect_boxes(obj):
+    """The boxes in the official order (the official ``_collect_boxes``), without the keys they came under."""
+    return [box for box, _ in collect_keyed_boxes(obj)]
 
 
 @pytest.mark.parametrize("key", PRIORITY_KEYS)
@@ -626,8 +631,13 @@ def test_style_follows_family_or_model_name(info, style, box_format):
 
 
 def test_style_choice_is_explained_and_qwen3_5_has_a_family_row():
+    from types import SimpleNamespace
+
     from vlamb_nb.benchmarks.refadv.parse import OPENAI_DEFAULT_STYLE, choose_style, style_from_name
-    from vlamb_nb.models.families import family_for
+    from vlamb_nb.models.families import family_for_config
+
+    def family_for(model_type):
+        return family_for_config(SimpleNamespace(model_type=model_type))
 
     assert family_for("qwen3_5").name == family_for("qwen3_5_moe").name == "qwen3_5"
     assert family_for("qwen3_5").size_rule == "grid_thw"

@@ -256,3 +256,22 @@ def test_pairwise_heatmap_is_antisymmetric_with_intervals_and_holm_stars(pred_di
     row = sig[sig["comparison"] == "qwen25a3b_direct − qwen25a72b_direct"].iloc[0]
     assert f"{row['diff_pp']:+.1f}*\n[{row['ci_low']:.1f}, {row['ci_high']:.1f}]" in texts
     assert len(fig.axes) == 2 and "row − column" in fig.axes[1].get_ylabel()  # the colour bar says what it shows
+
+
+def test_the_closest_expression_is_the_first_best_ratio_of_all():
+    """Table 5's lookup passes over texts whose shared letters cannot beat the best so far: the answer is still
+    the first text with the highest difflib ratio of all of them (ties, empty texts and exact hits included)."""
+    import difflib
+    import random
+    from collections import Counter
+
+    from vlamb_nb.benchmarks.refadv.release import _closest
+
+    rnd = random.Random(0)
+    texts = ["a b", "b a", "a b", "", "abc"] + ["".join(rnd.choice("ab c") for _ in range(rnd.randint(0, 9)))
+                                                 for _ in range(200)]
+    letters = [Counter(t) for t in texts]
+    for q in ["a b", "", "cab", "zz", *texts[:60]]:
+        ratios = [difflib.SequenceMatcher(None, q, t).ratio() for t in texts]
+        k = max(range(len(texts)), key=ratios.__getitem__)
+        assert _closest(q, texts, letters) == (k, ratios[k])

@@ -499,7 +499,7 @@ def test_the_example_card_and_comparison_take_every_released_run_present(web, tm
     from vlamb_nb import compare
     from vlamb_nb.benchmarks.refadv.report import (
         EXAMPLE_COMPARISON,
-        example_card,
+        example_headlines,
         example_runs,
         predictions_dir,
     )
@@ -510,7 +510,7 @@ def test_the_example_card_and_comparison_take_every_released_run_present(web, tm
     assert predictions_dir("paper").parent.parent == release_dir("refadv") / read_manifest("refadv")["folder"]
     after = compare.example(example_runs(), title=EXAMPLE_COMPARISON, n_resamples=100)
     assert len(after.models) == 20 and "refadv direct: 1142 items answered by every model" in after.notes
-    card = example_card(n_resamples=100, workdir=tmp_path / "card")
-    overall = next(h for h in card.headlines if h.slice == "overall")
+    rows, _ = example_headlines(n_resamples=100, workdir=tmp_path / "card")
+    overall = next(h for h in rows if h.slice == "overall")
     per_item = [c for c in overall.comparators if c.basis == "per-item"]
     assert len(per_item) == 29 and {c.n for c in per_item} == {31}  # every other released run, on the demo's rows

@@ -96,9 +96,11 @@ def test_the_card_names_every_paper_and_says_when_it_is_a_demo(tmp_path):
 
 @pytest.mark.shared
 def test_the_example_card_replays_the_released_run_through_the_run_path(shared_data, tmp_path):
-    from vlamb_nb.benchmarks.refadv.report import example_card
+    from vlamb_nb.benchmarks.refadv.report import example_headlines
 
-    card = example_card(workdir=tmp_path, n_resamples=200)
+    rows, subtitle = example_headlines(workdir=tmp_path, n_resamples=200)
+    card = rc.one_paper(rows, subtitle=subtitle)
+    assert card.model == "Qwen/Qwen2.5-VL-72B-Instruct" and card.profile == "paper" and "replayed" in card.subtitle
     assert card.papers["refadv"] == "ok" and {v for k, v in card.papers.items() if k != "refadv"} == {"not run"}
     overall = next(h for h in card.headlines if h.slice == "overall")
     rows = [json.loads(line) for line in (shared_data / "refadv" / "predictions" / "qwen25a72b_direct_predictions.jsonl")

@@ -243,3 +243,63 @@ def test_notebook_kernels_talk_over_private_unix_sockets_not_tcp(nb_dir, tmp_pat
     err = capfd.readouterr().err
     assert "without encryption" not in err and "Traceback" not in err
     assert not list(tmp_path.rglob("kernel-ipc*")) and not list(nb_dir.glob("kernel*"))
+
+
+@pytest.mark.slow
+def test_notebooks_run_side_by_side_compute_what_they_compute_one_at_a_time(nb_dir, tmp_path):
+    """Two notebooks at once (each in a worker process of its own, with its own generation log) record the
+    same results, write the same figures and report in the same order as one at a time."""
+    import filecmp
+
+    out = {}
+    for jobs in (1, 2):
+        failed = reproduce(None, params={"n": 2}, run_id=f"j{jobs}", out_dir=tmp_path / "runs",
+                           figures=tmp_path / f"figs{jobs}", notebook_dir=nb_dir, quiet=True, jobs=jobs)
+        assert failed == 0
+        out[jobs] = json.loads((tmp_path / "runs" / f"j{jobs}" / "results.json").read_text())
+    assert list(out[2]) == list(out[1]) == ["vague", "mucar"]  # the registry's order, whoever finished first
+    for name in ("vague", "mucar"):
+        assert out[2][name]["results"] == out[1][name]["results"] and out[2][name]["ok"]
+        nb = nbformat.read(tmp_path / "runs" / "j2" / f"{name}.ipynb", as_version=4)
+        assert nb.metadata["vlamb"]["cpu_seconds"] > 0  # the kernel's processor time, counted in its worker
+        assert filecmp.cmp(tmp_path / "figs1" / name / "bars.png", tmp_path / "figs2" / name / "bars.png",
+                           shallow=False)
+
+
+def test_notebooks_run_one_at_a_time_with_a_model_and_jobs_must_be_positive(nb_dir, tmp_path):
+    from vlamb_nb.reproduce import NotebookRun, default_jobs
+
+    offline = [NotebookRun("vague", nb_dir / "vague.ipynb", tmp_path / "v.ipynb", {"profile": "offline"})]
+    assert 1 <= default_jobs(offline) <= 4
+    real = [*offline, NotebookRun("mucar", nb_dir / "mucar.ipynb", tmp_path / "m.ipynb", {"model": "org/vlm"})]
+    assert default_jobs(real) == 1  # a real model wants the accelerator and the memory to itself
+    with pytest.raises(SettingError, match="jobs must be a positive"):
+        reproduce(None, out_dir=tmp_path, notebook_dir=nb_dir, quiet=True, jobs=0)
+
+
+def test_a_notebook_whose_worker_fails_is_reported_failed_and_the_others_are_kept(nb_dir, tmp_path):
+    """A run that cannot reach its worker process (here a parameter that cannot be sent to another process) is a
+    failed notebook with the reason, never a traceback out of reproduce."""
+    from vlamb_nb.reproduce import NotebookRun, execute_all
+
+    runs = [NotebookRun(n, nb_dir / f"{n}.ipynb", tmp_path / f"{n}.ipynb", {"n": lambda: 1}) for n in ("vague", "mucar")]
+    runs.append(NotebookRun("skipped", nb_dir / "x.ipynb", tmp_path / "x.ipynb", {}, skipped="not run: no weights"))
+    out = execute_all(runs, cwd=nb_dir, timeout=60, jobs=2, quiet=True)
+    assert [r.name for r in out] == ["vague", "mucar", "skipped"]
+    assert all(not r.ok and "worker process failed" in r.error for r in out[:2])
+    assert out[2].skipped and out[2].error is None
+
+
+def test_kernels_start_with_idle_threads_asleep_unless_the_caller_chose(tmp_path, monkeypatch):
+    """OMP_WAIT_POLICY=PASSIVE for the kernels (a spinning OpenMP thread holds the core another kernel waits for);
+    a policy or hash seed the caller set is kept."""
+    from vlamb_nb.reproduce import kernel_environment
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    env = kernel_environment(tmp_path / "run", tmp_path / "figs", tiny_seed=3)
+    assert env["OMP_WAIT_POLICY"] == "PASSIVE" and env["PYTHONHASHSEED"] == "0" and env["VLAMB_TINY_SEED"] == "3"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    monkeypatch.setenv("PYTHONHASHSEED", "7")
+    env = kernel_environment(tmp_path / "run", tmp_path / "figs")
+    assert env["OMP_WAIT_POLICY"] == "ACTIVE" and env["PYTHONHASHSEED"] == "7" and "VLAMB_TINY_SEED" not in env

@@ -14,7 +14,6 @@ from vlamb_nb.models import ScriptedModel
 from vlamb_nb.run_identity import (
     DuplicateWarning,
     MixedRunsError,
-    check_ids,
     dedupe,
     identify_runs,
     select_run,
@@ -68,12 +67,6 @@ def test_the_unquantized_run_is_picked_with_none_null_or_an_empty_value(none):
     rid, got = select_run(recs, quantization=none)
     assert rid.quantization is None and [r["text"] for r in got] == ["full"]
     assert [r["text"] for r in select_run(recs, quantization="4bit")[1]] == ["4b"]
-
-
-def test_unknown_ids_are_named():
-    with pytest.raises(DataError, match=r"3 id\(s\) not in the source: x, y"):
-        check_ids(["x", "y", "z", "1"], ["1", "2"])
-    check_ids(["1"], ["1", "2"])
 
 
 def _two_quantizations(run, items, store, answer: str) -> None:

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+from fixtures_saliency import attention_scores
 
 from vlamb_nb.errors import SettingError
 from vlamb_nb.saliency.analysis import (
@@ -27,15 +28,19 @@ from vlamb_nb.saliency.grid import (
     map_shape,
     qwen_segments,
     render,
-    token_cell,
 )
-from vlamb_nb.saliency.methods import (
-    attention_rollout,
-    attention_scores,
-    gradient_x_input,
-    image_share,
-    rollout_row,
-)
+from vlamb_nb.saliency.methods import _signed, image_share, rollout_row
+
+
+def attention_rollout(attn, q, k, **options):
+    """The rollout's share of each key (:func:`rollout_row` at the keys)."""
+    return rollout_row(attn, q, **options)[np.asarray(k)]
+
+
+def token_cell(layout, segment: str, row: int, col: int) -> int:
+    """Index (within the image's token run) of the token at grid cell (row, col) of ``segment``."""
+    seg = next(s for s in layout.segments if s.name == segment)
+    return int(seg.indices[row * seg.shape[1] + col])
 
 
 def _random_attn(rng, layers=3, heads=2, n=7):
@@ -113,10 +118,11 @@ def test_image_share_is_the_image_tokens_part_of_the_whole_row():
 def test_gradient_x_input_modes():
     g = np.array([[1.0, 2.0], [-1.0, 0.0], [0.5, 0.5]])
     e = np.array([[1.0, 1.0], [3.0, 1.0], [-2.0, 0.0]])
-    np.testing.assert_allclose(gradient_x_input(g, e), [3.0, 3.0, 1.0])
-    np.testing.assert_allclose(gradient_x_input(g, e, "positive"), [3.0, 0.0, 0.0])
+    dots = (g * e).sum(axis=-1)  # the explainer's per-token dot product
+    np.testing.assert_allclose(_signed(dots, "abs"), [3.0, 3.0, 1.0])
+    np.testing.assert_allclose(_signed(dots, "positive"), [3.0, 0.0, 0.0])
     with pytest.raises(SettingError):
-        gradient_x_input(g, e, "signed")
+        _signed(dots, "signed")
 
 
 # -- family geometry ---------------------------------------------------------------------------------

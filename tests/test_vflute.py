@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from fixtures_vflute import oracle as _oracle
+from fixtures_vflute import write_hf_parquet
 from sklearn.metrics import f1_score
 
 from vlamb_nb import get_benchmark
@@ -350,7 +351,7 @@ def test_sample_loads_in_both_formats(sample):
 
 def test_hf_parquet_roundtrip(sample, tmp_path):
     items = BENCH.load(sample)
-    vd.write_hf_parquet(items, tmp_path / "data" / "test-00000-of-00001.parquet")
+    write_hf_parquet(items, tmp_path / "data" / "test-00000-of-00001.parquet")
     hf = BENCH.load(tmp_path)
     assert hf["id"].tolist() == [f"{s}-test-{i}" for i, s in enumerate(items["source_dataset"])]
     assert hf["image"].map(lambda im: im["path"].rsplit(".", 1)[1]).tolist() == \
@@ -371,7 +372,7 @@ def test_seeded_draw_is_not_the_released_assignment(shared_data):
 
 def test_redrawn_instructions_are_a_deviation(sample, tmp_path):
     items = BENCH.load(sample)
-    vd.write_hf_parquet(items, tmp_path / "data" / "test-00000-of-00001.parquet")
+    write_hf_parquet(items, tmp_path / "data" / "test-00000-of-00001.parquet")
     hf = BENCH.load(tmp_path)
     assert hf["prompt_origin"].eq("seeded").all()
     assert {r.meta["prompt_origin"] for r in BENCH.requests(hf, "zero_shot")} == {"seeded"}
@@ -572,7 +573,7 @@ def test_score_file_compares_two_prediction_files(shared_data, tmp_path):
     assert {c["paper_p"] for c in res["paired_bootstrap"]["paper_comparisons"]} >= {"< 0.03", "< 0.002"}
 
 
-def test_figure_runs_add_prediction_files_scored_alike(sample, tmp_path):
+def test_prediction_files_are_scored_alike_beside_the_runs(sample, tmp_path):
     from vlamb_nb.benchmarks.vflute import report as report
 
     items = BENCH.load(sample)
@@ -580,8 +581,9 @@ def test_figure_runs_add_prediction_files_scored_alike(sample, tmp_path):
                           progress=False, scorer="none")
     pd.DataFrame({"id": items["id"], "label": 1, "explanation": items["explanation"]}).to_csv(
         tmp_path / "entail.csv", index=False)
-    runs = report.figure_runs(BENCH, {"oracle": demo}, {"always entailment": str(tmp_path / "entail.csv")},
-                              sample, "none")
+    runs = report.run_tables(BENCH, report.scored_runs(BENCH, {"oracle": demo},
+                                                        {"always entailment": str(tmp_path / "entail.csv")},
+                                                        sample, "none"))
     assert list(runs) == ["oracle", "always entailment"]
     ny = runs["always entailment"]["F1 curve"].query("dataset == 'nycartoons' and pct == 0")["f1"].iloc[0]
     sub = items[items["dataset"] == "nycartoons"]
@@ -589,7 +591,7 @@ def test_figure_runs_add_prediction_files_scored_alike(sample, tmp_path):
     assert runs["oracle"]["Fig. 6"]["drop_pct"].eq(0).all()
     vplots.plot_drop({k: v["Fig. 6"] for k, v in runs.items()})
     with pytest.raises(SettingError, match="twice"):
-        report.figure_runs(BENCH, {"oracle": demo}, {"oracle": str(tmp_path / "entail.csv")}, sample, "none")
+        report.scored_runs(BENCH, {"oracle": demo}, {"oracle": str(tmp_path / "entail.csv")}, sample, "none")
 
 
 # -- human adequacy labels (§5.3) ------------------------------------------------------------------

@@ -392,7 +392,7 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
 
     return reproduce(a.papers or None, params=_kv(a.param), run_id=a.run_id, out_dir=a.runs_dir,
                      timeout=a.cell_timeout or None, update_figures=a.update_figures, tiny_seed=a.tiny_seed,
-                     fetch=a.fetch)
+                     fetch=a.fetch, jobs=a.jobs)
 
 
 def cmd_card(a: argparse.Namespace) -> int:
@@ -403,9 +403,10 @@ def cmd_card(a: argparse.Namespace) -> int:
     from vlamb_nb.paths import repo_root
 
     if a.example:
-        from vlamb_nb.benchmarks.refadv.report import example_card
+        from vlamb_nb.benchmarks.refadv.report import example_headlines
 
-        card = example_card()
+        rows, subtitle = example_headlines()
+        card = report_card.one_paper(rows, subtitle=subtitle)
         target = repo_root() / "figures" if a.update_figures else Path(a.run_dir or "runs") / "figures"
     else:
         if not a.run_dir:
@@ -648,6 +649,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="seed of the tiny random checkpoints (a different seed is a different checkpoint)")
     rp.add_argument("--fetch", action="store_true",
                     help="fetch a paper's release first when a paper-profile notebook needs it and it is not there")
+    rp.add_argument("--jobs", type=int, metavar="N",
+                    help="notebooks executed at once (default: one per core, at most 4, when no model is given; "
+                         "1 with a model)")
     rp.set_defaults(func=cmd_reproduce)
 
     cd = sub.add_parser("card", help="the cross-paper report card of a reproduce run, or the example from real outputs")

@@ -288,19 +288,6 @@ def image_digest(src: ImageSource, *, root: str | os.PathLike | None = None,
     return hashlib.sha256(data).hexdigest()
 
 
-def find_with_extensions(folder: str | os.PathLike, stem: str,
-                         extensions: tuple[str, ...] = IMAGE_EXTENSIONS) -> Path:
-    """Find ``<folder>/<stem><ext>`` for the first matching extension; the error lists every path tried."""
-    tried = []
-    for ext in extensions:
-        for e in (ext, ext.upper()):
-            p = safe_join(folder, f"{stem}{e}")
-            tried.append(p.name)
-            if p.is_file():
-                return p
-    raise ImageError(f"no image for {stem!r} in {folder}; tried: {', '.join(tried)}")
-
-
 def encode_png(img: Image) -> bytes:
     buf = io.BytesIO()
     img.save(buf, format="PNG")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import platform
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -66,13 +67,31 @@ class RunMeta:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def deviation_lines(self) -> list[str]:
-        return [str(d) for d in self.deviations]
+
+def all_deviations(*groups: Iterable[Deviation | dict[str, Any]]) -> list[dict[str, Any]]:
+    """The deviations of every group, each listed once, in order, as :class:`Deviation` fields.
+
+    A group is what a run carries: a scored frame's ``attrs["deviations"]`` (stored with every record by
+    ``Benchmark.run``), a study's or a training run's list, a notebook's own (``NotebookConfig.all_deviations``
+    puts those first). This is how every notebook gets the deviations it records and prints.
+    """
+    out: list[dict[str, Any]] = []
+    for group in groups:
+        for d in group:
+            d = asdict(d) if isinstance(d, Deviation) else dict(d)
+            if d not in out:
+                out.append(d)
+    return out
 
 
-def format_deviations(deviations: list[Deviation] | list[dict[str, Any]]) -> str:
+def deviation_lines(deviations: Iterable[Deviation | dict[str, Any]]) -> list[str]:
+    """Each deviation as the line printed under the tables it affects."""
+    return [str(d if isinstance(d, Deviation) else Deviation(**d)) for d in deviations]
+
+
+def format_deviations(deviations: Iterable[Deviation | dict[str, Any]]) -> str:
     """The footnote printed under an affected table."""
-    items = [d if isinstance(d, Deviation) else Deviation(**d) for d in deviations]
-    if not items:
+    lines = deviation_lines(deviations)
+    if not lines:
         return "Deviations from the paper's setup: none."
-    return "Deviations from the paper's setup:\n" + "\n".join(f"  - {d}" for d in items)
+    return "Deviations from the paper's setup:\n" + "\n".join(f"  - {line}" for line in lines)

@@ -258,61 +258,11 @@ def _yerr(triplets: list[tuple[float, float, float]], scale: float):
     return est, np.vstack([np.clip(est - lo, 0, None), np.clip(hi - est, 0, None)])
 
 
-def _sns_bars(ax, labels: list[str], heights: Any, colors: list[str]) -> None:
-    """One seaborn bar per label at x = 0, 1, ... (the caller adds the intervals)."""
-    import pandas as pd
-    import seaborn as sns
-
-    frame = pd.DataFrame({"label": labels, "height": list(heights)})
-    sns.barplot(data=frame, x="label", y="height", hue="label", order=labels, hue_order=labels,
-                palette=dict(zip(labels, colors, strict=True)), errorbar=None, legend=False, ax=ax,
-                saturation=1.0, zorder=2)
-    ax.set_xlabel("")
-    ax.set_ylabel("")
-
-
 def _axes(ax, width: float, height: float):
     if ax is None:
         return new_figure(width, height)
     apply_style()
     return ax.figure, ax
-
-
-def bar_with_ci(results: Any, *, ax=None, title: str | None = None, ylabel: str | None = None,
-                scale: float = 1.0, reference: Any = None, reference_label: str = "paper",
-                color: str | None = None, annotate: bool = False, ylim: tuple[float, float] | None = None):
-    """One bar per result with its CI as an error bar; optional paper values as markers.
-
-    ``results``: mapping label -> Result, a list of Results (labels from ``name``) or a
-    ``stats.results_frame``. ``reference``: mapping label -> published number (drawn as a
-    black tick so "paper vs ours" reads at a glance). ``scale=100`` shows percentages.
-    """
-    import numpy as np
-
-    pairs = _labelled(results)
-    if not pairs:
-        raise ValueError("bar_with_ci needs at least one result")
-    labels = [p[0] for p in pairs]
-    est, yerr = _yerr([_ci_triplet(p[1]) for p in pairs], scale)
-    fig, ax = _axes(ax, max(3.0, 0.6 * len(labels) + 1.5), 3.5)
-    x = np.arange(len(labels))
-    _sns_bars(ax, [str(lab) for lab in labels], est, [color or PALETTE[0]] * len(labels))
-    ax.errorbar(x, est, yerr=yerr, fmt="none", ecolor="#333333", capsize=3, zorder=3)
-    if reference is not None:
-        ref = reference if hasattr(reference, "get") else dict(zip(labels, reference, strict=False))
-        pts = [(i, ref.get(lab)) for i, lab in enumerate(labels) if ref.get(lab) is not None]
-        if pts:
-            ax.scatter([p[0] for p in pts], [float(p[1]) for p in pts], marker="_", s=300, color="black",
-                       zorder=3, label=reference_label)
-            ax.legend()
-    if annotate:
-        for xi, e in zip(x, est, strict=True):
-            ax.annotate(f"{e:.1f}" if scale != 1 else f"{e:.3f}", (xi, e), ha="center", va="bottom",
-                        fontsize=7, xytext=(0, 2), textcoords="offset points")
-    ax.set_xticks(x, labels, rotation=30 if max(len(s) for s in labels) > 8 else 0, ha="right"
-                  if max(len(s) for s in labels) > 8 else "center")
-    _finish(ax, title, ylabel, ylim)
-    return fig
 
 
 def grouped_bars(results: Any, *, ax=None, title: str | None = None, ylabel: str | None = None,
@@ -405,38 +355,6 @@ def stacked_bars(shares: Any, *, ax=None, title: str | None = None, ylabel: str 
     _finish(ax, title, ylabel if not horizontal else None, None)
     if horizontal and ylabel:
         ax.set_xlabel(ylabel)
-    return fig
-
-
-def forest_plot(results: Any, *, ax=None, title: str | None = None, xlabel: str | None = None,
-                scale: float = 1.0, null: float | None = 0.0, mark_significant: bool = True):
-    """Points with CIs, one row per comparison (paired differences); a line at ``null``.
-
-    Significant results (``p < alpha``) are filled, others hollow, so a reader sees which
-    differences are real.
-    """
-    import math
-
-    import numpy as np
-
-    pairs = _labelled(results)
-    if not pairs:
-        raise ValueError("forest_plot needs at least one result")
-    est, err = _yerr([_ci_triplet(v) for _, v in pairs], scale)
-    fig, ax = _axes(ax, 5.0, max(2.0, 0.35 * len(pairs) + 1.0))
-    y = np.arange(len(pairs))[::-1]
-    for yi, e, lo, hi, (_, v) in zip(y, est, err[0], err[1], pairs, strict=True):
-        p, a = getattr(v, "p", float("nan")), getattr(v, "alpha", 0.05)
-        filled = not mark_significant or (math.isfinite(p) and p < a)
-        ax.errorbar([e], [yi], xerr=[[lo], [hi]], fmt="o", color=PALETTE[0], capsize=3,
-                    markerfacecolor=PALETTE[0] if filled else "white", zorder=3)
-    if null is not None:
-        ax.axvline(null * scale, color="#888888", linestyle="--", linewidth=1, zorder=1)
-    ax.set_yticks(y, [p[0] for p in pairs])
-    if title:
-        ax.set_title(title)
-    if xlabel:
-        ax.set_xlabel(xlabel)
     return fig
 
 

@@ -44,8 +44,8 @@ from vlamb_nb.stats.ranking import (
 
 __all__ = [
     "COLUMNS", "DEMO_NOTE", "N_RESAMPLES", "RANK_LEVEL", "Card", "Comparator", "Headline", "build", "figure",
-    "from_dict", "from_run", "headline_among_published", "interval", "markdown", "place", "plural", "published",
-    "published_draws", "rank_of", "resample_weights", "save", "table", "weighted_mean",
+    "from_dict", "from_run", "headline_among_published", "interval", "markdown", "one_paper", "place", "plural",
+    "published", "published_draws", "rank_of", "resample_weights", "save", "table", "weighted_mean",
 ]
 
 
@@ -127,6 +127,19 @@ def build(results: dict[str, dict[str, Any]], *, papers: Sequence[str] | None = 
     profile = "offline" if "offline" in profiles else (profiles[0] if profiles else "offline")
     return Card(model=model or (", ".join(models) if models else "(no model)"), profile=profile, headlines=heads,
                 papers=status)
+
+
+def one_paper(rows: Sequence[Headline], *, subtitle: str = "") -> Card:
+    """A card of one paper's headline rows (the model and profile the rows name); every other registered paper is
+    shown as not run. The example card (``vlamb-nb card --example``) is one."""
+    from vlamb_nb.benchmarks import list_benchmarks
+    from vlamb_nb.errors import DataError
+
+    if not rows:
+        raise DataError("a card needs at least one headline row")
+    ran = {h.paper for h in rows}
+    return Card(model=rows[0].model, profile=rows[0].profile, headlines=list(rows),
+                papers={p: ("ok" if p in ran else "not run") for p in list_benchmarks()}, subtitle=subtitle)
 
 
 def data_rule(h: Headline) -> Headline:

@@ -9,6 +9,10 @@ notebook is reported with its failing cell and error; the others still run. A no
 requests all failed is failed too (a score of 0 from nothing is not a result); a partial failure is a
 warning with counts. The return value (and exit code) is the number of failed notebooks.
 
+Notebooks run side by side, one per usable core (at most :data:`MAX_JOBS`), when none is given a model, and one
+at a time otherwise (``--jobs N`` chooses); each has its own kernel, folders and generation log, so how many run
+at once changes the time taken, never a result or a figure.
+
 Notebooks given no model run under the ``offline`` profile unless ``-p profile=...`` says otherwise; a
 notebook given a real model resolves the ``paper`` profile itself. Only ``--update-figures`` copies the
 regenerated figures (never the pipeline demos) into the checkout's ``figures/``.
@@ -60,6 +64,7 @@ class NotebookRun:
     ok: bool = False
     skipped: str | None = None  # why the notebook was not run (it needs weights a served model does not have)
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # the kernel's and this process's processor time for the notebook
     error: str | None = None
     failed_cell: int | None = None
     failed_source: str | None = None
@@ -151,7 +156,7 @@ def execute(run: NotebookRun, *, cwd: Path, timeout: int | None = None) -> Noteb
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _cpu_seconds()
     log = run.output.with_suffix(".generations.jsonl")
     log.unlink(missing_ok=True)
     try:
@@ -166,7 +171,7 @@ def execute(run: NotebookRun, *, cwd: Path, timeout: int | None = None) -> Noteb
         run.failed_source = e.source
     except Exception as e:  # noqa: BLE001 - kernel died, bad notebook file, ...: report, keep going
         run.error = f"{type(e).__name__}: {e}"
-    run.seconds = time.perf_counter() - t0
+    run.seconds, run.cpu_seconds = time.perf_counter() - t0, _cpu_seconds() - cpu0
     judge_generations(run, log)
     if run.output.is_file():
         nb = nbformat.read(run.output, as_version=4)
@@ -174,10 +179,102 @@ def execute(run: NotebookRun, *, cwd: Path, timeout: int | None = None) -> Noteb
         run.figures = collect_figures(nb)
         nb.metadata["vlamb"] = {"results": run.results, "ok": run.ok, "error": run.error,
                                 "parameters": run.parameters, "seconds": round(run.seconds, 2),
-                                "generations": run.generations, "warnings": run.warnings, "figures": run.figures}
+                                "cpu_seconds": round(run.cpu_seconds, 2), "generations": run.generations,
+                                "warnings": run.warnings, "figures": run.figures}
         nbformat.write(nb, run.output)
     return run
 
+
+
+def _cpu_seconds() -> float:
+    """Processor time (user + system) of this process and of its finished children: a notebook's kernel is
+    counted once it has exited."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def kernel_environment(run_dir: Path, fig_dir: Path, tiny_seed: int | None = None) -> dict[str, str]:
+    """The environment every notebook's kernel starts with: where it writes, and how it computes the same numbers
+    in every run. A variable the caller set already (``PYTHONHASHSEED``, ``OMP_WAIT_POLICY``) is kept."""
+    env = {"VLAMB_RUN_DIR": str(run_dir), "VLAMB_FIGURES_DIR": str(fig_dir),
+           # a fixed string-hash seed makes set/dict-order dependent output (e.g. the font-subset names
+           # matplotlib writes into PDFs) identical from run to run
+           "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0"),
+           # idle OpenMP threads (torch's and MKL's) sleep instead of spinning: a spinning thread holds the core that
+           # another kernel, another program or the notebook's own Python is waiting for (a tiny model runs many
+           # short parallel steps, so its threads spun most of the time). It changes when a thread waits, never how
+           # work is split among threads, so no number moves.
+           "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY") or "PASSIVE"}
+    if tiny_seed is not None:
+        env["VLAMB_TINY_SEED"] = str(int(tiny_seed))
+    return env
+
+
+#: notebooks executed at once at most, whatever the cores: each kernel holds its own model and data
+MAX_JOBS = 4
+
+
+def default_jobs(runs: list[NotebookRun]) -> int:
+    """How many notebooks run at once by default: one per usable core (at most :data:`MAX_JOBS`) when every
+    notebook runs the offline stand-ins, one at a time when any is given a model (a real model wants the
+    accelerator and the memory to itself)."""
+    if any(r.parameters.get("model") is not None for r in runs):
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(MAX_JOBS, cores))
+
+
+def execute_all(runs: list[NotebookRun], *, cwd: Path, timeout: int | None, jobs: int,
+                quiet: bool = False) -> list[NotebookRun]:
+    """Execute every run that is not already skipped or failed, ``jobs`` at a time, in their order; returns the
+    runs in the same order. With several jobs each notebook is executed by a worker process of its own (the
+    generation log is set per notebook in the worker's environment), so the kernels run side by side."""
+    todo = [i for i, r in enumerate(runs) if not r.skipped and not r.error]
+    total = len(runs)
+
+    def started(i: int) -> None:
+        if not quiet:
+            print(f"[{i + 1}/{total}] {runs[i].name}: running notebooks/{runs[i].name}.ipynb ...", flush=True)
+
+    def finished(i: int) -> None:
+        if quiet:
+            return
+        run = runs[i]
+        status = (run.skipped if run.skipped else f"ok in {run.seconds:.1f}s" if run.ok else f"FAILED: {run.error}")
+        print(f"[{i + 1}/{total}] {run.name}: {status}", flush=True)
+        for w in run.warnings:
+            print(f"[{i + 1}/{total}] {run.name}: warning: {w}", flush=True)
+
+    workers = min(jobs, len(todo))
+    if workers <= 1:
+        for i in range(total):
+            if i in todo:
+                started(i)
+                execute(runs[i], cwd=cwd, timeout=timeout)
+            finished(i)
+        return runs
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    for i in range(total):
+        if i not in todo:
+            finished(i)
+    if not quiet:
+        print(f"running {len(todo)} notebook(s), {workers} at a time: "
+              f"{', '.join(runs[i].name for i in todo)} ...", flush=True)
+    # spawned workers: a fresh interpreter each, nothing inherited from this process but its environment
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(execute, runs[i], cwd=cwd, timeout=timeout): i for i in todo}
+        for future in as_completed(futures):
+            i = futures[future]
+            try:
+                runs[i] = future.result()
+            except Exception as e:  # noqa: BLE001 - the worker itself died (out of memory, killed): that notebook fails
+                runs[i].error = f"the notebook's worker process failed: {type(e).__name__}: {e}"
+            finished(i)
+    return runs
 
 
 @contextlib.contextmanager
@@ -227,7 +324,8 @@ def judge_generations(run: NotebookRun, log: Path) -> None:
 def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None = None, run_id: str | None = None,
               out_dir: str | os.PathLike = "runs", figures: str | os.PathLike | None = None,
               timeout: int | None = 1800, quiet: bool = False, notebook_dir: str | os.PathLike | None = None,
-              update_figures: bool = False, tiny_seed: int | None = None, fetch: bool = False) -> int:
+              update_figures: bool = False, tiny_seed: int | None = None, fetch: bool = False,
+              jobs: int | None = None) -> int:
     """Run notebooks and write the report; return the number of failed notebooks.
 
     Under the paper profile a paper's notebook runs on its fetched release; when that is not in the data home the
@@ -237,7 +335,11 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
     ``figures``: where figures go (default ``<run>/figures``). ``update_figures``: afterwards copy each
     successful notebook's figures (not its pipeline demos) into the checkout's ``figures/``.
     ``tiny_seed``: seed of the tiny random checkpoints (a different seed is a different checkpoint).
+    ``jobs``: notebooks executed at once (default :func:`default_jobs`); each is its own kernel with its own
+    folders, so how many run at once changes the time taken, never what a notebook computes or writes.
     """
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise SettingError(f"jobs must be a positive number of notebooks, got {jobs!r}")
     nb_dir = Path(notebook_dir) if notebook_dir is not None else notebooks_dir()
     names = list(papers) if papers else available_notebooks(nb_dir)
     from vlamb_nb.benchmarks import notebooks
@@ -260,15 +362,10 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
     run_dir = (Path(out_dir) / (run_id or new_run_id())).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     fig_dir = Path(figures).resolve() if figures is not None else run_dir / "figures"
-    env = {"VLAMB_RUN_DIR": str(run_dir), "VLAMB_FIGURES_DIR": str(fig_dir),
-           # a fixed string-hash seed makes set/dict-order dependent output (e.g. the font-subset names
-           # matplotlib writes into PDFs) identical from run to run
-           "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
-    if tiny_seed is not None:
-        env["VLAMB_TINY_SEED"] = str(int(tiny_seed))
+    env = kernel_environment(run_dir, fig_dir, tiny_seed)
     runs: list[NotebookRun] = []
     with _env(**env):
-        for i, n in enumerate(names, start=1):
+        for n in names:
             path = nb_dir / f"{n}.ipynb"
             nb_params = {**{k: v for k, v in glob.items() if k in declared[n]}, **per[n]}
             nb_params = with_profile(nb_params, declared[n])
@@ -282,17 +379,9 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
                                "elsewhere (name a hub id or a local checkpoint to run it)")
             elif (missing_data := release_missing(n, nb_params, fetch=fetch, quiet=quiet)) is not None:
                 run.error = missing_data
-            else:
-                if not quiet:
-                    print(f"[{i}/{len(names)}] {n}: running notebooks/{n}.ipynb ...", flush=True)
-                execute(run, cwd=nb_dir, timeout=timeout)
-            if not quiet:
-                status = (run.skipped if run.skipped else f"ok in {run.seconds:.1f}s" if run.ok
-                          else f"FAILED: {run.error}")
-                print(f"[{i}/{len(names)}] {n}: {status}", flush=True)
-                for w in run.warnings:
-                    print(f"[{i}/{len(names)}] {n}: warning: {w}", flush=True)
             runs.append(run)
+        runs = execute_all(runs, cwd=nb_dir, timeout=timeout, jobs=default_jobs(runs) if jobs is None else jobs,
+                           quiet=quiet)
     page = write_report(runs, run_dir, params=glob, figures=fig_dir)
     failed = sum(not r.ok and not r.skipped for r in runs)
     if update_figures:

@@ -11,7 +11,7 @@ how to pick one.
 
 Within one run the same request may appear twice (a rerun after a crash, a retried failure):
 :func:`dedupe` applies the prediction store's rule (:mod:`vlamb_nb.store`): one record when the answers
-agree, a success over any failure, and conflicting answers refused. :func:`check_ids` refuses ids that are not in the data being scored.
+agree, a success over any failure, and conflicting answers refused.
 """
 
 from __future__ import annotations
@@ -211,13 +211,3 @@ def one_run(numbered: Sequence[tuple[int, dict[str, Any]]], *, source: str = "",
 def _short(rec: dict[str, Any], n: int = 40) -> str:
     text = str(rec.get("text") or rec.get("error") or "")
     return repr(text if len(text) <= n else text[: n - 1] + "…")
-
-
-def check_ids(ids: Iterable[Any], known: Iterable[Any], *, what: str = "id", source: str = "", show: int = 5) -> None:
-    """Every id must name an item of the data being scored; the error names a few that do not."""
-    known_set = {str(k) for k in known}
-    unknown = [str(i) for i in dict.fromkeys(ids) if str(i) not in known_set]
-    if unknown:
-        more = f" and {len(unknown) - show} more" if len(unknown) > show else ""
-        raise DataError(f"{len(unknown)} {what}(s) not in the source: {', '.join(unknown[:show])}{more}",
-                        source=source)

@@ -214,14 +214,6 @@ def comparisons(studies: dict[str, Study], *, n_resamples: int = 1000):
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
 
 
-def all_deviations(studies: dict[str, Study]) -> list[Deviation]:
-    seen: dict[str, Deviation] = {}
-    for s in studies.values():
-        for d in s.deviations:
-            seen.setdefault(str(d), d)
-    return list(seen.values())
-
-
 def one_patch_check(explainer: Any, *, size: tuple[int, int] = (100, 60), seed: int = 0) -> dict[str, Any]:
     """Plumbing check, not a validation of saliency: hide all image tokens but one from the language model,
     explain a fixed answer with the gradient method, and report the map's mass in that token's cell.

@@ -43,8 +43,6 @@ from vlamb_nb.errors import StoreError
 from vlamb_nb.hashing import canonical_json, digest
 from vlamb_nb.jsonl import BOM, not_utf8
 
-KEY_FIELDS = ("model_id", "revision", "quantization", "benchmark", "setting", "prompt", "image_digests", "params",
-              "endpoint")
 #: what a model answered: two successful records of one request that differ here are two different answers
 ANSWER_FIELDS = ("text", "option_logprobs")
 

@@ -211,11 +211,6 @@ class ExplorerState:
         self._refilter()
         return len(self)
 
-    def clear_filters(self) -> int:
-        self.filters.clear()
-        self._refilter()
-        return len(self)
-
     def _refilter(self) -> None:
         current = self._view_index[self.position] if self._view_index else None
         mask = [True] * len(self.frame)
@@ -252,13 +247,6 @@ class ExplorerState:
 
     def prev(self, step: int = 1) -> int:
         return self.next(-step)
-
-    def goto_id(self, item_id: Any) -> int:
-        """Move to the item with this id in the current view; raise (state unchanged) when it is not there."""
-        jump = self.jump_to_id(item_id)
-        if not jump.ok:
-            raise SettingError(jump.message)
-        return self.position
 
     def jump_to_id(self, item_id: Any) -> Jump:
         """Move to the item with this id, or leave the state as it was and say why not (for the go-to box:

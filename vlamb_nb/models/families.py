@@ -13,8 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from vlamb_nb.errors import SettingError
-
 SizeRule = Literal["grid_thw", "pixel_values", "none"]
 
 
@@ -120,11 +118,6 @@ TEXT = _BY_NAME["text"]
 _VISION_KEYS = ("vision_config", "vision_tower", "mm_vision_tower", "visual", "img_processor", "vision_encoder")
 
 
-def family_for(model_type: str | None) -> Family:
-    """The family row for a config ``model_type`` (the generic row when unknown)."""
-    return _BY_TYPE.get(model_type or "", GENERIC)
-
-
 def family_for_config(config: Any) -> Family:
     """The family row for a loaded config: by ``model_type``, else text-only LM or generic VLM.
 
@@ -154,10 +147,3 @@ def is_text_only_config(config: Any) -> bool:
     if archs:
         return all(a.endswith(("ForCausalLM", "LMHeadModel")) for a in archs)
     return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
-
-
-def get_family(name: str) -> Family:
-    try:
-        return _BY_NAME[name]
-    except KeyError:
-        raise SettingError(f"unknown model family {name!r}; known: {', '.join(sorted(_BY_NAME))}") from None

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from vlamb_nb.errors import NotAvailableError, SettingError
-from vlamb_nb.meta import Deviation
 from vlamb_nb.models.base import Backend, DecodingParams, Generation, ModelInfo, Request
 from vlamb_nb.models.families import Family, family_for_config
 
@@ -79,16 +78,6 @@ def default_dtype():
     if torch.cuda.is_available():
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float32
-
-
-def quantization_deviation(quantization: str | None, paper_precision: str = "fp16/bf16",
-                           affects: str = "all") -> list[Deviation]:
-    """The deviation a quantized run records against a paper that ran full precision."""
-    if quantization is None:
-        return []
-    ours = {"4bit": "4-bit NF4 with double quantization (bitsandbytes)",
-            "8bit": "8-bit LLM.int8 (bitsandbytes)"}[quantization]
-    return [Deviation("quantization", paper_precision, ours, affects)]
 
 
 class HFModel:
@@ -181,9 +170,6 @@ class HFModel:
     @property
     def device(self):
         return self.model.device
-
-    def deviations(self, paper_precision: str = "fp16/bf16", affects: str = "all") -> list[Deviation]:
-        return quantization_deviation(self.quantization, paper_precision, affects)
 
     def weight_bytes(self) -> int:
         """Bytes held by parameters and buffers (what 4-bit quantization shrinks)."""

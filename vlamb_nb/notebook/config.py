@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from vlamb_nb.errors import SettingError
-from vlamb_nb.meta import Deviation, quantization_deviation
+from vlamb_nb.meta import Deviation, all_deviations, deviation_lines, quantization_deviation
 from vlamb_nb.models.spec import ModelSpec
 from vlamb_nb.paths import (  # noqa: F401  (re-exported: notebooks import them from here)
     TINY_SEED_ENV,
@@ -200,19 +200,10 @@ class NotebookConfig:
             return
         save_figure(fig, self.paper, name, demo=model_output and self.offline)
 
-    def all_deviations(self, *more: Any) -> list[dict[str, Any]]:
-        """This notebook's deviations followed by ``more`` (Deviation objects or dicts), each listed once."""
-        from dataclasses import asdict
-
-        out: list[dict[str, Any]] = []
-        for d in [*self.deviations, *[x for group in more for x in group]]:
-            d = asdict(d) if isinstance(d, Deviation) else dict(d)
-            if d not in out:
-                out.append(d)
-        return out
-
-    def deviation_lines(self) -> list[str]:
-        return [str(d) for d in self.deviations]
+    def all_deviations(self, *groups: Any) -> list[dict[str, Any]]:
+        """This notebook's deviations followed by each group's (:func:`vlamb_nb.meta.all_deviations`: what the
+        runs carry, e.g. ``scored.attrs["deviations"]``), each listed once."""
+        return all_deviations(self.deviations, *groups)
 
     def record_headline(self, rows: Any, *deviations: Any, model: str | None = None, data: Any = None,
                         limit: int | None = None) -> None:
@@ -222,7 +213,7 @@ class NotebookConfig:
         :class:`~vlamb_nb.datahome.DataIdentity`; with ``limit``, the run asked ``limit`` of its N items)."""
         from vlamb_nb.notebook.results import record
 
-        devs = [str(Deviation(**d)) for d in self.all_deviations(*deviations)]
+        devs = deviation_lines(self.all_deviations(*deviations))
         ident = None
         if data is not None:
             ident = data.to_dict() if hasattr(data, "to_dict") else dict(data)

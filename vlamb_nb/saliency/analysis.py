@@ -132,10 +132,15 @@ def compare_correct_wrong(frame, *, role: str, value: str = "mass", by: Sequence
     """Mean ``value`` in the ``role`` box for correct minus wrong answers, with a bootstrap CI of the gap.
 
     The two groups are different items, so the bootstrap resamples items within each group
-    (a stratified bootstrap); the p-value comes from a label-permutation test of the gap
-    (``stats.permutation_test`` is for paired systems on the same items, which this is not).
+    (:func:`~vlamb_nb.stats.bootstrap.two_sample_ci`, a stratified bootstrap); the p-value comes from a
+    label-permutation test of the gap (:func:`~vlamb_nb.stats.permutation.label_permutation_test`; the paired
+    ``stats.permutation_test`` is for two systems on the same items, which this is not). Both draw, in that
+    order, from one generator per group.
     """
     import pandas as pd
+
+    from vlamb_nb.stats.bootstrap import two_sample_ci
+    from vlamb_nb.stats.permutation import label_permutation_test
 
     sub = frame[(frame["role"] == role) & frame["correct"].notna()]
     rows = []
@@ -148,22 +153,13 @@ def compare_correct_wrong(frame, *, role: str, value: str = "mass", by: Sequence
         if ok.all() or (~ok).all():
             rows.append(row)
             continue
-        gap = _gap(vals, ok)
         rng = np.random.default_rng(seed)
-        ic, iw = np.flatnonzero(ok), np.flatnonzero(~ok)
-        boot = np.array([vals[rng.choice(ic, len(ic))].mean() - vals[rng.choice(iw, len(iw))].mean()
-                         for _ in range(n_resamples)])
-        perm = np.array([_gap(vals, rng.permutation(ok)) for _ in range(n_resamples)])
-        p = (1 + np.sum(np.abs(perm) >= abs(gap) - 1e-12)) / (n_resamples + 1)
+        ci = two_sample_ci(vals, ok, n_resamples=n_resamples, seed=rng)
+        test = label_permutation_test(vals, ok, n_resamples=n_resamples, seed=rng)
         row.update({f"{value}_correct": float(vals[ok].mean()), f"{value}_wrong": float(vals[~ok].mean()),
-                    "gap": gap, "ci_low": float(np.quantile(boot, 0.025)),
-                    "ci_high": float(np.quantile(boot, 0.975)), "p": float(p)})
+                    "gap": ci.estimate, "ci_low": ci.ci_low, "ci_high": ci.ci_high, "p": test.p})
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def _gap(vals: np.ndarray, ok: np.ndarray) -> float:
-    return float(vals[ok].mean() - vals[~ok].mean())
 
 
 # --------------------------------------------------------------------------------------------------

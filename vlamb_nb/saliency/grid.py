@@ -321,11 +321,3 @@ def render(token_scores: np.ndarray, layout: ImageLayout, *, max_side: int | Non
     if total <= 0:
         return np.full((rows, cols), 1.0 / (rows * cols))
     return out / total
-
-
-def token_cell(layout: ImageLayout, segment: str, row: int, col: int) -> int:
-    """Index (within the image's token run) of the token at grid cell (row, col) of ``segment``."""
-    for seg in layout.segments:
-        if seg.name == segment:
-            return int(seg.indices[row * seg.shape[1] + col])
-    raise SettingError(f"no segment {segment!r}; have {', '.join(s.name for s in layout.segments)}")

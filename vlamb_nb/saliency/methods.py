@@ -10,7 +10,7 @@ with :func:`vlamb_nb.saliency.grid.render` (maps have the image's aspect and sum
   with gaps is refused, since skipping a layer is not a rollout);
 - ``gradient``: gradient x input on the image embeddings the language model receives, for the summed
   log-probability of the answer tokens: the model's own greedy answer, or any option the caller names,
-  so "why A rather than B" is two maps (or :func:`contrast`). Gradients are taken with respect to the
+  so "why A rather than B" is two maps (their heatmaps' difference sums to 0). Gradients are taken with respect to the
   embeddings only, so 4-bit weights (which cannot take gradients) are no obstacle.
 
 Because a map sums to 1 over the image, it cannot show how much of the answer's attention reaches the
@@ -59,22 +59,6 @@ def _select(n: int, chosen: Sequence[int] | int | None, what: str) -> list[int]:
     return out
 
 
-def attention_scores(attentions: Sequence[Any], queries: Sequence[int], keys: Sequence[int], *,
-                     layers: Sequence[int] | int | None = None, heads: Sequence[int] | int | None = None) -> np.ndarray:
-    """Mean attention from ``queries`` to each of ``keys`` over the chosen layers and heads.
-
-    ``attentions``: one array per layer of shape (heads, seq, seq) (a leading batch axis of 1 is dropped).
-    """
-    mats = [_as_np(a) for a in attentions]
-    lay = _select(len(mats), layers, "layer")
-    hd = _select(mats[0].shape[0], heads, "head")
-    q, k = np.asarray(queries), np.asarray(keys)
-    acc = np.zeros(len(k), dtype=np.float64)
-    for li in lay:
-        acc += mats[li][np.ix_(hd, q, k)].mean(axis=(0, 1))
-    return acc / len(lay)
-
-
 def consecutive_layers(n: int, layers: Sequence[int] | int | None) -> list[int]:
     """The chosen layers, sorted, refusing gaps and repeats: rollout multiplies each layer into the next,
     so ``layers=[0, 2, 5]`` would silently skip layers 1, 3 and 4 instead of tracing the flow through them."""
@@ -87,7 +71,13 @@ def consecutive_layers(n: int, layers: Sequence[int] | int | None) -> list[int]:
 
 def rollout_row(attentions: Sequence[Any], queries: Sequence[int], *, layers: Sequence[int] | int | None = None,
                 heads: Sequence[int] | int | None = None, residual: float = 0.5) -> np.ndarray:
-    """The rollout of ``queries`` over every position (mean over queries; sums to 1)."""
+    """The rollout of ``queries`` over every position (mean over queries; sums to 1).
+
+    Each layer's head-averaged matrix A becomes ``(1 - residual) A + residual I`` with rows renormalised;
+    the query rows are pushed from the last chosen layer down to the first, so the cost is
+    ``layers x len(queries) x seq^2`` rather than a full ``seq^3`` product per layer. Non-consecutive
+    ``layers`` are refused (:func:`consecutive_layers`).
+    """
     if not 0.0 <= residual <= 1.0:
         raise SettingError(f"residual must be in [0, 1], got {residual}")
     mats = [_as_np(a) for a in attentions]
@@ -103,20 +93,6 @@ def rollout_row(attentions: Sequence[Any], queries: Sequence[int], *, layers: Se
     return rows.mean(axis=0)
 
 
-def attention_rollout(attentions: Sequence[Any], queries: Sequence[int], keys: Sequence[int], *,
-                      layers: Sequence[int] | int | None = None, heads: Sequence[int] | int | None = None,
-                      residual: float = 0.5) -> np.ndarray:
-    """Attention rollout from ``queries`` to ``keys`` through the chosen consecutive layers.
-
-    Each layer's head-averaged matrix A becomes ``(1 - residual) A + residual I`` with rows renormalised;
-    the query rows are pushed from the last chosen layer down to the first, so the cost is
-    ``layers x len(queries) x seq^2`` rather than a full ``seq^3`` product per layer. Non-consecutive
-    ``layers`` are refused (:func:`consecutive_layers`).
-    """
-    row = rollout_row(attentions, queries, layers=layers, heads=heads, residual=residual)
-    return row[np.asarray(keys)]
-
-
 def image_share(scores: Any, keys: Sequence[int]) -> float:
     """Share of the total score over all positions that falls on ``keys`` (the image tokens).
 
@@ -126,15 +102,6 @@ def image_share(scores: Any, keys: Sequence[int]) -> float:
     s = np.asarray(scores, dtype=np.float64)
     total = float(s.sum())
     return float(s[np.asarray(keys)].sum()) / total if total > 0 else float("nan")
-
-
-def gradient_x_input(grad: Any, emb: Any, mode: str = "abs") -> np.ndarray:
-    """Per-token gradient x input: the dot product over the hidden axis, made non-negative by ``mode``.
-
-    ``abs`` keeps evidence for and against the answer (what the map is for); ``positive`` keeps only
-    evidence for it.
-    """
-    return _signed((_as_np(grad) * _as_np(emb)).sum(axis=-1), mode)
 
 
 def _signed(s: np.ndarray, mode: str) -> np.ndarray:
@@ -513,10 +480,3 @@ def _unpack_bnb_cpu_weights(model: Any) -> int:
             w.data, w.quant_state = _convert_weight_packed_for_cpu_inverse(w.data, qs)
             n += 1
     return n
-
-
-def contrast(a: SaliencyMap, b: SaliencyMap) -> np.ndarray:
-    """Signed difference of two maps of the same image (e.g. option A minus option B), sums to 0."""
-    if a.heatmap.shape != b.heatmap.shape:
-        raise SettingError("maps of different shapes cannot be contrasted")
-    return a.heatmap - b.heatmap

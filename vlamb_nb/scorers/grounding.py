@@ -3,9 +3,9 @@
 RACQUET grounds each single-referent answer with text-prompted SAM (lang-segment-anything,
 whose box comes from Grounding DINO). Here a grounder is anything with
 ``ground(image, text) -> list[Detection]``. The default, :class:`ZeroShotDetector`, runs a
-transformers zero-shot detector (Grounding DINO or OWLv2) from a local folder or hub id;
-:class:`TableGrounder` replays boxes from a table (another tool's output, or tests). ``"tiny"`` /
-``"tiny:owlv2"`` name the tiny random detectors of :mod:`vlamb_nb.models.tiny`.
+transformers zero-shot detector (Grounding DINO or OWLv2) from a local folder or hub id; another tool's boxes
+replay through any object whose ``ground`` looks them up by ``key`` (the row, see :func:`ground_rows`).
+``"tiny"`` / ``"tiny:owlv2"`` name the tiny random detectors of :mod:`vlamb_nb.models.tiny`.
 
 Choices the paper leaves open are parameters: the text prompt (the whole response or a
 phrase), the thresholds (lang-sam's defaults 0.3 / 0.25), and which detection is taken
@@ -15,7 +15,7 @@ phrase), the thresholds (lang-sam's defaults 0.3 / 0.25), and which detection is
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -52,24 +52,6 @@ def prompt_text(text: str, *, max_words: int = 40) -> str:
     """A detector prompt from a response: whitespace-normalised, cut to ``max_words`` (text encoders are short)."""
     words = str(text).split()
     return " ".join(words[:max_words])
-
-
-class TableGrounder:
-    """Boxes looked up by key (e.g. the response id), or computed by a function of (image, text)."""
-
-    name = "table"
-
-    def __init__(self, boxes: Mapping[str, Sequence[float] | None] | Callable[[Any, str], Any]) -> None:
-        self._boxes = boxes
-
-    def ground(self, image: Any, text: str, key: str | None = None) -> list[Detection]:
-        if callable(self._boxes):
-            box = self._boxes(image, text)
-        else:
-            box = self._boxes.get(key if key is not None else text)
-        if box is None:
-            return []
-        return [Detection(tuple(float(v) for v in box), 1.0, text)]  # type: ignore[arg-type]
 
 
 class ZeroShotDetector:

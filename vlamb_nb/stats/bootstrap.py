@@ -30,13 +30,15 @@ A plain function is accepted too, for convenience: in :func:`bootstrap_ci` it is
 ``statistic(system_values, idx)``. That path loops over resamples in Python (slow, but any
 code works).
 
-Determinism: every function takes ``seed`` and draws from ``numpy.random.default_rng(seed)``.
+Determinism: every function takes ``seed`` and draws from ``numpy.random.default_rng(seed)``; the draws for
+callers that keep their own statistic (the end of this module) also take the caller's generator, so that what
+the caller drew before and after stays the same.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -365,11 +367,25 @@ def _interval(boot: np.ndarray, estimate: float, alpha: float, method: str,
     return float(lo), float(hi), "bca"
 
 
-def _loop_draw(design: _Design, rng: np.random.Generator) -> np.ndarray:
-    if design.cluster_items is None:
-        return rng.integers(0, design.n, size=design.n)
-    picks = rng.integers(0, design.n_clusters, size=design.n_clusters)
-    return np.concatenate([design.cluster_items[i] for i in picks])
+def _loop_draws(design: _Design, rng: np.random.Generator, n_resamples: int) -> Iterator[np.ndarray]:
+    """Each resample's item indices in turn: ``n`` item draws, or ``C`` cluster draws with the drawn clusters'
+    items laid end to end. Drawn a chunk of resamples per ``Generator.integers`` call, which gives the numbers
+    one call per resample would."""
+    whole = design.cluster_items is None
+    k = design.n if whole else design.n_clusters
+    if not whole:
+        flat = np.concatenate(design.cluster_items)
+        sizes = np.array([len(c) for c in design.cluster_items])
+        starts = np.cumsum(sizes) - sizes
+    step = max(1, _CHUNK_ELEMENTS // k)
+    for start in range(0, n_resamples, step):
+        for picks in rng.integers(0, k, size=(min(step, n_resamples - start), k)):
+            if whole:
+                yield picks
+                continue
+            lens = sizes[picks]
+            ends = np.cumsum(lens)
+            yield flat[np.repeat(starts[picks] - ends + lens, lens) + np.arange(ends[-1])]
 
 
 def _loop_jackknife(design: _Design, fn: Callable[[np.ndarray], float]) -> tuple[np.ndarray, np.ndarray]:
@@ -432,7 +448,7 @@ def bootstrap_ci(values: Any, statistic: Any = None, *, n_resamples: int = 10000
         design = _design({"item": np.arange(n)}, clusters, n)
         fn = (lambda idx: float(stat(arr, idx))) if _call_arity(stat) >= 2 else (lambda idx: float(stat(idx)))
         estimate = fn(np.arange(n))
-        boot = np.array([fn(_loop_draw(design, rng)) for _ in range(n_resamples)])
+        boot = np.array([fn(idx) for idx in _loop_draws(design, rng, n_resamples)])
         jack = _loop_jackknife(design, fn) if method == "bca" else None
         label = getattr(stat, "__name__", "statistic")
     lo, hi, used = _interval(boot, estimate, alpha, method, jack)
@@ -447,3 +463,123 @@ def _check_n(n_resamples: int, alpha: float) -> None:
         raise SettingError(f"n_resamples must be a positive integer, got {n_resamples!r}")
     if not 0 < alpha < 1:
         raise SettingError(f"alpha must be in (0, 1), got {alpha!r}")
+
+
+# --------------------------------------------------------------------------- count draws for callers' statistics
+# The engine above merges items and draws its own random numbers. The functions below serve callers that keep
+# their own statistic (a rank among models, a ratio of sums, a difference of two groups' means) and name the
+# draws themselves, so a published interval stays the same number when its caller moves here.
+
+
+def as_generator(seed: int | np.random.Generator | None) -> np.random.Generator:
+    """``seed`` as a generator: a caller that draws several things from one stream passes the stream itself."""
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def resample_counts(n_units: int, n_resamples: int, rng: np.random.Generator, *,
+                    draw: str = "multinomial") -> np.ndarray:
+    """(n_resamples, n_units) how often each unit (an item, or a cluster drawn whole) is drawn in each resample.
+
+    Both schemes are the textbook resample of ``n_units`` draws with replacement; they differ only in the random
+    numbers used: ``"multinomial"``, one ``Generator.multinomial`` row per resample; ``"indices"``,
+    ``n_units`` uniform indices per resample from one ``Generator.integers`` call, counted (the same numbers as
+    drawing each resample's indices in turn).
+    """
+    if n_units < 1:
+        raise DataError("no units to resample")
+    if draw == "multinomial":
+        return rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=n_resamples).astype(np.float64)
+    if draw != "indices":
+        raise SettingError(f"unknown draw {draw!r}; use 'multinomial' or 'indices'")
+    out = np.empty((n_resamples, n_units))
+    step = max(1, _CHUNK_ELEMENTS // n_units)
+    for start in range(0, n_resamples, step):
+        size = min(step, n_resamples - start)
+        idx = rng.integers(0, n_units, size=(size, n_units)) + (np.arange(size) * n_units)[:, None]
+        out[start:start + size] = np.bincount(idx.ravel(), minlength=size * n_units).reshape(size, n_units)
+    return out
+
+
+def resample_weights(n: int, clusters: Any = None, *, n_resamples: int = 2000, seed: int = 0) -> np.ndarray:
+    """(n_resamples, n) row weights of a (cluster) bootstrap: how often each row is drawn in each resample.
+
+    Clusters (images, pairs) are drawn whole (multinomial over the clusters in order of first appearance), so
+    rows that share one are never treated as independent. Every statistic evaluated on the same weights sees
+    the same resamples: that is what makes ranks paired (:mod:`.ranking`).
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    if clusters is None:
+        return resample_counts(n, n_resamples, rng)
+    codes, _ = pd.factorize(pd.Series(list(clusters), dtype=object))
+    counts = resample_counts(int(codes.max()) + 1, n_resamples, rng)
+    return counts[:, np.asarray(codes)]
+
+
+def ratio_ci(numerator: Any, denominator: Any, clusters: Any = None, *, n_resamples: int = 2000,
+             seed: int | np.random.Generator = 0, alpha: float = 0.05, min_defined: float = 0.9,
+             name: str = "") -> Result:
+    """``sum(numerator) / sum(denominator)`` with a (cluster) bootstrap percentile interval.
+
+    Clusters (one id per item; default: every item its own) are drawn whole, ``draw="indices"`` over their ids
+    as sorted text. A resample whose denominator sums to 0 has no ratio; with fewer than ``min_defined`` of the
+    resamples defined the interval is NaN. The estimate is inf when only the denominator is 0, NaN when both are.
+    Cluster sums are added per resample, exact for counts (0/1 items).
+    """
+    num = _check_values(numerator, "numerator", numeric=True).astype(float)
+    den = _check_values(denominator, "denominator", numeric=True).astype(float)
+    if len(num) != len(den):
+        raise DataError(f"numerator and denominator need the same items: {len(num)} vs {len(den)}")
+    _check_n(n_resamples, alpha)
+    rng = as_generator(seed)
+    top, bottom = num.sum(), den.sum()
+    estimate = top / bottom if bottom else (float("inf") if top else NAN)
+    cl = np.arange(len(num)) if clusters is None else np.asarray(clusters)
+    if len(cl) != len(num):
+        raise DataError(f"expected one cluster per item ({len(num)}), got {len(cl)}", field="clusters")
+    if len(num) == 0:
+        return Result(estimate, NAN, NAN, NAN, 0, "bootstrap percentile cluster ratio", None, name, alpha)
+    uniq, inv = np.unique(cl.astype(str), return_inverse=True)
+    counts = resample_counts(len(uniq), n_resamples, rng, draw="indices")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        boot = (counts @ np.bincount(inv, weights=num, minlength=len(uniq))) / \
+            (counts @ np.bincount(inv, weights=den, minlength=len(uniq)))
+    boot = boot[np.isfinite(boot)]
+    lo, hi = (np.quantile(boot, [alpha / 2, 1 - alpha / 2]) if len(boot) >= min_defined * n_resamples
+              else (NAN, NAN))
+    return Result(float(estimate), float(lo), float(hi), NAN, len(num), "bootstrap percentile cluster ratio",
+                  seed if isinstance(seed, int) else None, name, alpha,
+                  {"n_resamples": n_resamples, "n_defined": int(len(boot)), "n_clusters": int(len(uniq))})
+
+
+def two_sample_ci(values: Any, first: Any, *, n_resamples: int = 2000, seed: int | np.random.Generator = 0,
+                  alpha: float = 0.05, name: str = "") -> Result:
+    """Difference of two groups' means (``first`` against the rest) with a stratified bootstrap percentile CI.
+
+    The groups hold different items, so nothing pairs them: each resample draws each group's items within
+    that group (the first group's indices, then the second's, as ``Generator.choice`` draws them, for every
+    resample from one ``Generator.integers`` call). Both groups need items.
+    """
+    vals = _check_values(values, "values", numeric=True).astype(float)
+    ok = np.asarray(first, dtype=bool)
+    if ok.shape != vals.shape:
+        raise DataError(f"expected one group flag per value ({len(vals)}), got shape {ok.shape}", field="first")
+    ic, iw = np.flatnonzero(ok), np.flatnonzero(~ok)
+    if not len(ic) or not len(iw):
+        raise DataError("both groups need items to compare their means", field="first")
+    _check_n(n_resamples, alpha)
+    rng = as_generator(seed)
+    highs = np.concatenate([np.full(len(ic), len(ic)), np.full(len(iw), len(iw))])
+    boot = np.empty(n_resamples)
+    step = max(1, _CHUNK_ELEMENTS // len(vals))
+    for start in range(0, n_resamples, step):
+        size = min(step, n_resamples - start)
+        draws = rng.integers(0, np.tile(highs, size)).reshape(size, len(vals))
+        boot[start:start + size] = (vals[ic[draws[:, :len(ic)]]].mean(axis=1)
+                                    - vals[iw[draws[:, len(ic):]]].mean(axis=1))
+    gap = float(vals[ok].mean() - vals[~ok].mean())
+    lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
+    return Result(gap, float(lo), float(hi), NAN, len(vals), "stratified bootstrap percentile",
+                  seed if isinstance(seed, int) else None, name, alpha,
+                  {"n_resamples": n_resamples, "n_first": int(len(ic)), "n_second": int(len(iw))})

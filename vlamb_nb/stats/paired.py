@@ -30,7 +30,7 @@ from vlamb_nb.stats.bootstrap import (
     _design,
     _factorize,
     _is_mean,
-    _loop_draw,
+    _loop_draws,
     _method_name,
     _resolve,
 )
@@ -80,10 +80,8 @@ def paired_bootstrap(a: Any, b: Any, statistic: Any = None, *, n_resamples: int 
     else:
         design = _design({"item": np.arange(n)}, clusters, n)
         ma, mb = float(stat(a_arr, np.arange(n))), float(stat(b_arr, np.arange(n)))
-        deltas = np.empty(n_resamples)
-        for i in range(n_resamples):
-            idx = _loop_draw(design, rng)
-            deltas[i] = float(stat(a_arr, idx)) - float(stat(b_arr, idx))
+        deltas = np.array([float(stat(a_arr, idx)) - float(stat(b_arr, idx))
+                           for idx in _loop_draws(design, rng, n_resamples)])
     delta = ma - mb
     fin = deltas[np.isfinite(deltas)]
     lo, hi = (np.quantile(fin, [alpha / 2, 1 - alpha / 2]) if len(fin) else (NAN, NAN))

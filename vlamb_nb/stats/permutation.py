@@ -49,7 +49,9 @@ from typing import Any
 
 import numpy as np
 
+from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.stats.gather import _usable_threads
+from vlamb_nb.stats.result import NAN, Result
 
 EXACT_MAX_K = 20  # enumerate all 2**k patterns up to here whatever n_resamples (a million sums at most)
 HALF_SUPPORT_LIMIT = 1 << 22  # sums held per half when enumerating; beyond, Monte Carlo
@@ -209,3 +211,35 @@ def _parts(b_values: np.ndarray, b_counts: np.ndarray, tables: np.ndarray, rest_
                 np.take(tables[j], raw[j], out=tmp[:rows])
                 picked += tmp[:rows]
             out += rest_sum - 2 * picked  # the set bits are the flipped signs
+
+
+# --------------------------------------------------------------------------- two groups of different items
+
+
+def label_permutation_test(values: Any, first: Any, *, n_resamples: int = 2000,
+                           seed: int | np.random.Generator | None = 0, name: str = "") -> Result:
+    """Two-sided permutation test of a difference of two groups' means (``first`` against the rest).
+
+    The groups hold different items, so no sign flips: the group labels are shuffled
+    (``Generator.permutation``) ``n_resamples`` times and ``p = (1 + #{|gap*| >= |gap| - 1e-12}) / (B + 1)``.
+    The estimate is the observed difference of means; both groups need items. ``seed``: a seed or the
+    caller's generator (drawn from after whatever the caller drew before).
+    """
+    vals = np.asarray(values, dtype=float).ravel()
+    ok = np.asarray(first, dtype=bool).ravel()
+    if ok.shape != vals.shape:
+        raise DataError(f"expected one group flag per value ({len(vals)}), got {len(ok)}", field="first")
+    if ok.all() or not ok.any():
+        raise DataError("both groups need items to compare their means", field="first")
+    if n_resamples < 1:
+        raise SettingError(f"n_resamples must be at least 1, got {n_resamples}")
+    generator = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    gap = _gap(vals, ok)
+    null = np.array([_gap(vals, generator.permutation(ok)) for _ in range(n_resamples)])
+    p = (1 + np.sum(np.abs(null) >= abs(gap) - 1e-12)) / (n_resamples + 1)
+    return Result(gap, NAN, NAN, float(p), len(vals), "label permutation",
+                  seed if isinstance(seed, int) else None, name, extra={"n_resamples": n_resamples})
+
+
+def _gap(vals: np.ndarray, first: np.ndarray) -> float:
+    return float(vals[first].mean() - vals[~first].mean())

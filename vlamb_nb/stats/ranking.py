@@ -1,8 +1,8 @@
 """Ranking one model among the published ones: the engine behind the report card's ranks.
 
 A :class:`Headline` is one headline number of one paper with its :class:`Comparator` models. Where per-item data
-exist for a comparator, ours and theirs are resampled together (:func:`resample_weights`: the same rows in every
-resample) and the rank interval is the middle 95% of our rank over the resamples (:func:`place`); where only a
+exist for a comparator, ours and theirs are resampled together (:func:`~.bootstrap.resample_weights`: the same rows
+in every resample) and the rank interval is the middle 95% of our rank over the resamples (:func:`place`); where only a
 published value exists, it is drawn from its binomial at the published test size (:func:`published_draws`) and
 its interval is Wilson (:func:`~vlamb_nb.stats.proportions.wilson_from_percent`). It sits with the statistics so
 that every paper's ``score.py`` can rank its headline without importing the card, which imports the papers.
@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from vlamb_nb.stats.bootstrap import resample_weights
 from vlamb_nb.stats.proportions import wilson_from_percent
 
 #: percentiles of a rank interval
@@ -93,29 +94,7 @@ def from_dict(d: dict[str, Any]) -> Headline:
     return Headline(**{k: v for k, v in d.items() if k in known})
 
 
-# -- resampling: ours and the per-item comparators on the same resamples ---------------------------------------
-def resample_weights(n: int, clusters: Any = None, *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> np.ndarray:
-    """(n_resamples, n) row weights of a (cluster) bootstrap: how often each row is drawn in each resample.
-
-    Clusters (images, pairs) are drawn whole, so rows that share one are never treated as independent. Every
-    statistic evaluated on the same weights sees the same resamples: that is what makes ranks paired.
-    """
-    rng = np.random.default_rng(seed)
-    if clusters is None:
-        return rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
-    codes, _ = _factorize(clusters)
-    k = int(codes.max()) + 1
-    counts = rng.multinomial(k, np.full(k, 1.0 / k), size=n_resamples).astype(np.float64)
-    return counts[:, codes]
-
-
-def _factorize(values: Any) -> tuple[np.ndarray, list[Any]]:
-    import pandas as pd
-
-    codes, uniques = pd.factorize(pd.Series(list(values), dtype=object))
-    return np.asarray(codes), list(uniques)
-
-
+# -- resampling: ours and the per-item comparators on the same resamples (:func:`~.bootstrap.resample_weights`) --
 def weighted_mean(x: Any) -> Callable[[np.ndarray], np.ndarray]:
     """A statistic over resample weights: the weighted mean of ``x`` in percent (NaN-free 0/1 or scores)."""
     x = np.asarray(x, dtype=float)

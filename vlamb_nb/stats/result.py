@@ -1,7 +1,7 @@
 """The result type every statistic returns: estimate, interval, p-value, n, method and seed.
 
-Own code: a frozen dataclass that renders as text, as a JSON-able dict (``notebook.record``), as
-matplotlib error bars (``yerr``) and, through pandas, as a tidy DataFrame (:func:`results_frame`).
+Own code: a frozen dataclass that renders as text, as a JSON-able dict (``notebook.record``) and, through
+pandas, as a tidy DataFrame (:func:`results_frame`).
 """
 
 from __future__ import annotations
@@ -35,18 +35,6 @@ class Result:
         """JSON-able dict (NaN becomes None so ``notebook.record`` stays valid JSON)."""
         d = asdict(self)
         return {k: _clean(v) for k, v in d.items()}
-
-    @property
-    def yerr(self) -> tuple[float, float]:
-        """(below, above) distances for matplotlib ``yerr``; 0 when there is no interval."""
-        lo = self.estimate - self.ci_low if math.isfinite(self.ci_low) else 0.0
-        hi = self.ci_high - self.estimate if math.isfinite(self.ci_high) else 0.0
-        return max(lo, 0.0), max(hi, 0.0)
-
-    @property
-    def significant(self) -> bool:
-        """``p < alpha`` (False when there is no p-value)."""
-        return bool(math.isfinite(self.p) and self.p < self.alpha)
 
     def scaled(self, factor: float = 100.0) -> Result:
         """Estimate and interval times ``factor`` (papers print percentages)."""

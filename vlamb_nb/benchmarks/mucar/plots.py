@@ -81,7 +81,7 @@ def plot_image_insensitive(summaries: list[dict[str, Any]]):
 def plot_table4(comparison):
     """Table 4's MUCAR columns: each strategy's run (bars with group-bootstrap CIs) beside the published value.
 
-    ``comparison`` is :func:`~vlamb_nb.benchmarks.mucar.report.table4_vs_paper`'s frame; the published cells
+    ``comparison`` is :func:`~vlamb_nb.benchmarks.mucar.report.paper_vs_ours_table4`'s frame; the published cells
     carry no interval (the paper reports none).
     """
     import pandas as pd

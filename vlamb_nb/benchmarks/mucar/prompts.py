@@ -149,7 +149,6 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
 STRATEGY_SETTINGS = ("full_cot", "full_codis", "full_agent", "full_agent_unified")
 TABLE4_ROWS = {"full": "Vanilla", "full_cot": "CoT", "full_codis": "CODIS", "full_agent": "OURS",
                "full_agent_unified": "OURS"}
-PROMPT_LANGUAGE = {"full": "English", "full_zh": "Chinese", "full_ms": "Malay"}
 
 CONTEXT_MODES = {
     "prefix": "{context} {question}",  # default
@@ -234,9 +233,6 @@ def applicable(item: Any, setting: str) -> tuple[bool, str]:
     if (not s.context or not s.question) and item["context_embedded"]:
         return True, "context embedded in the question (schema B): cannot be separated"
     return True, ""
-
-
-DEFAULT_PARAMS = DecodingParams(max_new_tokens=64)  # the paper gives no decoding settings; greedy here
 
 
 #: the model behind every row of Table 4 (its caption)

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from vlamb_nb.benchmarks.mucar.data import CATEGORY_ORDER, NAME, load_items, make_sample
-from vlamb_nb.benchmarks.mucar.prompts import PROMPT_LANGUAGE
 from vlamb_nb.benchmarks.mucar.score import group_frame, results_long
 from vlamb_nb.errors import DataError
 
@@ -43,9 +42,6 @@ def paper_table_with_ci(table: str, items, *, alpha: float = 0.05):
                      "ci_low": None if res is None else round(100 * res.ci_low, 2),
                      "ci_high": None if res is None else round(100 * res.ci_high, 2), "flag": r["flag"]})
     return pd.DataFrame(rows)
-
-
-PROMPT_LANGUAGES = PROMPT_LANGUAGE
 
 
 # -- notebook helpers (the notebook only calls these) -----------------------------------------------

@@ -296,41 +296,6 @@ def resolve_image(url: str, folder: Path | None, file_name: str | None = None) -
     return None
 
 
-def fetch_images(items, folder: str | os.PathLike, *, columns: tuple[str, ...] = ("coco_url", "image_url"),
-                 progress: bool = True, timeout: float = 30.0):
-    """Download each item's image into ``folder`` (needs network; never called implicitly).
-
-    Tries ``coco_url`` first (old Flickr farm URLs are often dead), then ``image_url``; a
-    failure is recorded in ``image_error`` and counted, never raised mid-way. Returns the
-    items with ``image`` set to the cached file where one was fetched.
-    """
-    from tqdm.auto import tqdm
-
-    from vlamb_nb.images import ImageCache
-
-    cache = ImageCache(Path(folder))
-    out = items.copy()
-    paths, errors = [], []
-    done: dict[str, tuple[str | None, str | None]] = {}
-    for _, r in tqdm(list(out.iterrows()), disable=not progress, desc="fetch images"):
-        urls = [r[c] for c in columns if c in r and isinstance(r[c], str) and r[c]]
-        key = "|".join(urls)
-        if key not in done:
-            path, err = None, "no URL"
-            for u in urls:
-                try:
-                    path, err = str(cache.fetch(u, timeout=timeout)), None
-                    break
-                except Exception as e:  # noqa: BLE001 - network errors vary; recorded per item
-                    err = f"{u}: {type(e).__name__}: {e}"
-            done[key] = (path, err)
-        paths.append(done[key][0] or (r["image"] if isinstance(r.get("image"), str) else None))
-        errors.append(done[key][1])
-    out["image"] = paths
-    out["image_error"] = errors
-    return out
-
-
 CATEGORIES = ["person", "car", "dog", "bus", "umbrella"]
 
 

@@ -38,27 +38,13 @@ def _share_ci(values, clusters, *, n_resamples: int, seed: int) -> tuple[float, 
     """Mean of a 0/1 array with a cluster (image) bootstrap percentile CI, in percent."""
     import numpy as np
 
+    from vlamb_nb.stats import bootstrap_ci
+
     v = np.asarray(values, dtype=float)
     if len(v) == 0:
         return float("nan"), float("nan"), float("nan")
-    try:
-        from vlamb_nb.stats import bootstrap_ci
-    except ImportError:  # the statistics module is not available: same percentile cluster bootstrap here
-        bootstrap_ci = None
-    if bootstrap_ci is not None:
-        r = bootstrap_ci(v, n_resamples=n_resamples, seed=seed, clusters=clusters)
-        return 100 * float(r.estimate), 100 * float(r.ci_low), 100 * float(r.ci_high)
-    rng = np.random.default_rng(seed)
-    groups = {}
-    for i, c in enumerate(clusters):
-        groups.setdefault(c, []).append(i)
-    idx = [np.asarray(g) for g in groups.values()]
-    sums = np.array([v[g].sum() for g in idx])
-    ns = np.array([len(g) for g in idx])
-    draws = rng.integers(0, len(idx), size=(n_resamples, len(idx)))
-    stats_ = sums[draws].sum(1) / ns[draws].sum(1)
-    lo, hi = np.percentile(stats_, [2.5, 97.5])
-    return 100 * float(v.mean()), 100 * float(lo), 100 * float(hi)
+    r = bootstrap_ci(v, n_resamples=n_resamples, seed=seed, clusters=clusters)
+    return 100 * float(r.estimate), 100 * float(r.ci_low), 100 * float(r.ci_high)
 
 
 def class_shares(scored, *, by: tuple[str, ...] = ("model", "setting"), labels: tuple[str, ...] = ("A", "B", "C"),
@@ -150,9 +136,12 @@ def bias_shares(scored, *, by: tuple[str, ...] = ("model", "category"), **kwargs
 
 def stereotype_ratio(scored, *, by: tuple[str, ...] = ("model", "category"), cluster: str = "image_url",
                      n_resamples: int = 2000, seed: int = 0):
-    """Stereotypical : Anti-stereotypical ratio per group, with a cluster-bootstrap percentile CI."""
+    """Stereotypical : Anti-stereotypical ratio per group, with a cluster-bootstrap percentile CI
+    (:func:`~vlamb_nb.stats.bootstrap.ratio_ci`; the groups draw from one generator in turn)."""
     import numpy as np
     import pandas as pd
+
+    from vlamb_nb.stats.bootstrap import ratio_ci
 
     rng = np.random.default_rng(seed)
     by = tuple(b for b in by if b in scored.columns)
@@ -161,19 +150,10 @@ def stereotype_ratio(scored, *, by: tuple[str, ...] = ("model", "category"), clu
         key = key if isinstance(key, tuple) else (key,)
         st = (g["label"] == "Stereotypical").to_numpy(float)
         an = (g["label"] == "Anti-stereotypical").to_numpy(float)
-        ratio = st.sum() / an.sum() if an.sum() else float("inf") if st.sum() else float("nan")
-        cl = g[cluster].to_numpy() if cluster in g else np.arange(len(g))
-        uniq, inv = np.unique(cl.astype(str), return_inverse=True)
-        s_c = np.bincount(inv, weights=st, minlength=len(uniq))
-        a_c = np.bincount(inv, weights=an, minlength=len(uniq))
-        draws = rng.integers(0, len(uniq), size=(n_resamples, len(uniq)))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            boot = s_c[draws].sum(1) / a_c[draws].sum(1)
-        boot = boot[np.isfinite(boot)]
-        lo, hi = (np.percentile(boot, [2.5, 97.5]) if len(boot) >= 0.9 * n_resamples else (np.nan, np.nan))
+        r = ratio_ci(st, an, g[cluster].to_numpy() if cluster in g else None, n_resamples=n_resamples, seed=rng)
         rows.append({**dict(zip(by, key, strict=True)), "stereotypical": int(st.sum()),
-                     "anti_stereotypical": int(an.sum()), "ratio": float(ratio), "ci_low": float(lo),
-                     "ci_high": float(hi), "n": int(len(g))})
+                     "anti_stereotypical": int(an.sum()), "ratio": r.estimate, "ci_low": r.ci_low,
+                     "ci_high": r.ci_high, "n": int(len(g))})
     return pd.DataFrame(rows)
 
 

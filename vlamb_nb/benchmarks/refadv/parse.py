@@ -29,9 +29,6 @@ MAX_BOXES = 100
 EMPTY_RESPONSE = "empty_response"
 NO_BBOX_FOUND = "no_bbox_found"
 BACKEND_ERROR = "backend_error"
-PARSE_ERRORS = ("", EMPTY_RESPONSE, NO_BBOX_FOUND, BACKEND_ERROR)
-
-OFFICIAL_FORMATS = ("abs_xyxy", "norm_1000_xyxy", "norm_1_xyxy")
 
 
 @dataclass(frozen=True)
@@ -101,13 +98,6 @@ def collect_keyed_boxes(obj: Any, out: list[tuple[list[float], str | None]] | No
         for k, v in obj.items():
             if k not in PRIORITY_KEYS:
                 collect_keyed_boxes(v, out, key=str(k), max_boxes=max_boxes)
-    return out
-
-
-def collect_boxes(obj: Any, out: list[list[float]] | None = None, *, max_boxes: int = MAX_BOXES) -> list[list[float]]:
-    """Every 4-number list in ``obj`` in the official order (the official ``_collect_boxes``)."""
-    out = [] if out is None else out
-    out.extend(b for b, _ in collect_keyed_boxes(obj, max_boxes=max_boxes - len(out)))
     return out
 
 
@@ -193,9 +183,6 @@ def parse_bracket_boxes(text: str | None, width: float, height: float, fmt: str)
         if raw:
             return to_abs_boxes(raw, width, height, fmt), ""
     return [], NO_BBOX_FOUND
-
-
-PARSERS = {"json": parse_json_boxes, "bracket": parse_bracket_boxes}
 
 
 @dataclass(frozen=True)

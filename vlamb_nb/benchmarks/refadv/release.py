@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -236,22 +237,42 @@ def table5_lookup(items, *, demo_items=None):
     if demo_items is not None:  # demo images are named by row index: map them back to the release's file names
         by_row = items.set_index("row_idx")["file_name"]
         demo_names = {str(by_row[int(r)]) for r in demo_items["row_idx"] if int(r) in by_row.index}
+    letters = [Counter(e) for e in normed]
     rows = []
     for r, c, who, text in TABLE5_EXAMPLES:
         q = _norm(text)
-        ratios = [difflib.SequenceMatcher(None, q, e).ratio() for e in normed]
-        k = max(range(len(ratios)), key=ratios.__getitem__)
+        k, ratio = _closest(q, normed, letters)
         best = items.iloc[k]
-        kind = "exact" if ratios[k] == 1.0 else "near" if ratios[k] >= NEAR_MATCH else "not in Ref-Adv-s"
+        kind = "exact" if ratio == 1.0 else "near" if ratio >= NEAR_MATCH else "not in Ref-Adv-s"
         found = kind != "not in Ref-Adv-s"
         rows.append({"table_row": r, "table_column": c, "paper_authorship": who, "example": text, "match": kind,
-                     "similarity": round(ratios[k], 3), "closest_expression": best["expression"],
+                     "similarity": round(ratio, 3), "closest_expression": best["expression"],
                      "row_idx": int(best["row_idx"]) if found else None,
                      "file_name": best["file_name"] if found else None,
                      "released_authorship": ("human" if best["human_authored"] else "LLM") if found else None,
                      "authorship_agrees": (("human" if best["human_authored"] else "LLM") == who) if found else None,
                      "in_demo": (str(best["file_name"]) in demo_names) if found else None})
     return pd.DataFrame(rows)
+
+
+def _closest(q: str, texts: list[str], letters: list[Counter[str]]) -> tuple[int, float]:
+    """The first of ``texts`` most similar to ``q`` (difflib's ``ratio``) and that ratio.
+
+    ``ratio`` is 2 M / (len(q) + len(text)) with M matched characters, and M never exceeds the letters the two
+    share: texts are matched in order of that bound, and once it falls below the best ratio found no later text
+    can beat it. Same answer as matching every text, ties to the first, at a fraction of the matching.
+    """
+    mine = Counter(q)
+    bounds = [2.0 * sum((mine & have).values()) / (len(q) + len(text)) if q or text else 1.0
+              for text, have in zip(texts, letters, strict=True)]
+    best_k, best = 0, -1.0
+    for k in sorted(range(len(texts)), key=lambda i: -bounds[i]):
+        if bounds[k] < best:
+            break
+        ratio = difflib.SequenceMatcher(None, q, texts[k]).ratio()
+        if ratio > best or (ratio == best and k < best_k):
+            best_k, best = k, ratio
+    return best_k, best
 
 
 # -- Fig. 6 (COCO rows only, with COCO instances) -------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Ref-Adv analyses the notebook calls: the official table from released predictions (with CIs and
-paired tests), the offline pipeline demo (direct, CoT, BoW, fixed prompt), and failure modes.
+paired tests), the offline pipeline demo (direct, CoT, BoW, fixed prompt), and failure modes; and the example
+report card's rows (:func:`example_headlines`, for ``vlamb-nb card --example``).
 
 Significance testing is a package extension: the paper reports point estimates only.
 """
@@ -391,19 +392,19 @@ def slice_table(runs: dict[str, Any]):
 EXAMPLE_RUN = "qwen25a72b_direct"
 
 
-def example_card(*, run: str = EXAMPLE_RUN, workdir: Any = None, n_resamples: int = 2000, seed: int = 0):
-    """The committed example card, from real outputs: a released Ref-Adv run (``run``, Qwen2.5-VL-72B direct)
-    rebuilt as a recording and replayed through the package's run path (requests → parse → repair → score) on
-    the 31 released demo images, then placed among the other released runs on the same rows and the published
-    Ref-Adv-s rows. The other papers were not run, and the card says so."""
-    from vlamb_nb.benchmarks import list_benchmarks
+def example_headlines(*, run: str = EXAMPLE_RUN, workdir: Any = None, n_resamples: int = 2000,
+                      seed: int = 0) -> tuple[list[Any], str]:
+    """The committed example card's rows, from real outputs, and the card's subtitle: a released Ref-Adv run
+    (``run``, Qwen2.5-VL-72B direct) rebuilt as a recording and replayed through the package's run path
+    (requests → parse → repair → score) on the 31 released demo images, then placed among the other released runs
+    on the same rows and the published Ref-Adv-s rows. ``vlamb-nb card --example`` makes them a card
+    (:func:`vlamb_nb.report_card.one_paper`), which shows the other papers as not run."""
     from vlamb_nb.benchmarks.refadv import release
     from vlamb_nb.benchmarks.refadv import score as rscore
     from vlamb_nb.benchmarks.refadv.benchmark import BENCHMARK
     from vlamb_nb.errors import NotAvailableError
     from vlamb_nb.models import load_model
     from vlamb_nb.paths import run_dir, shared_data_dir
-    from vlamb_nb.report_card import Card
 
     pred_dir = predictions_dir("paper")  # every released run present: the fetched release's, else the checkout's
     shared = shared_data_dir()
@@ -424,7 +425,5 @@ def example_card(*, run: str = EXAMPLE_RUN, workdir: Any = None, n_resamples: in
         f"data: the {len(items)} released demo images of Ref-Adv-s's 1,142 rows"]
     for h in rows:
         h.model, h.profile, h.deviations = model.info.model_id, "paper", devs
-    papers = {p: ("ok" if p == "refadv" else "not run") for p in list_benchmarks()}
-    return Card(model=model.info.model_id, profile="paper", headlines=rows, papers=papers,
-                subtitle=f"Ref-Adv: the released {run} run replayed through the run path on the {len(items)} demo "
-                         "images; the other papers were not run")
+    return rows, (f"Ref-Adv: the released {run} run replayed through the run path on the {len(items)} demo "
+                  "images; the other papers were not run")

@@ -9,8 +9,6 @@ from typing import Any
 
 from vlamb_nb.plots import PALETTE, new_figure
 
-SETTING_COLORS = {"LM": PALETTE[0], "SM": PALETTE[1], "VLM": PALETTE[2]}
-
 
 def fig4(counts, *, alpha: float = 0.05, title: str = "Distribution of incorrect choices (all 1,677 items)"):
     """Fig. 4: FS / SU / NE counts per model, bars coloured by setting, Wilson 95% intervals as error bars.

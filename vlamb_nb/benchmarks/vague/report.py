@@ -359,21 +359,6 @@ def official_model_options(model_spec: Any) -> dict[str, Any]:
     return {"family_max_pixels": {"qwen2_5_vl": OFFICIAL_QWEN_MAX_PIXELS}}
 
 
-def all_deviations(devs: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Distinct deviations over all settings (each names the tables it affects)."""
-    seen: dict[str, dict[str, Any]] = {}
-    for lst in devs.values():
-        for d in lst:
-            seen.setdefault(json_key(d), d)
-    return list(seen.values())
-
-
-def json_key(d: dict[str, Any]) -> str:
-    import json
-
-    return json.dumps(d, sort_keys=True)
-
-
 def mcq_rows(breakdown):
     return breakdown[breakdown["setting"].isin(BASE_SETTINGS)].reset_index(drop=True)
 

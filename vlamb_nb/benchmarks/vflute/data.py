@@ -387,31 +387,6 @@ def write_sample(directory: str | os.PathLike, n: int = 16, seed: int = 0, *, n_
     return out
 
 
-def write_hf_parquet(items, path: str | os.PathLike, *, image_root: str | os.PathLike | None = None) -> Path:
-    """Items as a Hugging Face-style parquet shard (``image`` struct with embedded bytes), e.g. for tests."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from vlamb_nb.images import read_image_bytes
-
-    images = []
-    for _, r in items.iterrows():
-        data, _ = read_image_bytes(r["image"], root=image_root or r["image_root"])
-        images.append({"bytes": data, "path": None})
-    table = pa.table({
-        "image": pa.array(images, type=pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
-        "claim": pa.array(items["claim"].tolist(), type=pa.string()),
-        "label": pa.array(items["label"].tolist(), type=pa.string()),
-        "explanation": pa.array(items["explanation"].tolist(), type=pa.string()),
-        "phenomenon": pa.array(items["phenomenon"].tolist(), type=pa.string()),
-        "source_dataset": pa.array(items["source_dataset"].tolist(), type=pa.string()),
-    })
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, p)
-    return p
-
-
 def item_image(row: Any) -> Any:
     """The image source of an item: HF bytes as they are, or a checked path under the item's image root."""
     img = row["image"]

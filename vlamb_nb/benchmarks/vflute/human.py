@@ -34,7 +34,6 @@ ADEQUATE = "Adequate"
 ERROR_TYPES = ("Hallucination", "Unsound reasoning", "Incomplete reasoning", "Verbosity")  # §5 taxonomy
 ADEQUACY_LABELS = (ADEQUATE, *ERROR_TYPES)
 NO_PREFERENCE = "None of the above"
-PAPER_MODELS = ("LLaVA-7B eViL+VF", "LLaVA-34B SG", "GPT-4 (5 shot)")  # Table 6's columns
 N_ITEMS = 95  # §5: "sample 95 random instances from the test set"
 
 
@@ -259,7 +258,8 @@ def table6(adequacy: str | os.PathLike | Sequence[str | os.PathLike],
 
 def table6_comparison(result: dict[str, Any], paper_columns: Mapping[str, str] | None = None):
     """Our Table 6 beside the paper's; ``paper_columns`` maps our model names to Table 6's columns
-    (``PAPER_MODELS``); unmapped models compare only when named like a paper column. Adds κ vs §5.1's 0.47."""
+    ("LLaVA-7B eViL+VF", "LLaVA-34B SG", "GPT-4 (5 shot)"); unmapped models compare only when named like a paper
+    column. Adds κ vs §5.1's 0.47."""
     import pandas as pd
 
     from vlamb_nb import reference

@@ -54,17 +54,6 @@ def notebook_data(source: str | os.PathLike | None = None, *, n: int = 8, seed: 
             "pipeline_kind": demo_kind, "pipeline_folder": demo, "data": identity_of(pipeline)}
 
 
-def figure_runs(bench, runs: dict[str, Any], predictions: dict[str, str] | None, source: Any,
-                scorer: Any) -> dict[str, dict[str, Any]]:
-    """Tables (``Fig. 6`` drops, ``F1 curve``) for every run to draw: the scored ``runs`` plus each file in
-    ``predictions`` (name -> our store JSONL or an official prediction CSV on ``source``), scored alike.
-
-    This is how Figs. 6 and 11 are drawn "from any predictions available": the official repository's
-    per-model prediction files can be passed next to a run of ours.
-    """
-    return run_tables(bench, scored_runs(bench, runs, predictions, source, scorer))
-
-
 def run_tables(bench, scored: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """:meth:`tables` of each scored run, keyed by run name."""
     return {name: bench.tables(s, model=name) for name, s in scored.items()}
@@ -72,7 +61,9 @@ def run_tables(bench, scored: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def scored_runs(bench, runs: dict[str, Any], predictions: dict[str, str] | None, source: Any,
                 scorer: Any) -> dict[str, Any]:
-    """The scored ``runs`` plus each prediction file (see :func:`figure_runs`), scored once for every later use."""
+    """The scored ``runs`` plus each file in ``predictions`` (name -> our store JSONL or an official prediction CSV
+    on ``source``), scored alike and once for every later use: how Figs. 6 and 11 are drawn "from any predictions
+    available", the official repository's per-model prediction files next to a run of ours (:func:`run_tables`)."""
     from vlamb_nb.benchmarks.vflute.score import _score_file
     from vlamb_nb.errors import SettingError
     from vlamb_nb.scorers.explanation import get_scorer
