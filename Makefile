@@ -40,17 +40,23 @@ lab: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check vlamb_nb tests perf scripts
 
+# pytest-xdist workers for the tests not marked slow: they share nothing, so they run on every core; the slow ones
+# run in one process, where each notebook configuration executes once per test run (tests/fixtures_notebooks.py)
+PYTEST_WORKERS ?= auto
+
 # the whole suite; the JupyterLab browser tests run last, with every core kept busy by other processes (a
 # researcher's laptop is rarely idle), so a green run shows they hold on a busy machine
 test: $(STAMP)
 	$(BIN)/ruff check vlamb_nb tests perf scripts
-	$(BIN)/python -m pytest -q --ignore=tests/test_browser.py
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not slow" --ignore=tests/test_browser.py
+	$(BIN)/python -m pytest -q -m slow --ignore=tests/test_browser.py
 	$(BIN)/python scripts/busy.py -- $(BIN)/python -m pytest -q tests/test_browser.py
 
-# the tests not marked slow (notebook executions, model builds) or browser; perf/bench_tests.py times it
+# the tests not marked slow (notebook executions, model builds) or browser, on every core; perf/bench_tests.py
+# times it
 test-fast: $(STAMP)
 	$(BIN)/ruff check vlamb_nb tests perf scripts
-	$(BIN)/python -m pytest -q -m "not slow and not browser" --ignore=tests/test_browser.py
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not slow and not browser" --ignore=tests/test_browser.py
 
 # BUSY_PROCS busy loops (default: one per core) for the whole run, or only its first BUSY_FOR seconds
 test-busy: $(STAMP)

@@ -10,7 +10,11 @@ interpreters): a command that answers ``--help`` must not pay for torch.
 ``--notebooks`` also times the notebook tests (each notebook executed once per test run and shared by the
 tests that read it): the per-notebook test files and the two-seed reproduction, minutes each.
 
-Usage: python perf/bench_tests.py [--target 180] [--imports 5] [--notebooks] [-- extra pytest arguments]
+The tier runs as ``make test-fast`` runs it, on every core (pytest-xdist, ``--workers auto``); ``--serial`` also
+times it in one process, in the same run, and prints the ratio.
+
+Usage: python perf/bench_tests.py [--target 180] [--workers auto] [--serial] [--imports 5] [--notebooks]
+                                  [-- extra pytest arguments]
 """
 
 from __future__ import annotations
@@ -58,16 +62,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", type=float, default=180.0, help="seconds the fast tier must stay under")
     ap.add_argument("--imports", type=int, default=5, help="cold imports of the CLI to time (the best counts)")
     ap.add_argument("--notebooks", action="store_true", help="also time the notebook tests (minutes)")
+    ap.add_argument("--workers", default="auto", help="pytest-xdist workers for the fast tier (as make test-fast)")
+    ap.add_argument("--serial", action="store_true", help="also time the fast tier in one process, for the ratio")
     ap.add_argument("pytest_args", nargs="*", help="extra pytest arguments for the fast tier (after --)")
     a = ap.parse_args(argv)
 
     print(f"cpu cores: {os.cpu_count()}; load average at start: {load()}", flush=True)
     print(f"import vlamb_nb.cli: {import_seconds(a.imports):.3f} s (best of {a.imports} cold starts)", flush=True)
-    rc, secs, before, after = timed_pytest([*FAST, *a.pytest_args])
+    rc, secs, before, after = timed_pytest(["-n", a.workers, *FAST, *a.pytest_args])
     verdict = "ok" if secs < a.target else "MISSED"
-    print(f"fast tier (pytest -m 'not slow and not browser'): {secs:.1f} s wall, exit {rc}; target < {a.target:.0f} s:"
-          f" {verdict}; load {before} -> {after}", flush=True)
+    print(f"fast tier (pytest -n {a.workers} -m 'not slow and not browser'): {secs:.1f} s wall, exit {rc}; target < "
+          f"{a.target:.0f} s: {verdict}; load {before} -> {after}", flush=True)
     failed = rc != 0 or secs >= a.target
+    if a.serial:
+        src, ssecs, sbefore, safter = timed_pytest([*FAST, *a.pytest_args])
+        print(f"fast tier in one process: {ssecs:.1f} s wall, exit {src}; load {sbefore} -> {safter}; "
+              f"one process / {a.workers} workers: {ssecs / secs:.2f}x", flush=True)
+        failed = failed or src != 0
     if a.notebooks:
         nrc, nsecs, nbefore, nafter = timed_pytest(NOTEBOOK_TESTS)
         print(f"notebook tests ({' '.join(NOTEBOOK_TESTS)}): {nsecs:.1f} s wall, exit {nrc}; load {nbefore} -> "
