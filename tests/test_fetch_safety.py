@@ -114,6 +114,33 @@ def test_a_source_without_a_known_good_revision_keeps_the_one_first_fetched(web)
     assert m["revision"] == moved.sha and m["pinning"]["HazelNam/vague-bench"] == "given with --revision"
 
 
+def test_a_branch_tag_or_short_sha_of_a_github_source_is_fetched_and_recorded_as_the_commit_it_names(web):
+    """``--revision`` with a name that moves asks GitHub which commit it names now, takes every file from that one
+    commit and records the commit, so a later branch move never mixes revisions or leaves a name as the record."""
+    from vlamb_nb.benchmarks.mucar.data import RECORDS_COMMIT
+    from vlamb_nb.benchmarks.refadv.data import RUNS_COMMIT
+
+    _, files = web
+    files.add("/api.github.com/repos/dddraxxx/Ref-Adv/commits/main", json.dumps({"sha": RUNS_COMMIT}).encode())
+    m = fetch("refadv", progress=False, revision=["dddraxxx/Ref-Adv=main"])
+    assert m["current"] and m["revisions"]["dddraxxx/Ref-Adv"] == RUNS_COMMIT
+    assert m["pinning"]["dddraxxx/Ref-Adv"] == "given with --revision"
+    assert files.seen("GET", "/commits/main") and not files.seen("GET", "?ref=main")
+    assert not [s for s in files.seen("GET") if "/Ref-Adv/main/" in s[1]]  # no file read from the branch
+    # a short sha of MUCAR's records: the full commit is recorded, and the pinned bytes are checked (same commit)
+    files.add("/api.github.com/repos/THUNLP-MT/MUCAR/commits/c2410e1", json.dumps({"sha": RECORDS_COMMIT}).encode())
+    m = fetch("mucar", progress=False, revision=["THUNLP-MT/MUCAR=c2410e1"])
+    assert m["revisions"]["THUNLP-MT/MUCAR"] == RECORDS_COMMIT
+    # a name GitHub does not know, and an answer that names no commit: one line each, nothing fetched at them
+    with pytest.raises(FetchError, match="has no commit, branch or tag 'nope' \\(HTTP 404\\)") as e:
+        fetch("refadv", progress=False, revision=["dddraxxx/Ref-Adv=nope"])
+    _one_line(e.value)
+    files.add("/api.github.com/repos/dddraxxx/Ref-Adv/commits/v1", json.dumps({"sha": "../../main"}).encode())
+    with pytest.raises(FetchError, match="did not name the commit dddraxxx/Ref-Adv 'v1'") as e:
+        fetch("refadv", progress=False, revision=["dddraxxx/Ref-Adv=v1"])
+    _one_line(e.value)
+
+
 # -- names stay inside ------------------------------------------------------------------------------------
 def test_names_from_a_listing_or_an_archive_that_lead_outside_are_refused(web, tmp_path, shared_data):
     from vlamb_nb.benchmarks.mucar.data import IMAGES_REVISION

@@ -580,8 +580,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="import a copy made elsewhere (a hub cache or snapshot folder, the files as released, a zip "
                          "or tar archive, or another data home's paper folder) instead of downloading")
     df.add_argument("--revision", action="append", metavar="[SOURCE=]REV",
-                    help="fetch another revision than the known-good one (recorded); a release with several sources "
-                         "names one: --revision kevindragon221/MUCAR=REV (repeatable)")
+                    help="fetch another revision than the known-good one: a commit, branch, tag or short sha, "
+                         "recorded as the commit it names; a release with several sources names one: "
+                         "--revision kevindragon221/MUCAR=REV (repeatable)")
     df.add_argument("--accept-missing", action="store_true",
                     help="use the release although some files could not be had after retries (dead image links): "
                          "their items are left out and every result says so; a later fetch retries only those")

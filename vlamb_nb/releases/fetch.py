@@ -77,10 +77,19 @@ from vlamb_nb.releases.transfer import (
 
 MAX_FILE = 100_000_000_000  # a file whose size no listing gives is never larger than this
 NETWORK_KINDS = ("refused", "network", "timed out")
+
 PINNED = "known-good (pinned in the release)"
 GIVEN = "given with --revision"
 RECORDED = "recorded at first fetch (no known-good revision yet)"
 UNPINNED = "none known: the revision fetched is recorded"
+
+
+def _github_headers() -> dict[str, str]:
+    """GitHub's API headers, with ``$GITHUB_TOKEN`` where set (the unauthenticated rate limit is 60 an hour)."""
+    headers = {"Accept": "application/vnd.github+json"}
+    if os.environ.get("GITHUB_TOKEN"):
+        headers["Authorization"] = f"Bearer {os.environ['GITHUB_TOKEN']}"
+    return headers
 
 
 class FetchInterrupted(FetchError):
@@ -192,8 +201,34 @@ class _Fetch:
             seen.add(p.rel)
         return out
 
+    def github_commit(self, repo: str, rev: str) -> str:
+        """A branch, tag or short sha of a GitHub repository as the full commit it names now: every file is then
+        fetched from that one commit, and the record names the commit, not a name that moves."""
+        if re.fullmatch(r"[0-9a-f]{40}", rev):
+            return rev
+        from urllib.parse import quote
+
+        paper = self.rel.paper
+        url = mirrored(f"{GITHUB_API}/repos/{repo}/commits/{quote(rev, safe='')}")
+        headers = _github_headers()
+        try:
+            answer = self.transfer.json(url, headers=headers, name=f"the commit of {repo} {rev!r}")
+        except Failure as e:
+            if e.kind in NETWORK_KINDS:
+                raise self.unreachable(host_of(url), e.kind, e) from None
+            if e.kind in ("HTTP 404", "HTTP 422"):
+                raise FetchError(f"{paper}: {repo} has no commit, branch or tag {rev!r} ({e.kind})") from None
+            raise FetchError(f"{paper}: the commit of {repo} {rev!r}: {e}") from None
+        sha = answer.get("sha") if isinstance(answer, dict) else None
+        if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{40}", sha):
+            raise FetchError(f"{paper}: GitHub did not name the commit {repo} {rev!r} stands for (no 40-digit sha "
+                             "in its answer)")
+        return sha
+
     def plan_url(self, part: UrlFile) -> Planned:
         rev = self.choose(part.source or part.url, part.revision)
+        if part.source and part.url.startswith(f"{RAW}/{part.source}/"):
+            rev = self.github_commit(part.source, rev)
         self.revisions[part.source or part.url] = rev
         same = rev == part.revision or any(rev.startswith(x) or x.startswith(rev) for x in part.identical_at)
         rel = safe_relpath(part.dest, paper=self.rel.paper, source="the release")
@@ -275,11 +310,9 @@ class _Fetch:
         return out
 
     def plan_github(self, part: GitHubFolder) -> list[Planned]:
-        rev = self.choose(part.repo, part.revision)
+        rev = self.github_commit(part.repo, self.choose(part.repo, part.revision))
         self.revisions[part.repo] = rev
-        headers = {"Accept": "application/vnd.github+json"}
-        if os.environ.get("GITHUB_TOKEN"):
-            headers["Authorization"] = f"Bearer {os.environ['GITHUB_TOKEN']}"
+        headers = _github_headers()
         url = mirrored(f"{GITHUB_API}/repos/{part.repo}/contents/{part.path}?ref={rev}")
         source = f"the listing of {part.repo}/{part.path} at {rev[:7]}"
         try:
