@@ -116,14 +116,22 @@ class NotebookRuns:
         return _executed(name, root / "runs" / name, root / "figures")
 
 
-@pytest.fixture(scope="session")
+#: the pytest run's test items (the collected list itself, so what deselection leaves is what it holds)
+COLLECTED = pytest.StashKey[list]()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[COLLECTED] = items
+
+
+@pytest.fixture(scope="package")
 def notebook_runs(request, tmp_path_factory) -> NotebookRuns:
     """``notebook_runs.get(name, **parameters)``: that notebook executed once per pytest run (see the module)."""
     pytest.importorskip("papermill")
-    return NotebookRuns(tmp_path_factory, request.session.items)
+    return NotebookRuns(tmp_path_factory, request.config.stash[COLLECTED])
 
 
-@pytest.fixture(scope="session", params=[0, 1], ids=["tiny-seed-0", "tiny-seed-1"])
+@pytest.fixture(scope="package", params=[0, 1], ids=["tiny-seed-0", "tiny-seed-1"])
 def full_run(request, notebook_runs) -> Reproduction:
     """The whole offline reproduction, on two different tiny random checkpoints (``--tiny-seed``)."""
     from vlamb_nb.reproduce import available_notebooks
