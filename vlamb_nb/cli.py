@@ -261,7 +261,9 @@ def cmd_data_status(a: argparse.Namespace) -> int:
                 print(f"{r['paper']}: {problem}")
             for line in r["pending"]:
                 print(f"{r['paper']}: {line}")
-    return 0 if all(r["state"].startswith(("complete", "usable")) for r in rows) else 1
+    # nothing fetched is a state to report, not an error; a fetched release that is incomplete or fails its
+    # checks is (exit 1: something to repair with `vlamb-nb data fetch PAPER`)
+    return 0 if all(r["state"].startswith(("complete", "usable", "not fetched")) for r in rows) else 1
 
 
 def _size(n: int) -> str:
