@@ -191,7 +191,8 @@ def _fake_sbatch(tmp_path: Path) -> tuple[Path, Path]:
     """A folder with an ``sbatch`` that keeps the script it is given and refuses it as SLURM does."""
     bin_dir, kept = tmp_path / "bin", tmp_path / "submitted.sh"
     bin_dir.mkdir()
-    (bin_dir / "sbatch").write_text(f'#!/bin/sh\ncp "$1" "{kept}"\necho "{SBATCH_REFUSAL}" >&2\nexit 1\n')
+    (bin_dir / "sbatch").write_text(f'#!/bin/sh\ncp "$1" "{kept}"\necho "${{FAKE_SBATCH_ERROR:-{SBATCH_REFUSAL}}}" >&2\n'
+                                    'exit 1\n')
     (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")  # submitit looks for it before it submits
     for tool in ("sbatch", "srun"):
         (bin_dir / tool).chmod(0o755)
@@ -215,6 +216,11 @@ def test_sbatch_refusing_the_gpu_request_is_one_line_naming_the_setting_and_zero
     rc, out, err = _cli("sweep", str(_write(tmp_path, {**base, "slurm": {"gpus_per_node": 0, "partition": "cpu"}})))
     assert rc == 2 and len(err.splitlines()) == 1 and "gpus_per_node 0, mem_gb 64, cpus_per_task 8, partition cpu" in err
     assert "gpus" not in kept.read_text() and "#SBATCH --partition=cpu" in kept.read_text()  # no GPU asked for
+    monkeypatch.setenv("FAKE_SBATCH_ERROR", "sbatch: error: invalid partition specified: gpu")
+    rc, out, err = _cli("sweep", str(_write(tmp_path, {**base, "slurm": {"partition": "gpu"}})))
+    assert rc == 2 and err == ("vlamb-nb: error: sbatch refused the sweep's jobs: invalid partition specified: gpu "
+                               "(each job asked for gpus_per_node 1 (the default), mem_gb 64, cpus_per_task 8, "
+                               "partition gpu); ask for what the cluster has under `slurm:` in sweep.yaml\n")
     with pytest.raises(DataError, match="gpus_per_node must be a whole number"):
         load_config(_write(tmp_path, {**base, "slurm": {"gpus_per_node": "one"}}))
     (bin_dir / "sbatch").unlink()

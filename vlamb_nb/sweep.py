@@ -294,12 +294,13 @@ def _refused(cfg: SweepConfig, text: str) -> str:
              f"mem_gb {cfg.slurm.get('mem_gb', 64)}", f"cpus_per_task {cfg.slurm.get('cpus_per_task', 8)}"]
     asked += [f"{k} {cfg.slurm[k]}" for k in ("partition", "constraint", "account", "qos") if k in cfg.slurm]
     where = cfg.path.name if cfg.path is not None else "the sweep file"
-    hint = (f"; on a cluster without GPUs set `slurm: {{gpus_per_node: 0}}` in {where}" if gpus else
-            f"; ask for what the cluster's nodes have under `slurm:` in {where}")
+    about_nodes = any(w in why.lower() for w in ("node configuration", "gres", "generic resource", "gpus"))
+    hint = (f"; on a cluster without GPUs set `slurm: {{gpus_per_node: 0}}` in {where}" if gpus and about_nodes else
+            f"; ask for what the cluster has under `slurm:` in {where}")
     return f"sbatch refused the sweep's jobs: {why} (each job asked for {', '.join(asked)}){hint}"
 
 
-def job_failure(handle: Any, error: BaseException) -> str:
+def job_failure(handle: Any, error: BaseException, *, scheduler: str = "SLURM") -> str:
     """What happened to a job that returned nothing, in one line: the exception it raised (its type and first
     line, from the traceback submitit kept), cancelled, or the scheduler's state with the last line of its
     stderr (submitit's ``.err``), never the path of a log."""
@@ -318,13 +319,14 @@ def job_failure(handle: Any, error: BaseException) -> str:
     with contextlib.suppress(Exception):  # the .err log may be gone with the node
         err = handle.stderr() or ""
     last = next((ln.strip() for ln in reversed(err.splitlines()) if ln.strip()), "")
+    said = f"{scheduler} state {state}"
     if state.upper().startswith("CANCELLED"):
-        return f"cancelled (SLURM state {state}); its stores so far are kept: run the sweep again to finish it"
+        return f"cancelled ({said}); its stores so far are kept: run the sweep again to finish it"
     if state.upper().startswith("TIMEOUT"):
-        return f"timed out (SLURM state {state}): raise slurm: timeout_min, or run the sweep again to resume it"
+        return f"timed out ({said}): raise slurm: timeout_min, or run the sweep again to resume it"
     if state.upper().startswith("OUT_OF_MEMORY"):
-        return f"out of memory (SLURM state {state}): raise slurm: mem_gb"
-    return f"did not finish (SLURM state {state})" + (f": {last[:200]}" if last else "")
+        return f"out of memory ({said}): raise slurm: mem_gb"
+    return f"did not finish ({said})" + (f": {last[:200]}" if last else "")
 
 
 def _raised(text: str) -> str:
@@ -368,7 +370,7 @@ def sweep(config: str | os.PathLike, *, quiet: bool = False, remote: dict[str, A
         try:
             rows.extend(handle.result())
         except Exception as e:  # noqa: BLE001 - one failed job must not stop the sweep
-            failures.append(f"{job.slug}: {job_failure(handle, e)}")
+            failures.append(f"{job.slug}: {job_failure(handle, e, scheduler=cfg.executor.replace('slurm', 'SLURM'))}")
         else:
             finished.append(job)
 

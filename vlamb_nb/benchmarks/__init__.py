@@ -143,10 +143,10 @@ def _cause(e: BaseException, package: str) -> str:
     if isinstance(e, SyntaxError) and e.filename:
         frames.append((e.filename, e.lineno or 0))
     if where is not None:
-        own = [(f, n) for f, n in frames if Path(f).is_relative_to(where)]
+        own = [(Path(f).resolve(), n) for f, n in frames if Path(f).resolve().is_relative_to(where)]
         if own:
             f, n = own[-1]
-            return f"{text} ({Path(where.name, Path(f).relative_to(where)).as_posix()}, line {n})"
+            return f"{text} ({Path(where.name, f.relative_to(where)).as_posix()}, line {n})"
     return text
 
 
