@@ -360,8 +360,9 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
         raise SettingError(f"n_resamples must be an integer of at least 100 (intervals and ranks need them), got "
                            f"{n_resamples!r}")
     loaded: list[Run] = []
+    unloaded: list[str] = []  # runs of a registered paper that cannot be loaded: not compared, and said so
     for r in runs:
-        loaded += [r] if isinstance(r, Run) else load_runs(r, sources=sources)
+        loaded += [r] if isinstance(r, Run) else load_runs(r, sources=sources, unloaded=unloaded)
     if not loaded:
         raise DataError("nothing to compare: no runs found")
     _no_run_twice(loaded)
@@ -372,7 +373,7 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
                            f"{models[0]}")
     if baseline is not None and baseline not in models:
         raise SettingError(f"baseline {baseline!r} is not one of the compared models: {', '.join(models)}")
-    notes: list[str] = []
+    notes: list[str] = list(unloaded)
     skipped: list[str] = []  # why a paper or metric was not compared (the reasons, when nothing is)
     allowed: list[str] = []
     few: list[dict[str, Any]] = []
@@ -551,15 +552,17 @@ def _unique_names(runs: list[Run]) -> None:
 
 
 # -- reading RUNs ------------------------------------------------------------------------------------------------
-def load_runs(path: Any, *, sources: Mapping[str, Any] | str | None = None) -> list[Run]:
+def load_runs(path: Any, *, sources: Mapping[str, Any] | str | None = None,
+              unloaded: list[str] | None = None) -> list[Run]:
     """The runs in a RUN: a sweep folder (``config.json``), a reproduce run folder (``results.json``), a
-    prediction store or a paper's released per-item predictions file; anything else is refused in one line."""
+    prediction store or a paper's released per-item predictions file; anything else is refused in one line.
+    A run folder's stores of a registered paper that cannot be loaded are left out, their line in ``unloaded``."""
     p = Path(path)
     if p.is_dir():
         if (p / "config.json").is_file() and (p / "predictions").is_dir():
             return _sweep_runs(p)
         if (p / "results.json").is_file():
-            return _reproduce_runs(p, sources)
+            return _reproduce_runs(p, sources, unloaded=unloaded)
         raise DataError("not a run: neither a sweep folder (config.json + predictions/) nor a reproduce run folder "
                         "(results.json)", source=str(p))
     if not p.is_file():
@@ -578,7 +581,7 @@ def _source_for(paper: str, sources: Mapping[str, Any] | str | os.PathLike | Non
 def _file_run(path: Path, sources: Any, *, name: str | None = None, options: dict[str, Any] | None = None) -> Run:
     """A prediction store (its records name their benchmark), else the released per-item file of the paper
     whose reader takes it (its ``released_run``)."""
-    from vlamb_nb.benchmarks import get_benchmark, list_benchmarks
+    from vlamb_nb.benchmarks import BrokenPaper, get_benchmark, list_benchmarks
     from vlamb_nb.jsonl import iter_jsonl
     from vlamb_nb.store import is_store
 
@@ -590,13 +593,20 @@ def _file_run(path: Path, sources: Any, *, name: str | None = None, options: dic
         raise DataError("an empty file: not a run", source=str(path))
     if "benchmark" in first or "run" in first:  # records of a run without request keys: say what is wrong
         _store_meta(path)
+    unloadable = []  # a paper that cannot be loaded cannot claim the file; the others still try
     for paper in list_benchmarks():
-        released = get_benchmark(paper).released_run(path)
+        try:
+            bench = get_benchmark(paper)
+        except BrokenPaper as e:
+            unloadable.append(str(e))
+            continue
+        released = bench.released_run(path)
         if released is not None:
             return Run(model=name or released.model, paper=paper, setting=released.setting,
                        scored=released.scored, origin=str(path), data=dict(released.data))
+    untried = f" (not asked: {'; '.join(unloadable)})" if unloadable else ""
     raise DataError("not a run: neither a prediction store (records naming their benchmark) nor a paper's released "
-                    "per-item predictions", source=str(path))
+                    f"per-item predictions{untried}", source=str(path))
 
 
 def _store_meta(path: Path) -> dict[str, Any]:
@@ -743,19 +753,25 @@ def _sample_source(paper: str, pdir: Path, stores: list[Path]) -> Path | None:
     return min(found)[3] if found else None
 
 
-def _reproduce_runs(folder: Path, sources: Any) -> list[Run]:
+def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = None) -> list[Run]:
     """The stores a reproduce run left under ``<run>/<paper>/``, scored against the source its notebook was
-    given (``sources`` override), else the one generated sample the notebook wrote there."""
-    from vlamb_nb.benchmarks import get_benchmark, list_benchmarks
+    given (``sources`` override), else the one generated sample the notebook wrote there. A paper that cannot be
+    loaded is left out, its line in ``unloaded``."""
+    from vlamb_nb.benchmarks import BrokenPaper, get_benchmark, list_benchmarks
     from vlamb_nb.jsonl import read_json
 
     results = read_json(folder / "results.json", expect=dict, what="a reproduce run's notebooks")
     out = []
+    left: list[str] = []
     for paper in list_benchmarks():
         pdir = folder / paper
         if not pdir.is_dir():
             continue
-        settings = set(get_benchmark(paper).settings)
+        try:
+            settings = set(get_benchmark(paper).settings)
+        except BrokenPaper as e:
+            left.append(f"{e}; its runs under {folder.name}/{paper}/ are not compared")
+            continue
         stores = sorted(s for s in pdir.rglob(f"{paper}__*.jsonl") if s.stem.split("__", 1)[1] in settings)
         if not stores:
             continue
@@ -780,7 +796,12 @@ def _reproduce_runs(folder: Path, sources: Any) -> list[Run]:
                 run.setting = f"{run.setting} ({'/'.join(nested)})"
             out.append(run)
     if not out:
-        raise DataError("no prediction stores under the run folder", source=str(folder))
+        raise DataError("no prediction stores under the run folder" + (f" ({'; '.join(left)})" if left else ""),
+                        source=str(folder))
+    if left and unloaded is None:  # nowhere to say it: refuse rather than compare less without a word
+        raise DataError("; ".join(left), source=str(folder))
+    if unloaded is not None:
+        unloaded += left
     return out
 
 
