@@ -141,6 +141,79 @@ def test_a_branch_tag_or_short_sha_of_a_github_source_is_fetched_and_recorded_as
     _one_line(e.value)
 
 
+def test_a_branch_that_moves_between_two_calls_of_the_commits_api_still_gives_one_commit(web):
+    """RACQUET's two record files come from one GitHub source: ``main`` is asked for once, so a branch that moves
+    after the first answer never gives the second file from another commit, and the record names the first."""
+    from vlamb_nb.benchmarks.racquet.data import COMMIT, REPO
+    from vlamb_nb.release_spec import RAW
+
+    _, files = web
+    moved = "5" * 40
+    files.answers(f"/api.github.com/repos/{REPO}/commits/main", json.dumps({"sha": COMMIT}).encode(),
+                  json.dumps({"sha": moved}).encode())
+    for name in ("racquet_general.jsonl", "racquet_bias.jsonl"):  # the moved branch serves the same bytes
+        url = f"{RAW}/{REPO}/{COMMIT}/data/{name}"
+        files.add(rf.url_path(url.replace(COMMIT, moved)), rf.url_files()[url])
+    m = fetch("racquet", progress=False, models=False, revision="main")
+    assert m["revisions"][REPO] == COMMIT and m["pinning"][REPO] == "given with --revision"
+    assert len(files.seen("GET", "/commits/main")) == 1
+    assert not [s for s in files.seen("GET") if f"/{moved}/" in s[1]]  # no file from the commit the branch moved to
+    assert {f["verified"] for f in m["files"] if f["path"].endswith(".jsonl")} == {"pinned sha256"}
+    # a short sha that GitHub answers with another commit is refused in one line
+    files.add(f"/api.github.com/repos/{REPO}/commits/11ac071", json.dumps({"sha": moved}).encode())
+    with pytest.raises(FetchError, match=f"answered commit {moved[:12]} for {REPO} at 11ac071") as e:
+        fetch("racquet", progress=False, models=False, revision="11ac071")
+    _one_line(e.value)
+
+
+def test_a_hub_branch_that_moves_between_two_listings_still_gives_one_commit(web, monkeypatch):
+    """Two parts of a release from one hub repository: the name is listed once, the second part is listed at the
+    commit the first listing named, so a branch that moves in between never mixes two commits."""
+    import dataclasses
+
+    from vlamb_nb.benchmarks.vague.data import HUB_ID, RELEASE
+    from vlamb_nb.release_spec import HubFiles
+
+    fetch_module = sys.modules["vlamb_nb.releases.fetch"]
+    hub, _ = web
+    two = dataclasses.replace(RELEASE, parts=(HubFiles(HUB_ID, ("data/train-*",)),
+                                              HubFiles(HUB_ID, ("README.md",), dest="card")))
+    monkeypatch.setattr(fetch_module, "release", lambda paper: two)
+    first = hub.repos[("dataset", HUB_ID)].sha
+    hub.move_after_listing(HUB_ID, {**rf.vague_repo(), "README.md": b"# moved on\n"})
+    m = fetch("vague", progress=False, models=False, revision="main")
+    assert hub.repos[("dataset", HUB_ID)].sha != first  # the branch did move during the fetch
+    assert m["revisions"][HUB_ID] == first
+    card = release_dir("vague") / m["folder"] / "files" / "card" / "README.md"
+    assert card.read_bytes() == rf.vague_repo()["README.md"]
+    assert not hub.file_requests("README.md") or all(first in s[1] for s in hub.file_requests("README.md"))
+
+
+def test_a_hub_that_answers_another_commit_for_a_pinned_revision_is_refused(web):
+    """A listing asked at the pinned commit that names another commit is refused in one line: nothing is fetched,
+    and nothing is recorded as known-good."""
+    from vlamb_nb.benchmarks.refadv.data import HUB_REVISION
+
+    hub, _ = web
+    newer = hub.add_repo(REFADV, {**rf.refadv_repo(), "README.md": b"# Ref-Adv-s, a later commit\n"})
+    hub.substitute(REFADV, HUB_REVISION)
+    with pytest.raises(FetchError, match=f"answered commit {newer.sha[:12]} for {REFADV} at {HUB_REVISION[:12]} "
+                                         r"\(known-good") as e:
+        fetch("refadv", progress=False, models=False)
+    _one_line(e.value)
+    assert read_manifest("refadv") is None and not hub.file_requests(PARQUET)
+
+
+@pytest.mark.parametrize("sha", ["main", None, "<b>3a28f23</b>", "3a28f23"])
+def test_a_hub_commit_that_is_not_40_hex_digits_is_refused_and_never_recorded(web, sha):
+    hub, _ = web
+    hub.answer_sha("HazelNam/vague-bench", sha)
+    with pytest.raises(FetchError, match="not a 40-digit commit sha; refused") as e:
+        fetch("vague", progress=False, models=False)
+    _one_line(e.value)
+    assert read_manifest("vague") is None
+
+
 # -- names stay inside ------------------------------------------------------------------------------------
 def test_names_from_a_listing_or_an_archive_that_lead_outside_are_refused(web, tmp_path, shared_data):
     from vlamb_nb.benchmarks.mucar.data import IMAGES_REVISION

@@ -83,6 +83,9 @@ GIVEN = "given with --revision"
 RECORDED = "recorded at first fetch (no known-good revision yet)"
 UNPINNED = "none known: the revision fetched is recorded"
 
+COMMIT = re.compile(r"[0-9a-f]{40}")  # what a server must answer as a commit
+HEXNAME = re.compile(r"[0-9a-f]{7,40}")  # a revision written as a commit (full or short) names that commit
+
 
 def _github_headers() -> dict[str, str]:
     """GitHub's API headers, with ``$GITHUB_TOKEN`` where set (the unauthenticated rate limit is 60 an hour)."""
@@ -159,6 +162,7 @@ class _Fetch:
         self.current = _current(rel.paper)
         self.revisions: dict[str, str | None] = {}
         self.pinning: dict[str, str] = {}
+        self.resolved: dict[str, str] = {}  # source -> the commit its revision named when first asked (asked once)
         self.records: dict[str, dict[str, Any]] = {}
         self.failures: dict[str, str] = {}  # items key (an image URL or id) -> why it could not be had
         self.rev: RevisionFolder | None = None
@@ -174,7 +178,7 @@ class _Fetch:
             self.pinning[source] = PINNED
             return pinned
         before = ((self.current or {}).get("revisions") or {}).get(source)
-        if before:
+        if isinstance(before, str) and COMMIT.fullmatch(before):  # never a name or markup an older fetch recorded
             self.pinning[source] = RECORDED
             return str(before)
         self.pinning[source] = UNPINNED
@@ -202,9 +206,13 @@ class _Fetch:
         return out
 
     def github_commit(self, repo: str, rev: str) -> str:
-        """A branch, tag or short sha of a GitHub repository as the full commit it names now: every file is then
-        fetched from that one commit, and the record names the commit, not a name that moves."""
-        if re.fullmatch(r"[0-9a-f]{40}", rev):
+        """A branch, tag or short sha of a GitHub repository as the full commit it names now, asked once per source:
+        every file of that source is then fetched from that one commit, even if the branch moves during the fetch,
+        and the record names the commit, not a name that moves."""
+        if repo in self.resolved:
+            return self.resolved[repo]
+        if COMMIT.fullmatch(rev):
+            self.resolved[repo] = rev
             return rev
         from urllib.parse import quote
 
@@ -220,10 +228,28 @@ class _Fetch:
                 raise FetchError(f"{paper}: {repo} has no commit, branch or tag {rev!r} ({e.kind})") from None
             raise FetchError(f"{paper}: the commit of {repo} {rev!r}: {e}") from None
         sha = answer.get("sha") if isinstance(answer, dict) else None
-        if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{40}", sha):
+        if not isinstance(sha, str) or not COMMIT.fullmatch(sha):
             raise FetchError(f"{paper}: GitHub did not name the commit {repo} {rev!r} stands for (no 40-digit sha "
                              "in its answer)")
-        return sha
+        return self.checked(repo, rev, sha, "GitHub")
+
+    def checked(self, source: str, asked: str, answer: Any, server: str) -> str:
+        """The commit ``server`` answered for ``source`` at ``asked``, refused in one line unless it is a commit (40
+        hex digits: never ``main``, None or markup) and, where ``asked`` names a commit (pinned, recorded, or a
+        full or short sha given), that very commit; remembered, so the source is resolved once per fetch."""
+        paper = self.rel.paper
+        if not isinstance(answer, str) or not COMMIT.fullmatch(answer):
+            shown = scrubbed(repr(answer)[:60])
+            raise FetchError(f"{paper}: {server} answered {shown} as the commit of {source} at {asked!r}, not a "
+                             "40-digit commit sha; refused, nothing was fetched or recorded")
+        named = self.pinning.get(source) in (PINNED, RECORDED) or HEXNAME.fullmatch(asked) is not None
+        if named and not answer.startswith(asked.lower()):
+            how = self.pinning.get(source) or "asked for"
+            raise FetchError(f"{paper}: {server} answered commit {answer[:12]} for {source} at {asked[:12]} ({how}); "
+                             "refused: its files are not the ones that revision names, nothing was fetched or "
+                             "recorded")
+        self.resolved[source] = answer
+        return answer
 
     def plan_url(self, part: UrlFile) -> Planned:
         rev = self.choose(part.source or part.url, part.revision)
@@ -282,16 +308,18 @@ class _Fetch:
                 raise FetchError(f"{paper}: the listing of {part.repo} failed: {type(e).__name__}: "
                                  f"{_first_line(e)}") from None
         files = [s for s in info.siblings or [] if any(fnmatch.fnmatch(s.rfilename, p) for p in part.patterns)]
+        sha = self.checked(part.repo, rev, info.sha, "the hub")
         if not files:
-            raise FetchError(f"{paper}: {part.repo} at {info.sha} has no file matching {', '.join(part.patterns)}")
-        return str(info.sha), files
+            raise FetchError(f"{paper}: {part.repo} at {sha[:12]} has no file matching {', '.join(part.patterns)}")
+        return sha, files
 
     def plan_hub(self, part: HubFiles) -> list[Planned]:
         from huggingface_hub import hf_hub_url
         from huggingface_hub.utils import build_hf_headers
 
         rev = self.choose(part.repo, part.revision)
-        sha, files = self.hub_listing(part, rev)
+        asked = self.resolved.get(part.repo, rev)  # a second part of the same repository: the commit listed first
+        sha, files = self.hub_listing(part, asked)
         self.revisions[part.repo] = sha
         headers = build_hf_headers(token=self.token)
         out = []
@@ -777,6 +805,7 @@ def _hub_copy_base(src: Path, part: HubFiles) -> tuple[Path, str | None]:
             rev = (json.loads(manifest.read_text(encoding="utf-8")).get("revisions") or {}).get(part.repo)
         except (OSError, ValueError, AttributeError):
             rev = None
+        rev = rev if isinstance(rev, str) and COMMIT.fullmatch(rev) else None  # a commit, or not known
         base = src / "files" / part.dest if part.dest else src / "files"
         return base, rev
     if part.dest:  # a part kept in its own folder (MUCAR's images) is looked for only there
