@@ -445,6 +445,28 @@ def test_every_failure_class_is_one_line_without_a_traceback(web, tmp_path, monk
     assert code != 0 and "is not PREFIX=REPLACEMENT" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("rule", ["ftp", "dead port", "bare host"])
+def test_a_mirror_rule_to_ftp_or_a_dead_port_fails_in_one_line_naming_vlamb_mirrors(web, monkeypatch, capsys, rule):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    value = {"ftp": "*=ftp://127.0.0.1/pub/", "dead port": f"*=http://127.0.0.1:{port}/",
+             "bare host": f"https://raw.githubusercontent.com=127.0.0.1:{port}"}[rule]
+    monkeypatch.setenv("VLAMB_MIRRORS", value)
+    code = cli.main(["data", "fetch", "racquet", "-q", "--no-models"])
+    err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert code == 1 and len(lines) == 1 and "Traceback" not in err, err
+    assert "$VLAMB_MIRRORS" in lines[0] and value in lines[0], lines[0]
+    if rule == "dead port":
+        assert "refused" in lines[0] and "--from" in lines[0]
+    else:
+        assert "not an http:// or https:// URL" in lines[0]
+    assert read_manifest("racquet") is None
+
+
 def test_a_shard_that_is_not_parquet_is_one_line(stand_in_hub, static_server, tmp_path, monkeypatch, shared_data):
     from vlamb_nb.benchmarks.vflute.data import HUB_REVISION
 
