@@ -611,8 +611,10 @@ class _Fetch:
                              f"{type(e).__name__}: {_first_line(e)}") from None
 
     def left_out(self, accept_missing: bool) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
-        """The release's known defects found in what was fetched, the files that could not be had (accepted, or
-        missing), and notes (a declared defect this revision no longer has)."""
+        """The release's known defects found in what was fetched, new ones of the same kind (a key that names no
+        file while several could be meant: reported with its candidates, never a download to retry), the files
+        that could not be had (accepted, or missing), and notes (a declared defect this revision no longer has, or
+        whose keys no item uses). An item left out for two reasons is counted once, under the first."""
         rel, notes = self.rel, []
         if rel.names is None or rel.items is None:
             return [], {}, notes
@@ -622,6 +624,7 @@ class _Fetch:
         col = rel.names.column
         resolve = rel.names.resolve(files)
         keys = list(dict.fromkeys(items[col].astype(str)))
+        present = set(keys)
         unresolved = [k for k in keys if resolve(k) is None]
         entries, missing = [], {}
         declared: set[str] = set()
@@ -630,14 +633,31 @@ class _Fetch:
                 continue
             declared |= set(d.keys)
             hit = [k for k in unresolved if k in d.keys]
-            gone = [k for k in d.keys if k in keys and k not in unresolved]
+            gone = [k for k in d.keys if k in present and k not in unresolved]
+            absent = [k for k in d.keys if k not in present]
             if gone:
                 notes.append(f"a known defect is not in this revision: {', '.join(gone[:5])} now name a file")
+            if absent:
+                more = ", …" if len(absent) > 5 else ""
+                notes.append(f"a known defect is not in this revision's items: {len(absent)} of its {len(d.keys)} "
+                             f"{col} values ({', '.join(absent[:5])}{more}) name no item, so nothing is left out "
+                             "for them")
             if hit:
                 cands = {k: {c: _found(resolve(c), files) for c in d.keys[k]} for k in hit}
                 entries.append(self.entry(items, "defect", f"known defect of the release: {d.why}", hit,
                                           candidates=cands))
         others = [k for k in unresolved if k not in declared]
+        find = rel.names.candidates(files) if rel.names.candidates is not None and others else None
+        ambiguous: dict[str, dict[str, str | None]] = {}
+        for k in others if find is not None else []:
+            cands = {c: _found(resolve(c), files) for c in find(k) if resolve(c) is not None}
+            if len(cands) >= 2:
+                ambiguous[k] = cands
+        if ambiguous:
+            entries.append(self.entry(items, "defect", f"new defect, not declared by the release: the {col} names "
+                                      "no file, while several files could be meant; which one cannot be told",
+                                      list(ambiguous), candidates=ambiguous))
+            others = [k for k in others if k not in ambiguous]
         if others:
             before = {k for e in (self.current or {}).get("left_out") or [] if e.get("kind") == "missing"
                       for k in e.get("keys") or []}
@@ -650,6 +670,10 @@ class _Fetch:
                 e = self.entry(items, "missing", _reasons(self.failures, rest), rest)
                 missing[rel.names.what] = {"count": len(rest), "first": e["item_first"], "keys": rest,
                                            "items": e["items"], "why": e["why"]}
+        if entries:  # counted together, as the paper profile leaves them out: an item counts once, under its first
+            _, counted = leave_out(items, tuple(LeftOut.from_dict(e) for e in entries))
+            for e, c in zip(entries, counted, strict=True):
+                e["items"], e["also"] = c.items, c.also
         return entries, missing, notes
 
     def entry(self, items: Any, kind: str, why: str, keys: list[str], **extra: Any) -> dict[str, Any]:
