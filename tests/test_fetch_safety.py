@@ -520,6 +520,73 @@ def test_a_read_only_data_home_is_still_read(web, monkeypatch):
     assert fetched("refadv").identity.revision == m["revision"]  # verified again: nothing could be kept
 
 
+def _read_only(mp: pytest.MonkeyPatch, root: Path) -> None:
+    """Every write under ``root`` fails as on a read-only file system (the tests may run as root, whom permissions
+    do not stop): opening for writing, making, moving, linking and removing; ``os.access`` says so too."""
+    import builtins
+    import io
+
+    def inside(p: object) -> bool:
+        return isinstance(p, str | os.PathLike) and os.fspath(p).startswith(str(root))
+
+    def refuse(path: object) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    real_open, real_io_open, real_access = os.open, io.open, os.access
+    writing = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+    def os_open(path, flags, *a, **k):
+        if inside(path) and flags & writing:
+            refuse(path)
+        return real_open(path, flags, *a, **k)
+
+    def io_open(file, mode="r", *a, **k):
+        if inside(file) and any(c in mode for c in "wax+"):
+            refuse(file)
+        return real_io_open(file, mode, *a, **k)
+
+    mp.setattr(os, "open", os_open)
+    mp.setattr(io, "open", io_open)
+    mp.setattr(builtins, "open", io_open)
+    def guarded(real):
+        def wrapped(*a, **k):
+            if any(inside(x) for x in a[:2]):
+                refuse(a[0])
+            return real(*a, **k)
+
+        return wrapped
+
+    for name in ("mkdir", "replace", "rename", "unlink", "remove", "link", "rmdir", "utime"):
+        mp.setattr(os, name, guarded(getattr(os, name)))
+    mp.setattr(os, "access", lambda p, mode, *a, **k: False if inside(p) and mode & os.W_OK else
+               real_access(p, mode, *a, **k))
+
+
+def test_a_complete_release_on_a_read_only_data_home_is_re_checked_by_data_fetch(web, monkeypatch, capsys):
+    """``data fetch`` on a read-only data home verifies the release in place and reports it (exit 0, nothing
+    written); only a fetch that needs to write (a damaged file to repair) fails, in one line naming it."""
+    m = fetch("refadv", progress=False, models=False)
+    root = release_dir("refadv")
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    path = root / m["folder"] / "files" / "predictions" / RUN
+    os.utime(path)  # a new stamp: the re-check hashes it again, and cannot keep the new stamp
+    with monkeypatch.context() as mp:
+        _read_only(mp, root.parent)
+        assert cli.main(["data", "fetch", "refadv", "-q", "--no-models"]) == 0
+        out = capsys.readouterr()
+        assert "verified in place (the data home is read-only, nothing needed writing)" in out.out, out
+        assert not out.err.strip()
+        assert fetched("refadv").identity.revision == m["revision"]
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before  # not a byte written
+    path.write_bytes(path.read_bytes()[:100])  # damaged: repairing it needs a write
+    with monkeypatch.context() as mp:
+        _read_only(mp, root.parent)
+        assert cli.main(["data", "fetch", "refadv", "-q", "--no-models"]) == 1
+        err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert len(lines) == 1 and "read-only" in lines[0] and "Traceback" not in err, err
+
+
 # -- Ctrl-C -------------------------------------------------------------------------------------------------------
 def test_one_ctrl_c_stops_the_fetch_within_two_seconds_and_it_resumes(web, tmp_path):
     hub, _ = web

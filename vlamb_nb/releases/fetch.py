@@ -71,6 +71,7 @@ from vlamb_nb.releases.transfer import (
     image_problem,
     mirror_rules,
     mirrored,
+    os_failure,
     run_jobs,
     scrubbed,
 )
@@ -556,8 +557,6 @@ class _Fetch:
         if isinstance(e, VlambError):
             raise e
         if isinstance(e, OSError):
-            from vlamb_nb.releases.transfer import os_failure
-
             raise Failure("disk", f"{paper}: {p.rel}: {os_failure(e, p.rel)}") from None
         raise FetchError(f"{paper}: {p.rel}: {type(e).__name__}: {_first_line(e)}") from None
 
@@ -720,11 +719,27 @@ class _Fetch:
             "files": files, "models": models, "load": dict(rel.load), "fetched": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "how": how, "notes": [*rel.notes, *notes],
         }
+        try:
+            return self.record(manifest)
+        except Failure as e:
+            # a read-only data home whose release verified in place, with nothing to record that is not recorded
+            if e.kind not in ("read-only", "permission denied") or not _same_record(self.current, manifest):
+                raise
+            manifest["current"] = True
+            manifest["state"] = f"{state}; verified in place (the data home is read-only, nothing needed writing)"
+            return manifest
+
+    def record(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """Write the revision's manifest, and the paper's when it becomes current (last)."""
+        rev, cur = self.rev, self.current
+        assert rev is not None
         _write_json(rev.base / MANIFEST, manifest)
-        (rev.base / STAMPS).unlink(missing_ok=True)  # every file was verified just now; stamps start afresh
-        cur = self.current
+        try:
+            (rev.base / STAMPS).unlink(missing_ok=True)  # every file was verified just now; stamps start afresh
+        except OSError as e:
+            raise os_failure(e, str(rev.base / STAMPS)) from None
         cur_usable = bool(cur and cur.get("usable", cur.get("complete")))
-        switch = usable or not cur_usable or (cur or {}).get("folder") == rev.folder
+        switch = manifest["usable"] or not cur_usable or (cur or {}).get("folder") == rev.folder
         manifest["current"] = switch
         if switch:
             _write_json(self.root / MANIFEST, manifest)
@@ -743,7 +758,10 @@ class _Fetch:
         if legacy:
             for name in ("files", ".staging"):
                 shutil.rmtree(self.root / name, ignore_errors=True)
-            (self.root / ".journal.jsonl").unlink(missing_ok=True)
+            try:
+                (self.root / ".journal.jsonl").unlink(missing_ok=True)
+            except OSError as e:
+                raise os_failure(e, str(self.root / ".journal.jsonl")) from None
 
     # -- metric models ------------------------------------------------------------------------------
     def model(self, m: MetricModel) -> dict[str, Any]:
@@ -762,6 +780,24 @@ class _Fetch:
         except Exception as e:  # noqa: BLE001 - recorded per model; the data stays usable
             return {"repo": m.repo, "why": m.why, "error": _first_line(e)}
         return {"repo": m.repo, "why": m.why, "revision": Path(path).name}
+
+
+#: what a manifest records that a re-check must find unchanged to need no write (not when, how or the models)
+RECORDED_KEYS = ("release", "revision", "revisions", "pinning", "folder", "n_items", "n_usable", "counts",
+                 "deviations", "left_out", "missing", "usable", "load", "notes")
+
+
+def _same_record(current: dict[str, Any] | None, new: dict[str, Any]) -> bool:
+    """Whether the current manifest already records what a fetch found: the same revision folder, files (path,
+    size, sha256, what verified them) and everything else that says what the release is."""
+    if not current or current.get("folder") != new.get("folder"):
+        return False
+
+    def files(m: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return sorted((f.get("path"), f.get("size"), f.get("sha256"), f.get("verified")) for f in m.get("files") or [])
+
+    return files(current) == files(new) and all(
+        json.dumps(current.get(k), sort_keys=True) == json.dumps(new.get(k), sort_keys=True) for k in RECORDED_KEYS)
 
 
 def _stem(name: str) -> str:
@@ -792,8 +828,6 @@ def _is_network_error(err: BaseException) -> bool:
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    from vlamb_nb.releases.transfer import os_failure
-
     tmp = path.with_name(path.name + ".tmp")
     try:
         tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False), encoding="utf-8")
