@@ -214,6 +214,32 @@ def test_a_hub_commit_that_is_not_40_hex_digits_is_refused_and_never_recorded(we
     assert read_manifest("vague") is None
 
 
+def test_a_file_fetched_by_url_off_github_records_no_moving_name_as_its_revision(web, monkeypatch):
+    """A release file at a plain URL (not GitHub) has no commit to resolve: the record names none rather than
+    ``main``, and a name given with --revision for a URL that takes one is refused in one line."""
+    import dataclasses
+
+    from vlamb_nb.benchmarks.racquet.data import RELEASE
+    from vlamb_nb.release_spec import UrlFile
+
+    _, files = web
+    moved = []
+    for p in RELEASE.parts:
+        if isinstance(p, UrlFile):
+            url = f"https://zenodo.example/records/{{revision}}/{Path(p.dest).name}"
+            files.add(rf.url_path(url.format(revision="main")), rf.url_files()[p.url.format(revision=p.revision)])
+            p = dataclasses.replace(p, url=url, revision=None, source="zenodo")
+        moved.append(p)
+    by_url = dataclasses.replace(RELEASE, parts=tuple(moved))
+    monkeypatch.setattr(sys.modules["vlamb_nb.releases.fetch"], "release", lambda paper: by_url)
+    m = fetch("racquet", progress=False, models=False)
+    assert m["revisions"]["zenodo"] is None and m["revision"] is None and "main" not in json.dumps(m["revisions"])
+    assert m["pinning"]["zenodo"].startswith("not known")
+    with pytest.raises(FetchError, match="zenodo is not on GitHub, so 'v2' cannot be resolved") as e:
+        fetch("racquet", progress=False, models=False, revision="v2")
+    _one_line(e.value)
+
+
 # -- names stay inside ------------------------------------------------------------------------------------
 def test_names_from_a_listing_or_an_archive_that_lead_outside_are_refused(web, tmp_path, shared_data):
     from vlamb_nb.benchmarks.mucar.data import IMAGES_REVISION

@@ -253,10 +253,16 @@ class _Fetch:
         return answer
 
     def plan_url(self, part: UrlFile) -> Planned:
-        rev = self.choose(part.source or part.url, part.revision)
+        source = part.source or part.url
+        rev = self.choose(source, part.revision)
         if part.source and part.url.startswith(f"{RAW}/{part.source}/"):
             rev = self.github_commit(part.source, rev)
-        self.revisions[part.source or part.url] = rev
+        elif not COMMIT.fullmatch(rev):  # a file by URL elsewhere: a name that moves cannot be resolved here
+            if source in self.given and "{revision}" in part.url:
+                raise FetchError(f"{self.rel.paper}: {source} is not on GitHub, so {rev!r} cannot be resolved to the "
+                                 "commit it names; give --revision a 40-digit commit")
+            self.pinning[source] = "not known: the file is fetched by its URL, with no commit to record"
+        self.revisions[source] = rev if COMMIT.fullmatch(rev) else None
         same = rev == part.revision or any(rev.startswith(x) or x.startswith(rev) for x in part.identical_at)
         rel = safe_relpath(part.dest, paper=self.rel.paper, source="the release")
         if same:
