@@ -1,6 +1,10 @@
 """Fetch a paper's release once, verified, into the data home; import a copy made elsewhere; say what is there.
 
 A fetch asks for exactly the revisions the release declares known-good (``--revision`` takes another, recorded).
+A name that moves (a branch, a tag, a short sha) is resolved once per source to the commit it names, and every file
+of that source comes from that commit; a commit a server answers must be 40 hex digits, and the commit asked for
+where one was (pinned, recorded, given): anything else is refused in one line, never recorded.
+
 Hub files are listed through ``huggingface_hub`` (so ``HF_ENDPOINT``, ``HF_TOKEN`` and ``HF_HOME`` work as users
 expect); every byte is downloaded by :mod:`.transfer` (retries, resume, size limits, stall timeouts, Ctrl-C) and
 placed by :mod:`.folder` (one writer per paper, names kept inside, each file verified before it is visible).
@@ -10,8 +14,9 @@ holds the release's counts and every file verified; until then the previous revi
 after it the previous one is removed. A release's known defects are data (:class:`~vlamb_nb.release_spec.KnownDefect`):
 the items they touch are named and left out, and the release is usable. Files that cannot be had after retries (a
 dead image link) leave it incomplete until the user accepts them (``accept_missing``); a later fetch retries only
-those. A fetch re-verifies what is in place (stamp, then sha256) rather than trusting its journal, so it repairs
-what ``data status`` calls damaged.
+those. An item left out for two reasons counts once. A fetch re-verifies what is in place (stamp, then sha256)
+rather than trusting its journal, so it repairs what ``data status`` calls damaged; on a data home that cannot be
+written, one that finds everything in place and recorded reports it and writes nothing.
 """
 
 from __future__ import annotations
