@@ -281,6 +281,15 @@ def test_metric_models_go_to_the_hub_cache_one_weights_format(web, tmp_path):
     assert try_to_load_from_cache("roberta-large", "config.json") is not None
 
 
+def test_a_metric_model_whose_commit_is_not_a_sha_is_recorded_as_an_error_not_a_revision(web):
+    hub, _ = web
+    hub.answer_sha("roberta-large", "main", repo_type="model")
+    m = fetch("vague", progress=False)
+    (model,) = m["models"]
+    assert "revision" not in model and "not a 40-digit commit sha" in model["error"], model
+    assert m["usable"]  # the data stays usable; the scorer's model is reported missing
+
+
 def test_paper_profile_with_nothing_fetched_fails_in_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "empty"))
     from vlamb_nb.benchmarks.mucar import report

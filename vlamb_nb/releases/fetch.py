@@ -790,7 +790,11 @@ class _Fetch:
             path = snapshot_download(m.repo, allow_patterns=allow, token=self.token)
         except Exception as e:  # noqa: BLE001 - recorded per model; the data stays usable
             return {"repo": m.repo, "why": m.why, "error": _first_line(e)}
-        return {"repo": m.repo, "why": m.why, "revision": Path(path).name}
+        sha = Path(path).name
+        if not COMMIT.fullmatch(sha):  # the snapshot is named by the commit the hub answered: never a name
+            return {"repo": m.repo, "why": m.why, "error": f"the hub answered {scrubbed(repr(sha)[:60])} as its "
+                                                           "commit, not a 40-digit commit sha; not recorded"}
+        return {"repo": m.repo, "why": m.why, "revision": sha}
 
 
 #: what a manifest records that a re-check must find unchanged to need no write (not when, how or the models)
