@@ -241,15 +241,14 @@ class _Fetch:
 
     def checked(self, source: str, asked: str, answer: Any, server: str) -> str:
         """The commit ``server`` answered for ``source`` at ``asked``, refused in one line unless it is a commit (40
-        hex digits: never ``main``, None or markup) and, where ``asked`` names a commit (pinned, recorded, or a
-        full or short sha given), that very commit; remembered, so the source is resolved once per fetch."""
+        hex digits: never ``main``, None or markup) and, where ``asked`` is written as a commit (pinned, recorded,
+        or a full or short sha given), that very commit; remembered, so the source is resolved once per fetch."""
         paper = self.rel.paper
         if not isinstance(answer, str) or not COMMIT.fullmatch(answer):
             shown = scrubbed(repr(answer)[:60])
             raise FetchError(f"{paper}: {server} answered {shown} as the commit of {source} at {asked!r}, not a "
                              "40-digit commit sha; refused, nothing was fetched or recorded")
-        named = self.pinning.get(source) in (PINNED, RECORDED) or HEXNAME.fullmatch(asked) is not None
-        if named and not answer.startswith(asked.lower()):
+        if HEXNAME.fullmatch(asked) and not answer.startswith(asked):
             how = self.pinning.get(source) or "asked for"
             raise FetchError(f"{paper}: {server} answered commit {answer[:12]} for {source} at {asked[:12]} ({how}); "
                              "refused: its files are not the ones that revision names, nothing was fetched or "

@@ -78,7 +78,7 @@ def mirrored(url: str) -> str:
 
 
 def mirror_note(url: str) -> str:
-    """`` (the host of $VLAMB_MIRRORS rule '...')`` when ``url`` lies on a mirror a rule names, else empty: a mirror
+    """`` (the mirror of the $VLAMB_MIRRORS rule '...')`` when ``url`` lies on a mirror a rule names, else empty: a mirror
     that cannot be reached is then named as the setting to fix, not mistaken for the release's own server."""
     host = host_of(url).lower()
     for prefix, repl in mirror_rules():

@@ -623,7 +623,8 @@ RELEASE = Release(
                    revision=RECORDS_COMMIT, source=RECORDS_REPO, identical_at=("930eb28",)),
            HubFiles(HUB_IMAGES, ("*",), revision=IMAGES_REVISION, dest="images", what="images")),
     expected={"queries": 1278, "pairs": 501}, count=release_counts, n_items=1278, unit="queries",
-    items=release_items, item_id="uid", names=ItemFiles("image_id", release_images, candidates=release_candidates), whole="group",
+    items=release_items, item_id="uid", whole="group",
+    names=ItemFiles("image_id", release_images, candidates=release_candidates),
     defects=(KnownDefect("image_id", AMBIGUOUS_IMAGE_IDS, found_at=IMAGES_REVISION,
                          why="the image_id names no file of the hub image set, where both of its candidates "
                              "exist; which one the query means cannot be told"),),
