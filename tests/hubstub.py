@@ -45,6 +45,11 @@ then nothing for ``seconds``; ``endless(path)`` sends no length and never stops 
 ``announce(path, length)`` sends a ``Content-Length`` of ``length`` (a 1 TB file) before the real bytes;
 ``requests`` records every (method, path, Range header). A repo published again under the same id is a new
 commit: ``main`` moves to it and the earlier commits stay addressable by their sha, as on the hub.
+Revisions that misbehave: ``substitute(repo, rev)`` answers a listing at ``rev`` with the newest commit (another
+commit for a pinned one), ``answer_sha(repo, value)`` names ``value`` as the commit (``"main"``, None, markup),
+``move_after_listing(repo, files)`` publishes ``files`` as a new commit right after the next listing at ``main``;
+the static server's ``answers(path, *bodies)`` gives successive GETs successive bodies (GitHub's commits API for
+a branch that moves).
 What huggingface_hub 2.4 does with them: after a FIN it retries inside the same call (1 s pause, up to 5
 times without progress) with ``Range: bytes=<written>-``, where ``<written>`` is a multiple of its 10 MiB
 chunk size (so a smaller file restarts from 0); an RST raises ``httpx2.ReadError`` and the partial file
