@@ -321,7 +321,7 @@ def test_cli_fetch_status_and_the_gated_line(web, tmp_path):
     r = _cli(env, "data", "status", "--json")
     rows = {x["paper"]: x for x in json.loads(r.stdout)["papers"]}
     assert rows["refadv"]["state"] == "complete" and rows["vflute"]["state"] == "not fetched"
-    assert r.returncode == 1  # not everything is there
+    assert r.returncode == 0  # nothing fetched (V-FLUTE) is a state to report, not an error
 
 
 @pytest.mark.slow
