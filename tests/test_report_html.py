@@ -128,8 +128,9 @@ def test_each_figure_is_placed_by_its_table_and_the_rest_at_the_end_of_its_secti
     assert page.position(id="card") < page.position(**{"data-file": "card/demo/report_card.png"}) \
         < page.position(id="nb-vague")
     assert page.position(id="other-figures") < page.position(**{"data-file": "stray/other.png"})
-    order = [page.position(id=x) for x in ("run", "data", "failures", "card", "nb-vague", "nb-mucar")]
-    assert order == sorted(order)  # parameters, data and failures before the card, then the papers
+    order = [page.position(id=x) for x in ("run-facts", "run", "data", "failures", "card", "nb-vague", "nb-mucar",
+                                           "provenance")]
+    assert order == sorted(order)  # the run's facts folded into one line, then the card, the papers, provenance
 
 
 def test_the_page_is_self_contained(run_page):
@@ -160,7 +161,7 @@ def test_the_top_says_parameters_data_left_out_and_the_failing_cell(run_page):
     _, _, page = run_page
     text = " ".join(" ".join(page.text).split())
     top = text[: text.index("Report card:")]  # the card's heading
-    assert '{"n": 3}' in top and "hub:x/vague@abc1234 · 20 of 1,677 (186 left out)" in top
+    assert "n: 3" in top and "hub:x/vague@abc1234 · 20 of 1,677 (186 left out)" in top
     # what was left out and why, in full (the card's data note)
     assert "186 queries left out: 22 image_id values (malay/8, malay/9, …): names no single image file" in top
     assert "mucar failed in cell In [3]: ValueError: n must be >= 0, got -1" in top
@@ -170,7 +171,7 @@ def test_the_top_says_parameters_data_left_out_and_the_failing_cell(run_page):
 def test_an_offline_page_says_pipeline_demo_up_front(run_page):
     path, _, page = run_page
     text = " ".join(page.text)
-    assert text.index("PIPELINE DEMO") < text.index("The run")  # the first thing under the page's heading
+    assert text.index("PIPELINE DEMO") < text.index("The run") < text.index("Report card:")  # first under the h1
     assert re.search(r"<title>Pipeline demo · ", path.read_text(encoding="utf-8"))  # and in the tab's title
 
 

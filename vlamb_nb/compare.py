@@ -183,8 +183,11 @@ def _scores(metric: Any, frames: list[Any]) -> list[Scores]:
 def _data_label(d: dict[str, Any] | None) -> str:
     if not d:
         return "unknown data"
-    if d.get("kind") == "sample":
-        return f"a generated sample ({d.get('label') or d.get('release') or 'sample'})"
+    if d.get("kind") == "sample":  # its release reads "generated sample (seed 0)": said once, not nested
+        how = str(d.get("label") or d.get("release") or "").strip()
+        how = how.removeprefix("a ").removeprefix("generated sample").strip(" ,:")
+        how = how[1:-1] if how.startswith("(") and how.endswith(")") else how
+        return f"a generated sample ({how})" if how else "a generated sample"
     rev = f"@{str(d['revision'])[:12]}" if d.get("revision") else ""
     return f"{d.get('release') or d.get('label') or d.get('kind')}{rev}"
 
@@ -211,7 +214,7 @@ def _data_note(paper: str, runs: Sequence[Run]) -> str:
     if not known:
         return f"{paper}: data identity unknown (no run records its data); compared on the common items"
     if all(r.data.get("kind") == "sample" for r in runs):  # type: ignore[union-attr]
-        return (f"{paper}: every run is on a generated sample ({_data_label(known[0].data)}): a pipeline check, "
+        return (f"{paper}: every run is on {_data_label(known[0].data)}: a pipeline check, "
                 "not a measurement of the models")
     unknown = [r.model for r in runs if not r.data]
     tail = f"; unknown for {', '.join(unknown)}" if unknown else ""
@@ -747,9 +750,20 @@ def _fmt(v: Any, d: int = 1) -> str:
 
 
 def _p(p: Any) -> str:
-    if p is None or (isinstance(p, float) and not math.isfinite(p)):
-        return "–"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
+    from vlamb_nb.stats.result import format_p
+
+    return format_p(p)
+
+
+def _rank_text(r: dict[str, Any]) -> str:
+    """``rank [low–high] of n``; where no interval could be drawn, the rank with the reason instead of ``nan``."""
+    lo, hi = r.get("rank_low"), r.get("rank_high")
+    if any(v is None or (isinstance(v, float) and not math.isfinite(v)) for v in (lo, hi)):
+        units = r.get("n_clusters")
+        why = (f"only {units} {r.get('ci_unit') or 'unit'} to resample" if isinstance(units, int | float)
+               and math.isfinite(units) and units < 2 else "the resamples gave no finite value")
+        return f"{r['rank']} of {r['of']} (no interval: {why})"
+    return f"{r['rank']} [{int(lo)}–{int(hi)}] of {r['of']}"
 
 
 def _md(text: Any) -> str:
@@ -781,7 +795,7 @@ def display_rows(c: Comparison) -> tuple[list[list[tuple[str, Any]]], list[list[
                        (str(r["slice"]), None), (str(r["model"]), None),
                        (f"{_fmt(r['value'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]", _num(r["value"])),
                        (f"{r['n']} {unit}", _num(r["n"])),
-                       (f"{r['rank']} [{r['rank_low']}–{r['rank_high']}] of {r['of']}", _num(r["rank"])),
+                       (_rank_text(r), _num(r["rank"])),
                        (str(r["dropped"]), _num(r["dropped"]))])
     pairs = []
     for r in c.pairs.to_dict(orient="records") if len(c.pairs) else []:
