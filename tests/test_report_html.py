@@ -457,3 +457,60 @@ def test_the_comparison_page_formats_p_once_says_why_a_rank_has_no_interval_and_
     assert _rank_text({**row, "rank_low": 1, "rank_high": 2}) == "1 [1–2] of 2"
     label = _data_label({"kind": "sample", "release": "generated sample (seed 0)"})
     assert label == "a generated sample (seed 0)"
+
+
+# -- figures as the page shows them ----------------------------------------------------------------------------
+def _extent(artist, renderer):
+    return artist.get_window_extent(renderer)
+
+
+def _overlap(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def test_the_pipeline_demo_mark_crosses_no_text_title_or_plot():
+    from vlamb_nb import plots
+
+    fig, axes = plots.new_figure(6.0, 3.0, ncols=2)
+    for ax in axes:
+        ax.set_title("saliency: the red umbrella on the left")
+        ax.text(0.5, 0.5, "item text in the middle of the panel", transform=ax.transAxes, ha="center")
+        ax.set_xlabel("x label")
+    fig.suptitle("a figure title")
+    plots.stamp_demo(fig)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    marks = [t for t in fig.texts if "pipeline demo" in t.get_text().lower()]
+    assert len(marks) == 2 and plots.DEMO_STAMP in [t.get_text() for t in marks]
+    others = [fig._suptitle, *[a for ax in axes for a in (ax.title, ax.xaxis.label, *ax.texts)]]
+    for m in marks:
+        box = _extent(m, r)
+        assert not any(_overlap(box, _extent(ax, r)) for ax in axes)  # off every panel
+        assert not any(_overlap(box, _extent(o, r)) for o in others), m.get_text()
+
+
+def test_the_refadv_heatmap_colour_bar_label_is_not_cut():
+    import pandas as pd
+
+    from vlamb_nb.benchmarks.refadv.plots import pairwise_heatmap
+
+    sig = pd.DataFrame([{"family": "model vs model", "comparison": "run-a − run-b", "diff_pp": 5.0,
+                         "ci_low": -1.0, "ci_high": 11.0, "p_holm": 0.2}])
+    fig = pairwise_heatmap(sig)  # two runs: the smallest heat map, where the label was cut ("Acc@0.!")
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    cbar_ax = fig.axes[-1]
+    label = cbar_ax.yaxis.label
+    box, bar = _extent(label, r), _extent(cbar_ax, r)
+    assert " ".join(label.get_text().split()) == "Acc@0.5 difference, row − column (points)"  # all of it
+    assert fig.bbox.y0 <= box.y0 and box.y1 <= fig.bbox.y1 and box.height <= bar.height * 1.05
+
+
+def test_the_comparison_figure_labels_are_readable(tmp_path):
+    from vlamb_nb.compare import compare
+
+    files = official_runs(tmp_path / "runs", {"a": set(range(30)), "b": set(range(5, 40)), "c": set(range(0, 40, 2))})
+    fig = compare(files, n_resamples=200).figure()
+    labels = [t for ax in fig.axes for t in ax.get_yticklabels() if t.get_text()]
+    assert labels and min(t.get_fontsize() for t in labels) >= 9
+    assert min(t.get_fontsize() for t in fig.legends[0].get_texts()) >= 9

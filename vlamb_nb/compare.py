@@ -864,6 +864,10 @@ def _forest_rows(c: Comparison, metrics: list[tuple]) -> tuple[list[dict[str, An
                    "drawn; every pair is in the table)")
 
 
+#: the figure's row labels and legend: readable where the page shows the figure at its width (>= 9 pt)
+LABEL_PT = 9
+
+
 def figure(c: Comparison):
     """Left: each pair's difference with its interval (a forest plot; filled where the adjusted p < 0.05),
     one row per pair, grouped by metric (with many models, the pairs with each metric's top-ranked model).
@@ -888,9 +892,14 @@ def figure(c: Comparison):
     models = list(dict.fromkeys(c.values["model"]))
     style = dict(zip(models, series_styles(len(models)), strict=True))
     pairs, forest_title = _forest_rows(c, metrics)
-    legend_rows = math.ceil(len(models) / 4)
-    fig, (ax_d, ax_r) = new_figure(10.0, 1.6 + 0.32 * max(len(pairs), len(metrics) * len(models) * 0.6, 1)
-                                   + 0.14 * legend_rows, ncols=2, gridspec_kw={"width_ratios": [1.4, 1.0]},
+    # as many legend columns as the longest name lets fit across the 10 in figure at LABEL_PT (about 0.075 in
+    # a character, plus the marker)
+    longest = max((len(str(m)) for m in models), default=1)
+    legend_cols = max(1, min(len(models), 4, int(9.5 // (longest * 0.075 + 0.45))))
+    legend_rows = math.ceil(len(models) / legend_cols)
+    # labels at 9 pt (two lines each) need about 0.45 in per row to stay readable on the page
+    fig, (ax_d, ax_r) = new_figure(10.0, 1.8 + 0.45 * max(len(pairs), len(metrics) * len(models) * 0.6, 1)
+                                   + 0.2 * legend_rows, ncols=2, gridspec_kw={"width_ratios": [1.4, 1.0]},
                                    layout="constrained")
     labels = []
     for y, r in enumerate(pairs):
@@ -902,7 +911,7 @@ def figure(c: Comparison):
                                  f"{r['model_a']} − {r['model_b']}")))
     ax_d.axvline(0, color="#888888", ls="--", lw=1, zorder=1)
     if labels:
-        ax_d.set_yticks([t for t, _ in labels], [s for _, s in labels], fontsize=6)
+        ax_d.set_yticks([t for t, _ in labels], [s for _, s in labels], fontsize=LABEL_PT)
     ax_d.set_xlabel("difference, percentage points (95% CI; filled: adjusted p < 0.05)")
     ax_d.set_title(forest_title, loc="left", fontsize=9)
     rlabels = []
@@ -921,7 +930,7 @@ def figure(c: Comparison):
                 ax_r.plot([r["rank_low"], r["rank_high"]], [yy, yy], color=color, lw=2, alpha=0.6)
             ax_r.plot([r["rank"]], [yy], marker=marker, color=color, ms=5, ls="")
         rlabels.append((-i, f"{key[2]} · {key[3]}\n({key[0]} {key[1]})"))
-    ax_r.set_yticks([t for t, _ in rlabels], [shown(s) for _, s in rlabels], fontsize=6)
+    ax_r.set_yticks([t for t, _ in rlabels], [shown(s) for _, s in rlabels], fontsize=LABEL_PT)
     ax_r.set_xlim(0.5, len(models) + 0.5)
     if len(models) <= 15:
         ax_r.set_xticks(range(1, len(models) + 1))
@@ -932,8 +941,8 @@ def figure(c: Comparison):
     ax_r.set_title("ranks", loc="left", fontsize=9)
     handles = [Line2D([], [], color=style[m][0], marker=style[m][1], ls="", ms=5) for m in models]
     # outside the axes, below both panels: the constrained layout keeps it clear of every axis label
-    fig.legend(handles, [shown(m) for m in models], loc="outside lower center", fontsize=6,
-               ncols=min(len(models), 4), frameon=False)
+    fig.legend(handles, [shown(m) for m in models], loc="outside lower center", fontsize=LABEL_PT,
+               ncols=legend_cols, frameon=False)
     for ax in (ax_d, ax_r):
         ax.grid(axis="y", visible=False)
     if not pairs:

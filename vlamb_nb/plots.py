@@ -209,12 +209,21 @@ def publish(mime: str, payload: dict[str, Any]) -> None:
 
 
 def stamp_demo(fig, text: str = DEMO_STAMP) -> None:
-    """Mark a figure as a pipeline demonstration, across the figure, so no crop can lose it."""
+    """Mark a figure as a pipeline demonstration with a red ribbon above its top edge and a corner tag below its
+    bottom edge: outside everything drawn (the saved figure grows to hold them), so the mark crosses no item text,
+    title or data, and a crop to the plot still leaves one of them."""
     if getattr(fig, "_vlamb_demo", False):
         return
-    fig.text(0.5, 0.5, text, ha="center", va="center", rotation=20, fontsize=16, color="#B22222", alpha=0.35,
-             fontweight="bold", zorder=1000)
-    fig.text(0.01, 0.995, text, ha="left", va="top", fontsize=8, color="#B22222")
+    # just outside what is drawn (labels that spill past the canvas included), measured on a drawn canvas
+    fig.canvas.draw()
+    drawn = fig.get_tightbbox(fig.canvas.get_renderer())  # inches
+    w, h = fig.get_figwidth(), fig.get_figheight()
+    top, bottom = (max(drawn.y1, h) + 0.08) / h, (min(drawn.y0, 0.0) - 0.04) / h  # clear of the ribbon's padding
+    left, right = min(drawn.x0 / w, 0.0), max(drawn.x1 / w, 1.0)
+    ribbon = {"boxstyle": "square,pad=0.35", "facecolor": "#B22222", "edgecolor": "none"}
+    fig.text(left, top, f"  {text.upper()}  ", ha="left", va="bottom", fontsize=10, color="white",
+             fontweight="bold", bbox=ribbon, zorder=1000)
+    fig.text(right, bottom, text, ha="right", va="top", fontsize=8, color="#B22222", zorder=1000)
     fig._vlamb_demo = True
 
 
@@ -366,12 +375,34 @@ def heatmap(matrix: Any, *, annot: Any = None, ax=None, title: str | None = None
 
     fig, ax = _axes(ax, max(4.0, 1.1 * matrix.shape[1] + 2.5), max(3.0, 0.75 * matrix.shape[0] + 1.5))
     sns.heatmap(matrix.astype(float), annot=annot if annot is not None else False, fmt="", cmap=cmap, center=center,
-                linewidths=0.5, linecolor="white", ax=ax, annot_kws={"fontsize": 7},
-                cbar_kws={"label": cbar_label} if cbar_label else None)
+                linewidths=0.5, linecolor="white", ax=ax, annot_kws={"fontsize": 7})
     ax.grid(False)
+    if cbar_label and ax.collections and ax.collections[0].colorbar is not None:
+        _colorbar_label(ax.collections[0].colorbar, cbar_label)
     if title:
         ax.set_title(title)
     return fig
+
+
+def _colorbar_label(cbar, label: str) -> None:
+    """A colour bar's label wrapped to the bar's length, so a long label on a short figure is never cut."""
+    import textwrap
+
+    fig = cbar.ax.figure
+    fig.canvas.draw_idle()
+    height_in = cbar.ax.get_position().height * fig.get_figheight()
+    size = float(plt_rc("axes.labelsize"))
+    per_line = max(12, int(height_in * 72 / (size * 0.62)))  # a character is about 0.6 em wide
+    cbar.set_label("\n".join(textwrap.wrap(label, per_line)) or label)
+
+
+def plt_rc(key: str) -> Any:
+    """A matplotlib rc value as a number of points (a named size resolved against the font size)."""
+    import matplotlib as mpl
+    from matplotlib.font_manager import FontProperties
+
+    value = mpl.rcParams[key]
+    return value if isinstance(value, int | float) else FontProperties(size=value).get_size_in_points()
 
 
 def _nested(results: Any) -> dict[str, dict[str, Any]]:
