@@ -514,3 +514,41 @@ def test_the_comparison_figure_labels_are_readable(tmp_path):
     labels = [t for ax in fig.axes for t in ax.get_yticklabels() if t.get_text()]
     assert labels and min(t.get_fontsize() for t in labels) >= 9
     assert min(t.get_fontsize() for t in fig.legends[0].get_texts()) >= 9
+
+
+def test_the_comparison_page_puts_the_model_first_exports_its_tables_and_has_provenance(tmp_path):
+    from vlamb_nb.compare import compare
+
+    files = official_runs(tmp_path / "runs", {"a": set(range(30)), "b": set(range(5, 40))})
+    page_path = compare(files, n_resamples=200, title="two").save(tmp_path / "out")[-1]
+    text = page_path.read_text(encoding="utf-8")
+    heads, rows = _cells(text, "values")
+    assert heads[:2] == ["model", "paper"] and {r[0] for r in rows} == {"a", "b"}
+    heads, rows = _cells(text, "pairs")
+    assert heads[:2] == ["a", "b"] and rows[0][:2] == ["a", "b"]
+    assert re.fullmatch(r"<0\.001|[01](\.\d+)?|0\.\d{1,3}|0\.0+\d{1,3}", rows[0][heads.index("p")])
+    page = Page(text)
+    links = {(a["data-table"], a["data-export"]) for t, a in page.elements if t == "a" and a.get("data-export")}
+    assert links == {(f"comparison-{n}", k) for n in ("values", "paired-differences", "models") for k in ("csv", "tex")}
+    for name, kind in links:
+        assert (tmp_path / "out" / "tables" / f"{name}.{kind}").is_file()
+    prov = " ".join(re.sub(r"<[^>]+>", " ", text[text.index('<section id="provenance"'):]).split())
+    assert "vlamb_nb version" in prov and "Python" in prov and "refadv" in prov
+
+
+def test_save_figure_records_what_the_figure_shows_and_the_page_says_it_as_alt_text(tmp_path):
+    from vlamb_nb import plots
+    from vlamb_nb.report_html import Figure, figure_log
+
+    fig, ax = plots.new_figure()
+    ax.set_title("Accuracy by distractor count")
+    assert plots.figure_title(fig) == "Accuracy by distractor count"
+    fig.suptitle("Ref-Adv-s  Acc@0.5\nwith 95% CIs")
+    assert plots.figure_title(fig) == "Ref-Adv-s Acc@0.5 with 95% CIs"
+    untitled, _ = plots.new_figure()
+    assert plots.figure_title(untitled) == ""
+    log = figure_log([{"table": "t", "name": "a", "files": [], "title": "Acc by count"},
+                      {"table": "t", "name": "b", "files": []}], tmp_path)
+    assert log[0]["title"] == "Acc by count" and "title" not in log[1]  # recorded only where there is one
+    alt = Figure("refadv/demo/acc_by_count", title="Acc by count", table="slices").alt()
+    assert alt == "refadv figure: Acc by count (for the table slices) — pipeline demo, not a result"

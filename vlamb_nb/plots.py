@@ -192,7 +192,24 @@ def save_figure(fig, paper: str, name: str, *, directory: str | Path | None = No
         meta = {"CreationDate": None, "ModDate": None} if fmt == "pdf" else {"Software": None}
         fig.savefig(p, format=fmt, metadata=meta, bbox_inches="tight")
         written.append(str(p.resolve()))
-    publish(FIGURE_MIME, {"paper": paper, "name": name, "demo": bool(demo), "files": written})
+    payload: dict[str, Any] = {"paper": paper, "name": name, "demo": bool(demo), "files": written}
+    if title := figure_title(fig):  # what the figure shows, for the page's alt text
+        payload["title"] = title
+    publish(FIGURE_MIME, payload)
+
+
+def figure_title(fig, limit: int = 300) -> str:
+    """What a figure shows, in words: its title, else its panels' titles (each once), "" when it has none."""
+    sup = getattr(fig, "_suptitle", None)
+    texts = [sup.get_text()] if sup is not None and sup.get_text().strip() else []
+    if not texts:
+        for ax in fig.axes:
+            for loc in ("center", "left", "right"):
+                t = ax.get_title(loc).strip()
+                if t and t not in texts:
+                    texts.append(t)
+    text = " ".join("; ".join(texts).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def publish(mime: str, payload: dict[str, Any]) -> None:

@@ -225,9 +225,11 @@ def place_figures(results: dict[str, dict[str, Any]], figures: Path, run_dir: Pa
 
 
 def figure_log(figures: list[dict[str, Any]], run_dir: Path) -> list[dict[str, Any]]:
-    """A notebook's collected figures for ``results.json``: each call's table and its files relative to the run."""
-    return [{"table": f.get("table"), "name": f.get("name"), "title": f.get("title") or "",
-             "files": [Path(os.path.relpath(p, run_dir)).as_posix() for p in f.get("files") or []]}
+    """A notebook's collected figures for ``results.json``: each call's table and its files relative to the run
+    (and its title, where ``save_figure`` recorded one: the page's alt text)."""
+    return [{"table": f.get("table"), "name": f.get("name"),
+             "files": [Path(os.path.relpath(p, run_dir)).as_posix() for p in f.get("files") or []],
+             **({"title": str(f["title"])} if f.get("title") else {})}
             for f in figures]
 
 
@@ -832,9 +834,21 @@ def comparison_page(c: Any, *, figure: Path | None = None, page_dir: Path | None
     facts = {"environment": environment_facts(), "stores": stores, "releases": release_facts(papers)}
     return environment().get_template("comparison.html.j2").render(
         c=c, d=d, figures=figs,
-        values=exports.add("comparison", Table(d["value_columns"], d["values"], title="values")),
-        pairs=exports.add("comparison", Table(d["pair_columns"], d["pairs"], title="paired differences")),
+        values=exports.add("comparison", _first(Table(d["value_columns"], d["values"], title="values"), ["model"])),
+        pairs=exports.add("comparison", _first(Table(d["pair_columns"], d["pairs"], title="paired differences"),
+                                               ["a", "b"])),
         models=models, models_table=models_table, prov=provenance_view(facts, data_ids))
+
+
+def _first(t: Table, names: list[str]) -> Table:
+    """``t`` with the columns ``names`` (what a row is about: the model, the pair) moved to the front."""
+    order = [t.columns.index(n) for n in names if n in t.columns]
+    order += [i for i in range(len(t.columns)) if i not in order]
+    t.columns = [t.columns[i] for i in order]
+    t.rows = [[r[i] for i in order] for r in t.rows]
+    if t.raw is not None:
+        t.raw = [[r[i] for i in order] for r in t.raw]
+    return t
 
 
 def write_comparison_page(c: Any, directory: str | os.PathLike, *, name: str = "comparison",
