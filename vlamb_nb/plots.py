@@ -402,24 +402,19 @@ def heatmap(matrix: Any, *, annot: Any = None, ax=None, title: str | None = None
 
 
 def _colorbar_label(cbar, label: str) -> None:
-    """A colour bar's label wrapped to the bar's length, so a long label on a short figure is never cut."""
+    """A colour bar's label, wrapped only where it is longer than the bar (a long label on a short heat map was
+    cut at the figure's edge); measured as drawn."""
     import textwrap
 
+    cbar.set_label(label)
     fig = cbar.ax.figure
-    fig.canvas.draw_idle()
-    height_in = cbar.ax.get_position().height * fig.get_figheight()
-    size = float(plt_rc("axes.labelsize"))
-    per_line = max(12, int(height_in * 72 / (size * 0.62)))  # a character is about 0.6 em wide
-    cbar.set_label("\n".join(textwrap.wrap(label, per_line)) or label)
-
-
-def plt_rc(key: str) -> Any:
-    """A matplotlib rc value as a number of points (a named size resolved against the font size)."""
-    import matplotlib as mpl
-    from matplotlib.font_manager import FontProperties
-
-    value = mpl.rcParams[key]
-    return value if isinstance(value, int | float) else FontProperties(size=value).get_size_in_points()
+    renderer = fig.canvas.get_renderer()
+    bar = cbar.ax.get_window_extent(renderer).height
+    text = cbar.ax.yaxis.label
+    width = len(label)
+    while text.get_window_extent(renderer).height > bar and width > 12:
+        width = int(width * 0.8)
+        cbar.set_label("\n".join(textwrap.wrap(label, width)))
 
 
 def _nested(results: Any) -> dict[str, dict[str, Any]]:
