@@ -367,8 +367,9 @@ def test_every_table_downloads_as_csv_and_latex_from_the_page_and_beside_it(awkw
     path, page = awkward
     tables = [a for t, a in page.elements if t == "table"]
     links = [a for t, a in page.elements if t == "a" and a.get("data-export")]
-    provenance_tables = 2  # the provenance block's own tables (model runs and data) are not exported
-    assert len(links) == 2 * (len(tables) - provenance_tables) and len(links) >= 6
+    assert len(links) == 2 * len(tables) and len(tables) >= 5  # every table: run facts, card, results, provenance
+    boxes = [a["aria-label"] for t, a in page.elements if t == "div" and "scroll" in a.get("class", "").split()]
+    assert len(boxes) == len(tables)
     folder = path.parent / "tables"
     for a in links:
         kind, name = a["data-export"], a["data-table"]
@@ -529,7 +530,8 @@ def test_the_comparison_page_puts_the_model_first_exports_its_tables_and_has_pro
     assert re.fullmatch(r"<0\.001|[01](\.\d+)?|0\.\d{1,3}|0\.0+\d{1,3}", rows[0][heads.index("p")])
     page = Page(text)
     links = {(a["data-table"], a["data-export"]) for t, a in page.elements if t == "a" and a.get("data-export")}
-    assert links == {(f"comparison-{n}", k) for n in ("values", "paired-differences", "models") for k in ("csv", "tex")}
+    assert links == {(n, k) for n in ("comparison-values", "comparison-paired-differences", "comparison-models",
+                                      "provenance-data") for k in ("csv", "tex")}
     for name, kind in links:
         assert (tmp_path / "out" / "tables" / f"{name}.{kind}").is_file()
     prov = " ".join(re.sub(r"<[^>]+>", " ", text[text.index('<section id="provenance"'):]).split())

@@ -695,6 +695,15 @@ def provenance_view(facts: dict[str, Any], data_ids: list[tuple[str, dict[str, A
             "data_columns": ["paper", "release", "revision", "sha256"]}
 
 
+def _export_provenance(prov: dict[str, Any], exports: Exports) -> None:
+    """The provenance block's tables exported like the others (``prov["exports"]``: runs, data)."""
+    prov["exports"] = {
+        "runs": exports.add("provenance", text_rows_table(prov["run_columns"], prov["runs"], "model runs"))
+        if prov["runs"] else None,
+        "data": exports.add("provenance", text_rows_table(prov["data_columns"], prov["data"], "data"))
+        if prov["data"] else None}
+
+
 # -- the run's page -------------------------------------------------------------------------------------------
 #: data identity fields every card row already shows (``data_text``); any other field is shown as it is
 #: (``left_out`` and ``deviations`` are said in full by ``data_notes``)
@@ -776,13 +785,23 @@ def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, fi
     tests_table = exports.add("card", text_rows_table(TEST_COLUMNS, card_tests, "paired tests")) if card_tests \
         else None
     facts = provenance(run_dir, list(results))
+    prov = provenance_view(facts, [(h.paper, h.data or {}) for h in card.headlines])
+    data = data_rows(card)
+    run_tables = {  # rendered by the template with links and status colours; exported as their text
+        "notebooks": exports.add("run", Table(["notebook", "status", "seconds", "parameters"], [
+            [(n["name"], None), (n["status"], None), (f"{n['seconds']:.1f}", n["seconds"]), (n["parameters"], None)]
+            for n in notebooks], title="notebooks")),
+        "data": exports.add("run", Table(["paper", "status", "data", "rank basis", "notes"], [
+            [(d["paper"], None), (d["status"], None), (d["data"], None), (d["basis"], None),
+             ("; ".join(d["notes"]), None)] for d in data], title="data"))}
+    _export_provenance(prov, exports)
     return environment().get_template("report.html.j2").render(
         run_id=run_dir.name, card=card, demo=card.demo, demo_note=DEMO_NOTE, params=compact(params or {}),
-        notebooks=notebooks, failures=failures, data=data_rows(card), n_ok=sum(n["status"] == "ok" for n in notebooks),
+        notebooks=notebooks, failures=failures, data=data, n_ok=sum(n["status"] == "ok" for n in notebooks),
+        run_tables=run_tables,
         card_table=card_table, card_notes=card_notes, tests_table=tests_table, rank_note=RANK_NOTE,
         card_figures=_figures_view(placement.card, run_dir), card_figure_error=card_figure_error, sections=sections,
-        other_figures=_figures_view(placement.other, run_dir),
-        prov=provenance_view(facts, [(h.paper, h.data or {}) for h in card.headlines]),
+        other_figures=_figures_view(placement.other, run_dir), prov=prov,
         n_warnings=sum(len(s["warnings"]) + bool(s["skipped"]) + len(s["outside"]) for s in sections))
 
 
@@ -832,12 +851,14 @@ def comparison_page(c: Any, *, figure: Path | None = None, page_dir: Path | None
         data_ids += [(str(k).split("/", 1)[0], v or {}) for k, v in (m.get("data") or {}).items()]
     papers = sorted({p for p, _ in data_ids})
     facts = {"environment": environment_facts(), "stores": stores, "releases": release_facts(papers)}
+    prov = provenance_view(facts, data_ids)
+    _export_provenance(prov, exports)
     return environment().get_template("comparison.html.j2").render(
         c=c, d=d, figures=figs,
         values=exports.add("comparison", _first(Table(d["value_columns"], d["values"], title="values"), ["model"])),
         pairs=exports.add("comparison", _first(Table(d["pair_columns"], d["pairs"], title="paired differences"),
                                                ["a", "b"])),
-        models=models, models_table=models_table, prov=provenance_view(facts, data_ids))
+        models=models, models_table=models_table, prov=prov)
 
 
 def _first(t: Table, names: list[str]) -> Table:
