@@ -48,8 +48,8 @@ def png(path: Path, size: tuple[int, int] = (40, 30), color: str = "#0173B2") ->
 
 #: a value of 20,000 characters without a space (a path, a digest, a token run): it must wrap, not widen the page
 LONG = "x" * 20_000
-#: text with control bytes (NUL, ESC, DEL, a C1 control): none of them may reach the HTML
-CONTROL = "a\x00b\x1bc\x7fd\x85e"
+#: text with control bytes (NUL, ESC, DEL, a C1 control) and a lone surrogate: none of them may reach the HTML
+CONTROL = "a\x00b\x1bc\x7fd\x85e\ud800f"
 
 
 def awkward_run(run: Path, figs: Path, outside: Path) -> dict:

@@ -343,7 +343,9 @@ def test_no_control_byte_reaches_the_page_and_it_is_shown_as_a_symbol(awkward):
     raw = path.read_bytes()
     assert not re.search(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", raw)
     assert not re.search("[\x80-\x9f]", raw.decode("utf-8"))
-    assert "a\u2400b\u241bc\u2421d\ufffde" in " ".join(page.text)
+    assert "a\u2400b\u241bc\u2421d\ufffde\ufffdf" in " ".join(page.text)
+    csv_text = (path.parent / "tables" / "vague-control.csv").read_text(encoding="utf-8")
+    assert "a\u2400b\u241bc\u2421d\ufffde\ufffdf" in csv_text  # the exported files too
 
 
 def test_a_figure_linked_from_outside_the_run_is_not_read_and_one_saved_outside_figures_is_reported(awkward, tmp_path):

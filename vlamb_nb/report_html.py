@@ -647,7 +647,7 @@ def provenance(run_dir: Path, papers: list[str], *, record: bool = True) -> dict
     facts = {"environment": environment_facts(), "stores": store_facts(run_dir), "releases": release_facts(papers)}
     if record:
         try:
-            path.write_text(json.dumps(facts, indent=2, ensure_ascii=False), encoding="utf-8")
+            path.write_text(json.dumps(facts, indent=2), encoding="utf-8")  # ASCII: any odd name survives
         except OSError:
             pass  # a read-only run folder: the page still shows what it found
     return facts
