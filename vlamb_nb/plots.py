@@ -226,21 +226,18 @@ def publish(mime: str, payload: dict[str, Any]) -> None:
 
 
 def stamp_demo(fig, text: str = DEMO_STAMP) -> None:
-    """Mark a figure as a pipeline demonstration with a red ribbon above its top edge and a corner tag below its
-    bottom edge: outside everything drawn (the saved figure grows to hold them), so the mark crosses no item text,
-    title or data, and a crop to the plot still leaves one of them."""
+    """Mark a figure as a pipeline demonstration with a red ribbon above everything drawn (the saved figure grows
+    to hold it), so the mark crosses no item text, title or data."""
     if getattr(fig, "_vlamb_demo", False):
         return
-    # just outside what is drawn (labels that spill past the canvas included), measured on a drawn canvas
+    # just above what is drawn (a title that spills past the canvas included), measured on a drawn canvas
     fig.canvas.draw()
     drawn = fig.get_tightbbox(fig.canvas.get_renderer())  # inches
     w, h = fig.get_figwidth(), fig.get_figheight()
-    top, bottom = (max(drawn.y1, h) + 0.08) / h, (min(drawn.y0, 0.0) - 0.04) / h  # clear of the ribbon's padding
-    left, right = min(drawn.x0 / w, 0.0), max(drawn.x1 / w, 1.0)
-    ribbon = {"boxstyle": "square,pad=0.35", "facecolor": "#B22222", "edgecolor": "none"}
-    fig.text(left, top, f"  {text.upper()}  ", ha="left", va="bottom", fontsize=10, color="white",
+    top = (max(drawn.y1, h) + 0.08) / h  # clear of the ribbon's padding
+    ribbon = {"boxstyle": "square,pad=0.4", "facecolor": "#B22222", "edgecolor": "none"}
+    fig.text(min(drawn.x0 / w, 0.0) + 0.01, top, text, ha="left", va="bottom", fontsize=10, color="white",
              fontweight="bold", bbox=ribbon, zorder=1000)
-    fig.text(right, bottom, text, ha="right", va="top", fontsize=8, color="#B22222", zorder=1000)
     fig._vlamb_demo = True
 
 
