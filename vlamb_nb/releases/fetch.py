@@ -907,13 +907,22 @@ def status(*, verify: bool = False) -> list[dict[str, Any]]:
     """One row per paper: what is in the data home, how big, whether it is usable, and whether it verifies.
 
     Every recorded file is checked for presence and size, and its sha256 when its stamp changed; with ``verify``,
-    every sha256 again."""
+    every sha256 again. A paper that cannot be loaded gets its row, state ``broken``, its one line as its problem;
+    the others are listed as usual."""
+    from vlamb_nb.benchmarks import list_benchmarks
+
     rows = []
-    for paper, rel in releases().items():
-        root = release_dir(paper)
+    broken: dict[str, Any] = {}
+    declared = releases(broken=broken)
+    for paper in [p for p in list_benchmarks() if p in declared or p in broken]:
         row: dict[str, Any] = {"paper": paper, "state": "not fetched", "items": None, "usable_items": None,
                                "revision": None, "pinning": {}, "bytes": 0, "missing": "", "left_out": [],
                                "unverified": 0, "recorded": 0, "models": "", "problems": [], "pending": []}
+        if paper in broken:
+            row.update(state="broken", problems=[f"cannot be loaded: {broken[paper].cause}"])
+            rows.append(row)
+            continue
+        rel, root = declared[paper], release_dir(paper)
         try:
             manifest = read_manifest(paper)
         except VlambError as e:
