@@ -794,7 +794,7 @@ def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = 
             source = folder / str(source)
         for s in stores:
             run = score_store(s, source=source)
-            nested = s.relative_to(pdir).parts[:-2]  # e.g. racquet/bias/<model>/: another split, kept apart
+            nested = s.relative_to(pdir).parts[:-2]  # e.g. <paper>/bias/<model>/: another split, kept apart
             if nested:
                 run.setting = f"{run.setting} ({'/'.join(nested)})"
             out.append(run)
