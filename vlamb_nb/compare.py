@@ -313,32 +313,37 @@ class Comparison:
 
     def save(self, directory: str | os.PathLike, *, name: str = "comparison", figure_dir: Any = None) -> list[Path]:
         """``<directory>/<name>.md`` and ``.json``, the figure beside them (or under ``figure_dir``), and last the
-        page that shows them together, ``<directory>/<name>.html`` (self-contained: :mod:`vlamb_nb.report_html`)."""
+        page that shows them together, ``<directory>/<name>.html`` (self-contained: :mod:`vlamb_nb.report_html`).
+        All-or-nothing (:mod:`vlamb_nb.atomic`): everything is written into a temporary folder first and moved in
+        with Ctrl-C held back, so an earlier comparison's page never stands beside this one's files."""
+        from vlamb_nb.atomic import move_in, staged
         from vlamb_nb.plots import save_figure
         from vlamb_nb.report_html import write_comparison_page
 
         d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
-        (d / f"{name}.md").write_text(self.markdown(), encoding="utf-8")
-        (d / f"{name}.json").write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False),
-                                        encoding="utf-8")
-        written = [d / f"{name}.md", d / f"{name}.json"]
-        png = None
-        if len(self.values):
-            import matplotlib.pyplot as plt
+        with staged(d) as tmp:
+            (tmp / f"{name}.md").write_text(self.markdown(), encoding="utf-8")
+            (tmp / f"{name}.json").write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False,
+                                                         allow_nan=False), encoding="utf-8")
+            names, outside = [f"{name}.md", f"{name}.json"], []
+            png = None
+            if len(self.values):
+                import matplotlib.pyplot as plt
 
-            fig = self.figure()
-            if figure_dir is None:
-                save_figure(fig, d.name, name, directory=d.parent)
-                figs = [d / f"{name}.png", d / f"{name}.pdf"]
-            else:
-                save_figure(fig, "compare", name, directory=figure_dir)
-                figs = [Path(figure_dir) / "compare" / f"{name}.{x}" for x in ("png", "pdf")]
-            plt.close(fig)
-            written += figs
-            png = figs[0]
-        written.append(write_comparison_page(self, d, name=name, figure=png))
-        return written
+                fig = self.figure()
+                if figure_dir is None:
+                    save_figure(fig, tmp.name, name, directory=tmp.parent)
+                    names += [f"{name}.png", f"{name}.pdf"]
+                    png = tmp / f"{name}.png"
+                else:
+                    save_figure(fig, "compare", name, directory=figure_dir)
+                    outside = [Path(figure_dir) / "compare" / f"{name}.{x}" for x in ("png", "pdf")]
+                    png = outside[0]
+                plt.close(fig)
+            names.append(write_comparison_page(self, tmp, name=name, figure=png).name)
+            stale = [f"{name}.{x}" for x in ("png", "pdf") if f"{name}.{x}" not in names]
+            moved = move_in(tmp, d, names, page=f"{name}.html", stale=stale)
+        return moved[:2] + (outside or moved[2:-1]) + moved[-1:]
 
 
 def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str = "holm",

@@ -421,6 +421,12 @@ def check_fields(path: str | os.PathLike, line: int, rec: dict[str, Any]) -> Non
             raise StoreError(f"{path}: line {line}: field {name!r} is {shown} where {want} is expected; "
                              "the record was not written by this version of vlamb_nb (or was edited), "
                              "refusing to guess")
+    for name, v in rec.items():  # JSON may escape a lone surrogate (\udcff): text no page or file can hold
+        try:
+            json.dumps(v, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise StoreError(f"{path}: line {line}: field {name!r} holds text that is not UTF-8 (a lone surrogate "
+                             "escaped in the JSON); the file was edited or damaged, refusing to guess") from None
 
 
 def read_store(path: str | os.PathLike) -> list[tuple[int, dict[str, Any]]]:
