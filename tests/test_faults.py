@@ -357,3 +357,38 @@ def test_card_on_a_sound_results_json_still_prints_the_card(tmp_path, capsys):
     (tmp_path / "results.json").write_text(json.dumps(_results()), encoding="utf-8")
     assert cli.main(["card", str(tmp_path)]) == 0
     assert "| vague |" in capsys.readouterr().out
+
+
+# -- a reproduction's report is written all-or-nothing --------------------------------------------------------------
+def _report_runs(run_dir: Path) -> list:
+    from vlamb_nb.reproduce import NotebookRun
+
+    return [NotebookRun("vague", ROOT / "notebooks" / "vague.ipynb", run_dir / "vague.ipynb", {}, ok=True,
+                        results={"accuracy": 50.0})]
+
+
+def test_a_report_cut_short_by_a_full_disk_leaves_no_page_beside_it(tmp_path, monkeypatch):
+    from vlamb_nb import atomic
+    from vlamb_nb.reproduce import write_report
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    for name in ("report.html", "report.md", "results.json"):
+        (run_dir / name).write_text(f"an earlier {name}")
+    real = atomic.write_text
+
+    def full(path, text):
+        if Path(path).name == "results.json":
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real(path, text)
+
+    monkeypatch.setattr(atomic, "write_text", full)
+    with pytest.raises(OSError, match="No space left"):
+        write_report(_report_runs(run_dir), run_dir)
+    assert not (run_dir / "report.html").exists()  # no page that is not this report's
+    assert (run_dir / "results.json").read_text() == "an earlier results.json"  # whole, never half-written
+    assert not [p for p in run_dir.iterdir() if p.name.endswith(".part")]
+    monkeypatch.setattr(atomic, "write_text", real)
+    page = write_report(_report_runs(run_dir), run_dir)
+    assert page == run_dir / "report.html" and "accuracy" in (run_dir / "report.md").read_text()
+    assert json.loads((run_dir / "results.json").read_text())["vague"]["ok"] is True

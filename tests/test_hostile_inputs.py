@@ -631,6 +631,8 @@ BAD_RECORDS = {  # how a record is damaged -> the words its one line must hold
     "model a number": (lambda r: dict(r, model=7), ["field 'model' is 7"]),
     "meta text": (lambda r: dict(r, meta="x"), ["field 'meta' is \"x\""]),
     "newer format": (lambda r: dict(r, format=2), ["store format 2", "newer", "upgrade vlamb_nb"]),
+    "a lone surrogate in the model's name": (lambda r: dict(r, model={**r["model"], "model_id": "m\udcff"}),
+                                             ["field 'model' holds text that is not UTF-8"]),
     "format not a number": (lambda r: dict(r, format="2.0"), ["field 'format' is '2.0'"]),
 }
 
@@ -651,7 +653,8 @@ def test_a_record_that_cannot_be_read_as_ours_is_refused_naming_its_line(tmp_pat
         assert w in err, (w, err)
 
 
-@pytest.mark.parametrize("case", ["newer format", "run not an object", "model a number", "another benchmark"])
+@pytest.mark.parametrize("case", ["newer format", "run not an object", "model a number", "another benchmark",
+                                  "a lone surrogate in the model's name"])
 def test_compare_refuses_a_store_it_cannot_read_in_one_line(tmp_path, capsys, case):
     from vlamb_nb import cli
 
@@ -676,3 +679,18 @@ def test_a_store_written_today_says_its_format():
         with PredictionStore(Path(d) / "s.jsonl") as st:
             st.append({"key": "k", "request_id": "r", "text": "A"})
         assert json.loads((Path(d) / "s.jsonl").read_text())["format"] == STORE_FORMAT
+
+
+def test_compare_counts_an_answer_filed_twice_once_and_says_so(tmp_path, capsys):
+    from vlamb_nb import cli
+
+    src, store, _, _ = _store_run("vague", tmp_path, lambda r: ANSWERS["vague"])
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(store.read_bytes().replace(b'"model_id":"m"', b'"model_id":"n"'))
+    _, rec = _first_answer(store)
+    _append(store, _with_request_id(rec))
+    argv = ["compare", str(store), str(other), "--source", f"vague={src}", "--out", str(tmp_path / "cmp")]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    md = (tmp_path / "cmp" / "comparison.md").read_text(encoding="utf-8")
+    assert "1 answer(s) in vague.jsonl repeat an answer under another request id: each counted once" in md
+    assert json.loads((tmp_path / "cmp" / "comparison.json").read_text())["values"][0]["n"] == 3
