@@ -211,13 +211,22 @@ def check_benchmark(numbered: Sequence[tuple[int, dict[str, Any]]], benchmark: s
 
 
 def check_turns(numbered: Sequence[tuple[int, dict[str, Any]]], turns: Sequence[str], *, run: str,
-                source: str = "") -> None:
-    """Refuse a record of a turn the run does not have (``turns``: its turns' names), naming its line."""
+                source: str = "") -> int:
+    """Refuse a record of a turn the run does not have (``turns``: its turns' names), naming its line. A record of
+    another variant of one of its turns (``repair-newlines`` beside ``repair``, or the other way round: the same
+    turn asked with other options, which one store keeps side by side) is not this run's to score: it is counted, and the count returned,
+    for the caller to report."""
+    variants = 0
     for line, r in numbered:
-        if r.get("turn") not in turns:
-            raise DataError(f"line {line}: turn {r.get('turn')!r} is not a turn of {run} "
-                            f"({', '.join(map(repr, turns))}); the record was edited or belongs elsewhere",
-                            source=source)
+        turn = r.get("turn")
+        if turn in turns:
+            continue
+        if isinstance(turn, str) and turn.split("-", 1)[0] in {t.split("-", 1)[0] for t in turns}:
+            variants += 1
+            continue
+        raise DataError(f"line {line}: turn {turn!r} is not a turn of {run} ({', '.join(map(repr, turns))}); "
+                        "the record was edited or belongs elsewhere", source=source)
+    return variants
 
 
 def question(rec: dict[str, Any]) -> tuple[str, str, str, str]:

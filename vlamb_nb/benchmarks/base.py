@@ -316,7 +316,8 @@ class Benchmark(ABC):
         a paper's denominators count it. ``attrs["coverage"]`` says how many items were answered, failed or
         missing, and how many records answered a question already answered (``duplicates``: one question asked
         twice under two request ids is counted once; two different answers to it are refused). A record of another
-        benchmark or of a turn the run does not have is refused, naming its line.
+        benchmark or of a turn the run does not have is refused, naming its line; one of a variant of the run's
+        turn asked with other options (``repair-newlines`` beside ``repair``) is counted (``other_variants``).
         """
         import pandas as pd
 
@@ -345,8 +346,8 @@ class Benchmark(ABC):
         stored = dict(first.get("run") or {})
         info = ModelInfo.from_dict(first.get("model"))
         ctx = self.context(info, setting, options, stored=stored)
-        check_turns([(line_of[id(r)], r) for r in recs], [t.name for t in self.turns(ctx)],
-                    run=f"the {self.name} {setting} run", source=label)
+        variants = check_turns([(line_of[id(r)], r) for r in recs], [t.name for t in self.turns(ctx)],
+                               run=f"the {self.name} {setting} run", source=label)
         ids = items[self.id_column].astype(str)
         at = {i: k for k, i in enumerate(ids)}
         answered = {str(r["item_id"]) for r in recs}
@@ -369,6 +370,8 @@ class Benchmark(ABC):
         scored.attrs["coverage"] = coverage(ids, ans.loc[ok, "item_id"], ans.loc[bad, "item_id"], err[bad])
         if duplicates:  # the same question answered twice under two request ids: counted once, said so
             scored.attrs["coverage"]["duplicates"] = duplicates
+        if variants:  # a turn asked with other options (another repair text), kept in the same store
+            scored.attrs["coverage"]["other_variants"] = variants
         return scored
 
     @final
