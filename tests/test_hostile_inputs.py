@@ -630,6 +630,8 @@ BAD_RECORDS = {  # how a record is damaged -> the words its one line must hold
     "run not an object": (lambda r: dict(r, run=["v2"]), ["field 'run' is [\"v2\"]"]),
     "model a number": (lambda r: dict(r, model=7), ["field 'model' is 7"]),
     "meta text": (lambda r: dict(r, meta="x"), ["field 'meta' is \"x\""]),
+    "run's data a list": (lambda r: dict(r, run={**(r.get("run") or {}), "data": [1]}), ["field 'run.data' is [1]"]),
+    "model id a number": (lambda r: dict(r, model={**r["model"], "model_id": 3}), ["field 'model.model_id' is 3"]),
     "newer format": (lambda r: dict(r, format=2), ["store format 2", "newer", "upgrade vlamb_nb"]),
     "a lone surrogate in the model's name": (lambda r: dict(r, model={**r["model"], "model_id": "m\udcff"}),
                                              ["field 'model' holds text that is not UTF-8"]),

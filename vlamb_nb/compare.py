@@ -624,7 +624,8 @@ def _store_meta(path: Path) -> dict[str, Any]:
     metas: dict[str, dict[str, Any]] = {}
     for r in recs:
         meta = dict(r.get("run") or {})
-        model = dict(meta.get("model") or r.get("model") or {})
+        model = meta.get("model") or r.get("model") or {}
+        model = {"model_id": model} if isinstance(model, str) else dict(model)  # a model named by its id alone
         meta.setdefault("benchmark", r.get("benchmark"))
         meta.setdefault("setting", r.get("setting"))
         meta["model"] = model

@@ -403,24 +403,42 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "model": (dict, str), "run": (dict,), "meta": (dict,), "params": (dict,), "text": (str,), "error": (str,),
 }
 _NULLABLE = {"benchmark", "setting", "model", "run", "meta", "params", "text", "error"}
+#: the same for what the readers take from a record's run meta and its model (each may be null)
+_RUN_TYPES: dict[str, tuple[type, ...]] = {
+    "model": (dict, str), "data": (dict,), "deviations": (list,), "setting": (str,), "benchmark": (str,),
+    "template": (str,), "source": (str,),
+}
+_MODEL_TYPES: dict[str, tuple[type, ...]] = {k: (str,) for k in ("model_id", "quantization", "revision", "endpoint",
+                                                                  "backend")}
+_KINDS = {"str": "text", "int": "a number", "dict": "an object", "list": "a list"}
+
+
+def _check_types(path: str | os.PathLike, line: int, obj: dict[str, Any], spec: dict[str, tuple[type, ...]],
+                 nullable: set[str] | None, prefix: str = "") -> None:
+    for name, types in spec.items():
+        if name not in obj:
+            continue
+        v = obj[name]
+        if v is None and (nullable is None or name in nullable):
+            continue
+        if v is None or isinstance(v, bool) or not isinstance(v, types):
+            want = " or ".join(_KINDS[t.__name__] for t in types)
+            shown = json.dumps(v, ensure_ascii=False, default=str)
+            shown = shown if len(shown) <= 40 else shown[:39] + "…"
+            raise StoreError(f"{path}: line {line}: field {prefix + name!r} is {shown} where {want} is expected; "
+                             "the record was not written by this version of vlamb_nb (or was edited), "
+                             "refusing to guess")
 
 
 def check_fields(path: str | os.PathLike, line: int, rec: dict[str, Any]) -> None:
     """Refuse a record whose fields a reader relies on have the wrong type, naming the file, line and field:
     a store of another program, or an edited one, scored as if it were ours would fail deep inside or mislead."""
-    for name, types in _FIELD_TYPES.items():
-        if name not in rec:
-            continue
-        v = rec[name]
-        if v is None and name in _NULLABLE:
-            continue
-        if v is None or isinstance(v, bool) or not isinstance(v, types):
-            want = " or ".join({"str": "text", "int": "a number", "dict": "an object"}[t.__name__] for t in types)
-            shown = json.dumps(v, ensure_ascii=False, default=str)
-            shown = shown if len(shown) <= 40 else shown[:39] + "…"
-            raise StoreError(f"{path}: line {line}: field {name!r} is {shown} where {want} is expected; "
-                             "the record was not written by this version of vlamb_nb (or was edited), "
-                             "refusing to guess")
+    _check_types(path, line, rec, _FIELD_TYPES, _NULLABLE)
+    run = rec.get("run") if isinstance(rec.get("run"), dict) else {}
+    _check_types(path, line, run, _RUN_TYPES, None, "run.")
+    for prefix, model in (("model.", rec.get("model")), ("run.model.", run.get("model"))):
+        if isinstance(model, dict):
+            _check_types(path, line, model, _MODEL_TYPES, None, prefix)
     for name, v in rec.items():  # JSON may escape a lone surrogate (\udcff): text no page or file can hold
         try:
             json.dumps(v, ensure_ascii=False).encode("utf-8")
