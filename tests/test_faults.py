@@ -149,10 +149,10 @@ def test_a_full_disk_while_a_comparison_is_written_is_one_line_and_keeps_the_old
 def test_an_unusable_out_folder_is_one_line(stores, tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    for out in (blocker / "cmp", Path("/proc/vlamb-compare")):  # a file as parent; /proc refuses even root
+    for out in (blocker / "cmp", blocker, Path("/proc/vlamb-compare")):  # a file; /proc refuses even root
         code, err = _main(_compare_args(stores, out), capsys)
         line = _one_line(err)
-        assert code == 2 and str(out.parent) in line, line
+        assert code == 2 and str(out if out == blocker else out.parent) in line, line
 
 
 def test_an_unusable_runs_folder_is_one_line(tmp_path, capsys):
@@ -160,7 +160,34 @@ def test_an_unusable_runs_folder_is_one_line(tmp_path, capsys):
     blocker.write_text("not a folder")
     code, err = _main(["reproduce", "vague", "--runs-dir", str(blocker / "runs")], capsys)
     line = _one_line(err)
-    assert code == 2 and "Not a directory" in line and str(blocker) in line, line
+    assert code == 2 and "a file, not a folder" in line and str(blocker) in line, line
+    code, err = _main(["reproduce", "vague", "--runs-dir", "/proc/vlamb-runs"], capsys)  # /proc refuses even root
+    assert code == 2 and "/proc/vlamb-runs" in _one_line(err)
+
+
+def test_a_read_only_folder_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    """What a read-only runs/ folder (or a full one that refuses a new folder) looks like to the check before a
+    run: the OS says it cannot be written (chmod is no test where the tests run as root)."""
+    real = os.access
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    monkeypatch.setattr(os, "access", lambda p, mode, **k: False if Path(p) == ro else real(p, mode, **k))
+    code, err = _main(["reproduce", "vague", "--runs-dir", str(ro / "runs")], capsys)
+    line = _one_line(err)
+    assert code == 2 and "cannot be written" in line and str(ro) in line, line
+    assert not (ro / "runs").exists()
+
+
+def test_a_read_only_disk_met_while_writing_is_one_line(tmp_path, capsys, monkeypatch):
+    from vlamb_nb import reproduce as R
+
+    def read_only(*a, **k):
+        raise OSError(errno.EROFS, "Read-only file system", str(tmp_path / "runs"))
+
+    monkeypatch.setattr(R, "make_run_dir", read_only)
+    code, err = _main(["reproduce", "vague", "--runs-dir", str(tmp_path / "runs")], capsys)
+    line = _one_line(err)
+    assert code == 2 and "Read-only file system" in line and str(tmp_path / "runs") in line, line
 
 
 @pytest.mark.parametrize("run_id,words", [("\udcff", "not UTF-8"), ("a/b", "not a folder name"),

@@ -47,6 +47,24 @@ def _kv(items: Sequence[str] | None) -> dict[str, Any]:
     return out
 
 
+def writable_folder(folder: Any, flag: str) -> None:
+    """Refuse, before any work, a folder that cannot be written: a file where it or a folder above it should be,
+    or a read-only place (the nearest folder that exists decides, as creating it would)."""
+    import os
+    from pathlib import Path
+
+    p = Path(folder).absolute()
+    if p.exists() and not p.is_dir():
+        raise VlambError(f"{flag} {p}: a file, not a folder")
+    probe = p
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise VlambError(f"{flag} {p}: {probe} is a file, not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise VlambError(f"{flag} {p}: {probe} cannot be written (read-only or no permission); write elsewhere")
+
+
 def _shown(text: str, n: int = 80) -> str:
     """``text`` for a one-line message: escaped (no control byte, no lone surrogate reaches the terminal), short."""
     r = ascii(text) if any(0xD800 <= ord(c) <= 0xDFFF for c in text) else repr(text)
@@ -434,11 +452,13 @@ def cmd_reference(a: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(a: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from vlamb_nb.reproduce import reproduce
 
     params = _kv(a.param)
     if a.runs_dir is not None:
-        plain_text(a.runs_dir, f"--runs-dir {_shown(a.runs_dir)}")
+        writable_folder(Path(plain_text(a.runs_dir, f"--runs-dir {_shown(a.runs_dir)}")), "--runs-dir")
     return reproduce(a.papers or None, params=params, run_id=a.run_id, out_dir=a.runs_dir,
                      timeout=a.cell_timeout or None, update_figures=a.update_figures, tiny_seed=a.tiny_seed,
                      fetch=a.fetch, jobs=a.jobs)
@@ -504,6 +524,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
             raise VlambError("give at least one RUN (a reproduce run folder, a sweep folder or a prediction store)")
         if a.update_figures:
             raise VlambError("--update-figures refreshes only the committed example (with --example)")
+        writable_folder(Path(a.out or "comparison"), "--out")  # before the scoring, not after it
         result = compare.compare(a.runs, baseline=a.baseline, correction=a.correction,
                                  allow_different_data=a.allow_different_data,
                                  allow_different_settings=a.allow_different_settings, sources=_sources(a.source),
