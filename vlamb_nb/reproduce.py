@@ -316,11 +316,12 @@ def execute_all(runs: list[NotebookRun], *, cwd: Path, timeout: int | None, jobs
 
     workers = min(jobs, len(todo))
     if workers <= 1:
-        for i in range(total):
-            if i in todo:
-                started(i)
-                execute(runs[i], cwd=cwd, timeout=timeout)
-            finished(i)
+        with _teardown_quiet_on_ctrl_c():
+            for i in range(total):
+                if i in todo:
+                    started(i)
+                    execute(runs[i], cwd=cwd, timeout=timeout)
+                finished(i)
         return runs
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -351,6 +352,35 @@ def execute_all(runs: list[NotebookRun], *, cwd: Path, timeout: int | None, jobs
         raise
     pool.shutdown()
     return runs
+
+
+#: what logs the teardown of a notebook cut short in this process (a kernel "died", a task's exception never read)
+TEARDOWN_LOGGERS = ("papermill", "traitlets", "nbclient", "asyncio")
+
+
+@contextlib.contextmanager
+def _teardown_quiet_on_ctrl_c():
+    """Notebooks executed in this process: on Ctrl-C, the loggers of their teardown are silenced before it starts
+    (and stay so: an unread task's exception is logged when it is collected, later), so the interrupt ends in the
+    one line the CLI prints. Outside the main thread there is no handler to set, and nothing changes."""
+    import logging
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        for name in TEARDOWN_LOGGERS:
+            logging.getLogger(name).disabled = True
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGINT, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def _leave_ctrl_c() -> None:
