@@ -22,8 +22,8 @@ EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports a process ended by SIGINT
 
 def _kv(items: Sequence[str] | None) -> dict[str, Any]:
     """``key=value`` pairs; values parsed as YAML scalars (numbers, booleans, null, lists). A value YAML cannot
-    read (an unclosed bracket or quote, a tab, ``a: b`` that is not meant as a mapping) is one line naming the pair, and so is a key or value that
-    is not UTF-8 text: it would be written into notebooks, stores and pages that must be."""
+    read (an unclosed bracket or quote, a tab, ``a: b`` not meant as a mapping) is one line naming the pair, and
+    so is a pair that is not UTF-8 text: it would be written into notebooks, stores and pages, which must be."""
     import yaml
 
     out: dict[str, Any] = {}
