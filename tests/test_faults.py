@@ -298,7 +298,7 @@ def test_ctrl_c_during_reproduce_is_one_line_and_exit_130(tmp_path, jobs):
 
 def test_ctrl_c_during_compare_and_score_is_one_line_and_exit_130(stores, tmp_path):
     src, a, b = stores
-    argvs = {"compare": ["compare", str(a), str(b), "--source", f"vague={src}", "--n-resamples", "2000000",
+    argvs = {"compare": ["compare", str(a), str(b), "--source", f"vague={src}", "--n-resamples", "200000",
                          "--out", str(tmp_path / "cmp")],
              "score": ["score", "vague", "--predictions", str(a), "--source", str(src)]}
     for name, argv in argvs.items():
