@@ -419,3 +419,21 @@ def test_a_report_cut_short_by_a_full_disk_leaves_no_page_beside_it(tmp_path, mo
     page = write_report(_report_runs(run_dir), run_dir)
     assert page == run_dir / "report.html" and "accuracy" in (run_dir / "report.md").read_text()
     assert json.loads((run_dir / "results.json").read_text())["vague"]["ok"] is True
+
+
+def test_a_model_or_record_with_a_lone_surrogate_is_refused_before_anything_is_stored(tmp_path):
+    from vlamb_nb.errors import StoreError
+    from vlamb_nb.models import ScriptedModel
+    from vlamb_nb.store import PredictionStore
+
+    bench = get_benchmark("vague")
+    items = bench.load(bench.make_sample(tmp_path / "data", n=2, seed=0))
+    store = tmp_path / "s.jsonl"
+    with pytest.raises(SettingError, match=r"model 'm\\udcff': its identity holds text that is not UTF-8"):
+        bench.run(ScriptedModel(lambda r: "A", model_id="m\udcff"), items, "lm", store=store, progress=False)
+    assert not store.exists() or store.read_bytes() == b""
+    with PredictionStore(store) as st:
+        with pytest.raises(StoreError, match=r"request 'r1': field 'text' holds text that is not UTF-8"):
+            st.append_many([{"key": "k0", "request_id": "r0", "text": "A"},
+                            {"key": "k1", "request_id": "r1", "text": "B\udcff"}])
+    assert store.read_bytes() == b""  # nothing of the batch was written

@@ -372,7 +372,13 @@ class PredictionStore:
             out.append(rec)
         if not out:
             return out
-        data = b"".join(canonical_json(rec).encode("utf-8") + b"\n" for rec in out)
+        try:
+            data = b"".join(canonical_json(rec).encode("utf-8") + b"\n" for rec in out)
+        except UnicodeEncodeError:  # a lone surrogate (a name from bytes that are not UTF-8): say which field
+            rec = next(r for r in out if not _utf8(canonical_json(r)))
+            field = next((k for k, v in rec.items() if not _utf8(canonical_json(v))), "?")
+            raise StoreError(f"{self.path}: request {rec.get('request_id')!r}: field {field!r} holds text that is "
+                             "not UTF-8 (a lone surrogate); give names and values in UTF-8") from None
         with self._write_lock:
             fh = self._fh
             if fh is None:
@@ -445,6 +451,14 @@ def check_fields(path: str | os.PathLike, line: int, rec: dict[str, Any]) -> Non
         except UnicodeEncodeError:
             raise StoreError(f"{path}: line {line}: field {name!r} holds text that is not UTF-8 (a lone surrogate "
                              "escaped in the JSON); the file was edited or damaged, refusing to guess") from None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def read_store(path: str | os.PathLike) -> list[tuple[int, dict[str, Any]]]:
