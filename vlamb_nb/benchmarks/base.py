@@ -314,18 +314,21 @@ class Benchmark(ABC):
         options, the score options among them). Only the items the run answered are rows, as in the run;
         ``fill_missing`` adds every other item of ``items`` as a failed answer (:data:`NO_PREDICTION`), as
         a paper's denominators count it. ``attrs["coverage"]`` says how many items were answered, failed or
-        missing.
+        missing, and how many records answered a question already answered (``duplicates``: one question asked
+        twice under two request ids is counted once; two different answers to it are refused). A record of another
+        benchmark or of a turn the run does not have is refused, naming its line; one of a variant of the run's
+        turn asked with other options (``repair-newlines`` beside ``repair``) is counted (``other_variants``).
         """
         import pandas as pd
 
         from vlamb_nb.metrics import coverage
-        from vlamb_nb.run_identity import dedupe, select_run
+        from vlamb_nb.run_identity import check_benchmark, check_turns, dedupe, one_per_question, select_run
         from vlamb_nb.store import read_store, with_fields
 
         label = str(store) if isinstance(store, str | os.PathLike) else "records"
         numbered = read_store(store) if isinstance(store, str | os.PathLike) else \
             [(i, with_fields(dict(r))) for i, r in enumerate(store, start=1)]
-        numbered = [(ln, r) for ln, r in numbered if r.get("benchmark") in (None, "", self.name)]
+        check_benchmark(numbered, self.name, source=label)
         if setting is not None:
             self.check_setting(setting)
         line_of = {id(r): ln for ln, r in numbered}
@@ -336,12 +339,15 @@ class Benchmark(ABC):
             by_turn.setdefault(str(r["turn"]), []).append(r)
         recs = [r for group in by_turn.values()
                 for r in dedupe(group, source=label, lines=[line_of[id(x)] for x in group])[0]]
+        recs, duplicates = one_per_question(recs, source=label, lines=[line_of[id(r)] for r in recs])
         setting = self.check_setting(rid.setting)
         score_kw = {k: options.pop(k) for k in self.score_options if k in options}
         first = next((r for r in recs if r["turn"] == ANSWER), recs[0])
         stored = dict(first.get("run") or {})
         info = ModelInfo.from_dict(first.get("model"))
         ctx = self.context(info, setting, options, stored=stored)
+        variants = check_turns([(line_of[id(r)], r) for r in recs], [t.name for t in self.turns(ctx)],
+                               run=f"the {self.name} {setting} run", source=label)
         ids = items[self.id_column].astype(str)
         at = {i: k for k, i in enumerate(ids)}
         answered = {str(r["item_id"]) for r in recs}
@@ -362,6 +368,10 @@ class Benchmark(ABC):
         bad = err.map(lambda e: isinstance(e, str) and bool(e)) & (err != NO_PREDICTION)
         ok = ~err.map(lambda e: isinstance(e, str) and bool(e))
         scored.attrs["coverage"] = coverage(ids, ans.loc[ok, "item_id"], ans.loc[bad, "item_id"], err[bad])
+        if duplicates:  # the same question answered twice under two request ids: counted once, said so
+            scored.attrs["coverage"]["duplicates"] = duplicates
+        if variants:  # a turn asked with other options (another repair text), kept in the same store
+            scored.attrs["coverage"]["other_variants"] = variants
         return scored
 
     @final

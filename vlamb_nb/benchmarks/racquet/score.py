@@ -250,12 +250,17 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
     superseded = 0
     is_store = is_a_store(path)
     if is_store:  # the A/B/C judge's prediction store: its verdicts, each on one judged response
-        from vlamb_nb.run_identity import dedupe
-        from vlamb_nb.store import read_store
+        from vlamb_nb.run_identity import check_benchmark, check_turns, dedupe, one_per_question
+        from vlamb_nb.store import ANSWER, read_store
 
         lines = sum(1 for _ in iter_jsonl(path))
         numbered = read_store(path)  # one record per request; two different answers to one are refused
+        line_of = {id(r): ln for ln, r in numbered}
+        check_benchmark(numbered, "racquet", source=str(path))
+        check_turns(numbered, [ANSWER], run="the racquet A/B/C judge", source=str(path))
         recs, _ = dedupe([r for _, r in numbered], source=str(path), lines=[ln for ln, _ in numbered])
+        # and one verdict per judged response, whatever request id it was filed under
+        recs, _ = one_per_question(recs, source=str(path), lines=[line_of[id(r)] for r in recs])
         superseded = lines - len(recs)  # retried failures and repeats, counted once
         if not all((r.get("meta") or {}).get("judge") == "racquet-abc" for r in recs):
             raise DataError("a store given to score must come from the racquet A/B/C judge", source=str(path),
