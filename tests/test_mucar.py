@@ -865,7 +865,7 @@ def test_agent_runs_three_chained_calls_per_query(sample, tmp_path):
     B.evaluate(model, sample, "full_agent", store=store, progress=False)
     assert model.calls == 3 * n  # all three steps came from the store
     res = B.score_file(store, source=sample.attrs["source"], setting="full_agent", n_resamples=0)
-    assert res["scored_queries"] == n and res["overall"][0]["value"] == 100.0  # step records are not answers
+    assert res["scored"] == n and res["metrics"]["Acc_q"] == 100.0  # step records are not answers
 
 
 def test_agent_limit_asks_the_same_queries_at_every_step(sample):
