@@ -159,3 +159,23 @@ def test_a_metric_added_to_a_papers_metrics_reaches_score_with_no_other_edit(sam
         assert "answers read" in rows.columns
         assert 100 * np.mean(rows["answers read"].astype(float)) == pytest.approx(added.point(scored))
         monkeypatch.undo()
+
+
+def test_a_store_of_several_runs_keeps_one_record_per_run(tmp_path, capsys):
+    bench = get_benchmark("vague")
+    folder = bench.make_sample(tmp_path / "d", n=4, seed=0)
+    items = bench.load(folder)
+    store = tmp_path / "s.jsonl"
+    bench.evaluate(F.model("a"), items, "vlm", store=store, progress=False)
+    assert RunRecord.read(store).model.model_id == "a"  # one run: the store's own record
+    bench.evaluate(F.model("b"), items, "vlm", store=store, progress=False)
+    assert not record_path(store).exists()  # named by its run's number now, beside the new run's
+    with pytest.raises(DataError, match=r"holds 2 runs, each with its record \(s\.run-0\.record\.json, "
+                                        r"s\.run-1\.record\.json\); name one"):
+        RunRecord.read(store)
+    assert RunRecord.read(record_path(store, 1)).model.model_id == "b"
+    # scoring one of them (the number -o run=N picks) rewrites its record only
+    out = _score_json(["vague", "--predictions", str(store), "--source", str(folder), "-o", "model=a"], capsys)
+    assert out["model"] == "a" and RunRecord.read(record_path(store, 0)).model.model_id == "a"
+    assert bench.score_store(store, items, run=1).attrs["run_number"] == 1
+    assert RunRecord.read(record_path(store, 1)).model.model_id == "b"

@@ -155,9 +155,22 @@ class RunRecord:
         out["schema_version"] = self.schema_version
         return out
 
-    def write(self, path: str | os.PathLike) -> Path:
-        """Write the record to ``path`` (a store: beside it) at once, so a reader never sees half a record."""
-        target = record_path(path)
+    def write(self, path: str | os.PathLike, *, run: int | None = None) -> Path:
+        """Write the record to ``path`` (a store: beside it, :func:`record_path`) at once, so a reader never sees
+        half a record. When a store comes to hold several runs (``run``: this one's number), the record it had
+        as a store of one run is renamed to its own run's number (or dropped if no run of the store is its)."""
+        target = record_path(path, run)
+        single = record_path(path)
+        if run is not None and single != target and single.is_file():
+            try:
+                old = json.loads(single.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                old = {}
+            k = _number_of(path, old) if isinstance(old, dict) else None
+            if k is not None and k != run:
+                os.replace(single, record_path(path, k))
+            else:
+                single.unlink(missing_ok=True)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(_clean(self.to_dict()), ensure_ascii=False, indent=1), encoding="utf-8")
         os.replace(tmp, target)
@@ -199,7 +212,11 @@ class RunRecord:
                 raise DataError(f"{what} in the folder; name the record file", source=str(p))
             p = found[0]
         elif not p.name.endswith(SUFFIX):
-            p = record_path(p)
+            base, per_run = record_path(p), sorted(p.parent.glob(f"{glob_escape(p.stem)}.run-*{SUFFIX}"))
+            if not base.is_file() and len(per_run) > 1:
+                raise DataError(f"the store holds {len(per_run)} runs, each with its record "
+                                f"({', '.join(f.name for f in per_run)}); name one", source=str(p))
+            p = per_run[0] if not base.is_file() and per_run else base
         if not p.is_file():
             raise DataError("no run record (score the store first: vlamb-nb score)", source=str(p))
         try:
@@ -233,12 +250,58 @@ class RunRecord:
                 "deviations": [str(d) for d in self.deviations], "notes": list(self.notes)}
 
 
-def record_path(path: str | os.PathLike) -> Path:
-    """Where the record of the store at ``path`` lies: ``<stem>.record.json`` beside it."""
+def record_path(path: str | os.PathLike, run: int | None = None) -> Path:
+    """Where the record of the store at ``path`` lies: ``<stem>.record.json`` beside it, or, for the run numbered
+    ``run`` of a store holding several (the number ``-o run=N`` picks), ``<stem>.run-<N>.record.json``."""
     p = Path(path)
     if p.name.endswith(SUFFIX):
         return p
-    return p.with_name(p.stem + SUFFIX)
+    return p.with_name(p.stem + ("" if run is None else f".run-{run}") + SUFFIX)
+
+
+def glob_escape(name: str) -> str:
+    import glob
+
+    return glob.escape(name)
+
+
+def _number_of(store: str | os.PathLike, record: Mapping[str, Any]) -> int | None:
+    """The number of the run of ``store`` a record (as JSON) describes: the same model, quantization and setting."""
+    from vlamb_nb.run_identity import identify_runs
+    from vlamb_nb.store import read_records
+
+    model = dict(record.get("model") or {})
+    for k, rid in enumerate(identify_runs(read_records(store))):
+        if (rid.model_id, rid.quantization or None, rid.setting) == (
+                model.get("model_id"), model.get("quantization") or None, record.get("setting")):
+            return k
+    return None
+
+
+def run_number(store: str | os.PathLike, frame: Any, model: Mapping[str, Any] | None = None) -> int | None:
+    """The number of ``frame``'s run among the runs of ``store`` (None: the store holds one run, or is no
+    store): the run of the same model and quantization whose answers the frame holds."""
+    p = Path(store)
+    from vlamb_nb.store import is_store, read_records
+
+    if not p.is_file() or not is_store(p):
+        return None
+    from vlamb_nb.run_identity import identify_runs
+
+    runs = list(identify_runs(read_records(p)).items())
+    if len(runs) < 2:
+        return None
+    col = "key" if "key" in frame.columns else "request_id" if "request_id" in frame.columns else None
+    ids = set(frame[col].astype(str)) if col else set()
+    info = dict(model or {})
+    want = (info.get("model_id") or frame.attrs.get("model"), info.get("quantization"))
+
+    def fit(k: int) -> tuple[int, int]:
+        rid, recs = runs[k]
+        same = rid.model_id == want[0] and (not info or (rid.quantization or None) == (want[1] or None))
+        return int(same), sum(str(r.get(col)) in ids for r in recs) if col else 0
+
+    return max(range(len(runs)), key=fit)
 
 
 def _typed(cls: type, d: Any) -> Any:
@@ -503,7 +566,11 @@ def write_for(bench: Any, frame: Any, store: str | os.PathLike, *, stage: str = 
     import warnings
 
     try:
-        return from_scored(bench, frame(), store=store, stage=stage, run_meta=run_meta, model=model).write(store)
+        scored = frame()
+        rec = from_scored(bench, scored, store=store, stage=stage, run_meta=run_meta, model=model)
+        run = scored.attrs["run_number"] if "run_number" in scored.attrs else \
+            run_number(store, scored, model or (run_meta or {}).get("model"))
+        return rec.write(store, run=run)
     except Exception as e:  # noqa: BLE001 - the run's answers and scores stand without their record
         warnings.warn(f"{record_path(store)}: run record not written ({type(e).__name__}: {e})", RecordWarning,
                       stacklevel=3)

@@ -351,6 +351,12 @@ class Benchmark(ABC):
         line_of = {id(r): ln for ln, r in numbered}
         rid, recs = select_run([r for _, r in numbered], model=model, setting=setting, quantization=quantization,
                                run=run, source=label)
+        number = None  # the run's number in a store holding several (its record is named by it)
+        if isinstance(store, str | os.PathLike):
+            from vlamb_nb.run_identity import identify_runs
+
+            keys = list(identify_runs([r for _, r in numbered]))
+            number = keys.index(rid) if len(keys) > 1 and rid in keys else None
         by_turn: dict[str, list[dict[str, Any]]] = {}
         for r in recs:  # one record per request of each turn (two repair texts re-ask one request id)
             by_turn.setdefault(str(r["turn"]), []).append(r)
@@ -382,6 +388,8 @@ class Benchmark(ABC):
         bad = err.map(lambda e: isinstance(e, str) and bool(e)) & (err != NO_PREDICTION)
         ok = ~err.map(lambda e: isinstance(e, str) and bool(e))
         scored.attrs["coverage"] = coverage(ids, ans.loc[ok, "item_id"], ans.loc[bad, "item_id"], err[bad])
+        if number is not None:
+            scored.attrs["run_number"] = number
         if isinstance(store, str | os.PathLike) and record:
             from vlamb_nb.record import write_for
 
@@ -527,7 +535,10 @@ class Benchmark(ABC):
         store = path if path.is_file() and is_store(path) else None
         rec = from_scored(self, scored, store=store, n_resamples=n_resamples)
         if store is not None:
-            rec.write(store)
+            from vlamb_nb.record import run_number
+
+            rec.write(store, run=scored.attrs["run_number"] if "run_number" in scored.attrs else
+                      run_number(store, scored))
         out = rec.score_view()
         out.update(predictions=str(path), source=None if source is None else str(source))
         return out
