@@ -179,3 +179,29 @@ def test_a_store_of_several_runs_keeps_one_record_per_run(tmp_path, capsys):
     assert out["model"] == "a" and RunRecord.read(record_path(store, 0)).model.model_id == "a"
     assert bench.score_store(store, items, run=1).attrs["run_number"] == 1
     assert RunRecord.read(record_path(store, 1)).model.model_id == "b"
+
+
+def test_the_record_names_the_data_and_what_it_leaves_out_in_their_own_types(tmp_path):
+    """The data identity and what a release leaves out are the datahome's types in the record, not copies; a
+    file given as the data is named by its sha256."""
+    import hashlib
+
+    from vlamb_nb.datahome import DataIdentity, LeftOut, given_identity, tag
+
+    bench = get_benchmark("mucar")
+    data_file = bench.make_sample(tmp_path / "d", n=3, seed=0)  # the release's one JSON file
+    items = bench.load(data_file)
+    first = str(items["image_id"].iloc[0])
+    lo = LeftOut(kind="defect", why="its image_id names no single file", column="image_id", keys=(first,), n_keys=1,
+                 first=(first,), whole="group", unit="queries")
+    ident = given_identity("mucar", data_file, n_items=len(items))
+    items = tag(items, DataIdentity(**{**ident.__dict__, "left_out": (lo,)}))
+    store = tmp_path / "s.jsonl"
+    bench.evaluate(F.model(), items, "full", store=store, progress=False)
+    rec = RunRecord.read(store)
+    assert isinstance(rec.data.identity, DataIdentity) and rec.data.release == str(data_file)
+    assert rec.data.sha256 == hashlib.sha256(data_file.read_bytes()).hexdigest()
+    (left,) = rec.coverage.left_out
+    assert isinstance(left, LeftOut) and left.items >= 1 and "names no single file" in left.text()
+    assert RunRecord.from_dict(json.loads(json.dumps(rec.to_dict()))) == rec
+    assert rec.score_view()["coverage"]["left_out"] == [left.text()]

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from vlamb_nb.datahome import DataIdentity, LeftOut
 from vlamb_nb.errors import DataError
 from vlamb_nb.meta import Deviation, package_version
 
@@ -70,45 +71,63 @@ class Environment:
 
 @dataclass(frozen=True)
 class DataFacts:
-    """The data a run stood on: the release (or the files given, or a generated sample) at its revision, the
-    sha256 of what was read (of the release's verified file list, or of the given file), and N."""
+    """The data a run stood on: its identity (:class:`~vlamb_nb.datahome.DataIdentity`, the one type for it:
+    release, revision, N, what the release leaves out), the sha256 of what was read (of the release's verified
+    file list, or of the given file) and the digest of the items asked."""
 
-    kind: str = ""
-    release: str = ""
-    revision: str | None = None
+    identity: DataIdentity | None = None
     sha256: str | None = None
-    n_items: int | None = None
     source_digest: str = ""
 
+    @property
+    def kind(self) -> str:
+        return self.identity.kind if self.identity else ""
 
-@dataclass(frozen=True)
-class LeftOutItems:
-    """Items of the data a score does not stand on, and why (a release's known defect, accepted missing files)."""
+    @property
+    def release(self) -> str:
+        return self.identity.release if self.identity else ""
 
-    n: int
-    why: str
+    @property
+    def revision(self) -> str | None:
+        return self.identity.revision if self.identity else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"identity": self.identity.to_dict() if self.identity else None, "sha256": self.sha256,
+                "source_digest": self.source_digest}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DataFacts:
+        return cls(identity=DataIdentity.from_dict(d.get("identity")), sha256=d.get("sha256"),
+                   source_digest=str(d.get("source_digest") or ""))
 
 
 @dataclass(frozen=True)
 class Coverage:
-    """n of N: the items in the data, those answered, failed and missing, what was left out and why."""
+    """n of N: the items in the data, those answered, failed and missing, what the release left out and why
+    (:class:`~vlamb_nb.datahome.LeftOut`, the one type for it)."""
 
     items: int | None
     answered: int
     failed: int = 0
     missing: int | None = None
-    left_out: tuple[LeftOutItems, ...] = ()
+    left_out: tuple[LeftOut, ...] = ()
     most_frequent_error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The coverage as ``vlamb-nb score`` has always reported it (plus what was left out)."""
+        """The coverage as ``vlamb-nb score`` has always reported it (plus what was left out, one line each)."""
         out: dict[str, Any] = {"items": self.items, "answered": self.answered, "failed": self.failed,
                                "missing": self.missing}
         if self.most_frequent_error:
             out["most_frequent_error"] = self.most_frequent_error
         if self.left_out:
-            out["left_out"] = [asdict(x) for x in self.left_out]
+            out["left_out"] = [lo.text() for lo in self.left_out]
         return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Coverage:
+        return cls(items=d.get("items"), answered=int(d.get("answered") or 0), failed=int(d.get("failed") or 0),
+                   missing=d.get("missing"), most_frequent_error=d.get("most_frequent_error"),
+                   left_out=tuple(LeftOut.from_dict(x) for x in d.get("left_out") or () if isinstance(x, Mapping)))
 
 
 @dataclass(frozen=True)
@@ -152,7 +171,8 @@ class RunRecord:
     # -- reading and writing -----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        out["schema_version"] = self.schema_version
+        out["data"] = self.data.to_dict()
+        out["coverage"] = {**asdict(self.coverage), "left_out": [lo.summary() for lo in self.coverage.left_out]}
         return out
 
     def write(self, path: str | os.PathLike, *, run: int | None = None) -> Path:
@@ -187,18 +207,17 @@ class RunRecord:
             raise DataError(f"run record schema_version {version} is newer than this vlamb_nb reads "
                             f"({SCHEMA_VERSION}); upgrade vlamb_nb to read it", source=source)
         try:
-            cov = dict(d.get("coverage") or {})
-            cov["left_out"] = tuple(LeftOutItems(**x) for x in cov.get("left_out") or ())
             return cls(benchmark=str(d["benchmark"]), setting=str(d["setting"]),
                        model=_typed(ModelFacts, d["model"]), stage=str(d.get("stage", "scored")),
                        decoding=dict(d.get("decoding") or {}), prompts=dict(d.get("prompts") or {}),
                        seed=d.get("seed"), environment=_typed(Environment, d.get("environment") or {}),
-                       data=_typed(DataFacts, d.get("data") or {}), coverage=_typed(Coverage, cov),
+                       data=DataFacts.from_dict(d.get("data") or {}),
+                       coverage=Coverage.from_dict(d.get("coverage") or {}),
                        deviations=tuple(_typed(Deviation, x) for x in d.get("deviations") or ()),
                        metrics=tuple(_typed(MetricValue, x) for x in d.get("metrics") or ()),
                        rows=[dict(r) for r in d.get("rows") or ()], store=d.get("store"),
                        notes=tuple(d.get("notes") or ()), created=str(d.get("created", "")), schema_version=version)
-        except (KeyError, TypeError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise DataError(f"malformed run record ({type(e).__name__}: {e})", source=source) from None
 
     @classmethod
@@ -369,8 +388,8 @@ def data_facts(paper: str, data: Mapping[str, Any] | None, source_digest: str = 
     release, the sha256 of its manifest's verified file list; for a given file, its own sha256."""
     from vlamb_nb.hashing import digest
 
-    d = dict(data or {})
-    kind, release = str(d.get("kind") or ""), str(d.get("release") or "")
+    identity = DataIdentity.from_dict(dict(data or {}))
+    kind, release = (identity.kind, identity.release) if identity else ("", "")
     sha = None
     if kind == "release":
         from vlamb_nb.datahome import read_manifest
@@ -386,8 +405,7 @@ def data_facts(paper: str, data: Mapping[str, Any] | None, source_digest: str = 
         from vlamb_nb.datahome import file_sha256
 
         sha = file_sha256(Path(release))
-    return DataFacts(kind=kind, release=release, revision=d.get("revision"), sha256=sha,
-                     n_items=d.get("n_items"), source_digest=source_digest)
+    return DataFacts(identity=identity, sha256=sha, source_digest=source_digest)
 
 
 def metric_values(metrics: Sequence[Any], scored: Any, *, n_resamples: int = 1000, seed: int = 0
@@ -533,11 +551,9 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
 
         ids = [r["item_id"] for r in rows]
         cov = count(None, [i for i in ids if i not in errors], list(errors), list(errors.values()))
-    left = []
-    for lo in (attrs.get("data") or {}).get("left_out") or ():
-        if isinstance(lo, Mapping):
-            n = int((lo.get("items") or 0) + (lo.get("also") or 0) or lo.get("n_keys") or 0)
-            left.append(LeftOutItems(n=n, why=str(lo.get("why", ""))))
+    data = data_facts(str(getattr(bench, "name", "")), attrs.get("data") or meta.get("data"),
+                      str(meta.get("source") or ""))
+    left = data.identity.left_out if data.identity else ()
     coverage = Coverage(items=cov.get("items"), answered=int(cov.get("answered", len(rows)) or 0),
                         failed=int(cov.get("failed", 0) or 0), missing=cov.get("missing"), left_out=tuple(left),
                         most_frequent_error=cov.get("most_frequent_error"))
@@ -547,9 +563,7 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
                      model=facts, stage=stage, decoding=decoding,
                      prompts={"templates": str(meta.get("template") or ""), "items": str(meta.get("source") or "")},
                      seed=meta.get("seed"), environment=environment(meta.get("versions")),
-                     data=data_facts(str(getattr(bench, "name", "")), attrs.get("data") or meta.get("data"),
-                                     str(meta.get("source") or "")),
-                     coverage=coverage, deviations=devs, metrics=tuple(values), rows=rows,
+                     data=data, coverage=coverage, deviations=devs, metrics=tuple(values), rows=rows,
                      store=None if path is None else path.name,
                      notes=tuple(str(n) for n in attrs.get("notes") or ()) + tuple(notes),
                      created=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
