@@ -68,10 +68,17 @@ def test_a_run_and_its_scoring_write_a_record_that_reads_back_typed(paper, setti
     assert (rec.coverage.items, rec.coverage.answered, rec.coverage.failed, rec.coverage.missing) == (
         cov["items"], cov["answered"], cov["failed"], cov["missing"])
     # one row per scored answer, the columns a reader needs, then every metric's per-item value
-    rows = rec.to_pandas()
-    assert list(rows.columns)[:len(ROW_COLUMNS)] == list(ROW_COLUMNS) and len(rows) == len(scored)
-    assert set(rows["item_id"]) <= set(items[bench.id_column].astype(str))
-    assert rows["prompt"].notna().all() and rows["image"].notna().all()
+    every = rec.to_pandas()
+    assert list(every.columns) == [*ROW_COLUMNS, *(m.name for m in bench.metrics)]
+    assert set(every["item_id"]) <= set(items[bench.id_column].astype(str))
+    assert every["prompt"].notna().all()  # every turn's prompt, as the store kept it
+    # every turn the store holds is a row: the answers that count, and the turns before them
+    turns = {(r["request_id"], r["turn"]) for r in read_records(store)}
+    assert set(zip(every["request_id"], every["turn"], strict=True)) == turns
+    assert every.loc[~every["scored"].astype(bool), list(m.name for m in bench.metrics)].isna().all().all()
+    rows = every[every["scored"].astype(bool)].reset_index(drop=True)
+    assert len(rows) == len(scored) and rows["image"].notna().all()
+    assert list(rows["request_id"]) == [str(r) for r in scored["request_id"]]
     failed = scored["error"].map(lambda e: isinstance(e, str) and bool(e)) if "error" in scored else None
     if failed is not None:
         assert rows["failure"].notna().to_numpy()[failed.to_numpy()].all()
@@ -156,6 +163,7 @@ def test_a_metric_added_to_a_papers_metrics_reaches_score_with_no_other_edit(sam
         assert out["metrics"]["answers read"] == want and not math.isnan(want), paper
         assert [r["value"] for r in out["by_slice"] if r["metric"] == "answers read"] == [want]
         rows = RunRecord.read(argv[2]).to_pandas()
+        rows = rows[rows["scored"].astype(bool)]
         assert "answers read" in rows.columns
         assert 100 * np.mean(rows["answers read"].astype(float)) == pytest.approx(added.point(scored))
         monkeypatch.undo()

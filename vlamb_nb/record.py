@@ -39,7 +39,8 @@ IMAGE_COLUMNS = ("image_url", "image_path", "image", "file_name", "image_file", 
 #: the item columns a row's gold is taken from, first present wins (a paper with no gold, RACQUET, has none)
 GOLD_COLUMNS = ("gold", "label_true", "gt_xyxy", "true_answer", "answer")
 #: the columns of :meth:`RunRecord.to_pandas` before the metrics' own
-ROW_COLUMNS = ("item_id", "turn", "request_id", "prompt", "answer", "parsed", "valid", "gold", "image", "failure")
+ROW_COLUMNS = ("item_id", "turn", "request_id", "prompt", "answer", "parsed", "valid", "gold", "image", "failure",
+               "scored")
 
 
 @dataclass(frozen=True)
@@ -246,12 +247,12 @@ class RunRecord:
 
     # -- views ---------------------------------------------------------------------------------------------
     def to_pandas(self):
-        """One row per item (and turn): item_id, turn, request_id, prompt, answer, parsed, valid, gold, image,
-        failure, then every declared metric's per-item value (NaN where the metric does not cover the row)."""
+        """One row per item and turn: item_id, turn, request_id, prompt, answer, parsed, valid, gold, image,
+        failure, scored (False: a turn before the answer that counts, such as a caption or a first attempt before
+        a repair), then every declared metric's per-item value (NaN where the metric does not cover the row)."""
         import pandas as pd
 
-        names = [m for m in dict.fromkeys(v.metric for v in self.metrics)] or \
-            [k for r in self.rows[:1] for k in r if k not in ROW_COLUMNS]
+        names = dict.fromkeys(k for r in self.rows for k in r if k not in ROW_COLUMNS)  # every declared metric
         cols = [*ROW_COLUMNS, *names]
         return pd.DataFrame([{c: r.get(c) for c in cols} for r in self.rows], columns=cols)
 
@@ -261,7 +262,8 @@ class RunRecord:
         slice with its interval (``by_slice``), the deviations and notes."""
         return {"benchmark": self.benchmark, "setting": self.setting, "model": self.model.model_id,
                 "predictions": self.store, "data": self.data.release or self.data.kind or None,
-                "revision": self.data.revision, "coverage": self.coverage.to_dict(), "scored": len(self.rows),
+                "revision": self.data.revision, "coverage": self.coverage.to_dict(),
+                "scored": sum(1 for r in self.rows if r.get("scored", True)),
                 "invalid": sum(1 for r in self.rows if r.get("valid") is False),
                 "metrics": {m.metric: m.value for m in self.metrics if m.whole},
                 "by_slice": [{k: v for k, v in asdict(m).items() if k not in ("kind", "higher_is_better", "whole")}
@@ -467,16 +469,32 @@ def _first(row: Mapping[str, Any], names: Sequence[str]) -> Any:
     return None
 
 
-def _prompts(store: Path | None) -> dict[tuple[str, str], str]:
-    """(request_id, turn) -> the prompt text the store kept with each answer."""
+def _run_records(store: Path | None, scored: Any) -> dict[str, dict[str, Any]]:
+    """request_id -> the stored record of every turn of ``scored``'s run (of its model: a judge's verdicts are
+    not the run's), an answer over a failure where a request was retried."""
     if store is None or not store.is_file():
         return {}
     from vlamb_nb.store import is_store, read_records
 
     if not is_store(store):
         return {}
-    return {(str(r.get("request_id")), str(r.get("turn") or "answer")): r.get("prompt")
-            for r in read_records(store) if r.get("prompt") is not None}
+    from vlamb_nb.run_identity import identify_runs
+
+    runs = list(identify_runs(read_records(store)).values())
+    if not runs:
+        return {}
+    k = scored.attrs.get("run_number")
+    if k is None and len(runs) > 1:
+        k = run_number(store, scored)
+    model = scored.attrs.get("model")
+    out: dict[str, dict[str, Any]] = {}
+    for r in runs[k or 0]:
+        if model and (r.get("model") or {}).get("model_id") != model:
+            continue
+        rid = str(r.get("request_id"))
+        if rid not in out or (out[rid].get("error") and not r.get("error")):
+            out[rid] = r
+    return out
 
 
 def _first_answer(store: Path | None, attrs: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -492,6 +510,15 @@ def _first_answer(store: Path | None, attrs: Mapping[str, Any]) -> dict[str, Any
     recs = [r for r in read_records(store) if r.get("turn") in (None, "answer")]
     mine = [r for r in recs if not model or (r.get("model") or {}).get("model_id") == model]  # not a judge's
     return next((r for r in mine if (r.get("run") or {}).get("setting", setting) == setting), mine[0] if mine else None)
+
+
+def _step_row(step: Mapping[str, Any], gold: Any, image: Any, metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """A row of a turn that is not the scored answer (a caption, a scene graph, an agent step, a first attempt
+    before a repair), as the store kept it: no parse, no metric."""
+    return _clean({"item_id": str(step.get("item_id")), "turn": str(step.get("turn") or ""),
+                   "request_id": str(step.get("request_id")), "prompt": step.get("prompt"), "answer": step.get("text"),
+                   "parsed": None, "valid": None, "gold": gold, "image": image, "failure": _failure(step),
+                   "scored": False, **dict.fromkeys(metrics)})
 
 
 def _failure(row: Mapping[str, Any]) -> str | None:
@@ -511,7 +538,7 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
 
     attrs = dict(getattr(scored, "attrs", {}) or {})
     path = Path(store) if store is not None else None
-    first = _first_answer(path, attrs)
+    first = _first_answer(path, attrs)  # the run's meta, model and decoding
     meta = dict(run_meta or (first or {}).get("run") or {})
     info = dict(model or meta.get("model") or (first or {}).get("model") or {})
     if not info.get("model_id"):
@@ -524,32 +551,42 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
     metrics = tuple(getattr(bench, "metrics", ()) or ())
     values, per_row, notes = metric_values(metrics, scored, n_resamples=n_resamples) if stage == "scored" \
         else ([], {}, [])
-    prompts = _prompts(path)
+    stored = _run_records(path, scored)
     parsed_cols = [c for c in attrs.get("parsed_columns") or () if c in scored.columns]
     key = next((c for c in ("item_id", "uid", "id") if c in scored.columns), None)
     rows: list[dict[str, Any]] = []
     errors: dict[Any, str] = {}
-    for i, row in enumerate(scored.to_dict(orient="records")):
-        turn = str(row.get("turn") or "answer") if isinstance(row.get("turn"), str) else "answer"
+    frame_rows = scored.to_dict(orient="records")
+    shown = {str(r.get("request_id")) for r in frame_rows} if "request_id" in scored.columns else None
+    steps: dict[str, list[dict[str, Any]]] = {}  # the turns before (or instead of) the answer that counts, by item
+    for rid, r in (stored.items() if shown is not None else ()):
+        if rid not in shown:
+            steps.setdefault(str(r.get("item_id")), []).append(r)
+    for i, row in enumerate(frame_rows):
         rid = str(row.get("request_id") or row.get(key) or "")
+        rec = stored.get(rid) or {}
+        turn = str(rec.get("turn") or (row.get("turn") if isinstance(row.get("turn"), str) else None) or "answer")
         out = {"item_id": None if key is None else str(row.get(key)), "turn": turn, "request_id": rid,
-               "prompt": prompts.get((rid, turn), prompts.get((rid, "")) if (rid, "") in prompts else
-                                     next((v for (r, _), v in prompts.items() if r == rid), None)), "answer": row.get("text", row.get("response")),
+               "prompt": rec.get("prompt"), "answer": row.get("text", row.get("response")),
                "parsed": {c: row.get(c) for c in parsed_cols} or None, "valid": row.get("valid"),
                "gold": _first(row, GOLD_COLUMNS), "image": _first(row, IMAGE_COLUMNS), "failure": _failure(row)}
+        for step in steps.pop(str(out["item_id"]), []):  # each earlier turn of the item, as the store kept it
+            rows.append(_step_row(step, out["gold"], out["image"], per_row))
         if isinstance(row.get("error"), str) and row["error"].strip():
             errors[out["item_id"]] = row["error"]
         if isinstance(out["valid"], float) and math.isnan(out["valid"]):
             out["valid"] = None
+        out["scored"] = True
         for name, vals in per_row.items():
             out[name] = vals[i]
         rows.append(_clean(out))
+    rows += [_step_row(step, None, None, per_row) for left in steps.values() for step in left]  # never answered
     decoding = dict((first or {}).get("params") or {})
     cov = dict(attrs.get("coverage") or {})
     if not cov:  # a live run's frame: its answered and failed rows (the data's N is not known here)
         from vlamb_nb.metrics import coverage as count
 
-        ids = [r["item_id"] for r in rows]
+        ids = [str(r.get(key)) for r in frame_rows] if key else []
         cov = count(None, [i for i in ids if i not in errors], list(errors), list(errors.values()))
     data = data_facts(str(getattr(bench, "name", "")), attrs.get("data") or meta.get("data"),
                       str(meta.get("source") or ""))
