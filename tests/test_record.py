@@ -213,3 +213,20 @@ def test_the_record_names_the_data_and_what_it_leaves_out_in_their_own_types(tmp
     assert isinstance(left, LeftOut) and left.items >= 1 and "names no single file" in left.text()
     assert RunRecord.from_dict(json.loads(json.dumps(rec.to_dict()))) == rec
     assert rec.score_view()["coverage"]["left_out"] == [left.text()]
+
+
+def test_a_released_prediction_file_gets_a_record_where_one_is_named(shared_data, tmp_path, capsys):
+    """The authors' own per-row file is read by the paper's reader into a scored run; its record is written only
+    where asked (the released data stays as released) and reads back with every row."""
+    path = shared_data / "refadv" / "predictions" / "qwen25a7b_direct_predictions.jsonl"
+    if not path.exists():
+        pytest.skip("the Ref-Adv predictions are not beside the checkout")
+    out = _score_json(["refadv", "--predictions", str(path)], capsys)
+    assert out["record"] is None and not record_path(path).exists()
+    out = _score_json(["refadv", "--predictions", str(path), "--record", str(tmp_path / "qwen7b")], capsys)
+    assert out["record"] == str(tmp_path / "qwen7b.record.json")
+    rec = RunRecord.read(tmp_path / "qwen7b")
+    rows = rec.to_pandas()
+    assert len(rows) == rec.score_view()["scored"] == 1142 and rows["gold"].notna().all()
+    assert rows["Acc@0.5"].mean() * 100 == pytest.approx(out["metrics"]["Acc@0.5"], abs=0.005)
+    assert rec.model.model_id == out["model"] and rec.setting == "direct"

@@ -516,8 +516,9 @@ class Benchmark(ABC):
         """``vlamb-nb score``: one shape for every paper. The file is read into a scored run by
         :meth:`scored_file` (a store through :meth:`score_store`; a paper's own released prediction files by its
         reader), its run record (:mod:`vlamb_nb.record`: every declared metric, overall and by slice, from
-        :attr:`metrics`, with bootstrap intervals of ``n_resamples``, 0 or ``ci=false``: none) is written beside a store, and the
-        record's score view is returned."""
+        :attr:`metrics`, with bootstrap intervals of ``n_resamples``, 0 or ``ci=false``: none) is written beside a store
+        (or to ``record``, a path: a released prediction file gets none unless named), and the record's score view
+        is returned."""
         from vlamb_nb.record import from_scored
         from vlamb_nb.store import is_store
 
@@ -529,6 +530,7 @@ class Benchmark(ABC):
             n_resamples = int(n_resamples)
         except (TypeError, ValueError):
             raise SettingError(f"n_resamples must be a whole number (0: no intervals), got {n_resamples!r}") from None
+        target = options.pop("record", None)
         scored = self.scored_file(path, source=source, **options)
         if {"model", "setting"} <= set(scored.columns):  # a file of several runs (a labels file): one at a time
             runs = sorted(set(zip(scored["model"].astype(str), scored["setting"].astype(str), strict=True)))
@@ -537,13 +539,17 @@ class Benchmark(ABC):
                                    "never scored together: score one at a time with -o model=NAME -o setting=NAME")
         store = path if path.is_file() and is_store(path) else None
         rec = from_scored(self, scored, store=store, n_resamples=n_resamples)
-        if store is not None:
+        written = None
+        if target is not None:
+            written = rec.write(target)
+        elif store is not None:
             from vlamb_nb.record import run_number
 
-            rec.write(store, run=scored.attrs["run_number"] if "run_number" in scored.attrs else
-                      run_number(store, scored))
+            written = rec.write(store, run=scored.attrs["run_number"] if "run_number" in scored.attrs else
+                                run_number(store, scored))
         out = rec.score_view()
-        out.update(predictions=str(path), source=None if source is None else str(source))
+        out.update(predictions=str(path), source=None if source is None else str(source),
+                   record=None if written is None else str(written))
         return out
 
     def scored_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
