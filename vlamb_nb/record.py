@@ -228,7 +228,8 @@ class RunRecord:
         if p.is_dir():
             found = sorted(p.glob(f"*{SUFFIX}"))
             if len(found) != 1:
-                what = "no run record" if not found else f"{len(found)} run records ({', '.join(f.name for f in found)})"
+                what = "no run record" if not found else \
+                    f"{len(found)} run records ({', '.join(f.name for f in found)})"
                 raise DataError(f"{what} in the folder; name the record file", source=str(p))
             p = found[0]
         elif not p.name.endswith(SUFFIX):

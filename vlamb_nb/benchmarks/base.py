@@ -539,6 +539,7 @@ class Benchmark(ABC):
                                    "never scored together: score one at a time with -o model=NAME -o setting=NAME")
         store = path if path.is_file() and is_store(path) else None
         rec = from_scored(self, scored, store=store, n_resamples=n_resamples)
+        rec.store = path.name  # the file scored: a store, or a released prediction file
         written = None
         if target is not None:
             written = rec.write(target)
