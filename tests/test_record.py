@@ -230,3 +230,20 @@ def test_a_released_prediction_file_gets_a_record_where_one_is_named(shared_data
     assert len(rows) == rec.score_view()["scored"] == 1142 and rows["gold"].notna().all()
     assert rows["Acc@0.5"].mean() * 100 == pytest.approx(out["metrics"]["Acc@0.5"], abs=0.005)
     assert rec.model.model_id == out["model"] and rec.setting == "direct"
+
+
+def test_a_record_that_cannot_be_written_is_a_warning_and_the_scores_stand(tmp_path, monkeypatch):
+    from vlamb_nb.record import RecordWarning
+
+    bench = get_benchmark("vague")
+    items = bench.load(bench.make_sample(tmp_path / "d", n=4, seed=0))
+    store = tmp_path / "s.jsonl"
+    live = bench.evaluate(F.model(), items, "vlm", store=store, progress=False)
+
+    def refuse(self, path, *, run=None):
+        raise OSError(30, "Read-only file system", str(path))
+
+    monkeypatch.setattr(RunRecord, "write", refuse)
+    with pytest.warns(RecordWarning, match=r"s\.record\.json: run record not written \(OSError: .*Read-only"):
+        again = bench.score_store(store, items)
+    pd.testing.assert_frame_equal(live.drop(columns="cached"), again.drop(columns="cached"))
