@@ -59,6 +59,10 @@ def test_a_run_and_its_scoring_write_a_record_that_reads_back_typed(paper, setti
     first = next(r for r in read_records(store) if r["turn"] == "answer")
     assert (rec.benchmark, rec.setting, rec.model.model_id) == (paper, setting, "scripted")
     assert rec.model.backend == "scripted" and rec.decoding == first["params"]
+    # its identity is the one every scorer tells runs apart by
+    from vlamb_nb.run_identity import identify_runs
+
+    assert [rec.run_id] == list(identify_runs(read_records(store)))
     assert rec.prompts == {"templates": first["run"]["template"], "items": first["run"]["source"]}
     assert rec.environment.vlamb_nb == vlamb_nb.__version__ and rec.environment.python
     assert [str(d) for d in rec.deviations] == [
@@ -182,6 +186,7 @@ def test_a_store_of_several_runs_keeps_one_record_per_run(tmp_path, capsys):
                                         r"s\.run-1\.record\.json\); name one"):
         RunRecord.read(store)
     assert RunRecord.read(record_path(store, 1)).model.model_id == "b"
+    assert RunRecord.read(record_path(store, 1)).run_id.model_id == "b"
     # scoring one of them (the number -o run=N picks) rewrites its record only
     out = _score_json(["vague", "--predictions", str(store), "--source", str(folder), "-o", "model=a"], capsys)
     assert out["model"] == "a" and RunRecord.read(record_path(store, 0)).model.model_id == "a"

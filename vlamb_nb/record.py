@@ -29,6 +29,7 @@ from typing import Any
 from vlamb_nb.datahome import DataIdentity, LeftOut
 from vlamb_nb.errors import DataError
 from vlamb_nb.meta import Deviation, package_version
+from vlamb_nb.run_identity import RunId
 
 #: the version this package writes and the newest it reads
 SCHEMA_VERSION = 1
@@ -154,6 +155,9 @@ class RunRecord:
     benchmark: str
     setting: str
     model: ModelFacts
+    #: the run's identity as every scorer tells runs apart (:class:`~vlamb_nb.run_identity.RunId`: model, revision,
+    #: quantization, backend, endpoint, setting, decoding, prompts, data, seed); None for a file that is no store
+    run_id: RunId | None = None
     stage: str = "scored"  # "run": answers only (written when a run ends); "scored": with every metric
     decoding: dict[str, Any] = field(default_factory=dict)
     prompts: dict[str, str] = field(default_factory=dict)  # digests: the prompt templates, the items asked
@@ -210,6 +214,7 @@ class RunRecord:
         try:
             return cls(benchmark=str(d["benchmark"]), setting=str(d["setting"]),
                        model=_typed(ModelFacts, d["model"]), stage=str(d.get("stage", "scored")),
+                       run_id=_typed(RunId, d["run_id"]) if d.get("run_id") else None,
                        decoding=dict(d.get("decoding") or {}), prompts=dict(d.get("prompts") or {}),
                        seed=d.get("seed"), environment=_typed(Environment, d.get("environment") or {}),
                        data=DataFacts.from_dict(d.get("data") or {}),
@@ -262,6 +267,7 @@ class RunRecord:
         scored and invalid, every declared metric on its whole set (``metrics``) and on the whole set and each
         slice with its interval (``by_slice``), the deviations and notes."""
         return {"benchmark": self.benchmark, "setting": self.setting, "model": self.model.model_id,
+                "run": self.run_id.label if self.run_id else None,
                 "predictions": self.store, "data": self.data.release or self.data.kind or None,
                 "revision": self.data.revision, "coverage": self.coverage.to_dict(),
                 "scored": sum(1 for r in self.rows if r.get("scored", True)),
@@ -470,32 +476,33 @@ def _first(row: Mapping[str, Any], names: Sequence[str]) -> Any:
     return None
 
 
-def _run_records(store: Path | None, scored: Any) -> dict[str, dict[str, Any]]:
-    """request_id -> the stored record of every turn of ``scored``'s run (of its model: a judge's verdicts are
-    not the run's), an answer over a failure where a request was retried."""
+def _run_records(store: Path | None, scored: Any) -> tuple[RunId | None, dict[str, dict[str, Any]]]:
+    """``scored``'s run in ``store``: its identity and, by request_id, the stored record of each of its turns (of
+    its model: a judge's verdicts are not the run's), an answer over a failure where a request was retried."""
     if store is None or not store.is_file():
-        return {}
+        return None, {}
     from vlamb_nb.store import is_store, read_records
 
     if not is_store(store):
-        return {}
+        return None, {}
     from vlamb_nb.run_identity import identify_runs
 
-    runs = list(identify_runs(read_records(store)).values())
+    runs = list(identify_runs(read_records(store)).items())
     if not runs:
-        return {}
+        return None, {}
     k = scored.attrs.get("run_number")
     if k is None and len(runs) > 1:
         k = run_number(store, scored)
     model = scored.attrs.get("model")
+    run_id, recs = runs[k or 0]
+    if model and run_id.model_id != model:  # a judge's store: none of it is the judged run's
+        return None, {}
     out: dict[str, dict[str, Any]] = {}
-    for r in runs[k or 0]:
-        if model and (r.get("model") or {}).get("model_id") != model:
-            continue
-        rid = str(r.get("request_id"))
-        if rid not in out or (out[rid].get("error") and not r.get("error")):
-            out[rid] = r
-    return out
+    for r in recs:
+        req = str(r.get("request_id"))
+        if req not in out or (out[req].get("error") and not r.get("error")):
+            out[req] = r
+    return run_id, out
 
 
 def _first_answer(store: Path | None, attrs: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -552,7 +559,7 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
     metrics = tuple(getattr(bench, "metrics", ()) or ())
     values, per_row, notes = metric_values(metrics, scored, n_resamples=n_resamples) if stage == "scored" \
         else ([], {}, [])
-    stored = _run_records(path, scored)
+    run_id, stored = _run_records(path, scored)
     parsed_cols = [c for c in attrs.get("parsed_columns") or () if c in scored.columns]
     key = next((c for c in ("item_id", "uid", "id") if c in scored.columns), None)
     rows: list[dict[str, Any]] = []
@@ -598,7 +605,7 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
     devs = tuple(d if isinstance(d, Dev) else _typed(Dev, d) for d in attrs.get("deviations") or ()
                  if isinstance(d, Dev | Mapping))
     return RunRecord(benchmark=str(getattr(bench, "name", "")), setting=str(attrs.get("setting") or ""),
-                     model=facts, stage=stage, decoding=decoding,
+                     model=facts, run_id=run_id, stage=stage, decoding=decoding,
                      prompts={"templates": str(meta.get("template") or ""), "items": str(meta.get("source") or "")},
                      seed=meta.get("seed"), environment=environment(meta.get("versions")),
                      data=data, coverage=coverage, deviations=devs, metrics=tuple(values), rows=rows,
