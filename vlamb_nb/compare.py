@@ -183,8 +183,11 @@ def _scores(metric: Any, frames: list[Any]) -> list[Scores]:
 def _data_label(d: dict[str, Any] | None) -> str:
     if not d:
         return "unknown data"
-    if d.get("kind") == "sample":
-        return f"a generated sample ({d.get('label') or d.get('release') or 'sample'})"
+    if d.get("kind") == "sample":  # its release reads "generated sample (seed 0)": said once, not nested
+        how = str(d.get("label") or d.get("release") or "").strip()
+        how = how.removeprefix("a ").removeprefix("generated sample").strip(" ,:")
+        how = how[1:-1] if how.startswith("(") and how.endswith(")") else how
+        return f"a generated sample ({how})" if how else "a generated sample"
     rev = f"@{str(d['revision'])[:12]}" if d.get("revision") else ""
     return f"{d.get('release') or d.get('label') or d.get('kind')}{rev}"
 
@@ -211,7 +214,7 @@ def _data_note(paper: str, runs: Sequence[Run]) -> str:
     if not known:
         return f"{paper}: data identity unknown (no run records its data); compared on the common items"
     if all(r.data.get("kind") == "sample" for r in runs):  # type: ignore[union-attr]
-        return (f"{paper}: every run is on a generated sample ({_data_label(known[0].data)}): a pipeline check, "
+        return (f"{paper}: every run is on {_data_label(known[0].data)}: a pipeline check, "
                 "not a measurement of the models")
     unknown = [r.model for r in runs if not r.data]
     tail = f"; unknown for {', '.join(unknown)}" if unknown else ""
@@ -791,7 +794,7 @@ def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = 
             source = folder / str(source)
         for s in stores:
             run = score_store(s, source=source)
-            nested = s.relative_to(pdir).parts[:-2]  # e.g. racquet/bias/<model>/: another split, kept apart
+            nested = s.relative_to(pdir).parts[:-2]  # e.g. <paper>/bias/<model>/: another split, kept apart
             if nested:
                 run.setting = f"{run.setting} ({'/'.join(nested)})"
             out.append(run)
@@ -813,9 +816,20 @@ def _fmt(v: Any, d: int = 1) -> str:
 
 
 def _p(p: Any) -> str:
-    if p is None or (isinstance(p, float) and not math.isfinite(p)):
-        return "–"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
+    from vlamb_nb.stats.result import format_p
+
+    return format_p(p)
+
+
+def _rank_text(r: dict[str, Any]) -> str:
+    """``rank [low–high] of n``; where no interval could be drawn, the rank with the reason instead of ``nan``."""
+    lo, hi = r.get("rank_low"), r.get("rank_high")
+    if any(v is None or (isinstance(v, float) and not math.isfinite(v)) for v in (lo, hi)):
+        units = r.get("n_clusters")
+        why = (f"only {units} {r.get('ci_unit') or 'unit'} to resample" if isinstance(units, int | float)
+               and math.isfinite(units) and units < 2 else "the resamples gave no finite value")
+        return f"{r['rank']} of {r['of']} (no interval: {why})"
+    return f"{r['rank']} [{int(lo)}–{int(hi)}] of {r['of']}"
 
 
 def _md(text: Any) -> str:
@@ -847,7 +861,7 @@ def display_rows(c: Comparison) -> tuple[list[list[tuple[str, Any]]], list[list[
                        (str(r["slice"]), None), (str(r["model"]), None),
                        (f"{_fmt(r['value'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]", _num(r["value"])),
                        (f"{r['n']} {unit}", _num(r["n"])),
-                       (f"{r['rank']} [{r['rank_low']}–{r['rank_high']}] of {r['of']}", _num(r["rank"])),
+                       (_rank_text(r), _num(r["rank"])),
                        (str(r["dropped"]), _num(r["dropped"]))])
     pairs = []
     for r in c.pairs.to_dict(orient="records") if len(c.pairs) else []:
@@ -916,6 +930,10 @@ def _forest_rows(c: Comparison, metrics: list[tuple]) -> tuple[list[dict[str, An
                    "drawn; every pair is in the table)")
 
 
+#: the figure's row labels and legend: readable where the page shows the figure at its width (>= 9 pt)
+LABEL_PT = 9
+
+
 def figure(c: Comparison):
     """Left: each pair's difference with its interval (a forest plot; filled where the adjusted p < 0.05),
     one row per pair, grouped by metric (with many models, the pairs with each metric's top-ranked model).
@@ -940,9 +958,14 @@ def figure(c: Comparison):
     models = list(dict.fromkeys(c.values["model"]))
     style = dict(zip(models, series_styles(len(models)), strict=True))
     pairs, forest_title = _forest_rows(c, metrics)
-    legend_rows = math.ceil(len(models) / 4)
-    fig, (ax_d, ax_r) = new_figure(10.0, 1.6 + 0.32 * max(len(pairs), len(metrics) * len(models) * 0.6, 1)
-                                   + 0.14 * legend_rows, ncols=2, gridspec_kw={"width_ratios": [1.4, 1.0]},
+    # as many legend columns as the longest name lets fit across the 10 in figure at LABEL_PT (about 0.075 in
+    # a character, plus the marker)
+    longest = max((len(str(m)) for m in models), default=1)
+    legend_cols = max(1, min(len(models), 4, int(9.5 // (longest * 0.075 + 0.45))))
+    legend_rows = math.ceil(len(models) / legend_cols)
+    # labels at 9 pt (two lines each) need about 0.45 in per row to stay readable on the page
+    fig, (ax_d, ax_r) = new_figure(10.0, 1.8 + 0.45 * max(len(pairs), len(metrics) * len(models) * 0.6, 1)
+                                   + 0.2 * legend_rows, ncols=2, gridspec_kw={"width_ratios": [1.4, 1.0]},
                                    layout="constrained")
     labels = []
     for y, r in enumerate(pairs):
@@ -954,7 +977,7 @@ def figure(c: Comparison):
                                  f"{r['model_a']} − {r['model_b']}")))
     ax_d.axvline(0, color="#888888", ls="--", lw=1, zorder=1)
     if labels:
-        ax_d.set_yticks([t for t, _ in labels], [s for _, s in labels], fontsize=6)
+        ax_d.set_yticks([t for t, _ in labels], [s for _, s in labels], fontsize=LABEL_PT)
     ax_d.set_xlabel("difference, percentage points (95% CI; filled: adjusted p < 0.05)")
     ax_d.set_title(forest_title, loc="left", fontsize=9)
     rlabels = []
@@ -973,7 +996,7 @@ def figure(c: Comparison):
                 ax_r.plot([r["rank_low"], r["rank_high"]], [yy, yy], color=color, lw=2, alpha=0.6)
             ax_r.plot([r["rank"]], [yy], marker=marker, color=color, ms=5, ls="")
         rlabels.append((-i, f"{key[2]} · {key[3]}\n({key[0]} {key[1]})"))
-    ax_r.set_yticks([t for t, _ in rlabels], [shown(s) for _, s in rlabels], fontsize=6)
+    ax_r.set_yticks([t for t, _ in rlabels], [shown(s) for _, s in rlabels], fontsize=LABEL_PT)
     ax_r.set_xlim(0.5, len(models) + 0.5)
     if len(models) <= 15:
         ax_r.set_xticks(range(1, len(models) + 1))
@@ -984,8 +1007,8 @@ def figure(c: Comparison):
     ax_r.set_title("ranks", loc="left", fontsize=9)
     handles = [Line2D([], [], color=style[m][0], marker=style[m][1], ls="", ms=5) for m in models]
     # outside the axes, below both panels: the constrained layout keeps it clear of every axis label
-    fig.legend(handles, [shown(m) for m in models], loc="outside lower center", fontsize=6,
-               ncols=min(len(models), 4), frameon=False)
+    fig.legend(handles, [shown(m) for m in models], loc="outside lower center", fontsize=LABEL_PT,
+               ncols=legend_cols, frameon=False)
     for ax in (ax_d, ax_r):
         ax.grid(axis="y", visible=False)
     if not pairs:

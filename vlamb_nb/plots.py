@@ -276,8 +276,25 @@ def save_figure(fig, paper: str, name: str, *, directory: str | Path | None = No
                 meta["Subject"] = f"{drawn_from.kind}: {drawn_from.text}"
         fig.savefig(p, format=fmt, metadata=meta, bbox_inches="tight")
         written.append(str(p.resolve()))
-    publish(FIGURE_MIME, {"paper": paper, "name": name, "demo": bool(demo), "files": written,
-                          "data": None if drawn_from is None else asdict(drawn_from)})
+    payload: dict[str, Any] = {"paper": paper, "name": name, "demo": bool(demo), "files": written,
+                               "data": None if drawn_from is None else asdict(drawn_from)}
+    if title := figure_title(fig):  # what the figure shows, for the page's alt text
+        payload["title"] = title
+    publish(FIGURE_MIME, payload)
+
+
+def figure_title(fig, limit: int = 300) -> str:
+    """What a figure shows, in words: its title, else its panels' titles (each once), "" when it has none."""
+    sup = getattr(fig, "_suptitle", None)
+    texts = [sup.get_text()] if sup is not None and sup.get_text().strip() else []
+    if not texts:
+        for ax in fig.axes:
+            for loc in ("center", "left", "right"):
+                t = ax.get_title(loc).strip()
+                if t and t not in texts:
+                    texts.append(t)
+    text = " ".join("; ".join(texts).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def publish(mime: str, payload: dict[str, Any]) -> None:
@@ -294,12 +311,18 @@ def publish(mime: str, payload: dict[str, Any]) -> None:
 
 
 def stamp_demo(fig, text: str = DEMO_STAMP) -> None:
-    """Mark a figure as a pipeline demonstration, across the figure, so no crop can lose it."""
+    """Mark a figure as a pipeline demonstration with a red ribbon above everything drawn (the saved figure grows
+    to hold it), so the mark crosses no item text, title or data."""
     if getattr(fig, "_vlamb_demo", False):
         return
-    fig.text(0.5, 0.5, text, ha="center", va="center", rotation=20, fontsize=16, color="#B22222", alpha=0.35,
-             fontweight="bold", zorder=1000)
-    fig.text(0.01, 0.995, text, ha="left", va="top", fontsize=8, color="#B22222")
+    # just above what is drawn (a title that spills past the canvas included), measured on a drawn canvas
+    fig.canvas.draw()
+    drawn = fig.get_tightbbox(fig.canvas.get_renderer())  # inches
+    w, h = fig.get_figwidth(), fig.get_figheight()
+    top = (max(drawn.y1, h) + 0.08) / h  # clear of the ribbon's padding
+    ribbon = {"boxstyle": "square,pad=0.4", "facecolor": "#B22222", "edgecolor": "none"}
+    fig.text(min(drawn.x0 / w, 0.0) + 0.01, top, text, ha="left", va="bottom", fontsize=10, color="white",
+             fontweight="bold", bbox=ribbon, zorder=1000)
     fig._vlamb_demo = True
 
 
@@ -451,12 +474,29 @@ def heatmap(matrix: Any, *, annot: Any = None, ax=None, title: str | None = None
 
     fig, ax = _axes(ax, max(4.0, 1.1 * matrix.shape[1] + 2.5), max(3.0, 0.75 * matrix.shape[0] + 1.5))
     sns.heatmap(matrix.astype(float), annot=annot if annot is not None else False, fmt="", cmap=cmap, center=center,
-                linewidths=0.5, linecolor="white", ax=ax, annot_kws={"fontsize": 7},
-                cbar_kws={"label": cbar_label} if cbar_label else None)
+                linewidths=0.5, linecolor="white", ax=ax, annot_kws={"fontsize": 7})
     ax.grid(False)
+    if cbar_label and ax.collections and ax.collections[0].colorbar is not None:
+        _colorbar_label(ax.collections[0].colorbar, cbar_label)
     if title:
         ax.set_title(title)
     return fig
+
+
+def _colorbar_label(cbar, label: str) -> None:
+    """A colour bar's label, wrapped only where it is longer than the bar (a long label on a short heat map was
+    cut at the figure's edge); measured as drawn."""
+    import textwrap
+
+    cbar.set_label(label)
+    fig = cbar.ax.figure
+    renderer = fig.canvas.get_renderer()
+    bar = cbar.ax.get_window_extent(renderer).height
+    text = cbar.ax.yaxis.label
+    width = len(label)
+    while text.get_window_extent(renderer).height > bar and width > 12:
+        width = int(width * 0.8)
+        cbar.set_label("\n".join(textwrap.wrap(label, width)))
 
 
 def _nested(results: Any) -> dict[str, dict[str, Any]]:
