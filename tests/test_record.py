@@ -150,6 +150,7 @@ def test_score_prints_one_shape_for_every_paper_with_the_declared_metrics_values
         assert {r["metric"] for r in out["by_slice"]} == set(want)
         for r in out["by_slice"]:
             assert r["ci_low"] is None or r["ci_low"] <= r["value"] <= r["ci_high"]
+        assert out["deviations"] == [dict(d) for d in scored.attrs.get("deviations") or []]  # typed, as stored
         assert out["benchmark"] == paper and out["setting"] == setting and out["scored"] == len(scored)
     assert len({frozenset(k) for k in keys.values()}) == 1, keys
 

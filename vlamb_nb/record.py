@@ -275,7 +275,7 @@ class RunRecord:
                 "metrics": {m.metric: m.value for m in self.metrics if m.whole},
                 "by_slice": [{k: v for k, v in asdict(m).items() if k not in ("kind", "higher_is_better", "whole")}
                              for m in self.metrics],
-                "deviations": [str(d) for d in self.deviations], "notes": list(self.notes)}
+                "deviations": [asdict(d) for d in self.deviations], "notes": list(self.notes)}
 
 
 def record_path(path: str | os.PathLike, run: int | None = None) -> Path:
