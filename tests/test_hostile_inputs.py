@@ -347,20 +347,20 @@ def _refadv_demo_folder(path: Path, tmp: Path, shared: Path) -> str:
 BOM_CASES: list[tuple[str, str, Callable, Callable]] = [
     ("mucar: the release", "data-all.json", _mucar_sample, _loaded("mucar")),
     ("mucar: a predictions JSON", "p.json", _mucar_answers, lambda p, t, s: get_benchmark("mucar").score_file(
-        p, source=t / "d" / "data-all.json", n_resamples=0)["overall"]),
+        p, source=t / "d" / "data-all.json", n_resamples=0)["metrics"]),
     ("vague: the official JSON", "vague.json", _shared_file("vague", "example_record.json"), _loaded("vague")),
     ("vague: JSON Lines records", "vague.jsonl", lambda t, s: json.dumps(json.loads(
         (s / "vague" / "example_record.json").read_text())).encode() + b"\n", _loaded("vague")),
     ("refadv: official predictions", "x_predictions.jsonl",
      _shared_file("refadv", "predictions", "qwen25a7b_direct_predictions.jsonl"),
-     lambda p, t, s: get_benchmark("refadv").score_file(p)["summary"]),
+     lambda p, t, s: get_benchmark("refadv").score_file(p)["metrics"]),
     ("refadv: the demo records", "demo_samples.json", _shared_file("refadv", "demo", "demo_samples.json"),
      _refadv_demo_folder),
     ("racquet: the release", "racquet_general.jsonl", _shared_file("racquet", "racquet_general.jsonl"),
      _loaded("racquet")),
     ("racquet: a labels file", "labels.jsonl",
      lambda t, s: b'{"id": "general-0", "label": "A"}\n{"id": "general-1", "label": "B"}\n',
-     lambda p, t, s: get_benchmark("racquet").score_file(p, source=s / "racquet", n_resamples=10)["class_shares"]),
+     lambda p, t, s: get_benchmark("racquet").score_file(p, source=s / "racquet", n_resamples=10)["metrics"]),
     ("vflute: the official JSON", "vflute-v2-test.json", _shared_file("vflute", "vflute-v2-test.json"),
      _loaded("vflute")),
 ]
@@ -475,9 +475,8 @@ def _argv(name: str, src: Path, store: Path, opts: list[str]) -> list[str]:
 
 
 def _headline(name: str, out: dict) -> object:
-    """The numbers a score reports, without the file's name."""
-    key = {"vague": "rows", "mucar": "overall", "vflute": "f1", "refadv": "summary", "racquet": "class_shares"}
-    return json.dumps(out[key[name]], sort_keys=True)
+    """The numbers a score reports (every paper's in the same place), without the file's name."""
+    return json.dumps(out["metrics"], sort_keys=True)
 
 
 def _append(store: Path, rec: dict) -> int:

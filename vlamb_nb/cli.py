@@ -343,6 +343,8 @@ def cmd_score(a: argparse.Namespace) -> int:
     opts = _kv(a.option)
     if a.scorer is not None:
         opts["scorer"] = a.scorer
+    if a.record is not None:
+        opts["record"] = a.record
     if "quantization" in opts and opts["quantization"] in (None, ""):
         opts["quantization"] = "none"  # YAML reads `null` and an empty value as no value: here, unquantized
     source = a.source
@@ -676,6 +678,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "paper-profile run: the fetched release it stood on)")
     sc.add_argument("--scorer", help="explanation scorer (V-FLUTE): name, or 'none'")
     sc.add_argument("-o", "--option", action="append", metavar="KEY=VALUE")
+    sc.add_argument("--record", metavar="PATH", help="write the run record there (default: beside a prediction "
+                    "store; a released prediction file gets none unless named)")
     sc.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
     sc.set_defaults(func=cmd_score)
 
