@@ -66,7 +66,7 @@ def _compare_args(stores, out: Path, *extra: str) -> list[str]:
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 # -- a comparison is written all-or-nothing -----------------------------------------------------------------------

@@ -928,7 +928,7 @@ def test_notebook_runs_a_table4_strategy_and_compares_it(repo_root):
     assert 'paper=["full_cot", "full_codis", "full_agent"]' in code and 'offline=["full_agent"]' in code
     for call in ("bench.run_settings(model, items, table4_settings", "report.paper_vs_ours_table4(",
                  'record("table4_vs_paper"', "plots.plot_table4(", 'cfg.save_figure(fig, "table4-prompting-strategies", '
-                 "model_output=True)", '"step_detect", "step_evidence"'):
+                 "model_output=True, data=items)", '"step_detect", "step_evidence"'):
         assert call in code
 
 

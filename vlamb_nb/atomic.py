@@ -75,6 +75,7 @@ def move_in(tmp: Path, directory: Path, names: Sequence[str], *, page: str, stal
         for name in [page, *stale]:
             with contextlib.suppress(FileNotFoundError):
                 (directory / name).unlink()
-        for name in order:
+        for name in order:  # a name may lie in a subfolder (tables/): made as needed
+            (directory / name).parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp / name, directory / name)
     return [directory / n for n in names]

@@ -343,10 +343,14 @@ class Comparison:
                     outside = [Path(figure_dir) / "compare" / f"{name}.{x}" for x in ("png", "pdf")]
                     png = outside[0]
                 plt.close(fig)
-            names.append(write_comparison_page(self, tmp, name=name, figure=png).name)
+            page = write_comparison_page(self, tmp, name=name, figure=png).name
+            tables = sorted(f"tables/{f.name}" for f in (tmp / "tables").glob("*") if f.is_file())
             stale = [f"{name}.{x}" for x in ("png", "pdf") if f"{name}.{x}" not in names]
+            stale += [f"tables/{f.name}" for f in (d / "tables").glob(f"{name}-*") if f"tables/{f.name}" not in tables]
+            names += tables + [page]
             moved = move_in(tmp, d, names, page=f"{name}.html", stale=stale)
-        return moved[:2] + (outside or moved[2:-1]) + moved[-1:]
+        figures = [m for m in moved[2:-1] if m.parent == d]
+        return moved[:2] + (outside or figures) + moved[-1:]
 
 
 def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str = "holm",

@@ -114,6 +114,8 @@ class Coverage:
     missing: int | None = None
     left_out: tuple[LeftOut, ...] = ()
     most_frequent_error: str | None = None
+    duplicates: int = 0  # records that answered a question already answered (counted once)
+    other_variants: int = 0  # records of a turn asked with other options, set aside
 
     def to_dict(self) -> dict[str, Any]:
         """The coverage as ``vlamb-nb score`` has always reported it (plus what was left out, one line each)."""
@@ -121,6 +123,10 @@ class Coverage:
                                "missing": self.missing}
         if self.most_frequent_error:
             out["most_frequent_error"] = self.most_frequent_error
+        if self.duplicates:
+            out["duplicates"] = self.duplicates
+        if self.other_variants:
+            out["other_variants"] = self.other_variants
         if self.left_out:
             out["left_out"] = [lo.text() for lo in self.left_out]
         return out
@@ -129,6 +135,7 @@ class Coverage:
     def from_dict(cls, d: Mapping[str, Any]) -> Coverage:
         return cls(items=d.get("items"), answered=int(d.get("answered") or 0), failed=int(d.get("failed") or 0),
                    missing=d.get("missing"), most_frequent_error=d.get("most_frequent_error"),
+                   duplicates=int(d.get("duplicates") or 0), other_variants=int(d.get("other_variants") or 0),
                    left_out=tuple(LeftOut.from_dict(x) for x in d.get("left_out") or () if isinstance(x, Mapping)))
 
 
@@ -601,7 +608,8 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
     left = data.identity.left_out if data.identity else ()
     coverage = Coverage(items=cov.get("items"), answered=int(cov.get("answered", len(rows)) or 0),
                         failed=int(cov.get("failed", 0) or 0), missing=cov.get("missing"), left_out=tuple(left),
-                        most_frequent_error=cov.get("most_frequent_error"))
+                        most_frequent_error=cov.get("most_frequent_error"),
+                        duplicates=int(cov.get("duplicates") or 0), other_variants=int(cov.get("other_variants") or 0))
     devs = tuple(d if isinstance(d, Dev) else _typed(Dev, d) for d in attrs.get("deviations") or ()
                  if isinstance(d, Dev | Mapping))
     return RunRecord(benchmark=str(getattr(bench, "name", "")), setting=str(attrs.get("setting") or ""),
