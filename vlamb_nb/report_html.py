@@ -303,13 +303,17 @@ def data_rows(card: Any) -> list[dict[str, Any]]:
 
 
 def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, figures: Path,
-             params: dict[str, Any] | None = None, card_figure_error: str | None = None) -> str:
-    """``report.html`` of a reproduce run, from its ``results.json`` content, its card and its figures folder."""
+             params: dict[str, Any] | None = None, card_figure_error: str | None = None,
+             runs: list[Any] | None = None, items_error: str | None = None) -> str:
+    """``report.html`` of a reproduce run, from its ``results.json`` content, its card and its figures folder;
+    ``runs``: its scored stores (``compare.Run``), whose items each paper's section lists (``items_error``: why
+    they could not be read)."""
     from vlamb_nb.report_card import COLUMNS, DEMO_NOTE, RANK_NOTE, TEST_COLUMNS, table
 
     run_dir = Path(run_dir)
     placement = place_figures(results, Path(figures), run_dir)
     card_rows, card_notes, card_tests = table(card)
+    item_views = _item_views(runs, items_error)  # items behind every number (report_items)
     notebooks, failures, sections = [], [], []
     for name, r in results.items():
         status = "not run" if r.get("skipped") else "ok" if r.get("ok") else "failed"
@@ -332,6 +336,8 @@ def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, fi
                          "blocks": [b for b in blocks if b["rank"] < 3], "audit_from": 2,
                          "deviations": [b for b in blocks if b["rank"] == 3],
                          "rest": _figures_view(placement.rest(name), run_dir)})
+        sections[-1]["items"] = _section_items(item_views, name, headline, first=not any(
+            x.get("items") for x in sections[:-1]))  # items behind every number (report_items)
     return environment().get_template("report.html.j2").render(
         run_id=run_dir.name, card=card, demo=card.demo, demo_note=DEMO_NOTE, params=cell(params or {})[0],
         notebooks=notebooks, failures=failures, data=data_rows(card), n_ok=sum(n["status"] == "ok" for n in notebooks),
@@ -343,14 +349,53 @@ def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, fi
 
 def write_run_page(run_dir: str | os.PathLike, results: dict[str, dict[str, Any]], card: Any, *,
                    figures: str | os.PathLike | None = None, params: dict[str, Any] | None = None,
-                   card_figure_error: str | None = None) -> Path:
+                   card_figure_error: str | None = None, runs: list[Any] | None = None,
+                   items_error: str | None = None) -> Path:
     """Write ``<run>/report.html``; returns its path."""
     run_dir = Path(run_dir)
     page = run_page(results, card, run_dir=run_dir, figures=Path(figures) if figures else run_dir / "figures",
-                    params=params, card_figure_error=card_figure_error)
+                    params=params, card_figure_error=card_figure_error, runs=runs, items_error=items_error)
     path = run_dir / "report.html"
     path.write_text(page, encoding="utf-8")
     return path
+
+
+# -- the items behind the numbers (vlamb_nb/report_items.py; templates/_items.html.j2) -----------------------------
+def _item_views(runs: list[Any] | None, error: str | None) -> dict[str, Any]:
+    from vlamb_nb.report_items import run_views
+
+    if error or not runs:
+        return {"error": error} if error else {}
+    try:
+        return run_views(runs)
+    except Exception as e:  # noqa: BLE001 - items that cannot be listed must not lose the report
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def _section_items(views: dict[str, Any], paper: str, headline: list[dict[str, Any]], *,
+                   first: bool) -> dict[str, Any] | None:
+    from vlamb_nb.report_items import blob, headline_links
+
+    if "error" in views:
+        return {"error": views["error"], "assets": False}
+    view = views.get(paper)
+    if view is None or not view.rows:
+        return None
+    data = {**view.to_json(), "links": {"headline": headline_links(view, headline)}}
+    return {"id": f"items-{paper}", "blob": blob(data), "notes": view.notes, "assets": first}
+
+
+def _comparison_items(c: Any) -> dict[str, Any] | None:
+    from vlamb_nb.report_items import blob, comparison_links, comparison_view
+
+    try:
+        view = comparison_view(c)
+    except Exception as e:  # noqa: BLE001 - items that cannot be listed must not lose the page
+        return {"error": f"{type(e).__name__}: {e}", "assets": False}
+    if not view.rows:
+        return None
+    data = {**view.to_json(), "links": comparison_links(view, c)}
+    return {"id": "items", "blob": blob(data), "notes": view.notes, "assets": True}
 
 
 # -- the comparison's page ------------------------------------------------------------------------------------
@@ -365,7 +410,8 @@ def comparison_page(c: Any, *, figure: Path | None = None, page_dir: Path | None
         figs = _figures_view([Figure(figure.stem, png=figure, pdf=pdf if pdf.is_file() else None)], page_dir)
     d = c.display()
     return environment().get_template("comparison.html.j2").render(
-        c=c, d=d, figures=figs, values=Table(d["value_columns"], d["values"]),
+        c=c, d=d, figures=figs, items=_comparison_items(c),  # items behind every number (report_items)
+        values=Table(d["value_columns"], d["values"]),
         pairs=Table(d["pair_columns"], d["pairs"]),
         models=[{**m, "own": d["own_deviations"].get(m["model"], [])} for m in c.models])
 
