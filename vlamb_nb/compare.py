@@ -742,7 +742,9 @@ def _reproduce_runs(folder: Path, sources: Any) -> list[Run]:
                             f"the data it ran on (--source {paper}=PATH)", source=str(pdir))
         elif not Path(str(source)).is_absolute() and (folder / str(source)).exists():
             source = folder / str(source)
-        out += [score_store(s, source=source) for s in stores]
+        # the score options its notebook was given (a scorer, a judge), so a store scores as its notebook scored it
+        options = {k: given[k] for k in get_benchmark(paper).score_options if given.get(k) is not None}
+        out += [score_store(s, source=source, options=options) for s in stores]
     if not out:
         raise DataError("no prediction stores under the run folder", source=str(folder))
     return out

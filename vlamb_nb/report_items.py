@@ -22,6 +22,7 @@ import hashlib
 import io
 import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,8 @@ THUMB_QUALITY = 60
 MAX_TEXT = 4000
 #: rows the page renders at first and per "show more" (the rest stay in the JSON until asked for)
 PAGE_ROWS = 100
+#: items whose requests are rebuilt at once (their images are decoded, thumbnailed and let go)
+CHUNK = 256
 PARSED = ("letter", "label_text", "pred_xyxy", "class_name", "pred_label", "judge_label", "answer", "pred", "prediction",
           "parsed")
 GOLD = ("gold", "gold_letter", "gold_text", "gold_label", "label_true", "gt_xyxy", "target")
@@ -158,16 +161,28 @@ def _value(v: Any) -> float | None:
 
 # -- images -------------------------------------------------------------------------------------------------------
 def thumbnail(src: Any, *, root: Any = None) -> dict[str, Any]:
-    """A data URI of ``src`` (path, bytes, PIL image) at most :data:`THUMB_PX` on its longest side (WebP), with the
-    image's own size (boxes are drawn in its pixels)."""
-    from vlamb_nb.images import load_image
+    """A data URI of ``src`` (path, bytes, ``{"bytes"}``, PIL image) at most :data:`THUMB_PX` on its longest side
+    (WebP), with the image's own size as displayed (boxes are drawn in its pixels). A JPEG is decoded at a
+    fraction of its size (``draft``), which is most of the time a thumbnail takes."""
+    from PIL import Image, ImageOps
 
-    img = load_image(src, root=root)
+    from vlamb_nb.images import read_image_bytes, to_rgb
+
+    if isinstance(src, Image.Image):
+        img = src
+    else:
+        data, _ = read_image_bytes(src, root=root)
+        img = Image.open(io.BytesIO(data))
     w, h = img.size
-    img = img.copy()
+    if img.getexif().get(0x0112) in (5, 6, 7, 8):  # EXIF rotation by a quarter turn: shown the other way round
+        w, h = h, w
+    if img.format == "JPEG":
+        img.draft("RGB", (2 * THUMB_PX, 2 * THUMB_PX))
+    img = to_rgb(ImageOps.exif_transpose(img) or img)
+    img = img.copy() if img is src else img
     img.thumbnail((THUMB_PX, THUMB_PX))
     buf = io.BytesIO()
-    img.save(buf, format="WEBP", quality=THUMB_QUALITY, method=4)
+    img.save(buf, format="WEBP", quality=THUMB_QUALITY, method=2)
     return {"src": "data:image/webp;base64," + base64.b64encode(buf.getvalue()).decode("ascii"), "w": w, "h": h}
 
 
@@ -187,29 +202,55 @@ def _image_key(src: Any) -> str:
     return "other:" + str(id(src))
 
 
-def _add_image(view: ItemsView, src: Any, root: Any, failed: list[str]) -> int | None:
-    if src is None or (not isinstance(src, dict | bytes | str) and not hasattr(src, "tobytes") and _missing(src)):
-        return None
-    if isinstance(src, str) and not src.strip():
-        return None
-    key = _image_key(src)
-    if key in view._images:
-        return view._images[key]
-    try:
-        entry = thumbnail(src, root=root)
-    except Exception as e:  # noqa: BLE001 - one unreadable image is counted and named, never the page lost
-        failed.append(f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}")
-        view._images[key] = -1
-        return None
-    view.images.append(entry)
-    view._images[key] = len(view.images) - 1
-    return view._images[key]
+def _usable(src: Any) -> bool:
+    if src is None or (isinstance(src, str) and not src.strip()):
+        return False
+    return isinstance(src, dict | bytes | str) or hasattr(src, "tobytes") or not _missing(src)
+
+
+def _add_images(view: ItemsView, entries: list[tuple[str, Any, Any]], failed: list[str]) -> dict[str, int | None]:
+    """Per item key, the index of its image's thumbnail in ``view.images`` (None: no image, or one that cannot be
+    read: counted in ``failed``); ``entries``: (item key, image, root). An image already seen is not drawn again;
+    new ones are drawn on a few threads (PIL decodes and encodes without the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    out: dict[str, int | None] = {}
+    todo: dict[str, tuple[Any, Any]] = {}
+    keys: dict[str, str] = {}
+    for item, src, root in entries:
+        if not _usable(src):
+            out[item] = None
+            continue
+        key = _image_key(src)
+        keys[item] = key
+        if key not in view._images and key not in todo:
+            todo[key] = (src, root)
+    if todo:
+        def draw(job: tuple[Any, Any]) -> dict[str, Any] | str:
+            try:
+                return thumbnail(job[0], root=job[1])
+            except Exception as e:  # noqa: BLE001 - one unreadable image is counted and named, never the page lost
+                return f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+
+        with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+            for key, got in zip(todo, pool.map(draw, todo.values()), strict=True):
+                if isinstance(got, str):
+                    failed.append(got)
+                    view._images[key] = -1
+                else:
+                    view.images.append(got)
+                    view._images[key] = len(view.images) - 1
+    for item, key in keys.items():
+        out[item] = view._images[key] if view._images[key] >= 0 else None
+    return out
 
 
 # -- what a run's items were asked --------------------------------------------------------------------------------
-def _asked(paper: str, setting: str, items: Any, keys: list[str]) -> dict[str, tuple[str, Any]]:
-    """Per item key: (prompt text, first image) of the paper's request for the item, rebuilt from the items the
-    run was scored against by the paper's own prompt builder (empty when that cannot be done)."""
+def _asked(view: ItemsView, paper: str, setting: str, items: Any, keys: list[str],
+           failed: list[str]) -> dict[str, tuple[str, int | None]]:
+    """Per item key: the prompt text of the paper's request for the item and its first image's thumbnail,
+    rebuilt from the items the run was scored against by the paper's own prompt builder, :data:`CHUNK` items at a
+    time (a request may hold decoded images); empty when that cannot be done (the items' columns are used)."""
     if items is None or not keys:
         return {}
     from vlamb_nb.benchmarks import get_benchmark
@@ -218,17 +259,18 @@ def _asked(paper: str, setting: str, items: Any, keys: list[str]) -> dict[str, t
     idc = bench.id_column
     if idc not in items.columns:
         return {}
-    wanted = set(keys)
-    sub = items[items[idc].astype(str).isin(wanted)]
-    if sub.empty:
-        return {}
-    try:
-        reqs = bench.requests(sub.reset_index(drop=True), setting)
-    except Exception:  # noqa: BLE001 - a setting whose requests need a model's context: use the item's columns
-        return {}
-    out: dict[str, tuple[str, Any]] = {}
-    for r in reqs:
-        out.setdefault(r.item_id, (r.prompt_text, r.images[0] if r.images else None))
+    sub = items[items[idc].astype(str).isin(set(keys))].reset_index(drop=True)
+    out: dict[str, tuple[str, int | None]] = {}
+    for start in range(0, len(sub), CHUNK):
+        try:
+            reqs = bench.requests(sub.iloc[start:start + CHUNK].reset_index(drop=True), setting)
+        except Exception:  # noqa: BLE001 - a setting whose requests need a model's context: use the item's columns
+            return {}
+        first: dict[str, Any] = {}
+        for r in reqs:
+            first.setdefault(r.item_id, r)
+        images = _add_images(view, [(k, r.images[0] if r.images else None, None) for k, r in first.items()], failed)
+        out.update({k: (r.prompt_text, images[k]) for k, r in first.items()})
     return out
 
 
@@ -262,7 +304,7 @@ def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], mod
     out: dict[str, int] = {}
     first = model_frames[0][1]
     keys = (key_metric.item_key(first) if key_metric is not None else first.index.astype(str)).tolist()
-    asked = _asked(paper, setting, items, list(dict.fromkeys(keys)))
+    asked = _asked(view, paper, setting, items, list(dict.fromkeys(keys)), failed_images)
     cols = list(first.columns)
     for model, frame in model_frames:
         k = view.models.index(model)
@@ -277,17 +319,21 @@ def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], mod
                 continue
         fcols = list(frame.columns)
         row_slices = _slices_by_row(view, frame, metrics)
+        if "image" in fcols:  # items the paper's requests did not give: the image their rows name
+            rest = [(str(k), img, root) for k, img, root in zip(
+                frame_keys, frame["image"], frame["image_root"] if "image_root" in fcols else [None] * len(frame),
+                strict=True) if str(k) not in asked and (paper, setting, str(k)) not in view._index]
+            drawn = _add_images(view, [(k, img, None if _missing(root) else root) for k, img, root in rest],
+                                failed_images)
+        else:
+            drawn = {}
         for pos, (idx, row) in enumerate(frame.iterrows()):
             rk = str(frame_keys[pos])
             ident = (paper, setting, rk)
             if ident not in view._index:
-                prompt, image = asked.get(rk, (None, None))
+                prompt, img = asked.get(rk, (None, drawn.get(rk)))
                 if prompt is None:
                     prompt = _text(_first(row, cols, PROMPT))
-                if image is None and "image" in fcols:
-                    image = row.get("image")
-                root = row.get("image_root") if "image_root" in fcols else None
-                img = _add_image(view, image, None if _missing(root) else root, failed_images)
                 view.rows.append({"k": rk, "p": paper, "s": setting, "i": img, "q": _text(prompt),
                                   "g": _text(_first(row, fcols, GOLD)), "gb": _box(_first(row, fcols, GOLD_BOX)),
                                   "sl": row_slices.get(pos, []), "m": [None] * len(view.models)})
