@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import re
 import statistics
 import sys
@@ -192,16 +193,16 @@ def main(argv: list[str] | None = None) -> int:
         root = args.keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
         run, results, runs, counts = build_run(root, args.scale)
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         reread, error = scored_runs(run)
-        rescore_s = time.perf_counter() - t
+        rescore_s, rescore_cpu = time.perf_counter() - t, time.process_time() - cpu
         if error:
             print(f"scoring the stores again failed: {error}")
             return 1
         card = report_card.build(results)
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         page = write_run_page(run, results, card, runs=runs)
-        build_s = time.perf_counter() - t
+        build_s, build_cpu = time.perf_counter() - t, time.process_time() - cpu
         text = page.read_text(encoding="utf-8")
         thumbs = sum(len(m) for m in re.findall(r"data:image/webp;base64,[A-Za-z0-9+/=]+", text))
         data = sum(len(m) for m in re.findall(r'class="it-data">(.*?)</script>', text, flags=re.S))
@@ -209,8 +210,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{sum(counts.values()):,} items in {len(counts)} papers "
               f"({', '.join(f'{p} {n:,}' for p, n in counts.items())}); {n_images:,} thumbnails "
               f"({THUMB_PX} px WebP q{THUMB_QUALITY}, one per distinct image)")
-        print(f"score the stores again (scored_runs):  {rescore_s:7.1f} s  ({len(reread)} stores)")
-        print(f"build report.html:                     {build_s:7.1f} s")
+        print(f"score the stores again (scored_runs):  {rescore_s:7.1f} s  ({rescore_cpu:.1f} s of processor time; "
+              f"{len(reread)} stores)")
+        print(f"build report.html:                     {build_s:7.1f} s  ({build_cpu:.1f} s of processor time, all "
+              "threads)")
         print(f"report.html:                           {len(text.encode()) / 1e6:7.2f} MB  (thumbnails "
               f"{thumbs / 1e6:.2f} MB, {thumbs / max(n_images, 1) / 1e3:.1f} kB each; item data without them "
               f"{(data - thumbs) / 1e6:.2f} MB)")
@@ -218,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(timings, str):
             print(f"browser: skipped ({timings})")
         else:
-            print(f"in headless Chromium, from disk (median of {args.repeat}):")
+            print(f"in headless Chromium, from disk (median of {args.repeat}; load average "
+                  f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores):")
             for k, v in timings.items():
                 print(f"  {k:40s} {v:8.0f} ms")
     return 0

@@ -65,7 +65,8 @@ class Run:
     data: dict[str, Any] | None = None  # the data identity (kind, release, revision, n_items, label)
     deviations: list[str] = field(default_factory=list)
     endpoint: str | None = None  # a served model's address (credentials masked): one name on two servers
-    items: Any = None  # the items its store was scored against (a page rebuilds each item's prompt and image)
+    #: the items its store was scored against (a page rebuilds each item's prompt and image from them)
+    items: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -289,7 +290,7 @@ class Comparison:
     few: list[dict[str, Any]] = field(default_factory=list)
     #: per paper, setting and metric group: the common items' rows of every model, in one order (the page's item
     #: table, :mod:`vlamb_nb.report_items`); not saved
-    aligned: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    aligned: list[dict[str, Any]] = field(default_factory=list, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         from vlamb_nb.stats.ranking import _clean
