@@ -123,3 +123,19 @@ def test_stores_that_cannot_be_read_are_said_on_the_page(folders, tmp_path):
     page = write_run_page(tmp_path / "run", broken, report_card.build(broken), runs=runs,
                           items_error=error).read_text(encoding="utf-8")
     assert "could not be read" in page and "gone" in page
+
+
+def test_an_image_that_cannot_be_read_is_counted_and_named(runs):
+    from vlamb_nb.compare import Run
+
+    run = next(r for r in runs["A"] if r.paper == "refadv")
+    items = run.items.copy()
+    first = str(items["id"].iloc[0])
+    items["image"] = [{"bytes": b"<html>not an image</html>", "path": None}] + list(items["image"].iloc[1:])
+    view = paper_view("refadv", [Run(run.model, run.paper, run.setting, run.scored, items=items)])
+    row = next(r for r in view.rows if r["k"] == first)
+    assert row["i"] is None and all(r["i"] is not None for r in view.rows if r["k"] != first)
+    # the item's request could not be built (its image), and its own image could not be read: both said, counted
+    assert any(n.startswith("refadv direct: 1 item(s) whose request could not be rebuilt") for n in view.notes)
+    assert any(n.startswith("1 image(s) could not be read") for n in view.notes), view.notes
+    assert row["q"]  # its prompt from its own columns

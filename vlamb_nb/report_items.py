@@ -247,10 +247,12 @@ def _add_images(view: ItemsView, entries: list[tuple[str, Any, Any]], failed: li
 
 # -- what a run's items were asked --------------------------------------------------------------------------------
 def _asked(view: ItemsView, paper: str, setting: str, items: Any, keys: list[str],
-           failed: list[str]) -> dict[str, tuple[str, int | None]]:
+           failed: list[str]) -> dict[str, tuple[str | None, int | None]]:
     """Per item key: the prompt text of the paper's request for the item and its first image's thumbnail,
     rebuilt from the items the run was scored against by the paper's own prompt builder, :data:`CHUNK` items at a
-    time (a request may hold decoded images); empty when that cannot be done (the items' columns are used)."""
+    time (a request may hold decoded images). A chunk that fails is rebuilt item by item: an item whose request
+    cannot be built (an image that cannot be read) keeps its own image column, counted when that fails too; when
+    no request can be built at all the page says so and shows the items' columns."""
     if items is None or not keys:
         return {}
     from vlamb_nb.benchmarks import get_benchmark
@@ -260,17 +262,44 @@ def _asked(view: ItemsView, paper: str, setting: str, items: Any, keys: list[str
     if idc not in items.columns:
         return {}
     sub = items[items[idc].astype(str).isin(set(keys))].reset_index(drop=True)
-    out: dict[str, tuple[str, int | None]] = {}
-    for start in range(0, len(sub), CHUNK):
+    out: dict[str, tuple[str | None, int | None]] = {}
+    errors: list[str] = []
+
+    def build(part: Any) -> list[Any] | None:
         try:
-            reqs = bench.requests(sub.iloc[start:start + CHUNK].reset_index(drop=True), setting)
-        except Exception:  # noqa: BLE001 - a setting whose requests need a model's context: use the item's columns
-            return {}
+            return bench.requests(part.reset_index(drop=True), setting)
+        except Exception as e:  # noqa: BLE001 - said on the page, never a lost page
+            errors.append(f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}")
+            return None
+
+    for start in range(0, len(sub), CHUNK):
+        part = sub.iloc[start:start + CHUNK]
+        reqs = build(part)
+        if reqs is None:
+            reqs, lost = [], []
+            for i in range(len(part)):
+                one = build(part.iloc[i:i + 1])
+                if one is None:
+                    lost.append(part.iloc[i])
+                else:
+                    reqs += one
+            if not reqs:
+                view.notes.append(f"{paper} {setting}: the prompts could not be rebuilt ({errors[-1]}); the items' "
+                                  "own columns are shown")
+                return {}
+            cols = list(part.columns)
+            images = _add_images(view, [(str(r[idc]), r["image"] if "image" in cols else None,
+                                         r["image_root"] if "image_root" in cols else None) for r in lost], failed)
+            out.update({str(r[idc]): (None, images.get(str(r[idc]))) for r in lost})
         first: dict[str, Any] = {}
         for r in reqs:
             first.setdefault(r.item_id, r)
         images = _add_images(view, [(k, r.images[0] if r.images else None, None) for k, r in first.items()], failed)
         out.update({k: (r.prompt_text, images[k]) for k, r in first.items()})
+    lost_n = sum(1 for p, _ in out.values() if p is None)
+    if lost_n:
+        view.notes.append(f"{paper} {setting}: {lost_n} item(s) whose request could not be rebuilt show their own "
+                          f"columns (most often: {max(set(errors), key=errors.count)})")
     return out
 
 
@@ -332,6 +361,7 @@ def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], mod
             ident = (paper, setting, rk)
             if ident not in view._index:
                 prompt, img = asked.get(rk, (None, drawn.get(rk)))
+                img = img if img is not None else drawn.get(rk)
                 if prompt is None:
                     prompt = _text(_first(row, cols, PROMPT))
                 view.rows.append({"k": rk, "p": paper, "s": setting, "i": img, "q": _text(prompt),
