@@ -9,6 +9,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # torch is pinned to the release known to work with this package; pip picks the CPU or CUDA wheel.
 TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
+# pip's default torch wheel on x86-64 Linux is the CUDA build; TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# installs the CPU-only build on a machine without a GPU
+TORCH_INDEX ?=
 STAMP := $(VENV)/.installed
 
 .PHONY: reproduce test test-fast test-busy install lint lab clean-venv
@@ -16,21 +19,22 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet $(TORCH_PINS)
+	$(BIN)/python -m pip install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) $(TORCH_PINS)
 	$(BIN)/python -m pip install --quiet -e '.[all]'
 	@touch $(STAMP)
 
 install: $(STAMP)
 
 # the notebooks, then the example report card (a released Ref-Adv run replayed) and the example comparison (the
-# released Ref-Adv runs on their common rows); each skipped, exit 3, without the released data beside the checkout
+# released Ref-Adv runs on their common rows); each skipped with the command that fetches the runs (exit 3) when
+# the released Ref-Adv runs are neither fetched nor beside the checkout
 reproduce: $(STAMP)
 	$(BIN)/vlamb-nb reproduce --update-figures
 	@$(BIN)/vlamb-nb card --example --update-figures > /dev/null; rc=$$?; \
-	  if [ $$rc -eq 3 ]; then echo "example report card skipped: no released Ref-Adv data beside the checkout"; \
+	  if [ $$rc -eq 3 ]; then echo "example report card skipped: it needs the released Ref-Adv runs (vlamb-nb data fetch refadv)"; \
 	  elif [ $$rc -ne 0 ]; then exit $$rc; else echo "figures/card/report_card.png refreshed"; fi
 	@$(BIN)/vlamb-nb compare --example --update-figures > /dev/null; rc=$$?; \
-	  if [ $$rc -eq 3 ]; then echo "example comparison skipped: no released Ref-Adv data beside the checkout"; \
+	  if [ $$rc -eq 3 ]; then echo "example comparison skipped: it needs the released Ref-Adv runs (vlamb-nb data fetch refadv)"; \
 	  elif [ $$rc -ne 0 ]; then exit $$rc; else echo "figures/compare/refadv_released_runs.png refreshed"; fi
 
 # the venv's own ipykernel is the notebooks' "python3" kernel; ipywidgets 8 needs no extension step
@@ -50,6 +54,7 @@ test: $(STAMP)
 	$(BIN)/ruff check vlamb_nb tests perf scripts
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not slow" --ignore=tests/test_browser.py
 	$(BIN)/python -m pytest -q -m slow --ignore=tests/test_browser.py
+	$(BIN)/python scripts/fresh_clone.py --venv $(VENV)
 	$(BIN)/python scripts/busy.py -- $(BIN)/python -m pytest -q tests/test_browser.py
 
 # the tests not marked slow (notebook executions, model builds) or browser, on every core; perf/bench_tests.py

@@ -8,6 +8,7 @@ Chinese name) is a few lines; a row is a hit when the predicted box is the gold 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 GOLD = [10.0, 10.0, 50.0, 50.0]
@@ -43,3 +44,39 @@ def png(path: Path, size: tuple[int, int] = (40, 30), color: str = "#0173B2") ->
     path.parent.mkdir(parents=True, exist_ok=True)
     Image.new("RGB", size, color).save(path, format="PNG")
     return path
+
+
+#: a value of 20,000 characters without a space (a path, a digest, a token run): it must wrap, not widen the page
+LONG = "x" * 20_000
+#: text with control bytes (NUL, ESC, DEL, a C1 control) and a lone surrogate: none of them may reach the HTML
+CONTROL = "a\x00b\x1bc\x7fd\x85e\ud800f"
+
+
+def awkward_run(run: Path, figs: Path, outside: Path) -> dict:
+    """A run folder's ``results.json`` content whose tables a page must make readable: snake_case headers with
+    the model column last, p-values of 0 and NaN, a dict of counts nested two deep, a value of 20,000
+    characters, control bytes; a figure linked in from outside the run and one its cell saved with ``../``
+    (outside ``figures/``). Writes the figures (``outside``: a folder outside the run and its figures)."""
+    png(figs / "vague" / "fig4.png")
+    png(outside / "secret.png", color="#123456")
+    (figs / "vague" / "leak.png").symlink_to(outside / "secret.png")
+    png(outside / "escaped.png", color="#654321")
+    results = {"vague": {
+        "ok": True, "skipped": None, "error": None, "warnings": [], "seconds": 2.0,
+        "parameters": {"profile": "offline", "note": LONG}, "generations": [],
+        "figures": [{"table": "negation", "name": "fig4", "title": "Accuracy with and without negation",
+                     "files": [os.path.relpath(figs / "vague" / "fig4.png", run)]},
+                    {"table": "negation", "name": "escaped",
+                     "files": [os.path.relpath(outside / "escaped.png", run)]}],
+        "results": {
+            "negation": [{"slice": "negated", "value": 0.5, "ci_low": 0.25, "ci_high": 0.75, "paper_in_ci": True,
+                          "p": 0.0, "p_holm": float("nan"), "model": "Qwen2.5-VL-7B"},
+                         {"slice": "plain", "value": 0.612345, "ci_low": 0.5, "ci_high": 0.7, "paper_in_ci": False,
+                          "p": 0.0123456, "p_holm": 0.0246912, "model": "Qwen2.5-VL-7B"}],
+            "data_stats": {"queries": 1278, "pairs": 501, "per_language": {"Chinese": 426, "English": 426,
+                                                                        "Malay": 426},
+                           "group_sizes": {"2": 420, "3": 81}, "grouping": "question_id"},
+            "long_value": LONG,
+            "control": [{"answer": CONTROL, "n": 1}],
+        }}}
+    return results

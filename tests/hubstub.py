@@ -45,6 +45,11 @@ then nothing for ``seconds``; ``endless(path)`` sends no length and never stops 
 ``announce(path, length)`` sends a ``Content-Length`` of ``length`` (a 1 TB file) before the real bytes;
 ``requests`` records every (method, path, Range header). A repo published again under the same id is a new
 commit: ``main`` moves to it and the earlier commits stay addressable by their sha, as on the hub.
+Revisions that misbehave: ``substitute(repo, rev)`` answers a listing at ``rev`` with the newest commit (another
+commit for a pinned one), ``answer_sha(repo, value)`` names ``value`` as the commit (``"main"``, None, markup),
+``move_after_listing(repo, files)`` publishes ``files`` as a new commit right after the next listing at ``main``;
+the static server's ``answers(path, *bodies)`` gives successive GETs successive bodies (GitHub's commits API for
+a branch that moves).
 What huggingface_hub 2.4 does with them: after a FIN it retries inside the same call (1 s pause, up to 5
 times without progress) with ``Range: bytes=<written>-``, where ``<written>`` is a multiple of its 10 MiB
 chunk size (so a smaller file restarts from 0); an RST raises ``httpx2.ReadError`` and the partial file
@@ -73,6 +78,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 import pytest
 
 DATE = "2024-01-01T00:00:00.000Z"
+_UNSET = object()  # no fake commit sha is set for a repo
 DEFAULT_TOKEN = "hf_standin0123456789abcdefABCDEF"
 LFS_THRESHOLD = 100  # bytes: a file larger than this is stored as LFS (its listing carries a sha256)
 JOIN_TIMEOUT = 2.0
@@ -607,7 +613,12 @@ class _HubHandler(_Handler):
         return found
 
     def _info(self, repo: HubRepo, revision: str) -> None:
-        found = self._at(repo, revision)
+        hub, key = self.server, (repo.repo_type, repo.repo_id)
+        with hub.lock:
+            substituted = hub.substitutes.get(key) == revision
+            fake = hub.fake_shas.get(key, _UNSET)
+            move = hub.moves.pop(key, None) if repo.at(revision) is repo and revision != repo.sha else None
+        found = repo if substituted else self._at(repo, revision)  # substituted: the newest commit, not the asked one
         if found is None:
             return
         repo = found
@@ -628,7 +639,7 @@ class _HubHandler(_Handler):
                 "_id": repo.sha[:24],
                 "id": repo.repo_id,
                 "author": author,
-                "sha": repo.sha,
+                "sha": repo.sha if fake is _UNSET else fake,
                 "lastModified": DATE,
                 "createdAt": DATE,
                 "private": False,
@@ -641,6 +652,8 @@ class _HubHandler(_Handler):
                 "usedStorage": sum(f.size for f in repo.files.values()),
             }
         )
+        if move is not None:  # the branch moves on right after this listing was answered
+            hub.add_repo(repo.repo_id, move, repo_type=repo.repo_type)
 
     def _tree(self, repo: HubRepo, revision: str, path: str) -> None:
         found = self._at(repo, revision)
@@ -751,6 +764,9 @@ class StandInHub(_FileServer):
         self.lfs_threshold = lfs_threshold
         self.tree_page_size: int | None = None
         self.repos: dict[tuple[str, str], HubRepo] = {}
+        self.substitutes: dict[tuple[str, str], str] = {}
+        self.fake_shas: dict[tuple[str, str], Any] = {}
+        self.moves: dict[tuple[str, str], Mapping[str, bytes]] = {}
 
     def add_repo(
         self,
@@ -787,6 +803,24 @@ class StandInHub(_FileServer):
                            hashes=hashes)
             self.repos[(repo_type, repo_id)] = repo
         return repo
+
+    def substitute(self, repo_id: str, revision: str, repo_type: str = "dataset") -> None:
+        """Misbehave: a listing asked at ``revision`` (a pinned commit) answers the newest commit instead, its files
+        and its sha, as a hub that serves another commit than the one asked for would."""
+        with self.lock:
+            self.substitutes[(repo_type, repo_id)] = revision
+
+    def answer_sha(self, repo_id: str, sha: Any, repo_type: str = "dataset") -> None:
+        """Misbehave: every listing of the repo names ``sha`` as its commit (any JSON value: ``"main"``, None,
+        markup), whatever revision was asked."""
+        with self.lock:
+            self.fake_shas[(repo_type, repo_id)] = sha
+
+    def move_after_listing(self, repo_id: str, files: Mapping[str, bytes], repo_type: str = "dataset") -> None:
+        """Misbehave: right after the next listing asked at a moving name (``main``), ``files`` become a new commit,
+        so a second listing at that name answers another commit."""
+        with self.lock:
+            self.moves[(repo_type, repo_id)] = dict(files)
 
     @staticmethod
     def url_prefix(repo: HubRepo) -> str:
@@ -834,6 +868,9 @@ class _StaticHandler(_Handler):
             path = f"{self.url_path}?{unquote(query)}" if query and f"{self.url_path}?{unquote(query)}" in \
                 self.server.files else self.url_path
             data = self.server.files.get(path)
+            later = self.server.sequences.get(path)
+            if data is not None and later:  # misbehave: the next GET gets the next answer of the sequence
+                self.server.files[path] = later.pop(0)
         if data is None:
             self.reply(404, b"Not Found", {"Content-Type": "text/plain"})
             return
@@ -853,6 +890,7 @@ class StaticServer(_FileServer):
     def __init__(self, files: Mapping[str, bytes] | None = None) -> None:
         super().__init__(_StaticHandler)
         self.files: dict[str, bytes] = {}
+        self.sequences: dict[str, list[bytes]] = {}
         for path, data in (files or {}).items():
             self.add(path, data)
 
@@ -862,6 +900,14 @@ class StaticServer(_FileServer):
         with self.lock:
             self.files[path] = bytes(data)
         return self.url(path)
+
+    def answers(self, path: str, *bodies: bytes) -> None:
+        """Misbehave: successive GETs of ``path`` answer ``bodies`` in turn, then the last one (a branch that moves
+        between two calls of GitHub's commits API)."""
+        path = "/" + path.lstrip("/")
+        with self.lock:
+            self.files[path] = bytes(bodies[0])
+            self.sequences[path] = [bytes(b) for b in bodies[1:]]
 
     def url(self, path: str) -> str:
         path, sep, query = path.partition("?")

@@ -564,6 +564,33 @@ def test_annotator_labels_skips_and_resumes_in_a_new_kernel(browser, lab, shots)
 
 # -- the pages reproduce and compare write ------------------------------------------------------------------------
 LAPTOP = {"width": 1366, "height": 768}
+PHONE = {"width": 390, "height": 844}
+#: axe-core from the registry (``npm ci --prefix tests``, as ``.ci/run`` does): injected into the pages
+AXE = Path(__file__).resolve().parent / "node_modules" / "axe-core" / "axe.min.js"
+
+
+def _axe_serious(page) -> list[str]:
+    """axe-core's serious and critical violations on the open page, one line each (rule, impact, count, first
+    element); skips the test with the reason where axe-core is not installed."""
+    if not AXE.is_file():
+        pytest.skip(f"axe-core is not installed ({AXE}): run `npm ci --prefix tests`")
+    page.add_script_tag(path=str(AXE))
+    found = page.evaluate("""async () => {
+        const r = await axe.run(document, {resultTypes: ["violations"]});
+        return r.violations.filter(v => v.impact === "serious" || v.impact === "critical")
+            .map(v => `${v.id} (${v.impact}) x${v.nodes.length}: ${v.nodes[0].target.join(" ")}`);
+    }""")
+    return list(found)
+
+
+def _overflow_at(chromium, path: Path, viewport: dict) -> int:
+    """How many px the page at ``path`` is wider than ``viewport`` (0: no sideways scroll)."""
+    page = chromium.new_page(viewport=viewport)
+    try:
+        page.goto(path.as_uri(), wait_until="load")
+        return int(page.evaluate("document.documentElement.scrollWidth - window.innerWidth"))
+    finally:
+        page.close()
 
 
 def _open_file_page(chromium, path: Path) -> tuple:
@@ -615,9 +642,12 @@ def test_the_report_page_of_an_offline_reproduction_shows_every_figure_in_its_se
         _shot_at(page, None, shots / "report-html.png")
         _shot_at(page, "#card", shots / "report-html-card.png")
         _shot_at(page, "#nb-refadv", shots / "report-html-refadv.png")
+        violations = _axe_serious(page) if AXE.is_file() else []
     finally:
         page.close()
     _assert_page_clean("report.html", seen, state)
+    assert violations == [], f"report.html: axe-core finds {violations}"
+    assert _overflow_at(chromium, path, PHONE) <= 0, "report.html scrolls sideways at 390 px"
     figures = repro.root / "figures"
     on_disk = sorted(p.relative_to(figures).as_posix() for p in figures.rglob("*") if p.suffix in (".png", ".pdf"))
     shown = sorted(f["file"] for f in state["files"])
@@ -650,9 +680,78 @@ def test_the_comparison_page_loads_clean_sorts_and_shows_names_as_text(chromium,
         descending = [float(v) for v in page.locator("#values td[data-v]:nth-child(6)").evaluate_all(
             "cells => cells.map(c => c.dataset.v)")]
         page.screenshot(path=str(shots / "comparison-html.png"), full_page=True)
+        violations = _axe_serious(page) if AXE.is_file() else []
     finally:
         page.close()
     _assert_page_clean("comparison.html", seen, state)
+    assert violations == [], f"comparison.html: axe-core finds {violations}"
+    assert _overflow_at(chromium, path, PHONE) <= 0, "comparison.html scrolls sideways at 390 px"
     assert [f["file"] for f in state["files"]] == ["comparison.png", "comparison.pdf"]
     assert hostile in names and "通义千问-VL-72B" in names  # shown as written, never run
     assert ascending == sorted(ascending) and descending == sorted(ascending, reverse=True) and len(ascending) == 3
+
+
+@pytest.fixture
+def awkward_page(tmp_path):
+    """A run's page with what made pages hard to use: a 20,000-character value, snake_case tables, nested counts,
+    control bytes, a figure linked in from outside the run (``fixtures_pages.awkward_run``)."""
+    from fixtures_pages import awkward_run
+
+    from vlamb_nb import report_card
+    from vlamb_nb.report_html import write_run_page
+
+    run = tmp_path / "run"
+    run.mkdir()
+    results = awkward_run(run, run / "figures", tmp_path / "outside")
+    return write_run_page(run, results, report_card.build(results, papers=["vague"]), figures=run / "figures",
+                          params={"note": "y" * 5000})
+
+
+def test_a_page_passes_axe_and_works_by_keyboard_at_a_phone_width(chromium, awkward_page, shots):
+    if not AXE.is_file():
+        pytest.skip(f"axe-core is not installed ({AXE}): run `npm ci --prefix tests`")
+    page, seen = _open_file_page(chromium, awkward_page)
+    try:
+        violations = _axe_serious(page)
+        # sort by keyboard: Tab to a header's button, Enter sorts ascending, Enter again descending
+        table = page.locator("#nb-vague-negation ~ div.scroll table").first
+        table.evaluate("""t => Array.from(t.querySelectorAll("th button.sort"))
+            .find(b => b.textContent.trim() === "value").focus()""")
+        page.keyboard.press("Enter")
+        sort = page.evaluate("() => document.activeElement.closest('th').getAttribute('aria-sort')")
+        values = [float(v) for v in table.locator("td[data-v]:nth-child(6)").evaluate_all(
+            "cells => cells.map(c => c.dataset.v)")]
+        page.keyboard.press("Enter")
+        again = page.evaluate("() => document.activeElement.closest('th').getAttribute('aria-sort')")
+        # a figure opens full-size with Enter, and Escape closes it
+        zoom = page.locator("button.zoom").first
+        zoom.focus()
+        page.keyboard.press("Enter")
+        opened = page.evaluate("""() => { const d = document.querySelector("dialog.zoomed");
+            const i = d && d.querySelector("img"); return {open: !!(d && d.open), width: i ? i.naturalWidth : 0,
+            shown: i ? i.getBoundingClientRect().width : 0}; }""")
+        page.keyboard.press("Escape")
+        closed = page.evaluate("() => !document.querySelector('dialog.zoomed').open")
+        facts = page.locator("details.run-facts")
+        facts.locator("summary").focus()
+        page.keyboard.press("Enter")
+        facts_open = facts.evaluate("d => d.open")
+    finally:
+        page.close()
+    assert seen["console"] == [] and seen["requests"] == [], seen
+    assert violations == [], f"axe-core finds {violations}"
+    assert sort == "ascending" and values == sorted(values) and again == "descending"
+    assert opened["open"] and opened["width"] == 40 and opened["shown"] == 40 and closed  # its own size
+    assert facts_open  # the run's facts open from their one summary line
+    phone = chromium.new_page(viewport=PHONE)
+    try:
+        phone.goto(awkward_page.as_uri(), wait_until="load")
+        phone.locator("details.run-facts summary").click()  # the run's facts open: still no sideways scroll
+        wide = phone.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        boxes = phone.evaluate("""() => Array.from(document.querySelectorAll("div.scroll"), b =>
+            b.scrollWidth > b.clientWidth ? b.tabIndex : 0)""")
+        phone.screenshot(path=str(shots / "report-html-390px.png"))
+    finally:
+        phone.close()
+    assert wide <= 0, f"{wide} px of sideways scroll at 390 px (a 20,000-character value must wrap)"
+    assert all(t == 0 for t in boxes)  # a box that scrolls sideways is reachable by keyboard

@@ -422,8 +422,16 @@ def test_one_model_name_from_two_places_is_never_merged():
     x, y = _runs_with(None, None)
     x.model = y.model = "m"
     x.origin, y.origin = "runs/one/refadv__direct.jsonl", "runs/two/refadv__direct.jsonl"
-    assert set(compare([x, y], n_resamples=B).values["model"]) == {"m (one/refadv__direct.jsonl)",
-                                                                   "m (two/refadv__direct.jsonl)"}
+    assert set(compare([x, y], n_resamples=B).values["model"]) == {"m (one)", "m (two)"}
+    # two run folders of several settings each: every setting of one folder gets one name, so settings pair
+    runs = []
+    for folder in ("a", "b"):
+        for setting in ("direct", "cot"):
+            r, _ = _runs_with(None, None)
+            r.model, r.setting, r.origin = "m", setting, f"runs/{folder}/refadv/m/refadv__{setting}.jsonl"
+            runs.append(r)
+    c = compare(runs, n_resamples=B)
+    assert set(c.values["model"]) == {"m (a)", "m (b)"} and set(c.values["setting"]) == {"direct", "cot"}
 
 
 def test_racquet_shares_are_compared_by_image_with_the_paired_bootstrap():

@@ -141,6 +141,105 @@ def test_a_branch_tag_or_short_sha_of_a_github_source_is_fetched_and_recorded_as
     _one_line(e.value)
 
 
+def test_a_branch_that_moves_between_two_calls_of_the_commits_api_still_gives_one_commit(web):
+    """RACQUET's two record files come from one GitHub source: ``main`` is asked for once, so a branch that moves
+    after the first answer never gives the second file from another commit, and the record names the first."""
+    from vlamb_nb.benchmarks.racquet.data import COMMIT, REPO
+    from vlamb_nb.release_spec import RAW
+
+    _, files = web
+    moved = "5" * 40
+    files.answers(f"/api.github.com/repos/{REPO}/commits/main", json.dumps({"sha": COMMIT}).encode(),
+                  json.dumps({"sha": moved}).encode())
+    for name in ("racquet_general.jsonl", "racquet_bias.jsonl"):  # the moved branch serves the same bytes
+        url = f"{RAW}/{REPO}/{COMMIT}/data/{name}"
+        files.add(rf.url_path(url.replace(COMMIT, moved)), rf.url_files()[url])
+    m = fetch("racquet", progress=False, models=False, revision="main")
+    assert m["revisions"][REPO] == COMMIT and m["pinning"][REPO] == "given with --revision"
+    assert len(files.seen("GET", "/commits/main")) == 1
+    assert not [s for s in files.seen("GET") if f"/{moved}/" in s[1]]  # no file from the commit the branch moved to
+    assert {f["verified"] for f in m["files"] if f["path"].endswith(".jsonl")} == {"pinned sha256"}
+    # a short sha that GitHub answers with another commit is refused in one line
+    files.add(f"/api.github.com/repos/{REPO}/commits/11ac071", json.dumps({"sha": moved}).encode())
+    with pytest.raises(FetchError, match=f"answered commit {moved[:12]} for {REPO} at 11ac071") as e:
+        fetch("racquet", progress=False, models=False, revision="11ac071")
+    _one_line(e.value)
+
+
+def test_a_hub_branch_that_moves_between_two_listings_still_gives_one_commit(web, monkeypatch):
+    """Two parts of a release from one hub repository: the name is listed once, the second part is listed at the
+    commit the first listing named, so a branch that moves in between never mixes two commits."""
+    import dataclasses
+
+    from vlamb_nb.benchmarks.vague.data import HUB_ID, RELEASE
+    from vlamb_nb.release_spec import HubFiles
+
+    fetch_module = sys.modules["vlamb_nb.releases.fetch"]
+    hub, _ = web
+    two = dataclasses.replace(RELEASE, parts=(HubFiles(HUB_ID, ("data/train-*",)),
+                                              HubFiles(HUB_ID, ("README.md",), dest="card")))
+    monkeypatch.setattr(fetch_module, "release", lambda paper: two)
+    first = hub.repos[("dataset", HUB_ID)].sha
+    hub.move_after_listing(HUB_ID, {**rf.vague_repo(), "README.md": b"# moved on\n"})
+    m = fetch("vague", progress=False, models=False, revision="main")
+    assert hub.repos[("dataset", HUB_ID)].sha != first  # the branch did move during the fetch
+    assert m["revisions"][HUB_ID] == first
+    card = release_dir("vague") / m["folder"] / "files" / "card" / "README.md"
+    assert card.read_bytes() == rf.vague_repo()["README.md"]
+    assert not hub.file_requests("README.md") or all(first in s[1] for s in hub.file_requests("README.md"))
+
+
+def test_a_hub_that_answers_another_commit_for_a_pinned_revision_is_refused(web):
+    """A listing asked at the pinned commit that names another commit is refused in one line: nothing is fetched,
+    and nothing is recorded as known-good."""
+    from vlamb_nb.benchmarks.refadv.data import HUB_REVISION
+
+    hub, _ = web
+    newer = hub.add_repo(REFADV, {**rf.refadv_repo(), "README.md": b"# Ref-Adv-s, a later commit\n"})
+    hub.substitute(REFADV, HUB_REVISION)
+    with pytest.raises(FetchError, match=f"answered commit {newer.sha[:12]} for {REFADV} at {HUB_REVISION[:12]} "
+                                         r"\(known-good") as e:
+        fetch("refadv", progress=False, models=False)
+    _one_line(e.value)
+    assert read_manifest("refadv") is None and not hub.file_requests(PARQUET)
+
+
+@pytest.mark.parametrize("sha", ["main", None, "<b>3a28f23</b>", "3a28f23"])
+def test_a_hub_commit_that_is_not_40_hex_digits_is_refused_and_never_recorded(web, sha):
+    hub, _ = web
+    hub.answer_sha("HazelNam/vague-bench", sha)
+    with pytest.raises(FetchError, match="not a 40-digit commit sha; refused") as e:
+        fetch("vague", progress=False, models=False)
+    _one_line(e.value)
+    assert read_manifest("vague") is None
+
+
+def test_a_file_fetched_by_url_off_github_records_no_moving_name_as_its_revision(web, monkeypatch):
+    """A release file at a plain URL (not GitHub) has no commit to resolve: the record names none rather than
+    ``main``, and a name given with --revision for a URL that takes one is refused in one line."""
+    import dataclasses
+
+    from vlamb_nb.benchmarks.racquet.data import RELEASE
+    from vlamb_nb.release_spec import UrlFile
+
+    _, files = web
+    moved = []
+    for p in RELEASE.parts:
+        if isinstance(p, UrlFile):
+            url = f"https://zenodo.example/records/{{revision}}/{Path(p.dest).name}"
+            files.add(rf.url_path(url.format(revision="main")), rf.url_files()[p.url.format(revision=p.revision)])
+            p = dataclasses.replace(p, url=url, revision=None, source="zenodo")
+        moved.append(p)
+    by_url = dataclasses.replace(RELEASE, parts=tuple(moved))
+    monkeypatch.setattr(sys.modules["vlamb_nb.releases.fetch"], "release", lambda paper: by_url)
+    m = fetch("racquet", progress=False, models=False)
+    assert m["revisions"]["zenodo"] is None and m["revision"] is None and "main" not in json.dumps(m["revisions"])
+    assert m["pinning"]["zenodo"].startswith("not known")
+    with pytest.raises(FetchError, match="zenodo is not on GitHub, so 'v2' cannot be resolved") as e:
+        fetch("racquet", progress=False, models=False, revision="v2")
+    _one_line(e.value)
+
+
 # -- names stay inside ------------------------------------------------------------------------------------
 def test_names_from_a_listing_or_an_archive_that_lead_outside_are_refused(web, tmp_path, shared_data):
     from vlamb_nb.benchmarks.mucar.data import IMAGES_REVISION
@@ -372,6 +471,28 @@ def test_every_failure_class_is_one_line_without_a_traceback(web, tmp_path, monk
     assert code != 0 and "is not PREFIX=REPLACEMENT" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("rule", ["ftp", "dead port", "bare host"])
+def test_a_mirror_rule_to_ftp_or_a_dead_port_fails_in_one_line_naming_vlamb_mirrors(web, monkeypatch, capsys, rule):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    value = {"ftp": "*=ftp://127.0.0.1/pub/", "dead port": f"*=http://127.0.0.1:{port}/",
+             "bare host": f"https://raw.githubusercontent.com=127.0.0.1:{port}"}[rule]
+    monkeypatch.setenv("VLAMB_MIRRORS", value)
+    code = cli.main(["data", "fetch", "racquet", "-q", "--no-models"])
+    err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert code == 1 and len(lines) == 1 and "Traceback" not in err, err
+    assert "$VLAMB_MIRRORS" in lines[0] and value in lines[0], lines[0]
+    if rule == "dead port":
+        assert "refused" in lines[0] and "--from" in lines[0]
+    else:
+        assert "not an http:// or https:// URL" in lines[0]
+    assert read_manifest("racquet") is None
+
+
 def test_a_shard_that_is_not_parquet_is_one_line(stand_in_hub, static_server, tmp_path, monkeypatch, shared_data):
     from vlamb_nb.benchmarks.vflute.data import HUB_REVISION
 
@@ -423,6 +544,73 @@ def test_a_read_only_data_home_is_still_read(web, monkeypatch):
     monkeypatch.setattr(os, "replace", refuse)
     assert fetched("refadv").identity.revision == m["revision"]
     assert fetched("refadv").identity.revision == m["revision"]  # verified again: nothing could be kept
+
+
+def _read_only(mp: pytest.MonkeyPatch, root: Path) -> None:
+    """Every write under ``root`` fails as on a read-only file system (the tests may run as root, whom permissions
+    do not stop): opening for writing, making, moving, linking and removing; ``os.access`` says so too."""
+    import builtins
+    import io
+
+    def inside(p: object) -> bool:
+        return isinstance(p, str | os.PathLike) and os.fspath(p).startswith(str(root))
+
+    def refuse(path: object) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    real_open, real_io_open, real_access = os.open, io.open, os.access
+    writing = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+    def os_open(path, flags, *a, **k):
+        if inside(path) and flags & writing:
+            refuse(path)
+        return real_open(path, flags, *a, **k)
+
+    def io_open(file, mode="r", *a, **k):
+        if inside(file) and any(c in mode for c in "wax+"):
+            refuse(file)
+        return real_io_open(file, mode, *a, **k)
+
+    mp.setattr(os, "open", os_open)
+    mp.setattr(io, "open", io_open)
+    mp.setattr(builtins, "open", io_open)
+    def guarded(real):
+        def wrapped(*a, **k):
+            if any(inside(x) for x in a[:2]):
+                refuse(a[0])
+            return real(*a, **k)
+
+        return wrapped
+
+    for name in ("mkdir", "replace", "rename", "unlink", "remove", "link", "rmdir", "utime"):
+        mp.setattr(os, name, guarded(getattr(os, name)))
+    mp.setattr(os, "access", lambda p, mode, *a, **k: False if inside(p) and mode & os.W_OK else
+               real_access(p, mode, *a, **k))
+
+
+def test_a_complete_release_on_a_read_only_data_home_is_re_checked_by_data_fetch(web, monkeypatch, capsys):
+    """``data fetch`` on a read-only data home verifies the release in place and reports it (exit 0, nothing
+    written); only a fetch that needs to write (a damaged file to repair) fails, in one line naming it."""
+    m = fetch("refadv", progress=False, models=False)
+    root = release_dir("refadv")
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    path = root / m["folder"] / "files" / "predictions" / RUN
+    os.utime(path)  # a new stamp: the re-check hashes it again, and cannot keep the new stamp
+    with monkeypatch.context() as mp:
+        _read_only(mp, root.parent)
+        assert cli.main(["data", "fetch", "refadv", "-q", "--no-models"]) == 0
+        out = capsys.readouterr()
+        assert "verified in place (the data home is read-only, nothing needed writing)" in out.out, out
+        assert not out.err.strip()
+        assert fetched("refadv").identity.revision == m["revision"]
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before  # not a byte written
+    path.write_bytes(path.read_bytes()[:100])  # damaged: repairing it needs a write
+    with monkeypatch.context() as mp:
+        _read_only(mp, root.parent)
+        assert cli.main(["data", "fetch", "refadv", "-q", "--no-models"]) == 1
+        err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert len(lines) == 1 and "read-only" in lines[0] and "Traceback" not in err, err
 
 
 # -- Ctrl-C -------------------------------------------------------------------------------------------------------

@@ -128,8 +128,9 @@ def test_each_figure_is_placed_by_its_table_and_the_rest_at_the_end_of_its_secti
     assert page.position(id="card") < page.position(**{"data-file": "card/demo/report_card.png"}) \
         < page.position(id="nb-vague")
     assert page.position(id="other-figures") < page.position(**{"data-file": "stray/other.png"})
-    order = [page.position(id=x) for x in ("run", "data", "failures", "card", "nb-vague", "nb-mucar")]
-    assert order == sorted(order)  # parameters, data and failures before the card, then the papers
+    order = [page.position(id=x) for x in ("run-facts", "run", "data", "failures", "card", "nb-vague", "nb-mucar",
+                                           "provenance")]
+    assert order == sorted(order)  # the run's facts folded into one line, then the card, the papers, provenance
 
 
 def test_the_page_is_self_contained(run_page):
@@ -160,7 +161,7 @@ def test_the_top_says_parameters_data_left_out_and_the_failing_cell(run_page):
     _, _, page = run_page
     text = " ".join(" ".join(page.text).split())
     top = text[: text.index("Report card:")]  # the card's heading
-    assert '{"n": 3}' in top and "hub:x/vague@abc1234 · 20 of 1,677 (186 left out)" in top
+    assert "n: 3" in top and "hub:x/vague@abc1234 · 20 of 1,677 (186 left out)" in top
     # what was left out and why, in full (the card's data note)
     assert "186 queries left out: 22 image_id values (malay/8, malay/9, …): names no single image file" in top
     assert "mucar failed in cell In [3]: ValueError: n must be >= 0, got -1" in top
@@ -170,7 +171,7 @@ def test_the_top_says_parameters_data_left_out_and_the_failing_cell(run_page):
 def test_an_offline_page_says_pipeline_demo_up_front(run_page):
     path, _, page = run_page
     text = " ".join(page.text)
-    assert text.index("PIPELINE DEMO") < text.index("The run")  # the first thing under the page's heading
+    assert text.index("PIPELINE DEMO") < text.index("The run") < text.index("Report card:")  # first under the h1
     assert re.search(r"<title>Pipeline demo · ", path.read_text(encoding="utf-8"))  # and in the tab's title
 
 
@@ -272,3 +273,287 @@ def test_the_templates_ship_with_the_package(repo_root):
     for name in ("report.html.j2", "comparison.html.j2"):
         env.get_template(name)  # found through the package and parsed
     assert isinstance(env.loader, jinja2.PackageLoader) and env.autoescape is True
+
+
+# -- the card first, readable tables, provenance, export, access (issue: a page to explore) --------------------
+@pytest.fixture
+def awkward(tmp_path):
+    """A page of the run in ``fixtures_pages.awkward_run`` (built once per test), its folder and parsed page."""
+    from fixtures_pages import awkward_run
+
+    run, figs, outside = tmp_path / "run", tmp_path / "run" / "figures", tmp_path / "outside"
+    run.mkdir()
+    results = awkward_run(run, figs, outside)
+    card = report_card.build(results, papers=["vague"])
+    path = write_run_page(run, results, card, figures=figs, params={"note": "x" * 300})
+    return path, Page(path.read_text(encoding="utf-8"))
+
+
+def _cells(text: str, heading: str) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of the first table after the heading with id ``heading``, as text."""
+    frag = text[text.index(f'id="{heading}"'):]
+    frag = frag[frag.index("<table"):frag.index("</table>")]
+    from html import unescape
+
+    heads = [unescape(re.sub(r"<[^>]+>", "", h)) for h in re.findall(r"<th[^>]*>(.*?)</th>", frag, flags=re.S)]
+    rows = [[unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", r, flags=re.S)]
+            for r in re.findall(r"<tr>(.*?)</tr>", frag.split("</thead>", 1)[1], flags=re.S)]
+    return heads, rows
+
+
+def test_the_first_screen_is_the_card_and_the_run_facts_fold_into_one_line(run_page):
+    path, _, page = run_page
+    text = path.read_text(encoding="utf-8")
+    before_card = text[: text.index('<section id="card"')]
+    # every table and section before the card is inside the one folded summary of the run's facts
+    facts = before_card[before_card.index('<details class="run-facts"'):]
+    assert "<table" not in before_card.replace(facts, "") and "</details>" in facts
+    assert not re.search(r'<details class="run-facts"[^>]*\bopen\b', text)
+    summary = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", re.search(r"<summary>(.*?)</summary>", facts, re.S)[1]))
+    assert "1 of 2 notebook(s) succeeded, 1 failed" in summary and "(show)" in summary
+    # the card's figure comes right after its heading, before its table
+    assert page.position(id="card") < page.position(**{"data-file": "card/demo/report_card.png"}) \
+        < next(i for i, (t, _) in enumerate(page.elements) if t == "table" and i > page.position(id="card"))
+
+
+def test_tables_read_as_a_reader_expects(awkward):
+    path, page = awkward
+    text = path.read_text(encoding="utf-8")
+    heads, rows = _cells(text, "nb-vague-negation")
+    assert heads[0] == "model"  # the identifier first, not scrolled off at the end
+    assert heads == ["model", "slice", "CI low", "CI high", "paper in CI", "value", "p", "p (Holm)"]
+    assert not [h for h in heads if "_" in h or not h.strip()]
+    assert [r[6] for r in rows] == ["<0.001", "0.0123"]  # a p of 0 is never printed as 0; 3 significant digits
+    assert [r[7] for r in rows] == ["–", "0.0247"]  # a missing p is a dash, never nan
+    words = " ".join(page.text)
+    assert not re.search(r"\bnan\b", words, flags=re.I)
+
+
+def test_a_nested_dict_reads_as_one_line_of_facts_not_one_key_per_line(awkward):
+    path, page = awkward
+    text = path.read_text(encoding="utf-8")
+    frag = text[text.index('id="nb-vague-data_stats"'):]
+    frag = frag[: frag.index("<h3", 10)]
+    assert frag.count("<p") == 1 and 'class="facts"' in frag  # one paragraph, not a line per key
+    shown = re.sub(r"<[^>]+>", "", frag)
+    assert "per language: Chinese: 426, English: 426, Malay: 426" in shown and "queries: 1278" in shown
+
+
+def test_no_control_byte_reaches_the_page_and_it_is_shown_as_a_symbol(awkward):
+    path, page = awkward
+    raw = path.read_bytes()
+    assert not re.search(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", raw)
+    assert not re.search("[\x80-\x9f]", raw.decode("utf-8"))
+    assert "a\u2400b\u241bc\u2421d\ufffde\ufffdf" in " ".join(page.text)
+    csv_text = (path.parent / "tables" / "vague-control.csv").read_text(encoding="utf-8")
+    assert "a\u2400b\u241bc\u2421d\ufffde\ufffdf" in csv_text  # the exported files too
+
+
+def test_a_figure_linked_from_outside_the_run_is_not_read_and_one_saved_outside_figures_is_reported(awkward, tmp_path):
+    path, page = awkward
+    text = path.read_text(encoding="utf-8")
+    secret = base64.b64encode((tmp_path / "outside" / "secret.png").read_bytes()).decode()
+    escaped = base64.b64encode((tmp_path / "outside" / "escaped.png").read_bytes()).decode()
+    assert secret not in text and escaped not in text  # neither inlined
+    shown = " ".join(" ".join(page.text).split())
+    assert "vague/leak.png is a link to a file outside the run's figures folder" in shown
+    warn = [a for t, a in page.elements if t == "div" and a.get("data-outside")]
+    assert [a["data-outside"] for a in warn] == ["../outside/escaped.png"]  # reported in vague's section
+    assert page.position(id="nb-vague") < page.position(**{"data-outside": "../outside/escaped.png"})
+    assert "saved outside the run's figures folder" in shown
+
+
+def test_every_table_downloads_as_csv_and_latex_from_the_page_and_beside_it(awkward):
+    import csv
+    import io
+
+    path, page = awkward
+    tables = [a for t, a in page.elements if t == "table"]
+    links = [a for t, a in page.elements if t == "a" and a.get("data-export")]
+    assert len(links) == 2 * len(tables) and len(tables) >= 5  # every table: run facts, card, results, provenance
+    boxes = [a["aria-label"] for t, a in page.elements if t == "div" and "scroll" in a.get("class", "").split()]
+    assert len(boxes) == len(tables)
+    folder = path.parent / "tables"
+    for a in links:
+        kind, name = a["data-export"], a["data-table"]
+        assert a["download"] == f"{name}.{kind}" and a["href"].startswith("data:")
+        body = base64.b64decode(a["href"].split(",", 1)[1]).decode("utf-8")
+        assert (folder / f"{name}.{kind}").read_text(encoding="utf-8") == body  # the same file beside the page
+        if kind == "tex":
+            assert body.startswith("\\begin{tabular}") and "\\toprule" in body and "\\midrule" in body \
+                and "\\bottomrule" in body
+    neg = list(csv.reader(io.StringIO((folder / "vague-negation.csv").read_text(encoding="utf-8"))))
+    assert neg[0][:2] == ["model", "slice"] and neg[1][neg[0].index("p")] == "0.0"  # the recorded value, exactly
+    tex = (folder / "vague-negation.tex").read_text(encoding="utf-8")
+    assert "paper in CI" in tex and "\\textless{}0.001" in tex and "Qwen2.5-VL-7B" in tex
+    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{a['data-table']}.{a['data-export']}" for a in links)
+
+
+def test_the_provenance_block_names_the_package_commit_libraries_model_decoding_and_data(tmp_path, monkeypatch):
+    from vlamb_nb.report_html import git_commit
+
+    data_home = tmp_path / "data"
+    (data_home / "vague").mkdir(parents=True)
+    (data_home / "vague" / "manifest.json").write_text(json.dumps({
+        "paper": "vague", "release": "hub:x/vague", "revision": "abc1234def", "files": [
+            {"path": "data/train-0.parquet", "sha256": "a" * 64}, {"path": "data/train-1.parquet", "sha256": "b" * 64}]}))
+    monkeypatch.setenv("VLAMB_DATA", str(data_home))
+    run, figs = tmp_path / "run", tmp_path / "figs"
+    run.mkdir()
+    store = run / "tiny-qwen__4bit" / "vague__vlm.jsonl"
+    store.parent.mkdir()
+    store.write_text(json.dumps({"key": "k", "request_id": "1", "text": "A", "params": {"max_new_tokens": 7,
+                                                                                       "num_beams": 1},
+                                 "model": {"model_id": "Qwen/Qwen2.5-VL-7B-Instruct", "revision": "cafe1234",
+                                           "quantization": "4bit"},
+                                 "run": {"benchmark": "vague", "setting": "vlm", "template": "feedbeef00112233",
+                                         "source": "0123456789abcdef", "versions": {"torch": "2.14.1"}}}) + "\n")
+    results = _results(run, figs)
+    card = report_card.build(results, papers=["vague", "mucar"])
+    path = write_run_page(run, results, card, figures=figs)
+    text = path.read_text(encoding="utf-8")
+    prov = " ".join(re.sub(r"<[^>]+>", " ", text[text.index('<section id="provenance"'):]).split())
+    from vlamb_nb.meta import package_version
+
+    assert f"vlamb_nb version {package_version()}" in prov
+    commit = git_commit()
+    assert commit is None or commit.split()[0] in prov  # the package's commit where it runs from a checkout
+    for name in ("Python", "torch", "transformers", "bitsandbytes"):
+        assert name in prov
+    assert "Qwen/Qwen2.5-VL-7B-Instruct@cafe1234" in prov and "max_new_tokens: 7" in prov
+    assert "feedbeef00112233" in prov and "0123456789abcdef" in prov  # prompt and items digests
+    import hashlib
+
+    digest = hashlib.sha256(f"data/train-0.parquet\t{'a' * 64}\ndata/train-1.parquet\t{'b' * 64}\n".encode())
+    assert "hub:x/vague abc1234def " + digest.hexdigest() in prov  # the release, its revision, its files' sha256
+    # recorded with the run: a page rebuilt later shows what ran then, not what is installed now
+    recorded = json.loads((run / "provenance.json").read_text(encoding="utf-8"))
+    recorded["environment"]["vlamb_nb"] = "9.9.9-then"
+    (run / "provenance.json").write_text(json.dumps(recorded))
+    again = write_run_page(run, results, card, figures=figs).read_text(encoding="utf-8")
+    assert "9.9.9-then" in again
+
+
+def test_access_scroll_boxes_are_focusable_and_named_headers_are_buttons_and_images_say_what_they_show(run_page):
+    _, _, page = run_page
+    boxes = [a for t, a in page.elements if t == "div" and "scroll" in a.get("class", "").split()]
+    assert boxes and all(a.get("tabindex") == "0" and a.get("aria-label", "").startswith("Table: ") for a in boxes)
+    ths = [i for i, (t, _) in enumerate(page.elements) if t == "th"]
+    assert ths and all(page.elements[i + 1][0] == "button" for i in ths)  # a header sorts by keyboard too
+    imgs = [a for t, a in page.elements if t == "img"]
+    for a in imgs:
+        assert a["alt"] and ".png" not in a["alt"] and "/" not in a["alt"], a["alt"]
+    fig4 = next(a for a in imgs if a["data-file"] == "vague/fig4.png")
+    assert fig4["alt"] == "vague figure: fig4 (for the table fig4 counts)"
+    # headings never skip a level (h2 -> h4)
+    levels = [int(t[1]) for t, _ in page.elements if re.fullmatch(r"h[1-6]", t)]
+    assert all(b <= a + 1 for a, b in zip(levels, levels[1:], strict=False)), levels
+
+
+def test_the_comparison_page_formats_p_once_says_why_a_rank_has_no_interval_and_names_samples_once():
+    from vlamb_nb.compare import _data_label, _rank_text
+    from vlamb_nb.stats.result import format_p
+
+    assert [format_p(p) for p in (0, 0.0004, 0.001, 0.012345, 0.5, 1.0, None, float("nan"))] == \
+        ["<0.001", "<0.001", "0.001", "0.0123", "0.5", "1", "–", "–"]
+    row = {"rank": 1, "of": 2, "rank_low": None, "rank_high": None, "n_clusters": 1, "ci_unit": "image"}
+    assert _rank_text(row) == "1 of 2 (no interval: only 1 image to resample)"
+    assert _rank_text({**row, "rank_low": 1, "rank_high": 2}) == "1 [1–2] of 2"
+    label = _data_label({"kind": "sample", "release": "generated sample (seed 0)"})
+    assert label == "a generated sample (seed 0)"
+
+
+# -- figures as the page shows them ----------------------------------------------------------------------------
+def _extent(artist, renderer):
+    return artist.get_window_extent(renderer)
+
+
+def _overlap(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def test_the_pipeline_demo_mark_crosses_no_text_title_or_plot():
+    from vlamb_nb import plots
+
+    fig, axes = plots.new_figure(6.0, 3.0, ncols=2)
+    for ax in axes:
+        ax.set_title("saliency: the red umbrella on the left")
+        ax.text(0.5, 0.5, "item text in the middle of the panel", transform=ax.transAxes, ha="center")
+        ax.set_xlabel("x label")
+    fig.suptitle("a figure title")
+    plots.stamp_demo(fig)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    marks = [t for t in fig.texts if "pipeline demo" in t.get_text().lower()]
+    assert [t.get_text() for t in marks] == [plots.DEMO_STAMP]
+    others = [fig._suptitle, *[a for ax in axes for a in (ax.title, ax.xaxis.label, *ax.texts)]]
+    for m in marks:
+        box = _extent(m.get_bbox_patch(), r)  # the ribbon, padding included
+        assert not any(_overlap(box, _extent(ax, r)) for ax in axes)  # off every panel
+        assert not any(_overlap(box, _extent(o, r)) for o in others), m.get_text()
+
+
+def test_the_refadv_heatmap_colour_bar_label_is_not_cut():
+    import pandas as pd
+
+    from vlamb_nb.benchmarks.refadv.plots import pairwise_heatmap
+
+    sig = pd.DataFrame([{"family": "model vs model", "comparison": "run-a − run-b", "diff_pp": 5.0,
+                         "ci_low": -1.0, "ci_high": 11.0, "p_holm": 0.2}])
+    fig = pairwise_heatmap(sig)  # two runs: the smallest heat map, where the label was cut ("Acc@0.!")
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    cbar_ax = fig.axes[-1]
+    label = cbar_ax.yaxis.label
+    box, bar = _extent(label, r), _extent(cbar_ax, r)
+    assert " ".join(label.get_text().split()) == "Acc@0.5 difference, row − column (points)"  # all of it
+    assert fig.bbox.y0 <= box.y0 and box.y1 <= fig.bbox.y1 and box.height <= bar.height * 1.05
+
+
+def test_the_comparison_figure_labels_are_readable(tmp_path):
+    from vlamb_nb.compare import compare
+
+    files = official_runs(tmp_path / "runs", {"a": set(range(30)), "b": set(range(5, 40)), "c": set(range(0, 40, 2))})
+    fig = compare(files, n_resamples=200).figure()
+    labels = [t for ax in fig.axes for t in ax.get_yticklabels() if t.get_text()]
+    assert labels and min(t.get_fontsize() for t in labels) >= 9
+    assert min(t.get_fontsize() for t in fig.legends[0].get_texts()) >= 9
+
+
+def test_the_comparison_page_puts_the_model_first_exports_its_tables_and_has_provenance(tmp_path):
+    from vlamb_nb.compare import compare
+
+    files = official_runs(tmp_path / "runs", {"a": set(range(30)), "b": set(range(5, 40))})
+    page_path = compare(files, n_resamples=200, title="two").save(tmp_path / "out")[-1]
+    text = page_path.read_text(encoding="utf-8")
+    heads, rows = _cells(text, "values")
+    assert heads[:2] == ["model", "paper"] and {r[0] for r in rows} == {"a", "b"}
+    heads, rows = _cells(text, "pairs")
+    assert heads[:2] == ["a", "b"] and rows[0][:2] == ["a", "b"]
+    assert re.fullmatch(r"<0\.001|[01](\.\d+)?|0\.\d{1,3}|0\.0+\d{1,3}", rows[0][heads.index("p")])
+    page = Page(text)
+    links = {(a["data-table"], a["data-export"]) for t, a in page.elements if t == "a" and a.get("data-export")}
+    assert links == {(n, k) for n in ("comparison-values", "comparison-paired-differences", "comparison-models",
+                                      "provenance-data") for k in ("csv", "tex")}
+    for name, kind in links:
+        assert (tmp_path / "out" / "tables" / f"{name}.{kind}").is_file()
+    prov = " ".join(re.sub(r"<[^>]+>", " ", text[text.index('<section id="provenance"'):]).split())
+    assert "vlamb_nb version" in prov and "Python" in prov and "refadv" in prov
+
+
+def test_save_figure_records_what_the_figure_shows_and_the_page_says_it_as_alt_text(tmp_path):
+    from vlamb_nb import plots
+    from vlamb_nb.report_html import Figure, figure_log
+
+    fig, ax = plots.new_figure()
+    ax.set_title("Accuracy by distractor count")
+    assert plots.figure_title(fig) == "Accuracy by distractor count"
+    fig.suptitle("Ref-Adv-s  Acc@0.5\nwith 95% CIs")
+    assert plots.figure_title(fig) == "Ref-Adv-s Acc@0.5 with 95% CIs"
+    untitled, _ = plots.new_figure()
+    assert plots.figure_title(untitled) == ""
+    log = figure_log([{"table": "t", "name": "a", "files": [], "title": "Acc by count"},
+                      {"table": "t", "name": "b", "files": []}], tmp_path)
+    assert log[0]["title"] == "Acc by count" and "title" not in log[1]  # recorded only where there is one
+    alt = Figure("refadv/demo/acc_by_count", title="Acc by count", table="slices").alt()
+    assert alt == "refadv figure: Acc by count (for the table slices) — pipeline demo, not a result"

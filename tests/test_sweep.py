@@ -168,3 +168,161 @@ def test_a_served_model_sweeps_with_its_key_in_the_address_never_written(tmp_pat
     assert not [p for p, t in written.items() if secret in t]
     config = json.loads((out / "config.json").read_text())[0]
     assert config["model_options"]["concurrency"] == 4
+
+
+# -- what a sweep says when a job does not finish --------------------------------------------------------------
+#: what sbatch says on a cluster whose nodes have no GPU when a job asks for one
+SBATCH_REFUSAL = "sbatch: error: Batch job submission failed: Requested node configuration is not available"
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    import contextlib
+    import io
+
+    from vlamb_nb import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli.main(list(argv))
+    return rc, out.getvalue(), err.getvalue()
+
+
+def _fake_sbatch(tmp_path: Path) -> tuple[Path, Path]:
+    """A folder with an ``sbatch`` that keeps the script it is given and refuses it as SLURM does."""
+    bin_dir, kept = tmp_path / "bin", tmp_path / "submitted.sh"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text(f'#!/bin/sh\ncp "$1" "{kept}"\necho "${{FAKE_SBATCH_ERROR:-{SBATCH_REFUSAL}}}" >&2\n'
+                                    'exit 1\n')
+    (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")  # submitit looks for it before it submits
+    for tool in ("sbatch", "srun"):
+        (bin_dir / tool).chmod(0o755)
+    return bin_dir, kept
+
+
+def test_sbatch_refusing_the_gpu_request_is_one_line_naming_the_setting_and_zero_asks_for_none(tmp_path, monkeypatch):
+    pytest.importorskip("submitit")
+    _bench_or_skip("refadv")
+    bin_dir, kept = _fake_sbatch(tmp_path)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    base = {"name": "nogpu", "executor": "slurm", "out_dir": str(tmp_path / "out"), "progress": False,
+            "models": [{"spec": "openai:m", "quantization": "none", "options": {"base_url": "http://127.0.0.1:9/v1"}}],
+            "benchmarks": [{"name": "refadv", "settings": ["direct"]}]}
+    rc, out, err = _cli("sweep", str(_write(tmp_path, base)))
+    assert (rc, out) == (2, "")
+    assert err == ("vlamb-nb: error: sbatch refused the sweep's jobs: Requested node configuration is not available "
+                   "(each job asked for gpus_per_node 1 (the default), mem_gb 64, cpus_per_task 8); on a cluster "
+                   "without GPUs set `slurm: {gpus_per_node: 0}` in sweep.yaml\n")
+    assert "#SBATCH --gpus-per-node=1" in kept.read_text()
+    rc, out, err = _cli("sweep", str(_write(tmp_path, {**base, "slurm": {"gpus_per_node": 0, "partition": "cpu"}})))
+    assert rc == 2 and len(err.splitlines()) == 1 and "gpus_per_node 0, mem_gb 64, cpus_per_task 8, partition cpu" in err
+    assert "gpus" not in kept.read_text() and "#SBATCH --partition=cpu" in kept.read_text()  # no GPU asked for
+    monkeypatch.setenv("FAKE_SBATCH_ERROR", "sbatch: error: invalid partition specified: gpu")
+    rc, out, err = _cli("sweep", str(_write(tmp_path, {**base, "slurm": {"partition": "gpu"}})))
+    assert rc == 2 and err == ("vlamb-nb: error: sbatch refused the sweep's jobs: invalid partition specified: gpu "
+                               "(each job asked for gpus_per_node 1 (the default), mem_gb 64, cpus_per_task 8, "
+                               "partition gpu); ask for what the cluster has under `slurm:` in sweep.yaml\n")
+    with pytest.raises(DataError, match="gpus_per_node must be a whole number"):
+        load_config(_write(tmp_path, {**base, "slurm": {"gpus_per_node": "one"}}))
+    (bin_dir / "sbatch").unlink()
+    for tool in ("sbatch", "srun"):  # a machine without SLURM: one line, whichever tool is missing first
+        rc, out, err = _cli("sweep", str(_write(tmp_path, base)))
+        assert rc == 2 and err == (f"vlamb-nb: error: executor: slurm needs SLURM's srun and sbatch on PATH, and {tool} "
+                                   "is not there (executor: local runs the jobs on this machine)\n")
+        monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+
+
+def test_failed_jobs_lines_give_the_exception_and_all_failed_says_so_not_empty_dataframe(tmp_path, capsys):
+    """submitit's local executor runs two jobs that both raise: each line is the exception, not a log path."""
+    pytest.importorskip("submitit")
+    from vlamb_nb.sweep import sweep
+
+    _bench_or_skip("refadv")
+    missing = tmp_path / "no-such-items.jsonl"
+    cfg = _write(tmp_path, {"name": "allfail", "out_dir": str(tmp_path / "out"), "progress": False,
+                            "models": [{"spec": f"openai:{m}", "quantization": "none",
+                                        "options": {"base_url": "http://127.0.0.1:9/v1"}} for m in ("a", "b")],
+                            "benchmarks": [{"name": "refadv", "source": str(missing), "settings": ["direct"]}]})
+    assert sweep(cfg) == 2
+    printed = capsys.readouterr().out
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert "Empty DataFrame" not in printed + summary
+    assert "No job finished: all 2 failed (below), so there is nothing to summarize." in summary
+    failed = [line for line in summary.splitlines() if line.startswith("- openai")]
+    assert len(failed) == 2
+    for line in failed:
+        assert str(missing) in line and "Error: " in line and ".out" not in line and "_log" not in line, line
+    assert "Comparison not written: 0 of 2 models finished" in summary
+    assert (tmp_path / "out" / "summary.csv").read_text().startswith("model,quantization,benchmark,setting")
+
+
+def _job_error(exc: BaseException) -> str:
+    """submitit's FailedJobError text for a job that raised ``exc`` (its format, with the job's traceback)."""
+    import traceback
+
+    try:
+        raise exc
+    except BaseException:  # noqa: BLE001 - formatted as the job's process formats it
+        trace = traceback.format_exc()
+    return (f"Job (task=0) failed during processing with trace:\n----------------------\n{trace}\n"
+            "----------------------\nYou can check full logs with 'job.stderr(0)' and 'job.stdout(0)'or at paths:\n"
+            "  - /cluster/sweeps/submitit/77_3/77_3_0_log.err\n  - /cluster/sweeps/submitit/77_3/77_3_0_log.out")
+
+
+def test_a_cancelled_job_says_cancelled_and_the_models_that_finished_are_still_compared(tmp_path, monkeypatch):
+    """Four jobs of one SLURM array (the executor faked, the job code real): two finish, one is cancelled after
+    writing part of its store, one raises. The summary gives each cause; the two that finished are compared."""
+    pytest.importorskip("submitit")
+    from submitit.core.utils import FailedJobError, UncompletedJobError
+
+    import vlamb_nb.models
+    import vlamb_nb.sweep as sweep_mod
+    from vlamb_nb.models import ScriptedModel
+
+    bench = _bench_or_skip("refadv")
+    src = bench.make_sample(tmp_path / "data", n=6)
+    boxes = {"model-a": "[1, 2, 30, 40]", "model-b": "[5, 5, 60, 60]", "model-c": "[0, 0, 9, 9]",
+             "model-d": "[2, 2, 8, 8]"}
+    monkeypatch.setattr(vlamb_nb.models, "load_model", lambda spec, **_: ScriptedModel(
+        lambda r: f'[{{"bbox_2d": {boxes[spec]}}}]', model_id=spec))
+
+    class Handle:
+        def __init__(self, job, k):
+            self.job, self.job_id, self.state = job, f"77_{k}", "COMPLETED"
+
+        def result(self):
+            if self.job.model_name == "model-c":  # cancelled half-way: part of its store is on disk
+                self.state = "CANCELLED by 1000"
+                part = [sweep_mod.BenchmarkSpec(b.name, b.source, b.settings, 2, b.options) for b in self.job.benchmarks]
+                sweep_mod.run_job(sweep_mod.SweepJob(**{**vars(self.job), "benchmarks": part}))
+                raise UncompletedJobError(f"Job {self.job_id} (task: 0) with path /x/{self.job_id}_0_result.pkl\n"
+                                          f"has not produced any output (state: {self.state})\nError stream produced:\n"
+                                          f"{'-' * 40}\n{self.stderr()}")
+            if self.job.model_name == "model-d":
+                self.state = "FAILED"
+                raise FailedJobError(_job_error(DataError("box out of the image", source="refadv.parquet", row=3)))
+            return sweep_mod.run_job(self.job)
+
+        def stderr(self):
+            return ("srun: Job step aborted\nslurmstepd: error: *** JOB 77 ON node1 CANCELLED AT 2026-11-27T19:00:00 "
+                    "***" if self.job.model_name == "model-c" else "")
+
+    class Executor:
+        def map_array(self, fn, jobs):
+            assert fn is sweep_mod.run_job
+            return [Handle(j, k) for k, j in enumerate(jobs)]
+
+    monkeypatch.setattr(sweep_mod, "_executor", lambda cfg: Executor())
+    out = tmp_path / "out"
+    cfg = _write(tmp_path, {"name": "cancel", "executor": "slurm", "out_dir": str(out), "progress": False,
+                            "models": [{"spec": m, "quantization": "none"} for m in boxes],
+                            "benchmarks": [{"name": "refadv", "source": str(src), "settings": ["direct"]}]})
+    assert sweep_mod.sweep(cfg, quiet=True) == 2
+    summary = (out / "summary.md").read_text()
+    assert ("- model-c__none: cancelled (SLURM state CANCELLED by 1000); its stores so far are kept: run the sweep "
+            "again to finish it") in summary.splitlines()
+    assert "- model-d__none: DataError: refadv.parquet, row 3: box out of the image" in summary.splitlines()
+    assert "not compared, as they did not finish: model-c__none, model-d__none." in summary
+    assert "Comparison of 2 models" in summary
+    compared = json.loads((out / "comparison.json").read_text())
+    assert [m["model"] for m in compared["models"]] == ["model-a", "model-b"]
+    assert len(compared["pairs"]) >= 1 and {p["paper"] for p in compared["pairs"]} == {"refadv"}

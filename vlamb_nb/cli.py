@@ -162,16 +162,26 @@ def cmd_data_stats(a: argparse.Namespace) -> int:
 def cmd_data_fetch(a: argparse.Namespace) -> int:
     """Fetch (or import) each paper's release; one line per paper that fails, never a traceback; Ctrl-C stops it
     with one line (exit 130) and the next fetch resumes."""
+    from vlamb_nb.benchmarks import BrokenPaper
     from vlamb_nb.releases import FetchInterrupted, fetch
     from vlamb_nb.releases.catalog import release, releases
 
-    papers = [release(p).paper for p in a.papers] if a.papers else list(releases())  # all: those that declare one
-    if a.from_path and len(papers) != 1:
+    broken: dict[str, Any] = {}  # a paper that cannot be loaded: its one line, and the others are fetched
+    papers: list[str] = [] if a.papers else list(releases(broken=broken))  # all: those that declare one
+    if a.papers:
+        for p in a.papers:
+            try:
+                papers.append(release(p).paper)
+            except BrokenPaper as e:
+                broken[e.paper] = e
+    if a.from_path and len(papers) + len(broken) != 1:
         raise VlambError("--from imports one paper's copy: name the paper (vlamb-nb data fetch PAPER --from PATH)")
-    if a.revision and len(papers) != 1:
+    if a.revision and len(papers) + len(broken) != 1:
         raise VlambError("--revision moves one paper's source: name the paper (vlamb-nb data fetch PAPER --revision "
                          "REV)")
-    failed = 0
+    failed = len(broken)
+    for e in broken.values():
+        print(f"vlamb-nb: {e}", file=sys.stderr)
     for paper in papers:
         try:
             m = fetch(paper, from_path=a.from_path, revision=a.revision, accept_missing=a.accept_missing,
@@ -261,7 +271,9 @@ def cmd_data_status(a: argparse.Namespace) -> int:
                 print(f"{r['paper']}: {problem}")
             for line in r["pending"]:
                 print(f"{r['paper']}: {line}")
-    return 0 if all(r["state"].startswith(("complete", "usable")) for r in rows) else 1
+    # nothing fetched is a state to report, not an error; a fetched release that is incomplete or fails its
+    # checks is (exit 1: something to repair with `vlamb-nb data fetch PAPER`)
+    return 0 if all(r["state"].startswith(("complete", "usable", "not fetched")) for r in rows) else 1
 
 
 def _size(n: int) -> str:
@@ -716,7 +728,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:  # the parser lists the registered papers: a registry that refuses a paper says so in one line
+        args = build_parser().parse_args(argv)
+    except VlambError as e:
+        print(f"vlamb-nb: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:  # output piped into `head` and closed early: not an error

@@ -185,8 +185,11 @@ def _scores(metric: Any, frames: list[Any]) -> list[Scores]:
 def _data_label(d: dict[str, Any] | None) -> str:
     if not d:
         return "unknown data"
-    if d.get("kind") == "sample":
-        return f"a generated sample ({d.get('label') or d.get('release') or 'sample'})"
+    if d.get("kind") == "sample":  # its release reads "generated sample (seed 0)": said once, not nested
+        how = str(d.get("label") or d.get("release") or "").strip()
+        how = how.removeprefix("a ").removeprefix("generated sample").strip(" ,:")
+        how = how[1:-1] if how.startswith("(") and how.endswith(")") else how
+        return f"a generated sample ({how})" if how else "a generated sample"
     rev = f"@{str(d['revision'])[:12]}" if d.get("revision") else ""
     return f"{d.get('release') or d.get('label') or d.get('kind')}{rev}"
 
@@ -213,7 +216,7 @@ def _data_note(paper: str, runs: Sequence[Run]) -> str:
     if not known:
         return f"{paper}: data identity unknown (no run records its data); compared on the common items"
     if all(r.data.get("kind") == "sample" for r in runs):  # type: ignore[union-attr]
-        return (f"{paper}: every run is on a generated sample ({_data_label(known[0].data)}): a pipeline check, "
+        return (f"{paper}: every run is on {_data_label(known[0].data)}: a pipeline check, "
                 "not a measurement of the models")
     unknown = [r.model for r in runs if not r.data]
     tail = f"; unknown for {', '.join(unknown)}" if unknown else ""
@@ -365,8 +368,9 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
         raise SettingError(f"n_resamples must be an integer of at least 100 (intervals and ranks need them), got "
                            f"{n_resamples!r}")
     loaded: list[Run] = []
+    unloaded: list[str] = []  # runs of a registered paper that cannot be loaded: not compared, and said so
     for r in runs:
-        loaded += [r] if isinstance(r, Run) else load_runs(r, sources=sources)
+        loaded += [r] if isinstance(r, Run) else load_runs(r, sources=sources, unloaded=unloaded)
     if not loaded:
         raise DataError("nothing to compare: no runs found")
     _no_run_twice(loaded)
@@ -377,7 +381,7 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
                            f"{models[0]}")
     if baseline is not None and baseline not in models:
         raise SettingError(f"baseline {baseline!r} is not one of the compared models: {', '.join(models)}")
-    notes: list[str] = []
+    notes: list[str] = list(unloaded)
     skipped: list[str] = []  # why a paper or metric was not compared (the reasons, when nothing is)
     allowed: list[str] = []
     few: list[dict[str, Any]] = []
@@ -431,10 +435,12 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
                 notes.append(f"{paper} {setting}: {n_common} items answered by every model"
                              + (f"; dropped (answered by only some): {', '.join(f'{m} {d}' for m, d in lost.items())}"
                                 if lost else ""))
-                if not n_common:
-                    raise DataError(f"{paper} {setting}: no item answered by every model ("
-                                    + ", ".join(f"{m} answered {d}" for m, d in dropped.items())
-                                    + "); compare runs of the same items")
+                if not n_common:  # this setting is left out, said so; nothing compared at all is refused below
+                    skipped.append(f"{paper} {setting}: no item answered by every model ("
+                                   + ", ".join(f"{m} answered {d}" for m, d in dropped.items())
+                                   + "); compare runs of the same items")
+                    notes.append(skipped[-1])
+                    continue
                 compared, more = _missing(paper, setting, metrics, frames)
                 skipped += more
                 notes += more
@@ -543,8 +549,13 @@ def _unique_names(runs: list[Run]) -> None:
             continue
         hosts = [urlsplit(r.endpoint).netloc.rpartition("@")[2] if r.endpoint else "" for r in group]
         by_host = len(set(hosts)) == len(group)
+        # the first folder where their paths part (two reproduce runs: runs/<id-a>, runs/<id-b>), so every setting
+        # of one run gets the same name and settings pair across the runs
+        parts = [Path(r.origin).resolve().parts for r in group]
+        first = next((k for k in range(min(map(len, parts))) if len({p[k] for p in parts}) > 1), None)
         for i, (r, host) in enumerate(zip(group, hosts, strict=True), 1):
-            where = host if by_host else "/".join(Path(r.origin).parts[-2:]) or str(i)
+            where = host if by_host else (parts[i - 1][first] if first is not None and first < len(parts[i - 1]) - 1
+                                          else "/".join(Path(r.origin).parts[-2:]) or str(i))
             r.model = f"{r.model} @ {where}" if by_host else f"{r.model} ({where})"
         for i, r in enumerate(group, 1):
             if sum(x.model == r.model for x in group) > 1:
@@ -552,15 +563,17 @@ def _unique_names(runs: list[Run]) -> None:
 
 
 # -- reading RUNs ------------------------------------------------------------------------------------------------
-def load_runs(path: Any, *, sources: Mapping[str, Any] | str | None = None) -> list[Run]:
+def load_runs(path: Any, *, sources: Mapping[str, Any] | str | None = None,
+              unloaded: list[str] | None = None) -> list[Run]:
     """The runs in a RUN: a sweep folder (``config.json``), a reproduce run folder (``results.json``), a
-    prediction store or a paper's released per-item predictions file; anything else is refused in one line."""
+    prediction store or a paper's released per-item predictions file; anything else is refused in one line.
+    A run folder's stores of a registered paper that cannot be loaded are left out, their line in ``unloaded``."""
     p = Path(path)
     if p.is_dir():
         if (p / "config.json").is_file() and (p / "predictions").is_dir():
             return _sweep_runs(p)
         if (p / "results.json").is_file():
-            return _reproduce_runs(p, sources)
+            return _reproduce_runs(p, sources, unloaded=unloaded)
         raise DataError("not a run: neither a sweep folder (config.json + predictions/) nor a reproduce run folder "
                         "(results.json)", source=str(p))
     if not p.is_file():
@@ -579,7 +592,7 @@ def _source_for(paper: str, sources: Mapping[str, Any] | str | os.PathLike | Non
 def _file_run(path: Path, sources: Any, *, name: str | None = None, options: dict[str, Any] | None = None) -> Run:
     """A prediction store (its records name their benchmark), else the released per-item file of the paper
     whose reader takes it (its ``released_run``)."""
-    from vlamb_nb.benchmarks import get_benchmark, list_benchmarks
+    from vlamb_nb.benchmarks import BrokenPaper, get_benchmark, list_benchmarks
     from vlamb_nb.jsonl import iter_jsonl
     from vlamb_nb.store import is_store
 
@@ -591,13 +604,20 @@ def _file_run(path: Path, sources: Any, *, name: str | None = None, options: dic
         raise DataError("an empty file: not a run", source=str(path))
     if "benchmark" in first or "run" in first:  # records of a run without request keys: say what is wrong
         _store_meta(path)
+    unloadable = []  # a paper that cannot be loaded cannot claim the file; the others still try
     for paper in list_benchmarks():
-        released = get_benchmark(paper).released_run(path)
+        try:
+            bench = get_benchmark(paper)
+        except BrokenPaper as e:
+            unloadable.append(str(e))
+            continue
+        released = bench.released_run(path)
         if released is not None:
             return Run(model=name or released.model, paper=paper, setting=released.setting,
                        scored=released.scored, origin=str(path), data=dict(released.data))
+    untried = f" (not asked: {'; '.join(unloadable)})" if unloadable else ""
     raise DataError("not a run: neither a prediction store (records naming their benchmark) nor a paper's released "
-                    "per-item predictions", source=str(path))
+                    f"per-item predictions{untried}", source=str(path))
 
 
 def _store_meta(path: Path) -> dict[str, Any]:
@@ -657,12 +677,15 @@ def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None
         raise DataError(f"a prediction store holds answers, not the {paper} items they answer: give the data it "
                         f"was run on (--source {paper}=PATH)", source=str(path))
     bench = get_benchmark(paper)
+    options = dict(options or {})
+    if (meta.get("data") or {}).get("kind") == "sample":  # the offline profile's run: scored as its notebook did
+        options = {**bench.offline_score_options, **options}
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         items = bench.load(source)
-        scored = bench.score_store(path, items, setting=setting, **dict(options or {}))
+        scored = bench.score_store(path, items, setting=setting, **options)
     devs = [_deviation_line(d) for d in meta.get("deviations") or []]
     return Run(model=name or _model_name(meta["model"]), paper=paper, setting=setting, scored=scored,
                origin=str(path), data=meta.get("data"), deviations=devs, endpoint=meta["model"].get("endpoint"),
@@ -712,19 +735,56 @@ def _fetched_source(paper: str, stores: list[Path]) -> Any:
     return release_source(paper, _store_meta(stores[0]).get("data"), origin=str(stores[0]))
 
 
-def _reproduce_runs(folder: Path, sources: Any) -> list[Run]:
+def _sample_source(paper: str, pdir: Path, stores: list[Path]) -> Path | None:
+    """The generated sample an offline notebook ran on, found among the folders it left under ``pdir``: one the
+    paper loads, with the stores' recorded number of items and every item they answered (other notebooks, such as
+    the saliency study, leave samples of their own beside it). A folder named with the recorded seed goes first,
+    then the shallowest; None when none holds them."""
+    import re
+
+    from vlamb_nb.benchmarks import get_benchmark
+    from vlamb_nb.store import read_records
+
+    data = _store_meta(stores[0]).get("data") or {}
+    if data.get("kind") != "sample":
+        return None
+    seed = re.search(r"seed (\d+)", str(data.get("release", "")))
+    asked = {str(r.get("item_id")) for s in stores for r in read_records(s) if r.get("item_id") is not None}
+    bench = get_benchmark(paper)
+    candidates = [pdir] + sorted(d for d in pdir.rglob("*") if d.is_dir() and len(d.relative_to(pdir).parts) <= 2)
+    found = []
+    for d in candidates:
+        try:
+            items = bench.load(d)
+        except Exception:  # noqa: BLE001 - not a sample of this paper (a store folder, figures, ...): not a candidate
+            continue
+        ids = set(items[bench.id_column].astype(str)) if bench.id_column in getattr(items, "columns", ()) else set()
+        n = data.get("n_loaded") or data.get("n_items")
+        if asked <= ids and (n is None or len(items) == n):
+            named = seed is not None and f"seed{seed.group(1)}" in d.name
+            found.append((not named, len(d.relative_to(pdir).parts), str(d), d))
+    return min(found)[3] if found else None
+
+
+def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = None) -> list[Run]:
     """The stores a reproduce run left under ``<run>/<paper>/``, scored against the source its notebook was
-    given (``sources`` override), else the one generated sample the notebook wrote there."""
-    from vlamb_nb.benchmarks import get_benchmark, list_benchmarks
+    given (``sources`` override), else the one generated sample the notebook wrote there. A paper that cannot be
+    loaded is left out, its line in ``unloaded``."""
+    from vlamb_nb.benchmarks import BrokenPaper, get_benchmark, list_benchmarks
     from vlamb_nb.jsonl import read_json
 
     results = read_json(folder / "results.json", expect=dict, what="a reproduce run's notebooks")
     out = []
+    left: list[str] = []
     for paper in list_benchmarks():
         pdir = folder / paper
         if not pdir.is_dir():
             continue
-        settings = set(get_benchmark(paper).settings)
+        try:
+            settings = set(get_benchmark(paper).settings)
+        except BrokenPaper as e:
+            left.append(f"{e}; its runs under {folder.name}/{paper}/ are not compared")
+            continue
         stores = sorted(s for s in pdir.rglob(f"{paper}__*.jsonl") if s.stem.split("__", 1)[1] in settings)
         if not stores:
             continue
@@ -736,18 +796,25 @@ def _reproduce_runs(folder: Path, sources: Any) -> list[Run]:
         if source is None:
             source = _fetched_source(paper, stores)
         if source is None:
-            samples = sorted(d for d in pdir.iterdir() if d.is_dir() and d.name.startswith("sample-"))
-            source = samples[0] if len(samples) == 1 else None
+            source = _sample_source(paper, pdir, stores)
         if source is None:
-            raise DataError(f"the {paper} notebook was given no source and left no single generated sample: give "
-                            f"the data it ran on (--source {paper}=PATH)", source=str(pdir))
+            raise DataError(f"the {paper} notebook was given no source and left no generated sample that holds "
+                            f"its answered items: give the data it ran on (--source {paper}=PATH)", source=str(pdir))
         elif not Path(str(source)).is_absolute() and (folder / str(source)).exists():
             source = folder / str(source)
-        # the score options its notebook was given (a scorer, a judge), so a store scores as its notebook scored it
-        options = {k: given[k] for k in get_benchmark(paper).score_options if given.get(k) is not None}
-        out += [score_store(s, source=source, options=options) for s in stores]
+        for s in stores:
+            run = score_store(s, source=source)
+            nested = s.relative_to(pdir).parts[:-2]  # e.g. <paper>/bias/<model>/: another split, kept apart
+            if nested:
+                run.setting = f"{run.setting} ({'/'.join(nested)})"
+            out.append(run)
     if not out:
-        raise DataError("no prediction stores under the run folder", source=str(folder))
+        raise DataError("no prediction stores under the run folder" + (f" ({'; '.join(left)})" if left else ""),
+                        source=str(folder))
+    if left and unloaded is None:  # nowhere to say it: refuse rather than compare less without a word
+        raise DataError("; ".join(left), source=str(folder))
+    if unloaded is not None:
+        unloaded += left
     return out
 
 
@@ -759,9 +826,20 @@ def _fmt(v: Any, d: int = 1) -> str:
 
 
 def _p(p: Any) -> str:
-    if p is None or (isinstance(p, float) and not math.isfinite(p)):
-        return "–"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
+    from vlamb_nb.stats.result import format_p
+
+    return format_p(p)
+
+
+def _rank_text(r: dict[str, Any]) -> str:
+    """``rank [low–high] of n``; where no interval could be drawn, the rank with the reason instead of ``nan``."""
+    lo, hi = r.get("rank_low"), r.get("rank_high")
+    if any(v is None or (isinstance(v, float) and not math.isfinite(v)) for v in (lo, hi)):
+        units = r.get("n_clusters")
+        why = (f"only {units} {r.get('ci_unit') or 'unit'} to resample" if isinstance(units, int | float)
+               and math.isfinite(units) and units < 2 else "the resamples gave no finite value")
+        return f"{r['rank']} of {r['of']} (no interval: {why})"
+    return f"{r['rank']} [{int(lo)}–{int(hi)}] of {r['of']}"
 
 
 def _md(text: Any) -> str:
@@ -793,7 +871,7 @@ def display_rows(c: Comparison) -> tuple[list[list[tuple[str, Any]]], list[list[
                        (str(r["slice"]), None), (str(r["model"]), None),
                        (f"{_fmt(r['value'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]", _num(r["value"])),
                        (f"{r['n']} {unit}", _num(r["n"])),
-                       (f"{r['rank']} [{r['rank_low']}–{r['rank_high']}] of {r['of']}", _num(r["rank"])),
+                       (_rank_text(r), _num(r["rank"])),
                        (str(r["dropped"]), _num(r["dropped"]))])
     pairs = []
     for r in c.pairs.to_dict(orient="records") if len(c.pairs) else []:
@@ -862,6 +940,10 @@ def _forest_rows(c: Comparison, metrics: list[tuple]) -> tuple[list[dict[str, An
                    "drawn; every pair is in the table)")
 
 
+#: the figure's row labels and legend: readable where the page shows the figure at its width (>= 9 pt)
+LABEL_PT = 9
+
+
 def figure(c: Comparison):
     """Left: each pair's difference with its interval (a forest plot; filled where the adjusted p < 0.05),
     one row per pair, grouped by metric (with many models, the pairs with each metric's top-ranked model).
@@ -886,9 +968,14 @@ def figure(c: Comparison):
     models = list(dict.fromkeys(c.values["model"]))
     style = dict(zip(models, series_styles(len(models)), strict=True))
     pairs, forest_title = _forest_rows(c, metrics)
-    legend_rows = math.ceil(len(models) / 4)
-    fig, (ax_d, ax_r) = new_figure(10.0, 1.6 + 0.32 * max(len(pairs), len(metrics) * len(models) * 0.6, 1)
-                                   + 0.14 * legend_rows, ncols=2, gridspec_kw={"width_ratios": [1.4, 1.0]},
+    # as many legend columns as the longest name lets fit across the 10 in figure at LABEL_PT (about 0.075 in
+    # a character, plus the marker)
+    longest = max((len(str(m)) for m in models), default=1)
+    legend_cols = max(1, min(len(models), 4, int(9.5 // (longest * 0.075 + 0.45))))
+    legend_rows = math.ceil(len(models) / legend_cols)
+    # labels at 9 pt (two lines each) need about 0.45 in per row to stay readable on the page
+    fig, (ax_d, ax_r) = new_figure(10.0, 1.8 + 0.45 * max(len(pairs), len(metrics) * len(models) * 0.6, 1)
+                                   + 0.2 * legend_rows, ncols=2, gridspec_kw={"width_ratios": [1.4, 1.0]},
                                    layout="constrained")
     labels = []
     for y, r in enumerate(pairs):
@@ -900,7 +987,7 @@ def figure(c: Comparison):
                                  f"{r['model_a']} − {r['model_b']}")))
     ax_d.axvline(0, color="#888888", ls="--", lw=1, zorder=1)
     if labels:
-        ax_d.set_yticks([t for t, _ in labels], [s for _, s in labels], fontsize=6)
+        ax_d.set_yticks([t for t, _ in labels], [s for _, s in labels], fontsize=LABEL_PT)
     ax_d.set_xlabel("difference, percentage points (95% CI; filled: adjusted p < 0.05)")
     ax_d.set_title(forest_title, loc="left", fontsize=9)
     rlabels = []
@@ -919,7 +1006,7 @@ def figure(c: Comparison):
                 ax_r.plot([r["rank_low"], r["rank_high"]], [yy, yy], color=color, lw=2, alpha=0.6)
             ax_r.plot([r["rank"]], [yy], marker=marker, color=color, ms=5, ls="")
         rlabels.append((-i, f"{key[2]} · {key[3]}\n({key[0]} {key[1]})"))
-    ax_r.set_yticks([t for t, _ in rlabels], [shown(s) for _, s in rlabels], fontsize=6)
+    ax_r.set_yticks([t for t, _ in rlabels], [shown(s) for _, s in rlabels], fontsize=LABEL_PT)
     ax_r.set_xlim(0.5, len(models) + 0.5)
     if len(models) <= 15:
         ax_r.set_xticks(range(1, len(models) + 1))
@@ -930,8 +1017,8 @@ def figure(c: Comparison):
     ax_r.set_title("ranks", loc="left", fontsize=9)
     handles = [Line2D([], [], color=style[m][0], marker=style[m][1], ls="", ms=5) for m in models]
     # outside the axes, below both panels: the constrained layout keeps it clear of every axis label
-    fig.legend(handles, [shown(m) for m in models], loc="outside lower center", fontsize=6,
-               ncols=min(len(models), 4), frameon=False)
+    fig.legend(handles, [shown(m) for m in models], loc="outside lower center", fontsize=LABEL_PT,
+               ncols=legend_cols, frameon=False)
     for ax in (ax_d, ax_r):
         ax.grid(axis="y", visible=False)
     if not pairs:

@@ -103,6 +103,9 @@ class LeftOut:
         if self.items is None:
             return f"{what}: {self.why}"
         total = self.items + (self.also or 0)
+        if not total and self.n_keys:
+            return (f"no more {self.unit} left out: {what}: {self.why}; their {self.unit} are already left out "
+                    "for an earlier reason (each counted once)")
         more = f", {self.also:,} more are the rest of their groups (scored all-or-nothing)" if self.also else ""
         return f"{total:,} {self.unit} left out: {what}: {self.why}; {self.items:,} {self.unit} name them{more}"
 

@@ -20,6 +20,7 @@ the cell wrote (:data:`FIGURE_MIME`), so the HTML report places each figure besi
 from __future__ import annotations
 
 import functools
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -165,34 +166,135 @@ def new_figure(width: float = 6.0, height: float = 3.5, **kwargs: Any):
 
 
 DEMO_STAMP = "pipeline demo: random model, not a result"
+#: the stamp of a figure drawn from a generated sample (not the paper's data)
+SAMPLE_DATA_STAMP = "generated sample data: not the paper's data"
 #: what ``save_figure`` tells a notebook's output (shown as nothing): the files one call wrote, in the cell that
 #: drew them, so ``reproduce`` knows which recorded table a figure belongs to
 FIGURE_MIME = "application/vnd.vlamb.figure+json"
 
 
+#: PNG text keys (and the PDF's Subject) that say what a saved figure is drawn from; ``reproduce --update-figures``
+#: reads them back from the committed figure to never replace a figure of the release with one of a sample
+DATA_KIND_KEY = "vlamb:data-kind"
+DATA_TEXT_KEY = "vlamb:data"
+
+
+@dataclass(frozen=True)
+class FigureData:
+    """What a figure stands on: ``kind`` is ``release`` (the paper's released files), ``reference`` (numbers the
+    paper published), ``source`` (files a user gave) or ``sample`` (generated data); ``text`` says which, in the
+    stamp under the figure."""
+
+    kind: str
+    text: str
+
+    @property
+    def sample(self) -> bool:
+        return self.kind == "sample"
+
+
+def figure_data(data: Any, *, described: str | None = None, kind: str | None = None) -> FigureData | None:
+    """``data`` as a :class:`FigureData`: one already, a data identity (``vlamb_nb.datahome.DataIdentity``), or a
+    frame that carries one in ``attrs['data']``. A frame that carries none is described by ``described`` (what a
+    paper's ``notebook_data`` calls it, e.g. "released test split (beside the checkout)" or "generated sample (n=8,
+    seed=0)") and ``kind`` (default: ``sample`` when the description names a generated sample, else ``release``);
+    None when nothing says."""
+    if data is None or isinstance(data, FigureData):
+        return data
+    attrs = getattr(data, "attrs", None)
+    if isinstance(attrs, dict) and isinstance(attrs.get("data"), dict):
+        from vlamb_nb.datahome import DataIdentity
+
+        data = DataIdentity.from_dict(attrs["data"])
+    elif described is not None:
+        n_rows = len(data) if hasattr(data, "__len__") else None
+        kind = kind or ("sample" if "generated" in described.lower() else "release")
+        text = "generated sample" if kind == "sample" else described
+        return FigureData(kind, f"{text}, n = {n_rows}" if n_rows is not None else text)
+    kind = getattr(data, "kind", None)
+    if kind is None:
+        return None
+    n = getattr(data, "n_loaded", None) or getattr(data, "n_items", None)
+    if kind == "sample":
+        return FigureData("sample", f"generated sample, n = {n}" if n is not None else "generated sample")
+    text = data.short() if hasattr(data, "short") else str(getattr(data, "release", kind))
+    return FigureData(kind, f"{text}, n = {n}" if n is not None else text)
+
+
+def read_figure_data(path: str | Path) -> FigureData | None:
+    """What a saved PNG says it is drawn from (None: it does not say, e.g. a figure saved before it was recorded)."""
+    try:
+        from PIL import Image
+
+        with Image.open(path) as im:
+            text = dict(getattr(im, "text", {}) or {})
+    except (OSError, ValueError):
+        return None
+    kind = text.get(DATA_KIND_KEY)
+    return FigureData(kind, text.get(DATA_TEXT_KEY, "")) if kind else None
+
+
+def stamp_data(fig, data: FigureData) -> None:
+    """Say under the figure what it is drawn from, so a copy of the image never loses it."""
+    if getattr(fig, "_vlamb_data", None) == data:
+        return
+    fig.text(0.01, 0.0, f"data: {data.text}", ha="left", va="top", fontsize=7, color="#555555")
+    fig._vlamb_data = data
+
+
 def save_figure(fig, paper: str, name: str, *, directory: str | Path | None = None,
-                formats: tuple[str, ...] = ("png", "pdf"), demo: bool | str = False) -> None:
+                formats: tuple[str, ...] = ("png", "pdf"), demo: bool | str = False, data: Any = None) -> None:
     """Write ``<figures>/<paper>/<name>.{png,pdf}`` without timestamps (so reruns are byte-identical).
 
     ``demo``: the figure shows a stand-in model's answers; it is stamped as a pipeline demonstration in the
     image itself and written to ``<figures>/<paper>/demo/``, which ``reproduce --update-figures`` never copies
-    into the committed ``figures/``; a string is the stamp's text (e.g. for a generated data sample). Returns
+    into the committed ``figures/``; a string is the stamp's text (e.g. for a generated data sample).
+    ``data``: what the figure is drawn from (:func:`figure_data`), stamped under it and written into the files'
+    metadata; a generated sample makes the figure a demo (a sample never stands in for the paper's data). Returns
     nothing, so a cell ending in this call prints no value.
     """
     from vlamb_nb.paths import figures_dir
 
+    drawn_from = figure_data(data)
+    if drawn_from is not None and drawn_from.sample and not demo:
+        demo = SAMPLE_DATA_STAMP
     out_dir = Path(directory) / paper if directory is not None else figures_dir(paper)
     if demo:
         out_dir = out_dir / "demo"
         stamp_demo(fig, demo if isinstance(demo, str) else DEMO_STAMP)
+    if drawn_from is not None:
+        stamp_data(fig, drawn_from)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for fmt in formats:
         p = out_dir / f"{name}.{fmt}"
-        meta = {"CreationDate": None, "ModDate": None} if fmt == "pdf" else {"Software": None}
+        meta: dict[str, Any] = {"CreationDate": None, "ModDate": None} if fmt == "pdf" else {"Software": None}
+        if drawn_from is not None:
+            if fmt == "png":
+                meta.update({DATA_KIND_KEY: drawn_from.kind, DATA_TEXT_KEY: drawn_from.text})
+            elif fmt == "pdf":
+                meta["Subject"] = f"{drawn_from.kind}: {drawn_from.text}"
         fig.savefig(p, format=fmt, metadata=meta, bbox_inches="tight")
         written.append(str(p.resolve()))
-    publish(FIGURE_MIME, {"paper": paper, "name": name, "demo": bool(demo), "files": written})
+    payload: dict[str, Any] = {"paper": paper, "name": name, "demo": bool(demo), "files": written,
+                               "data": None if drawn_from is None else asdict(drawn_from)}
+    if title := figure_title(fig):  # what the figure shows, for the page's alt text
+        payload["title"] = title
+    publish(FIGURE_MIME, payload)
+
+
+def figure_title(fig, limit: int = 300) -> str:
+    """What a figure shows, in words: its title, else its panels' titles (each once), "" when it has none."""
+    sup = getattr(fig, "_suptitle", None)
+    texts = [sup.get_text()] if sup is not None and sup.get_text().strip() else []
+    if not texts:
+        for ax in fig.axes:
+            for loc in ("center", "left", "right"):
+                t = ax.get_title(loc).strip()
+                if t and t not in texts:
+                    texts.append(t)
+    text = " ".join("; ".join(texts).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def publish(mime: str, payload: dict[str, Any]) -> None:
@@ -209,12 +311,18 @@ def publish(mime: str, payload: dict[str, Any]) -> None:
 
 
 def stamp_demo(fig, text: str = DEMO_STAMP) -> None:
-    """Mark a figure as a pipeline demonstration, across the figure, so no crop can lose it."""
+    """Mark a figure as a pipeline demonstration with a red ribbon above everything drawn (the saved figure grows
+    to hold it), so the mark crosses no item text, title or data."""
     if getattr(fig, "_vlamb_demo", False):
         return
-    fig.text(0.5, 0.5, text, ha="center", va="center", rotation=20, fontsize=16, color="#B22222", alpha=0.35,
-             fontweight="bold", zorder=1000)
-    fig.text(0.01, 0.995, text, ha="left", va="top", fontsize=8, color="#B22222")
+    # just above what is drawn (a title that spills past the canvas included), measured on a drawn canvas
+    fig.canvas.draw()
+    drawn = fig.get_tightbbox(fig.canvas.get_renderer())  # inches
+    w, h = fig.get_figwidth(), fig.get_figheight()
+    top = (max(drawn.y1, h) + 0.08) / h  # clear of the ribbon's padding
+    ribbon = {"boxstyle": "square,pad=0.4", "facecolor": "#B22222", "edgecolor": "none"}
+    fig.text(min(drawn.x0 / w, 0.0) + 0.01, top, text, ha="left", va="bottom", fontsize=10, color="white",
+             fontweight="bold", bbox=ribbon, zorder=1000)
     fig._vlamb_demo = True
 
 
@@ -366,12 +474,29 @@ def heatmap(matrix: Any, *, annot: Any = None, ax=None, title: str | None = None
 
     fig, ax = _axes(ax, max(4.0, 1.1 * matrix.shape[1] + 2.5), max(3.0, 0.75 * matrix.shape[0] + 1.5))
     sns.heatmap(matrix.astype(float), annot=annot if annot is not None else False, fmt="", cmap=cmap, center=center,
-                linewidths=0.5, linecolor="white", ax=ax, annot_kws={"fontsize": 7},
-                cbar_kws={"label": cbar_label} if cbar_label else None)
+                linewidths=0.5, linecolor="white", ax=ax, annot_kws={"fontsize": 7})
     ax.grid(False)
+    if cbar_label and ax.collections and ax.collections[0].colorbar is not None:
+        _colorbar_label(ax.collections[0].colorbar, cbar_label)
     if title:
         ax.set_title(title)
     return fig
+
+
+def _colorbar_label(cbar, label: str) -> None:
+    """A colour bar's label, wrapped only where it is longer than the bar (a long label on a short heat map was
+    cut at the figure's edge); measured as drawn."""
+    import textwrap
+
+    cbar.set_label(label)
+    fig = cbar.ax.figure
+    renderer = fig.canvas.get_renderer()
+    bar = cbar.ax.get_window_extent(renderer).height
+    text = cbar.ax.yaxis.label
+    width = len(label)
+    while text.get_window_extent(renderer).height > bar and width > 12:
+        width = int(width * 0.8)
+        cbar.set_label("\n".join(textwrap.wrap(label, width)))
 
 
 def _nested(results: Any) -> dict[str, dict[str, Any]]:

@@ -84,6 +84,9 @@ class ItemFiles:
     column: str  # the items column holding the key
     resolve: Callable[[Path], Callable[[str], Path | None]]  # files folder -> (key -> the file, or None)
     what: str = "images"
+    #: files folder -> (a key that names no file -> the keys of the fetched files it could mean): a key with two
+    #: or more is a defect (reported with them, its items left out, never guessed), not a download to retry
+    candidates: Callable[[Path], Callable[[str], tuple[str, ...]]] | None = None
 
 
 @dataclass(frozen=True)

@@ -200,6 +200,16 @@ def _fmt(v: Any, d: int = 1) -> str:
     return f"{v:.{d}f}"
 
 
+def _rank_text(h: Headline) -> str:
+    """``rank [low–high] of n``; a rank without its interval says why, never ``nan``."""
+    if h.rank is None:
+        return "–"
+    bounds = (h.rank_low, h.rank_high)
+    if any(b is None or (isinstance(b, float) and not math.isfinite(b)) for b in bounds):
+        return f"{h.rank} of {h.n_ranked} (no interval: no resamples of this row)"
+    return f"{h.rank} [{h.rank_low}–{h.rank_high}] of {h.n_ranked}"
+
+
 #: what a card of the offline profile says first, in every rendering (report.md, report.html)
 DEMO_NOTE = ("These numbers come from the offline profile's tiny random stand-in: they show that every paper runs end "
              "to end and measure nothing. Name a model (`vlamb-nb reproduce -p model=...`) for a real card.")
@@ -238,7 +248,7 @@ def table(card: Card) -> tuple[list[dict[str, str]], list[str], list[dict[str, s
             continue
         for h in by_paper.get(paper, []):
             ours = f"{_fmt(h.value)} [{_fmt(h.ci_low)}, {_fmt(h.ci_high)}]" if h.value is not None else h.status
-            rank = (f"{h.rank} [{h.rank_low}–{h.rank_high}] of {h.n_ranked}" if h.rank is not None else "–")
+            rank = _rank_text(h)
             if h.rank_basis.startswith(("not ranked", "on a subset", "on given")):
                 rank += f" ({h.rank_basis})"
             best = _best(h)
@@ -281,9 +291,9 @@ def markdown(card: Card) -> str:
 
 
 def _p(p: Any) -> str:
-    if p is None:
-        return "–"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
+    from vlamb_nb.stats.result import format_p
+
+    return format_p(p)
 
 
 def _md(text: Any) -> str:

@@ -13,22 +13,43 @@ before) recorded. A figure file of the run that no table claims is shown at the 
 (or of the page), never dropped; ``report.md`` links the same figures by relative path (:func:`place_figures`).
 
 Pages are Jinja2 templates (``vlamb_nb/templates/``) with autoescaping on: model names, notes and answers come
-from users and servers, and show as text.
+from users and servers, and show as text; a control byte in them is shown as its visible symbol (U+2400...), never
+written into the page. Every table is a :class:`Table` with readable headers (:func:`header_label`), one p-value
+format (:func:`vlamb_nb.stats.result.format_p`) and its CSV and LaTeX (booktabs) both as ``data:`` links
+on the page and as files in ``tables/`` beside it (:class:`Exports`). Both pages carry a provenance block
+(:func:`provenance`): what produced the numbers, from the run's stores and the environment at run time
+(``provenance.json``, written once with the run's first page).
 """
 
 from __future__ import annotations
 
 import base64
+import csv
+import io
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-#: notebook metadata is stored with sorted keys; tables read better in this order
-PREFERRED_COLUMNS = ("table", "row", "column", "paper", "published", "paper_value", "ours", "recomputed", "diff",
-                     "match", "ok", "ci_low", "ci_high", "paper_in_ci", "kind", "flag", "note")
+#: notebook metadata is stored with sorted keys; tables read better in this order: what a row is (its model, item,
+#: table and row) first, then the paper's value beside ours
+PREFERRED_COLUMNS = ("model", "model_name", "run", "item_id", "item", "name", "table", "row", "column", "paper",
+                     "setting", "slice", "metric", "published", "paper_value", "ours", "recomputed", "diff", "match",
+                     "ok", "ci_low", "ci_high", "paper_in_ci", "kind", "flag", "note")
+#: headers a reader knows, for recorded column names; any other name is written as words (:func:`header_label`)
+HEADER_LABELS = {
+    "ci_low": "CI low", "ci_high": "CI high", "paper_in_ci": "paper in CI", "paper_value": "paper value",
+    "ci": "95% CI", "n": "n", "p": "p", "p_value": "p", "pvalue": "p", "p_holm": "p (Holm)", "p_adjusted": "p (adj.)",
+    "p_adj": "p (adj.)", "p_bh": "p (BH)", "diff": "difference", "acc": "accuracy", "iou": "IoU", "item_id": "item",
+    "model_name": "model", "n_items": "n items", "rank_low": "rank low", "rank_high": "rank high", "f1": "F1",
+    "se": "SE", "sd": "SD", "": "row",
+}
+#: words kept in their usual capitals when a header is made from a snake_case name
+_ACRONYMS = {"ci": "CI", "iou": "IoU", "id": "ID", "f1": "F1", "vqa": "VQA", "llm": "LLM", "vlm": "VLM", "bh": "BH",
+             "pp": "pp", "url": "URL", "sha256": "SHA-256", "ocr": "OCR"}
 #: a table with more rows than this scrolls inside a box of bounded height (its header stays), so a section
 #: reads at a glance; one with more than FOLD_ROWS is also folded (one click away)
 TALL_ROWS = 25
@@ -37,6 +58,36 @@ FOLD_ROWS = 300
 MAX_ROWS = 2000
 FIGURE_SUFFIXES = (".png", ".pdf")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: C0 and C1 control characters (tab, newline and carriage return aside), DEL and lone surrogates: never written
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with every control character shown as its visible symbol (NUL as U+2400 \u2400, DEL as \u2421,
+    C1 controls and lone surrogates as U+FFFD): a byte a browser would drop or choke on never reaches the page."""
+    def visible(m: re.Match[str]) -> str:
+        c = ord(m.group())
+        return chr(0x2400 + c) if c < 0x20 else "\u2421" if c == 0x7F else "\ufffd"
+
+    return _CONTROL.sub(visible, text)
+
+
+def header_label(name: Any) -> str:
+    """A column's header as a reader reads it: a known label (``ci_low`` -> "CI low"), a snake_case name as words
+    with their usual capitals (``paper_in_ci`` -> "paper in CI", lower case like the pages' other headers), a name
+    without underscores as it is."""
+    key = str(name)
+    if key in HEADER_LABELS:
+        return HEADER_LABELS[key]
+    if "_" not in key:
+        return key
+    return " ".join(_ACRONYMS.get(w.lower(), w) for w in key.split("_") if w)
+
+
+def is_p_column(name: Any) -> bool:
+    """A column of p-values (``p``, ``p_holm``, ``mcnemar_p``, ``p_value``, ``p (Holm)``): one format for all."""
+    k = str(name).lower()
+    return bool(re.fullmatch(r"p(_\w+)?|\w+_p|\w*p_?value\w*|p \(.*\)", k))
 
 
 # -- figures ----------------------------------------------------------------------------------------------------
@@ -47,6 +98,9 @@ class Figure:
     name: str  # the path under the figures folder without suffix, e.g. "vague/demo/ours_accuracy"
     png: Path | None = None
     pdf: Path | None = None
+    refused: str | None = None  # why its files are not read (a link out of the figures folder)
+    title: str = ""  # what it shows, as the notebook's save_figure recorded it (its titles)
+    table: str | None = None  # the recorded table it explains
 
     @property
     def files(self) -> list[str]:
@@ -65,8 +119,22 @@ class Figure:
         assert path is not None
         return quote(Path(os.path.relpath(path, page_dir)).as_posix())
 
+    def alt(self) -> str:
+        """What the image shows, for a reader who cannot see it: its recorded titles, else its name in words, with
+        its paper and the table it explains."""
+        paper, _, rest = self.name.partition("/")
+        stem = rest.rsplit("/", 1)[-1] if rest else paper
+        what = self.title or re.sub(r"[_-]+", " ", stem).strip()
+        out = f"{'Report card' if paper == 'card' else paper} figure: {what}"
+        if self.table:
+            out += f" (for the table {header_label(self.table)})"
+        return out + (" — pipeline demo, not a result" if self.demo else "")
+
     def data_uri(self) -> tuple[str | None, str | None]:
-        """(``data:image/png;base64,...``, None), or (None, why not) for a file that is not a readable PNG."""
+        """(``data:image/png;base64,...``, None), or (None, why not) for a file that is not a readable PNG (or
+        one that is not read: a link out of the run's figures folder)."""
+        if self.refused:
+            return None, self.refused
         if self.png is None:
             return None, "no PNG (PDF only)"
         try:
@@ -86,6 +154,9 @@ class Placement:
     card: list[Figure] = field(default_factory=list)
     notebooks: dict[str, dict[str | None, list[Figure]]] = field(default_factory=dict)
     other: list[Figure] = field(default_factory=list)
+    #: per notebook, the files its cells said they saved outside the figures folder (``../``): never read,
+    #: reported in its section
+    outside: dict[str, list[str]] = field(default_factory=dict)
 
     def take(self, notebook: str, table: str | None) -> list[Figure]:
         """The figures of ``table`` (removed, so each is shown once)."""
@@ -101,16 +172,24 @@ class Placement:
 
 
 def figure_inventory(figures: Path) -> dict[str, Figure]:
-    """Every figure file under ``figures`` (PNG and PDF of one name are one figure), by name, sorted."""
+    """Every figure file under ``figures`` (PNG and PDF of one name are one figure), by name, sorted. A link whose
+    target lies outside ``figures`` (or is gone) is listed with why it is not read: it is never opened."""
     out: dict[str, Figure] = {}
     if not figures.is_dir():
         return out
+    root = figures.resolve()
     for p in sorted(figures.rglob("*")):
-        if p.suffix not in FIGURE_SUFFIXES or not p.is_file():
+        if p.suffix not in FIGURE_SUFFIXES or not (p.is_file() or p.is_symlink()):
             continue
         name = p.relative_to(figures).with_suffix("").as_posix()
         fig = out.setdefault(name, Figure(name))
         setattr(fig, p.suffix[1:], p)
+        target = p.resolve()
+        if not target.is_relative_to(root):
+            fig.refused = (f"is a link to a file outside the run's figures folder ({p.name} -> {os.readlink(p)}): "
+                           "not read" if p.is_symlink() else "lies outside the run's figures folder: not read")
+        elif not target.is_file():
+            fig.refused = f"is a link to nothing ({p.name}): not read"
     return out
 
 
@@ -125,11 +204,14 @@ def place_figures(results: dict[str, dict[str, Any]], figures: Path, run_dir: Pa
         placement.notebooks[nb] = {}
         for entry in summary.get("figures") or []:
             for f in entry.get("files") or []:
-                path = (run_dir / f).resolve()
+                path = Path(os.path.normpath(run_dir.resolve() / f))  # where the cell said it saved, links kept
                 if not path.is_relative_to(figures):
+                    if str(f) not in placement.outside.setdefault(nb, []):
+                        placement.outside[nb].append(str(f))
                     continue
                 fig = inventory.pop(path.relative_to(figures).with_suffix("").as_posix(), None)
                 if fig is not None:
+                    fig.title, fig.table = str(entry.get("title") or ""), entry.get("table")
                     placement.notebooks[nb].setdefault(entry.get("table"), []).append(fig)
     for name, fig in inventory.items():
         top = name.split("/", 1)[0]
@@ -143,20 +225,30 @@ def place_figures(results: dict[str, dict[str, Any]], figures: Path, run_dir: Pa
 
 
 def figure_log(figures: list[dict[str, Any]], run_dir: Path) -> list[dict[str, Any]]:
-    """A notebook's collected figures for ``results.json``: each call's table and its files relative to the run."""
+    """A notebook's collected figures for ``results.json``: each call's table and its files relative to the run
+    (and its title, where ``save_figure`` recorded one: the page's alt text)."""
     return [{"table": f.get("table"), "name": f.get("name"),
-             "files": [Path(os.path.relpath(p, run_dir)).as_posix() for p in f.get("files") or []]}
+             "files": [Path(os.path.relpath(p, run_dir)).as_posix() for p in f.get("files") or []],
+             **({"title": str(f["title"])} if f.get("title") else {})}
             for f in figures]
 
 
 # -- values as tables -----------------------------------------------------------------------------------------
 @dataclass
 class Table:
-    """A table as text, with a sort key per cell (numbers sort as numbers)."""
+    """A table as text, with a sort key per cell (numbers sort as numbers); ``raw`` keeps each cell's value for
+    the CSV (a number at full precision), ``title`` names it (its scroll box's label, its files' names), and
+    ``csv_uri``/``tex_uri``/``file`` are filled when the page exports it (:class:`Exports`)."""
 
     columns: list[str]
     rows: list[list[tuple[str, Any]]]
     more: int = 0  # rows left out (in results.json)
+    raw: list[list[Any]] | None = None
+    title: str = "table"
+    section: str = ""  # the page's section it is in (a paper, the card, the comparison)
+    file: str = ""
+    csv_uri: str = ""
+    tex_uri: str = ""
 
     @property
     def tall(self) -> bool:
@@ -166,9 +258,84 @@ class Table:
     def folded(self) -> bool:
         return len(self.rows) > FOLD_ROWS
 
+    @property
+    def labels(self) -> list[str]:
+        """The headers as shown."""
+        return [header_label(c) for c in self.columns]
 
-def cell(v: Any) -> tuple[str, Any]:
-    """A value as table text and its sort key (None: sort by the text)."""
+    @property
+    def numeric(self) -> list[bool]:
+        """Per column: every non-empty cell is a number (right-aligned in LaTeX)."""
+        out = []
+        for i in range(len(self.columns)):
+            cells = [r[i] for r in self.rows if i < len(r) and r[i][0] != ""]
+            out.append(bool(cells) and all(v is not None for _, v in cells))
+        return out
+
+    def csv(self) -> str:
+        """The table as CSV: the recorded column names, each value as recorded (numbers at full precision)."""
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(self.columns)
+        for i, row in enumerate(self.rows):
+            raw = self.raw[i] if self.raw is not None else None
+            w.writerow([clean_text(_csv_value(raw[j]) if raw is not None else text)
+                        for j, (text, _) in enumerate(row)])
+        return buf.getvalue()
+
+    def latex(self) -> str:
+        """The table as LaTeX with booktabs rules (``\\usepackage{booktabs}``), as the page shows it."""
+        align = "".join("r" if n else "l" for n in self.numeric)
+        lines = [f"\\begin{{tabular}}{{{align}}}", "\\toprule",
+                 " & ".join(latex_escape(c) for c in self.labels) + " \\\\", "\\midrule"]
+        lines += [" & ".join(latex_escape(text) for text, _ in row) + " \\\\" for row in self.rows]
+        lines += ["\\bottomrule", "\\end{tabular}", ""]
+        return "\n".join(lines)
+
+
+def _csv_value(v: Any) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return ""
+    if isinstance(v, dict | list):
+        return json.dumps(v, ensure_ascii=False)
+    return str(v)
+
+
+_LATEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+          "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}", "<": r"\textless{}",
+          ">": r"\textgreater{}", "\n": " "}
+
+
+def latex_escape(text: Any) -> str:
+    """``text`` for a LaTeX cell: its special characters escaped, control characters made visible."""
+    return "".join(_LATEX.get(ch, ch) for ch in clean_text(str(text)))
+
+
+#: a nested value longer than this is cut in a table cell (the whole value is in the CSV and results.json)
+CELL_CHARS = 400
+
+
+def compact(v: Any, depth: int = 0) -> str:
+    """A nested value in one short line: ``{"a": 1, "b": {"c": 2}}`` as ``a: 1 · b: (c: 2)``, a list as
+    ``x, y``."""
+    if isinstance(v, dict):
+        parts = [f"{k}: {compact(x, depth + 1)}" for k, x in v.items()]
+        text = (", " if depth else " · ").join(parts) if parts else "none"
+        return f"({text})" if depth and parts else text
+    if isinstance(v, list | tuple):
+        text = ", ".join(compact(x, depth + 1) for x in v)
+        return f"[{text}]" if depth else (text or "none")
+    return cell(v)[0] if v is not None else "–"
+
+
+def cell(v: Any, column: Any = None) -> tuple[str, Any]:
+    """A value as table text and its sort key (None: sort by the text); a p-value column in the one p format,
+    a missing number as "–" (never ``nan``), a nested value compact on one line."""
+    if column is not None and is_p_column(column) and (v is None or isinstance(v, int | float)) \
+            and not isinstance(v, bool):
+        from vlamb_nb.stats.result import format_p
+
+        return format_p(v), (float(v) if v is not None and math.isfinite(v) else None)
     if v is None:
         return "", None
     if isinstance(v, bool):
@@ -176,16 +343,19 @@ def cell(v: Any) -> tuple[str, Any]:
     if isinstance(v, int):
         return str(v), v
     if isinstance(v, float):
-        return (f"{v:.4g}", v) if math.isfinite(v) else (str(v), None)
+        return (f"{v:.4g}", v) if math.isfinite(v) else ("–", None)
     if isinstance(v, dict | list):
-        return json.dumps(v, ensure_ascii=False), None
+        text = compact(v)
+        return (text if len(text) <= CELL_CHARS else text[:CELL_CHARS] + " …"), None
     return str(v), None
 
 
-def records_table(rows: list[dict[str, Any]]) -> Table:
+def records_table(rows: list[dict[str, Any]], title: str = "table") -> Table:
     keys = list(dict.fromkeys(k for r in rows for k in r))
     cols = [k for k in PREFERRED_COLUMNS if k in keys] + [k for k in keys if k not in PREFERRED_COLUMNS]
-    return Table(cols, [[cell(r.get(c)) for c in cols] for r in rows[:MAX_ROWS]], max(0, len(rows) - MAX_ROWS))
+    shown = rows[:MAX_ROWS]
+    return Table(cols, [[cell(r.get(c), c) for c in cols] for r in shown], max(0, len(rows) - MAX_ROWS),
+                 raw=[[r.get(c) for c in cols] for r in shown], title=title)
 
 
 def _frame_like(value: Any) -> bool:
@@ -194,24 +364,92 @@ def _frame_like(value: Any) -> bool:
             and all(not isinstance(x, dict | list) for v in value.values() for x in v.values()))
 
 
-def _frame_table(value: dict[str, dict[str, Any]]) -> Table:
+def _frame_table(value: dict[str, dict[str, Any]], title: str = "table") -> Table:
     cols = list(value)
     index = list(dict.fromkeys(r for v in value.values() for r in v))
-    rows = [[(str(r), None)] + [cell(value[c].get(r)) for c in cols] for r in index[:MAX_ROWS]]
-    return Table(["", *cols], rows, max(0, len(index) - MAX_ROWS))
+    rows = [[(str(r), None)] + [cell(value[c].get(r), c) for c in cols] for r in index[:MAX_ROWS]]
+    raw = [[str(r)] + [value[c].get(r) for c in cols] for r in index[:MAX_ROWS]]
+    return Table(["", *cols], rows, max(0, len(index) - MAX_ROWS), raw=raw, title=title)
 
 
-def block(key: str, value: Any) -> dict[str, Any]:
-    """One recorded result as the page shows it: a table, a list, named parts or one value."""
+def _scalar(v: Any) -> bool:
+    return not isinstance(v, dict | list) or (isinstance(v, dict | list) and len(compact(v)) <= 160
+                                              and not (isinstance(v, list) and v and isinstance(v[0], dict)))
+
+
+def block(key: str, value: Any, title: str | None = None) -> dict[str, Any]:
+    """One recorded result as the page shows it: a table, a list, named parts or one value. Named parts that are
+    plain values (or small nested ones) read as one compact paragraph of ``name: value`` pairs, not one line
+    each."""
+    title = title or key
     if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
-        return {"key": key, "kind": "table", "table": records_table(value)}
+        return {"key": key, "kind": "table", "table": records_table(value, title)}
     if isinstance(value, list):
         return {"key": key, "kind": "list", "items": [cell(v)[0] for v in value]}
     if _frame_like(value):
-        return {"key": key, "kind": "table", "table": _frame_table(value)}
+        return {"key": key, "kind": "table", "table": _frame_table(value, title)}
     if isinstance(value, dict):
-        return {"key": key, "kind": "parts", "parts": [block(str(k), v) for k, v in value.items()]}
-    return {"key": key, "kind": "value", "text": cell(value)[0]}
+        facts = [{"key": str(k), "text": cell(v, k)[0] if not isinstance(v, dict | list) else _inner(v)}
+                 for k, v in value.items() if _scalar(v)]
+        parts = [block(str(k), v, f"{title}: {k}") for k, v in value.items() if not _scalar(v)]
+        return {"key": key, "kind": "parts", "facts": facts, "parts": parts}
+    return {"key": key, "kind": "value", "text": cell(value, key)[0]}
+
+
+def _inner(v: Any) -> str:
+    """A nested value inside a line of facts: ``1: 1, 2: 3`` (commas, so the facts' dots still part the names)."""
+    text = compact(v, 1)
+    return text[1:-1] if text[:1] in "([" and text[-1:] in ")]" else text
+
+
+def tables_of(b: dict[str, Any]) -> list[Table]:
+    """Every table of a block, nested parts included."""
+    if b["kind"] == "table":
+        return [b["table"]]
+    return [t for p in b.get("parts") or [] for t in tables_of(p)]
+
+
+def text_rows_table(columns: Any, rows: list[dict[str, Any]], title: str) -> Table:
+    """Rows of display text (the card's, the comparison's models) as a :class:`Table`."""
+    cols = list(columns)
+    return Table(cols, [[(str(r.get(c, "")), None) for c in cols] for r in rows], title=title)
+
+
+class Exports:
+    """Every table of a page as CSV and LaTeX: ``data:`` links on the page (no server needed to download) and
+    files ``tables/<section>-<table>.{csv,tex}`` beside it; names are made unique."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, Table] = {}
+
+    def add(self, section: str, t: Table) -> Table:
+        t.section = section
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{section}-{t.title}".lower()).strip("-.") or "table"
+        stem, k = stem[:100], 2
+        name = stem
+        while name in self.files:
+            name, k = f"{stem}-{k}", k + 1
+        self.files[name] = t
+        t.file = name
+        t.csv_uri = "data:text/csv;charset=utf-8;base64," + base64.b64encode(t.csv().encode("utf-8")).decode("ascii")
+        t.tex_uri = "data:application/x-tex;charset=utf-8;base64," + base64.b64encode(
+            t.latex().encode("utf-8")).decode("ascii")
+        return t
+
+    def write(self, folder: Path) -> list[Path]:
+        """The files beside the page (``folder`` is its ``tables/``); stale ones of an earlier page removed."""
+        folder.mkdir(parents=True, exist_ok=True)
+        keep = {f"{n}.{x}" for n in self.files for x in ("csv", "tex")}
+        for old in folder.iterdir():
+            if old.is_file() and old.suffix in (".csv", ".tex") and old.name not in keep:
+                old.unlink()
+        out = []
+        for name, t in self.files.items():
+            for suffix, text in ((".csv", t.csv()), (".tex", t.latex())):
+                path = folder / f"{name}{suffix}"
+                path.write_text(text, encoding="utf-8")
+                out.append(path)
+        return out
 
 
 def section_rank(key: str) -> int:
@@ -228,16 +466,28 @@ def section_rank(key: str) -> int:
 
 
 # -- templates ------------------------------------------------------------------------------------------------
+def _finalize(value: Any) -> Any:
+    """Every value a template writes: text with its control characters made visible (markup the package made
+    itself is left as it is)."""
+    import markupsafe
+
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return clean_text(value)
+    return value
+
+
 def environment():
     """The Jinja2 environment of the package's templates, autoescaping every value."""
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("vlamb_nb", "templates"), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             finalize=_finalize)
     env.globals["page_css"] = _static("page.css")
     env.globals["page_js"] = _static("page.js")
     env.globals["tall_rows"] = TALL_ROWS
     env.filters["code_spans"] = code_spans
+    env.filters["label"] = header_label
     return env
 
 
@@ -245,9 +495,10 @@ def code_spans(text: Any):
     """``text`` escaped, with its `backtick` spans (commands in the package's notes) as ``<code>``."""
     import markupsafe
 
-    parts = markupsafe.escape(str(text)).split("`")
+    text = clean_text(str(text))
+    parts = markupsafe.escape(text).split("`")
     if len(parts) % 2 == 0:  # an unpaired backtick: leave the text as it is
-        return markupsafe.escape(str(text))
+        return markupsafe.escape(text)
     return markupsafe.Markup("").join(markupsafe.Markup("<code>") + p + markupsafe.Markup("</code>") if i % 2 else p
                                       for i, p in enumerate(parts))
 
@@ -265,11 +516,192 @@ def _figures_view(figs: list[Figure], page_dir: Path) -> list[dict[str, Any]]:
     out = []
     for f in figs:
         uri, problem = f.data_uri()
-        out.append({"name": f.name, "demo": f.demo, "uri": uri, "problem": problem,
+        readable = f.refused is None
+        out.append({"name": f.name, "demo": f.demo, "uri": uri, "problem": problem, "alt": f.alt(),
                     "png_file": f"{f.name}.png" if f.png is not None else None,
                     "pdf_file": f"{f.name}.pdf" if f.pdf is not None else None,
-                    "pdf_href": f.href("pdf", page_dir) if f.pdf is not None else None})
+                    "pdf_href": f.href("pdf", page_dir) if f.pdf is not None and readable else None})
     return out
+
+
+# -- provenance -----------------------------------------------------------------------------------------------
+PROVENANCE_FILE = "provenance.json"
+_LIBRARIES = ("torch", "transformers", "bitsandbytes")
+
+
+def git_commit(folder: Path | None = None) -> str | None:
+    """The commit of the package's source checkout (``+ local changes`` when it differs from it), or None where
+    the package is not run from a git checkout."""
+    import subprocess
+
+    folder = folder or Path(__file__).resolve().parent.parent
+    if not (folder / ".git").exists():
+        return None
+    try:
+        head = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(folder), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if not re.fullmatch(r"[0-9a-f]{40}", head):
+        return None
+    return head + (" + local changes" if dirty else "")
+
+
+def environment_facts() -> dict[str, Any]:
+    """What ran the numbers: the package's version and commit, Python and the libraries a model runs on (read
+    from their installed metadata, never imported)."""
+    import platform
+    import sys
+    from importlib.metadata import PackageNotFoundError, version
+
+    from vlamb_nb.meta import package_version
+
+    libs: dict[str, str | None] = {}
+    for name in _LIBRARIES:
+        try:
+            libs[name] = version(name)
+        except PackageNotFoundError:
+            libs[name] = None
+    return {"vlamb_nb": package_version(), "commit": git_commit(), "python": sys.version.split()[0],
+            "platform": platform.platform(), **libs}
+
+
+def _first_record(path: Path) -> dict[str, Any] | None:
+    try:
+        with path.open("rb") as f:
+            line = f.readline(1 << 20)
+        rec = json.loads(line)
+    except (OSError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) and isinstance(rec.get("run"), dict) else None
+
+
+def store_facts(folder: Path, *, limit: int = 200) -> list[dict[str, Any]]:
+    """Per prediction store under ``folder`` (its first record's run meta): the paper and setting, the model and
+    its revision, quantization, decoding, the prompt templates' digest, the items' digest, the data, and the
+    library versions the run recorded."""
+    out: list[dict[str, Any]] = []
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.rglob("*.jsonl"))[:limit]:
+        rec = _first_record(path)
+        if rec is not None:
+            out += [{**s, "store": path.relative_to(folder).as_posix()} for s in store_facts_of(rec)]
+    return out
+
+
+def store_facts_of(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The provenance one stored record carries (its run meta, model and decoding)."""
+    run, model = rec["run"], rec.get("model") if isinstance(rec.get("model"), dict) else {}
+    versions = run.get("versions") if isinstance(run.get("versions"), dict) else {}
+    data = run.get("data") if isinstance(run.get("data"), dict) else {}
+    return [{"paper": run.get("benchmark") or rec.get("benchmark"),
+             "setting": run.get("setting") or rec.get("setting"), "model": model.get("model_id"),
+             "revision": model.get("revision"), "quantization": model.get("quantization"),
+             "backend": model.get("backend"), "decoding": rec.get("params") or {},
+             "prompt_digest": run.get("template"), "items_digest": run.get("source"),
+             "data_release": data.get("release"), "data_revision": data.get("revision"),
+             "versions": {k: versions.get(k) for k in ("vlamb_nb", "python", *_LIBRARIES) if versions.get(k)}}]
+
+
+def release_facts(papers: list[str]) -> dict[str, dict[str, Any]]:
+    """Per paper with a fetched release: its release, revision and the sha256 of its manifest's file list (the
+    sha256 of every file, in name order: one digest that names exactly the bytes read)."""
+    import hashlib
+
+    out: dict[str, dict[str, Any]] = {}
+    try:
+        from vlamb_nb.datahome import read_manifest
+    except ImportError:  # pragma: no cover - the package always has it
+        return out
+    for paper in papers:
+        try:
+            manifest = read_manifest(paper)
+        except Exception:  # noqa: BLE001 - a damaged manifest is said by `data status`; the page goes on
+            manifest = None
+        if not manifest:
+            continue
+        files = sorted((str(f.get("name") or f.get("path") or ""), str(f.get("sha256") or ""))
+                       for f in manifest.get("files") or [] if isinstance(f, dict))
+        digest = hashlib.sha256("".join(f"{n}\t{h}\n" for n, h in files).encode()).hexdigest() if files else None
+        out[paper] = {"release": manifest.get("release"), "revision": manifest.get("revision"),
+                      "files": len(files), "sha256": digest}
+    return out
+
+
+def provenance(run_dir: Path, papers: list[str], *, record: bool = True) -> dict[str, Any]:
+    """The run's provenance: ``<run>/provenance.json`` when the run recorded it (a page rebuilt later shows what
+    ran, not what is installed now), else gathered now — the environment, every store's run meta, each release's
+    files digest — and recorded there (``record``)."""
+    path = run_dir / PROVENANCE_FILE
+    if path.is_file():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            old = None
+        if isinstance(old, dict) and isinstance(old.get("environment"), dict):
+            old.setdefault("stores", store_facts(run_dir))
+            return old
+    facts = {"environment": environment_facts(), "stores": store_facts(run_dir), "releases": release_facts(papers)}
+    if record:
+        try:
+            path.write_text(json.dumps(facts, indent=2), encoding="utf-8")  # ASCII: any odd name survives
+        except OSError:
+            pass  # a read-only run folder: the page still shows what it found
+    return facts
+
+
+def provenance_view(facts: dict[str, Any], data_ids: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The provenance block as the page shows it: the environment as name/value pairs, one row per model run
+    (paper, setting, model@revision, quantization, decoding, prompt and items digests) and per paper's data."""
+    env = facts.get("environment") or {}
+    names = {"vlamb_nb": "vlamb_nb version", "commit": "package commit", "python": "Python", "platform": "platform",
+             "torch": "torch", "transformers": "transformers", "bitsandbytes": "bitsandbytes"}
+    pairs = [(label, env.get(k) or ("not a git checkout" if k == "commit" else "not installed")) for k, label
+             in names.items() if k in env]
+    runs = []
+    for s in facts.get("stores") or []:
+        dec = s.get("decoding") or {}
+        runs.append({"paper": s.get("paper") or "–", "setting": s.get("setting") or "–",
+                     "model": f"{s.get('model') or '–'}" + (f"@{s['revision']}" if s.get("revision") else ""),
+                     "quantization": s.get("quantization") or "none",
+                     "decoding": compact(dec) if dec else "–", "prompt digest": s.get("prompt_digest") or "–",
+                     "items digest": s.get("items_digest") or "–",
+                     "libraries": compact(s.get("versions") or {}) or "–"})
+    data = []
+    releases = facts.get("releases") or {}
+    seen = set()
+    for paper, d in data_ids:
+        d = d or {}
+        key = (paper, d.get("release"), d.get("revision"))
+        if key in seen:
+            continue
+        seen.add(key)
+        rel = releases.get(paper) or {}
+        same = rel and rel.get("revision") == d.get("revision")
+        data.append({"paper": paper, "release": d.get("release") or d.get("kind") or "–",
+                     "revision": d.get("revision") or "–",
+                     "sha256": rel.get("sha256") if same and rel.get("sha256") else
+                     ("a generated sample (no release files)" if d.get("kind") == "sample" else "not recorded")})
+    for paper, rel in releases.items():
+        if not any(r["paper"] == paper for r in data):
+            data.append({"paper": paper, "release": rel.get("release") or "–", "revision": rel.get("revision") or "–",
+                         "sha256": rel.get("sha256") or "not recorded"})
+    return {"pairs": pairs, "runs": runs, "data": data,
+            "run_columns": ["paper", "setting", "model", "quantization", "decoding", "prompt digest", "items digest",
+                            "libraries"],
+            "data_columns": ["paper", "release", "revision", "sha256"]}
+
+
+def _export_provenance(prov: dict[str, Any], exports: Exports) -> None:
+    """The provenance block's tables exported like the others (``prov["exports"]``: runs, data)."""
+    prov["exports"] = {
+        "runs": exports.add("provenance", text_rows_table(prov["run_columns"], prov["runs"], "model runs"))
+        if prov["runs"] else None,
+        "data": exports.add("provenance", text_rows_table(prov["data_columns"], prov["data"], "data"))
+        if prov["data"] else None}
 
 
 # -- the run's page -------------------------------------------------------------------------------------------
@@ -302,15 +734,21 @@ def data_rows(card: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def _section_id(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", name) or "x"
+
+
 def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, figures: Path,
              params: dict[str, Any] | None = None, card_figure_error: str | None = None,
-             runs: list[Any] | None = None, items_error: str | None = None) -> str:
+             exports: Exports | None = None, runs: list[Any] | None = None,
+             items_error: str | None = None) -> str:
     """``report.html`` of a reproduce run, from its ``results.json`` content, its card and its figures folder;
-    ``runs``: its scored stores (``compare.Run``), whose items each paper's section lists (``items_error``: why
-    they could not be read)."""
+    every table is added to ``exports`` (its CSV and LaTeX). ``runs``: its scored stores (``compare.Run``), whose
+    items each paper's section lists (``items_error``: why they could not be read)."""
     from vlamb_nb.report_card import COLUMNS, DEMO_NOTE, RANK_NOTE, TEST_COLUMNS, table
 
     run_dir = Path(run_dir)
+    exports = exports if exports is not None else Exports()
     placement = place_figures(results, Path(figures), run_dir)
     card_rows, card_notes, card_tests = table(card)
     item_views = _item_views(runs, items_error)  # items behind every number (report_items)
@@ -318,43 +756,72 @@ def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, fi
     for name, r in results.items():
         status = "not run" if r.get("skipped") else "ok" if r.get("ok") else "failed"
         notebooks.append({"name": name, "status": status, "seconds": r.get("seconds") or 0.0,
-                          "parameters": cell(r.get("parameters") or {})[0], "warnings": r.get("warnings") or []})
+                          "parameters": compact(r.get("parameters") or {}), "warnings": r.get("warnings") or []})
         if status == "failed":
             failures.append({"name": name, "error": r.get("error") or "unknown error", "cell": r.get("failed_cell"),
                              "source": r.get("failed_source")})
         res = r.get("results") or {}
         keys = sorted((k for k in res if k != "headline"), key=lambda k: (section_rank(k), list(res).index(k)))
-        blocks = [{**block(k, res[k]), "rank": section_rank(k), "figures": _figures_view(placement.take(name, k),
-                                                                                            run_dir)}
-                  for k in keys]
+        blocks = []
+        for k in keys:
+            b = {**block(k, res[k]), "rank": section_rank(k),
+                 "figures": _figures_view(placement.take(name, k), run_dir)}
+            for t in tables_of(b):
+                exports.add(name, t)
+            blocks.append(b)
         headline = [row for row in card_rows if row["paper"] == name and "state" not in row]
-        sections.append({"name": name, "status": status, "skipped": r.get("skipped"), "error": r.get("error"),
-                         "failed_cell": r.get("failed_cell"), "failed_source": r.get("failed_source"),
+        headline_table = exports.add(name, text_rows_table(COLUMNS, headline, "headline")) if headline \
+            else None
+        sections.append({"name": name, "id": _section_id(name), "status": status, "skipped": r.get("skipped"),
+                         "error": r.get("error"), "failed_cell": r.get("failed_cell"),
+                         "failed_source": r.get("failed_source"),
                          "warnings": r.get("warnings") or [], "seconds": r.get("seconds") or 0.0,
-                         "notebook": f"{name}.ipynb", "headline": headline,
+                         "notebook": f"{name}.ipynb", "headline": headline_table,
                          "headline_figures": _figures_view(placement.take(name, "headline"), run_dir),
                          "blocks": [b for b in blocks if b["rank"] < 3], "audit_from": 2,
                          "deviations": [b for b in blocks if b["rank"] == 3],
+                         "outside": placement.outside.get(name, []),
                          "rest": _figures_view(placement.rest(name), run_dir)})
         sections[-1]["items"] = _section_items(item_views, name, headline, first=not any(
             x.get("items") for x in sections[:-1]))  # items behind every number (report_items)
+    card_table = exports.add("card", Table(list(COLUMNS), [
+        [(r["paper"], None), *[(r["state"] if i == 3 else "–", None) for i in range(len(COLUMNS) - 1)]]
+        if "state" in r else [(str(r[c]), None) for c in COLUMNS] for r in card_rows], title="report card"))
+    tests_table = exports.add("card", text_rows_table(TEST_COLUMNS, card_tests, "paired tests")) if card_tests \
+        else None
+    facts = provenance(run_dir, list(results))
+    prov = provenance_view(facts, [(h.paper, h.data or {}) for h in card.headlines])
+    data = data_rows(card)
+    run_tables = {  # rendered by the template with links and status colours; exported as their text
+        "notebooks": exports.add("run", Table(["notebook", "status", "seconds", "parameters"], [
+            [(n["name"], None), (n["status"], None), (f"{n['seconds']:.1f}", n["seconds"]), (n["parameters"], None)]
+            for n in notebooks], title="notebooks")),
+        "data": exports.add("run", Table(["paper", "status", "data", "rank basis", "notes"], [
+            [(d["paper"], None), (d["status"], None), (d["data"], None), (d["basis"], None),
+             ("; ".join(d["notes"]), None)] for d in data], title="data"))}
+    _export_provenance(prov, exports)
     return environment().get_template("report.html.j2").render(
-        run_id=run_dir.name, card=card, demo=card.demo, demo_note=DEMO_NOTE, params=cell(params or {})[0],
-        notebooks=notebooks, failures=failures, data=data_rows(card), n_ok=sum(n["status"] == "ok" for n in notebooks),
-        card_columns=COLUMNS, card_rows=card_rows, card_notes=card_notes, card_tests=card_tests,
-        test_columns=TEST_COLUMNS, rank_note=RANK_NOTE, card_figures=_figures_view(placement.card, run_dir),
-        card_figure_error=card_figure_error, sections=sections,
-        other_figures=_figures_view(placement.other, run_dir))
+        run_id=run_dir.name, card=card, demo=card.demo, demo_note=DEMO_NOTE, params=compact(params or {}),
+        notebooks=notebooks, failures=failures, data=data, n_ok=sum(n["status"] == "ok" for n in notebooks),
+        run_tables=run_tables,
+        card_table=card_table, card_notes=card_notes, tests_table=tests_table, rank_note=RANK_NOTE,
+        card_figures=_figures_view(placement.card, run_dir), card_figure_error=card_figure_error, sections=sections,
+        other_figures=_figures_view(placement.other, run_dir), prov=prov,
+        n_warnings=sum(len(s["warnings"]) + bool(s["skipped"]) + len(s["outside"]) for s in sections))
 
 
 def write_run_page(run_dir: str | os.PathLike, results: dict[str, dict[str, Any]], card: Any, *,
                    figures: str | os.PathLike | None = None, params: dict[str, Any] | None = None,
                    card_figure_error: str | None = None, runs: list[Any] | None = None,
                    items_error: str | None = None) -> Path:
-    """Write ``<run>/report.html``; returns its path."""
+    """Write ``<run>/report.html`` and every table of it as ``<run>/tables/*.csv`` and ``*.tex``; returns the
+    page's path. ``runs``: the run's scored stores, whose items the page lists."""
     run_dir = Path(run_dir)
+    exports = Exports()
     page = run_page(results, card, run_dir=run_dir, figures=Path(figures) if figures else run_dir / "figures",
-                    params=params, card_figure_error=card_figure_error, runs=runs, items_error=items_error)
+                    params=params, card_figure_error=card_figure_error, exports=exports, runs=runs,
+                    items_error=items_error)
+    exports.write(run_dir / "tables")
     path = run_dir / "report.html"
     path.write_text(page, encoding="utf-8")
     return path
@@ -399,27 +866,65 @@ def _comparison_items(c: Any) -> dict[str, Any] | None:
 
 
 # -- the comparison's page ------------------------------------------------------------------------------------
-def comparison_page(c: Any, *, figure: Path | None = None, page_dir: Path | None = None) -> str:
+def comparison_page(c: Any, *, figure: Path | None = None, page_dir: Path | None = None,
+                    exports: Exports | None = None) -> str:
     """``comparison.html`` of a :class:`vlamb_nb.compare.Comparison` (read through its ``display()``), its figure
-    (PNG, with a link to the PDF beside it when there is one) inlined."""
+    (PNG, with a link to the PDF beside it when there is one) inlined; its tables added to ``exports``."""
     page_dir = Path(page_dir) if page_dir is not None else Path(".")
+    exports = exports if exports is not None else Exports()
     figs = []
     if figure is not None:
         figure = Path(figure)
         pdf = figure.with_suffix(".pdf")
-        figs = _figures_view([Figure(figure.stem, png=figure, pdf=pdf if pdf.is_file() else None)], page_dir)
+        fig = Figure(figure.stem, png=figure, pdf=pdf if pdf.is_file() else None,
+                     title="paired differences and ranks of the compared models")
+        figs = _figures_view([fig], page_dir)
     d = c.display()
+    own = d["own_deviations"]
+    models = [{**m, "own": own.get(m["model"], [])} for m in c.models]
+    models_table = exports.add("comparison", Table(
+        ["model", "runs", "from", "own deviations"],
+        [[(str(m["model"]), None), (", ".join(map(str, m.get("runs") or [])), None),
+          (", ".join(map(str, m.get("origins") or [])), None), ("; ".join(map(str, m["own"])) or "none", None)]
+         for m in models], title="models"))
+    stores, data_ids = [], []
+    for m in c.models:
+        for origin in m.get("origins") or []:
+            rec = _first_record(Path(origin)) if Path(origin).is_file() else None
+            if rec is not None:
+                stores += [{**s, "store": Path(origin).name} for s in store_facts_of(rec)]
+        data_ids += [(str(k).split("/", 1)[0], v or {}) for k, v in (m.get("data") or {}).items()]
+    papers = sorted({p for p, _ in data_ids})
+    facts = {"environment": environment_facts(), "stores": stores, "releases": release_facts(papers)}
+    prov = provenance_view(facts, data_ids)
+    _export_provenance(prov, exports)
     return environment().get_template("comparison.html.j2").render(
         c=c, d=d, figures=figs, items=_comparison_items(c),  # items behind every number (report_items)
-        values=Table(d["value_columns"], d["values"]),
-        pairs=Table(d["pair_columns"], d["pairs"]),
-        models=[{**m, "own": d["own_deviations"].get(m["model"], [])} for m in c.models])
+        values=exports.add("comparison", _first(Table(d["value_columns"], d["values"], title="values"), ["model"])),
+        pairs=exports.add("comparison", _first(Table(d["pair_columns"], d["pairs"], title="paired differences"),
+                                               ["a", "b"])),
+        models=models, models_table=models_table, prov=prov)
+
+
+def _first(t: Table, names: list[str]) -> Table:
+    """``t`` with the columns ``names`` (what a row is about: the model, the pair) moved to the front."""
+    order = [t.columns.index(n) for n in names if n in t.columns]
+    order += [i for i in range(len(t.columns)) if i not in order]
+    t.columns = [t.columns[i] for i in order]
+    t.rows = [[r[i] for i in order] for r in t.rows]
+    if t.raw is not None:
+        t.raw = [[r[i] for i in order] for r in t.raw]
+    return t
 
 
 def write_comparison_page(c: Any, directory: str | os.PathLike, *, name: str = "comparison",
                           figure: Path | None = None) -> Path:
-    """Write ``<directory>/<name>.html``; returns its path."""
+    """Write ``<directory>/<name>.html`` and its tables as ``<directory>/tables/<name>-*.csv`` and ``*.tex``;
+    returns the page's path."""
     d = Path(directory)
+    exports = Exports()
+    page = comparison_page(c, figure=figure, page_dir=d, exports=exports)
+    exports.write(d / "tables")
     path = d / f"{name}.html"
-    path.write_text(comparison_page(c, figure=figure, page_dir=d), encoding="utf-8")
+    path.write_text(page, encoding="utf-8")
     return path

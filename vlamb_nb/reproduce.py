@@ -147,6 +147,13 @@ def _local_kernel_manager():
             kwargs.setdefault("ip", str(Path(self._socket_dir.name) / "kernel"))
             super().__init__(**kwargs)
 
+        async def _async_interrupt_kernel(self) -> None:
+            # jupyter_client interrupts every kernel it shuts down; an idle ipykernel then logs
+            # "KeyboardInterrupt caught in kernel" on a run that went well. Nothing runs at shutdown: skip it.
+            if self.shutting_down:
+                return
+            await super()._async_interrupt_kernel()
+
     return LocalKernelManager
 
 
@@ -385,9 +392,12 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
     page = write_report(runs, run_dir, params=glob, figures=fig_dir)
     failed = sum(not r.ok and not r.skipped for r in runs)
     if update_figures:
-        copied = refresh_figures([r.name for r in runs if r.ok], fig_dir, repo_root() / "figures")
+        kept: list[str] = []
+        copied = refresh_figures([r.name for r in runs if r.ok], fig_dir, repo_root() / "figures", kept)
         if not quiet:
             print(f"figures/: {copied} file(s) refreshed from {fig_dir}")
+            for line in kept:
+                print(f"figures/: {line}")
     if not quiet:
         skipped = sum(bool(r.skipped) for r in runs)
         print(f"report: {run_dir / 'report.md'}\n{len(runs) - failed - skipped} notebook(s) ok, {failed} failed"
@@ -444,25 +454,54 @@ def with_profile(params: dict[str, Any], declared: dict[str, Any]) -> dict[str, 
     return {**params, "profile": DEFAULT_PROFILE}
 
 
-def refresh_figures(notebooks: list[str], source: Path, target: Path) -> int:
+def refresh_figures(notebooks: list[str], source: Path, target: Path,
+                    kept: list[str] | None = None) -> int:
     """Replace ``target/<nb>/`` with the figures a successful run wrote for each notebook (demos excluded).
 
     Figures of a notebook that failed are left as they were; a figure the notebook no longer draws is
-    removed, so the committed folder always equals what one reproduction writes.
+    removed, so the committed folder equals what one reproduction writes — except that a committed figure drawn
+    from released or given files (its PNG says so: :func:`vlamb_nb.plots.read_figure_data`) is never replaced by
+    one drawn from a generated sample, nor removed by a run that did not have those files: it is kept, and
+    ``kept`` gets one line saying which and why.
     """
+    from vlamb_nb.plots import read_figure_data
+
+    def stems(folder: Path) -> dict[str, list[Path]]:
+        out: dict[str, list[Path]] = {}
+        if folder.is_dir():
+            for f in sorted(folder.iterdir()):
+                if f.is_file() and f.suffix in (".png", ".pdf"):
+                    out.setdefault(f.stem, []).append(f)
+        return out
+
+    def from_files(png: Path) -> Any:
+        data = read_figure_data(png) if png.is_file() else None
+        return data if data is not None and data.kind in ("release", "source") else None
+
     copied = 0
     for nb in notebooks:
         src, dst = source / nb, target / nb
-        files = sorted(f for f in src.glob("*") if f.is_file() and f.suffix in (".png", ".pdf")) if src.is_dir() else []
-        if dst.is_dir():
-            for old in dst.iterdir():
-                if old.is_file() and old.suffix in (".png", ".pdf"):
-                    old.unlink()
-        if files:
+        new, old, sampled = stems(src), stems(dst), stems(src / "demo")
+        for stem, files in old.items():
+            committed = from_files(dst / f"{stem}.png")
+            drawn = read_figure_data(src / f"{stem}.png") if stem in new else None
+            if committed is not None and (drawn is None or drawn.kind not in ("release", "source")):
+                other = drawn or (read_figure_data(src / "demo" / f"{stem}.png") if stem in sampled else None)
+                why = (f"this run drew it from {other.text}" if other is not None else
+                       "this run drew it from a generated sample" if stem in sampled else
+                       "this run did not draw it (its data was not there)")
+                if kept is not None:
+                    kept.append(f"kept figures/{nb}/{stem}.png: drawn from {committed.text}; {why}")
+                new.pop(stem, None)
+                continue
+            for f in files:
+                f.unlink()
+        if new:
             dst.mkdir(parents=True, exist_ok=True)
-        for f in files:
-            shutil.copy2(f, dst / f.name)
-            copied += 1
+        for files in new.values():
+            for f in files:
+                shutil.copy2(f, dst / f.name)
+                copied += 1
     return copied
 
 

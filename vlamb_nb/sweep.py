@@ -2,10 +2,12 @@
 
 One job per (model, quantization) loads the model once and runs every benchmark and setting,
 each into its own prediction store, so an interrupted sweep resumes without redoing finished
-items. When the jobs are done the sweep compares its models on the items all of them answered
-(:mod:`vlamb_nb.compare`: ``comparison.md``, ``comparison.json``, the figure and ``comparison.html`` in
+items. When the jobs are done the sweep compares the models whose jobs finished on the items all of them
+answered (:mod:`vlamb_nb.compare`: ``comparison.md``, ``comparison.json``, the figure and ``comparison.html`` in
 ``out_dir``). Jobs go through submitit: ``executor: local`` runs them one after another on this
-machine (the same job code as on a cluster), ``executor: slurm`` submits them to SLURM.
+machine (the same job code as on a cluster), ``executor: slurm`` submits them to SLURM (``gpus_per_node: 0``
+asks for no GPU; sbatch's refusal is one line naming the request). A job that does not finish gets one line in
+``summary.md`` with its cause: the exception it raised, cancelled, or the scheduler's state and its last error.
 
 Example::
 
@@ -36,6 +38,8 @@ One ``openai:`` model name on two endpoints (unnamed) is two models, named with 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -91,6 +95,7 @@ class SweepConfig:
     out_dir: Path
     jobs: list[SweepJob]
     slurm: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None  # the sweep file, named where a setting of it must change
 
 
 def _slug(text: str) -> str:
@@ -135,6 +140,10 @@ def load_config(path: str | os.PathLike, *, remote: dict[str, Any] | None = None
     slurm = dict(raw.get("slurm") or {})
     if set(slurm) - SLURM_KEYS:
         raise DataError(f"unknown slurm key(s) {sorted(set(slurm) - SLURM_KEYS)}", source=str(path), field="slurm")
+    gpus = slurm.get("gpus_per_node", 1)
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
+        raise DataError(f"gpus_per_node must be a whole number of GPUs (0: none), got {gpus!r}", source=str(path),
+                        field="slurm")
     out_dir = Path(raw.get("out_dir") or Path("sweeps") / _slug(raw.get("name") or path.stem))
     if not out_dir.is_absolute():
         out_dir = (path.parent / out_dir).resolve()
@@ -176,7 +185,7 @@ def load_config(path: str | os.PathLike, *, remote: dict[str, Any] | None = None
     slugs = [j.slug for j in jobs]
     if len(set(slugs)) != len(slugs):
         raise DataError("two models share a name; give them distinct 'name's", source=str(path), field="models")
-    return SweepConfig(str(raw.get("name") or path.stem), executor, out_dir, jobs, slurm)
+    return SweepConfig(str(raw.get("name") or path.stem), executor, out_dir, jobs, slurm, path)
 
 
 def _name_endpoints(jobs: list[SweepJob]) -> None:
@@ -240,15 +249,100 @@ def _executor(cfg: SweepConfig):
         ex = submitit.AutoExecutor(folder=folder, cluster="local")
         ex.update_parameters(timeout_min=int(cfg.slurm.get("timeout_min", 24 * 60)), name=f"vlamb-{cfg.name}")
         return ex
-    ex = submitit.AutoExecutor(folder=folder, cluster="slurm")
-    params = {"timeout_min": cfg.slurm.get("timeout_min", 240), "gpus_per_node": cfg.slurm.get("gpus_per_node", 1),
-              "mem_gb": cfg.slurm.get("mem_gb", 64), "cpus_per_task": cfg.slurm.get("cpus_per_task", 8),
-              "name": f"vlamb-{cfg.name}"}
+    try:
+        ex = submitit.AutoExecutor(folder=folder, cluster="slurm")
+    except RuntimeError as e:  # submitit looks for srun first
+        if "srun" not in str(e):
+            raise
+        raise SettingError(_no_slurm("srun")) from None
+    params = {"timeout_min": cfg.slurm.get("timeout_min", 240), "mem_gb": cfg.slurm.get("mem_gb", 64),
+              "cpus_per_task": cfg.slurm.get("cpus_per_task", 8), "name": f"vlamb-{cfg.name}"}
+    if cfg.slurm.get("gpus_per_node", 1):  # 0: no GPU asked for at all (a cluster without GPUs has no gres)
+        params["gpus_per_node"] = cfg.slurm.get("gpus_per_node", 1)
     for k in ("partition", "account", "qos", "constraint", "array_parallelism"):
         if k in cfg.slurm:
             params[f"slurm_{k}"] = cfg.slurm[k]
     ex.update_parameters(**params)
     return ex
+
+
+def _submit(cfg: SweepConfig, ex: Any) -> list[Any]:
+    """The jobs submitted as one SLURM array; sbatch's refusal is one line naming the settings it was given."""
+    from submitit.core.utils import FailedJobError, FailedSubmissionError
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):  # submitit prints sbatch's refusal itself: said once, below
+            return ex.map_array(run_job, cfg.jobs)
+    except FileNotFoundError:
+        raise SettingError(_no_slurm("sbatch")) from None
+    except (FailedJobError, FailedSubmissionError) as e:
+        raise SettingError(_refused(cfg, str(e))) from None
+
+
+def _no_slurm(command: str) -> str:
+    return (f"executor: slurm needs SLURM's srun and sbatch on PATH, and {command} is not there (executor: local runs "
+            "the jobs on this machine)")
+
+
+def _refused(cfg: SweepConfig, text: str) -> str:
+    """sbatch's refusal in one line, with the resources each job asked for and the setting to change."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    why = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "no reason given")
+    why = why.removeprefix("sbatch: error: ").removeprefix("Batch job submission failed: ")
+    gpus = cfg.slurm.get("gpus_per_node", 1)
+    asked = [f"gpus_per_node {gpus}" + ("" if "gpus_per_node" in cfg.slurm else " (the default)"),
+             f"mem_gb {cfg.slurm.get('mem_gb', 64)}", f"cpus_per_task {cfg.slurm.get('cpus_per_task', 8)}"]
+    asked += [f"{k} {cfg.slurm[k]}" for k in ("partition", "constraint", "account", "qos") if k in cfg.slurm]
+    where = cfg.path.name if cfg.path is not None else "the sweep file"
+    about_nodes = any(w in why.lower() for w in ("node configuration", "gres", "generic resource", "gpus"))
+    hint = (f"; on a cluster without GPUs set `slurm: {{gpus_per_node: 0}}` in {where}" if gpus and about_nodes else
+            f"; ask for what the cluster has under `slurm:` in {where}")
+    return f"sbatch refused the sweep's jobs: {why} (each job asked for {', '.join(asked)}){hint}"
+
+
+def job_failure(handle: Any, error: BaseException, *, scheduler: str = "SLURM") -> str:
+    """What happened to a job that returned nothing, in one line: the exception it raised (its type and first
+    line, from the traceback submitit kept), cancelled, or the scheduler's state with the last line of its
+    stderr (submitit's ``.err``), never the path of a log."""
+    from submitit.core.utils import FailedJobError, UncompletedJobError
+
+    if isinstance(error, FailedJobError) and "failed during processing with trace:" in str(error):
+        return _raised(str(error)) or "failed (no exception recorded)"
+    if not isinstance(error, UncompletedJobError):
+        first = (str(error).strip().splitlines() or [""])[0]
+        return f"{type(error).__name__}: {first}" if first else type(error).__name__
+    try:
+        state = str(handle.state or "UNKNOWN")
+    except Exception:  # noqa: BLE001 - the scheduler's accounting may be unreachable: say what is known
+        state = "UNKNOWN"
+    err = ""
+    with contextlib.suppress(Exception):  # the .err log may be gone with the node
+        err = handle.stderr() or ""
+    last = next((ln.strip() for ln in reversed(err.splitlines()) if ln.strip()), "")
+    said = f"{scheduler} state {state}"
+    if state.upper().startswith("CANCELLED"):
+        return f"cancelled ({said}); its stores so far are kept: run the sweep again to finish it"
+    if state.upper().startswith("TIMEOUT"):
+        return f"timed out ({said}): raise slurm: timeout_min, or run the sweep again to resume it"
+    if state.upper().startswith("OUT_OF_MEMORY"):
+        return f"out of memory ({said}): raise slurm: mem_gb"
+    return f"did not finish ({said})" + (f": {last[:200]}" if last else "")
+
+
+def _raised(text: str) -> str:
+    """``Type: first line`` of the exception at the end of a formatted traceback (module prefix dropped)."""
+    block = text.split("failed during processing with trace:", 1)[-1]
+    parts = [p for p in block.split("----------------------") if p.strip()]
+    trace = parts[0] if parts else block
+    lines = trace.strip("\n").splitlines()
+    last_frame = max((i for i, ln in enumerate(lines) if ln.startswith("  File ")), default=-1)
+    rest = lines[last_frame + 1:]
+    while rest and rest[0].startswith("    "):  # the frame's source line and its markers
+        rest = rest[1:]
+    first = next((ln for ln in rest if ln.strip()), "")
+    head, sep, msg = first.partition(": ")
+    head = head.rsplit(".", 1)[-1] if " " not in head else head
+    return f"{head}{sep}{msg}".strip()
 
 
 def sweep(config: str | os.PathLike, *, quiet: bool = False, remote: dict[str, Any] | None = None) -> int:
@@ -270,11 +364,15 @@ def sweep(config: str | os.PathLike, *, quiet: bool = False, remote: dict[str, A
     rows: list[dict[str, Any]] = []
     failures: list[str] = []
 
+    finished: list[SweepJob] = []
+
     def collect(job: SweepJob, handle) -> None:
         try:
             rows.extend(handle.result())
         except Exception as e:  # noqa: BLE001 - one failed job must not stop the sweep
-            failures.append(f"{job.slug}: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}")
+            failures.append(f"{job.slug}: {job_failure(handle, e, scheduler=cfg.executor.replace('slurm', 'SLURM'))}")
+        else:
+            finished.append(job)
 
     if cfg.executor == "local":  # one after another: a local machine has one accelerator at most
         for job in cfg.jobs:
@@ -282,18 +380,22 @@ def sweep(config: str | os.PathLike, *, quiet: bool = False, remote: dict[str, A
                 print(f"[sweep] {job.slug}", flush=True)
             collect(job, ex.submit(run_job, job))
     else:
-        handles = ex.map_array(run_job, cfg.jobs)
+        handles = _submit(cfg, ex)
         if not quiet:
             print(f"[sweep] submitted {len(handles)} job(s): {', '.join(h.job_id for h in handles)}", flush=True)
         for job, h in zip(cfg.jobs, handles, strict=True):
             collect(job, h)
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame(rows, columns=list(dict.fromkeys(
+        ["model", "quantization", "benchmark", "setting", *(k for r in rows for k in r)])))
     table.to_csv(cfg.out_dir / "summary.csv", index=False)
-    md = table.to_markdown(index=False) if len(table) and _has_tabulate() else table.to_string(index=False)
+    if not rows:
+        md = f"No job finished: all {len(cfg.jobs)} failed (below), so there is nothing to summarize."
+    else:
+        md = table.to_markdown(index=False) if _has_tabulate() else table.to_string(index=False)
     text = f"# Sweep {cfg.name}\n\n{md}\n"
     if failures:
         text += "\n## Failed jobs\n\n" + "".join(f"- {f}\n" for f in failures)
-    compared = write_comparison(cfg)
+    compared = write_comparison(cfg, finished)
     if compared:
         text += f"\n{compared}\n"
     (cfg.out_dir / "summary.md").write_text(text, encoding="utf-8")
@@ -302,23 +404,38 @@ def sweep(config: str | os.PathLike, *, quiet: bool = False, remote: dict[str, A
     return len(failures)
 
 
-def write_comparison(cfg: SweepConfig) -> str:
-    """The sweep's models compared on the items all of them answered (``comparison.md``, ``.json``, the figure
-    and ``comparison.html``, the page that shows them together, in the output folder), from the stores on disk, so a resumed sweep compares everything it holds.
-    Returns a line for the summary; a comparison that cannot be made says why and never fails the sweep."""
-    from vlamb_nb.compare import compare
+def write_comparison(cfg: SweepConfig, finished: list[SweepJob] | None = None) -> str:
+    """The models of the jobs that finished (``finished``; default: every job) compared on the items all of them
+    answered (``comparison.md``, ``.json``, the figure and ``comparison.html``, the page that shows them together,
+    in the output folder), from their stores on disk, so a resumed sweep compares everything it holds. A job that
+    failed or was cancelled is left out (its partial stores would shrink the items every model is compared on)
+    and named. Returns a line for the summary; a comparison that cannot be made says why and never fails the
+    sweep."""
+    from vlamb_nb.compare import compare, score_store
 
     if len(cfg.jobs) < 2:
         return "Comparison: one model only, nothing to compare."
+    done = cfg.jobs if finished is None else [j for j in cfg.jobs if j in finished]
+    left = [j.slug for j in cfg.jobs if j not in done]
+    not_in = f"; not compared, as they did not finish: {', '.join(left)}" if left else ""
+    if len(done) < 2:
+        return (f"Comparison not written: {len(done)} of {len(cfg.jobs)} models finished and a comparison needs two "
+                f"(did not finish: {', '.join(left)}).")
+    multi_quant = len({j.model_name for j in cfg.jobs}) < len(cfg.jobs)  # the names compare gives a sweep's runs
     try:
-        result = compare([cfg.out_dir], title=f"Sweep {cfg.name}: models compared on the same items")
+        runs = [score_store(p, source=spec.source, name=j.model_name + (f" ({j.quantization or 'none'})"
+                                                                          if multi_quant else ""),
+                            options=dict(spec.options))
+                for j in done for spec in j.benchmarks for setting in spec.settings
+                if (p := store_path(j, spec.name, setting)).is_file()]
+        result = compare(runs, title=f"Sweep {cfg.name}: models compared on the same items")
         result.save(cfg.out_dir, name="comparison")
     except Exception as e:  # noqa: BLE001 - the jobs' stores are kept; the comparison can be rerun
         msg = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-        return f"Comparison not written: {msg} (rerun: vlamb-nb compare {cfg.out_dir})"
+        return f"Comparison not written: {msg} (rerun: vlamb-nb compare {cfg.out_dir}){not_in}"
     return (f"Comparison of {len(result.models)} models: comparison.md, comparison.json, comparison.png "
             f"({len(result.pairs)} paired tests, {result.correction}-adjusted); all of it on one page: "
-            "comparison.html.")
+            f"comparison.html{not_in}.")
 
 
 def _has_tabulate() -> bool:

@@ -130,6 +130,9 @@ class Benchmark(ABC):
     #: keyword options of :meth:`evaluate` that belong to :meth:`score` (a judge, an explanation scorer, a
     #: metric model); every other option goes to :meth:`run`
     score_options: tuple[str, ...] = ()
+    #: the score options the offline profile's notebook uses (e.g. a metric model that ships with the package):
+    #: ``compare`` scores a run on a generated sample with them unless told otherwise, as its notebook did
+    offline_score_options: dict[str, Any] = {}
     #: the paper's headline metrics, declared once (:mod:`vlamb_nb.stats.metric`): the card's :meth:`headline`,
     #: :meth:`summary` and ``compare`` derive from them
     metrics: tuple[Metric, ...] = ()

@@ -37,7 +37,7 @@ from vlamb_nb.paths import (  # noqa: F401  (re-exported: notebooks import them 
 
 PROFILES = ("offline", "paper")
 OFFLINE_MODEL = "tiny:qwen2_5_vl"
-SAMPLE_STAMP = "generated sample data: not the paper's data"
+SAMPLE_STAMP = "generated sample data: not the paper's data"  # = plots.SAMPLE_DATA_STAMP
 
 
 # -- profiles ----------------------------------------------------------------------------------------
@@ -189,16 +189,19 @@ class NotebookConfig:
         quant = self.quantization if parsed.weights_local else None
         return load_model(parsed, quantization=quant, **kwargs)
 
-    def save_figure(self, fig: Any, name: str, *, model_output: bool = False, sample_data: bool = False) -> None:
+    def save_figure(self, fig: Any, name: str, *, model_output: bool = False, sample_data: bool = False,
+                    data: Any = None) -> None:
         """Save a figure of this paper. ``model_output``: drawn from this run's model answers, so under the
         offline profile it is a pipeline demonstration — marked as such in the image and kept in ``demo/``,
-        never refreshed into the committed ``figures/``."""
+        never refreshed into the committed ``figures/``. ``data``: what it is drawn from (a data identity, a
+        tagged frame, a :class:`~vlamb_nb.plots.FigureData`), stamped under it; a generated sample (or
+        ``sample_data``) keeps it out of the committed figures."""
         from vlamb_nb.plots import save_figure
 
         if sample_data:  # drawn from a generated sample, not the released data: never a paper's figure
-            save_figure(fig, self.paper, name, demo=SAMPLE_STAMP)
+            save_figure(fig, self.paper, name, demo=SAMPLE_STAMP, data=data)
             return
-        save_figure(fig, self.paper, name, demo=model_output and self.offline)
+        save_figure(fig, self.paper, name, demo=model_output and self.offline, data=data)
 
     def all_deviations(self, *groups: Any) -> list[dict[str, Any]]:
         """This notebook's deviations followed by each group's (:func:`vlamb_nb.meta.all_deviations`: what the

@@ -6,8 +6,8 @@ fetched once its folder and its registry line exist.
 
 from __future__ import annotations
 
-import importlib
 from functools import cache
+from typing import Any
 
 from vlamb_nb.errors import SettingError
 from vlamb_nb.release_spec import (
@@ -25,34 +25,47 @@ __all__ = ["GitHubFolder", "HubFiles", "ItemFiles", "KnownDefect", "MetricModel"
            "UrlFile", "release", "releases"]
 
 
-def releases() -> dict[str, Release]:
+def releases(*, broken: dict[str, Any] | None = None) -> dict[str, Release]:
     """Every registered paper's release, in registry order; a paper that declares none (no ``data.py``, or no
-    ``RELEASE`` in it: its data is given by the user) is left out here, and :func:`release` names it in one line."""
-    from vlamb_nb.benchmarks import PAPERS
+    ``RELEASE`` in it: its data is given by the user) is left out here, and :func:`release` names it in one line.
 
-    return {p.name: _declared(p.name, p.module) for p in PAPERS if _declares(p.module)}
+    A paper that cannot be loaded (:class:`~vlamb_nb.benchmarks.BrokenPaper`) raises its one line; given
+    ``broken``, the error goes there under the paper's name instead and the other papers' releases are returned,
+    so one broken paper never stops the others' fetch or status."""
+    from vlamb_nb.benchmarks import BrokenPaper, registered
+
+    out = {}
+    for p in registered():
+        try:
+            if _declares(p):
+                out[p.name] = _declared(p.name, p.module)
+        except BrokenPaper as e:
+            if broken is None:
+                raise
+            broken[p.name] = e
+    return out
 
 
-def _declares(package: str) -> bool:
-    try:
-        module = importlib.import_module(f"{package}.data")
-    except ModuleNotFoundError as e:
-        if e.name == f"{package}.data":
-            return False
-        raise
-    return getattr(module, "RELEASE", None) is not None
+def _declares(entry: Any) -> bool:
+    from vlamb_nb.benchmarks import load_module
+
+    module = load_module(entry, "data")
+    return module is not None and getattr(module, "RELEASE", None) is not None
 
 
 @cache
 def _declared(name: str, package: str) -> Release:
     """The ``RELEASE`` of ``<package>.data``: the package the registry line names, so a paper whose folder lives
     outside ``vlamb_nb.benchmarks`` (``Paper(..., module=...)``) is fetched like the others."""
-    if not _declares(package):
+    from vlamb_nb.benchmarks import BrokenPaper, load_module, paper
+
+    entry = paper(name)
+    if not _declares(entry):
         raise SettingError(f"{name}: its data.py declares no RELEASE, so its release cannot be fetched (give its data "
                            "with --source)")
-    rel = getattr(importlib.import_module(f"{package}.data"), "RELEASE", None)
+    rel = getattr(load_module(entry, "data"), "RELEASE", None)
     if not isinstance(rel, Release):
-        raise SettingError(f"{name}: its data.py declares no RELEASE, so its release cannot be fetched")
+        raise BrokenPaper(name, f"its data.py declares RELEASE as {type(rel).__name__}, not a Release")
     if rel.paper != name:
         raise SettingError(f"{name}: its data.py declares the release of {rel.paper!r}")
     return rel

@@ -1,6 +1,10 @@
 """Fetch a paper's release once, verified, into the data home; import a copy made elsewhere; say what is there.
 
 A fetch asks for exactly the revisions the release declares known-good (``--revision`` takes another, recorded).
+A name that moves (a branch, a tag, a short sha) is resolved once per source to the commit it names, and every file
+of that source comes from that commit; a commit a server answers must be 40 hex digits, and the commit asked for
+where one was (pinned, recorded, given): anything else is refused in one line, never recorded.
+
 Hub files are listed through ``huggingface_hub`` (so ``HF_ENDPOINT``, ``HF_TOKEN`` and ``HF_HOME`` work as users
 expect); every byte is downloaded by :mod:`.transfer` (retries, resume, size limits, stall timeouts, Ctrl-C) and
 placed by :mod:`.folder` (one writer per paper, names kept inside, each file verified before it is visible).
@@ -10,8 +14,9 @@ holds the release's counts and every file verified; until then the previous revi
 after it the previous one is removed. A release's known defects are data (:class:`~vlamb_nb.release_spec.KnownDefect`):
 the items they touch are named and left out, and the release is usable. Files that cannot be had after retries (a
 dead image link) leave it incomplete until the user accepts them (``accept_missing``); a later fetch retries only
-those. A fetch re-verifies what is in place (stamp, then sha256) rather than trusting its journal, so it repairs
-what ``data status`` calls damaged.
+those. An item left out for two reasons counts once. A fetch re-verifies what is in place (stamp, then sha256)
+rather than trusting its journal, so it repairs what ``data status`` calls damaged; on a data home that cannot be
+written, one that finds everything in place and recorded reports it and writes nothing.
 """
 
 from __future__ import annotations
@@ -71,6 +76,7 @@ from vlamb_nb.releases.transfer import (
     image_problem,
     mirror_rules,
     mirrored,
+    os_failure,
     run_jobs,
     scrubbed,
 )
@@ -82,6 +88,9 @@ PINNED = "known-good (pinned in the release)"
 GIVEN = "given with --revision"
 RECORDED = "recorded at first fetch (no known-good revision yet)"
 UNPINNED = "none known: the revision fetched is recorded"
+
+COMMIT = re.compile(r"[0-9a-f]{40}")  # what a server must answer as a commit
+HEXNAME = re.compile(r"[0-9a-f]{7,40}")  # a revision written as a commit (full or short) names that commit
 
 
 def _github_headers() -> dict[str, str]:
@@ -159,6 +168,7 @@ class _Fetch:
         self.current = _current(rel.paper)
         self.revisions: dict[str, str | None] = {}
         self.pinning: dict[str, str] = {}
+        self.resolved: dict[str, str] = {}  # source -> the commit its revision named when first asked (asked once)
         self.records: dict[str, dict[str, Any]] = {}
         self.failures: dict[str, str] = {}  # items key (an image URL or id) -> why it could not be had
         self.rev: RevisionFolder | None = None
@@ -174,7 +184,7 @@ class _Fetch:
             self.pinning[source] = PINNED
             return pinned
         before = ((self.current or {}).get("revisions") or {}).get(source)
-        if before:
+        if isinstance(before, str) and COMMIT.fullmatch(before):  # never a name or markup an older fetch recorded
             self.pinning[source] = RECORDED
             return str(before)
         self.pinning[source] = UNPINNED
@@ -202,9 +212,13 @@ class _Fetch:
         return out
 
     def github_commit(self, repo: str, rev: str) -> str:
-        """A branch, tag or short sha of a GitHub repository as the full commit it names now: every file is then
-        fetched from that one commit, and the record names the commit, not a name that moves."""
-        if re.fullmatch(r"[0-9a-f]{40}", rev):
+        """A branch, tag or short sha of a GitHub repository as the full commit it names now, asked once per source:
+        every file of that source is then fetched from that one commit, even if the branch moves during the fetch,
+        and the record names the commit, not a name that moves."""
+        if repo in self.resolved:
+            return self.resolved[repo]
+        if COMMIT.fullmatch(rev):
+            self.resolved[repo] = rev
             return rev
         from urllib.parse import quote
 
@@ -220,16 +234,39 @@ class _Fetch:
                 raise FetchError(f"{paper}: {repo} has no commit, branch or tag {rev!r} ({e.kind})") from None
             raise FetchError(f"{paper}: the commit of {repo} {rev!r}: {e}") from None
         sha = answer.get("sha") if isinstance(answer, dict) else None
-        if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{40}", sha):
+        if not isinstance(sha, str) or not COMMIT.fullmatch(sha):
             raise FetchError(f"{paper}: GitHub did not name the commit {repo} {rev!r} stands for (no 40-digit sha "
                              "in its answer)")
-        return sha
+        return self.checked(repo, rev, sha, "GitHub")
+
+    def checked(self, source: str, asked: str, answer: Any, server: str) -> str:
+        """The commit ``server`` answered for ``source`` at ``asked``, refused in one line unless it is a commit (40
+        hex digits: never ``main``, None or markup) and, where ``asked`` is written as a commit (pinned, recorded,
+        or a full or short sha given), that very commit; remembered, so the source is resolved once per fetch."""
+        paper = self.rel.paper
+        if not isinstance(answer, str) or not COMMIT.fullmatch(answer):
+            shown = scrubbed(repr(answer)[:60])
+            raise FetchError(f"{paper}: {server} answered {shown} as the commit of {source} at {asked!r}, not a "
+                             "40-digit commit sha; refused, nothing was fetched or recorded")
+        if HEXNAME.fullmatch(asked) and not answer.startswith(asked):
+            how = self.pinning.get(source) or "asked for"
+            raise FetchError(f"{paper}: {server} answered commit {answer[:12]} for {source} at {asked[:12]} ({how}); "
+                             "refused: its files are not the ones that revision names, nothing was fetched or "
+                             "recorded")
+        self.resolved[source] = answer
+        return answer
 
     def plan_url(self, part: UrlFile) -> Planned:
-        rev = self.choose(part.source or part.url, part.revision)
+        source = part.source or part.url
+        rev = self.choose(source, part.revision)
         if part.source and part.url.startswith(f"{RAW}/{part.source}/"):
             rev = self.github_commit(part.source, rev)
-        self.revisions[part.source or part.url] = rev
+        elif not COMMIT.fullmatch(rev):  # a file by URL elsewhere: a name that moves cannot be resolved here
+            if source in self.given and "{revision}" in part.url:
+                raise FetchError(f"{self.rel.paper}: {source} is not on GitHub, so {rev!r} cannot be resolved to the "
+                                 "commit it names; give --revision a 40-digit commit")
+            self.pinning[source] = "not known: the file is fetched by its URL, with no commit to record"
+        self.revisions[source] = rev if COMMIT.fullmatch(rev) else None
         same = rev == part.revision or any(rev.startswith(x) or x.startswith(rev) for x in part.identical_at)
         rel = safe_relpath(part.dest, paper=self.rel.paper, source="the release")
         if same:
@@ -282,16 +319,18 @@ class _Fetch:
                 raise FetchError(f"{paper}: the listing of {part.repo} failed: {type(e).__name__}: "
                                  f"{_first_line(e)}") from None
         files = [s for s in info.siblings or [] if any(fnmatch.fnmatch(s.rfilename, p) for p in part.patterns)]
+        sha = self.checked(part.repo, rev, info.sha, "the hub")
         if not files:
-            raise FetchError(f"{paper}: {part.repo} at {info.sha} has no file matching {', '.join(part.patterns)}")
-        return str(info.sha), files
+            raise FetchError(f"{paper}: {part.repo} at {sha[:12]} has no file matching {', '.join(part.patterns)}")
+        return sha, files
 
     def plan_hub(self, part: HubFiles) -> list[Planned]:
         from huggingface_hub import hf_hub_url
         from huggingface_hub.utils import build_hf_headers
 
         rev = self.choose(part.repo, part.revision)
-        sha, files = self.hub_listing(part, rev)
+        asked = self.resolved.get(part.repo, rev)  # a second part of the same repository: the commit listed first
+        sha, files = self.hub_listing(part, asked)
         self.revisions[part.repo] = sha
         headers = build_hf_headers(token=self.token)
         out = []
@@ -528,8 +567,6 @@ class _Fetch:
         if isinstance(e, VlambError):
             raise e
         if isinstance(e, OSError):
-            from vlamb_nb.releases.transfer import os_failure
-
             raise Failure("disk", f"{paper}: {p.rel}: {os_failure(e, p.rel)}") from None
         raise FetchError(f"{paper}: {p.rel}: {type(e).__name__}: {_first_line(e)}") from None
 
@@ -583,8 +620,10 @@ class _Fetch:
                              f"{type(e).__name__}: {_first_line(e)}") from None
 
     def left_out(self, accept_missing: bool) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
-        """The release's known defects found in what was fetched, the files that could not be had (accepted, or
-        missing), and notes (a declared defect this revision no longer has)."""
+        """The release's known defects found in what was fetched, new ones of the same kind (a key that names no
+        file while several could be meant: reported with its candidates, never a download to retry), the files
+        that could not be had (accepted, or missing), and notes (a declared defect this revision no longer has, or
+        whose keys no item uses). An item left out for two reasons is counted once, under the first."""
         rel, notes = self.rel, []
         if rel.names is None or rel.items is None:
             return [], {}, notes
@@ -594,6 +633,7 @@ class _Fetch:
         col = rel.names.column
         resolve = rel.names.resolve(files)
         keys = list(dict.fromkeys(items[col].astype(str)))
+        present = set(keys)
         unresolved = [k for k in keys if resolve(k) is None]
         entries, missing = [], {}
         declared: set[str] = set()
@@ -602,14 +642,31 @@ class _Fetch:
                 continue
             declared |= set(d.keys)
             hit = [k for k in unresolved if k in d.keys]
-            gone = [k for k in d.keys if k in keys and k not in unresolved]
+            gone = [k for k in d.keys if k in present and k not in unresolved]
+            absent = [k for k in d.keys if k not in present]
             if gone:
                 notes.append(f"a known defect is not in this revision: {', '.join(gone[:5])} now name a file")
+            if absent:
+                more = ", …" if len(absent) > 5 else ""
+                notes.append(f"a known defect is not in this revision's items: {len(absent)} of its {len(d.keys)} "
+                             f"{col} values ({', '.join(absent[:5])}{more}) name no item, so nothing is left out "
+                             "for them")
             if hit:
                 cands = {k: {c: _found(resolve(c), files) for c in d.keys[k]} for k in hit}
                 entries.append(self.entry(items, "defect", f"known defect of the release: {d.why}", hit,
                                           candidates=cands))
         others = [k for k in unresolved if k not in declared]
+        find = rel.names.candidates(files) if rel.names.candidates is not None and others else None
+        ambiguous: dict[str, dict[str, str | None]] = {}
+        for k in others if find is not None else []:
+            cands = {c: _found(resolve(c), files) for c in find(k) if resolve(c) is not None}
+            if len(cands) >= 2:
+                ambiguous[k] = cands
+        if ambiguous:
+            entries.append(self.entry(items, "defect", f"new defect, not declared by the release: the {col} names "
+                                      "no file, while several files could be meant; which one cannot be told",
+                                      list(ambiguous), candidates=ambiguous))
+            others = [k for k in others if k not in ambiguous]
         if others:
             before = {k for e in (self.current or {}).get("left_out") or [] if e.get("kind") == "missing"
                       for k in e.get("keys") or []}
@@ -622,6 +679,10 @@ class _Fetch:
                 e = self.entry(items, "missing", _reasons(self.failures, rest), rest)
                 missing[rel.names.what] = {"count": len(rest), "first": e["item_first"], "keys": rest,
                                            "items": e["items"], "why": e["why"]}
+        if entries:  # counted together, as the paper profile leaves them out: an item counts once, under its first
+            _, counted = leave_out(items, tuple(LeftOut.from_dict(e) for e in entries))
+            for e, c in zip(entries, counted, strict=True):
+                e["items"], e["also"] = c.items, c.also
         return entries, missing, notes
 
     def entry(self, items: Any, kind: str, why: str, keys: list[str], **extra: Any) -> dict[str, Any]:
@@ -668,11 +729,27 @@ class _Fetch:
             "files": files, "models": models, "load": dict(rel.load), "fetched": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "how": how, "notes": [*rel.notes, *notes],
         }
+        try:
+            return self.record(manifest)
+        except Failure as e:
+            # a read-only data home whose release verified in place, with nothing to record that is not recorded
+            if e.kind not in ("read-only", "permission denied") or not _same_record(self.current, manifest):
+                raise
+            manifest["current"] = True
+            manifest["state"] = f"{state}; verified in place (the data home is read-only, nothing needed writing)"
+            return manifest
+
+    def record(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """Write the revision's manifest, and the paper's when it becomes current (last)."""
+        rev, cur = self.rev, self.current
+        assert rev is not None
         _write_json(rev.base / MANIFEST, manifest)
-        (rev.base / STAMPS).unlink(missing_ok=True)  # every file was verified just now; stamps start afresh
-        cur = self.current
+        try:
+            (rev.base / STAMPS).unlink(missing_ok=True)  # every file was verified just now; stamps start afresh
+        except OSError as e:
+            raise os_failure(e, str(rev.base / STAMPS)) from None
         cur_usable = bool(cur and cur.get("usable", cur.get("complete")))
-        switch = usable or not cur_usable or (cur or {}).get("folder") == rev.folder
+        switch = manifest["usable"] or not cur_usable or (cur or {}).get("folder") == rev.folder
         manifest["current"] = switch
         if switch:
             _write_json(self.root / MANIFEST, manifest)
@@ -691,7 +768,10 @@ class _Fetch:
         if legacy:
             for name in ("files", ".staging"):
                 shutil.rmtree(self.root / name, ignore_errors=True)
-            (self.root / ".journal.jsonl").unlink(missing_ok=True)
+            try:
+                (self.root / ".journal.jsonl").unlink(missing_ok=True)
+            except OSError as e:
+                raise os_failure(e, str(self.root / ".journal.jsonl")) from None
 
     # -- metric models ------------------------------------------------------------------------------
     def model(self, m: MetricModel) -> dict[str, Any]:
@@ -709,7 +789,29 @@ class _Fetch:
             path = snapshot_download(m.repo, allow_patterns=allow, token=self.token)
         except Exception as e:  # noqa: BLE001 - recorded per model; the data stays usable
             return {"repo": m.repo, "why": m.why, "error": _first_line(e)}
-        return {"repo": m.repo, "why": m.why, "revision": Path(path).name}
+        sha = Path(path).name
+        if not COMMIT.fullmatch(sha):  # the snapshot is named by the commit the hub answered: never a name
+            return {"repo": m.repo, "why": m.why, "error": f"the hub answered {scrubbed(repr(sha)[:60])} as its "
+                                                           "commit, not a 40-digit commit sha; not recorded"}
+        return {"repo": m.repo, "why": m.why, "revision": sha}
+
+
+#: what a manifest records that a re-check must find unchanged to need no write (not when, how or the models)
+RECORDED_KEYS = ("release", "revision", "revisions", "pinning", "folder", "n_items", "n_usable", "counts",
+                 "deviations", "left_out", "missing", "usable", "load", "notes")
+
+
+def _same_record(current: dict[str, Any] | None, new: dict[str, Any]) -> bool:
+    """Whether the current manifest already records what a fetch found: the same revision folder, files (path,
+    size, sha256, what verified them) and everything else that says what the release is."""
+    if not current or current.get("folder") != new.get("folder"):
+        return False
+
+    def files(m: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return sorted((f.get("path"), f.get("size"), f.get("sha256"), f.get("verified")) for f in m.get("files") or [])
+
+    return files(current) == files(new) and all(
+        json.dumps(current.get(k), sort_keys=True) == json.dumps(new.get(k), sort_keys=True) for k in RECORDED_KEYS)
 
 
 def _stem(name: str) -> str:
@@ -740,8 +842,6 @@ def _is_network_error(err: BaseException) -> bool:
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    from vlamb_nb.releases.transfer import os_failure
-
     tmp = path.with_name(path.name + ".tmp")
     try:
         tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False), encoding="utf-8")
@@ -777,6 +877,7 @@ def _hub_copy_base(src: Path, part: HubFiles) -> tuple[Path, str | None]:
             rev = (json.loads(manifest.read_text(encoding="utf-8")).get("revisions") or {}).get(part.repo)
         except (OSError, ValueError, AttributeError):
             rev = None
+        rev = rev if isinstance(rev, str) and COMMIT.fullmatch(rev) else None  # a commit, or not known
         base = src / "files" / part.dest if part.dest else src / "files"
         return base, rev
     if part.dest:  # a part kept in its own folder (MUCAR's images) is looked for only there
@@ -907,13 +1008,22 @@ def status(*, verify: bool = False) -> list[dict[str, Any]]:
     """One row per paper: what is in the data home, how big, whether it is usable, and whether it verifies.
 
     Every recorded file is checked for presence and size, and its sha256 when its stamp changed; with ``verify``,
-    every sha256 again."""
+    every sha256 again. A paper that cannot be loaded gets its row, state ``broken``, its one line as its problem;
+    the others are listed as usual."""
+    from vlamb_nb.benchmarks import list_benchmarks
+
     rows = []
-    for paper, rel in releases().items():
-        root = release_dir(paper)
+    broken: dict[str, Any] = {}
+    declared = releases(broken=broken)
+    for paper in [p for p in list_benchmarks() if p in declared or p in broken]:
         row: dict[str, Any] = {"paper": paper, "state": "not fetched", "items": None, "usable_items": None,
                                "revision": None, "pinning": {}, "bytes": 0, "missing": "", "left_out": [],
                                "unverified": 0, "recorded": 0, "models": "", "problems": [], "pending": []}
+        if paper in broken:
+            row.update(state="broken", problems=[f"cannot be loaded: {broken[paper].cause}"])
+            rows.append(row)
+            continue
+        rel, root = declared[paper], release_dir(paper)
         try:
             manifest = read_manifest(paper)
         except VlambError as e:

@@ -9,6 +9,7 @@ file becomes visible under ``files/`` only verified, in one ``os.replace``.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -27,6 +28,8 @@ REVISIONS = "revisions"
 JOURNAL = ".journal.jsonl"
 STAGING = ".staging"
 LOCK_WAIT_S = 2.0
+#: a write refused because the data home cannot be written (not a full or failing disk)
+UNWRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 
 
 def git_blob_sha1(path: Path) -> str:
@@ -66,13 +69,16 @@ def within(path: Path, root: Path) -> bool:
 
 class Lock:
     """One writer per paper (a maintained cross-platform file lock): a second fetch of the same paper waits a
-    moment, then is refused in one line."""
+    moment, then is refused in one line. In a paper folder that cannot be written (a read-only data home) no lock
+    is taken: no one can write there, and the fetch can still verify what is in place (any write it then needs
+    fails in one line)."""
 
     def __init__(self, paper: str, root: Path, wait: float = LOCK_WAIT_S) -> None:
         from filelock import FileLock
 
         self.paper, self.path, self.wait = paper, root / LOCK, wait
         self.lock = FileLock(str(self.path), timeout=wait)
+        self.held = False
 
     def __enter__(self) -> Lock:
         from filelock import Timeout
@@ -84,11 +90,15 @@ class Lock:
             raise FetchError(f"{self.paper}: another fetch of {self.paper} is writing its release (lock {self.path}); "
                              "wait for it to end, then run this again") from None
         except OSError as e:
+            if e.errno in UNWRITABLE and self.path.parent.is_dir() and not os.access(self.path.parent, os.W_OK):
+                return self
             raise os_failure(e, str(self.path.parent)) from None
+        self.held = True
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.lock.release()
+        if self.held:
+            self.lock.release()
 
 
 def revision_key(revisions: dict[str, str | None]) -> str:
@@ -121,6 +131,8 @@ class Journal:
             with open(self.path, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(entry) + "\n")
         except OSError as e:
+            if e.errno in UNWRITABLE:
+                return  # a read-only data home being re-checked: the file is only hashed again next time
             raise os_failure(e, str(self.path)) from None
 
 
@@ -132,10 +144,9 @@ class RevisionFolder:
         self.root = release_dir(paper)
         self.base = self.root / REVISIONS / key
         self.files = self.base / "files"
-        self.stage = self.base / STAGING
+        self.stage = self.base / STAGING  # made when something is staged (a re-check in place writes nothing)
         try:
-            for d in (self.files, self.stage):
-                d.mkdir(parents=True, exist_ok=True)
+            self.files.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise os_failure(e, str(self.base)) from None
         self.journal = Journal(self.base / JOURNAL)

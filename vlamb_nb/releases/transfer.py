@@ -52,13 +52,17 @@ def scrubbed(text: str) -> str:
 
 
 def mirror_rules() -> list[tuple[str, str]]:
-    """``$VLAMB_MIRRORS`` as ``(prefix, replacement)`` pairs; a rule without ``=`` is an error."""
+    """``$VLAMB_MIRRORS`` as ``(prefix, replacement)`` pairs; a rule without ``=``, or one that rewrites to anything
+    but an http(s) URL (an ftp URL, a bare host), is an error naming the variable before anything is fetched."""
     rules = []
     for rule in (os.environ.get(MIRRORS_ENV) or "").split():
         prefix, sep, repl = rule.partition("=")
         if not sep or not prefix or not repl:
             raise SettingError(f"${MIRRORS_ENV}: the rule {scrubbed(rule)!r} is not PREFIX=REPLACEMENT (or "
                                "*=URL/ for every URL)")
+        if not re.match(r"https?://[^/\s]+", repl, flags=re.IGNORECASE):
+            raise SettingError(f"${MIRRORS_ENV}: the rule {scrubbed(rule)!r} rewrites to {scrubbed(repl)!r}, not an "
+                               "http:// or https:// URL (the only kinds a fetch can read)")
         rules.append((prefix, repl))
     return rules
 
@@ -71,6 +75,16 @@ def mirrored(url: str) -> str:
         if url.startswith(prefix):
             return repl + url[len(prefix):]
     return url
+
+
+def mirror_note(url: str) -> str:
+    """`` (the mirror of the $VLAMB_MIRRORS rule '...')`` when ``url`` lies on a mirror a rule names, else empty: a mirror
+    that cannot be reached is then named as the setting to fix, not mistaken for the release's own server."""
+    host = host_of(url).lower()
+    for prefix, repl in mirror_rules():
+        if host_of(repl).lower() == host:
+            return f" (the mirror of the ${MIRRORS_ENV} rule {scrubbed(prefix + '=' + repl)!r})"
+    return ""
 
 
 def host_of(url: str) -> str:
@@ -169,15 +183,17 @@ class Transfer:
 
         where = host_of(url)
         if isinstance(err, httpx.ConnectTimeout):
-            return _Retry(Failure("timed out", f"timed out connecting to {where}"), progress=False, connect=True)
+            return _Retry(Failure("timed out", f"timed out connecting to {where}{mirror_note(url)}"), progress=False,
+                          connect=True)
         if isinstance(err, httpx.TimeoutException):
             return _Retry(Failure("timed out", f"timed out: {where} sent nothing for {self.stall:g} s (stalled) "
                                                f"after {got:,} bytes"), progress=progress)
         if isinstance(err, httpx.ConnectError):
             refused = "refused" in str(err).lower() or isinstance(err.__context__, ConnectionRefusedError)
             kind = "refused" if refused else "network"
-            return _Retry(Failure(kind, f"cannot reach {where} ({'connection refused' if refused else 'network'}: "
-                                        f"{_first_line(err)})"), progress=False, connect=True)
+            return _Retry(Failure(kind, f"cannot reach {where}{mirror_note(url)} "
+                                        f"({'connection refused' if refused else 'network'}: {_first_line(err)})"),
+                          progress=False, connect=True)
         return _Retry(Failure("network", f"the connection to {where} broke after {got:,} bytes "
                                          f"({type(err).__name__}: {_first_line(err)})"), progress=progress)
 

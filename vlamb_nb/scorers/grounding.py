@@ -80,6 +80,9 @@ class ZeroShotDetector:
             from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
         except ImportError:
             raise NotAvailableError("grounding needs transformers (pip install 'vlamb_nb[models]')") from None
+        from vlamb_nb.hubcache import require_model
+
+        require_model(self.model_id, what="grounding model")  # one line at once offline, not a minute of retries
         self._processor = AutoProcessor.from_pretrained(self.model_id)
         self._model = AutoModelForZeroShotObjectDetection.from_pretrained(self.model_id).to(self.device).eval()
 

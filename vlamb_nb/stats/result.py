@@ -16,6 +16,17 @@ import numpy as np
 NAN = float("nan")
 
 
+def format_p(p: Any) -> str:
+    """A p-value as every table, page and card prints it: "<0.001" below 0.001 (a resampled or exact p is never
+    0), else 3 significant digits; "–" for none."""
+    if p is None or isinstance(p, bool) or not isinstance(p, int | float | np.floating | np.integer):
+        return "–"
+    p = float(p)
+    if not math.isfinite(p):
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3g}"
+
+
 @dataclass(frozen=True)
 class Result:
     """One estimate with its interval and test: the currency of tables and error-bar plots."""

@@ -1,12 +1,13 @@
-// Sort a table by the column whose header is clicked (again: the other way). A cell's data-v holds the number
-// behind its text; cells without one sort by their text. Rows with an empty cell go last.
+// Sort a table by the column whose header button is pressed (click, Enter or Space; again: the other way). A
+// cell's data-v holds the number behind its text; cells without one sort by their text. Rows with an empty
+// cell go last. A figure opens full-size in a dialog (Escape or its button closes it).
 (function () {
   function key(row, i) {
     var c = row.cells[i];
     if (!c) { return null; }
     if (c.dataset.v !== undefined) { return Number(c.dataset.v); }
     var t = c.textContent.trim();
-    return t === "" ? null : t.toLowerCase();
+    return t === "" || t === "\u2013" ? null : t.toLowerCase();
   }
   function compare(a, b) {
     if (a === null || b === null) { return a === b ? 0 : (a === null ? 1 : -1); }
@@ -18,7 +19,8 @@
   document.querySelectorAll("table.sortable").forEach(function (table) {
     var heads = table.tHead ? table.tHead.rows[0].cells : [];
     Array.prototype.forEach.call(heads, function (th, i) {
-      th.addEventListener("click", function () {
+      var button = th.querySelector("button.sort") || th;
+      button.addEventListener("click", function () {
         var body = table.tBodies[0];
         var asc = th.getAttribute("aria-sort") !== "ascending";
         Array.prototype.forEach.call(heads, function (h) { h.removeAttribute("aria-sort"); });
@@ -32,5 +34,31 @@
         rows.forEach(function (x) { body.appendChild(x[2]); });
       });
     });
+  });
+  var dialog = null;
+  function open(img, opener) {
+    if (!dialog) {
+      dialog = document.createElement("dialog");
+      dialog.className = "zoomed";
+      dialog.setAttribute("aria-label", "Figure at full size");
+      var close = document.createElement("button");
+      close.type = "button";
+      close.className = "close";
+      close.textContent = "Close (Esc)";
+      close.addEventListener("click", function () { dialog.close(); });
+      dialog.appendChild(close);
+      dialog.appendChild(document.createElement("img"));
+      dialog.addEventListener("close", function () { if (dialog.opener) { dialog.opener.focus(); } });
+      document.body.appendChild(dialog);
+    }
+    var big = dialog.querySelector("img");
+    big.src = img.src;
+    big.alt = img.alt;
+    dialog.opener = opener;
+    dialog.showModal();
+    dialog.querySelector("button.close").focus();
+  }
+  document.querySelectorAll("button.zoom").forEach(function (b) {
+    b.addEventListener("click", function () { open(b.querySelector("img"), b); });
   });
 })();

@@ -595,13 +595,36 @@ def release_images(root: Path):
     return resolve
 
 
+def release_candidates(root: Path):
+    """``image_id`` -> the hub image files it could mean where it names none: every ``<image_id>-<n>`` (how the 22
+    known defects look), so a new ``malay/N`` with both ``malay/N-1`` and ``malay/N-2`` is reported as a defect with
+    its candidates, never guessed and never taken for a download to retry."""
+    import re
+
+    from vlamb_nb.images import IMAGE_EXTENSIONS
+
+    folder = root / "images"
+    by_base: dict[str, set[str]] = {}
+    for p in sorted(folder.rglob("*")) if folder.is_dir() else []:
+        if p.suffix.lower() not in IMAGE_EXTENSIONS or not p.is_file():
+            continue
+        stem = p.relative_to(folder).with_suffix("").as_posix()
+        sub = next((s for s in ImageResolver.SUBDIRS if s and stem.startswith(s + "/")), "")
+        stem = stem[len(sub) + 1:] if sub else stem
+        m = re.fullmatch(r"(.+)-\d+", stem)
+        if m:
+            by_base.setdefault(m.group(1), set()).add(stem)
+    return lambda image_id: tuple(sorted(by_base.get(image_id, ())))
+
+
 RELEASE = Release(
     paper=NAME, name=f"github:{RECORDS_REPO} + hub:{HUB_IMAGES}", licence="as released (none stated)",
     parts=(UrlFile(DATA_FILE, f"{RAW}/{RECORDS_REPO}/{{revision}}/{DATA_FILE}", RECORDS_SHA256, 701289,
                    revision=RECORDS_COMMIT, source=RECORDS_REPO, identical_at=("930eb28",)),
            HubFiles(HUB_IMAGES, ("*",), revision=IMAGES_REVISION, dest="images", what="images")),
     expected={"queries": 1278, "pairs": 501}, count=release_counts, n_items=1278, unit="queries",
-    items=release_items, item_id="uid", names=ItemFiles("image_id", release_images), whole="group",
+    items=release_items, item_id="uid", whole="group",
+    names=ItemFiles("image_id", release_images, candidates=release_candidates),
     defects=(KnownDefect("image_id", AMBIGUOUS_IMAGE_IDS, found_at=IMAGES_REVISION,
                          why="the image_id names no file of the hub image set, where both of its candidates "
                              "exist; which one the query means cannot be told"),),

@@ -10,7 +10,7 @@ from vlamb_nb.benchmarks.mucar.data import category_language_counts, scenario_co
 
 
 # -- figures -------------------------------------------------------------------------------------
-def plot_distribution(items):
+def plot_distribution(items, *, title: str = "MUCAR release, Fig. 3 layout"):
     """Fig. 3, regenerated: queries per category stacked by language (left) beside the scenarios (right).
 
     The paper's right panel shows "scenarios", which it never defines, and the released ``data-all.json``
@@ -45,7 +45,7 @@ def plot_distribution(items):
         right.set_title("Scenarios: not derivable (no scenario field in the data)", fontsize=8)
     right.invert_yaxis()
     right.set_xlabel("queries")
-    fig.suptitle("MUCAR release, Fig. 3 layout")
+    fig.suptitle(title)  # says what the items are: the release, or a generated sample
     fig.tight_layout()
     return fig
 

@@ -28,8 +28,9 @@ def paper_table_with_ci(table: str, items, *, alpha: float = 0.05):
     nq = items.groupby("category").size().to_dict()
     ng = groups.groupby("category").size().to_dict()
     six = [c for c in CATEGORY_ORDER if c != "Dual-ambiguity"]
-    overall_q = sum(nq[c] for c in (six if table == "Table 12" else CATEGORY_ORDER))
-    overall_g = sum(ng[c] for c in (six if table == "Table 12" else CATEGORY_ORDER))
+    # a generated sample may hold no query of a category: its cells get no interval, never a KeyError
+    overall_q = sum(nq.get(c, 0) for c in (six if table == "Table 12" else CATEGORY_ORDER))
+    overall_g = sum(ng.get(c, 0) for c in (six if table == "Table 12" else CATEGORY_ORDER))
     rows = []
     for _, r in reference.load(NAME, table).iterrows():
         cat, metric = r["column"].rsplit(" ", 1)

@@ -38,6 +38,8 @@ def iou_histogram(runs: dict[str, Any], *, bins: int = 20):
 def accuracy_vs(runs: dict[str, Any]):
     """Fig. 2 style: Acc@0.5 vs expression length (words) and vs distractor count, each point with its Wilson
     95% interval; marker size ∝ n."""
+    import numpy as np
+
     fig, axes = new_figure(9.0, 3.5, ncols=2)
     for i, (name, sc) in enumerate(runs.items()):
         color = PALETTE[i % len(PALETTE)]
@@ -49,7 +51,8 @@ def accuracy_vs(runs: dict[str, Any]):
             ax.scatter(t["bin"], 100 * t["acc@0.5"], s=8 + 200 * t["n"] / max(1, t["n"].max()), color=color, alpha=0.7)
             ci = [stats.wilson(round(a * n), int(n)) for a, n in zip(t["acc@0.5"], t["n"], strict=True)]
             acc = 100 * t["acc@0.5"].to_numpy(float)
-            err = [acc - [100 * c.ci_low for c in ci], [100 * c.ci_high for c in ci] - acc]
+            # Wilson's bound at 0 or n can land a rounding error past the estimate: clip, never a negative bar
+            err = np.clip([acc - [100 * c.ci_low for c in ci], [100 * c.ci_high for c in ci] - acc], 0, None)
             ax.errorbar(list(t["bin"]), acc, yerr=err, fmt="none", ecolor=color, alpha=0.6, capsize=2)
     axes[0].set_xlabel("words in the expression")
     axes[1].set_xlabel("same-category distractors")

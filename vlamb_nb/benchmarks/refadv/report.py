@@ -86,6 +86,10 @@ def predictions_dir(profile: str = "offline") -> Path | None:
     return p if p is not None and any(p.glob("*_predictions.jsonl")) else None
 
 
+#: the one line the examples (``card --example``, ``compare --example``) print without the released Ref-Adv runs
+EXAMPLE_NEEDS = ("the example needs the released Ref-Adv runs: run `vlamb-nb data fetch refadv` (about 275 MB) "
+                 "once, then this command again")
+
 #: the committed example comparison's title
 EXAMPLE_COMPARISON = "Released Ref-Adv-s runs (direct prompt) compared on their common rows"
 
@@ -98,8 +102,7 @@ def example_runs() -> list[Path]:
 
     folder = predictions_dir("paper")
     if folder is None:
-        raise NotAvailableError("the released Ref-Adv per-row predictions are not beside the checkout "
-                                "(../shared/data/refadv/predictions); the example needs them")
+        raise NotAvailableError(EXAMPLE_NEEDS)
     files = sorted(folder.glob("*_direct_predictions.jsonl"))
     if len(files) < 2:
         raise NotAvailableError(f"fewer than two released Ref-Adv direct runs in {folder.name}/")
@@ -409,11 +412,15 @@ def example_headlines(*, run: str = EXAMPLE_RUN, workdir: Any = None, n_resample
     pred_dir = predictions_dir("paper")  # every released run present: the fetched release's, else the checkout's
     shared = shared_data_dir()
     demo = shared / "refadv" / "demo" if shared is not None else None
-    if pred_dir is None or demo is None or not (pred_dir / f"{run}_predictions.jsonl").is_file():
-        raise NotAvailableError("the example card replays a released Ref-Adv run: it needs the released demo and "
-                                "prediction files beside the checkout (../shared/data/refadv)")
+    if pred_dir is None or not (pred_dir / f"{run}_predictions.jsonl").is_file():
+        raise NotAvailableError(EXAMPLE_NEEDS)
     bench = BENCHMARK
-    items = bench.load(demo)
+    if demo is not None and (demo / "demo_samples.json").is_file():
+        items, where = bench.load(demo), "demo images"
+    else:  # the fetched release: the run replayed on every row it answered
+        from vlamb_nb.datahome import fetched
+
+        items, where = bench.load(fetched(PAPER).source), "rows of the fetched release"
     folder = Path(workdir) if workdir is not None else run_dir("card")
     recording = release.write_recording(pred_dir / f"{run}_predictions.jsonl", items, folder / f"{run}.replay.jsonl")
     model = load_model(f"replay:{recording}")
@@ -422,8 +429,8 @@ def example_headlines(*, run: str = EXAMPLE_RUN, workdir: Any = None, n_resample
     rows = bench.headline({"direct": scored}, released=released, n_resamples=n_resamples, seed=seed)
     devs = [str(d) for d in bench.deviations(model.info, "direct")] + [
         "answers: the released prediction file rebuilt as a recording and replayed (the model was not run here)",
-        f"data: the {len(items)} released demo images of Ref-Adv-s's 1,142 rows"]
+        f"data: the {len(items)} released {where} of Ref-Adv-s's 1,142 rows"]
     for h in rows:
         h.model, h.profile, h.deviations = model.info.model_id, "paper", devs
-    return rows, (f"Ref-Adv: the released {run} run replayed through the run path on the {len(items)} demo "
-                  "images; the other papers were not run")
+    return rows, (f"Ref-Adv: the released {run} run replayed through the run path on the {len(items)} {where}; "
+                  "the other papers were not run")

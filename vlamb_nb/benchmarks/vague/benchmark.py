@@ -46,6 +46,7 @@ class Vague(Benchmark):
     settings = SETTINGS
     default_setting = "vlm"
     score_options = ("bertscore",)
+    offline_score_options = {"bertscore": "minilm"}  # the offline notebook's labelled substitute for roberta-large
     load = staticmethod(vague_data.load_vague)  # hub id (default), a parquet file/folder, or the official JSON
     make_sample = staticmethod(vague_data.make_sample)
     data_stats = staticmethod(vague_data.data_stats)

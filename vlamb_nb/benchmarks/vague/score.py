@@ -59,6 +59,10 @@ def _bert_scorer(model: str):
         kwargs = {"lang": "en"}
     else:
         kwargs = {"model_type": model}
+    from vlamb_nb.hubcache import require_model
+
+    require_model(kwargs.get("model_type") or "roberta-large", what="BERTScore model",
+                  instead="use bertscore='minilm' (a labelled substitute) or None")
     try:
         return bert_scorer(**kwargs)
     except OSError as e:
