@@ -20,6 +20,9 @@ from vlamb_nb.reproduce import scored_runs
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 CHROMIUM = Path(os.environ.get("VLAMB_CHROMIUM", "/usr/lib/chromium/chromium"))
+#: axe-core from the registry (``npm ci --prefix tests``, as ``.ci/run`` does)
+AXE = Path(__file__).resolve().parent / "node_modules" / "axe-core" / "axe.min.js"
+PHONE = {"width": 390, "height": 844}
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +74,20 @@ def _shown(page, box: str) -> list[str]:
 
 
 def _clean(seen: dict, page) -> None:
+    """No console error, request or script run from the page's text; nothing wider than the window at a laptop's
+    and a phone's width; no serious or critical axe-core violation (where axe-core is installed)."""
     assert seen["console"] == [] and seen["requests"] == [] and seen["dialogs"] == [], seen
     assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+    page.set_viewport_size(PHONE)
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+    if AXE.is_file():
+        page.add_script_tag(path=str(AXE))
+        found = page.evaluate("""async () => {
+            const r = await axe.run(document, {resultTypes: ["violations"]});
+            return r.violations.filter(v => v.impact === "serious" || v.impact === "critical")
+                .map(v => `${v.id} (${v.impact}) x${v.nodes.length}: ${v.nodes[0].target.join(" ")}`);
+        }""")
+        assert found == [], f"axe-core finds {found}"
 
 
 def test_a_headline_cell_shows_its_items_and_an_item_opens_whole(chromium, pages):
