@@ -104,6 +104,11 @@ def test_a_headline_cell_shows_its_items_and_an_item_opens_whole(chromium, pages
         want = sorted(data["rows"][r]["k"] for r in group["rows"])
         assert sorted(_shown(page, box)) == want  # exactly the items behind the cell
         assert page.locator(f"#{box} .it-group strong").inner_text().startswith(group["label"])
+        # the same row of the report card at the top links to the same items
+        card = data["links"]["card"]
+        j = next(k for k, g in enumerate(card) if g == data["links"]["headline"][i])
+        page.locator("#card table tbody tr").nth(j).locator("a.it-link").click()
+        assert sorted(_shown(page, box)) == want
         # a text filter narrows them
         first = next((data["rows"][r] for r in group["rows"] if data["rows"][r]["m"][0]["pb"]),
                      data["rows"][group["rows"][0]])

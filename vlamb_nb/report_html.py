@@ -782,7 +782,7 @@ def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, fi
                          "deviations": [b for b in blocks if b["rank"] == 3],
                          "outside": placement.outside.get(name, []),
                          "rest": _figures_view(placement.rest(name), run_dir)})
-        sections[-1]["items"] = _section_items(item_views, name, headline, first=not any(
+        sections[-1]["items"] = _section_items(item_views, name, headline, card_rows, first=not any(
             x.get("items") for x in sections[:-1]))  # items behind every number (report_items)
     card_table = exports.add("card", Table(list(COLUMNS), [
         [(r["paper"], None), *[(r["state"] if i == 3 else "–", None) for i in range(len(COLUMNS) - 1)]]
@@ -839,8 +839,9 @@ def _item_views(runs: list[Any] | None, error: str | None) -> dict[str, Any]:
         return {"error": f"{type(e).__name__}: {e}"}
 
 
-def _section_items(views: dict[str, Any], paper: str, headline: list[dict[str, Any]], *,
-                   first: bool) -> dict[str, Any] | None:
+def _section_items(views: dict[str, Any], paper: str, headline: list[dict[str, Any]],
+                   card_rows: list[dict[str, Any]], *, first: bool) -> dict[str, Any] | None:
+    """A paper's item table: its section's headline rows and its rows of the card at the top link to it."""
     from vlamb_nb.report_items import blob, headline_links
 
     if "error" in views:
@@ -848,7 +849,9 @@ def _section_items(views: dict[str, Any], paper: str, headline: list[dict[str, A
     view = views.get(paper)
     if view is None or not view.rows:
         return None
-    data = {**view.to_json(), "links": {"headline": headline_links(view, headline)}}
+    card = [g if r["paper"] == paper and "state" not in r else None
+            for r, g in zip(card_rows, headline_links(view, card_rows), strict=True)]
+    data = {**view.to_json(), "links": {"headline": headline_links(view, headline), "card": card}}
     return {"id": f"items-{paper}", "blob": blob(data), "notes": view.notes, "assets": first}
 
 
