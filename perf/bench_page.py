@@ -135,7 +135,7 @@ def build_run(root: Path, scale: float) -> tuple[Path, dict[str, Any], list[Any]
     return run, results, runs, counts
 
 
-def browser_timings(path: Path, box: str, repeat: int) -> dict[str, float] | str:
+def browser_timings(path: Path, box: str, repeat: int, n: int) -> dict[str, float] | str:
     """Milliseconds to first paint, to every item table ready, and to apply filters in ``#box``."""
     try:
         from playwright.sync_api import sync_playwright
@@ -166,7 +166,7 @@ def browser_timings(path: Path, box: str, repeat: int) -> dict[str, float] | str
                 if (what === "link") { b.closest('section').querySelector('a.it-link').click(); }
                 await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
                 return performance.now() - t0; }"""
-            for what, label in (("text", "filter by text (5,000 items)"), ("clear", "clear the filter"),
+            for what, label in (("text", f"filter by text ({n:,} items)"), ("clear", "clear the filter"),
                                 ("slice", "filter by slice"), ("link", "headline link -> its items")):
                 out.setdefault(label, []).append(page.evaluate(timed, [box, what]))
             if errors:
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"report.html:                           {len(text.encode()) / 1e6:7.2f} MB  (thumbnails "
               f"{thumbs / 1e6:.2f} MB, {thumbs / max(n_images, 1) / 1e3:.1f} kB each; item data without them "
               f"{(data - thumbs) / 1e6:.2f} MB)")
-        timings = browser_timings(page, "items-vague", args.repeat)
+        timings = browser_timings(page, "items-vague", args.repeat, counts["vague"])
         if isinstance(timings, str):
             print(f"browser: skipped ({timings})")
         else:
