@@ -56,6 +56,11 @@ def test_each_headline_cell_has_exactly_the_items_it_counts(paper, folders, runs
         vals = [r["m"][0]["v"][k] for r in rows]
         if m.kind == "binary":
             assert 100 * np.mean(vals) == pytest.approx(h.value)
+    # an item's outcome is its own: the per-row 0/1 metric (a MUCAR query right in a pair that is wrong is right)
+    own = [k for k, name in enumerate(view.metrics) if metrics[name].kind == "binary"]
+    for r in view.rows:
+        if own and r["m"][0]["v"][own[0]] is not None:
+            assert r["m"][0]["ok"] == r["m"][0]["v"][own[0]]
     # the whole run is listed, each item once, with its prompt and (where the paper has one) its image
     assert len(view.rows) == sum(len(r.scored) for r in prs)
     assert all(r["q"] for r in view.rows) and all(r["i"] is not None for r in view.rows)

@@ -314,9 +314,10 @@ def _per_row(metric: Any, rows: Any) -> Any:
     return units
 
 
-def _outcome(row: Any, columns: Sequence[str], flags: dict[str, float]) -> int | None:
-    """1 right, 0 wrong, None unknown: the first 0/1 metric's value on the row, else its ``correct`` column."""
-    for v in flags.values():
+def _outcome(row: Any, columns: Sequence[str], flags: dict[tuple[bool, int], float | None]) -> int | None:
+    """1 right, 0 wrong, None unknown: the row's first 0/1 metric's value (a per-row one before a group's), else
+    its ``correct`` column."""
+    for _, v in sorted(flags.items()):
         if v is not None:
             return int(v)
     if "correct" in columns and not _missing(row.get("correct")):
@@ -349,10 +350,10 @@ def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], mod
         fcols = list(frame.columns)
         row_slices = _slices_by_row(view, frame, metrics)
         if "image" in fcols:  # items the paper's requests did not give: the image their rows name
-            rest = [(str(k), img, root) for k, img, root in zip(
+            rest = [(str(key), img, root) for key, img, root in zip(
                 frame_keys, frame["image"], frame["image_root"] if "image_root" in fcols else [None] * len(frame),
-                strict=True) if str(k) not in asked and (paper, setting, str(k)) not in view._index]
-            drawn = _add_images(view, [(k, img, None if _missing(root) else root) for k, img, root in rest],
+                strict=True) if str(key) not in asked and (paper, setting, str(key)) not in view._index]
+            drawn = _add_images(view, [(key, img, None if _missing(root) else root) for key, img, root in rest],
                                 failed_images)
         else:
             drawn = {}
@@ -369,15 +370,15 @@ def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], mod
                                   "sl": row_slices.get(pos, []), "m": [None] * len(view.models)})
                 view._index[ident] = len(view.rows) - 1
             r = view.rows[view._index[ident]]
-            flags = {}
+            flags: dict[tuple[bool, int], float | None] = {}
             mvals: dict[str, float | None] = {}
             for name, series in values.items():
                 if idx in series.index:
                     v = _value(series.get(idx))
                     mvals[name] = v
                     m = next(mm for mm in metrics if mm.name == name)
-                    if m.kind in ZERO_ONE:
-                        flags[name] = v
+                    if m.kind in ZERO_ONE:  # a row's own 0/1 value first, a group's (a pair) after
+                        flags[(m.kind != "binary", len(flags))] = v
             error = _text(row.get("error")) if "error" in fcols else ""
             r["m"][k] = {"a": _text(_first(row, fcols, ANSWER)), "e": error,
                          "x": _text(_first(row, fcols, PARSED)), "pb": _box(_first(row, fcols, PRED_BOX)),
