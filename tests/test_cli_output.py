@@ -69,8 +69,8 @@ def test_score_prints_a_table_of_the_official_predictions(shared_data, capsys):
         pytest.skip("the Ref-Adv predictions are not beside the checkout")
     assert cli.main(["score", "refadv", "--predictions", str(path)]) == 0
     text = capsys.readouterr().out
-    summary = next(b for b in _tables(text.strip()) if b[0] == "summary")
-    assert dict(ln.split() for ln in summary[1:])["acc@0.5"] == "39.32"
-    assert _aligned(summary[1:]) and "{" not in text
+    metrics = next(b for b in _tables(text.strip()) if b[0] == "metrics")
+    assert dict(ln.split() for ln in metrics[1:])["Acc@0.5"] == "39.32"
+    assert _aligned(metrics[1:]) and "{" not in text
     assert cli.main(["score", "refadv", "--predictions", str(path), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["summary"]["acc@0.5"] == pytest.approx(39.32)
+    assert json.loads(capsys.readouterr().out)["metrics"]["Acc@0.5"] == pytest.approx(39.32)

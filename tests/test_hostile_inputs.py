@@ -347,20 +347,20 @@ def _refadv_demo_folder(path: Path, tmp: Path, shared: Path) -> str:
 BOM_CASES: list[tuple[str, str, Callable, Callable]] = [
     ("mucar: the release", "data-all.json", _mucar_sample, _loaded("mucar")),
     ("mucar: a predictions JSON", "p.json", _mucar_answers, lambda p, t, s: get_benchmark("mucar").score_file(
-        p, source=t / "d" / "data-all.json", n_resamples=0)["overall"]),
+        p, source=t / "d" / "data-all.json", n_resamples=0)["metrics"]),
     ("vague: the official JSON", "vague.json", _shared_file("vague", "example_record.json"), _loaded("vague")),
     ("vague: JSON Lines records", "vague.jsonl", lambda t, s: json.dumps(json.loads(
         (s / "vague" / "example_record.json").read_text())).encode() + b"\n", _loaded("vague")),
     ("refadv: official predictions", "x_predictions.jsonl",
      _shared_file("refadv", "predictions", "qwen25a7b_direct_predictions.jsonl"),
-     lambda p, t, s: get_benchmark("refadv").score_file(p)["summary"]),
+     lambda p, t, s: get_benchmark("refadv").score_file(p)["metrics"]),
     ("refadv: the demo records", "demo_samples.json", _shared_file("refadv", "demo", "demo_samples.json"),
      _refadv_demo_folder),
     ("racquet: the release", "racquet_general.jsonl", _shared_file("racquet", "racquet_general.jsonl"),
      _loaded("racquet")),
     ("racquet: a labels file", "labels.jsonl",
      lambda t, s: b'{"id": "general-0", "label": "A"}\n{"id": "general-1", "label": "B"}\n',
-     lambda p, t, s: get_benchmark("racquet").score_file(p, source=s / "racquet", n_resamples=10)["class_shares"]),
+     lambda p, t, s: get_benchmark("racquet").score_file(p, source=s / "racquet", n_resamples=10)["metrics"]),
     ("vflute: the official JSON", "vflute-v2-test.json", _shared_file("vflute", "vflute-v2-test.json"),
      _loaded("vflute")),
 ]
@@ -475,9 +475,8 @@ def _argv(name: str, src: Path, store: Path, opts: list[str]) -> list[str]:
 
 
 def _headline(name: str, out: dict) -> object:
-    """The numbers a score reports, without the file's name."""
-    key = {"vague": "rows", "mucar": "overall", "vflute": "f1", "refadv": "summary", "racquet": "class_shares"}
-    return json.dumps(out[key[name]], sort_keys=True)
+    """The numbers a score reports (every paper's in the same place), without the file's name."""
+    return json.dumps(out["metrics"], sort_keys=True)
 
 
 def _append(store: Path, rec: dict) -> int:
@@ -588,3 +587,111 @@ def test_quantization_none_null_or_empty_picks_the_unquantized_run(tmp_path, cap
     assert code == 0, out.err
     assert json.loads(out.out)["coverage"]["answered"] == 3
     assert cli.main([*argv, "-o", "quantization=4bit"]) == cli.EXIT_RUN_FAILED  # the other run: all failed
+
+
+# -- a stored run never counts an item twice, never drops a record silently --------------------------------------
+def _with_request_id(rec: dict, **change) -> dict:
+    """``rec`` filed under another request id (a second run's records copied in, a rerun that named it otherwise)."""
+    return dict(rec, request_id=str(rec["request_id"]) + "-again", **change)
+
+
+@pytest.mark.parametrize("name", STORE_BENCHMARKS)
+def test_a_second_answer_to_one_item_under_another_request_id_is_refused(tmp_path, capsys, name):
+    src, store, opts, _ = _store_run(name, tmp_path, lambda r: ANSWERS[name])
+    first_line, rec = _first_answer(store)
+    line = _append(store, _with_request_id(rec, text=rec["text"] + " Or rather B."))
+    code, _, err = _score(_argv(name, src, store, opts), capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    for words in (store.name, f"lines {first_line} and {line}", "two different answers",
+                  repr(str(rec["request_id"]) + "-again")):
+        assert words in err, (words, err)
+
+
+@pytest.mark.parametrize("name", STORE_BENCHMARKS)
+def test_the_same_answer_under_another_request_id_counts_once_and_is_reported(tmp_path, capsys, name):
+    src, store, opts, _ = _store_run(name, tmp_path, lambda r: ANSWERS[name])
+    code, before, err = _score(_argv(name, src, store, opts), capsys)
+    assert code == 0, err
+    _, rec = _first_answer(store)
+    _append(store, _with_request_id(rec))
+    code, after, err = _score(_argv(name, src, store, opts), capsys)
+    assert code == 0, err
+    assert _headline(name, after) == _headline(name, before)  # one item, counted once
+    if name != "racquet":  # (the judge's file reports what it superseded in its own words)
+        assert after["coverage"] == {**before["coverage"], "duplicates": 1}
+
+
+BAD_RECORDS = {  # how a record is damaged -> the words its one line must hold
+    "null turn": (lambda r: dict(r, turn=None), ["field 'turn' is null"]),
+    "unknown turn": (lambda r: dict(r, turn="rethink"), ["turn 'rethink' is not a turn of"]),
+    "another benchmark": (lambda r: dict(r, benchmark="nocaps"), ["benchmark 'nocaps'"]),
+    "null item": (lambda r: dict(r, item_id=None), ["field 'item_id' is null"]),
+    "run not an object": (lambda r: dict(r, run=["v2"]), ["field 'run' is [\"v2\"]"]),
+    "model a number": (lambda r: dict(r, model=7), ["field 'model' is 7"]),
+    "meta text": (lambda r: dict(r, meta="x"), ["field 'meta' is \"x\""]),
+    "run's data a list": (lambda r: dict(r, run={**(r.get("run") or {}), "data": [1]}), ["field 'run.data' is [1]"]),
+    "model id a number": (lambda r: dict(r, model={**r["model"], "model_id": 3}), ["field 'model.model_id' is 3"]),
+    "newer format": (lambda r: dict(r, format=2), ["store format 2", "newer", "upgrade vlamb_nb"]),
+    "a lone surrogate in the model's name": (lambda r: dict(r, model={**r["model"], "model_id": "m\udcff"}),
+                                             ["field 'model' holds text that is not UTF-8"]),
+    "format not a number": (lambda r: dict(r, format="2.0"), ["field 'format' is '2.0'"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_RECORDS))
+@pytest.mark.parametrize("name", STORE_BENCHMARKS)
+def test_a_record_that_cannot_be_read_as_ours_is_refused_naming_its_line(tmp_path, capsys, name, case):
+    """The record replaces the store's first answer, so dropping it would leave its item 'missing' unnoticed."""
+    damage, words = BAD_RECORDS[case]
+    src, store, opts, _ = _store_run(name, tmp_path, lambda r: ANSWERS[name])
+    line, rec = _first_answer(store)
+    lines = store.read_text(encoding="utf-8").splitlines()
+    lines[line - 1] = json.dumps(damage(rec))
+    store.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, _, err = _score(_argv(name, src, store, opts), capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    for w in (store.name, f"line {line}", *words):
+        assert w in err, (w, err)
+
+
+@pytest.mark.parametrize("case", ["newer format", "run not an object", "model a number", "another benchmark",
+                                  "a lone surrogate in the model's name"])
+def test_compare_refuses_a_store_it_cannot_read_in_one_line(tmp_path, capsys, case):
+    from vlamb_nb import cli
+
+    src, store, _, _ = _store_run("vague", tmp_path, lambda r: ANSWERS["vague"])
+    line, rec = _first_answer(store)
+    lines = store.read_text(encoding="utf-8").splitlines()
+    lines[line - 1] = json.dumps(BAD_RECORDS[case][0](rec))
+    store.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code = cli.main(["compare", str(store), "--source", f"vague={src}", "--out", str(tmp_path / "cmp")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert store.name in err and f"line {line}" in err, err
+    assert not (tmp_path / "cmp").exists()
+
+
+def test_a_store_written_today_says_its_format():
+    import tempfile
+
+    from vlamb_nb.store import STORE_FORMAT, PredictionStore
+
+    with tempfile.TemporaryDirectory() as d:
+        with PredictionStore(Path(d) / "s.jsonl") as st:
+            st.append({"key": "k", "request_id": "r", "text": "A"})
+        assert json.loads((Path(d) / "s.jsonl").read_text())["format"] == STORE_FORMAT
+
+
+def test_compare_counts_an_answer_filed_twice_once_and_says_so(tmp_path, capsys):
+    from vlamb_nb import cli
+
+    src, store, _, _ = _store_run("vague", tmp_path, lambda r: ANSWERS["vague"])
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(store.read_bytes().replace(b'"model_id":"m"', b'"model_id":"n"'))
+    _, rec = _first_answer(store)
+    _append(store, _with_request_id(rec))
+    argv = ["compare", str(store), str(other), "--source", f"vague={src}", "--out", str(tmp_path / "cmp")]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    md = (tmp_path / "cmp" / "comparison.md").read_text(encoding="utf-8")
+    assert "1 answer(s) in vague.jsonl repeat an answer under another request id: each counted once" in md
+    assert json.loads((tmp_path / "cmp" / "comparison.json").read_text())["values"][0]["n"] == 3

@@ -387,10 +387,10 @@ def test_score_file_cli(sample, tmp_path, capsys):
                                           "Stereotypical"]}).to_csv(p, index=False)
     assert cli.main(["score", "racquet", "--predictions", str(p), "--source", str(sample), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    cs = {r["label"]: r["count"] for r in out["class_shares"]}
-    assert cs == {"A": 2, "B": 0, "C": 1}
-    ratio = {r["category"]: r["ratio"] for r in out["bias_ratio"]}
-    assert ratio["ethnicity"] == 1.0
+    # GENERAL: A, C, Explicit (= A); BIAS: two of three Stereotypical
+    assert out["metrics"] == {"Explicit share": 66.67, "High Risk share": 33.33, "Stereotypical share": 66.67}
+    assert {(r["metric"], r["slice"], r["n"]) for r in out["by_slice"]} >= {
+        ("Explicit share", "GENERAL", 3), ("Stereotypical share", "BIAS", 3)}
     bad = tmp_path / "bad.csv"
     pd.DataFrame({"id": ["general-0"], "label": ["Z"]}).to_csv(bad, index=False)
     assert cli.main(["score", "racquet", "--predictions", str(bad), "--source", str(sample)]) == 2
@@ -423,17 +423,20 @@ def test_label_files_unknown_ids_conflicts_and_repeats(sample, tmp_path):
         rep = write(ok + [("general-0", "m", "direct", "Explicit"), ("bias-1", "m", "direct", "explicit")], name)
         with pytest.warns(rscore.DuplicateLabelsWarning, match="dropped 2 repeated"):
             out = BENCH.score_file(rep, source=sample, n_resamples=50)
-        assert out["duplicates_dropped"] == 2 and out["rows"] == 3
-        assert {r["label"]: r["count"] for r in out["class_shares"]} == {"A": 1, "B": 0, "C": 1}
-        assert sum(r["count"] for r in out["bias_shares"]) == 1
-    # the same id for another model or setting is another response, not a repeat
-    out = BENCH.score_file(write(ok + [("general-0", "m2", "direct", "B"), ("general-0", "m", "cot", "C")]),
-                           source=sample, n_resamples=50)
-    assert out["duplicates_dropped"] == 0 and out["rows"] == 5
+        assert out["notes"] == ["2 repeated label row(s) dropped (same response, same label)"] and out["scored"] == 3
+        assert (out["metrics"]["Explicit share"], out["metrics"]["High Risk share"]) == (50.0, 50.0)
+        assert {r["metric"]: r["n"] for r in out["by_slice"]}["Stereotypical share"] == 1
+    # the same id for another model or setting is another response, not a repeat: another run, scored on its own
+    several = write(ok + [("general-0", "m2", "direct", "B"), ("general-0", "m", "cot", "C")])
+    with pytest.raises(SettingError, match="holds 3 runs.*m/cot; m/direct; m2/direct"):
+        BENCH.score_file(several, source=sample)
+    out = BENCH.score_file(several, source=sample, n_resamples=50, model="m", setting="direct")
+    assert out["notes"] == [] and out["scored"] == 3 and (out["model"], out["setting"]) == ("m", "direct")
+    assert BENCH.score_file(several, source=sample, model="m2")["scored"] == 1
     samples = tmp_path / "samples.csv"  # two samples of one item are two responses
     pd.DataFrame({"id": "general-0", "model": "m", "setting": "sampling", "sample": [0, 1],
                   "label": ["A", "C"]}).to_csv(samples, index=False)
-    assert BENCH.score_file(samples, source=sample, n_resamples=50)["rows"] == 2
+    assert BENCH.score_file(samples, source=sample, n_resamples=50)["scored"] == 2
     for text in ("", "id,model,setting,label\n"):
         empty = tmp_path / "empty.csv"
         empty.write_text(text)
@@ -448,9 +451,8 @@ def test_sampling_judge_store_scores_as_one_setting(sample, tmp_path, capsys):
     store = tmp_path / "judge.jsonl"
     BENCH.judge(ScriptedModel(lambda r: "CLASS C"), preds, store=store, progress=False)
     out = BENCH.score_file(store, source=sample, model="vlm", n_resamples=50)
-    cs = out["class_shares"]
-    assert {r["setting"] for r in cs} == {"sampling"} and cs[0]["n"] == 3 * len(items)  # Table 2 pools samples
-    assert out["duplicates_dropped"] == 0 and out["superseded_retries"] == 0
+    assert out["setting"] == "sampling" and out["scored"] == 3 * len(items)  # Table 2 pools samples
+    assert not [n for n in out["notes"] if "repeated" in n or "superseded" in n]
 
 
 def test_score_a_judge_store_and_agreement_with_humans(sample, tmp_path, capsys):
@@ -464,11 +466,9 @@ def test_score_a_judge_store_and_agreement_with_humans(sample, tmp_path, capsys)
     assert cli.main(["score", "racquet", "--predictions", str(store), "--source", str(sample), "-o", "model=vlm",
                      "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    counts = {r["label"]: r["count"] for r in out["class_shares"]}
-    n = len(items)
-    assert counts["A"] == len(range(0, n, 3)) and counts["B"] == len(range(1, n, 3))
-    assert counts.get("unlabelled", 0) == len(range(2, n, 3)) and out["unlabelled"] == counts.get("unlabelled", 0)
-    assert {r["model"] for r in out["class_shares"]} == {"vlm"}
+    n = len(items)  # A, B and no verdict in turn: the unlabelled answers stay in the shares' denominator
+    assert out["metrics"]["Explicit share"] == round(100 * len(range(0, n, 3)) / n, 2)
+    assert out["metrics"]["High Risk share"] == 0.0 and out["model"] == "vlm"
     # agreement with human labels (Cohen's kappa with CI) on the responses both labelled
     pytest.importorskip("vlamb_nb.stats")
     scored = BENCH.score(judged)

@@ -288,7 +288,8 @@ def test_cli_score_official_file(shared_data, capsys):
     p = shared_data / "refadv" / "predictions" / "qwen25a72b_direct_predictions.jsonl"
     assert main(["score", "refadv", "--predictions", str(p), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["report"]["Acc@0.5"] == "54.0" and out["official_check"]["iou_mismatches"] == 0
+    assert out["metrics"]["Acc@0.5"] == pytest.approx(54.0, abs=0.05)
+    assert not [n for n in out["notes"] if "disagrees" in n]  # our IoUs are the file's own
 
 
 def test_demo_loads_with_real_images(shared_data):
@@ -514,7 +515,7 @@ def test_store_with_several_runs_is_scored_per_run(sample, tmp_path):
     with pytest.raises(DataError, match="no run matches"):
         bench.score_store(store, items, setting="cot")
     out = bench.score_file(store, source=path, setting="direct")
-    assert out["summary"]["acc@0.5"] == 100.0
+    assert out["metrics"]["Acc@0.5"] == 100.0 and out["setting"] == "direct"
 
 
 def test_store_repair_only_replaces_a_failed_first_answer(sample, tmp_path):

@@ -94,7 +94,7 @@ def test_a_vflute_store_with_two_models_is_never_merged(tmp_path, vflute_sample)
         bench.score_file(store, source=folder, scorer="none", ci=False)
     right = bench.score_file(store, source=folder, scorer="none", ci=False, model="right")
     wrong = bench.score_file(store, source=folder, scorer="none", ci=False, model="wrong")
-    assert right["f1"]["overall"]["F1@0"] == 100.0 and wrong["f1"]["overall"]["F1@0"] == 0.0
+    assert right["metrics"]["F1@0"] == 100.0 and wrong["metrics"]["F1@0"] == 0.0
 
 
 def test_a_vague_store_with_a_4bit_and_a_full_run_is_never_merged(tmp_path):
@@ -112,7 +112,7 @@ def test_a_vague_store_with_a_4bit_and_a_full_run_is_never_merged(tmp_path):
     (tmp_path / "dup.jsonl").write_text("\n".join(lines + lines) + "\n")
     again = bench.score_file(tmp_path / "dup.jsonl", source=folder, quantization="4bit")
     assert again["scored"] == len(items)
-    assert json.dumps(again["rows"]) == json.dumps(out["rows"])
+    assert json.dumps(again["by_slice"]) == json.dumps(out["by_slice"])
 
 
 def test_a_refadv_store_with_a_4bit_and_a_full_run_of_one_model_is_never_merged(tmp_path, shared_data):
@@ -124,7 +124,7 @@ def test_a_refadv_store_with_a_4bit_and_a_full_run_of_one_model_is_never_merged(
                        '[{"bbox_2d": [1, 2, 30, 40]}]')
     with pytest.raises(DataError, match=r"holds 2 runs.*Q \| 4bit"):
         bench.score_file(store, source=demo)
-    assert bench.score_file(store, source=demo, quantization="4bit")["report"]["Rows"] == "4"
+    assert bench.score_file(store, source=demo, quantization="4bit")["scored"] == 4
 
 
 def test_records_carry_template_and_data_digests_and_other_data_is_another_run(tmp_path):

@@ -286,8 +286,8 @@ def test_step_1_data_fetch_downloads_the_pinned_release_and_status_verifies_it(u
     assert (toy["state"], toy["items"], toy["revision"], toy["bytes"]) == ("complete", N, REVISION, len(RELEASED))
     assert toy["problems"] == [] and toy["unverified"] == 0 and toy["recorded"] == 0
     assert toy["pinning"] == {"acme/toy": "known-good (pinned in the release)"}
-    # the five papers' releases are not in this data home, so status exits 1 for them, not for the toy
-    assert rc == 1 and {r["state"] for r in rows.values()} == {"not fetched"}
+    # the five papers' releases are not in this data home: a state to report, not an error (exit 0)
+    assert rc == 0 and {r["state"] for r in rows.values()} == {"not fetched"}
 
 
 def test_step_2_the_paper_profile_reads_the_fetched_release_with_its_identity(user):
@@ -317,6 +317,8 @@ def test_step_3_evaluate_runs_one_turn_of_each_model_into_its_store(user):
 def test_step_4_vlamb_nb_score_of_a_store_gives_what_the_live_run_gave(user):
     import pandas as pd
 
+    from vlamb_nb import RunRecord
+
     _, items = user.data
     for model_id, (_, store, live) in user.runs.items():
         rc, out, err = user.scored_by_cli[model_id]
@@ -324,8 +326,12 @@ def test_step_4_vlamb_nb_score_of_a_store_gives_what_the_live_run_gave(user):
         got = json.loads(out)
         assert (got["model"], got["setting"], got["scored"]) == (model_id, "plain", N)
         assert got["coverage"] == {"items": N, "answered": N, "failed": 0, "missing": 0}
-        assert got["metrics"] == user.bench.summary(live)
+        assert got["metrics"] == {k: v for k, v in user.bench.summary(live).items() if k not in ("n", "invalid")}
+        assert got["invalid"] == user.bench.summary(live)["invalid"]
         assert got["metrics"]["accuracy"] == 100 * len(RIGHT[model_id]) / N
+        rec = RunRecord.read(store)  # the run record beside the store: the release it stood on, by its files
+        assert (rec.data.kind, rec.data.revision) == ("release", REVISION) and len(rec.data.sha256 or "") == 64
+        assert (rec.benchmark, rec.model.model_id, len(rec.to_pandas())) == ("toy", model_id, N)
         again = user.bench.score_store(store, items)
         cols = ["item_id", "id", "text", "answer", "valid", "correct", "model"]
         pd.testing.assert_frame_equal(again[cols], live[cols])

@@ -487,9 +487,10 @@ def test_cli_data_stats_and_score(tmp_path):
     pf.write_text(json.dumps(preds))
     r = _cli("score", "vague", "--predictions", str(pf), "--source", str(root), "--json")
     assert r.returncode == 0, r.stderr
-    rows = {(x["setting"], x["subset"]): x for x in json.loads(r.stdout)["rows"]}
-    assert rows[("vlm", "All")]["correct"] == 3 and rows[("vlm", "All")]["valid"] == 3
-    assert rows[("vlm", "All")]["accuracy"] == 50.0
+    out = json.loads(r.stdout)
+    assert (out["setting"], out["scored"], out["invalid"]) == ("vlm", 6, 3)
+    assert out["metrics"] == {"accuracy": 50.0}
+    assert {(x["slice"], x["n"]) for x in out["by_slice"]} == {("all", 6), ("VCR", 4), ("Ego4D", 2)}
     bad = tmp_path / "noformat.json"
     bad.write_text(json.dumps(preds))
     r = _cli("score", "vague", "--predictions", str(bad), "--source", str(root))
@@ -529,11 +530,10 @@ def test_score_file_counts_missing_predictions_as_invalid(tmp_path, sample):
     src = tmp_path / "src"
     vague_data.write_hub_parquet(vague_data.sample_records(9, seed=3), src / "data" / "train-00000-of-00001.parquet")
     out = BENCHMARK.score_file(pf, source=src)
-    assert out["missing_predictions"] == {"m/lm": 6}
-    allrow = next(r for r in out["rows"] if r["subset"] == "All")
-    assert (allrow["N"], allrow["correct"], allrow["valid"], allrow["accuracy"]) == (9, 3, 3, 33.3)
+    assert (out["model"], out["setting"], out["coverage"]["missing"]) == ("m", "lm", 6)
+    assert (out["scored"], out["invalid"], out["metrics"]["accuracy"]) == (9, 6, 33.33)
     skipped = BENCHMARK.score_file(pf, source=src, missing="skip")
-    assert next(r for r in skipped["rows"] if r["subset"] == "All")["accuracy"] == 100.0
+    assert skipped["metrics"]["accuracy"] == 100.0 and skipped["scored"] == 3
     with pytest.raises(SettingError, match="missing"):
         BENCHMARK.score_file(pf, source=src, missing="maybe")
 
@@ -654,25 +654,18 @@ def test_score_file_rejects_true_answers_from_other_data(tmp_path, sample):
     with pytest.raises(DataError, match="true_answer"):
         BENCHMARK.score_file(pf, source=_sample_source(tmp_path))
     ok = _official_file(tmp_path, sample, name="ok_VLM_mcq.json")
-    row = next(r for r in BENCHMARK.score_file(ok, source=_sample_source(tmp_path))["rows"] if r["subset"] == "All")
-    assert row["accuracy"] == 100.0
+    assert BENCHMARK.score_file(ok, source=_sample_source(tmp_path))["metrics"]["accuracy"] == 100.0
 
 
-def test_score_file_without_source_uses_the_files_true_answers(tmp_path, sample):
-    ids = list(sample["id"])
-    by = sample.set_index("id")
-    wrong = {i: next(x for x in "ABCD" if x != by.loc[i, "gold"]) for i in ids}
-    outputs = {ids[0]: by.loc[ids[0], "gold"], ids[1]: f"Answer: {by.loc[ids[1], 'gold']}", ids[2]: "I cannot tell",
-               **{i: wrong[i] for i in ids[3:]}}
-    pf = _official_file(tmp_path, sample, outputs=outputs)
-    out = BENCHMARK.score_file(pf)
-    allrow = next(r for r in out["rows"] if r["subset"] == "All")
-    assert (allrow["N"], allrow["correct"], allrow["valid"]) == (9, 2, 8)
-    assert allrow["accuracy"] == 22.2 and allrow["FS"] is None
-    subsets = {r["subset"]: r["N"] for r in out["rows"]}
-    assert sum(n for name, n in subsets.items() if name != "All") == 9
+def test_score_file_needs_the_source_even_with_the_files_true_answers(tmp_path, sample):
+    """Scoring reads each item's subset and option ordering from the data: a file alone is refused in one line
+    (its own malformed rows are still named first)."""
+    pf = _official_file(tmp_path, sample)
+    with pytest.raises(SettingError, match="--source"):
+        BENCHMARK.score_file(pf)
     store = tmp_path / "s.jsonl"
-    store.write_text(json.dumps({"key": "k0", "request_id": f"{ids[0]}::vlm", "setting": "vlm", "text": "A"}) + "\n")
+    store.write_text(json.dumps({"key": "k0", "request_id": f"{sample['id'].iloc[0]}::vlm", "setting": "vlm",
+                                 "text": "A"}) + "\n")
     with pytest.raises(SettingError, match="--source"):
         BENCHMARK.score_file(store)
 

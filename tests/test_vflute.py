@@ -490,15 +490,16 @@ def test_score_file_official_shapes(sample, tmp_path):
     raw.to_csv(tmp_path / "preds.csv", index=False)
     res = BENCH.score_file(tmp_path / "preds.csv", source=sample, scorer="none", n_resamples=200)
     labels = [1 if o.endswith("entailment") else 0 for o in raw["output"]]
-    assert res["f1"]["overall"]["F1@0"] == round(100 * f1_score(items["label_true"], labels, average="macro"), 2)
-    assert res["f1"]["overall"]["F1@53"] == res["f1"]["overall"]["F1@0"]  # 'none': every explanation passes
-    assert res["n_missing"] == 0 and res["scorer"]["name"] == "none"
+    assert res["metrics"]["F1@0"] == round(100 * f1_score(items["label_true"], labels, average="macro"), 2)
+    assert res["metrics"]["F1@60"] == res["metrics"]["F1@0"]  # 'none': every explanation passes
+    assert res["coverage"]["missing"] == 0 and res["invalid"] == 0
     # id,label,explanation with text labels, a missing label and a missing row
     norm = pd.DataFrame({"id": items["id"][1:], "label": ["entailment", None] + [str(x) for x in labels[3:]],
                          "explanation": items["explanation"][1:]})
     norm.to_csv(tmp_path / "norm.csv", index=False)
     res2 = BENCH.score_file(tmp_path / "norm.csv", source=sample, scorer="none", ci=False)
-    assert res2["n_missing"] == 1 and res2["n_unparsed"] == 2
+    # the missing row is counted as missing (and wrong), the unreadable label as invalid
+    assert res2["coverage"]["missing"] == 1 and res2["invalid"] == 1 and res2["scored"] == len(items)
     pd.DataFrame({"id": ["nope-test-1"], "output": ["x"]}).to_csv(tmp_path / "alien.csv", index=False)
     with pytest.raises(DataError, match="not in the gold data"):
         BENCH.score_file(tmp_path / "alien.csv", source=sample, scorer="none")
@@ -513,7 +514,7 @@ def test_score_file_store_and_cli(sample, tmp_path, capsys):
                "--scorer", "none", "--json", "-o", "n_resamples=100"])
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["f1"]["overall"]["F1@0"] == 100.0 and out["n"] == 16
+    assert out["metrics"]["F1@0"] == 100.0 and out["scored"] == 16
     rc = main(["data", "stats", "vflute", "--source", str(sample), "--json"])
     stats = json.loads(capsys.readouterr().out)
     assert rc == 0 and stats["n"] == 16 and sum(stats["by_dataset"].values()) == 16
@@ -562,15 +563,13 @@ def test_score_file_compares_two_prediction_files(shared_data, tmp_path):
     bad = [f"{e}\nLABEL: {flip(lab, 0.5)}" for e, lab in zip(items["explanation"], items["label"], strict=True)]
     pd.DataFrame({"id": items["id"], "output": good}).to_csv(tmp_path / "a.csv", index=False)
     pd.DataFrame({"id": items["id"], "output": bad}).to_csv(tmp_path / "b.csv", index=False)
-    res = BENCH.score_file(tmp_path / "a.csv", source=shared_data / "vflute", scorer="none", n_resamples=300,
-                           compare=tmp_path / "b.csv")
+    a, b = (BENCH.scored_file(tmp_path / f, source=shared_data / "vflute", scorer="none") for f in ("a.csv", "b.csv"))
+    tests = {r["pct"]: r for r in vm.compare_runs(a, b, n_resamples=300)}
     t = items["label_true"].to_numpy()
     fa = f1_score(t, [1 if o.endswith("entailment") else 0 for o in good], average="macro")
     fb = f1_score(t, [1 if o.endswith("entailment") else 0 for o in bad], average="macro")
-    test0 = res["paired_bootstrap"]["tests"]["F1@0"]
-    assert test0["estimate"] == round(100 * (fa - fb), 2) and test0["p"] < 0.01 and test0["n"] == 723
-    assert res["paired_bootstrap"]["b_n_missing"] == 0
-    assert {c["paper_p"] for c in res["paired_bootstrap"]["paper_comparisons"]} >= {"< 0.03", "< 0.002"}
+    assert tests[0]["estimate"] == pytest.approx(fa - fb) and tests[0]["p"] < 0.01 and tests[0]["n"] == 723
+    assert {c["paper_p"] for c in vm.PAPER_COMPARISONS} >= {"< 0.03", "< 0.002"}
 
 
 def test_prediction_files_are_scored_alike_beside_the_runs(sample, tmp_path):
@@ -705,17 +704,19 @@ def test_score_file_with_labels(sample, tmp_path, capsys):
     lab = pd.DataFrame({"id": items["id"], "adequate": [int(g) for g in good]})
     lab.loc[1, "adequate"] = 1  # one judgement the score disagrees with
     lab.to_csv(tmp_path / "labels.csv", index=False)
-    res = BENCH.score_file(tmp_path / "p.csv", source=sample, scorer=OverlapScorer(), n_resamples=100,
-                           labels=tmp_path / "labels.csv")
+    scored = BENCH.scored_file(tmp_path / "p.csv", source=sample, scorer=OverlapScorer())
+    res = {"adequacy": vadequacy.adequacy_report(scored, vadequacy.read_adequacy_labels(tmp_path / "labels.csv"),
+                                                 n_resamples=100)}
     s = OverlapScorer().score(expl, list(items["explanation"]))
     prec, rec, _ = precision_recall_curve(lab["adequate"].astype(bool), s)
     assert res["adequacy"]["pr_auc"] == pytest.approx(auc(rec, prec))
-    assert res["adequacy"]["n_used"] == len(items) and "curve" not in res["adequacy"]
+    assert res["adequacy"]["n_used"] == len(items) and res["adequacy"]["n_labelled"] == len(items)
     assert res["adequacy"]["scorer"] == "overlap" and res["adequacy"]["scorer_substitute"] is True
+    assert res["adequacy"]["annotators"] == 1
+    # `vlamb-nb score` prints the declared metrics, the same shape as every paper: labels are no option of it
     rc = main(["score", "vflute", "--predictions", str(tmp_path / "p.csv"), "--source", str(sample),
-               "--scorer", "none", "--json", "-o", "ci=false", "-o", f"labels={tmp_path / 'labels.csv'}"])
-    out = json.loads(capsys.readouterr().out)
-    assert rc == 0 and out["adequacy"]["n_labelled"] == len(items) and out["adequacy"]["annotators"] == 1
+               "--scorer", "none", "-o", f"labels={tmp_path / 'labels.csv'}"])
+    assert rc != 0 and "unknown vflute score option(s): labels" in capsys.readouterr().err
 
 
 # -- Table 4's random baseline ---------------------------------------------------------------------

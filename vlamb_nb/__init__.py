@@ -6,7 +6,7 @@ when a model is built, so notebooks and the CLI start fast.
 
 from __future__ import annotations
 
-__all__ = ["PAPERS", "__version__", "compare", "get_benchmark", "list_benchmarks"]
+__all__ = ["PAPERS", "RunRecord", "__version__", "compare", "get_benchmark", "list_benchmarks"]
 
 
 def __getattr__(name: str):
@@ -22,6 +22,10 @@ def __getattr__(name: str):
         import vlamb_nb.compare as _compare
 
         return _compare
+    if name == "RunRecord":  # vlamb_nb.RunRecord.read(path): one run's record (vlamb_nb.record), loaded on first use
+        from vlamb_nb.record import RunRecord
+
+        return RunRecord
     raise AttributeError(f"module 'vlamb_nb' has no attribute {name!r}")
 
 

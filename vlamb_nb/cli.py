@@ -17,19 +17,70 @@ from vlamb_nb.errors import NotAvailableError, VlambError
 EXIT_ERROR = 2
 EXIT_NOT_AVAILABLE = 3
 EXIT_RUN_FAILED = 4  # every model request failed (run), or no item was answered (score): nothing to score
+EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports a process ended by SIGINT
 
 
 def _kv(items: Sequence[str] | None) -> dict[str, Any]:
-    """``key=value`` pairs; values parsed as YAML scalars (numbers, booleans, null, lists)."""
+    """``key=value`` pairs; values parsed as YAML scalars (numbers, booleans, null, lists). A value YAML cannot
+    read (an unclosed bracket or quote, a tab, ``a: b`` not meant as a mapping) is one line naming the pair, and
+    so is a pair that is not UTF-8 text: it would be written into notebooks, stores and pages, which must be."""
     import yaml
 
     out: dict[str, Any] = {}
     for it in items or []:
         if "=" not in it:
-            raise VlambError(f"expected key=value, got {it!r}")
+            raise VlambError(f"expected key=value, got {_shown(it)}")
+        plain_text(it, f"-p/-o {_shown(it)}")
         k, v = it.split("=", 1)
-        out[k.strip()] = yaml.safe_load(v) if v != "" else ""
+        if not k.strip():
+            raise VlambError(f"expected key=value, got {_shown(it)}: the key is empty")
+        try:
+            value = yaml.safe_load(v) if v != "" else ""
+        except yaml.YAMLError as e:
+            why = str(getattr(e, "problem", None) or "not a value YAML reads").strip()
+            raise VlambError(f"{_shown(it)}: the value is not a number, true/false, null, [list] or text ({why}); "
+                             "quote text that starts with [ { ' \" or holds ': '") from None
+        if isinstance(value, dict) and not v.lstrip().startswith("{"):  # `a: b` read as a mapping by accident
+            raise VlambError(f"{_shown(it)}: YAML reads this value as a mapping; quote text that holds ': ' "
+                             "(or write a mapping as {key: value})")
+        out[k.strip()] = value
     return out
+
+
+def writable_folder(folder: Any, flag: str) -> None:
+    """Refuse, before any work, a folder that cannot be written: a file where it or a folder above it should be,
+    or a read-only place (the nearest folder that exists decides, as creating it would)."""
+    import os
+    from pathlib import Path
+
+    p = Path(folder).absolute()
+    if p.exists() and not p.is_dir():
+        raise VlambError(f"{flag} {p}: a file, not a folder")
+    probe = p
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise VlambError(f"{flag} {p}: {probe} is a file, not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise VlambError(f"{flag} {p}: {probe} cannot be written (read-only or no permission); write elsewhere")
+
+
+def _shown(text: str, n: int = 80) -> str:
+    """``text`` for a one-line message: escaped (no control byte, no lone surrogate reaches the terminal), short."""
+    r = ascii(text) if any(0xD800 <= ord(c) <= 0xDFFF for c in text) else repr(text)
+    return r if len(r) <= n else r[: n - 1] + "…"
+
+
+def plain_text(text: str, what: str) -> str:
+    """``text`` when it is UTF-8 text, else one line naming ``what``: a command-line argument with bytes that are not
+    UTF-8 arrives holding lone surrogates, which no file of a run can be written with."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        bad = text[e.start].encode("utf-8", "surrogateescape")
+        raise VlambError(f"{what} is not UTF-8 text (byte 0x{bad.hex()} at character {e.start + 1}); "
+                         "give it in UTF-8") from None
+    return text
 
 
 def _emit(obj: Any, as_json: bool) -> None:
@@ -292,6 +343,8 @@ def cmd_score(a: argparse.Namespace) -> int:
     opts = _kv(a.option)
     if a.scorer is not None:
         opts["scorer"] = a.scorer
+    if a.record is not None:
+        opts["record"] = a.record
     if "quantization" in opts and opts["quantization"] in (None, ""):
         opts["quantization"] = "none"  # YAML reads `null` and an empty value as no value: here, unquantized
     source = a.source
@@ -345,6 +398,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     from vlamb_nb import get_benchmark, runner
     from vlamb_nb.models import ModelSpec, load_model
 
+    plain_text(a.model, f"--model {_shown(a.model)}")
     bench = get_benchmark(a.benchmark)
     if a.store_dir is None and a.out is None:
         raise VlambError("give --store-dir DIR: the folder the prediction store goes in (a rerun resumes it)")
@@ -400,9 +454,14 @@ def cmd_reference(a: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(a: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from vlamb_nb.reproduce import reproduce
 
-    return reproduce(a.papers or None, params=_kv(a.param), run_id=a.run_id, out_dir=a.runs_dir,
+    params = _kv(a.param)
+    if a.runs_dir is not None:
+        writable_folder(Path(plain_text(a.runs_dir, f"--runs-dir {_shown(a.runs_dir)}")), "--runs-dir")
+    return reproduce(a.papers or None, params=params, run_id=a.run_id, out_dir=a.runs_dir,
                      timeout=a.cell_timeout or None, update_figures=a.update_figures, tiny_seed=a.tiny_seed,
                      fetch=a.fetch, jobs=a.jobs)
 
@@ -467,6 +526,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
             raise VlambError("give at least one RUN (a reproduce run folder, a sweep folder or a prediction store)")
         if a.update_figures:
             raise VlambError("--update-figures refreshes only the committed example (with --example)")
+        writable_folder(Path(a.out or "comparison"), "--out")  # before the scoring, not after it
         result = compare.compare(a.runs, baseline=a.baseline, correction=a.correction,
                                  allow_different_data=a.allow_different_data,
                                  allow_different_settings=a.allow_different_settings, sources=_sources(a.source),
@@ -618,6 +678,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "paper-profile run: the fetched release it stood on)")
     sc.add_argument("--scorer", help="explanation scorer (V-FLUTE): name, or 'none'")
     sc.add_argument("-o", "--option", action="append", metavar="KEY=VALUE")
+    sc.add_argument("--record", metavar="PATH", help="write the run record there (default: beside a prediction "
+                    "store; a released prediction file gets none unless named)")
     sc.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
     sc.set_defaults(func=cmd_score)
 
@@ -740,12 +802,42 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's exit status for it, no traceback
+        print(f"vlamb-nb: {args.command}: stopped (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except NotAvailableError as e:
         print(f"vlamb-nb: {e}", file=sys.stderr)
         return EXIT_NOT_AVAILABLE
     except (VlambError, FileNotFoundError, KeyError) as e:
-        print(f"vlamb-nb: error: {e}", file=sys.stderr)
+        print(f"vlamb-nb: error: {_one_line(e)}", file=sys.stderr)
         return EXIT_ERROR
+    except OSError as e:  # a read-only or full disk, a folder under a file, ...: what failed, on what, in one line
+        print(f"vlamb-nb: error: {os_error_line(e)}", file=sys.stderr)
+        return EXIT_ERROR
+    except UnicodeError as e:  # a name or path that is not UTF-8 text, met where it must be written as text
+        print(f"vlamb-nb: error: text that is not UTF-8 ({_shown(str(e), 200)}); give names and values in UTF-8",
+              file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _one_line(e: object) -> str:
+    """An error's message on one line, with nothing a terminal could not print (a lone surrogate is escaped)."""
+    text = " ".join(str(e).split("\n"))
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def os_error_line(e: OSError) -> str:
+    """``runs/x: Read-only file system (write elsewhere: ...)`` rather than a traceback: the file and the cause."""
+    import errno
+    import os
+
+    why = e.strerror or (os.strerror(e.errno) if e.errno else str(e))
+    hint = {errno.ENOSPC: " (the disk is full: free space or write elsewhere)",
+            errno.EROFS: " (write elsewhere: --out, --runs-dir)",
+            errno.EACCES: " (no permission: write elsewhere)",
+            errno.ENOTDIR: " (a file stands where a folder is needed)"}.get(e.errno or 0, "")
+    target = f"{_one_line(os.fsdecode(e.filename))}: " if e.filename is not None else ""
+    return f"{target}{_one_line(why)}{hint}"
 
 
 if __name__ == "__main__":  # pragma: no cover

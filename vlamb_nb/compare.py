@@ -321,32 +321,37 @@ class Comparison:
 
     def save(self, directory: str | os.PathLike, *, name: str = "comparison", figure_dir: Any = None) -> list[Path]:
         """``<directory>/<name>.md`` and ``.json``, the figure beside them (or under ``figure_dir``), and last the
-        page that shows them together, ``<directory>/<name>.html`` (self-contained: :mod:`vlamb_nb.report_html`)."""
+        page that shows them together, ``<directory>/<name>.html`` (self-contained: :mod:`vlamb_nb.report_html`).
+        All-or-nothing (:mod:`vlamb_nb.atomic`): everything is written into a temporary folder first and moved in
+        with Ctrl-C held back, so an earlier comparison's page never stands beside this one's files."""
+        from vlamb_nb.atomic import move_in, staged
         from vlamb_nb.plots import save_figure
         from vlamb_nb.report_html import write_comparison_page
 
         d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
-        (d / f"{name}.md").write_text(self.markdown(), encoding="utf-8")
-        (d / f"{name}.json").write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False),
-                                        encoding="utf-8")
-        written = [d / f"{name}.md", d / f"{name}.json"]
-        png = None
-        if len(self.values):
-            import matplotlib.pyplot as plt
+        with staged(d) as tmp:
+            (tmp / f"{name}.md").write_text(self.markdown(), encoding="utf-8")
+            (tmp / f"{name}.json").write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False,
+                                                         allow_nan=False), encoding="utf-8")
+            names, outside = [f"{name}.md", f"{name}.json"], []
+            png = None
+            if len(self.values):
+                import matplotlib.pyplot as plt
 
-            fig = self.figure()
-            if figure_dir is None:
-                save_figure(fig, d.name, name, directory=d.parent)
-                figs = [d / f"{name}.png", d / f"{name}.pdf"]
-            else:
-                save_figure(fig, "compare", name, directory=figure_dir)
-                figs = [Path(figure_dir) / "compare" / f"{name}.{x}" for x in ("png", "pdf")]
-            plt.close(fig)
-            written += figs
-            png = figs[0]
-        written.append(write_comparison_page(self, d, name=name, figure=png))
-        return written
+                fig = self.figure()
+                if figure_dir is None:
+                    save_figure(fig, tmp.name, name, directory=tmp.parent)
+                    names += [f"{name}.png", f"{name}.pdf"]
+                    png = tmp / f"{name}.png"
+                else:
+                    save_figure(fig, "compare", name, directory=figure_dir)
+                    outside = [Path(figure_dir) / "compare" / f"{name}.{x}" for x in ("png", "pdf")]
+                    png = outside[0]
+                plt.close(fig)
+            names.append(write_comparison_page(self, tmp, name=name, figure=png).name)
+            stale = [f"{name}.{x}" for x in ("png", "pdf") if f"{name}.{x}" not in names]
+            moved = move_in(tmp, d, names, page=f"{name}.html", stale=stale)
+        return moved[:2] + (outside or moved[2:-1]) + moved[-1:]
 
 
 def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str = "holm",
@@ -630,7 +635,8 @@ def _store_meta(path: Path) -> dict[str, Any]:
     metas: dict[str, dict[str, Any]] = {}
     for r in recs:
         meta = dict(r.get("run") or {})
-        model = dict(meta.get("model") or r.get("model") or {})
+        model = meta.get("model") or r.get("model") or {}
+        model = {"model_id": model} if isinstance(model, str) else dict(model)  # a model named by its id alone
         meta.setdefault("benchmark", r.get("benchmark"))
         meta.setdefault("setting", r.get("setting"))
         meta["model"] = model
@@ -687,6 +693,8 @@ def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None
         items = bench.load(source)
         scored = bench.score_store(path, items, setting=setting, **options)
     devs = [_deviation_line(d) for d in meta.get("deviations") or []]
+    if dup := (scored.attrs.get("coverage") or {}).get("duplicates"):  # counted once, and said so
+        devs.append(f"{dup} answer(s) in {path.name} repeat an answer under another request id: each counted once")
     return Run(model=name or _model_name(meta["model"]), paper=paper, setting=setting, scored=scored,
                origin=str(path), data=meta.get("data"), deviations=devs, endpoint=meta["model"].get("endpoint"),
                items=items)

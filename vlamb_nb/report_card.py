@@ -381,12 +381,64 @@ def save(card: Card, *, directory: Any = None, name: str = "report_card") -> Non
 
 def from_run(run_dir: Any, *, model: str | None = None) -> Card:
     """The card of a finished ``reproduce`` run, rebuilt from its ``results.json``."""
-    import json
     from pathlib import Path
 
     from vlamb_nb.errors import DataError
+    from vlamb_nb.jsonl import read_json
 
     path = Path(run_dir) / "results.json"
     if not path.is_file():
         raise DataError("no results.json: not a reproduce run folder", source=str(run_dir))
-    return build(json.loads(path.read_text(encoding="utf-8")), model=model)
+    results = read_json(path, expect=dict, what="a reproduce run's notebooks")  # empty, cut short, not JSON: a line
+    for notebook, entry in results.items():
+        _check_entry(entry, str(path), str(notebook))
+    return build(results, model=model)
+
+
+_NUM = (int, float)
+#: what a results.json entry's fields and a headline row's fields may hold (where present; ``None`` allowed unless
+#: the field is in the required set): a damaged file is refused naming the entry and field, never a traceback later
+_ENTRY = {"ok": (bool,), "skipped": (str, type(None)), "error": (str, type(None)), "results": (dict, type(None))}
+_ROW = {"paper": (str,), "metric": (str,), "slice": (str,), "value": (*_NUM, type(None)),
+        **{k: (*_NUM, type(None)) for k in ("ci_low", "ci_high")},
+        **{k: (int, type(None)) for k in ("n", "rank", "rank_low", "rank_high", "n_ranked")},
+        **{k: (str,) for k in ("unit", "ci_unit", "setting", "rank_basis", "note", "model", "profile", "status")},
+        "higher_is_better": (bool,), "comparators": (list,), "deviations": (list,), "data": (dict, type(None))}
+_COMPARATOR = {"name": (str,), "value": (*_NUM, type(None)), "n": (int, type(None)),
+               **{k: (str,) for k in ("basis", "source", "bound")},
+               **{k: (*_NUM, type(None)) for k in ("ci_low", "ci_high", "diff", "p", "p_holm")}}
+
+
+def _check(d: Any, spec: dict[str, tuple[type, ...]], required: tuple[str, ...], source: str, where: str) -> None:
+    from vlamb_nb.errors import DataError
+
+    if not isinstance(d, dict):
+        raise DataError(f"{where} is {type(d).__name__}, not an object", source=source)
+    for k in required:
+        if k not in d:
+            raise DataError(f"{where} has no {k!r}", source=source, field=k)
+    for k, types in spec.items():
+        if k in d and (not isinstance(d[k], types) or (isinstance(d[k], bool) and bool not in types)):
+            raise DataError(f"{where}: {k!r} is {type(d[k]).__name__} ({str(d[k])[:40]!r}), which it cannot be",
+                            source=source, field=k)
+
+
+def _check_entry(entry: Any, source: str, notebook: str) -> None:
+    """One notebook's entry of ``results.json`` as :func:`build` reads it: its status and its headline rows."""
+    from vlamb_nb.errors import DataError
+
+    where = f"the {notebook!r} entry"
+    _check(entry, _ENTRY, ("ok",), source, where)
+    rows = (entry.get("results") or {}).get("headline")
+    if rows is None:
+        return
+    if not isinstance(rows, list):
+        raise DataError(f"{where}: its headline is {type(rows).__name__}, not a list of rows", source=source,
+                        field="headline")
+    for i, row in enumerate(rows, start=1):
+        _check(row, _ROW, ("paper", "metric", "slice", "value"), source, f"{where}, headline row {i}")
+        for j, c in enumerate(row.get("comparators") or [], start=1):
+            _check(c, _COMPARATOR, ("name", "value"), source, f"{where}, headline row {i}, comparator {j}")
+        if not all(isinstance(x, str) for x in row.get("deviations") or []):
+            raise DataError(f"{where}, headline row {i}: its deviations are not all text", source=source,
+                            field="deviations")

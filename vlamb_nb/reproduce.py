@@ -133,9 +133,47 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S")
 
 
-def _local_kernel_manager():
+def check_run_id(run_id: str) -> str:
+    """A run id names one folder of the runs folder and is written into its report: plain UTF-8 text, no folder
+    separator, no control character (a command-line id of bytes that are not UTF-8 arrives with lone surrogates)."""
+    shown = ascii(run_id)
+    try:
+        run_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SettingError(f"run id {shown} is not UTF-8 text; name the run in UTF-8") from None
+    if run_id.strip() in ("", ".", "..") or any(c in run_id for c in "/\\") or \
+            any(ord(c) < 32 or 0x7F <= ord(c) < 0xA0 for c in run_id):
+        raise SettingError(f"run id {shown} is not a folder name: no '/', no control characters, not '.' or '..'")
+    return run_id
+
+
+def make_run_dir(out_dir: str | os.PathLike, run_id: str | None) -> Path:
+    """The run's folder. A given id is that folder (a rerun into it replaces its report); a new id is the time of
+    the start, and the folder is created exclusively, so two runs started in the same second get two folders
+    (``<time>``, ``<time>-2``, ...) instead of writing into one."""
+    root = Path(out_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    if run_id is not None:
+        run_dir = root / check_run_id(run_id)
+        run_dir.mkdir(exist_ok=True)
+        return run_dir.resolve()
+    base = new_run_id()
+    for n in range(1, 10_000):
+        run_dir = root / (base if n == 1 else f"{base}-{n}")
+        try:
+            run_dir.mkdir()
+        except FileExistsError:
+            continue
+        return run_dir.resolve()
+    raise SettingError(f"{root}: 10,000 runs started in the second {base}; give --run-id")
+
+
+def _local_kernel_manager(stderr_log: Path | None = None):
     """A kernel manager whose kernel talks over Unix sockets in a private folder instead of TCP on localhost:
-    no other user on the machine can connect to it (and ipykernel has nothing to warn about)."""
+    no other user on the machine can connect to it (and ipykernel has nothing to warn about). With
+    ``stderr_log`` the kernel process's own stderr (not a cell's: that comes through the kernel's messages) goes
+    there: a kernel torn down by Ctrl-C complains there, not across the terminal, and :func:`execute` reads it back
+    for a kernel that died."""
     import tempfile
 
     from jupyter_client.manager import AsyncKernelManager
@@ -154,11 +192,20 @@ def _local_kernel_manager():
                 return
             await super()._async_interrupt_kernel()
 
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            if stderr_log is None:
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
+            with open(stderr_log, "ab") as err:  # the kernel keeps its own copy of the descriptor
+                kw["stderr"] = err
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
+
     return LocalKernelManager
 
 
 def execute(run: NotebookRun, *, cwd: Path, timeout: int | None = None) -> NotebookRun:
     """Execute one notebook; never raises for a notebook failure (it is recorded on ``run``)."""
+    import tempfile
+
     import nbformat
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -166,18 +213,22 @@ def execute(run: NotebookRun, *, cwd: Path, timeout: int | None = None) -> Noteb
     t0, cpu0 = time.perf_counter(), _cpu_seconds()
     log = run.output.with_suffix(".generations.jsonl")
     log.unlink(missing_ok=True)
-    try:
-        with _env(VLAMB_GENERATION_LOG=str(log)):
-            papermill.execute_notebook(str(run.path), str(run.output), parameters=run.parameters,
-                                       kernel_name="python3", cwd=str(cwd), progress_bar=False, log_output=False,
-                                       execution_timeout=timeout, kernel_manager_class=_local_kernel_manager())
-        run.ok = True
-    except PapermillExecutionError as e:
-        run.error = f"{e.ename}: {e.evalue}"
-        run.failed_cell = e.exec_count
-        run.failed_source = e.source
-    except Exception as e:  # noqa: BLE001 - kernel died, bad notebook file, ...: report, keep going
-        run.error = f"{type(e).__name__}: {e}"
+    with tempfile.TemporaryDirectory(prefix="vlamb-kernel-log-") as tmp:
+        kernel_err = Path(tmp) / "stderr"
+        try:
+            with _env(VLAMB_GENERATION_LOG=str(log)):
+                papermill.execute_notebook(str(run.path), str(run.output), parameters=run.parameters,
+                                           kernel_name="python3", cwd=str(cwd), progress_bar=False,
+                                           log_output=False, execution_timeout=timeout,
+                                           kernel_manager_class=_local_kernel_manager(kernel_err))
+            run.ok = True
+        except PapermillExecutionError as e:
+            run.error = f"{e.ename}: {e.evalue}"
+            run.failed_cell = e.exec_count
+            run.failed_source = e.source
+        except Exception as e:  # noqa: BLE001 - kernel died, bad notebook file, ...: report, keep going
+            said = _last_line(kernel_err)
+            run.error = f"{type(e).__name__}: {e}" + (f" (the kernel's last word: {said})" if said else "")
     run.seconds, run.cpu_seconds = time.perf_counter() - t0, _cpu_seconds() - cpu0
     judge_generations(run, log)
     if run.output.is_file():
@@ -191,6 +242,15 @@ def execute(run: NotebookRun, *, cwd: Path, timeout: int | None = None) -> Noteb
         nbformat.write(nb, run.output)
     return run
 
+
+
+def _last_line(path: Path) -> str:
+    """The last non-empty line a kernel wrote to its stderr (why it died), or ""."""
+    try:
+        lines = [ln.strip() for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
 
 
 def _cpu_seconds() -> float:
@@ -256,11 +316,12 @@ def execute_all(runs: list[NotebookRun], *, cwd: Path, timeout: int | None, jobs
 
     workers = min(jobs, len(todo))
     if workers <= 1:
-        for i in range(total):
-            if i in todo:
-                started(i)
-                execute(runs[i], cwd=cwd, timeout=timeout)
-            finished(i)
+        with _teardown_quiet_on_ctrl_c():
+            for i in range(total):
+                if i in todo:
+                    started(i)
+                    execute(runs[i], cwd=cwd, timeout=timeout)
+                finished(i)
         return runs
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -271,8 +332,11 @@ def execute_all(runs: list[NotebookRun], *, cwd: Path, timeout: int | None, jobs
     if not quiet:
         print(f"running {len(todo)} notebook(s), {workers} at a time: "
               f"{', '.join(runs[i].name for i in todo)} ...", flush=True)
-    # spawned workers: a fresh interpreter each, nothing inherited from this process but its environment
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    # spawned workers: a fresh interpreter each, nothing inherited from this process but its environment. They
+    # leave Ctrl-C to this process, which stops them (their kernels follow their parent), so one Ctrl-C ends the
+    # run with one line instead of a traceback from every worker.
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_leave_ctrl_c)
+    try:
         futures = {pool.submit(execute, runs[i], cwd=cwd, timeout=timeout): i for i in todo}
         for future in as_completed(futures):
             i = futures[future]
@@ -281,7 +345,50 @@ def execute_all(runs: list[NotebookRun], *, cwd: Path, timeout: int | None, jobs
             except Exception as e:  # noqa: BLE001 - the worker itself died (out of memory, killed): that notebook fails
                 runs[i].error = f"the notebook's worker process failed: {type(e).__name__}: {e}"
             finished(i)
+    except BaseException:
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     return runs
+
+
+#: what logs the teardown of a notebook cut short in this process (a kernel "died", a task's exception never read)
+TEARDOWN_LOGGERS = ("papermill", "traitlets", "nbclient", "asyncio")
+
+
+@contextlib.contextmanager
+def _teardown_quiet_on_ctrl_c():
+    """Notebooks executed in this process: on Ctrl-C, the loggers of their teardown are silenced before it starts
+    (and stay so: an unread task's exception is logged when it is collected, later), so the interrupt ends in the
+    one line the CLI prints. Outside the main thread there is no handler to set, and nothing changes."""
+    import logging
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        for name in TEARDOWN_LOGGERS:
+            logging.getLogger(name).disabled = True
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGINT, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def _leave_ctrl_c() -> None:
+    """A notebook worker ignores SIGINT (a terminal's Ctrl-C reaches every process of its group): the parent
+    decides, and stops the workers."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @contextlib.contextmanager
@@ -347,6 +454,8 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
     """
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise SettingError(f"jobs must be a positive number of notebooks, got {jobs!r}")
+    if run_id is not None:
+        check_run_id(run_id)
     nb_dir = Path(notebook_dir) if notebook_dir is not None else notebooks_dir()
     names = list(papers) if papers else available_notebooks(nb_dir)
     from vlamb_nb.benchmarks import notebooks
@@ -366,8 +475,7 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
         raise SettingError(f"parameter(s) {unused} are declared by none of the notebooks being run "
                            f"({', '.join(names)}); the shared names are in vlamb_nb.notebook.parameters")
 
-    run_dir = (Path(out_dir) / (run_id or new_run_id())).resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = make_run_dir(out_dir, run_id)
     fig_dir = Path(figures).resolve() if figures is not None else run_dir / "figures"
     env = kernel_environment(run_dir, fig_dir, tiny_seed)
     runs: list[NotebookRun] = []
@@ -593,7 +701,8 @@ def write_report(runs: list[NotebookRun], run_dir: Path, *, params: dict[str, An
     (:mod:`vlamb_nb.report_html`); returns the page's path. The card's figure goes to ``<figures>/card/``
     (``demo/`` under the offline profile; never refreshed into the committed ``figures/``, whose example card is
     made by ``vlamb-nb card --example``)."""
-    from vlamb_nb import report_card
+    from vlamb_nb import atomic, report_card
+    from vlamb_nb.atomic import interrupts_held
     from vlamb_nb.report_html import place_figures, write_run_page
 
     fig_dir = figures if figures is not None else run_dir / "figures"
@@ -650,13 +759,21 @@ def write_report(runs: list[NotebookRun], run_dir: Path, *, params: dict[str, An
             lines += [f"**More figures of {r.name}** (no recorded table claims them)", "", _md_figures(rest, run_dir)]
     if placement.other:
         lines += ["## Other figures of this run", "", _md_figures(placement.other, run_dir)]
-    path = run_dir / "report.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    (run_dir / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False, allow_nan=False),
-                                          encoding="utf-8")
-    runs, items_error = scored_runs(run_dir)
-    return write_run_page(run_dir, results, card, figures=fig_dir, params=params,
-                          card_figure_error=card_figure_error, runs=runs, items_error=items_error)
+    # all or nothing: the old page goes first, each file is renamed into place whole, the page comes last and a
+    # page cut short (a full disk) is removed, so no page ever stands beside another run's report; Ctrl-C waits
+    with interrupts_held():
+        page = run_dir / "report.html"
+        page.unlink(missing_ok=True)
+        atomic.write_text(run_dir / "report.md", "\n".join(lines))
+        atomic.write_text(run_dir / "results.json", json.dumps(results, indent=2, ensure_ascii=False,
+                                                               allow_nan=False))
+        runs_scored, items_error = scored_runs(run_dir)  # the items each paper's section lists
+        try:
+            return write_run_page(run_dir, results, card, figures=fig_dir, params=params,
+                                  card_figure_error=card_figure_error, runs=runs_scored, items_error=items_error)
+        except BaseException:
+            page.unlink(missing_ok=True)
+            raise
 
 
 def scored_runs(run_dir: Path) -> tuple[list[Any], str | None]:
@@ -673,4 +790,3 @@ def scored_runs(run_dir: Path) -> tuple[list[Any], str | None]:
         return [], str(e)
     except Exception as e:  # noqa: BLE001 - the report must be written whatever the stores hold
         return [], f"{type(e).__name__}: {e}"
-

@@ -11,7 +11,10 @@ how to pick one.
 
 Within one run the same request may appear twice (a rerun after a crash, a retried failure):
 :func:`dedupe` applies the prediction store's rule (:mod:`vlamb_nb.store`): one record when the answers
-agree, a success over any failure, and conflicting answers refused.
+agree, a success over any failure, and conflicting answers refused. The same rule holds for one question asked
+twice under two request ids (two runs' records copied into one file, a rerun that named its requests otherwise):
+:func:`one_per_question` keeps one record per item, turn and request hash, so an item is never counted twice.
+What the rules drop is counted and reported (``coverage["duplicates"]`` of a scored store), never silent.
 """
 
 from __future__ import annotations
@@ -195,6 +198,69 @@ def dedupe(records: Sequence[dict[str, Any]], *, key: str = "request_id", answer
     if dropped:
         warnings.warn(f"{source or 'predictions'}: {dropped} duplicate record(s) dropped", DuplicateWarning,
                       stacklevel=2)
+    return list(out.values()), dropped
+
+
+def check_benchmark(numbered: Sequence[tuple[int, dict[str, Any]]], benchmark: str, *, source: str = "") -> None:
+    """Refuse a record of another benchmark (one that names none is a paper reader's): scoring the rest as if it
+    were not there would count its item as missing, silently."""
+    for line, r in numbered:
+        if r.get("benchmark") not in (None, "", benchmark):
+            raise DataError(f"line {line}: a record of benchmark {r.get('benchmark')!r} among {benchmark}'s; a store "
+                            "holds one benchmark's runs, score it with that benchmark", source=source)
+
+
+def check_turns(numbered: Sequence[tuple[int, dict[str, Any]]], turns: Sequence[str], *, run: str,
+                source: str = "") -> int:
+    """Refuse a record of a turn the run does not have (``turns``: its turns' names), naming its line. A record of
+    another variant of one of its turns (``repair-newlines`` beside ``repair``, or the other way round: the same
+    turn asked with other options, which one store keeps side by side) is not this run's to score: it is counted, and the count returned,
+    for the caller to report."""
+    variants = 0
+    for line, r in numbered:
+        turn = r.get("turn")
+        if turn in turns:
+            continue
+        if isinstance(turn, str) and turn.split("-", 1)[0] in {t.split("-", 1)[0] for t in turns}:
+            variants += 1
+            continue
+        raise DataError(f"line {line}: turn {turn!r} is not a turn of {run} ({', '.join(map(repr, turns))}); "
+                        "the record was edited or belongs elsewhere", source=source)
+    return variants
+
+
+def question(rec: dict[str, Any]) -> tuple[str, str, str, str]:
+    """What a record answers: its item, its turn, its request hash (the prompt, images and decoding asked; the
+    request id where a record has no hash) and its request's meta. Two requests of one run that ask the same of one
+    item with the same meta are one question; a RACQUET sample differs by its seed and meta, a judge's verdict by
+    the answer it judged, so they stay apart."""
+    return (str(rec.get("item_id")), str(rec.get("turn")), str(rec.get("key") or rec.get("request_id")),
+            digest(rec.get("meta") or {}))
+
+
+def one_per_question(records: Sequence[dict[str, Any]], *, source: str = "",
+                     lines: Sequence[int] | None = None) -> tuple[list[dict[str, Any]], int]:
+    """One record per :func:`question` of one run, by the store's rule: the same answer under two request ids is
+    kept once (the first) and counted, a success replaces a failure, and two different answers to one question
+    are an error naming the item, the turn, both request ids and, given ``lines``, both lines."""
+    out: dict[Any, dict[str, Any]] = {}
+    at: dict[Any, int | None] = {}
+    dropped = 0
+    for i, r in enumerate(records):
+        k = question(r)
+        line = lines[i] if lines is not None else None
+        if k not in out:
+            out[k], at[k] = r, line
+            continue
+        old = out[k]
+        dropped += 1
+        if failed(old):
+            out[k], at[k] = r, line
+        elif not failed(r) and not all(old.get(f) == r.get(f) for f in ANSWER_FIELDS):
+            where = f" on lines {at[k]} and {line}" if at[k] is not None and line is not None else ""
+            raise DataError(f"item {k[0]!r} (turn {k[1]!r}) has two different answers{where}, under request ids "
+                            f"{old.get('request_id')!r} and {r.get('request_id')!r} ({_short(old)} vs {_short(r)}); "
+                            "the file mixes runs or was edited, refusing to pick one", source=source)
     return list(out.values()), dropped
 
 

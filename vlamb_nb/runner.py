@@ -27,6 +27,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from vlamb_nb.errors import SettingError
+from vlamb_nb.hashing import canonical_json
 from vlamb_nb.models.base import VLM, Generation, Request, StreamingVLM
 from vlamb_nb.store import ANSWER, PredictionStore
 
@@ -131,6 +133,11 @@ def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | 
         st = PredictionStore(store, run_meta=run_meta if run_meta is not None else default_run_meta(model))
     else:
         st = None
+    try:  # a model named from bytes that are not UTF-8 (a lone surrogate) can be neither hashed nor stored
+        canonical_json(model.info.to_dict()).encode("utf-8")
+    except UnicodeEncodeError:
+        raise SettingError(f"model {ascii(model.info.model_id)}: its identity holds text that is not UTF-8 (a lone "
+                           "surrogate); name the model in UTF-8") from None
     keys = [r.key(model.info) for r in reqs]
     done = st.keys() if st is not None else set()
     if not retry_failed and st is not None:

@@ -20,6 +20,11 @@ copied twice into one file. A success replaces an earlier failure, a later failu
 kept apart in :meth:`PredictionStore.conflicts`: reading a store for scoring (:func:`read_store`) refuses
 them, naming the file, the request and both lines.
 
+Every record says the store format it was written in (``format``, :data:`STORE_FORMAT`; a record without one is
+format 1). A record of a newer format is refused on open, naming the file and line: its fields may mean what this
+version cannot know, and reading them as ours would score something else. Reading for scoring also refuses a record
+whose fields have the wrong type (a ``run`` that is not an object, a null ``turn``), naming the field.
+
 A record carries the item it answers (``item_id``), the turn of its run that asked it (``turn``) and its
 request's ``meta`` as fields (:mod:`vlamb_nb.runner` writes them). A store written before those fields existed
 is read by :func:`with_fields`, the one place that still knows how request ids and setting tags used to say
@@ -42,6 +47,9 @@ from typing import Any
 from vlamb_nb.errors import StoreError
 from vlamb_nb.hashing import canonical_json, digest
 from vlamb_nb.jsonl import BOM, not_utf8
+
+#: the store format this version writes, and the newest it reads
+STORE_FORMAT = 1
 
 #: what a model answered: two successful records of one request that differ here are two different answers
 ANSWER_FIELDS = ("text", "option_logprobs")
@@ -245,6 +253,7 @@ class PredictionStore:
                 os.fsync(fh.fileno())
         self._by_key, self._by_request = _OnePer(), _OnePer()
         for rec, line in zip(records, scan.lines, strict=True):
+            check_format(self.path, line, rec)
             self._keep(rec, line)
         self._next_line = scan.next_line
 
@@ -357,12 +366,19 @@ class PredictionStore:
                 raise StoreError("a store record needs a 'key' (the request hash)")
             rec = dict(record)
             rec.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+            rec.setdefault("format", STORE_FORMAT)
             if self.run_meta and "run" not in rec:
                 rec["run"] = self.run_meta
             out.append(rec)
         if not out:
             return out
-        data = b"".join(canonical_json(rec).encode("utf-8") + b"\n" for rec in out)
+        try:
+            data = b"".join(canonical_json(rec).encode("utf-8") + b"\n" for rec in out)
+        except UnicodeEncodeError:  # a lone surrogate (a name from bytes that are not UTF-8): say which field
+            rec = next(r for r in out if not _utf8(canonical_json(r)))
+            field = next((k for k, v in rec.items() if not _utf8(canonical_json(v))), "?")
+            raise StoreError(f"{self.path}: request {rec.get('request_id')!r}: field {field!r} holds text that is "
+                             "not UTF-8 (a lone surrogate); give names and values in UTF-8") from None
         with self._write_lock:
             fh = self._fh
             if fh is None:
@@ -376,15 +392,87 @@ class PredictionStore:
         return out
 
 
+def check_format(path: str | os.PathLike, line: int, rec: dict[str, Any]) -> None:
+    """Refuse a record of a store format newer than :data:`STORE_FORMAT` (or one that names no format number)."""
+    fmt = rec.get("format", 1)
+    if isinstance(fmt, bool) or not isinstance(fmt, int) or fmt < 1:
+        raise StoreError(f"{path}: line {line}: field 'format' is {fmt!r}, not a store format number; "
+                         "the file was edited or damaged, refusing to guess")
+    if fmt > STORE_FORMAT:
+        raise StoreError(f"{path}: line {line}: written in store format {fmt}, newer than the format "
+                         f"{STORE_FORMAT} this version of vlamb_nb reads; upgrade vlamb_nb to read it")
+
+
+#: the types a record's fields may have where present (None is allowed for those in :data:`_NULLABLE`)
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "request_id": (str, int), "item_id": (str, int), "turn": (str,), "benchmark": (str,), "setting": (str,),
+    "model": (dict, str), "run": (dict,), "meta": (dict,), "params": (dict,), "text": (str,), "error": (str,),
+}
+_NULLABLE = {"benchmark", "setting", "model", "run", "meta", "params", "text", "error"}
+#: the same for what the readers take from a record's run meta and its model (each may be null)
+_RUN_TYPES: dict[str, tuple[type, ...]] = {
+    "model": (dict, str), "data": (dict,), "deviations": (list,), "setting": (str,), "benchmark": (str,),
+    "template": (str,), "source": (str,),
+}
+_MODEL_TYPES: dict[str, tuple[type, ...]] = {k: (str,) for k in ("model_id", "quantization", "revision", "endpoint",
+                                                                  "backend")}
+_KINDS = {"str": "text", "int": "a number", "dict": "an object", "list": "a list"}
+
+
+def _check_types(path: str | os.PathLike, line: int, obj: dict[str, Any], spec: dict[str, tuple[type, ...]],
+                 nullable: set[str] | None, prefix: str = "") -> None:
+    for name, types in spec.items():
+        if name not in obj:
+            continue
+        v = obj[name]
+        if v is None and (nullable is None or name in nullable):
+            continue
+        if v is None or isinstance(v, bool) or not isinstance(v, types):
+            want = " or ".join(_KINDS[t.__name__] for t in types)
+            shown = json.dumps(v, ensure_ascii=False, default=str)
+            shown = shown if len(shown) <= 40 else shown[:39] + "…"
+            raise StoreError(f"{path}: line {line}: field {prefix + name!r} is {shown} where {want} is expected; "
+                             "the record was not written by this version of vlamb_nb (or was edited), "
+                             "refusing to guess")
+
+
+def check_fields(path: str | os.PathLike, line: int, rec: dict[str, Any]) -> None:
+    """Refuse a record whose fields a reader relies on have the wrong type, naming the file, line and field:
+    a store of another program, or an edited one, scored as if it were ours would fail deep inside or mislead."""
+    _check_types(path, line, rec, _FIELD_TYPES, _NULLABLE)
+    run = rec.get("run") if isinstance(rec.get("run"), dict) else {}
+    _check_types(path, line, run, _RUN_TYPES, None, "run.")
+    for prefix, model in (("model.", rec.get("model")), ("run.model.", run.get("model"))):
+        if isinstance(model, dict):
+            _check_types(path, line, model, _MODEL_TYPES, None, prefix)
+    for name, v in rec.items():  # JSON may escape a lone surrogate (\udcff): text no page or file can hold
+        try:
+            json.dumps(v, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise StoreError(f"{path}: line {line}: field {name!r} holds text that is not UTF-8 (a lone surrogate "
+                             "escaped in the JSON); the file was edited or damaged, refusing to guess") from None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def read_store(path: str | os.PathLike) -> list[tuple[int, dict[str, Any]]]:
     """(1-based line, record) for every request of a store file, for scoring: one record per request (its hash
     and id; see the module doc), a torn last line skipped with a warning, and two different answers to one
-    request a :class:`StoreError` naming the file, the request and both lines. Every record has its
+    request a :class:`StoreError` naming the file, the request and both lines, as is a record of a newer store
+    format or with a field of the wrong type (:func:`check_fields`). Every record has its
     ``item_id``, ``turn`` and ``meta`` (:func:`with_fields` reads them from a store written before they were
     fields)."""
     store = PredictionStore(path)
     store.check()
     kept = store._by_request
+    for k, rec in kept.records.items():
+        check_fields(path, kept.lines[k], rec)
     return [(kept.lines[k], with_fields(rec)) for k, rec in kept.records.items()]
 
 

@@ -204,6 +204,13 @@ class Benchmark(ABC):
         :class:`RunContext` (:meth:`context`), which every hook is handed. The result's ``attrs["deviations"]``
         are the ones stored with every record (computed once, from the options this run used).
         """
+        out, _ = self._run(model, items, setting, store=store, limit=limit, batch_size=batch_size,
+                           progress=progress, **options)
+        return out
+
+    def _run(self, model: VLM, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
+             limit: int | None = None, batch_size: int = 8, progress: bool = True, **options: Any):
+        """:meth:`run`, also giving the run meta stored with every record (what the run record's facts are)."""
         from vlamb_nb import runner
 
         setting = self.check_setting(setting or self.default_setting)
@@ -212,7 +219,7 @@ class Benchmark(ABC):
         devs = [asdict(d) for d in self.run_deviations(ctx, items)]
         facts = dict(ctx.facts)
         meta = self.run_meta(ctx.model, setting, seed=facts.pop("seed", None), items=items)
-        meta.update(facts, deviations=devs)
+        meta.update(facts, deviations=devs, spec=ctx.spec.text if ctx.spec is not None else None)
         done: list[Asked] = []
         for i, turn in enumerate(self.turns(ctx)):
             reqs = turn.ask(items, done)
@@ -224,7 +231,12 @@ class Benchmark(ABC):
             done.append(Asked(turn.name, reqs, gens))
         out = self.join(items, done, ctx)
         out.attrs["deviations"] = devs
-        return out
+        if store is not None:  # the run's record: its answers, parsed, beside the store (scoring adds the metrics)
+            from vlamb_nb.record import write_for
+
+            write_for(self, lambda: self._scored(items, out, ctx.model, setting, {}, parse_only=True), store,
+                      stage="run", run_meta=meta)
+        return out, meta
 
     @final
     def first_requests(self, model: VLM | ModelInfo, items, setting: str, **options: Any) -> list[Request]:
@@ -270,8 +282,10 @@ class Benchmark(ABC):
             err = row.get("error")
             parsed.append(dict(self.failed_parse) if isinstance(err, str) and err else
                           self.parse(row.get("text") or "", row))
-        out = pd.concat([merged.reset_index(drop=True), pd.DataFrame(parsed)], axis=1)
-        return self.predicted(out, generations)
+        fields = pd.DataFrame(parsed)
+        out = self.predicted(pd.concat([merged.reset_index(drop=True), fields], axis=1), generations)
+        out.attrs["parsed_columns"] = list(fields.columns)  # what the run record shows as the parse
+        return out
 
     @final
     def evaluate(self, model: VLM, items, setting: str | None = None, *, store: str | os.PathLike | None = None,
@@ -283,26 +297,34 @@ class Benchmark(ABC):
         """
         setting = self.check_setting(setting or self.default_setting)
         score_kw = {k: options.pop(k) for k in self.score_options if k in options}
-        gens = self.run(model, items, setting, store=store, limit=limit, batch_size=batch_size, progress=progress,
-                        **options)
-        return self._scored(items, gens, model.info, setting, score_kw)
+        gens, meta = self._run(model, items, setting, store=store, limit=limit, batch_size=batch_size,
+                               progress=progress, **options)
+        scored = self._scored(items, gens, model.info, setting, score_kw)
+        if store is not None:
+            from vlamb_nb.record import write_for
 
-    def _scored(self, items, gens, model: ModelInfo, setting: str, score_kw: dict[str, Any]):
+            write_for(self, lambda: scored, store, run_meta=meta)
+        return scored
+
+    def _scored(self, items, gens, model: ModelInfo, setting: str, score_kw: dict[str, Any], *,
+                parse_only: bool = False):
         """predictions → score, and what the scored frame says about itself: the one tail of :meth:`evaluate`
-        and :meth:`score_store`."""
-        scored = self.score(self.predictions(items, gens), **score_kw)
+        and :meth:`score_store` (``parse_only``: the parsed predictions, what a run's record holds)."""
+        preds = self.predictions(items, gens)
+        parsed_columns = list(preds.attrs.get("parsed_columns") or ())
+        scored = preds if parse_only else self.score(preds, **score_kw)
         if "model" not in scored.columns:
             scored["model"] = model.model_id
-        devs = list(gens.attrs.get("deviations") or []) + [asdict(d) for d in self.score_deviations(scored,
-                                                                                                    **score_kw)]
+        devs = list(gens.attrs.get("deviations") or []) + ([] if parse_only else [
+            asdict(d) for d in self.score_deviations(scored, **score_kw)])
         scored.attrs.update(setting=setting, model=model.model_id, deviations=devs,
-                            data=dict(getattr(items, "attrs", {}).get("data") or {}))
+                            data=dict(getattr(items, "attrs", {}).get("data") or {}), parsed_columns=parsed_columns)
         return scored
 
     @final
     def score_store(self, store: str | os.PathLike | Sequence[dict[str, Any]], items, *, setting: str | None = None,
                     model: str | None = None, quantization: str | None = None, run: int | None = None,
-                    fill_missing: bool = False, **options: Any):
+                    fill_missing: bool = False, record: bool = True, **options: Any):
         """A stored run scored exactly as its :meth:`evaluate` scored it when it ran.
 
         ``store``: a prediction store (a path) or records (dicts with ``item_id``, ``turn``, ``text``, ``error``:
@@ -314,34 +336,48 @@ class Benchmark(ABC):
         options, the score options among them). Only the items the run answered are rows, as in the run;
         ``fill_missing`` adds every other item of ``items`` as a failed answer (:data:`NO_PREDICTION`), as
         a paper's denominators count it. ``attrs["coverage"]`` says how many items were answered, failed or
-        missing.
+        missing, and how many records answered a question already answered (``duplicates``: one question asked
+        twice under two request ids is counted once; two different answers to it are refused). A record of another
+        benchmark or of a turn the run does not have is refused, naming its line; one of a variant of the run's
+        turn asked with other options (``repair-newlines`` beside ``repair``) is counted (``other_variants``).
+        With ``record`` (and a store path) the scoring's run record is written beside the store
+        (:mod:`vlamb_nb.record`).
         """
         import pandas as pd
 
         from vlamb_nb.metrics import coverage
-        from vlamb_nb.run_identity import dedupe, select_run
+        from vlamb_nb.run_identity import check_benchmark, check_turns, dedupe, one_per_question, select_run
         from vlamb_nb.store import read_store, with_fields
 
         label = str(store) if isinstance(store, str | os.PathLike) else "records"
         numbered = read_store(store) if isinstance(store, str | os.PathLike) else \
             [(i, with_fields(dict(r))) for i, r in enumerate(store, start=1)]
-        numbered = [(ln, r) for ln, r in numbered if r.get("benchmark") in (None, "", self.name)]
+        check_benchmark(numbered, self.name, source=label)
         if setting is not None:
             self.check_setting(setting)
         line_of = {id(r): ln for ln, r in numbered}
         rid, recs = select_run([r for _, r in numbered], model=model, setting=setting, quantization=quantization,
                                run=run, source=label)
+        number = None  # the run's number in a store holding several (its record is named by it)
+        if isinstance(store, str | os.PathLike):
+            from vlamb_nb.run_identity import identify_runs
+
+            keys = list(identify_runs([r for _, r in numbered]))
+            number = keys.index(rid) if len(keys) > 1 and rid in keys else None
         by_turn: dict[str, list[dict[str, Any]]] = {}
         for r in recs:  # one record per request of each turn (two repair texts re-ask one request id)
             by_turn.setdefault(str(r["turn"]), []).append(r)
         recs = [r for group in by_turn.values()
                 for r in dedupe(group, source=label, lines=[line_of[id(x)] for x in group])[0]]
+        recs, duplicates = one_per_question(recs, source=label, lines=[line_of[id(r)] for r in recs])
         setting = self.check_setting(rid.setting)
         score_kw = {k: options.pop(k) for k in self.score_options if k in options}
         first = next((r for r in recs if r["turn"] == ANSWER), recs[0])
         stored = dict(first.get("run") or {})
         info = ModelInfo.from_dict(first.get("model"))
         ctx = self.context(info, setting, options, stored=stored)
+        variants = check_turns([(line_of[id(r)], r) for r in recs], [t.name for t in self.turns(ctx)],
+                               run=f"the {self.name} {setting} run", source=label)
         ids = items[self.id_column].astype(str)
         at = {i: k for k, i in enumerate(ids)}
         answered = {str(r["item_id"]) for r in recs}
@@ -362,6 +398,16 @@ class Benchmark(ABC):
         bad = err.map(lambda e: isinstance(e, str) and bool(e)) & (err != NO_PREDICTION)
         ok = ~err.map(lambda e: isinstance(e, str) and bool(e))
         scored.attrs["coverage"] = coverage(ids, ans.loc[ok, "item_id"], ans.loc[bad, "item_id"], err[bad])
+        if duplicates:  # the same question answered twice under two request ids: counted once, said so
+            scored.attrs["coverage"]["duplicates"] = duplicates
+        if variants:  # a turn asked with other options (another repair text), kept in the same store
+            scored.attrs["coverage"]["other_variants"] = variants
+        if number is not None:
+            scored.attrs["run_number"] = number
+        if isinstance(store, str | os.PathLike) and record:
+            from vlamb_nb.record import write_for
+
+            write_for(self, lambda: scored, store, run_meta=stored, model=first.get("model"))
         return scored
 
     @final
@@ -475,13 +521,57 @@ class Benchmark(ABC):
         Only a paper that released such rows (Ref-Adv) reads one; answers are scored by :meth:`score_store`."""
         return None
 
+    @final
     def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
                    **options: Any) -> dict[str, Any]:
-        """``vlamb-nb score``: a prediction store scored by :meth:`score_store` against ``source`` (the data its run
-        was asked about), as JSON-ready results: its coverage and every declared metric (:meth:`summary`).
-        ``options``: what picks the run (:data:`STORE_PICKS`), ``missing`` (``wrong``: an item without an answer
-        counts as invalid, the paper's denominator; ``skip``) and :attr:`score_options`. A paper whose authors
-        released prediction files of their own format reads them here first (into records for ``score_store``)."""
+        """``vlamb-nb score``: one shape for every paper. The file is read into a scored run by
+        :meth:`scored_file` (a store through :meth:`score_store`; a paper's own released prediction files by its
+        reader), its run record (:mod:`vlamb_nb.record`: every declared metric, overall and by slice, from
+        :attr:`metrics`, with bootstrap intervals of ``n_resamples``, 0 or ``ci=false``: none) is written beside a store
+        (or to ``record``, a path: a released prediction file gets none unless named), and the record's score view
+        is returned."""
+        from vlamb_nb.record import from_scored
+        from vlamb_nb.store import is_store
+
+        path = Path(predictions)
+        n_resamples = options.pop("n_resamples", 1000)
+        if str(options.pop("ci", True)).lower() in ("false", "0", "no", "none"):
+            n_resamples = 0
+        try:
+            n_resamples = int(n_resamples)
+        except (TypeError, ValueError):
+            raise SettingError(f"n_resamples must be a whole number (0: no intervals), got {n_resamples!r}") from None
+        target = options.pop("record", None)
+        scored = self.scored_file(path, source=source, **options)
+        if {"model", "setting"} <= set(scored.columns):  # a file of several runs (a labels file): one at a time
+            runs = sorted(set(zip(scored["model"].astype(str), scored["setting"].astype(str), strict=True)))
+            if len(runs) > 1:
+                raise SettingError(f"{path.name} holds {len(runs)} runs ({'; '.join(f'{m}/{s}' for m, s in runs)}), "
+                                   "never scored together: score one at a time with -o model=NAME -o setting=NAME")
+        store = path if path.is_file() and is_store(path) else None
+        rec = from_scored(self, scored, store=store, n_resamples=n_resamples)
+        rec.store = path.name  # the file scored: a store, or a released prediction file
+        written = None
+        if target is not None:
+            written = rec.write(target)
+        elif store is not None:
+            from vlamb_nb.record import run_number
+
+            written = rec.write(store, run=scored.attrs["run_number"] if "run_number" in scored.attrs else
+                                run_number(store, scored))
+        out = rec.score_view()
+        out.update(predictions=str(path), source=None if source is None else str(source),
+                   record=None if written is None else str(written))
+        return out
+
+    def scored_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
+                    **options: Any):
+        """A prediction file as a scored run (the frame :meth:`score_store` gives, ``attrs["coverage"]`` set): by
+        default a prediction store scored by :meth:`score_store` against ``source`` (the data its run was asked
+        about). ``options``: what picks the run (:data:`STORE_PICKS`), ``missing`` (``wrong``: an item without an
+        answer counts as invalid, the paper's denominator; ``skip``) and :attr:`score_options`. A paper whose
+        authors released prediction files of their own format reads them here first (into records for
+        ``score_store``), and nothing after that: :meth:`score_file` shapes every paper's output alike."""
         from vlamb_nb.errors import DataError
         from vlamb_nb.store import is_store
 
@@ -494,12 +584,7 @@ class Benchmark(ABC):
         if source is None:
             raise SettingError(f"{self.name}: a prediction store holds answers, not the items they answer: give the "
                                "data it was run on (--source PATH)")
-        pick = {k: options.pop(k) for k in STORE_PICKS if k in options}
-        if "run" in pick:
-            try:
-                pick["run"] = int(pick["run"])
-            except (TypeError, ValueError):
-                raise SettingError(f"run must be a run's number in the store, got {pick['run']!r}") from None
+        pick = store_picks(options)
         missing = options.pop("missing", "wrong")
         if missing not in ("wrong", "skip"):
             raise SettingError(f"missing must be 'wrong' (count as invalid, as the paper's N) or 'skip', got "
@@ -508,11 +593,8 @@ class Benchmark(ABC):
         if unknown:
             takes = ", ".join([*STORE_PICKS, "missing", *self.score_options])
             raise SettingError(f"unknown {self.name} score option(s): {', '.join(unknown)}; it takes {takes}")
-        scored = self.score_store(path, self.load(source), fill_missing=missing == "wrong", **pick, **options)
-        return {"predictions": str(path), "source": str(source), "model": scored.attrs["model"],
-                "setting": scored.attrs["setting"], "coverage": scored.attrs["coverage"],
-                "missing_counted_as": "invalid" if missing == "wrong" else "skipped", "scored": len(scored),
-                "metrics": self.summary(scored)}
+        return self.score_store(path, self.load(source), fill_missing=missing == "wrong", record=False, **pick,
+                                **options)
 
     def reference_check(self) -> list[dict[str, Any]]:
         """Recompute derivable published cells; one finding per checked cell (see ``reference.Finding``)."""
@@ -521,6 +603,18 @@ class Benchmark(ABC):
     def make_sample(self, directory: str | os.PathLike, n: int = 8, seed: int = 0) -> Path:
         """Write a small generated sample in the benchmark's released format; return what ``load`` takes."""
         raise NotAvailableError(f"sample generation for {self.name} is not implemented yet")
+
+
+def store_picks(options: dict[str, Any]) -> dict[str, Any]:
+    """The options that pick one run of a store (:data:`STORE_PICKS`), taken out of ``options``; ``run`` as the
+    run's number."""
+    pick = {k: options.pop(k) for k in STORE_PICKS if k in options}
+    if pick.get("run") is not None:
+        try:
+            pick["run"] = int(pick["run"])
+        except (TypeError, ValueError):
+            raise SettingError(f"run must be a run's number in the store, got {pick['run']!r}") from None
+    return pick
 
 
 def _stored_request(rec: dict[str, Any]) -> Request:

@@ -129,9 +129,9 @@ class Mucar(Benchmark):
     def data_stats(self, items) -> dict[str, Any]:
         return data_stats(items) | {"quirks": quirk_counts(quirks(items))}
 
-    def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
-                   **options: Any) -> dict[str, Any]:
-        return S.score_file(self, predictions, source=source, **options)
+    def scored_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
+                    **options: Any):
+        return S.scored_file(self, predictions, source=source, **options)
 
     def reference_check(self) -> list[Any]:
         from vlamb_nb.benchmarks.mucar.audit import audit

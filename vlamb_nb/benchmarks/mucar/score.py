@@ -490,22 +490,19 @@ def tables(scored, *, label: str | None = None, n_resamples: int = 2000, seed: i
     return out
 
 
-def score_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
-               grouping: str = DEFAULT_GROUPING, model: str | None = None, setting: str | None = None,
-               missing: str = "wrong", n_resamples: int = 2000, quantization: str | None = None,
-               run: int | None = None, judge: Any = None, judge_store: str | os.PathLike | None = None,
-               **options: Any) -> dict[str, Any]:
-    """Score raw outputs: a prediction store (through :meth:`~vlamb_nb.benchmarks.base.Benchmark.score_store`),
-    JSON/JSONL/CSV rows with an id and an output, or the release's own layout with ``eval.models.<model>.output``
-    filled in (:func:`read_predictions` turns those into answer records first).
+def scored_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
+                grouping: str = DEFAULT_GROUPING, model: str | None = None, setting: str | None = None,
+                missing: str = "wrong", quantization: str | None = None, run: int | None = None,
+                **options: Any):
+    """Raw outputs as a scored run: a prediction store (through :meth:`~vlamb_nb.benchmarks.base.Benchmark.
+    score_store`), JSON/JSONL/CSV rows with an id and an output, or the release's own layout with
+    ``eval.models.<model>.output`` filled in (:func:`read_predictions` turns those into answer records first).
 
     Queries without a prediction count as wrong (``missing="wrong"``, the paper's denominators), or
     ``missing="skip"`` leaves out every group with a missing query: scoring only the answered part of a
     group would let it pass Acc_p on fewer queries than it has. A query whose generation failed counts as
-    wrong (``generation_failed``); ``coverage`` says how many queries were answered, failed or missing.
-    ``model``/``setting``/``quantization``/``run`` pick one run of a store holding several. ``judge`` (a model
-    or a spec) also reads every answer with the CODIS judge prompt, as the paper read them with GPT-4o
-    (:mod:`.judge`), its verdicts cached in ``judge_store``.
+    wrong (``generation_failed``). ``model``/``setting``/``quantization``/``run`` pick one run of a store holding
+    several.
     """
     from vlamb_nb.store import is_store
 
@@ -530,29 +527,19 @@ def score_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.P
             raise DataError(f"{len(unknown)} prediction id(s) not in the data, e.g. {unknown[0]!r}",
                             source=str(predictions), field="id")
     scored = bench.score_store(records, items, setting=setting, model=model, quantization=quantization,
-                               run=None if run is None else int(run), fill_missing=missing == "wrong")
-    cov = scored.attrs["coverage"]
+                               run=None if run is None else int(run), fill_missing=missing == "wrong", record=False)
     have = items["uid"].isin(scored.loc[scored["parse_method"] != "no_prediction", "uid"])
     if source is None and missing == "wrong" and not have.all():
         raise DataError(f"no --source given, so the file is scored against the whole release ({len(items)} "
                         f"queries), but it answers {int(have.sum())} of them; the rest would count as wrong. "
                         "Pass --source (the data the predictions were made on), or -o missing=wrong with an "
                         "explicit --source to score against the release on purpose", source=str(predictions))
-    incomplete = set(items.loc[~have, "group"])
     if missing == "skip":
+        incomplete = set(items.loc[~have, "group"])
+        attrs = dict(scored.attrs)
         scored = scored[~scored["group"].isin(incomplete)].reset_index(drop=True)
+        scored.attrs.update(attrs)
         if scored.empty:
             raise DataError("no group has a prediction for every query; use missing='wrong'",
                             source=str(predictions))
-    out = {
-        "coverage": cov, "n_predictions": int(cov["answered"]), "n_items": int(len(items)),
-        "missing_items": int((~have).sum()), "missing_counted_as": "wrong" if missing == "wrong" else
-        "skipped (whole groups)", "incomplete_groups": len(incomplete), "scored_queries": int(len(scored)),
-        "overall": _records(pair_accuracy(scored, None, n_resamples=n_resamples)),
-        "per_category": _records(pair_accuracy(scored, "category", n_resamples=n_resamples)),
-        "per_language": _records(pair_accuracy(scored, "language", n_resamples=n_resamples)),
-        "failures": failure_summary(scored, str(model or p.name)),
-    }
-    if judge is not None:
-        out["judge"] = bench.judge_report(judge, scored, store=judge_store, n_resamples=n_resamples)
-    return out
+    return scored

@@ -107,9 +107,9 @@ class Racquet(Benchmark):
                                  "top_p and temperature as run parameters (default 0.9 / 1.0), seeded", "Table 2"))
         return out
 
-    def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
-                   **options: Any) -> dict[str, Any]:
-        """Class shares from a labelled predictions file (CSV/JSONL with ``label`` or ``judge_text``)."""
+    def scored_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
+                    **options: Any):
+        """Class labels from a labelled predictions file (CSV/JSONL with ``label`` or ``judge_text``)."""
         return S.score_predictions_file(self, predictions, source=source, **options)
 
     def reference_check(self) -> list:

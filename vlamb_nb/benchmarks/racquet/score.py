@@ -223,19 +223,17 @@ def agreement_with_labels(judged, labels, *, on: tuple[str, ...] | None = None, 
 
 
 def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source: str | os.PathLike | None = None,
-                           n_resamples: int = 2000, seed: int = 0, model: str | None = None,
-                           human_labels: str | os.PathLike | None = None, **options: Any) -> dict[str, Any]:
-    """``vlamb-nb score racquet``: class shares (and BIAS shares/ratios) from a labelled file.
+                           model: str | None = None, setting: str | None = None, **options: Any):
+    """``vlamb-nb score racquet``: a labelled file as a scored run (its declared shares follow from it).
 
     RACQUET has no answer to parse (a judge or a person labels each response), so what is scored is labels, of
     any number of models and settings: a labels CSV/JSONL (``id``, ``label``; optional ``model``, ``setting``),
     a file with raw ``judge_text``, or the A/B/C judge's prediction store (each verdict stored with the item and
-    setting of the response it judged; ``-o model=NAME`` names the evaluated model).
+    setting of the response it judged; ``-o model=NAME`` names the evaluated model). ``model``/``setting`` keep one
+    model's or setting's rows of a file labelling several (``vlamb-nb score`` scores one run at a time).
     Every id must be in the source (the release beside the checkout when none is given), so a
     typo cannot become a cluster of its own. A labels file that gives one response the same label
     twice is counted once (``duplicates_dropped``, with a warning); different labels are an error.
-    ``human_labels`` (``-o human_labels=FILE``: ``id, model, setting, label``) adds Cohen's kappa between
-    these labels (the judge's) and the human ones on the responses both label (§4.2's agreement check).
     """
     import pandas as pd
 
@@ -250,12 +248,17 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
     superseded = 0
     is_store = is_a_store(path)
     if is_store:  # the A/B/C judge's prediction store: its verdicts, each on one judged response
-        from vlamb_nb.run_identity import dedupe
-        from vlamb_nb.store import read_store
+        from vlamb_nb.run_identity import check_benchmark, check_turns, dedupe, one_per_question
+        from vlamb_nb.store import ANSWER, read_store
 
         lines = sum(1 for _ in iter_jsonl(path))
         numbered = read_store(path)  # one record per request; two different answers to one are refused
+        line_of = {id(r): ln for ln, r in numbered}
+        check_benchmark(numbered, "racquet", source=str(path))
+        check_turns(numbered, [ANSWER], run="the racquet A/B/C judge", source=str(path))
         recs, _ = dedupe([r for _, r in numbered], source=str(path), lines=[ln for ln, _ in numbered])
+        # and one verdict per judged response, whatever request id it was filed under
+        recs, _ = one_per_question(recs, source=str(path), lines=[line_of[id(r)] for r in recs])
         superseded = lines - len(recs)  # retried failures and repeats, counted once
         if not all((r.get("meta") or {}).get("judge") == "racquet-abc" for r in recs):
             raise DataError("a store given to score must come from the racquet A/B/C judge", source=str(path),
@@ -272,7 +275,12 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
         df["id"] = df["item_id"]
     if "model" in df.columns and df["model"].map(lambda v: isinstance(v, dict)).any():
         df = df.drop(columns=["model"])  # a store's model record describes the judge, not the evaluated model
-    if model is not None:
+    if model is not None and "model" in df.columns:  # a labels file of several models: this one's rows
+        known = sorted(set(df["model"].astype(str)))
+        df = df[df["model"].astype(str) == model].reset_index(drop=True)
+        if df.empty:
+            raise SettingError(f"no rows of model {model!r}; the file labels {', '.join(known)}")
+    elif model is not None:  # a judge store: its records name the judge, this names the model it judged
         df["model"] = model
     if "id" not in df.columns:
         raise DataError("predictions need an 'id' (or 'item_id') column", source=str(path), field="id")
@@ -288,6 +296,11 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
     for c, v in (("model", "model"), ("setting", "direct")):
         if c not in df.columns:
             df[c] = v
+    if setting is not None:
+        known = sorted(set(df["setting"].astype(str)))
+        df = df[df["setting"].astype(str) == setting].reset_index(drop=True)
+        if df.empty:
+            raise SettingError(f"no rows of setting {setting!r}; the file labels {', '.join(known)}")
     canon = []
     for i, (v, scheme) in enumerate(zip(df["label"], _schemes(df), strict=True)):
         try:
@@ -316,25 +329,17 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
     scored = bench.score(df)
     errors = _failures(df)
     failed = [e is not None for e in errors]
-    out: dict[str, Any] = {
-        "coverage": coverage(None if items is None else items["id"], df.loc[[not f for f in failed], "id"],
-                             df.loc[failed, "id"], [e for e in errors if e is not None]),
-        "file": str(path), "rows": int(len(df)), "unlabelled": int(scored["label"].isna().sum()),
-        "duplicates_dropped": len(dropped)}
-    if is_store:
-        out["superseded_retries"] = superseded
-    for name, table in share_tables(scored, n_resamples=n_resamples, seed=seed).items():
-        out[name] = table.to_dict(orient="records")
-    if human_labels is not None:
-        from vlamb_nb.interactive.annotate import read_labels
-
-        humans = read_labels(human_labels)
-        if humans.empty:
-            raise DataError("the human labels file has no labels", source=str(human_labels))
-        _check_known_ids(humans["id"].astype(str), items, Path(human_labels)) if items is not None else None
-        on = tuple(c for c in ("id", "model", "setting") if c in humans.columns and c in scored.columns)
-        out["judge_human_agreement"] = agreement_with_labels(scored, humans, on=on).to_dict()
-    return out
+    scored.attrs["coverage"] = coverage(None if items is None else items["id"],
+                                        df.loc[[not f for f in failed], "id"], df.loc[failed, "id"],
+                                        [e for e in errors if e is not None])
+    models = sorted(set(df["model"].astype(str)))
+    settings = sorted(set(df["setting"].astype(str)))
+    scored.attrs.update(model=", ".join(models), setting=", ".join(settings))
+    notes = [f"{len(dropped)} repeated label row(s) dropped (same response, same label)"] if dropped else []
+    if superseded:
+        notes.append(f"{superseded} superseded judge record(s) (retried failures and repeats) counted once")
+    scored.attrs["notes"] = notes
+    return scored
 
 
 def _failures(df) -> list[str | None]:

@@ -134,8 +134,8 @@ class RefAdv(Benchmark):
         return super().summary(scored) | {k: (round(100 * v, 2) if isinstance(v, float) and not k.startswith("n_")
                                               else v) for k, v in s.items()}
 
-    def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
-                   **options: Any) -> dict[str, Any]:
+    def scored_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
+                    **options: Any):
         return S.score_file(self, predictions, source=source, **options)
 
     def reference_check(self) -> list[Any]:

@@ -553,38 +553,32 @@ def tables(scored) -> dict[str, Any]:
 
 
 def score_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
-               **options: Any) -> dict[str, Any]:
-    """Score an official per-row prediction JSONL (rows already read by the official runner: :func:`
-    read_official_predictions`, checked against the file's own IoUs), or one of our prediction stores (needs
-    ``source``) through :meth:`~vlamb_nb.benchmarks.base.Benchmark.score_store`: ``setting``/``model``/
-    ``quantization``/``run`` pick one run of a store holding several, ``style``/``repair_text`` read it as
-    another grounding style or repair text would."""
+               **options: Any):
+    """An official per-row prediction JSONL (rows already read by the official runner: :func:`
+    read_official_predictions`, checked against the file's own IoUs: a disagreement is a note of the record), or
+    one of our prediction stores (needs ``source``) through :meth:`~vlamb_nb.benchmarks.base.Benchmark.
+    score_store`, as a scored run: ``setting``/``model``/``quantization``/``run`` pick one run of a store holding
+    several, ``style``/``repair_text`` read it as another grounding style or repair text would."""
     path = Path(predictions)
     if not path.is_file():
         raise DataError("file not found", source=str(path))
     if _is_official(path):
         scored = read_official_predictions(path)
         check = check_official(scored)
-        kind = "official"
         failed = scored["parse_error"] == BACKEND_ERROR
-        cov = coverage(None, scored.loc[~failed, "id"], scored.loc[failed, "id"])
-    else:
-        if source is None:
-            raise DataError("scoring a prediction store needs --source (the data the predictions refer to)",
-                            source=str(path))
-        pick = {k: options.pop(k) for k in ("setting", "model", "quantization", "run") if k in options}
-        if pick.get("run") is not None:
-            pick["run"] = int(pick["run"])
-        scored = bench.score_store(path, bench.load(source), **pick, **options)
-        check, kind = None, "store"
-        cov = scored.attrs["coverage"]
-    s = summary(scored)
-    out: dict[str, Any] = {"coverage": cov, "benchmark": "refadv", "predictions": str(path), "format": kind,
-                           "summary": {k: (round(100 * v, 2) if isinstance(v, float) and k not in ("parse_fail_rate",)
-                                           else v) for k, v in s.items()},
-                           "report": report_row(scored, model=str(scored["model"].iloc[0]),
-                                                        prompt=str(scored["prompt_id"].iloc[0]),
-                                                        source=path.name)}
-    if check is not None:
-        out["official_check"] = check
-    return out
+        scored.attrs["coverage"] = coverage(None, scored.loc[~failed, "id"], scored.loc[failed, "id"])
+        scored.attrs.setdefault("model", str(scored["model"].iloc[0]) if "model" in scored and len(scored) else "")
+        scored.attrs.setdefault("setting", str(scored["prompt_id"].iloc[0]) if "prompt_id" in scored and len(scored)
+                                else "")
+        if check["iou_mismatches"] or check["hit_mismatches"]:
+            scored.attrs["notes"] = [f"our IoU disagrees with the file's own on {check['iou_mismatches']} of "
+                                     f"{check['rows']} rows, its hit on {check['hit_mismatches']} (largest IoU "
+                                     f"difference {check['max_abs_iou_diff']:.3g})"]
+        return scored
+    if source is None:
+        raise DataError("scoring a prediction store needs --source (the data the predictions refer to)",
+                        source=str(path))
+    pick = {k: options.pop(k) for k in ("setting", "model", "quantization", "run") if k in options}
+    if pick.get("run") is not None:
+        pick["run"] = int(pick["run"])
+    return bench.score_store(path, bench.load(source), record=False, **pick, **options)

@@ -96,9 +96,9 @@ class Vague(Benchmark):
         predictions.attrs["captions"] = captions_from_run(generations)
         return predictions
 
-    def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
-                   **options: Any) -> dict[str, Any]:
-        """Score the official result JSON or a prediction store (JSONL) written by ``vlamb-nb run``."""
+    def scored_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
+                    **options: Any):
+        """The official result JSON or a prediction store (JSONL) written by ``vlamb-nb run``, scored."""
         return S.score_file(self, predictions, source=source, **options)
 
     def reference_check(self) -> list[Any]:

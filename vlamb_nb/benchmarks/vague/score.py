@@ -10,9 +10,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
-import vlamb_nb.benchmarks.vague.data as vague_data
 from vlamb_nb.benchmarks.vague.data import CATEGORIES, IMAGE_SUFFIX, SUBSETS
-from vlamb_nb.benchmarks.vague.parse import parse_letter
 from vlamb_nb.benchmarks.vague.prompts import BASE_SETTINGS, SETTINGS, setting_spec
 from vlamb_nb.errors import DataError, NotAvailableError, SettingError
 from vlamb_nb.jsonl import read_json
@@ -260,9 +258,9 @@ def tables(scored) -> dict[str, Any]:
 
 
 def score_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
-               **options: Any) -> dict[str, Any]:
-    """Score a prediction file: the official ``{"<name>_annot.jpg": {"model_output", "true_answer"}}`` JSON
-    (``setting=`` option, or taken from the ``{model}_{format}_{answer_type}.json`` file name) or a
+               **options: Any):
+    """A prediction file as a scored run: the official ``{"<name>_annot.jpg": {"model_output", "true_answer"}}``
+    JSON (``setting=`` option, or taken from the ``{model}_{format}_{answer_type}.json`` file name) or a
     prediction store (JSONL) written by ``vlamb-nb run``, through :meth:`~vlamb_nb.benchmarks.base.Benchmark.
     score_store`. Items without a prediction count as invalid (``missing="wrong"``, the paper's denominator N)
     or are left out (``"skip"``)."""
@@ -279,24 +277,12 @@ def score_file(bench: Any, predictions: str | os.PathLike, *, source: str | os.P
         raise SettingError(f"missing must be 'wrong' (count as invalid, as the paper's N) or 'skip', "
                            f"got {missing_mode!r}")
     if source is None:
-        p = Path(predictions)
-        if not p.is_file():
-            raise DataError("predictions file not found", source=str(p))
-        if p.suffix == ".jsonl":
-            raise SettingError("vague scoring needs --source (the data the predictions refer to) unless every "
-                               "prediction carries its true_answer (the official result JSON)")
-        records = read_official(p, setting=setting)
-        return {"coverage": _coverage(None, records)} | score_answers_only(records, predictions)
-    items = bench.load(source)
-    scored = scored_file(bench, predictions, items, setting=setting, bertscore=bertscore,
-                         fill_missing=missing_mode == "wrong", **pick)
-    b = breakdown(scored)
-    n_lost = int(scored.attrs["coverage"]["missing"])
-    return {"coverage": scored.attrs["coverage"], "source": str(source), "predictions": str(predictions),
-            "items_in_source": len(items),
-            "missing_predictions": {f"{scored.attrs['model']}/{scored.attrs['setting']}": n_lost},
-            "missing_counted_as": "invalid" if missing_mode == "wrong" else "skipped", "scored": len(scored),
-            "rows": b.to_dict(orient="records")}
+        if Path(predictions).is_file() and Path(predictions).suffix != ".jsonl":
+            read_official(predictions, setting=setting)  # a malformed file is named first, whatever else is missing
+        raise SettingError("vague scoring needs --source (the data the predictions refer to: each item's subset "
+                           "and option ordering)")
+    return scored_file(bench, predictions, bench.load(source), setting=setting, bertscore=bertscore,
+                       fill_missing=missing_mode == "wrong", **pick)
 
 
 def scored_file(bench: Any, predictions: str | os.PathLike, items, *, setting: str | None = None,
@@ -317,51 +303,7 @@ def scored_file(bench: Any, predictions: str | os.PathLike, items, *, setting: s
                             source=str(predictions))
         check_true_answers(items, records, str(predictions))
     return bench.score_store(records, items, setting=setting, fill_missing=fill_missing, bertscore=bertscore,
-                             **pick)
-
-
-def score_answers_only(records: list[dict[str, Any]], label: str | os.PathLike) -> dict[str, Any]:
-    """Without the data: accuracy and valid count from the official file's own ``true_answer`` letters
-    (subsets by the ``@`` rule). FS/SU/NE need each item's ``ordering`` and so need ``--source``."""
-    import pandas as pd
-
-    gens = pd.DataFrame([{"item_id": r["item_id"], "setting": r["setting"], "model": r["model"]["model_id"],
-                          "text": r["text"], "true_answer": r["meta"].get("true_answer")} for r in records])
-    if gens["true_answer"].isna().any():
-        raise SettingError("vague scoring needs --source (the data the predictions refer to) unless every "
-                           "prediction carries its true_answer (the official result JSON)")
-    rows = []
-    for (model, s), g in gens.groupby(["model", "setting"], sort=False):
-        spec = setting_spec(s)
-        if spec.free_form:
-            raise SettingError("free-form scores need --source (the reference answers come from the data)")
-        parsed = [parse_letter(t, cot=spec.cot) for t in g["text"].fillna("")]
-        valid = [p["valid"] for p in parsed]
-        correct = [p["letter"] == t for p, t in zip(parsed, g["true_answer"], strict=True)]
-        subset = g["item_id"].map(vague_data.subset_of)
-        for name in (*SUBSETS, "All"):
-            mask = (subset == name).to_numpy() if name != "All" else [True] * len(g)
-            n = int(sum(mask))
-            if n == 0:
-                continue
-            k = sum(c for c, m in zip(correct, mask, strict=True) if m)
-            rows.append({"model": model, "setting": s, "subset": name, "N": n,
-                         "valid": sum(v for v, m in zip(valid, mask, strict=True) if m), "correct": k,
-                         "FS": None, "SU": None, "NE": None, "accuracy": accuracy_pct(k, n)})
-    return {"source": None, "predictions": str(label), "scored": len(gens),
-            "note": "no --source: N is the number of predictions in the file and FS/SU/NE need the data",
-            "rows": rows}
-
-
-def _coverage(item_ids, records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Items answered, failed (every request of the item failed) and missing, from read records."""
-    from vlamb_nb.metrics import coverage
-
-    failed = [isinstance(r.get("error"), str) and bool(r["error"]) for r in records]
-    ids = [r["item_id"] for r in records]
-    return coverage(item_ids, [i for i, f in zip(ids, failed, strict=True) if not f],
-                    [i for i, f in zip(ids, failed, strict=True) if f],
-                    [r.get("error") for r, f in zip(records, failed, strict=True) if f])
+                             record=False, **pick)
 
 
 def bertscore_deviations(scored, bertscore: str | None = "roberta-large") -> list[Any]:

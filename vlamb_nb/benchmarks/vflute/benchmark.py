@@ -109,8 +109,8 @@ class VFlute(Benchmark):
                             f"{predictions.loc[missing, 'item_id'].iloc[0]!r}")
         return filled(predictions)
 
-    def score_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
-                   **options: Any) -> dict[str, Any]:
+    def scored_file(self, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
+                    **options: Any):
         return S.score_predictions_file(self, predictions, source=source, **options)
 
     def reference_check(self) -> list[Any]:

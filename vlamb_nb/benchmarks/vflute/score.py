@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 
-from vlamb_nb.benchmarks.vflute.adequacy import adequacy_report, read_adequacy_labels
 from vlamb_nb.benchmarks.vflute.data import DATASETS
 from vlamb_nb.benchmarks.vflute.parse import _label_from_marker
 from vlamb_nb.errors import DataError, SettingError
@@ -284,61 +283,20 @@ def _default_source():
 
 def score_predictions_file(bench, predictions: str | os.PathLike, *, source: str | os.PathLike | None = None,
                            scorer: Any = "auto", split: str = "test", scene_graph: bool | None = None,
-                           ci: bool = True, n_resamples: int = 2000,
-                           labels: str | os.PathLike | None = None,
-                           compare: str | os.PathLike | None = None, model: str | None = None,
-                           quantization: str | None = None, run: int | str | None = None) -> dict[str, Any]:
-    """F1@0/53/60 overall and per dataset for a prediction file, with bootstrap CIs overall.
-
-    ``model``/``quantization``/``run``: which run of a store holding several to score (never merged).
-
-    ``labels``: a human adequacy labels CSV (module doc); adds ExplanationScore-vs-adequacy (PR-AUC,
-    thresholds, kappa) under ``"adequacy"``. ``compare``: a second prediction file; adds the paired
-    bootstrap of this file minus that one under ``"paired_bootstrap"``.
-    """
+                           model: str | None = None, quantization: str | None = None, run: int | str | None = None,
+                           **options: Any):
+    """A prediction file as a scored run against the gold items (every item without a prediction counted,
+    unparsed); ``model``/``quantization``/``run``: which run of a store holding several to score (never merged)."""
     from vlamb_nb.scorers.explanation import get_scorer
 
-    human = read_adequacy_labels(labels) if labels is not None else None
-    items = bench.load(source if source is not None else _default_source(), split=split)
-    scorer = get_scorer(scorer)  # one instance, so a compared file is scored alike (and its cache reused)
-    pick = {"model": model, "quantization": quantization, "run": None if run is None else int(run)}
-    scored, n_missing = _score_file(bench, predictions, items, scorer, scene_graph, **pick)
-    curve = f1_curve(scored)
-    at = curve[curve["pct"].isin(REPORTED)]
-    f1 = {d: {f"F1@{int(r.pct)}": round(100 * r.f1, 2) for r in g.itertuples()} for d, g in at.groupby("dataset",
-                                                                                                        sort=False)}
-    out: dict[str, Any] = {
-        "coverage": scored.attrs["coverage"],
-        "benchmark": "vflute", "predictions": str(predictions), "n": int(len(scored)), "n_missing": n_missing,
-        "n_unparsed": int(scored["label_pred"].isna().sum()), "scorer": scored.attrs["scorer"],
-        "f1": {k: f1[k] for k in ["overall", *DATASETS] if k in f1},
-        "mean_explanation_score": float(scored["explanation_score"].mean()),
-    }
-    if ci:
-        out["ci"] = {f"F1@{p}": {k: (round(100 * v, 2) if k in ("estimate", "ci_low", "ci_high") else v)
-                                 for k, v in f1_at_ci(scored["label_true"], scored["label_pred_filled"],
-                                                      scored["explanation_score"], p,
-                                                      n_resamples=n_resamples).items()}
-                     for p in REPORTED}
-    from vlamb_nb.models.base import Backend, ModelInfo
+    if options:
+        raise SettingError(f"unknown vflute score option(s): {', '.join(sorted(options))}; it takes scorer, split, "
+                           "scene_graph, model, quantization, run, n_resamples, ci")
 
-    devs = bench.deviations(ModelInfo("file", backend=Backend.FILE), "zero_shot") + scorer_deviations(
-        scored.attrs["scorer"])
-    out["deviations"] = [str(d) for d in devs]
-    if human is not None:
-        res = adequacy_report(scored, human, n_resamples=min(n_resamples, 1000) if ci else 0)
-        res.pop("curve")
-        out["adequacy"] = res
-    if compare is not None:
-        other, other_missing = _score_file(bench, compare, items, scorer, scene_graph)
-        tests = compare_runs(scored, other, n_resamples=n_resamples)
-        out["paired_bootstrap"] = {
-            "a": str(predictions), "b": str(compare), "b_n_missing": other_missing,
-            "b_n_unparsed": int(other["label_pred"].isna().sum()),
-            "tests": {f"F1@{r['pct']}": {k: (round(100 * v, 2) if k in ("estimate", "ci_low", "ci_high") else v)
-                                         for k, v in r.items()} for r in tests},
-            "paper_comparisons": list(PAPER_COMPARISONS)}
-    return out
+    items = bench.load(source if source is not None else _default_source(), split=split)
+    pick = {"model": model, "quantization": quantization, "run": None if run is None else int(run)}
+    scored, _ = _score_file(bench, predictions, items, get_scorer(scorer), scene_graph, **pick)
+    return scored
 
 
 def _score_file(bench, predictions: str | os.PathLike, items, scorer: Any,
@@ -364,7 +322,7 @@ def _score_file(bench, predictions: str | os.PathLike, items, scorer: Any,
         if unknown:
             raise DataError(f"{len(unknown)} prediction id(s) are not in the gold data (wrong --source?), e.g. "
                             f"{unknown[0]!r}", source=str(predictions))
-        scored = bench.score_store(records, items, fill_missing=True, scorer=scorer, **pick)
+        scored = bench.score_store(records, items, fill_missing=True, scorer=scorer, record=False, **pick)
         return scored, int((scored["error"] == NO_PREDICTION).sum())
     unknown = sorted(set(parsed["id"]) - set(items["id"]))
     if unknown:

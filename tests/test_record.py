@@ -1,0 +1,255 @@
+"""One run record: every run and every scoring writes it beside its store, it reads back in one call
+(``vlamb_nb.RunRecord.read``) into the same typed record, and ``vlamb-nb score`` prints one shape for every paper,
+its numbers the declared metrics' own."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import fixtures_stored as F
+import numpy as np
+import pandas as pd
+import pytest
+
+import vlamb_nb
+from vlamb_nb import cli, get_benchmark
+from vlamb_nb.errors import DataError
+from vlamb_nb.record import ROW_COLUMNS, SCHEMA_VERSION, RunRecord, record_path
+from vlamb_nb.stats.metric import Metric, summary
+from vlamb_nb.store import read_records
+
+IDS = [f"{p}-{s}" for p, s, _, _ in F.RUNS]
+#: one run of each paper, scored by ``vlamb-nb score`` (RACQUET's answers are scored once its judge labelled them)
+ONE_EACH = [("vague", "vlm", 8), ("mucar", "full", 3), ("vflute", "zero_shot", 8), ("refadv", "direct", 6),
+            ("racquet", "direct", 6)]
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory):
+    out = {}
+    for paper, _, n, _ in F.RUNS:
+        if (paper, n) not in out:
+            bench = get_benchmark(paper)
+            folder = bench.make_sample(tmp_path_factory.mktemp(f"{paper}-{n}"), n=n, seed=0)
+            out[(paper, n)] = (folder, bench.load(folder))
+    return out
+
+
+def _per_item_mean(rec_rows: pd.DataFrame, m: Metric) -> float:
+    """A metric's value from the record's per-item column alone (the unit a value counts: a row, or a group)."""
+    col = rec_rows[m.name].dropna().astype(float)
+    return 100 * float(col.mean())
+
+
+@pytest.mark.parametrize("paper,setting,n,options", F.RUNS, ids=IDS)
+def test_a_run_and_its_scoring_write_a_record_that_reads_back_typed(paper, setting, n, options, samples, tmp_path):
+    bench, (_, items) = get_benchmark(paper), samples[(paper, n)]
+    store = tmp_path / "run.jsonl"
+    bench.run(F.model(), items, setting, store=store, progress=False, **options)
+    ran = vlamb_nb.RunRecord.read(store)  # a run alone leaves its answers, parsed, with no metric yet
+    assert ran.stage == "run" and not ran.metrics and ran.rows
+    scored = bench.score_store(store, items, **options, **F.score_options(paper))
+    rec = vlamb_nb.RunRecord.read(store)
+    assert record_path(store).is_file() and rec.stage == "scored" and rec.schema_version == SCHEMA_VERSION
+    # the store, the record file and the folder holding it are one record
+    assert RunRecord.read(record_path(store)) == rec == RunRecord.read(tmp_path)
+    assert RunRecord.from_dict(json.loads(json.dumps(rec.to_dict()))) == rec
+    # the run's facts, as the store kept them
+    first = next(r for r in read_records(store) if r["turn"] == "answer")
+    assert (rec.benchmark, rec.setting, rec.model.model_id) == (paper, setting, "scripted")
+    assert rec.model.backend == "scripted" and rec.decoding == first["params"]
+    # its identity is the one every scorer tells runs apart by
+    from vlamb_nb.run_identity import identify_runs
+
+    assert [rec.run_id] == list(identify_runs(read_records(store)))
+    assert rec.prompts == {"templates": first["run"]["template"], "items": first["run"]["source"]}
+    assert rec.environment.vlamb_nb == vlamb_nb.__version__ and rec.environment.python
+    assert [str(d) for d in rec.deviations] == [
+        f"{d['what']}: paper {d['paper']}; here {d['ours']}" + (f" [affects {d['affects']}]" if d["affects"] else "")
+        for d in scored.attrs["deviations"]]
+    cov = scored.attrs["coverage"]
+    assert (rec.coverage.items, rec.coverage.answered, rec.coverage.failed, rec.coverage.missing) == (
+        cov["items"], cov["answered"], cov["failed"], cov["missing"])
+    # one row per scored answer, the columns a reader needs, then every metric's per-item value
+    every = rec.to_pandas()
+    assert list(every.columns) == [*ROW_COLUMNS, *(m.name for m in bench.metrics)]
+    assert set(every["item_id"]) <= set(items[bench.id_column].astype(str))
+    assert every["prompt"].notna().all()  # every turn's prompt, as the store kept it
+    # every turn the store holds is a row: the answers that count, and the turns before them
+    turns = {(r["request_id"], r["turn"]) for r in read_records(store)}
+    assert set(zip(every["request_id"], every["turn"], strict=True)) == turns
+    assert every.loc[~every["scored"].astype(bool), list(m.name for m in bench.metrics)].isna().all().all()
+    rows = every[every["scored"].astype(bool)].reset_index(drop=True)
+    assert len(rows) == len(scored) and rows["image"].notna().all()
+    assert list(rows["request_id"]) == [str(r) for r in scored["request_id"]]
+    failed = scored["error"].map(lambda e: isinstance(e, str) and bool(e)) if "error" in scored else None
+    if failed is not None:
+        assert rows["failure"].notna().to_numpy()[failed.to_numpy()].all()
+    for m in bench.metrics:
+        covered = m.rows(scored)
+        value = next((v for v in rec.metrics if v.metric == m.name and v.whole), None)
+        if covered.empty or not m.has_values(covered):
+            assert value is None and rows[m.name].isna().all()
+            continue
+        assert value is not None and value.value == round(m.point(covered), 2)
+        if m.kind in ("binary", "share", "mean"):
+            assert _per_item_mean(rows, m) == pytest.approx(m.point(covered))
+
+
+def test_a_record_of_a_newer_schema_is_refused_in_one_line(tmp_path):
+    store = tmp_path / "s.jsonl"
+    bench = get_benchmark("vague")
+    items = bench.load(bench.make_sample(tmp_path / "d", n=4, seed=0))
+    bench.evaluate(F.model(), items, "vlm", store=store, progress=False)
+    path = record_path(store)
+    data = json.loads(path.read_text())
+    data["schema_version"] = SCHEMA_VERSION + 1
+    path.write_text(json.dumps(data))
+    with pytest.raises(DataError) as e:
+        RunRecord.read(store)
+    assert "\n" not in str(e.value) and f"schema_version {SCHEMA_VERSION + 1} is newer" in str(e.value)
+    assert path.name in str(e.value)
+    path.write_text(json.dumps({"benchmark": "vague"}))
+    with pytest.raises(DataError, match="not a run record"):
+        RunRecord.read(path)
+    with pytest.raises(DataError, match="no run record"):
+        RunRecord.read(tmp_path / "d")
+
+
+def _scored_file(paper: str, setting: str, n: int, samples, tmp_path) -> tuple[list[str], object]:
+    """``vlamb-nb score``'s argument list for one run of ``paper`` (RACQUET: its judge's store of the run's
+    answers), and the frame the METRICS are computed on directly."""
+    bench = get_benchmark(paper)
+    folder, items = samples[(paper, n)]
+    store = tmp_path / f"{paper}.jsonl"
+    if paper == "racquet":
+        preds = bench.predictions(items, bench.run(F.model(), items, setting, progress=False))
+        bench.judge(F.judge_model(), preds, store=store, progress=False)
+        scored = bench.scored_file(store, source=folder, model="scripted")
+        return [paper, "--predictions", str(store), "--source", str(folder), "-o", "model=scripted"], scored
+    scored = bench.evaluate(F.model(), items, setting, store=store, progress=False, **F.score_options(paper))
+    extra = ["--scorer", "none"] if paper == "vflute" else []
+    return [paper, "--predictions", str(store), "--source", str(folder), *extra], scored
+
+
+def _score_json(argv: list[str], capsys) -> dict:
+    assert cli.main(["score", *argv, "--json", "-o", "n_resamples=50"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def test_score_prints_one_shape_for_every_paper_with_the_declared_metrics_values(samples, tmp_path, capsys):
+    keys = {}
+    for paper, setting, n in ONE_EACH:
+        argv, scored = _scored_file(paper, setting, n, samples, tmp_path)
+        out = _score_json(argv, capsys)
+        keys[paper] = set(out)
+        bench = get_benchmark(paper)
+        want = {k: v for k, v in summary(bench.metrics, scored).items() if k not in ("n", "invalid")}
+        assert want and out["metrics"] == want, paper  # the numbers are the METRICS' own
+        assert {r["metric"] for r in out["by_slice"]} == set(want)
+        for r in out["by_slice"]:
+            assert r["ci_low"] is None or r["ci_low"] <= r["value"] <= r["ci_high"]
+        assert out["deviations"] == [dict(d) for d in scored.attrs.get("deviations") or []]  # typed, as stored
+        assert out["benchmark"] == paper and out["setting"] == setting and out["scored"] == len(scored)
+    assert len({frozenset(k) for k in keys.values()}) == 1, keys
+
+
+def test_a_metric_added_to_a_papers_metrics_reaches_score_with_no_other_edit(samples, tmp_path, capsys,
+                                                                              monkeypatch):
+    for paper, setting, n in ONE_EACH:
+        argv, scored = _scored_file(paper, setting, n, samples, tmp_path / paper)
+        bench = get_benchmark(paper)
+        column = next(c for c in ("valid", "labelled") if c in scored.columns)
+        added = Metric("answers read", "binary", column=column, card=None)
+        monkeypatch.setattr(bench, "metrics", (*bench.metrics, added))
+        out = _score_json(argv, capsys)
+        want = round(added.point(scored), 2)
+        assert out["metrics"]["answers read"] == want and not math.isnan(want), paper
+        assert [r["value"] for r in out["by_slice"] if r["metric"] == "answers read"] == [want]
+        rows = RunRecord.read(argv[2]).to_pandas()
+        rows = rows[rows["scored"].astype(bool)]
+        assert "answers read" in rows.columns
+        assert 100 * np.mean(rows["answers read"].astype(float)) == pytest.approx(added.point(scored))
+        monkeypatch.undo()
+
+
+def test_a_store_of_several_runs_keeps_one_record_per_run(tmp_path, capsys):
+    bench = get_benchmark("vague")
+    folder = bench.make_sample(tmp_path / "d", n=4, seed=0)
+    items = bench.load(folder)
+    store = tmp_path / "s.jsonl"
+    bench.evaluate(F.model("a"), items, "vlm", store=store, progress=False)
+    assert RunRecord.read(store).model.model_id == "a"  # one run: the store's own record
+    bench.evaluate(F.model("b"), items, "vlm", store=store, progress=False)
+    assert not record_path(store).exists()  # named by its run's number now, beside the new run's
+    with pytest.raises(DataError, match=r"holds 2 runs, each with its record \(s\.run-0\.record\.json, "
+                                        r"s\.run-1\.record\.json\); name one"):
+        RunRecord.read(store)
+    assert RunRecord.read(record_path(store, 1)).model.model_id == "b"
+    assert RunRecord.read(record_path(store, 1)).run_id.model_id == "b"
+    # scoring one of them (the number -o run=N picks) rewrites its record only
+    out = _score_json(["vague", "--predictions", str(store), "--source", str(folder), "-o", "model=a"], capsys)
+    assert out["model"] == "a" and RunRecord.read(record_path(store, 0)).model.model_id == "a"
+    assert bench.score_store(store, items, run=1).attrs["run_number"] == 1
+    assert RunRecord.read(record_path(store, 1)).model.model_id == "b"
+
+
+def test_the_record_names_the_data_and_what_it_leaves_out_in_their_own_types(tmp_path):
+    """The data identity and what a release leaves out are the datahome's types in the record, not copies; a
+    file given as the data is named by its sha256."""
+    import hashlib
+
+    from vlamb_nb.datahome import DataIdentity, LeftOut, given_identity, tag
+
+    bench = get_benchmark("mucar")
+    data_file = bench.make_sample(tmp_path / "d", n=3, seed=0)  # the release's one JSON file
+    items = bench.load(data_file)
+    first = str(items["image_id"].iloc[0])
+    lo = LeftOut(kind="defect", why="its image_id names no single file", column="image_id", keys=(first,), n_keys=1,
+                 first=(first,), whole="group", unit="queries")
+    ident = given_identity("mucar", data_file, n_items=len(items))
+    items = tag(items, DataIdentity(**{**ident.__dict__, "left_out": (lo,)}))
+    store = tmp_path / "s.jsonl"
+    bench.evaluate(F.model(), items, "full", store=store, progress=False)
+    rec = RunRecord.read(store)
+    assert isinstance(rec.data.identity, DataIdentity) and rec.data.release == str(data_file)
+    assert rec.data.sha256 == hashlib.sha256(data_file.read_bytes()).hexdigest()
+    (left,) = rec.coverage.left_out
+    assert isinstance(left, LeftOut) and left.items >= 1 and "names no single file" in left.text()
+    assert RunRecord.from_dict(json.loads(json.dumps(rec.to_dict()))) == rec
+    assert rec.score_view()["coverage"]["left_out"] == [left.text()]
+
+
+def test_a_released_prediction_file_gets_a_record_where_one_is_named(shared_data, tmp_path, capsys):
+    """The authors' own per-row file is read by the paper's reader into a scored run; its record is written only
+    where asked (the released data stays as released) and reads back with every row."""
+    path = shared_data / "refadv" / "predictions" / "qwen25a7b_direct_predictions.jsonl"
+    if not path.exists():
+        pytest.skip("the Ref-Adv predictions are not beside the checkout")
+    out = _score_json(["refadv", "--predictions", str(path)], capsys)
+    assert out["record"] is None and not record_path(path).exists()
+    out = _score_json(["refadv", "--predictions", str(path), "--record", str(tmp_path / "qwen7b")], capsys)
+    assert out["record"] == str(tmp_path / "qwen7b.record.json")
+    rec = RunRecord.read(tmp_path / "qwen7b")
+    rows = rec.to_pandas()
+    assert len(rows) == rec.score_view()["scored"] == 1142 and rows["gold"].notna().all()
+    assert rows["Acc@0.5"].mean() * 100 == pytest.approx(out["metrics"]["Acc@0.5"], abs=0.005)
+    assert rec.model.model_id == out["model"] and rec.setting == "direct"
+
+
+def test_a_record_that_cannot_be_written_is_a_warning_and_the_scores_stand(tmp_path, monkeypatch):
+    from vlamb_nb.record import RecordWarning
+
+    bench = get_benchmark("vague")
+    items = bench.load(bench.make_sample(tmp_path / "d", n=4, seed=0))
+    store = tmp_path / "s.jsonl"
+    live = bench.evaluate(F.model(), items, "vlm", store=store, progress=False)
+
+    def refuse(self, path, *, run=None):
+        raise OSError(30, "Read-only file system", str(path))
+
+    monkeypatch.setattr(RunRecord, "write", refuse)
+    with pytest.warns(RecordWarning, match=r"s\.record\.json: run record not written \(OSError: .*Read-only"):
+        again = bench.score_store(store, items)
+    pd.testing.assert_frame_equal(live.drop(columns="cached"), again.drop(columns="cached"))

@@ -1,0 +1,636 @@
+"""One run record: the typed, versioned file a run and a scoring write beside their prediction store.
+
+Like an inspect_ai eval log, a record holds everything a reader needs to trust a number and to see the items
+behind it, in one file read in one call (:meth:`RunRecord.read`): the run's facts (model, spec and revision,
+decoding, prompt digests, package and library versions, the data's release, revision and sha256), its coverage
+(n of N, what was left out and why, failures), its deviations as typed values, every declared metric's value
+(:mod:`vlamb_nb.stats.metric`, the paper's ``METRICS``) and one row per item and turn with the prompt, the
+answer, the parse, the gold, a reference to the image, each metric's per-item value and the failure, if any.
+``vlamb-nb score`` prints :meth:`RunRecord.score_view` of the record: one shape for every paper.
+
+The file is JSON (``<store>.record.json`` beside ``<store>.jsonl``), with ``schema_version``; a record of a
+newer version than this package reads is refused in one line rather than half read.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from vlamb_nb.datahome import DataIdentity, LeftOut
+from vlamb_nb.errors import DataError
+from vlamb_nb.meta import Deviation, package_version
+from vlamb_nb.run_identity import RunId
+
+#: the version this package writes and the newest it reads
+SCHEMA_VERSION = 1
+#: a record's file name beside its store: ``<store stem>.record.json``
+SUFFIX = ".record.json"
+#: the item columns a row's image reference is taken from, first present wins (a path, a URL or an id)
+IMAGE_COLUMNS = ("image_url", "image_path", "image", "file_name", "image_file", "image_id", "image_name")
+#: the item columns a row's gold is taken from, first present wins (a paper with no gold, RACQUET, has none)
+GOLD_COLUMNS = ("gold", "label_true", "gt_xyxy", "true_answer", "answer")
+#: the columns of :meth:`RunRecord.to_pandas` before the metrics' own
+ROW_COLUMNS = ("item_id", "turn", "request_id", "prompt", "answer", "parsed", "valid", "gold", "image", "failure",
+               "scored")
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """The model a run asked: its id and how it was served, the spec it was loaded from."""
+
+    model_id: str
+    revision: str | None = None
+    quantization: str | None = None
+    backend: str | None = None
+    endpoint: str | None = None
+    family: str | None = None
+    dtype: str | None = None
+    spec: str | None = None
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What ran it: the package (version and git commit) and the libraries a score can depend on."""
+
+    vlamb_nb: str = ""
+    commit: str | None = None
+    python: str = ""
+    torch: str | None = None
+    transformers: str | None = None
+    bitsandbytes: str | None = None
+    platform: str = ""
+
+
+@dataclass(frozen=True)
+class DataFacts:
+    """The data a run stood on: its identity (:class:`~vlamb_nb.datahome.DataIdentity`, the one type for it:
+    release, revision, N, what the release leaves out), the sha256 of what was read (of the release's verified
+    file list, or of the given file) and the digest of the items asked."""
+
+    identity: DataIdentity | None = None
+    sha256: str | None = None
+    source_digest: str = ""
+
+    @property
+    def kind(self) -> str:
+        return self.identity.kind if self.identity else ""
+
+    @property
+    def release(self) -> str:
+        return self.identity.release if self.identity else ""
+
+    @property
+    def revision(self) -> str | None:
+        return self.identity.revision if self.identity else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"identity": self.identity.to_dict() if self.identity else None, "sha256": self.sha256,
+                "source_digest": self.source_digest}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DataFacts:
+        return cls(identity=DataIdentity.from_dict(d.get("identity")), sha256=d.get("sha256"),
+                   source_digest=str(d.get("source_digest") or ""))
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """n of N: the items in the data, those answered, failed and missing, what the release left out and why
+    (:class:`~vlamb_nb.datahome.LeftOut`, the one type for it)."""
+
+    items: int | None
+    answered: int
+    failed: int = 0
+    missing: int | None = None
+    left_out: tuple[LeftOut, ...] = ()
+    most_frequent_error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The coverage as ``vlamb-nb score`` has always reported it (plus what was left out, one line each)."""
+        out: dict[str, Any] = {"items": self.items, "answered": self.answered, "failed": self.failed,
+                               "missing": self.missing}
+        if self.most_frequent_error:
+            out["most_frequent_error"] = self.most_frequent_error
+        if self.left_out:
+            out["left_out"] = [lo.text() for lo in self.left_out]
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Coverage:
+        return cls(items=d.get("items"), answered=int(d.get("answered") or 0), failed=int(d.get("failed") or 0),
+                   missing=d.get("missing"), most_frequent_error=d.get("most_frequent_error"),
+                   left_out=tuple(LeftOut.from_dict(x) for x in d.get("left_out") or () if isinstance(x, Mapping)))
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    """One declared metric on one slice of the run (percent), over ``n`` of its units."""
+
+    metric: str
+    kind: str
+    slice: str
+    value: float | None
+    n: int
+    unit: str
+    ci_low: float | None = None
+    ci_high: float | None = None
+    higher_is_better: bool = True
+    whole: bool = True  # the metric's whole set (False: one of its slices)
+
+
+@dataclass
+class RunRecord:
+    """One run (and its scoring) as data: read with :meth:`read`, its items with :meth:`to_pandas`."""
+
+    benchmark: str
+    setting: str
+    model: ModelFacts
+    #: the run's identity as every scorer tells runs apart (:class:`~vlamb_nb.run_identity.RunId`: model, revision,
+    #: quantization, backend, endpoint, setting, decoding, prompts, data, seed); None for a file that is no store
+    run_id: RunId | None = None
+    stage: str = "scored"  # "run": answers only (written when a run ends); "scored": with every metric
+    decoding: dict[str, Any] = field(default_factory=dict)
+    prompts: dict[str, str] = field(default_factory=dict)  # digests: the prompt templates, the items asked
+    seed: int | None = None
+    environment: Environment = field(default_factory=Environment)
+    data: DataFacts = field(default_factory=DataFacts)
+    coverage: Coverage = field(default_factory=lambda: Coverage(items=None, answered=0))
+    deviations: tuple[Deviation, ...] = ()
+    metrics: tuple[MetricValue, ...] = ()
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    store: str | None = None  # the prediction store's file name (beside the record), or the file scored
+    notes: tuple[str, ...] = ()
+    created: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+    # -- reading and writing -----------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["data"] = self.data.to_dict()
+        out["coverage"] = {**asdict(self.coverage), "left_out": [lo.summary() for lo in self.coverage.left_out]}
+        return out
+
+    def write(self, path: str | os.PathLike, *, run: int | None = None) -> Path:
+        """Write the record to ``path`` (a store: beside it, :func:`record_path`) at once, so a reader never sees
+        half a record. When a store comes to hold several runs (``run``: this one's number), the record it had
+        as a store of one run is renamed to its own run's number (or dropped if no run of the store is its)."""
+        target = record_path(path, run)
+        single = record_path(path)
+        if run is not None and single != target and single.is_file():
+            try:
+                old = json.loads(single.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                old = {}
+            k = _number_of(path, old) if isinstance(old, dict) else None
+            if k is not None and k != run:
+                os.replace(single, record_path(path, k))
+            else:
+                single.unlink(missing_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(_clean(self.to_dict()), ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(tmp, target)
+        return target
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], *, source: str = "") -> RunRecord:
+        if not isinstance(d, Mapping) or "schema_version" not in d:
+            raise DataError("not a run record (no schema_version)", source=source)
+        version = d["schema_version"]
+        if not isinstance(version, int) or version < 1:
+            raise DataError(f"not a run record (schema_version {version!r})", source=source)
+        if version > SCHEMA_VERSION:
+            raise DataError(f"run record schema_version {version} is newer than this vlamb_nb reads "
+                            f"({SCHEMA_VERSION}); upgrade vlamb_nb to read it", source=source)
+        try:
+            return cls(benchmark=str(d["benchmark"]), setting=str(d["setting"]),
+                       model=_typed(ModelFacts, d["model"]), stage=str(d.get("stage", "scored")),
+                       run_id=_typed(RunId, d["run_id"]) if d.get("run_id") else None,
+                       decoding=dict(d.get("decoding") or {}), prompts=dict(d.get("prompts") or {}),
+                       seed=d.get("seed"), environment=_typed(Environment, d.get("environment") or {}),
+                       data=DataFacts.from_dict(d.get("data") or {}),
+                       coverage=Coverage.from_dict(d.get("coverage") or {}),
+                       deviations=tuple(_typed(Deviation, x) for x in d.get("deviations") or ()),
+                       metrics=tuple(_typed(MetricValue, x) for x in d.get("metrics") or ()),
+                       rows=[dict(r) for r in d.get("rows") or ()], store=d.get("store"),
+                       notes=tuple(d.get("notes") or ()), created=str(d.get("created", "")), schema_version=version)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise DataError(f"malformed run record ({type(e).__name__}: {e})", source=source) from None
+
+    @classmethod
+    def read(cls, path: str | os.PathLike) -> RunRecord:
+        """The record at ``path``: the record file, the prediction store it lies beside, or a folder holding one."""
+        p = Path(path)
+        if p.is_dir():
+            found = sorted(p.glob(f"*{SUFFIX}"))
+            if len(found) != 1:
+                what = "no run record" if not found else \
+                    f"{len(found)} run records ({', '.join(f.name for f in found)})"
+                raise DataError(f"{what} in the folder; name the record file", source=str(p))
+            p = found[0]
+        elif not p.name.endswith(SUFFIX):
+            base, per_run = record_path(p), sorted(p.parent.glob(f"{glob_escape(p.stem)}.run-*{SUFFIX}"))
+            if not base.is_file() and len(per_run) > 1:
+                raise DataError(f"the store holds {len(per_run)} runs, each with its record "
+                                f"({', '.join(f.name for f in per_run)}); name one", source=str(p))
+            p = per_run[0] if not base.is_file() and per_run else base
+        if not p.is_file():
+            raise DataError("no run record (score the store first: vlamb-nb score)", source=str(p))
+        try:
+            d = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise DataError(f"unreadable run record ({e})", source=str(p)) from None
+        return cls.from_dict(d, source=str(p))
+
+    # -- views ---------------------------------------------------------------------------------------------
+    def to_pandas(self):
+        """One row per item and turn: item_id, turn, request_id, prompt, answer, parsed, valid, gold, image,
+        failure, scored (False: a turn before the answer that counts, such as a caption or a first attempt before
+        a repair), then every declared metric's per-item value (NaN where the metric does not cover the row)."""
+        import pandas as pd
+
+        names = dict.fromkeys(k for r in self.rows for k in r if k not in ROW_COLUMNS)  # every declared metric
+        cols = [*ROW_COLUMNS, *names]
+        return pd.DataFrame([{c: r.get(c) for c in cols} for r in self.rows], columns=cols)
+
+    def score_view(self) -> dict[str, Any]:
+        """What ``vlamb-nb score`` prints, the same keys for every paper: the run, its data, coverage, rows
+        scored and invalid, every declared metric on its whole set (``metrics``) and on the whole set and each
+        slice with its interval (``by_slice``), the deviations and notes."""
+        return {"benchmark": self.benchmark, "setting": self.setting, "model": self.model.model_id,
+                "run": self.run_id.label if self.run_id else None,
+                "predictions": self.store, "data": self.data.release or self.data.kind or None,
+                "revision": self.data.revision, "coverage": self.coverage.to_dict(),
+                "scored": sum(1 for r in self.rows if r.get("scored", True)),
+                "invalid": sum(1 for r in self.rows if r.get("valid") is False),
+                "metrics": {m.metric: m.value for m in self.metrics if m.whole},
+                "by_slice": [{k: v for k, v in asdict(m).items() if k not in ("kind", "higher_is_better", "whole")}
+                             for m in self.metrics],
+                "deviations": [asdict(d) for d in self.deviations], "notes": list(self.notes)}
+
+
+def record_path(path: str | os.PathLike, run: int | None = None) -> Path:
+    """Where the record of the store at ``path`` lies: ``<stem>.record.json`` beside it, or, for the run numbered
+    ``run`` of a store holding several (the number ``-o run=N`` picks), ``<stem>.run-<N>.record.json``."""
+    p = Path(path)
+    if p.name.endswith(SUFFIX):
+        return p
+    return p.with_name(p.stem + ("" if run is None else f".run-{run}") + SUFFIX)
+
+
+def glob_escape(name: str) -> str:
+    import glob
+
+    return glob.escape(name)
+
+
+def _number_of(store: str | os.PathLike, record: Mapping[str, Any]) -> int | None:
+    """The number of the run of ``store`` a record (as JSON) describes: the same model, quantization and setting."""
+    from vlamb_nb.run_identity import identify_runs
+    from vlamb_nb.store import read_records
+
+    model = dict(record.get("model") or {})
+    for k, rid in enumerate(identify_runs(read_records(store))):
+        if (rid.model_id, rid.quantization or None, rid.setting) == (
+                model.get("model_id"), model.get("quantization") or None, record.get("setting")):
+            return k
+    return None
+
+
+def run_number(store: str | os.PathLike, frame: Any, model: Mapping[str, Any] | None = None) -> int | None:
+    """The number of ``frame``'s run among the runs of ``store`` (None: the store holds one run, or is no
+    store): the run of the same model and quantization whose answers the frame holds."""
+    p = Path(store)
+    from vlamb_nb.store import is_store, read_records
+
+    if not p.is_file() or not is_store(p):
+        return None
+    from vlamb_nb.run_identity import identify_runs
+
+    runs = list(identify_runs(read_records(p)).items())
+    if len(runs) < 2:
+        return None
+    col = "key" if "key" in frame.columns else "request_id" if "request_id" in frame.columns else None
+    ids = set(frame[col].astype(str)) if col else set()
+    info = dict(model or {})
+    want = (info.get("model_id") or frame.attrs.get("model"), info.get("quantization"))
+
+    def fit(k: int) -> tuple[int, int]:
+        rid, recs = runs[k]
+        same = rid.model_id == want[0] and (not info or (rid.quantization or None) == (want[1] or None))
+        return int(same), sum(str(r.get(col)) in ids for r in recs) if col else 0
+
+    return max(range(len(runs)), key=fit)
+
+
+def _typed(cls: type, d: Any) -> Any:
+    """A dataclass from a mapping, keeping only its fields (a newer minor field is ignored, none is invented)."""
+    if isinstance(d, cls):
+        return d
+    if not isinstance(d, Mapping):
+        raise TypeError(f"{cls.__name__} is not an object")
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def _clean(v: Any) -> Any:
+    """JSON-ready: NaN as null, numpy scalars and arrays as Python, bytes left out (an image is a reference)."""
+    import numpy as np
+
+    if isinstance(v, dict):
+        return {str(k): _clean(x) for k, x in v.items()}
+    if isinstance(v, list | tuple | set):
+        return [_clean(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return [_clean(x) for x in v.tolist()]
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, bytes | bytearray):
+        return None
+    if v is None or isinstance(v, str | int | float | bool):
+        return v
+    return str(v)
+
+
+# -- building a record from a run ----------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def git_commit() -> str | None:
+    """The commit of the package's checkout (None when it is installed without one)."""
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = out.stdout.strip()
+    return sha if out.returncode == 0 and len(sha) == 40 else None
+
+
+def environment(versions: Mapping[str, Any] | None = None) -> Environment:
+    """The run's environment: the versions its meta recorded when it ran (else those of this process)."""
+    import platform
+
+    v = dict(versions or {})
+    for name in ("torch", "transformers", "bitsandbytes"):
+        mod = sys.modules.get(name)
+        if name not in v and mod is not None:
+            v[name] = getattr(mod, "__version__", None)
+    return Environment(vlamb_nb=str(v.get("vlamb_nb") or package_version()), commit=git_commit(),
+                       python=str(v.get("python") or sys.version.split()[0]), torch=v.get("torch"),
+                       transformers=v.get("transformers"), bitsandbytes=v.get("bitsandbytes"),
+                       platform=str(v.get("platform") or platform.platform()))
+
+
+def data_facts(paper: str, data: Mapping[str, Any] | None, source_digest: str = "") -> DataFacts:
+    """The data's facts from a run's data identity (:class:`~vlamb_nb.datahome.DataIdentity`): for the fetched
+    release, the sha256 of its manifest's verified file list; for a given file, its own sha256."""
+    from vlamb_nb.hashing import digest
+
+    identity = DataIdentity.from_dict(dict(data or {}))
+    kind, release = (identity.kind, identity.release) if identity else ("", "")
+    sha = None
+    if kind == "release":
+        from vlamb_nb.datahome import read_manifest
+
+        try:
+            manifest = read_manifest(paper)
+        except DataError:
+            manifest = None
+        files = (manifest or {}).get("files") or []
+        if files:
+            sha = digest(sorted((str(f.get("path")), str(f.get("sha256"))) for f in files if isinstance(f, dict)))
+    elif release and Path(release).is_file():
+        from vlamb_nb.datahome import file_sha256
+
+        sha = file_sha256(Path(release))
+    return DataFacts(identity=identity, sha256=sha, source_digest=source_digest)
+
+
+def metric_values(metrics: Sequence[Any], scored: Any, *, n_resamples: int = 1000, seed: int = 0
+                  ) -> tuple[list[MetricValue], dict[str, list[Any]], list[str]]:
+    """Every declared metric on ``scored``: its value on the whole set and each slice (with a bootstrap interval
+    over its cluster unit), its per-row value (aligned with ``scored``) and what could not be computed."""
+    import numpy as np
+    import pandas as pd
+
+    from vlamb_nb.stats.bootstrap import resample_weights
+    from vlamb_nb.stats.ranking import interval
+
+    values: list[MetricValue] = []
+    per_row: dict[str, list[Any]] = {}
+    notes: list[str] = []
+    for m in metrics:
+        col = pd.Series([None] * len(scored), index=scored.index, dtype=object)
+        try:
+            rows = m.rows(scored)
+            if rows.empty or not m.has_values(rows):
+                notes.append(f"{m.name}: the run has none of its values")
+                per_row[m.name] = col.tolist()
+                continue
+            units = m.units(rows)
+            if m.kind == "all_correct":
+                col.loc[rows.index] = rows[m.group].astype(str).map(units).to_numpy()
+            else:
+                col.loc[rows.index] = units.to_numpy()
+            whole = (m.overall, np.ones(len(rows), dtype=bool))
+            for name, mask in [whole, *m.slice_masks(rows)]:
+                part = rows[mask]
+                v = m.units(part).to_numpy(float)
+                if not len(v):
+                    continue
+                stat = m.statistic(v, m.gold_values(part))
+                point = float(stat(np.ones((1, len(v))))[0])
+                lo = hi = None
+                if n_resamples and len(v) > 1:
+                    w = resample_weights(len(v), m.clusters(part), n_resamples=n_resamples, seed=seed)
+                    lo, hi = (round(x, 2) for x in interval(stat(w)))
+                values.append(MetricValue(metric=m.name, kind=m.kind, slice=str(name),
+                                          value=round(point, 2) if math.isfinite(point) else None, n=len(v),
+                                          unit=m.unit, ci_low=lo, ci_high=hi, higher_is_better=m.higher_is_better,
+                                          whole=name is whole[0] and mask is whole[1]))
+        except DataError as e:
+            notes.append(f"{m.name}: not computed ({e})")
+        per_row[m.name] = col.tolist()
+    return values, per_row, notes
+
+
+def _first(row: Mapping[str, Any], names: Sequence[str]) -> Any:
+    for n in names:
+        v = row.get(n)
+        if isinstance(v, dict):
+            v = v.get("path") or v.get("url")
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            continue
+        return v
+    return None
+
+
+def _run_records(store: Path | None, scored: Any) -> tuple[RunId | None, dict[str, dict[str, Any]]]:
+    """``scored``'s run in ``store``: its identity and, by request_id, the stored record of each of its turns (of
+    its model: a judge's verdicts are not the run's), an answer over a failure where a request was retried."""
+    if store is None or not store.is_file():
+        return None, {}
+    from vlamb_nb.store import is_store, read_records
+
+    if not is_store(store):
+        return None, {}
+    from vlamb_nb.run_identity import identify_runs
+
+    runs = list(identify_runs(read_records(store)).items())
+    if not runs:
+        return None, {}
+    k = scored.attrs.get("run_number")
+    if k is None and len(runs) > 1:
+        k = run_number(store, scored)
+    model = scored.attrs.get("model")
+    run_id, recs = runs[k or 0]
+    if model and run_id.model_id != model:  # a judge's store: none of it is the judged run's
+        return None, {}
+    out: dict[str, dict[str, Any]] = {}
+    for r in recs:
+        req = str(r.get("request_id"))
+        if req not in out or (out[req].get("error") and not r.get("error")):
+            out[req] = r
+    return run_id, out
+
+
+def _first_answer(store: Path | None, attrs: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The first stored answer of the scored run (its model and setting, where a store holds several): what
+    the run's meta, model and decoding are read from."""
+    if store is None or not store.is_file():
+        return None
+    from vlamb_nb.store import is_store, read_records
+
+    if not is_store(store):
+        return None
+    model, setting = attrs.get("model"), attrs.get("setting")
+    recs = [r for r in read_records(store) if r.get("turn") in (None, "answer")]
+    mine = [r for r in recs if not model or (r.get("model") or {}).get("model_id") == model]  # not a judge's
+    return next((r for r in mine if (r.get("run") or {}).get("setting", setting) == setting), mine[0] if mine else None)
+
+
+def _step_row(step: Mapping[str, Any], gold: Any, image: Any, metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """A row of a turn that is not the scored answer (a caption, a scene graph, an agent step, a first attempt
+    before a repair), as the store kept it: no parse, no metric."""
+    return _clean({"item_id": str(step.get("item_id")), "turn": str(step.get("turn") or ""),
+                   "request_id": str(step.get("request_id")), "prompt": step.get("prompt"), "answer": step.get("text"),
+                   "parsed": None, "valid": None, "gold": gold, "image": image, "failure": _failure(step),
+                   "scored": False, **dict.fromkeys(metrics)})
+
+
+def _failure(row: Mapping[str, Any]) -> str | None:
+    for name in ("error", "parse_error"):
+        v = row.get(name)
+        if isinstance(v, str) and v.strip():
+            return v.strip().splitlines()[0][:240]
+    return None
+
+
+def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = None, stage: str = "scored",
+                run_meta: Mapping[str, Any] | None = None, model: Mapping[str, Any] | None = None,
+                n_resamples: int = 1000) -> RunRecord:
+    """The record of one scored run (``stage="run"``: parsed answers, before any metric) of ``bench``: its
+    facts from the stored run meta and the frame's ``attrs``, its metrics from ``bench.metrics``."""
+    from vlamb_nb.meta import Deviation as Dev
+
+    attrs = dict(getattr(scored, "attrs", {}) or {})
+    path = Path(store) if store is not None else None
+    first = _first_answer(path, attrs)  # the run's meta, model and decoding
+    meta = dict(run_meta or (first or {}).get("run") or {})
+    info = dict(model or meta.get("model") or (first or {}).get("model") or {})
+    if not info.get("model_id"):
+        info["model_id"] = str(attrs.get("model") or (scored["model"].iloc[0] if "model" in scored.columns and
+                                                        len(scored) else "?"))
+    spec = attrs.get("spec") or meta.get("spec")
+    facts = ModelFacts(**{k: info.get(k) for k in ("model_id", "revision", "quantization", "backend", "endpoint",
+                                                   "family", "dtype")}, spec=spec)
+    facts = ModelFacts(**{**asdict(facts), "backend": None if facts.backend is None else str(facts.backend)})
+    metrics = tuple(getattr(bench, "metrics", ()) or ())
+    values, per_row, notes = metric_values(metrics, scored, n_resamples=n_resamples) if stage == "scored" \
+        else ([], {}, [])
+    run_id, stored = _run_records(path, scored)
+    parsed_cols = [c for c in attrs.get("parsed_columns") or () if c in scored.columns]
+    key = next((c for c in ("item_id", "uid", "id") if c in scored.columns), None)
+    rows: list[dict[str, Any]] = []
+    errors: dict[Any, str] = {}
+    frame_rows = scored.to_dict(orient="records")
+    shown = {str(r.get("request_id")) for r in frame_rows} if "request_id" in scored.columns else None
+    steps: dict[str, list[dict[str, Any]]] = {}  # the turns before (or instead of) the answer that counts, by item
+    for rid, r in (stored.items() if shown is not None else ()):
+        if rid not in shown:
+            steps.setdefault(str(r.get("item_id")), []).append(r)
+    for i, row in enumerate(frame_rows):
+        rid = str(row.get("request_id") or row.get(key) or "")
+        rec = stored.get(rid) or {}
+        turn = str(rec.get("turn") or (row.get("turn") if isinstance(row.get("turn"), str) else None) or "answer")
+        out = {"item_id": None if key is None else str(row.get(key)), "turn": turn, "request_id": rid,
+               "prompt": rec.get("prompt"), "answer": row.get("text", row.get("response")),
+               "parsed": {c: row.get(c) for c in parsed_cols} or None, "valid": row.get("valid"),
+               "gold": _first(row, GOLD_COLUMNS), "image": _first(row, IMAGE_COLUMNS), "failure": _failure(row)}
+        for step in steps.pop(str(out["item_id"]), []):  # each earlier turn of the item, as the store kept it
+            rows.append(_step_row(step, out["gold"], out["image"], per_row))
+        if isinstance(row.get("error"), str) and row["error"].strip():
+            errors[out["item_id"]] = row["error"]
+        if isinstance(out["valid"], float) and math.isnan(out["valid"]):
+            out["valid"] = None
+        out["scored"] = True
+        for name, vals in per_row.items():
+            out[name] = vals[i]
+        rows.append(_clean(out))
+    rows += [_step_row(step, None, None, per_row) for left in steps.values() for step in left]  # never answered
+    decoding = dict((first or {}).get("params") or {})
+    cov = dict(attrs.get("coverage") or {})
+    if not cov:  # a live run's frame: its answered and failed rows (the data's N is not known here)
+        from vlamb_nb.metrics import coverage as count
+
+        ids = [str(r.get(key)) for r in frame_rows] if key else []
+        cov = count(None, [i for i in ids if i not in errors], list(errors), list(errors.values()))
+    data = data_facts(str(getattr(bench, "name", "")), attrs.get("data") or meta.get("data"),
+                      str(meta.get("source") or ""))
+    left = data.identity.left_out if data.identity else ()
+    coverage = Coverage(items=cov.get("items"), answered=int(cov.get("answered", len(rows)) or 0),
+                        failed=int(cov.get("failed", 0) or 0), missing=cov.get("missing"), left_out=tuple(left),
+                        most_frequent_error=cov.get("most_frequent_error"))
+    devs = tuple(d if isinstance(d, Dev) else _typed(Dev, d) for d in attrs.get("deviations") or ()
+                 if isinstance(d, Dev | Mapping))
+    return RunRecord(benchmark=str(getattr(bench, "name", "")), setting=str(attrs.get("setting") or ""),
+                     model=facts, run_id=run_id, stage=stage, decoding=decoding,
+                     prompts={"templates": str(meta.get("template") or ""), "items": str(meta.get("source") or "")},
+                     seed=meta.get("seed"), environment=environment(meta.get("versions")),
+                     data=data, coverage=coverage, deviations=devs, metrics=tuple(values), rows=rows,
+                     store=None if path is None else path.name,
+                     notes=tuple(str(n) for n in attrs.get("notes") or ()) + tuple(notes),
+                     created=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+
+
+class RecordWarning(UserWarning):
+    """A run record could not be written (a read-only folder): the scores stand, the record is missing."""
+
+
+def write_for(bench: Any, frame: Any, store: str | os.PathLike, *, stage: str = "scored",
+              run_meta: Mapping[str, Any] | None = None, model: Mapping[str, Any] | None = None) -> Path | None:
+    """Write the record of ``frame()`` (the scored or parsed run) beside ``store``; a folder that cannot be
+    written to is a warning naming it, never a failed run (the answers are in the store)."""
+    import warnings
+
+    try:
+        scored = frame()
+        rec = from_scored(bench, scored, store=store, stage=stage, run_meta=run_meta, model=model)
+        run = scored.attrs["run_number"] if "run_number" in scored.attrs else \
+            run_number(store, scored, model or (run_meta or {}).get("model"))
+        return rec.write(store, run=run)
+    except Exception as e:  # noqa: BLE001 - the run's answers and scores stand without their record
+        warnings.warn(f"{record_path(store)}: run record not written ({type(e).__name__}: {e})", RecordWarning,
+                      stacklevel=3)
+        return None
