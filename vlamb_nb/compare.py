@@ -65,6 +65,8 @@ class Run:
     data: dict[str, Any] | None = None  # the data identity (kind, release, revision, n_items, label)
     deviations: list[str] = field(default_factory=list)
     endpoint: str | None = None  # a served model's address (credentials masked): one name on two servers
+    #: the items its store was scored against (a page rebuilds each item's prompt and image from them)
+    items: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -289,6 +291,9 @@ class Comparison:
     allowed: list[str] = field(default_factory=list)  # refusals waived on request (different data or settings)
     #: metrics on few units or clusters (see :data:`FEW_UNITS`): paper, setting, metric, slice, n, why
     few: list[dict[str, Any]] = field(default_factory=list)
+    #: per paper, setting and metric group: the common items' rows of every model, in one order (the page's item
+    #: table, :mod:`vlamb_nb.report_items`); not saved
+    aligned: list[dict[str, Any]] = field(default_factory=list, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         from vlamb_nb.stats.ranking import _clean
@@ -389,6 +394,7 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
     skipped: list[str] = []  # why a paper or metric was not compared (the reasons, when nothing is)
     allowed: list[str] = []
     few: list[dict[str, Any]] = []
+    aligned: list[dict[str, Any]] = []
     by_paper: dict[str, list[Run]] = {}
     for r in loaded:
         by_paper.setdefault(r.paper, []).append(r)
@@ -447,6 +453,8 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
                 compared, more = _missing(paper, setting, metrics, frames)
                 skipped += more
                 notes += more
+                aligned.append({"paper": paper, "setting": setting, "metrics": compared, "models": names,
+                                "frames": frames, "runs": sruns})
                 for metric in compared:
                     for sc in _scores(metric, frames):
                         mseed = seed + 1000 * k + 10 * j
@@ -505,7 +513,7 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
                      "data": {f"{r.paper}/{r.setting}": r.data for r in rs},
                      "deviations": sorted({d for r in rs for d in r.deviations})})
     return Comparison(pd.DataFrame(value_rows, columns=value_cols), pairs_df, notes, meta, correction, baseline,
-                      title, allowed, few)
+                      title, allowed, few, aligned)
 
 
 def _no_run_twice(runs: list[Run]) -> None:
@@ -686,12 +694,14 @@ def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        scored = bench.score_store(path, bench.load(source), setting=setting, **options)
+        items = bench.load(source)
+        scored = bench.score_store(path, items, setting=setting, **options)
     devs = [_deviation_line(d) for d in meta.get("deviations") or []]
     if dup := (scored.attrs.get("coverage") or {}).get("duplicates"):  # counted once, and said so
         devs.append(f"{dup} answer(s) in {path.name} repeat an answer under another request id: each counted once")
     return Run(model=name or _model_name(meta["model"]), paper=paper, setting=setting, scored=scored,
-               origin=str(path), data=meta.get("data"), deviations=devs, endpoint=meta["model"].get("endpoint"))
+               origin=str(path), data=meta.get("data"), deviations=devs, endpoint=meta["model"].get("endpoint"),
+               items=items)
 
 
 def _deviation_line(d: Any) -> str:

@@ -740,15 +740,18 @@ def _section_id(name: str) -> str:
 
 def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, figures: Path,
              params: dict[str, Any] | None = None, card_figure_error: str | None = None,
-             exports: Exports | None = None) -> str:
+             exports: Exports | None = None, runs: list[Any] | None = None,
+             items_error: str | None = None) -> str:
     """``report.html`` of a reproduce run, from its ``results.json`` content, its card and its figures folder;
-    every table is added to ``exports`` (its CSV and LaTeX)."""
+    every table is added to ``exports`` (its CSV and LaTeX). ``runs``: its scored stores (``compare.Run``), whose
+    items each paper's section lists (``items_error``: why they could not be read)."""
     from vlamb_nb.report_card import COLUMNS, DEMO_NOTE, RANK_NOTE, TEST_COLUMNS, table
 
     run_dir = Path(run_dir)
     exports = exports if exports is not None else Exports()
     placement = place_figures(results, Path(figures), run_dir)
     card_rows, card_notes, card_tests = table(card)
+    item_views = _item_views(runs, items_error)  # items behind every number (report_items)
     notebooks, failures, sections = [], [], []
     for name, r in results.items():
         status = "not run" if r.get("skipped") else "ok" if r.get("ok") else "failed"
@@ -779,6 +782,8 @@ def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, fi
                          "deviations": [b for b in blocks if b["rank"] == 3],
                          "outside": placement.outside.get(name, []),
                          "rest": _figures_view(placement.rest(name), run_dir)})
+        sections[-1]["items"] = _section_items(item_views, name, headline, card_rows, first=not any(
+            x.get("items") for x in sections[:-1]))  # items behind every number (report_items)
     card_table = exports.add("card", Table(list(COLUMNS), [
         [(r["paper"], None), *[(r["state"] if i == 3 else "–", None) for i in range(len(COLUMNS) - 1)]]
         if "state" in r else [(str(r[c]), None) for c in COLUMNS] for r in card_rows], title="report card"))
@@ -807,17 +812,60 @@ def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, fi
 
 def write_run_page(run_dir: str | os.PathLike, results: dict[str, dict[str, Any]], card: Any, *,
                    figures: str | os.PathLike | None = None, params: dict[str, Any] | None = None,
-                   card_figure_error: str | None = None) -> Path:
+                   card_figure_error: str | None = None, runs: list[Any] | None = None,
+                   items_error: str | None = None) -> Path:
     """Write ``<run>/report.html`` and every table of it as ``<run>/tables/*.csv`` and ``*.tex``; returns the
-    page's path."""
+    page's path. ``runs``: the run's scored stores, whose items the page lists."""
     run_dir = Path(run_dir)
     exports = Exports()
     page = run_page(results, card, run_dir=run_dir, figures=Path(figures) if figures else run_dir / "figures",
-                    params=params, card_figure_error=card_figure_error, exports=exports)
+                    params=params, card_figure_error=card_figure_error, exports=exports, runs=runs,
+                    items_error=items_error)
     exports.write(run_dir / "tables")
     path = run_dir / "report.html"
     path.write_text(page, encoding="utf-8")
     return path
+
+
+# -- the items behind the numbers (vlamb_nb/report_items.py; templates/_items.html.j2) -----------------------------
+def _item_views(runs: list[Any] | None, error: str | None) -> dict[str, Any]:
+    from vlamb_nb.report_items import run_views
+
+    if error or not runs:
+        return {"error": error} if error else {}
+    try:
+        return run_views(runs)
+    except Exception as e:  # noqa: BLE001 - items that cannot be listed must not lose the report
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def _section_items(views: dict[str, Any], paper: str, headline: list[dict[str, Any]],
+                   card_rows: list[dict[str, Any]], *, first: bool) -> dict[str, Any] | None:
+    """A paper's item table: its section's headline rows and its rows of the card at the top link to it."""
+    from vlamb_nb.report_items import blob, headline_links
+
+    if "error" in views:
+        return {"error": views["error"], "assets": False}
+    view = views.get(paper)
+    if view is None or not view.rows:
+        return None
+    card = [g if r["paper"] == paper and "state" not in r else None
+            for r, g in zip(card_rows, headline_links(view, card_rows), strict=True)]
+    data = {**view.to_json(), "links": {"headline": headline_links(view, headline), "card": card}}
+    return {"id": f"items-{paper}", "blob": blob(data), "notes": view.notes, "assets": first}
+
+
+def _comparison_items(c: Any) -> dict[str, Any] | None:
+    from vlamb_nb.report_items import blob, comparison_links, comparison_view
+
+    try:
+        view = comparison_view(c)
+    except Exception as e:  # noqa: BLE001 - items that cannot be listed must not lose the page
+        return {"error": f"{type(e).__name__}: {e}", "assets": False}
+    if not view.rows:
+        return None
+    data = {**view.to_json(), "links": comparison_links(view, c)}
+    return {"id": "items", "blob": blob(data), "notes": view.notes, "assets": True}
 
 
 # -- the comparison's page ------------------------------------------------------------------------------------
@@ -854,7 +902,7 @@ def comparison_page(c: Any, *, figure: Path | None = None, page_dir: Path | None
     prov = provenance_view(facts, data_ids)
     _export_provenance(prov, exports)
     return environment().get_template("comparison.html.j2").render(
-        c=c, d=d, figures=figs,
+        c=c, d=d, figures=figs, items=_comparison_items(c),  # items behind every number (report_items)
         values=exports.add("comparison", _first(Table(d["value_columns"], d["values"], title="values"), ["model"])),
         pairs=exports.add("comparison", _first(Table(d["pair_columns"], d["pairs"], title="paired differences"),
                                                ["a", "b"])),

@@ -767,9 +767,26 @@ def write_report(runs: list[NotebookRun], run_dir: Path, *, params: dict[str, An
         atomic.write_text(run_dir / "report.md", "\n".join(lines))
         atomic.write_text(run_dir / "results.json", json.dumps(results, indent=2, ensure_ascii=False,
                                                                allow_nan=False))
+        runs_scored, items_error = scored_runs(run_dir)  # the items each paper's section lists
         try:
             return write_run_page(run_dir, results, card, figures=fig_dir, params=params,
-                                  card_figure_error=card_figure_error)
+                                  card_figure_error=card_figure_error, runs=runs_scored, items_error=items_error)
         except BaseException:
             page.unlink(missing_ok=True)
             raise
+
+
+def scored_runs(run_dir: Path) -> tuple[list[Any], str | None]:
+    """The run's prediction stores scored as ``compare`` reads a run folder (the page lists their items), or
+    why they could not be read (said on the page, never a lost report); none at all is not an error."""
+    from vlamb_nb.compare import load_runs
+    from vlamb_nb.errors import DataError
+
+    try:
+        return load_runs(run_dir), None
+    except DataError as e:
+        if "no prediction stores" in str(e):
+            return [], None
+        return [], str(e)
+    except Exception as e:  # noqa: BLE001 - the report must be written whatever the stores hold
+        return [], f"{type(e).__name__}: {e}"

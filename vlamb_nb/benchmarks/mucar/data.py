@@ -17,7 +17,7 @@ import json
 import os
 import random
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -419,16 +419,16 @@ class ImageResolver:
                             self._parquet[str(key)] = img
         return self._parquet
 
-    def candidates(self, image_id: str) -> list[Path]:
+    def candidates(self, image_id: str) -> Iterator[Path]:
+        """The paths an image id may have, in order, one at a time (the first that exists ends the search, so an
+        image is found without resolving every other name it might have had)."""
         from vlamb_nb.images import IMAGE_EXTENSIONS, safe_join
 
-        out = []
         for sub in self.SUBDIRS:
             base = self.root / sub if sub else self.root
             for ext in IMAGE_EXTENSIONS:
                 for e in (ext, ext.upper()):
-                    out.append(safe_join(self.root, (base / f"{image_id}{e}").relative_to(self.root)))
-        return out
+                    yield safe_join(self.root, (base / f"{image_id}{e}").relative_to(self.root))
 
     def resolve(self, image_id: str) -> Any:
         """A path (or a ``{"bytes","path"}`` dict from parquet); ``ImageError`` lists what was tried."""

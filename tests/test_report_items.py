@@ -1,0 +1,146 @@
+"""The items behind every number: the item view a page embeds holds exactly the rows each headline cell, each
+comparison value and each paired test is made of, and its text cannot leave the JSON it travels in."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import fixtures_items as FI
+import numpy as np
+import pytest
+
+from vlamb_nb import get_benchmark, report_card
+from vlamb_nb.compare import compare, load_runs
+from vlamb_nb.report_html import write_comparison_page, write_run_page
+from vlamb_nb.report_items import blob, comparison_links, comparison_view, paper_view
+from vlamb_nb.reproduce import scored_runs
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("items")
+    sources = FI.samples(root)
+    return {m: FI.run_folder(root, sources, m) for m in ("A", "B")}
+
+
+@pytest.fixture(scope="module")
+def runs(folders):
+    return {m: load_runs(f) for m, f in folders.items()}
+
+
+@pytest.mark.parametrize("paper", [p for p, _, _ in FI.PAPERS])
+def test_each_headline_cell_has_exactly_the_items_it_counts(paper, folders, runs):
+    results = json.loads((folders["A"] / "results.json").read_text(encoding="utf-8"))
+    heads = [report_card.from_dict(h) for h in results[paper]["results"]["headline"]]
+    prs = [r for r in runs["A"] if r.paper == paper]
+    view = paper_view(paper, prs)
+    metrics = {m.name: m for m in get_benchmark(paper).metrics}
+    assert heads
+    for h in heads:
+        g = view.group_for(h.setting, h.metric, h.slice)
+        assert g is not None, (h.setting, h.metric, h.slice)
+        group = view.groups[g]
+        assert group.n == h.n  # the metric's n
+        m = metrics[h.metric]
+        rows = [view.rows[i] for i in group.rows]
+        if m.kind == "all_correct":  # n counts groups (pairs): every query of each counted pair is listed
+            frame = prs[0].scored.assign(_k=prs[0].scored["uid"].astype(str))
+            groups = set(frame.set_index("_k").loc[[r["k"] for r in rows], m.group].astype(str))
+            assert len(groups) == h.n
+            assert len(rows) == int(frame[frame[m.group].astype(str).isin(groups)].shape[0])
+        else:
+            assert len(rows) == h.n
+        # the number recomputed from the listed rows' own values is the headline's
+        k = view.metrics.index(h.metric)
+        vals = [r["m"][0]["v"][k] for r in rows]
+        if m.kind == "binary":
+            assert 100 * np.mean(vals) == pytest.approx(h.value)
+    # an item's outcome is its own: the per-row 0/1 metric (a MUCAR query right in a pair that is wrong is right)
+    own = [k for k, name in enumerate(view.metrics) if metrics[name].kind == "binary"]
+    for r in view.rows:
+        if own and r["m"][0]["v"][own[0]] is not None:
+            assert r["m"][0]["ok"] == r["m"][0]["v"][own[0]]
+    # the whole run is listed, each item once, with its prompt and (where the paper has one) its image
+    assert len(view.rows) == sum(len(r.scored) for r in prs)
+    assert all(r["q"] for r in view.rows) and all(r["i"] is not None for r in view.rows)
+    assert len(view.images) == len({r["i"] for r in view.rows})  # a shared image is stored once
+
+
+def test_a_paired_test_links_to_its_discordant_items(runs):
+    c = compare([*runs["A"], *runs["B"]], n_resamples=200)
+    view = comparison_view(c)
+    links = comparison_links(view, c)
+    values = c.values.to_dict(orient="records")
+    assert len(links["values"]) == len(values) and None not in links["values"]
+    for r, g in zip(values, links["values"], strict=True):
+        assert view.groups[g].n == r["n"]
+    pairs = c.pairs.to_dict(orient="records")
+    assert any(r["discordant_a_only"] or r["discordant_b_only"] for r in pairs)  # the check can fail
+    for r, g in zip(pairs, links["pairs"], strict=True):
+        group = view.groups[g]
+        if r["kind"] == "binary":
+            assert group.n == r["discordant_a_only"] + r["discordant_b_only"]
+        a, b = view.models.index(r["model_a"]), view.models.index(r["model_b"])
+        k = view.metrics.index(r["metric"])
+        for i in group.rows:
+            if r["metric"] != "Acc_p":  # a pair's query may agree while the pair does not
+                assert view.rows[i]["m"][a]["v"][k] != view.rows[i]["m"][b]["v"][k]
+
+
+def test_item_text_cannot_leave_the_json_it_travels_in(runs, tmp_path):
+    text = blob({"a": FI.HOSTILE + "&\u2028"})
+    assert not re.search(r"[<>&\u2028]", text)
+    assert json.loads(str(text)) == {"a": FI.HOSTILE + "&\u2028"}
+    c = compare([*runs["A"], *runs["B"]], n_resamples=200)
+    page = write_comparison_page(c, tmp_path).read_text(encoding="utf-8")
+    assert FI.HOSTILE not in page and "alert(1)" in page  # the answer is there, escaped
+
+
+def test_a_run_page_lists_each_papers_items_in_its_section(folders, tmp_path):
+    run = folders["A"]
+    results = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    runs, error = scored_runs(run)
+    assert error is None and runs
+    page = write_run_page(run, results, report_card.build(results), runs=runs).read_text(encoding="utf-8")
+    for paper, _, _ in FI.PAPERS:
+        section = page.split(f'id="nb-{paper}"', 1)[1].split("<section", 1)[0]
+        assert 'data-items-links="headline"' in section and f'id="items-{paper}"' in section
+        data = json.loads(section.split('class="it-data">', 1)[1].split("</script>", 1)[0])
+        assert len(data["rows"]) == sum(len(r.scored) for r in runs if r.paper == paper)
+        assert len(data["links"]["headline"]) == len(results[paper]["results"]["headline"])
+        assert None not in data["links"]["headline"]
+    assert page.count("window.vlambItems = window.vlambItems") == 1  # the table's script and style once a page
+
+
+def test_stores_that_cannot_be_read_are_said_on_the_page(folders, tmp_path):
+    run = folders["A"]
+    results = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    broken = dict(results, refadv={**results["refadv"], "parameters": {"source": str(tmp_path / "gone")}})
+    (tmp_path / "run").mkdir()
+    for f in run.rglob("*.jsonl"):
+        dst = tmp_path / "run" / f.relative_to(run)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_bytes(f.read_bytes())
+    (tmp_path / "run" / "results.json").write_text(json.dumps(broken), encoding="utf-8")
+    runs, error = scored_runs(tmp_path / "run")
+    assert runs == [] and error and "gone" in error
+    page = write_run_page(tmp_path / "run", broken, report_card.build(broken), runs=runs,
+                          items_error=error).read_text(encoding="utf-8")
+    assert "could not be read" in page and "gone" in page
+
+
+def test_an_image_that_cannot_be_read_is_counted_and_named(runs):
+    from vlamb_nb.compare import Run
+
+    run = next(r for r in runs["A"] if r.paper == "refadv")
+    items = run.items.copy()
+    first = str(items["id"].iloc[0])
+    items["image"] = [{"bytes": b"<html>not an image</html>", "path": None}] + list(items["image"].iloc[1:])
+    view = paper_view("refadv", [Run(run.model, run.paper, run.setting, run.scored, items=items)])
+    row = next(r for r in view.rows if r["k"] == first)
+    assert row["i"] is None and all(r["i"] is not None for r in view.rows if r["k"] != first)
+    # the item's request could not be built (its image), and its own image could not be read: both said, counted
+    assert any(n.startswith("refadv direct: 1 item(s) whose request could not be rebuilt") for n in view.notes)
+    assert any(n.startswith("1 image(s) could not be read") for n in view.notes), view.notes
+    assert row["q"]  # its prompt from its own columns
