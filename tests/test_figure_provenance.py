@@ -134,3 +134,25 @@ def test_data_status_with_nothing_fetched_exits_0(tmp_path):
                           env={"VLAMB_DATA": str(tmp_path / "empty"), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
     assert "not fetched" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_a_generated_sample_is_named_by_the_sha256_of_its_items(tmp_path):
+    """A sample has no release files: its data identity names its items as loaded (a file an item names by its
+    bytes), the same in any folder, another for another seed; the page's provenance block shows it."""
+    from vlamb_nb.benchmarks.vague import report as vague
+    from vlamb_nb.datahome import items_sha256
+    from vlamb_nb.report_html import provenance_view
+
+    a = vague.notebook_data(None, sample_dir=tmp_path / "a", seed=0, profile="offline")["data"]
+    b = vague.notebook_data(None, sample_dir=tmp_path / "b", seed=0, profile="offline")["data"]
+    c = vague.notebook_data(None, sample_dir=tmp_path / "c", seed=1, profile="offline")["data"]
+    assert a.kind == "sample" and len(a.sha256) == 64
+    assert a.sha256 == b.sha256 != c.sha256
+    image = tmp_path / "x.png"
+    image.write_bytes(b"one")
+    frame = pd.DataFrame({"id": ["1"], "image": [str(image)]})
+    before = items_sha256(frame)
+    image.write_bytes(b"two")  # the file an item names changed: another sample
+    assert items_sha256(frame) != before
+    view = provenance_view({"environment": {"commit": "abc"}}, [("vague", a.to_dict())])
+    assert view["data"] == [{"paper": "vague", "release": a.release, "revision": "–", "sha256": a.sha256}]

@@ -137,6 +137,7 @@ class DataIdentity:
     deviations: tuple[str, ...] = field(default_factory=tuple)  # e.g. a count mismatch accepted at fetch time
     n_loaded: int | None = None  # items a notebook loaded from it (the demo's 31 of 1,142 rows)
     left_out: tuple[LeftOut, ...] = field(default_factory=tuple)  # items of the release no run can have
+    sha256: str | None = None  # a generated sample's items as loaded, files they name included (items_sha256)
 
     @property
     def ranked(self) -> bool:
@@ -161,7 +162,8 @@ class DataIdentity:
         return cls(kind=str(d.get("kind", "")), paper=str(d.get("paper", "")), release=str(d.get("release", "")),
                    revision=d.get("revision"), n_items=d.get("n_items"), label=str(d.get("label", "")),
                    deviations=tuple(d.get("deviations") or ()), n_loaded=d.get("n_loaded"),
-                   left_out=tuple(LeftOut.from_dict(x) for x in d.get("left_out") or () if isinstance(x, dict)))
+                   left_out=tuple(LeftOut.from_dict(x) for x in d.get("left_out") or () if isinstance(x, dict)),
+                   sha256=d.get("sha256") if isinstance(d.get("sha256"), str) else None)
 
 
 @dataclass(frozen=True)
@@ -344,8 +346,44 @@ def tag(items: Any, identity: DataIdentity) -> Any:
     d["n_loaded"] = int(len(items))
     if d["n_items"] is None:
         d["n_items"] = int(len(items))
+    if identity.kind == "sample" and not d.get("sha256"):  # a sample has no release files to name: its items do
+        d["sha256"] = items_sha256(items)
     items.attrs["data"] = d
     return items
+
+
+def items_sha256(items: Any) -> str:
+    """One sha256 of an items frame as loaded: every column (sorted) of every row, a value that is an absolute path
+    of a file by that file's bytes (images), bytes by their own sha256, so the same sample gives the same digest in
+    any folder and another sample another."""
+
+    def part(v: Any) -> Any:
+        if isinstance(v, bytes | bytearray):
+            return "sha256:" + hashlib.sha256(v).hexdigest()
+        if isinstance(v, str) and v.startswith("/") and len(v) < 4096:
+            try:
+                p = Path(v)
+                if p.is_file():
+                    return "file:" + hashlib.sha256(p.read_bytes()).hexdigest()
+            except (OSError, ValueError):
+                pass
+            return v
+        if isinstance(v, dict):
+            return {str(k): part(x) for k, x in sorted(v.items(), key=lambda kv: str(kv[0]))}
+        if isinstance(v, list | tuple):
+            return [part(x) for x in v]
+        if hasattr(v, "tobytes") and hasattr(v, "size") and hasattr(v, "mode"):  # a PIL image
+            return "image:" + hashlib.sha256(v.tobytes()).hexdigest()
+        if hasattr(v, "tolist"):  # numpy values and arrays
+            return part(v.tolist())
+        return v if isinstance(v, int | float | bool | type(None)) else str(v)
+
+    h = hashlib.sha256()
+    columns = sorted(str(c) for c in getattr(items, "columns", []))
+    for row in items[columns].itertuples(index=False, name=None) if columns else []:
+        h.update(json.dumps([part(v) for v in row], sort_keys=True, default=str, allow_nan=True).encode())
+        h.update(b"\n")
+    return h.hexdigest()
 
 
 def leave_out(items: Any, left_out: tuple[LeftOut, ...]) -> tuple[Any, tuple[LeftOut, ...]]:

@@ -421,6 +421,8 @@ def data_facts(paper: str, data: Mapping[str, Any] | None, source_digest: str = 
         from vlamb_nb.datahome import file_sha256
 
         sha = file_sha256(Path(release))
+    if sha is None and identity is not None:  # a generated sample: the digest of its items as loaded
+        sha = identity.sha256
     return DataFacts(identity=identity, sha256=sha, source_digest=source_digest)
 
 

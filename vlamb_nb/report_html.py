@@ -683,7 +683,7 @@ def provenance_view(facts: dict[str, Any], data_ids: list[tuple[str, dict[str, A
         same = rel and rel.get("revision") == d.get("revision")
         data.append({"paper": paper, "release": d.get("release") or d.get("kind") or "–",
                      "revision": d.get("revision") or "–",
-                     "sha256": rel.get("sha256") if same and rel.get("sha256") else
+                     "sha256": rel.get("sha256") if same and rel.get("sha256") else d.get("sha256") or
                      ("a generated sample (no release files)" if d.get("kind") == "sample" else "not recorded")})
     for paper, rel in releases.items():
         if not any(r["paper"] == paper for r in data):
