@@ -172,17 +172,16 @@ def select_run(records: Iterable[dict[str, Any]], *, model: str | None = None, s
     return keys[0], runs[keys[0]]
 
 
-def dedupe(records: Sequence[dict[str, Any]], *, key: str = "request_id", answer: Sequence[str] = ANSWER_FIELDS,
-           source: str = "", lines: Sequence[int] | None = None) -> tuple[list[dict[str, Any]], int]:
-    """One record per ``key``, by the store's rule (:mod:`vlamb_nb.store`): identical answers are collapsed
-    (counted), a success replaces an earlier failure (a rerun retried it), a later failure never replaces an
-    answer, and two different successful answers are an error naming the request and, given ``lines`` (the
-    1-based line of each record), both lines."""
+def _keep_one(records: Sequence[dict[str, Any]], key_of: Any, conflict: Any, *, answer: Sequence[str],
+              source: str, lines: Sequence[int] | None) -> tuple[list[dict[str, Any]], int]:
+    """The store's rule for records that share ``key_of(record)``: identical answers collapse (counted), a success
+    replaces an earlier failure (a rerun retried it), a later failure never replaces an answer, and two different
+    successful answers are a :class:`DataError` whose text ``conflict(key, old, new, where)`` gives."""
     out: dict[Any, dict[str, Any]] = {}
     at: dict[Any, int | None] = {}
     dropped = 0
     for i, r in enumerate(records):
-        k = r.get(key)
+        k = key_of(r)
         line = lines[i] if lines is not None else None
         if k not in out:
             out[k], at[k] = r, line
@@ -193,12 +192,23 @@ def dedupe(records: Sequence[dict[str, Any]], *, key: str = "request_id", answer
             out[k], at[k] = r, line  # the retry succeeded (or failed again: the newer error counts)
         elif not failed(r) and not all(old.get(f) == r.get(f) for f in answer):
             where = f" on lines {at[k]} and {line}" if at[k] is not None and line is not None else ""
-            raise DataError(f"{key} {k!r} has two different answers{where} ({_short(old)} vs {_short(r)}); the "
-                            "file mixes runs or was edited", source=source)
+            raise DataError(conflict(k, old, r, where), source=source)
+    return list(out.values()), dropped
+
+
+def dedupe(records: Sequence[dict[str, Any]], *, key: str = "request_id", answer: Sequence[str] = ANSWER_FIELDS,
+           source: str = "", lines: Sequence[int] | None = None) -> tuple[list[dict[str, Any]], int]:
+    """One record per ``key``, by the store's rule (:func:`_keep_one`): two different successful answers are an
+    error naming the request and, given ``lines`` (the 1-based line of each record), both lines."""
+    kept, dropped = _keep_one(
+        records, lambda r: r.get(key),
+        lambda k, old, new, where: f"{key} {k!r} has two different answers{where} ({_short(old)} vs {_short(new)}); "
+                                   "the file mixes runs or was edited",
+        answer=answer, source=source, lines=lines)
     if dropped:
         warnings.warn(f"{source or 'predictions'}: {dropped} duplicate record(s) dropped", DuplicateWarning,
                       stacklevel=2)
-    return list(out.values()), dropped
+    return kept, dropped
 
 
 def check_benchmark(numbered: Sequence[tuple[int, dict[str, Any]]], benchmark: str, *, source: str = "") -> None:
@@ -240,28 +250,15 @@ def question(rec: dict[str, Any]) -> tuple[str, str, str, str]:
 
 def one_per_question(records: Sequence[dict[str, Any]], *, source: str = "",
                      lines: Sequence[int] | None = None) -> tuple[list[dict[str, Any]], int]:
-    """One record per :func:`question` of one run, by the store's rule: the same answer under two request ids is
-    kept once (the first) and counted, a success replaces a failure, and two different answers to one question
-    are an error naming the item, the turn, both request ids and, given ``lines``, both lines."""
-    out: dict[Any, dict[str, Any]] = {}
-    at: dict[Any, int | None] = {}
-    dropped = 0
-    for i, r in enumerate(records):
-        k = question(r)
-        line = lines[i] if lines is not None else None
-        if k not in out:
-            out[k], at[k] = r, line
-            continue
-        old = out[k]
-        dropped += 1
-        if failed(old):
-            out[k], at[k] = r, line
-        elif not failed(r) and not all(old.get(f) == r.get(f) for f in ANSWER_FIELDS):
-            where = f" on lines {at[k]} and {line}" if at[k] is not None and line is not None else ""
-            raise DataError(f"item {k[0]!r} (turn {k[1]!r}) has two different answers{where}, under request ids "
-                            f"{old.get('request_id')!r} and {r.get('request_id')!r} ({_short(old)} vs {_short(r)}); "
-                            "the file mixes runs or was edited, refusing to pick one", source=source)
-    return list(out.values()), dropped
+    """One record per :func:`question` of one run, by the store's rule (:func:`_keep_one`): the same answer under
+    two request ids is kept once (the first) and counted, and two different answers to one question are an error
+    naming the item, the turn, both request ids and, given ``lines``, both lines."""
+    return _keep_one(
+        records, question,
+        lambda k, old, new, where: f"item {k[0]!r} (turn {k[1]!r}) has two different answers{where}, under request "
+                                   f"ids {old.get('request_id')!r} and {new.get('request_id')!r} ({_short(old)} vs "
+                                   f"{_short(new)}); the file mixes runs or was edited, refusing to pick one",
+        answer=ANSWER_FIELDS, source=source, lines=lines)
 
 
 def one_run(numbered: Sequence[tuple[int, dict[str, Any]]], *, source: str = "",
