@@ -732,6 +732,10 @@ def test_a_page_passes_axe_and_works_by_keyboard_at_a_phone_width(chromium, awkw
             shown: i ? i.getBoundingClientRect().width : 0}; }""")
         page.keyboard.press("Escape")
         closed = page.evaluate("() => !document.querySelector('dialog.zoomed').open")
+        # the dialog's close event (a queued task) hands focus back to the button that opened it;
+        # wait for it, or it lands after the next focus() and Enter reopens the figure
+        page.wait_for_function("() => document.activeElement && document.activeElement.matches('button.zoom')",
+                               timeout=10_000)
         facts = page.locator("details.run-facts")
         facts.locator("summary").focus()
         page.keyboard.press("Enter")
