@@ -409,6 +409,15 @@ def tables_of(b: dict[str, Any]) -> list[Table]:
     return [t for p in b.get("parts") or [] for t in tables_of(p)]
 
 
+def score_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """The scores of a run's stores (:data:`vlamb_nb.run_view.SCORE_COLUMNS`), numbers sorting as numbers."""
+    from vlamb_nb.run_view import SCORE_COLUMNS
+
+    cols = list(SCORE_COLUMNS)
+    return Table(cols, [[cell(r.get(c), c) for c in cols] for r in rows], raw=[[r.get(c) for c in cols] for r in rows],
+                 title=title)
+
+
 def text_rows_table(columns: Any, rows: list[dict[str, Any]], title: str) -> Table:
     """Rows of display text (the card's, the comparison's models) as a :class:`Table`."""
     cols = list(columns)
@@ -450,19 +459,6 @@ class Exports:
                 path.write_text(text, encoding="utf-8")
                 out.append(path)
         return out
-
-
-def section_rank(key: str) -> int:
-    """Where a result goes in its paper's section: paper-vs-ours comparisons, other results, the audit, and the
-    deviations last (folded)."""
-    k = key.lower()
-    if "deviation" in k:
-        return 3
-    if "compar" in k or "paper_vs" in k:
-        return 0
-    if "audit" in k or "finding" in k or "check" in k:
-        return 2
-    return 1
 
 
 # -- templates ------------------------------------------------------------------------------------------------
@@ -741,49 +737,52 @@ def _section_id(name: str) -> str:
 def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, figures: Path,
              params: dict[str, Any] | None = None, card_figure_error: str | None = None,
              exports: Exports | None = None, runs: list[Any] | None = None,
-             items_error: str | None = None) -> str:
-    """``report.html`` of a reproduce run, from its ``results.json`` content, its card and its figures folder;
-    every table is added to ``exports`` (its CSV and LaTeX). ``runs``: its scored stores (``compare.Run``), whose
-    items each paper's section lists (``items_error``: why they could not be read)."""
+             items_error: str | None = None, view: Any = None) -> str:
+    """``report.html`` of a reproduce run, from its ``results.json`` content, its card and its figures folder,
+    laid out from the run's one view (:mod:`vlamb_nb.run_view`, the one ``report.md`` renders; built here when
+    ``view`` is not given); every table is added to ``exports`` (its CSV and LaTeX). ``runs``: its scored stores
+    (``compare.Run``), whose items each paper's section lists (``items_error``: why they could not be read)."""
+    from vlamb_nb import run_view
     from vlamb_nb.report_card import COLUMNS, DEMO_NOTE, RANK_NOTE, TEST_COLUMNS, table
 
     run_dir = Path(run_dir)
     exports = exports if exports is not None else Exports()
-    placement = place_figures(results, Path(figures), run_dir)
+    view = view if view is not None else run_view.build(results, run_dir, place_figures(results, Path(figures), run_dir))
     card_rows, card_notes, card_tests = table(card)
     item_views = _item_views(runs, items_error)  # items behind every number (report_items)
     notebooks, failures, sections = [], [], []
-    for name, r in results.items():
-        status = "not run" if r.get("skipped") else "ok" if r.get("ok") else "failed"
-        notebooks.append({"name": name, "status": status, "seconds": r.get("seconds") or 0.0,
-                          "parameters": compact(r.get("parameters") or {}), "warnings": r.get("warnings") or []})
+    for nv in view.notebooks:
+        name, status = nv.name, nv.status
+        notebooks.append({"name": name, "status": status, "seconds": nv.seconds,
+                          "parameters": compact(nv.parameters), "warnings": nv.warnings})
         if status == "failed":
-            failures.append({"name": name, "error": r.get("error") or "unknown error", "cell": r.get("failed_cell"),
-                             "source": r.get("failed_source")})
-        res = r.get("results") or {}
-        keys = sorted((k for k in res if k != "headline"), key=lambda k: (section_rank(k), list(res).index(k)))
-        blocks = []
-        for k in keys:
-            b = {**block(k, res[k]), "rank": section_rank(k),
-                 "figures": _figures_view(placement.take(name, k), run_dir)}
-            for t in tables_of(b):
-                exports.add(name, t)
-            blocks.append(b)
+            failures.append({"name": name, "error": nv.error or "unknown error", "cell": nv.failed_cell,
+                             "source": nv.failed_source})
+
+        def shown(b: Any) -> dict[str, Any]:
+            out = {**block(b.key, b.value), "rank": b.rank, "figures": _figures_view(b.figures, run_dir)}
+            for t in tables_of(out):
+                exports.add(name, t)  # noqa: B023 - used at once, within this notebook's loop
+            return out
+
+        blocks = [shown(b) for b in nv.blocks]
+        deviations = [shown(b) for b in nv.deviations]
         headline = [row for row in card_rows if row["paper"] == name and "state" not in row]
         headline_table = exports.add(name, text_rows_table(COLUMNS, headline, "headline")) if headline \
             else None
-        sections.append({"name": name, "id": _section_id(name), "status": status, "skipped": r.get("skipped"),
-                         "error": r.get("error"), "failed_cell": r.get("failed_cell"),
-                         "failed_source": r.get("failed_source"),
-                         "warnings": r.get("warnings") or [], "seconds": r.get("seconds") or 0.0,
-                         "notebook": f"{name}.ipynb", "headline": headline_table,
-                         "headline_figures": _figures_view(placement.take(name, "headline"), run_dir),
-                         "blocks": [b for b in blocks if b["rank"] < 3], "audit_from": 2,
-                         "deviations": [b for b in blocks if b["rank"] == 3],
-                         "outside": placement.outside.get(name, []),
-                         "rest": _figures_view(placement.rest(name), run_dir)})
+        scores = nv.score_rows()
+        scores_table = exports.add(name, score_table(scores, "scores")) if scores else None
+        sections.append({"name": name, "id": _section_id(name), "status": status, "skipped": nv.skipped,
+                         "error": nv.error, "failed_cell": nv.failed_cell, "failed_source": nv.failed_source,
+                         "warnings": nv.warnings, "seconds": nv.seconds,
+                         "notebook": f"{name}.ipynb", "headline": headline_table, "scores": scores_table,
+                         "headline_figures": _figures_view(nv.headline_figures, run_dir),
+                         "blocks": blocks, "audit_from": run_view.AUDIT, "deviations": deviations,
+                         "outside": nv.outside, "rest": _figures_view(nv.rest, run_dir)})
         sections[-1]["items"] = _section_items(item_views, name, headline, card_rows, first=not any(
             x.get("items") for x in sections[:-1]))  # items behind every number (report_items)
+    other = [r for sc in view.other_scores for r in sc.rows()]
+    other_scores = exports.add("run", score_table(other, "other scores")) if other else None
     card_table = exports.add("card", Table(list(COLUMNS), [
         [(r["paper"], None), *[(r["state"] if i == 3 else "–", None) for i in range(len(COLUMNS) - 1)]]
         if "state" in r else [(str(r[c]), None) for c in COLUMNS] for r in card_rows], title="report card"))
@@ -805,22 +804,22 @@ def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, fi
         notebooks=notebooks, failures=failures, data=data, n_ok=sum(n["status"] == "ok" for n in notebooks),
         run_tables=run_tables,
         card_table=card_table, card_notes=card_notes, tests_table=tests_table, rank_note=RANK_NOTE,
-        card_figures=_figures_view(placement.card, run_dir), card_figure_error=card_figure_error, sections=sections,
-        other_figures=_figures_view(placement.other, run_dir), prov=prov,
+        card_figures=_figures_view(view.card_figures, run_dir), card_figure_error=card_figure_error, sections=sections,
+        other_figures=_figures_view(view.other_figures, run_dir), other_scores=other_scores, prov=prov,
         n_warnings=sum(len(s["warnings"]) + bool(s["skipped"]) + len(s["outside"]) for s in sections))
 
 
 def write_run_page(run_dir: str | os.PathLike, results: dict[str, dict[str, Any]], card: Any, *,
                    figures: str | os.PathLike | None = None, params: dict[str, Any] | None = None,
                    card_figure_error: str | None = None, runs: list[Any] | None = None,
-                   items_error: str | None = None) -> Path:
+                   items_error: str | None = None, view: Any = None) -> Path:
     """Write ``<run>/report.html`` and every table of it as ``<run>/tables/*.csv`` and ``*.tex``; returns the
     page's path. ``runs``: the run's scored stores, whose items the page lists."""
     run_dir = Path(run_dir)
     exports = Exports()
     page = run_page(results, card, run_dir=run_dir, figures=Path(figures) if figures else run_dir / "figures",
                     params=params, card_figure_error=card_figure_error, exports=exports, runs=runs,
-                    items_error=items_error)
+                    items_error=items_error, view=view)
     exports.write(run_dir / "tables")
     path = run_dir / "report.html"
     path.write_text(page, encoding="utf-8")

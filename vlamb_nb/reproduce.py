@@ -35,6 +35,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -614,13 +615,14 @@ def refresh_figures(notebooks: list[str], source: Path, target: Path,
 
 
 # -- the report ------------------------------------------------------------------------------------
-def _md_table(rows: list[dict[str, Any]], limit: int = 60) -> str:
+def _md_table(rows: list[dict[str, Any]], limit: int = 60, columns: Sequence[str] | None = None) -> str:
     from vlamb_nb.report_html import PREFERRED_COLUMNS
 
     if not rows:
         return "_(none)_\n"
     keys = list(dict.fromkeys(k for r in rows for k in r))
-    cols = [k for k in PREFERRED_COLUMNS if k in keys] + [k for k in keys if k not in PREFERRED_COLUMNS]
+    cols = list(columns) if columns is not None else \
+        [k for k in PREFERRED_COLUMNS if k in keys] + [k for k in keys if k not in PREFERRED_COLUMNS]
     out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows[:limit]:
         out.append("| " + " | ".join(_fmt(r.get(c)) for c in cols) + " |")
@@ -667,20 +669,6 @@ def _md_figures(figs: list[Any], run_dir: Path) -> str:
     return "\n".join(out)
 
 
-def _ordered_keys(results: dict[str, Any]) -> list[str]:
-    """Comparisons first, then audit findings, other results, and deviations last."""
-    def rank(k: str) -> int:
-        lk = k.lower()
-        if "compar" in lk or "paper_vs" in lk:
-            return 0
-        if "audit" in lk or "finding" in lk or "check" in lk:
-            return 1
-        if "deviation" in lk:
-            return 3
-        return 2
-    return sorted(results, key=lambda k: (rank(k), list(results).index(k)))
-
-
 def summaries(runs: list[NotebookRun], run_dir: Path | None = None) -> dict[str, dict[str, Any]]:
     """Each notebook's outcome and recorded results, as written to ``results.json`` (what the card and the pages
     are built from); ``figures``: what each ``save_figure`` call wrote (relative to ``run_dir``) and the recorded
@@ -701,7 +689,7 @@ def write_report(runs: list[NotebookRun], run_dir: Path, *, params: dict[str, An
     (:mod:`vlamb_nb.report_html`); returns the page's path. The card's figure goes to ``<figures>/card/``
     (``demo/`` under the offline profile; never refreshed into the committed ``figures/``, whose example card is
     made by ``vlamb-nb card --example``)."""
-    from vlamb_nb import atomic, report_card
+    from vlamb_nb import atomic, report_card, run_view
     from vlamb_nb.atomic import interrupts_held
     from vlamb_nb.report_html import place_figures, write_run_page
 
@@ -714,51 +702,63 @@ def write_report(runs: list[NotebookRun], run_dir: Path, *, params: dict[str, An
         card_figure_error = f"{type(e).__name__}: {e}"
     else:
         card_figure_error = None
-    placement = place_figures(results, fig_dir, run_dir)
+    view = run_view.build(results, run_dir, place_figures(results, fig_dir, run_dir))  # both pages render it
     lines = [report_card.markdown(card), ""]
-    if placement.card:
-        lines += [_md_figures(placement.card, run_dir)]
+    if view.card_figures:
+        lines += [_md_figures(view.card_figures, run_dir)]
     if card_figure_error:
         lines += [f"**The card's figure could not be drawn:** `{card_figure_error}`", ""]
     lines += ["# Reproduction report", "",
-              f"Run `{run_dir.name}`: {sum(r.ok for r in runs)} of {len(runs)} notebook(s) succeeded"
-              + (f", {sum(bool(r.skipped) for r in runs)} not run" if any(r.skipped for r in runs) else "") + ".",
+              f"Run `{run_dir.name}`: {view.n_ok} of {len(view.notebooks)} notebook(s) succeeded"
+              + (f", {n} not run" if (n := sum(nv.status == "not run" for nv in view.notebooks)) else "") + ".",
               "", "The same report with every figure beside its table, in one file: `report.html`.", "",
               "| notebook | status | seconds | parameters |", "|---|---|---|---|"]
-    for r in runs:
-        status = "not run" if r.skipped else "ok" if r.ok else "**failed**"
-        lines.append(f"| {r.name} | {status} | {r.seconds:.1f} | {_fmt(r.parameters)} |")
+    for nv in view.notebooks:
+        status = "**failed**" if nv.status == "failed" else nv.status
+        lines.append(f"| {nv.name} | {status} | {nv.seconds:.1f} | {_fmt(nv.parameters)} |")
     lines.append("")
-    missing = [(r.name, item) for r in runs for item in (r.results.get("not_derivable") or [])]
+    missing = [(nv.name, item) for nv in view.notebooks for item in nv.not_derivable]
     if missing:  # one list of what the released data cannot give, with the reason, before the details
         lines += ["## Not derivable from the released data", "", _md_table(
             [{"notebook": nb, **(it if isinstance(it, dict) else {"item": it})} for nb, it in missing], limit=200)]
-    for r in runs:
-        lines += [f"## {r.name}", "", f"Executed notebook: `{r.output.name}`", ""]
-        if r.skipped:
-            lines += [f"**{r.skipped}**", ""]
+    outputs = {r.name: r.output.name for r in runs}
+    for nv in view.notebooks:
+        lines += [f"## {nv.name}", "", f"Executed notebook: `{outputs.get(nv.name, nv.name + '.ipynb')}`", ""]
+        if nv.skipped:
+            lines += [f"**{nv.skipped}**", ""]
         else:
-            for w in r.warnings:
+            for w in nv.warnings:
                 lines += [f"**Warning:** {w}", ""]
-            if not r.ok:
-                where = f" in cell In [{r.failed_cell}]" if r.failed_cell is not None else ""
-                lines += [f"**Failed{where}:** `{r.error}`", ""]
-                if r.failed_source:
-                    lines += ["```python", r.failed_source.strip(), "```", ""]
-            if not r.results:
+            if nv.status == "failed":
+                where = f" in cell In [{nv.failed_cell}]" if nv.failed_cell is not None else ""
+                lines += [f"**Failed{where}:** `{nv.error}`", ""]
+                if nv.failed_source:
+                    lines += ["```python", nv.failed_source.strip(), "```", ""]
+            if nv.headline_figures:  # the headline is in the card above
+                lines.append(_md_figures(nv.headline_figures, run_dir))
+            if rows := nv.score_rows():
+                lines += ["**Scores of the run's stores** (each store's run record, every declared metric)", "",
+                          _md_table(rows, limit=200, columns=run_view.SCORE_COLUMNS)]
+            if not nv.blocks and not nv.deviations:
                 lines += ["_No recorded results._", ""]
-            if figs := placement.take(r.name, "headline"):  # the headline is in the card above
-                lines.append(_md_figures(figs, run_dir))
-            for k in _ordered_keys(r.results):
-                if k == "headline":
-                    continue  # shown in the report card above
-                lines.append(_render_value(k, r.results[k]))
-                if figs := placement.take(r.name, k):
-                    lines.append(_md_figures(figs, run_dir))
-        if rest := placement.rest(r.name):
-            lines += [f"**More figures of {r.name}** (no recorded table claims them)", "", _md_figures(rest, run_dir)]
-    if placement.other:
-        lines += ["## Other figures of this run", "", _md_figures(placement.other, run_dir)]
+            audit = False
+            for b in [*nv.blocks, *nv.deviations]:
+                if b.rank == run_view.DEVIATION and b is nv.deviations[0]:  # folded last on the page
+                    lines += ["### Deviations", ""]
+                elif run_view.AUDIT <= b.rank < run_view.DEVIATION and not audit:  # where the page opens its audit
+                    audit = True
+                    lines += ["### Audit", ""]
+                lines.append(_render_value(b.key, b.value))
+                if b.figures:
+                    lines.append(_md_figures(b.figures, run_dir))
+        if nv.rest:
+            lines += [f"**More figures of {nv.name}** (no recorded table claims them)", "",
+                      _md_figures(nv.rest, run_dir)]
+    if rows := [r for sc in view.other_scores for r in sc.rows()]:
+        lines += ["## Scores of stores in no notebook's folder", "",
+                  _md_table(rows, limit=200, columns=run_view.SCORE_COLUMNS)]
+    if view.other_figures:
+        lines += ["## Other figures of this run", "", _md_figures(view.other_figures, run_dir)]
     # all or nothing: the old page goes first, each file is renamed into place whole, the page comes last and a
     # page cut short (a full disk) is removed, so no page ever stands beside another run's report; Ctrl-C waits
     with interrupts_held():
@@ -770,7 +770,8 @@ def write_report(runs: list[NotebookRun], run_dir: Path, *, params: dict[str, An
         runs_scored, items_error = scored_runs(run_dir)  # the items each paper's section lists
         try:
             return write_run_page(run_dir, results, card, figures=fig_dir, params=params,
-                                  card_figure_error=card_figure_error, runs=runs_scored, items_error=items_error)
+                                  card_figure_error=card_figure_error, runs=runs_scored, items_error=items_error,
+                                  view=view)
         except BaseException:
             page.unlink(missing_ok=True)
             raise

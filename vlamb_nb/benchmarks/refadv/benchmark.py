@@ -55,10 +55,13 @@ class RefAdv(Benchmark):
     score = staticmethod(S.score_ious)
     tables = staticmethod(S.tables)
     metrics = S.METRICS
-    headline = staticmethod(S.headline)  # among the released runs on the same rows, then the published ones
     released_run = staticmethod(S.released_run)  # the official per-row files, as their scored rows
     style_deviations = staticmethod(style_deviations)
     delete_descriptors = staticmethod(delete_descriptors)  # Table 4's rewritten expressions
+
+    def headline(self, runs: dict[str, Any], **options: Any) -> list[Any]:
+        """The card's rows of every declared card metric (:func:`.score.headline`)."""
+        return S.headline(runs, metrics=self.metrics, cells=self.reference, **options)
 
     def requests(self, items, setting: str, *, style: str | GroundingStyle | None = None, model: ModelInfo | None = None,
                  prompt_mode: str | None = None, seed: int = 0, max_new_tokens: int = OFFICIAL_MAX_TOKENS,

@@ -445,8 +445,24 @@ def _aligned(scored, released: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in out.items() if len(v) == len(ours)} if len(ours) else {}
 
 
-def headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None, n_resamples: int = 2000,
-             seed: int = 0) -> list[Any]:
+def headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None, metrics: Any = METRICS,
+             cells: Any = None, n_resamples: int = 2000, seed: int = 0) -> list[Any]:
+    """The card's rows of every declared card metric of ``metrics``: Acc@0.5 among the released runs on the same
+    rows, then the published ones (:func:`acc_headline`); any other as every paper's is
+    (:func:`vlamb_nb.stats.metric.headlines`, among its published values in ``cells(table)``)."""
+    from vlamb_nb.stats.metric import headlines
+
+    rows = acc_headline(runs, released=released, n_resamples=n_resamples, seed=seed) if ACC in metrics else []
+    if others := tuple(m for m in metrics if m is not ACC and m.card is not None):
+        from vlamb_nb import reference
+
+        rows += headlines("refadv", others, runs, cells=cells or (lambda t: reference.load("refadv", t)),
+                          n_resamples=n_resamples, seed=seed)
+    return rows
+
+
+def acc_headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None, n_resamples: int = 2000,
+                 seed: int = 0) -> list[Any]:
     """Ref-Adv's headline for the report card: Acc@0.5 overall and by slice (negation, distractor bins) of the
     direct and CoT runs, placed among the released runs (their per-row predictions on exactly our rows, resampled with
     ours by image, with McNemar tests, Holm-adjusted within each slice) and among the published Ref-Adv-s rows

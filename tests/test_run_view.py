@@ -1,0 +1,100 @@
+"""One view of a run, rendered twice: ``report.md`` and ``report.html`` show a notebook's results in the same order,
+and a metric declared in a paper's ``METRICS`` (and nowhere else) reaches ``vlamb-nb score``, the card,
+``compare`` and both pages, with the value its stores' run records hold."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import fixtures_items as FI
+import pytest
+
+from vlamb_nb import get_benchmark, report_card
+from vlamb_nb.cli import main
+from vlamb_nb.compare import compare, load_runs
+from vlamb_nb.record import RunRecord
+from vlamb_nb.reproduce import NotebookRun, write_report
+from vlamb_nb.stats.metric import Metric
+
+
+def test_both_pages_show_a_notebooks_results_in_one_order(tmp_path):
+    run = NotebookRun("x", tmp_path / "x.ipynb", tmp_path / "x.out.ipynb", {}, ok=True)
+    run.results = {"deviations": [{"what": "4-bit", "paper": "bf16"}], "audit_findings": [{"finding": "a"}],
+                   "table_2": [{"row": "ours", "value": 1.0}], "paper_vs_ours": [{"row": "ours", "delta": 0.1}]}
+    page = write_report([run], tmp_path).read_text(encoding="utf-8")
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    want = ["paper_vs_ours", "table_2", "audit_findings", "deviations"]
+
+    def order(text: str, marks: dict[str, str]) -> list[str]:
+        at = {k: text.index(m) for k, m in marks.items()}
+        return sorted(at, key=at.get)
+
+    assert order(md, {k: f"**{k}**" for k in want}) == want
+    assert order(page, {k: f'id="nb-x-{k}"' for k in want}) == want
+    # the audit opens at the same result on both pages
+    assert md.index("### Audit") < md.index("**audit_findings**") and md.index("**table_2**") < md.index("### Audit")
+    head = re.search(r"<h3>Audit</h3>\s*<h4 id=\"nb-x-(\w+)\"", page)
+    assert head and head.group(1) == "audit_findings"
+
+
+ADDED = "Acc@0.9 (added)"
+
+
+@pytest.fixture
+def added_metric(monkeypatch):
+    """Ref-Adv with one more declared metric: a stricter IoU threshold, on the card and compared."""
+    bench = get_benchmark("refadv")
+    new = Metric(ADDED, "binary", column="iou", threshold=0.9, unit="row", cluster="file_name",
+                 cluster_unit="image", key=("row_idx", "id"))
+    monkeypatch.setattr(type(bench), "metrics", (*type(bench).metrics, new))
+    return new
+
+
+def test_a_metric_declared_once_reaches_score_card_compare_and_both_pages(added_metric, tmp_path, capsys):
+    sources = FI.samples(tmp_path)
+    folders = {m: FI.run_folder(tmp_path, sources, m) for m in ("A", "B")}
+    store = folders["B"] / "refadv" / "B" / "refadv__direct.jsonl"
+    # the run record holds it, with the value its rows give
+    rec = RunRecord.read(store)
+    frame = rec.to_pandas()
+    value = next(m.value for m in rec.metrics if m.metric == ADDED and m.whole)
+    assert ADDED in frame.columns
+    assert value == pytest.approx(100 * frame[ADDED].astype(float).mean(), abs=0.01)
+    # 1. vlamb-nb score: one shape, the declared metrics
+    assert main(["score", "refadv", "--predictions", str(store), "--source", str(sources["refadv"]), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["metrics"][ADDED] == pytest.approx(value)
+    # 2. the card: the notebook's headline rows (what reproduce records) have a row of it
+    results = json.loads((folders["B"] / "results.json").read_text(encoding="utf-8"))
+    card = report_card.build(results)
+    assert [h.value for h in card.headlines if h.metric == ADDED and h.slice == "overall"] == [pytest.approx(value, abs=0.01)]
+    assert ADDED in report_card.markdown(card)
+    # 3. compare: a row of values per model
+    c = compare([*load_runs(folders["A"]), *load_runs(folders["B"])], n_resamples=100)
+    assert set(c.values[c.values["metric"] == ADDED]["model"]) == {"A", "B"}
+    # 4, 5. both pages, from the one view, with the record's value
+    nb = NotebookRun("refadv", folders["B"] / "refadv.ipynb", folders["B"] / "refadv.out.ipynb", {}, ok=True,
+                     results=results["refadv"]["results"])
+    page = write_report([nb], folders["B"]).read_text(encoding="utf-8")
+    md = (folders["B"] / "report.md").read_text(encoding="utf-8")
+    row = next(ln for ln in md.splitlines() if ln.startswith("| refadv/B/refadv__direct.jsonl") and ADDED in ln)
+    assert f"| {value:.4g} |" in row
+    assert ADDED in page and f">{value:.4g}<" in page
+    csv = (folders["B"] / "tables" / "refadv-scores.csv").read_text(encoding="utf-8")
+    assert any(ADDED in ln and f"{value}" in ln for ln in csv.splitlines())
+
+
+def test_a_store_whose_record_is_damaged_is_listed_with_why_and_the_pages_are_still_written(tmp_path):
+    sources = FI.samples(tmp_path)
+    folder = FI.run_folder(tmp_path, sources, "A")
+    rec = folder / "mucar" / "A" / "mucar__full.record.json"
+    rec.write_text('{"schema_version": 99}', encoding="utf-8")
+    results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    runs = [NotebookRun(p, folder / f"{p}.ipynb", folder / f"{p}.out.ipynb", {}, ok=True,
+                        results=results[p]["results"]) for p in results]
+    page = write_report(runs, folder).read_text(encoding="utf-8")
+    md = (folder / "report.md").read_text(encoding="utf-8")
+    for text in (md, page):
+        assert "(record unreadable)" in text and "schema_version 99 is newer" in text
+    assert "Acc@0.5" in md  # the other paper's scores are still there

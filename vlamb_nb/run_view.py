@@ -1,0 +1,175 @@
+"""The one view of a reproduce run that both of its pages render, so ``report.md`` and ``report.html`` cannot
+disagree on what a paper's section holds or in which order.
+
+:func:`build` reads the run once: each notebook's outcome and recorded results (``results.json``), its figures
+placed beside the table they belong to, and the scores of every prediction store the notebook wrote, read from
+the stores' run records (:class:`vlamb_nb.record.RunRecord`, every declared metric of the paper's ``METRICS``
+with its interval and n of N). A metric added to a paper's ``METRICS`` is in each record its scoring writes, and
+so in both pages with no other edit. The renderers (:func:`vlamb_nb.reproduce.write_report` for markdown,
+:func:`vlamb_nb.report_html.run_page` for HTML) only lay the view out.
+
+Each notebook's results go in one order, by what a key names (:func:`section_rank`): the paper-vs-ours
+comparisons, then the other results, then the audit, then the deviations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: a result's place in its notebook's section, by :func:`section_rank`
+COMPARISON, RESULT, AUDIT, DEVIATION = range(4)
+#: the columns of a notebook's scores table (one row per store and declared metric, the whole set)
+SCORE_COLUMNS = ("store", "model", "setting", "metric", "value", "95% CI", "n", "coverage")
+
+
+def section_rank(key: str) -> int:
+    """Where a result goes in its notebook's section: paper-vs-ours comparisons, other results, the audit, and
+    the deviations last (folded on the page)."""
+    k = key.lower()
+    if "deviation" in k:
+        return DEVIATION
+    if "compar" in k or "paper_vs" in k:
+        return COMPARISON
+    if "audit" in k or "finding" in k or "check" in k:
+        return AUDIT
+    return RESULT
+
+
+@dataclass
+class Block:
+    """One recorded result of a notebook, with the figures its cell saved for it."""
+
+    key: str
+    value: Any
+    rank: int
+    figures: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class StoreScores:
+    """What one prediction store's run record says: every declared metric on the whole set, and n of N."""
+
+    store: str  # the store's path relative to the run folder
+    benchmark: str
+    model: str
+    setting: str
+    stage: str
+    coverage: Any  # vlamb_nb.record.Coverage
+    metrics: list[Any]  # vlamb_nb.record.MetricValue, the whole set only
+    deviations: list[str] = field(default_factory=list)
+    error: str | None = None  # why its record could not be read (said on the page, never a lost report)
+
+    def coverage_text(self) -> str:
+        c = self.coverage
+        if c is None:
+            return ""
+        n = f"{c.answered} of {c.items} answered" if c.items is not None else f"{c.answered} answered"
+        return n + (f", {c.failed} failed" if c.failed else "") + (f", {c.missing} missing" if c.missing else "")
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Its rows of the scores table (:data:`SCORE_COLUMNS`); a store with no metric value says why."""
+        base = {"store": self.store, "model": self.model, "setting": self.setting, "coverage": self.coverage_text()}
+        if self.error:
+            return [{**base, "metric": "(record unreadable)", "value": self.error}]
+        if not self.metrics:
+            why = "answers only (not scored)" if self.stage != "scored" else "no metric value"
+            return [{**base, "metric": "–", "value": why}]
+        out = []
+        for m in self.metrics:
+            ci = f"[{m.ci_low:.1f}, {m.ci_high:.1f}]" if m.ci_low is not None and m.ci_high is not None else ""
+            out.append({**base, "metric": m.metric, "value": m.value, "95% CI": ci, "n": m.n})
+        return out
+
+
+@dataclass
+class NotebookView:
+    """One notebook's section of the run's pages."""
+
+    name: str
+    status: str  # "ok", "failed", "not run"
+    seconds: float = 0.0
+    parameters: dict[str, Any] = field(default_factory=dict)
+    skipped: str | None = None
+    error: str | None = None
+    failed_cell: int | None = None
+    failed_source: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    headline_figures: list[Any] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)  # comparisons, results, audit: in that order
+    deviations: list[Block] = field(default_factory=list)
+    scores: list[StoreScores] = field(default_factory=list)
+    rest: list[Any] = field(default_factory=list)  # figures of the notebook no recorded table claims
+    outside: list[str] = field(default_factory=list)  # figures saved outside the run's figures folder
+    not_derivable: list[Any] = field(default_factory=list)
+
+    def score_rows(self) -> list[dict[str, Any]]:
+        return [r for s in self.scores for r in s.rows()]
+
+
+@dataclass
+class RunView:
+    """A reproduce run as its pages show it."""
+
+    run_id: str
+    notebooks: list[NotebookView]
+    card_figures: list[Any] = field(default_factory=list)
+    other_figures: list[Any] = field(default_factory=list)
+    other_scores: list[StoreScores] = field(default_factory=list)  # stores in no notebook's folder
+
+    @property
+    def n_ok(self) -> int:
+        return sum(n.status == "ok" for n in self.notebooks)
+
+
+def build(results: dict[str, dict[str, Any]], run_dir: str | Path, placement: Any) -> RunView:
+    """The view of the run in ``run_dir`` from its ``results.json`` content and its figures, each in its place
+    (``placement``: :func:`vlamb_nb.report_html.place_figures` of the run's figures folder; each figure is taken
+    once, so a placement builds one view)."""
+    run_dir = Path(run_dir)
+    scores = store_scores(run_dir)
+    notebooks = []
+    for name, r in results.items():
+        res = r.get("results") or {}
+        keys = sorted((k for k in res if k != "headline"), key=lambda k: (section_rank(k), list(res).index(k)))
+        blocks = [Block(k, res[k], section_rank(k), placement.take(name, k)) for k in keys]
+        notebooks.append(NotebookView(
+            name=name, status="not run" if r.get("skipped") else "ok" if r.get("ok") else "failed",
+            seconds=float(r.get("seconds") or 0.0), parameters=dict(r.get("parameters") or {}),
+            skipped=r.get("skipped"), error=r.get("error"), failed_cell=r.get("failed_cell"),
+            failed_source=r.get("failed_source"), warnings=list(r.get("warnings") or []),
+            headline_figures=placement.take(name, "headline"),
+            blocks=[b for b in blocks if b.rank < DEVIATION], deviations=[b for b in blocks if b.rank == DEVIATION],
+            scores=scores.pop(name, []), outside=list(placement.outside.get(name, [])),
+            not_derivable=list(res.get("not_derivable") or [])))
+    for n in notebooks:  # after every table took its own figures
+        n.rest = placement.rest(n.name)
+    return RunView(run_id=run_dir.name, notebooks=notebooks, card_figures=placement.card,
+                   other_figures=placement.other, other_scores=[s for v in scores.values() for s in v])
+
+
+def store_scores(run_dir: str | Path) -> dict[str, list[StoreScores]]:
+    """Every run record under ``run_dir``, by the top folder it lies in (a notebook writes its stores under
+    ``<run>/<notebook>/``); a record that cannot be read is listed with why."""
+    from vlamb_nb.errors import DataError
+    from vlamb_nb.record import SUFFIX, RunRecord
+
+    run_dir = Path(run_dir)
+    out: dict[str, list[StoreScores]] = {}
+    for path in sorted(run_dir.glob(f"*/**/*{SUFFIX}")):
+        rel = path.relative_to(run_dir)
+        if rel.parts[0] in ("figures", "tables") or path.is_symlink():
+            continue
+        store = rel.with_name(path.name[: -len(SUFFIX)] + ".jsonl").as_posix()
+        try:
+            rec = RunRecord.read(path)
+        except DataError as e:
+            s = StoreScores(store=store, benchmark="", model="", setting="", stage="", coverage=None, metrics=[],
+                            error=str(e))
+        else:
+            s = StoreScores(store=store, benchmark=rec.benchmark, model=rec.model.model_id, setting=rec.setting,
+                            stage=rec.stage, coverage=rec.coverage, metrics=[m for m in rec.metrics if m.whole],
+                            deviations=[str(d) for d in rec.deviations])
+        out.setdefault(rel.parts[0], []).append(s)
+    return out
