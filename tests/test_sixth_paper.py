@@ -18,117 +18,22 @@ import json
 import math
 import os
 import sys
-import textwrap
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import fixtures_toy
 import hubstub
 import pytest
+from fixtures_toy import RELEASED, REVISION, TOY, N
 
 from vlamb_nb.models import ScriptedModel
 
 ROOT = Path(__file__).resolve().parent.parent
-N = 40
-#: the release's commit the paper pins
-REVISION = "0123456789abcdef0123456789abcdef01234567"
-#: the release's one file, as the stand-in of its host serves it
-RELEASED = "".join(json.dumps({"id": f"q{i}", "question": f"Is the number {i} even?",
-                               "gold": "yes" if i % 2 == 0 else "no"}) + "\n" for i in range(N)).encode()
+
 #: items (by position) each scripted model gets right, and those it answers with no yes or no
 RIGHT = {"model-a": set(range(0, 30)), "model-b": set(range(10, 24)) | {32, 35, 38}}
 UNREADABLE = {"model-a": set(), "model-b": {30, 31}}
-
-#: the whole paper: every file of its folder
-TOY = {
-    "__init__.py": """
-        from toy_paper.benchmark import BENCHMARK
-
-        __all__ = ["BENCHMARK"]
-    """,
-    "data.py": """
-        import json
-        from pathlib import Path
-
-        import pandas as pd
-
-        from vlamb_nb.release_spec import RAW, Release, UrlFile
-
-
-        def load(source):
-            rows = [json.loads(line) for line in Path(source).read_text().splitlines() if line.strip()]
-            return pd.DataFrame(rows)
-
-
-        def count(files):
-            return {"items": len(load(files / "items.jsonl"))}
-
-
-        RELEASE = Release(
-            paper="toy", name="github:acme/toy", licence="CC0",
-            parts=(UrlFile("items.jsonl", RAW + "/acme/toy/{revision}/items.jsonl",
-                           "c568a5dade7a3b1a925bc6d3b8a1c40b45999d3845b4ed3c5966827bac486015", 2640,
-                           revision="0123456789abcdef0123456789abcdef01234567", source="acme/toy"),),
-            expected={"items": 40}, count=count, n_items=40, load={"source": "files/items.jsonl"}, size="3 kB",
-            unit="questions")
-    """,
-    "prompts.py": """
-        from vlamb_nb.models.base import Request
-
-
-        def requests(items, setting):
-            return [Request(id=str(r["id"]), messages=[{"role": "user", "content": [
-                        {"type": "text", "text": f"{r['question']} Answer yes or no."}]}],
-                            benchmark="toy", setting=setting, meta={"item_id": str(r["id"])})
-                    for r in items.to_dict(orient="records")]
-    """,
-    "score.py": """
-        from vlamb_nb.stats.metric import Metric, OnCard, Published
-
-        METRICS = (Metric("accuracy", "binary", column="correct",
-                          card=OnCard(published=Published("Table 1", {"overall": "accuracy"}, n=200))),)
-
-
-        def score(predictions):
-            out = predictions.copy()
-            out["correct"] = out["valid"].fillna(False).astype(bool) & (out["answer"] == out["gold"])
-            return out
-    """,
-    "benchmark.py": """
-        import toy_paper.data as data
-        import toy_paper.prompts as prompts
-        import toy_paper.score as S
-        from vlamb_nb.benchmarks.base import Benchmark
-
-
-        class Toy(Benchmark):
-            name = "toy"
-            paper = "A toy paper (one turn, a 0/1 metric)"
-            settings = ("plain",)
-            default_setting = "plain"
-            metrics = S.METRICS
-            load = staticmethod(data.load)
-            score = staticmethod(S.score)
-
-            def requests(self, items, setting, **options):
-                return prompts.requests(items, self.check_setting(setting))
-
-            def parse(self, text, item):
-                word = text.strip().lower()
-                return {"answer": word, "valid": word in ("yes", "no")}
-
-            def tables(self, scored):
-                return {"accuracy": scored["correct"].mean()}
-
-
-        BENCHMARK = Toy()
-    """,
-    "reference.csv": """
-        paper,table,row,column,value,unit,provenance,flag
-        toy,Table 1,Big model,accuracy,80.0,%,Table 1,
-        toy,Table 1,Small model,accuracy,50.0,%,Table 1,
-    """,
-}
 
 
 def cli(*argv: str) -> tuple[int, str, str]:
@@ -252,10 +157,7 @@ def user(tmp_path_factory):
     from vlamb_nb import benchmarks as registry
 
     root = tmp_path_factory.mktemp("elsewhere")
-    folder = root / "toy_paper"
-    folder.mkdir()
-    for name, text in TOY.items():
-        (folder / name).write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    folder = fixtures_toy.write(root / "toy_paper")
     before = checkout_files()
     with hubstub.StaticServer() as host, pytest.MonkeyPatch.context() as mp:
         host.add(f"/raw.githubusercontent.com/acme/toy/{REVISION}/items.jsonl", RELEASED)

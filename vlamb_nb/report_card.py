@@ -99,13 +99,14 @@ def build(results: dict[str, dict[str, Any]], *, papers: Sequence[str] | None = 
     Every registered paper gets a place: a paper whose notebook did not run, failed or recorded no headline is
     shown as such, never left out.
     """
-    from vlamb_nb.benchmarks import PAPERS
+    from vlamb_nb.benchmarks import registered
 
-    names = list(papers) if papers is not None else [p.name for p in PAPERS]
+    papers_now = registered()  # the registry's and the installed papers'
+    names = list(papers) if papers is not None else [p.name for p in papers_now]
     heads: list[Headline] = []
     status: dict[str, str] = {}
     for p in names:
-        nbs = [nb for nb in next((x.notebooks for x in PAPERS if x.name == p), (p,)) if nb in results]
+        nbs = [nb for nb in next((x.notebooks for x in papers_now if x.name == p), (p,)) if nb in results]
         main = results.get(p) or (results.get(nbs[0]) if nbs else None)
         if main is None:
             status[p] = "not run"

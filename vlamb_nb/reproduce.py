@@ -80,10 +80,10 @@ def notebooks_dir() -> Path:
 
 
 def available_notebooks(directory: Path | None = None) -> list[str]:
-    from vlamb_nb.benchmarks import notebooks
+    from vlamb_nb.benchmarks import notebook_file, notebooks
 
     d = directory or notebooks_dir()
-    return [n for n in notebooks() if (d / f"{n}.ipynb").is_file()]
+    return [n for n in notebooks() if notebook_file(n, d).is_file()]
 
 
 def declared_parameters(path: Path) -> dict[str, Any]:
@@ -304,7 +304,9 @@ def execute_all(runs: list[NotebookRun], *, cwd: Path, timeout: int | None, jobs
 
     def started(i: int) -> None:
         if not quiet:
-            print(f"[{i + 1}/{total}] {runs[i].name}: running notebooks/{runs[i].name}.ipynb ...", flush=True)
+            path = runs[i].path
+            shown = path.relative_to(repo_root()).as_posix() if path.is_relative_to(repo_root()) else str(path)
+            print(f"[{i + 1}/{total}] {runs[i].name}: running {shown} ...", flush=True)
 
     def finished(i: int) -> None:
         if quiet:
@@ -459,18 +461,19 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
         check_run_id(run_id)
     nb_dir = Path(notebook_dir) if notebook_dir is not None else notebooks_dir()
     names = list(papers) if papers else available_notebooks(nb_dir)
-    from vlamb_nb.benchmarks import notebooks
+    from vlamb_nb.benchmarks import notebook_file, notebooks
 
     unknown = [n for n in names if n not in notebooks()]
     if unknown:
         raise SettingError(f"unknown notebook(s) {unknown}; choose from {', '.join(notebooks())}")
-    missing = [n for n in names if not (nb_dir / f"{n}.ipynb").is_file()]
+    files = {n: notebook_file(n, nb_dir) for n in names}
+    missing = [n for n in names if not files[n].is_file()]
     if missing:
         raise SettingError(f"notebook(s) not found: {', '.join(f'notebooks/{n}.ipynb' for n in missing)}")
     if not names:
         raise SettingError("no notebooks to run")
     glob, per = split_parameters(dict(params or {}), names)
-    declared = {n: declared_parameters(nb_dir / f"{n}.ipynb") for n in names}
+    declared = {n: declared_parameters(files[n]) for n in names}
     unused = [k for k in glob if not any(k in d for d in declared.values())]
     if unused:
         raise SettingError(f"parameter(s) {unused} are declared by none of the notebooks being run "
@@ -482,7 +485,7 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
     runs: list[NotebookRun] = []
     with _env(**env):
         for n in names:
-            path = nb_dir / f"{n}.ipynb"
+            path = files[n]
             nb_params = {**{k: v for k, v in glob.items() if k in declared[n]}, **per[n]}
             nb_params = with_profile(nb_params, declared[n])
             bad = [k for k in per[n] if k not in declared[n]]
@@ -518,12 +521,12 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
 def release_missing(notebook: str, params: dict[str, Any], *, fetch: bool = False, quiet: bool = False) -> str | None:
     """Why a paper-profile notebook cannot run on its paper's release (one line), or None when it can: a real model
     is never run on generated data by default. With ``fetch`` the missing release is fetched first."""
-    from vlamb_nb.benchmarks import PAPERS
+    from vlamb_nb.benchmarks import registered
     from vlamb_nb.datahome import read_manifest
     from vlamb_nb.errors import VlambError
     from vlamb_nb.notebook.config import resolve_profile
 
-    paper = next((p.name for p in PAPERS if p.name == notebook), None)
+    paper = next((p.name for p in registered() if p.name == notebook), None)
     if paper is None or params.get("source") is not None:
         return None
     try:

@@ -4,7 +4,8 @@ settings, ``vlamb-nb reproduce``'s notebooks, the report card, the tests — is 
 A sixth paper is a folder ``vlamb_nb/benchmarks/<name>/`` whose ``__init__`` exposes ``BENCHMARK`` (an instance
 of :class:`~vlamb_nb.benchmarks.base.Benchmark`), its notebook(s) in ``notebooks/``, and one line below; a paper
 whose package lives elsewhere names it (``Paper("toy", "Toy", (), module="toy_paper")``), or code registers it
-with :func:`register`.
+with :func:`register`, or an installed package registers it through the ``vlamb_nb.papers`` entry point
+(:data:`ENTRY_POINTS`), its notebooks beside its code.
 
 One broken paper never breaks the others: a paper is imported only when it is asked for, and a package that
 fails to import or declares what the package cannot read (an unknown metric kind) raises :class:`BrokenPaper`,
@@ -16,6 +17,7 @@ folder and a store name.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import sys
@@ -80,16 +82,55 @@ def _duplicate(papers: tuple[Paper, ...], new: Paper) -> str | None:
     return None
 
 
+#: the entry-point group through which an installed package registers a paper of its own (in its pyproject.toml:
+#: ``[project.entry-points."vlamb_nb.papers"] NAME = "its_package"``): its notebooks are the ``*.ipynb`` in its folder
+ENTRY_POINTS = "vlamb_nb.papers"
+
+
+def installed_papers() -> tuple[Paper, ...]:
+    """The papers installed packages register (:data:`ENTRY_POINTS`), each named by its entry and read without
+    importing it: a package that cannot be loaded is still listed, and :func:`get_benchmark` says why."""
+    return _installed(tuple(sys.path))
+
+
+@functools.lru_cache(maxsize=8)
+def _installed(path: tuple[str, ...]) -> tuple[Paper, ...]:
+    from importlib.metadata import entry_points
+
+    out = []
+    for ep in sorted(entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
+        module = ep.value.split(":", 1)[0].strip()
+        folder = _package_folder(module)
+        notebooks = tuple(sorted(f.stem for f in folder.glob("*.ipynb"))) if folder is not None else ()
+        out.append(Paper(ep.name, ep.name, notebooks, module=module))
+    return tuple(out)
+
+
+def notebook_file(name: str, directory: Path) -> Path:
+    """Where notebook ``name`` is: ``directory/<name>.ipynb`` (the package's notebooks), else in the folder of
+    the registered paper that lists it (a paper of its own package keeps its notebook beside its code)."""
+    here = Path(directory) / f"{name}.ipynb"
+    if here.is_file():
+        return here
+    for p in registered():
+        if name in p.notebooks and not p.module.startswith("vlamb_nb."):
+            folder = _package_folder(p.module)
+            if folder is not None and (folder / f"{name}.ipynb").is_file():
+                return folder / f"{name}.ipynb"
+    return here
+
+
 def registered() -> tuple[Paper, ...]:
-    """:data:`PAPERS`, checked: a name registered twice is refused in one line naming both packages."""
+    """:data:`PAPERS` and the installed papers (:func:`installed_papers`), checked: a name registered twice is
+    refused in one line naming both packages."""
     seen: tuple[Paper, ...] = ()
-    for p in PAPERS:
+    for p in (*PAPERS, *installed_papers()):
         why = _duplicate(seen, p)
         if why:
             raise SettingError(f"paper registry: {p.module} cannot be registered as {p.name!r}: {why}; give it a "
                                "name of its own")
         seen += (p,)
-    return PAPERS
+    return seen
 
 
 def register(entry: Paper) -> Paper:

@@ -604,6 +604,23 @@ class Benchmark(ABC):
         """Write a small generated sample in the benchmark's released format; return what ``load`` takes."""
         raise NotAvailableError(f"sample generation for {self.name} is not implemented yet")
 
+    @final
+    def notebook_items(self, source: Any = None, *, profile: str, n: int = 8, seed: int = 0, **load_options: Any):
+        """The items a notebook runs models on, tagged with what they are (``attrs["data"]``, the one data
+        identity every store, record and page carries): ``source`` when given; under the paper profile the fetched
+        release (else one line naming ``vlamb-nb data fetch``); under the offline profile a generated sample of
+        ``n`` items (:meth:`make_sample`, in the run folder), never ranked as the paper's data."""
+        from vlamb_nb.datahome import choose, sample_identity, tag
+        from vlamb_nb.paths import sample_dir
+
+        choice = choose(self.name, source, profile=profile)
+        if choice is not None:
+            if choice.images is not None:
+                load_options.setdefault("images", str(choice.images))
+            return tag(self.load(choice.source, **load_options), choice.identity)
+        items = self.load(self.make_sample(sample_dir(self.name, n, seed), n=n, seed=seed), **load_options)
+        return tag(items, sample_identity(self.name, n_items=len(items), seed=seed))
+
 
 def store_picks(options: dict[str, Any]) -> dict[str, Any]:
     """The options that pick one run of a store (:data:`STORE_PICKS`), taken out of ``options``; ``run`` as the
