@@ -524,15 +524,18 @@ def test_the_turn_convention_check_can_fail(tmp_path):
                                           "vlamb_nb/d.py:2"]
 
 
-#: what scoring a stored run of one's own takes: choosing the run's records and reading them back per paper
-_STORE_SCORING = {"select_run", "one_run", "identify_runs", "_StoredAnswers"}
+#: what scoring a stored run of one's own takes: reading a store, choosing the run's records, applying the store's
+#: rules to them (the one reader is run_identity.stored_answers, which a paper may call)
+_STORE_SCORING = {"select_run", "one_run", "identify_runs", "_StoredAnswers", "read_store", "dedupe",
+                  "one_per_question"}
 _STORE_SCORER_NAMES = {"score_store", "score_generations", "predictions_frame", "_store_row"}
 
 
 def own_store_scorers(root: Path = PKG) -> list[str]:
-    """``file:line`` of a paper module that scores stored runs itself (defines a store scorer, or picks a run's
-    records: ``select_run``/``one_run``/``identify_runs``), or of ``compare.py`` replaying a store through
-    ``evaluate``: :meth:`Benchmark.score_store` is the one way from stored answers to scores."""
+    """``file:line`` of a paper module that scores stored runs itself (defines a store scorer, reads a store or
+    picks a run's records: ``read_store``/``select_run``/``dedupe``/...), or of ``compare.py`` replaying a store
+    through ``evaluate``: :meth:`Benchmark.score_store` is the one way from stored answers to scores, and
+    ``run_identity.stored_answers`` the one reader of a store (a judge's verdicts go through it)."""
     out = []
     papers = root / "benchmarks"
     for path in sorted(root.rglob("*.py")):
@@ -568,9 +571,14 @@ def test_the_store_scorer_check_can_fail(tmp_path):
         "from vlamb_nb.run_identity import one_run\n\ndef read(p):\n    return p\n")
     (pkg / "benchmarks" / "toy" / "benchmark.py").write_text("class T:\n    def score_store(self, p):\n"
                                                              "        return p\n")
+    (pkg / "benchmarks" / "toy" / "judge.py").write_text(
+        "from vlamb_nb.store import read_store\n\ndef verdicts(p):\n    return read_store(p)\n")
+    (pkg / "benchmarks" / "toy" / "fine.py").write_text(
+        "from vlamb_nb.run_identity import stored_answers\n\ndef verdicts(p):\n    return stored_answers(p, 'toy')\n")
     (pkg / "compare.py").write_text("def replay(bench, m, items):\n    return bench.evaluate(m, items)\n")
     (pkg / "sweep.py").write_text("def run(bench, m, items):\n    return bench.evaluate(m, items)\n")
-    assert own_store_scorers(pkg) == ["vlamb_nb/benchmarks/toy/benchmark.py:2", "vlamb_nb/benchmarks/toy/score.py:1",
+    assert own_store_scorers(pkg) == ["vlamb_nb/benchmarks/toy/benchmark.py:2", "vlamb_nb/benchmarks/toy/judge.py:1",
+                                      "vlamb_nb/benchmarks/toy/judge.py:4", "vlamb_nb/benchmarks/toy/score.py:1",
                                       "vlamb_nb/compare.py:2"]
 
 

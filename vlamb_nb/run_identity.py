@@ -261,6 +261,54 @@ def one_per_question(records: Sequence[dict[str, Any]], *, source: str = "",
         answer=ANSWER_FIELDS, source=source, lines=lines)
 
 
+@dataclass
+class StoredAnswers:
+    """A store's answers after the store's rules (:func:`stored_answers`): one record per request of each turn and
+    per question, each with its line in the file."""
+
+    records: list[dict[str, Any]]
+    lines: list[int]
+    run_id: RunId | None  # the one run they are (None: not narrowed, a judge's verdicts over several settings)
+    number: int | None  # the run's number in a store holding several (its record is named by it)
+    duplicates: int  # records answering a question already answered under another request id (counted once)
+    in_file: int  # records the file holds
+
+    @property
+    def numbered(self) -> list[tuple[int, dict[str, Any]]]:
+        return list(zip(self.lines, self.records, strict=True))
+
+
+def stored_answers(store: Any, benchmark: str, *, source: str = "", narrow: bool = True,
+                   **pick: Any) -> StoredAnswers:
+    """The one reader of stored answers: a prediction store (a path, read by :func:`vlamb_nb.store.read_store`) or
+    records (dicts: what a paper's reader makes of an official file) of ``benchmark`` (a record of another is
+    refused), narrowed to one run (:func:`select_run`, ``pick`` its selectors; ``narrow=False`` keeps every run's,
+    for a judge store whose verdicts span the settings it judged), one record per request of each turn
+    (:func:`dedupe`) and per question (:func:`one_per_question`)."""
+    import os
+
+    from vlamb_nb.store import read_store
+
+    is_file = isinstance(store, str | os.PathLike)
+    numbered = read_store(store) if is_file else [(i, with_fields(dict(r))) for i, r in enumerate(store, start=1)]
+    check_benchmark(numbered, benchmark, source=source)
+    line_of = {id(r): ln for ln, r in numbered}
+    recs = [r for _, r in numbered]
+    rid = number = None
+    if narrow:
+        rid, recs = select_run(recs, source=source, **pick)
+        if is_file:
+            keys = list(identify_runs([r for _, r in numbered]))
+            number = keys.index(rid) if len(keys) > 1 and rid in keys else None
+    by_turn: dict[str, list[dict[str, Any]]] = {}
+    for r in recs:  # one record per request of each turn (two repair texts re-ask one request id)
+        by_turn.setdefault(str(r.get("turn")), []).append(r)
+    recs = [r for group in by_turn.values()
+            for r in dedupe(group, source=source, lines=[line_of[id(x)] for x in group])[0]]
+    recs, duplicates = one_per_question(recs, source=source, lines=[line_of[id(r)] for r in recs])
+    return StoredAnswers(recs, [line_of[id(r)] for r in recs], rid, number, duplicates, len(numbered))
+
+
 def one_run(numbered: Sequence[tuple[int, dict[str, Any]]], *, source: str = "",
             **pick: Any) -> list[tuple[int, dict[str, Any]]]:
     """(line, record) pairs of a store (:func:`vlamb_nb.store.read_store`) narrowed to one run

@@ -99,7 +99,7 @@ def _installed(path: tuple[str, ...]) -> tuple[Paper, ...]:
 
     out = []
     for ep in sorted(entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
-        module = ep.value.split(":", 1)[0].strip()
+        module = ep.module  # "pkg" or "pkg:attr": the package holding BENCHMARK
         folder = _package_folder(module)
         notebooks = tuple(sorted(f.stem for f in folder.glob("*.ipynb"))) if folder is not None else ()
         out.append(Paper(ep.name, ep.name, notebooks, module=module))

@@ -346,37 +346,21 @@ class Benchmark(ABC):
         import pandas as pd
 
         from vlamb_nb.metrics import coverage
-        from vlamb_nb.run_identity import check_benchmark, check_turns, dedupe, one_per_question, select_run
-        from vlamb_nb.store import read_store, with_fields
+        from vlamb_nb.run_identity import check_turns, stored_answers
 
         label = str(store) if isinstance(store, str | os.PathLike) else "records"
-        numbered = read_store(store) if isinstance(store, str | os.PathLike) else \
-            [(i, with_fields(dict(r))) for i, r in enumerate(store, start=1)]
-        check_benchmark(numbered, self.name, source=label)
         if setting is not None:
             self.check_setting(setting)
-        line_of = {id(r): ln for ln, r in numbered}
-        rid, recs = select_run([r for _, r in numbered], model=model, setting=setting, quantization=quantization,
-                               run=run, source=label)
-        number = None  # the run's number in a store holding several (its record is named by it)
-        if isinstance(store, str | os.PathLike):
-            from vlamb_nb.run_identity import identify_runs
-
-            keys = list(identify_runs([r for _, r in numbered]))
-            number = keys.index(rid) if len(keys) > 1 and rid in keys else None
-        by_turn: dict[str, list[dict[str, Any]]] = {}
-        for r in recs:  # one record per request of each turn (two repair texts re-ask one request id)
-            by_turn.setdefault(str(r["turn"]), []).append(r)
-        recs = [r for group in by_turn.values()
-                for r in dedupe(group, source=label, lines=[line_of[id(x)] for x in group])[0]]
-        recs, duplicates = one_per_question(recs, source=label, lines=[line_of[id(r)] for r in recs])
+        got = stored_answers(store, self.name, source=label, model=model, setting=setting, quantization=quantization,
+                             run=run)
+        rid, recs, number, duplicates = got.run_id, got.records, got.number, got.duplicates
         setting = self.check_setting(rid.setting)
         score_kw = {k: options.pop(k) for k in self.score_options if k in options}
         first = next((r for r in recs if r["turn"] == ANSWER), recs[0])
         stored = dict(first.get("run") or {})
         info = ModelInfo.from_dict(first.get("model"))
         ctx = self.context(info, setting, options, stored=stored)
-        variants = check_turns([(line_of[id(r)], r) for r in recs], [t.name for t in self.turns(ctx)],
+        variants = check_turns(got.numbered, [t.name for t in self.turns(ctx)],
                                run=f"the {self.name} {setting} run", source=label)
         ids = items[self.id_column].astype(str)
         at = {i: k for k, i in enumerate(ids)}

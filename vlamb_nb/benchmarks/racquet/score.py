@@ -248,17 +248,15 @@ def score_predictions_file(bench: Benchmark, path: str | os.PathLike, *, source:
     superseded = 0
     is_store = is_a_store(path)
     if is_store:  # the A/B/C judge's prediction store: its verdicts, each on one judged response
-        from vlamb_nb.run_identity import check_benchmark, check_turns, dedupe, one_per_question
-        from vlamb_nb.store import ANSWER, read_store
+        from vlamb_nb.run_identity import check_turns, stored_answers
+        from vlamb_nb.store import ANSWER
 
         lines = sum(1 for _ in iter_jsonl(path))
-        numbered = read_store(path)  # one record per request; two different answers to one are refused
-        line_of = {id(r): ln for ln, r in numbered}
-        check_benchmark(numbered, "racquet", source=str(path))
-        check_turns(numbered, [ANSWER], run="the racquet A/B/C judge", source=str(path))
-        recs, _ = dedupe([r for _, r in numbered], source=str(path), lines=[ln for ln, _ in numbered])
-        # and one verdict per judged response, whatever request id it was filed under
-        recs, _ = one_per_question(recs, source=str(path), lines=[line_of[id(r)] for r in recs])
+        # the one reader of stored answers: one verdict per request and per judged response (two different
+        # verdicts on one are refused), over every setting the judge judged
+        got = stored_answers(path, "racquet", source=str(path), narrow=False)
+        check_turns(got.numbered, [ANSWER], run="the racquet A/B/C judge", source=str(path))
+        recs = got.records
         superseded = lines - len(recs)  # retried failures and repeats, counted once
         if not all((r.get("meta") or {}).get("judge") == "racquet-abc" for r in recs):
             raise DataError("a store given to score must come from the racquet A/B/C judge", source=str(path),
