@@ -68,9 +68,10 @@ def test_a_run_and_its_scoring_write_a_record_that_reads_back_typed(paper, setti
     assert [str(d) for d in rec.deviations] == [
         f"{d['what']}: paper {d['paper']}; here {d['ours']}" + (f" [affects {d['affects']}]" if d["affects"] else "")
         for d in scored.attrs["deviations"]]
-    cov = scored.attrs["coverage"]
+    cov = scored.attrs["coverage"]  # one type from the scored frame to the record
+    assert type(cov) is type(rec.coverage)
     assert (rec.coverage.items, rec.coverage.answered, rec.coverage.failed, rec.coverage.missing) == (
-        cov["items"], cov["answered"], cov["failed"], cov["missing"])
+        cov.items, cov.answered, cov.failed, cov.missing)
     # one row per scored answer, the columns a reader needs, then every metric's per-item value
     every = rec.to_pandas()
     assert list(every.columns) == [*ROW_COLUMNS, *(m.name for m in bench.metrics)]

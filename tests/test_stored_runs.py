@@ -47,7 +47,7 @@ def test_a_stored_run_scores_exactly_as_its_live_run(paper, setting, n, options,
     stored = bench.score_store(store, items, **options, **F.score_options(paper))
     _same(live, stored)
     cov = stored.attrs["coverage"]
-    assert cov["answered"] + cov["failed"] + cov["missing"] == cov["items"] == len(items)
+    assert cov.answered + cov.failed + cov.missing == cov.items == len(items)
     # every record says which item and turn it answers, whatever the turn
     turns = {r["turn"] for r in read_records(store)}
     assert {r["item_id"] for r in read_records(store)} <= set(items[bench.id_column].astype(str))
@@ -150,7 +150,7 @@ def test_scoring_picks_the_run_and_names_the_items_the_data_lacks(samples, tmp_p
     bench.evaluate(F.model("a"), items, "vlm", store=limited, progress=False, limit=3)
     assert len(bench.score_store(limited, items)) == 3  # only what the run asked, as the run itself
     filled = bench.score_store(limited, items, fill_missing=True)
-    assert len(filled) == len(items) and filled.attrs["coverage"]["missing"] == len(items) - 3
+    assert len(filled) == len(items) and filled.attrs["coverage"].missing == len(items) - 3
     assert (filled["error"].iloc[3:] == "no prediction for this item").all()
 
 
@@ -167,9 +167,9 @@ def test_a_turn_asked_with_other_options_is_set_aside_and_counted(samples, tmp_p
     recs = read_records(store)
     n = {t: sum(r["turn"] == t for r in recs) for t in ("repair", "repair-newlines")}
     assert n["repair"] and n["repair"] == n["repair-newlines"]
-    assert bench.score_store(store, items).attrs["coverage"]["other_variants"] == n["repair-newlines"]
+    assert bench.score_store(store, items).attrs["coverage"].other_variants == n["repair-newlines"]
     other = bench.score_store(store, items, repair_text="newlines").attrs["coverage"]
-    assert other["other_variants"] == n["repair"]
+    assert other.other_variants == n["repair"]
     lines = store.read_text(encoding="utf-8").splitlines()
     at = next(i for i, ln in enumerate(lines) if json.loads(ln)["turn"] == "repair")
     lines[at] = json.dumps(dict(json.loads(lines[at]), turn="retry"))

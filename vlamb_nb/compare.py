@@ -697,7 +697,7 @@ def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None
         items = bench.load(source)
         scored = bench.score_store(path, items, setting=setting, **options)
     devs = [_deviation_line(d) for d in meta.get("deviations") or []]
-    if dup := (scored.attrs.get("coverage") or {}).get("duplicates"):  # counted once, and said so
+    if dup := getattr(scored.attrs.get("coverage"), "duplicates", 0):  # counted once, and said so
         devs.append(f"{dup} answer(s) in {path.name} repeat an answer under another request id: each counted once")
     return Run(model=name or _model_name(meta["model"]), paper=paper, setting=setting, scored=scored,
                origin=str(path), data=meta.get("data"), deviations=devs, endpoint=meta["model"].get("endpoint"),

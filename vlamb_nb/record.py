@@ -22,13 +22,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from vlamb_nb.datahome import DataIdentity, LeftOut
+from vlamb_nb.datahome import DataIdentity
 from vlamb_nb.errors import DataError
 from vlamb_nb.meta import Deviation, package_version
+from vlamb_nb.metrics import Coverage
 from vlamb_nb.run_identity import RunId
 
 #: the version this package writes and the newest it reads
@@ -101,42 +102,6 @@ class DataFacts:
     def from_dict(cls, d: Mapping[str, Any]) -> DataFacts:
         return cls(identity=DataIdentity.from_dict(d.get("identity")), sha256=d.get("sha256"),
                    source_digest=str(d.get("source_digest") or ""))
-
-
-@dataclass(frozen=True)
-class Coverage:
-    """n of N: the items in the data, those answered, failed and missing, what the release left out and why
-    (:class:`~vlamb_nb.datahome.LeftOut`, the one type for it)."""
-
-    items: int | None
-    answered: int
-    failed: int = 0
-    missing: int | None = None
-    left_out: tuple[LeftOut, ...] = ()
-    most_frequent_error: str | None = None
-    duplicates: int = 0  # records that answered a question already answered (counted once)
-    other_variants: int = 0  # records of a turn asked with other options, set aside
-
-    def to_dict(self) -> dict[str, Any]:
-        """The coverage as ``vlamb-nb score`` has always reported it (plus what was left out, one line each)."""
-        out: dict[str, Any] = {"items": self.items, "answered": self.answered, "failed": self.failed,
-                               "missing": self.missing}
-        if self.most_frequent_error:
-            out["most_frequent_error"] = self.most_frequent_error
-        if self.duplicates:
-            out["duplicates"] = self.duplicates
-        if self.other_variants:
-            out["other_variants"] = self.other_variants
-        if self.left_out:
-            out["left_out"] = [lo.text() for lo in self.left_out]
-        return out
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Coverage:
-        return cls(items=d.get("items"), answered=int(d.get("answered") or 0), failed=int(d.get("failed") or 0),
-                   missing=d.get("missing"), most_frequent_error=d.get("most_frequent_error"),
-                   duplicates=int(d.get("duplicates") or 0), other_variants=int(d.get("other_variants") or 0),
-                   left_out=tuple(LeftOut.from_dict(x) for x in d.get("left_out") or () if isinstance(x, Mapping)))
 
 
 @dataclass(frozen=True)
@@ -599,19 +564,15 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
         rows.append(_clean(out))
     rows += [_step_row(step, None, None, per_row) for left in steps.values() for step in left]  # never answered
     decoding = dict((first or {}).get("params") or {})
-    cov = dict(attrs.get("coverage") or {})
-    if not cov:  # a live run's frame: its answered and failed rows (the data's N is not known here)
+    cov = attrs.get("coverage")
+    if not isinstance(cov, Coverage):  # a live run's frame: its answered and failed rows (N is not known here)
         from vlamb_nb.metrics import coverage as count
 
         ids = [str(r.get(key)) for r in frame_rows] if key else []
         cov = count(None, [i for i in ids if i not in errors], list(errors), list(errors.values()))
     data = data_facts(str(getattr(bench, "name", "")), attrs.get("data") or meta.get("data"),
                       str(meta.get("source") or ""))
-    left = data.identity.left_out if data.identity else ()
-    coverage = Coverage(items=cov.get("items"), answered=int(cov.get("answered", len(rows)) or 0),
-                        failed=int(cov.get("failed", 0) or 0), missing=cov.get("missing"), left_out=tuple(left),
-                        most_frequent_error=cov.get("most_frequent_error"),
-                        duplicates=int(cov.get("duplicates") or 0), other_variants=int(cov.get("other_variants") or 0))
+    coverage = replace(cov, left_out=tuple(data.identity.left_out if data.identity else ()))
     devs = tuple(d if isinstance(d, Dev) else _typed(Dev, d) for d in attrs.get("deviations") or ()
                  if isinstance(d, Dev | Mapping))
     return RunRecord(benchmark=str(getattr(bench, "name", "")), setting=str(attrs.get("setting") or ""),

@@ -14,7 +14,7 @@ Within one run the same request may appear twice (a rerun after a crash, a retri
 agree, a success over any failure, and conflicting answers refused. The same rule holds for one question asked
 twice under two request ids (two runs' records copied into one file, a rerun that named its requests otherwise):
 :func:`one_per_question` keeps one record per item, turn and request hash, so an item is never counted twice.
-What the rules drop is counted and reported (``coverage["duplicates"]`` of a scored store), never silent.
+What the rules drop is counted and reported (``attrs["coverage"].duplicates`` of a scored store), never silent.
 """
 
 from __future__ import annotations

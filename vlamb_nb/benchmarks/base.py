@@ -39,7 +39,7 @@ import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, final
 
@@ -381,11 +381,10 @@ class Benchmark(ABC):
         err = ans["error"] if "error" in ans.columns else pd.Series([None] * len(ans), index=ans.index)
         bad = err.map(lambda e: isinstance(e, str) and bool(e)) & (err != NO_PREDICTION)
         ok = ~err.map(lambda e: isinstance(e, str) and bool(e))
-        scored.attrs["coverage"] = coverage(ids, ans.loc[ok, "item_id"], ans.loc[bad, "item_id"], err[bad])
-        if duplicates:  # the same question answered twice under two request ids: counted once, said so
-            scored.attrs["coverage"]["duplicates"] = duplicates
-        if variants:  # a turn asked with other options (another repair text), kept in the same store
-            scored.attrs["coverage"]["other_variants"] = variants
+        # duplicates: the same question answered twice under two request ids, counted once and said so; variants:
+        # a turn asked with other options (another repair text), kept in the same store
+        scored.attrs["coverage"] = replace(coverage(ids, ans.loc[ok, "item_id"], ans.loc[bad, "item_id"], err[bad]),
+                                           duplicates=duplicates, other_variants=variants)
         if number is not None:
             scored.attrs["run_number"] = number
         if isinstance(store, str | os.PathLike) and record:
