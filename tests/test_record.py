@@ -65,9 +65,12 @@ def test_a_run_and_its_scoring_write_a_record_that_reads_back_typed(paper, setti
     assert [rec.run_id] == list(identify_runs(read_records(store)))
     assert rec.prompts == {"templates": first["run"]["template"], "items": first["run"]["source"]}
     assert rec.environment.vlamb_nb == vlamb_nb.__version__ and rec.environment.python
+    assert list(rec.deviations) == scored.attrs["deviations"]  # one type from the frame to the record
     assert [str(d) for d in rec.deviations] == [
-        f"{d['what']}: paper {d['paper']}; here {d['ours']}" + (f" [affects {d['affects']}]" if d["affects"] else "")
+        f"{d.what}: paper {d.paper}; here {d.ours}" + (f" [affects {d.affects}]" if d.affects else "")
         for d in scored.attrs["deviations"]]
+    stored = first["run"]["deviations"]  # the run's, as the store holds them, then the scoring's
+    assert [d.to_dict() for d in rec.deviations[: len(stored)]] == stored
     cov = scored.attrs["coverage"]  # one type from the scored frame to the record
     assert type(cov) is type(rec.coverage)
     assert (rec.coverage.items, rec.coverage.answered, rec.coverage.failed, rec.coverage.missing) == (
@@ -151,7 +154,7 @@ def test_score_prints_one_shape_for_every_paper_with_the_declared_metrics_values
         assert {r["metric"] for r in out["by_slice"]} == set(want)
         for r in out["by_slice"]:
             assert r["ci_low"] is None or r["ci_low"] <= r["value"] <= r["ci_high"]
-        assert out["deviations"] == [dict(d) for d in scored.attrs.get("deviations") or []]  # typed, as stored
+        assert out["deviations"] == [d.to_dict() for d in scored.attrs.get("deviations") or []]  # typed, as stored
         assert out["benchmark"] == paper and out["setting"] == setting and out["scored"] == len(scored)
     assert len({frozenset(k) for k in keys.values()}) == 1, keys
 

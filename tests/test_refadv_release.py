@@ -152,7 +152,7 @@ def test_table4_deletion_pipeline_on_demo_items(demo, tmp_path):
             assert rec["deleted_expression"] == rec["expression"], i
     asked = out["runs"]["deletion"].set_index("id")["expression_asked"]
     assert (asked == rows.loc[asked.index, "deleted_expression"]).all()  # the grounder saw the rewritten text
-    assert any(d["what"] == "descriptor extractor/rewriter" for d in out["deviations"])
+    assert any(d.what == "descriptor extractor/rewriter" for d in out["deviations"])
     # stored: a rerun asks only the failed extraction again, and the seed fixes which descriptor goes
     calls = (rewriter.calls, grounder.calls)
     again = analysis.deletion_demo(demo, model=grounder, rewriter=rewriter, store_dir=tmp_path, seed=3)

@@ -447,7 +447,7 @@ def test_loglik_reading(sample):
     model = ScriptedModel(lambda r: "Z", score=score)
     scored = BENCHMARK.evaluate(model, sample, "vlm", reading="loglik", progress=False)
     assert scored["correct"].all()
-    assert any(d["what"] == "answer reading" for d in scored.attrs["deviations"])
+    assert any(d.what == "answer reading" for d in scored.attrs["deviations"])
 
 
 def test_free_form_scores_bleu_against_correct_option(sample):
@@ -628,7 +628,7 @@ def test_free_form_bertscore_substitute_is_labelled_in_the_table(sample):
     scored = BENCHMARK.evaluate(model, sample, "vlm_ff", bertscore="minilm", progress=False)
     row = BENCHMARK.breakdown(scored).query("subset == 'All'").iloc[0]
     assert 0 < row["BERT F1"] < 1 and "substitute" in row["BERTScore model"]
-    assert any(d["what"] == "BERTScore model" for d in scored.attrs["deviations"])
+    assert any(d.what == "BERTScore model" for d in scored.attrs["deviations"])
 
 
 def _official_file(tmp_path, sample, name="m_VLM_mcq.json", outputs=None, truth=None):

@@ -380,11 +380,11 @@ def test_redrawn_instructions_are_a_deviation(sample, tmp_path):
     assert {r.meta["prompt_origin"] for r in BENCH.requests(items, "zero_shot", prompt_source="seeded")} == {"seeded"}
     scored = BENCH.evaluate(ScriptedModel(_oracle(items)), hf.head(3), "zero_shot", store=tmp_path / "hf.jsonl",
                             progress=False, scorer="none")
-    devs = [d for d in scored.attrs["deviations"] if d["what"] == "instruction assignment"]
-    assert len(devs) == 1 and devs[0]["ours"].startswith("3 item(s) re-drawn")
+    devs = [d for d in scored.attrs["deviations"] if d.what == "instruction assignment"]
+    assert len(devs) == 1 and devs[0].ours.startswith("3 item(s) re-drawn")
     released = BENCH.evaluate(ScriptedModel(_oracle(items)), items.head(3), "zero_shot",
                               store=tmp_path / "rel.jsonl", progress=False, scorer="none")
-    assert not [d for d in released.attrs["deviations"] if d["what"] == "instruction assignment"]
+    assert not [d for d in released.attrs["deviations"] if d.what == "instruction assignment"]
 
 
 def test_bad_records_name_row_and_field(tmp_path, sample):

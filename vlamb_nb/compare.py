@@ -696,24 +696,14 @@ def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None
         warnings.simplefilter("ignore")
         items = bench.load(source)
         scored = bench.score_store(path, items, setting=setting, **options)
-    devs = [_deviation_line(d) for d in meta.get("deviations") or []]
+    from vlamb_nb.meta import deviation_lines
+
+    devs = deviation_lines(meta.get("deviations") or [])
     if dup := getattr(scored.attrs.get("coverage"), "duplicates", 0):  # counted once, and said so
         devs.append(f"{dup} answer(s) in {path.name} repeat an answer under another request id: each counted once")
     return Run(model=name or _model_name(meta["model"]), paper=paper, setting=setting, scored=scored,
                origin=str(path), data=meta.get("data"), deviations=devs, endpoint=meta["model"].get("endpoint"),
                items=items)
-
-
-def _deviation_line(d: Any) -> str:
-    if isinstance(d, dict):
-        from vlamb_nb.meta import Deviation
-
-        known = {k: d[k] for k in ("what", "paper", "ours", "affects") if k in d}
-        try:
-            return str(Deviation(**known))
-        except TypeError:
-            return str(d)
-    return str(d)
 
 
 def _sweep_runs(folder: Path) -> list[Run]:

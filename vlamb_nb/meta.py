@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -22,6 +22,20 @@ class Deviation:
     def __str__(self) -> str:
         tail = f" [affects {self.affects}]" if self.affects else ""
         return f"{self.what}: paper {self.paper}; here {self.ours}{tail}"
+
+    def to_dict(self) -> dict[str, str]:
+        """Its fields, as a store's run meta and ``results.json`` hold them."""
+        return asdict(self)
+
+    @classmethod
+    def of(cls, value: Any) -> Deviation:
+        """The one converter: a deviation as a run stored it (its fields, read back from JSON) or a
+        :class:`Deviation`. Whatever else a file holds in its place is kept as its text, never dropped."""
+        if isinstance(value, Deviation):
+            return value
+        if isinstance(value, Mapping):
+            return cls(*(str(value.get(k) or "") for k in ("what", "paper", "ours", "affects")))
+        return cls(str(value), "(not stated)", "(not stated)")
 
 
 def quantization_deviation(quantization: str) -> Deviation:
@@ -68,28 +82,27 @@ class RunMeta:
         return asdict(self)
 
 
-def all_deviations(*groups: Iterable[Deviation | dict[str, Any]]) -> list[dict[str, Any]]:
-    """The deviations of every group, each listed once, in order, as :class:`Deviation` fields.
+def all_deviations(*groups: Iterable[Deviation | Mapping[str, Any]]) -> list[Deviation]:
+    """The deviations of every group, each listed once, in order.
 
     A group is what a run carries: a scored frame's ``attrs["deviations"]`` (stored with every record by
     ``Benchmark.run``), a study's or a training run's list, a notebook's own (``NotebookConfig.all_deviations``
     puts those first). This is how every notebook gets the deviations it records and prints.
     """
-    out: list[dict[str, Any]] = []
+    out: list[Deviation] = []
     for group in groups:
-        for d in group:
-            d = asdict(d) if isinstance(d, Deviation) else dict(d)
+        for d in map(Deviation.of, group):
             if d not in out:
                 out.append(d)
     return out
 
 
-def deviation_lines(deviations: Iterable[Deviation | dict[str, Any]]) -> list[str]:
+def deviation_lines(deviations: Iterable[Deviation | Mapping[str, Any]]) -> list[str]:
     """Each deviation as the line printed under the tables it affects."""
-    return [str(d if isinstance(d, Deviation) else Deviation(**d)) for d in deviations]
+    return [str(Deviation.of(d)) for d in deviations]
 
 
-def format_deviations(deviations: Iterable[Deviation | dict[str, Any]]) -> str:
+def format_deviations(deviations: Iterable[Deviation | Mapping[str, Any]]) -> str:
     """The footnote printed under an affected table."""
     lines = deviation_lines(deviations)
     if not lines:

@@ -573,8 +573,7 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
     data = data_facts(str(getattr(bench, "name", "")), attrs.get("data") or meta.get("data"),
                       str(meta.get("source") or ""))
     coverage = replace(cov, left_out=tuple(data.identity.left_out if data.identity else ()))
-    devs = tuple(d if isinstance(d, Dev) else _typed(Dev, d) for d in attrs.get("deviations") or ()
-                 if isinstance(d, Dev | Mapping))
+    devs = tuple(Dev.of(d) for d in attrs.get("deviations") or ())
     return RunRecord(benchmark=str(getattr(bench, "name", "")), setting=str(attrs.get("setting") or ""),
                      model=facts, run_id=run_id, stage=stage, decoding=decoding,
                      prompts={"templates": str(meta.get("template") or ""), "items": str(meta.get("source") or "")},

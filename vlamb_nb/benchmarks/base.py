@@ -39,7 +39,7 @@ import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, final
 
@@ -216,10 +216,10 @@ class Benchmark(ABC):
         setting = self.check_setting(setting or self.default_setting)
         ctx = self.context(model, setting, options)
         items = self.asked(items, ctx, limit=limit, progress=progress)
-        devs = [asdict(d) for d in self.run_deviations(ctx, items)]
+        devs = list(self.run_deviations(ctx, items))
         facts = dict(ctx.facts)
         meta = self.run_meta(ctx.model, setting, seed=facts.pop("seed", None), items=items)
-        meta.update(facts, deviations=devs, spec=ctx.spec.text if ctx.spec is not None else None)
+        meta.update(facts, deviations=[d.to_dict() for d in devs], spec=ctx.spec.text if ctx.spec is not None else None)
         done: list[Asked] = []
         for i, turn in enumerate(self.turns(ctx)):
             reqs = turn.ask(items, done)
@@ -315,8 +315,8 @@ class Benchmark(ABC):
         scored = preds if parse_only else self.score(preds, **score_kw)
         if "model" not in scored.columns:
             scored["model"] = model.model_id
-        devs = list(gens.attrs.get("deviations") or []) + ([] if parse_only else [
-            asdict(d) for d in self.score_deviations(scored, **score_kw)])
+        devs = [Deviation.of(d) for d in gens.attrs.get("deviations") or []] + (
+            [] if parse_only else list(self.score_deviations(scored, **score_kw)))
         scored.attrs.update(setting=setting, model=model.model_id, deviations=devs,
                             data=dict(getattr(items, "attrs", {}).get("data") or {}), parsed_columns=parsed_columns)
         return scored
@@ -375,7 +375,7 @@ class Benchmark(ABC):
             rows = sorted((r for r in recs if r["turn"] == turn.name), key=lambda r: at.get(str(r["item_id"]), -1))
             asked.append(Asked(turn.name, [_stored_request(r) for r in rows], _stored_frame(rows)))
         gens = self.join(items[ids.isin({str(r["item_id"]) for r in recs})], asked, ctx)
-        gens.attrs["deviations"] = list(stored.get("deviations") or [])
+        gens.attrs["deviations"] = [Deviation.of(d) for d in stored.get("deviations") or []]
         scored = self._scored(items, gens, info, setting, score_kw)
         ans = gens[gens["turn"].isna() | (gens["turn"] == ANSWER)] if "turn" in gens.columns else gens
         err = ans["error"] if "error" in ans.columns else pd.Series([None] * len(ans), index=ans.index)

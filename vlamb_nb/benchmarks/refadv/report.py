@@ -339,7 +339,7 @@ def deletion_demo(items, *, model: Any, quantization: str | None = None, rewrite
                           batch_size=batch_size, max_new_tokens=tokens, seed=seed, progress=progress)
     one = bench.evaluate(vlm, rewritten, "deletion", store=bench.store_path(store_dir, vlm.info, "deletion"),
                          batch_size=batch_size, max_new_tokens=tokens, seed=seed, progress=progress)
-    deviations = [d.__dict__ for d in bench.deviations(vlm.info, "deletion")]
+    deviations = list(bench.deviations(vlm.info, "deletion"))
     deviations.append(Deviation("descriptor extractor/rewriter", "Qwen2.5-72B (text LLM)",
                                 f"{rw.info.model_id}, up to {rewriter_max_new_tokens} new tokens", "Table 4").__dict__)
     return {"items": rewritten, "runs": {"direct": orig, "deletion": one},

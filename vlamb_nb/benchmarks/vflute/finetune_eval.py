@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +39,7 @@ def load_finetuned(adapter_dir: str | os.PathLike, *, base_model: str | None = N
 
 def finetuned_deviations(adapter_dir: str | os.PathLike) -> list[Deviation]:
     """The fine-tuning deviations recorded with an adapter (print them under the evaluation tables)."""
-    return [Deviation(**d) for d in read_adapter_record(adapter_dir).get("deviations", [])]
+    return [Deviation.of(d) for d in read_adapter_record(adapter_dir).get("deviations", [])]
 
 
 def evaluate_adapter(adapter_dir: str | os.PathLike, items, *, setting: str | None = None, store=None,
@@ -55,8 +54,7 @@ def evaluate_adapter(adapter_dir: str | os.PathLike, items, *, setting: str | No
     model = model if model is not None else load_finetuned(adapter_dir)
     scored = BENCHMARK.evaluate(model, items, setting, store=store, scorer=scorer, batch_size=batch_size,
                                 limit=limit, progress=progress, **kwargs)
-    scored.attrs["deviations"] = list(scored.attrs.get("deviations", [])) + \
-        [asdict(d) for d in finetuned_deviations(adapter_dir)]
+    scored.attrs["deviations"] = list(scored.attrs.get("deviations", [])) + finetuned_deviations(adapter_dir)
     return scored
 
 
