@@ -341,7 +341,7 @@ def deletion_demo(items, *, model: Any, quantization: str | None = None, rewrite
                          batch_size=batch_size, max_new_tokens=tokens, seed=seed, progress=progress)
     deviations = list(bench.deviations(vlm.info, "deletion"))
     deviations.append(Deviation("descriptor extractor/rewriter", "Qwen2.5-72B (text LLM)",
-                                f"{rw.info.model_id}, up to {rewriter_max_new_tokens} new tokens", "Table 4").__dict__)
+                                f"{rw.info.model_id}, up to {rewriter_max_new_tokens} new tokens", "Table 4"))
     return {"items": rewritten, "runs": {"direct": orig, "deletion": one},
             "table": deletion_table(orig, one, model=vlm.info.model_id, rewriter=rw.info.model_id),
             "status": {str(k): int(v) for k, v in rewritten["deletion_status"].value_counts().items()},
