@@ -6,6 +6,11 @@ command, stops the loops when it ends (or after ``--for`` seconds) and exits wit
 
     python scripts/busy.py -- python -m pytest -q tests/test_browser.py
     python scripts/busy.py --procs 4 --for 300 -- python -m pytest -q tests/test_browser.py
+
+``--load "CMD"`` makes real work the load: CMD runs beside the command first (its output kept and printed after
+it, so the two never interleave), and the busy loops take over when it ends, so the command is under load all
+along; the script then fails if either failed. ``make test`` runs the browser tests beside the fresh-clone job
+this way: the time the job takes is no longer added to the suite's.
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
+import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -37,6 +44,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--procs", type=int, default=os.cpu_count() or 1, help="busy loops (default: one per core)")
     p.add_argument("--for", dest="seconds", type=float, default=None,
                    help="stop the loops after this many seconds (default: keep them for the whole command)")
+    p.add_argument("--load", default=None, metavar="CMD",
+                   help="a command that is the load first (the busy loops start when it ends); its output is "
+                        "printed after the command's, and the script fails if it fails")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
     args = p.parse_args(argv)
     if args.command[:1] == ["--"]:
@@ -56,12 +66,58 @@ def stop(loops: list[mp.Process]) -> None:
         proc.join(timeout=5)
 
 
+class Load:
+    """The real work that loads the machine first (``--load``): started at once, its output kept in a file."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self.log = tempfile.TemporaryFile(mode="w+b")
+        self.started = time.monotonic()
+        self.seconds = 0.0  # how long it ran, once it has ended
+        self.proc = subprocess.Popen(shlex.split(command), stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)  # its own group: stopped whole with the script
+
+    def wait(self) -> int:
+        rc = self.proc.wait()
+        self.seconds = self.seconds or time.monotonic() - self.started
+        return rc
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+
+    def report(self) -> int:
+        """Print what it wrote and how it ended; its exit status."""
+        rc = self.wait()
+        self.log.seek(0)
+        sys.stdout.write(self.log.read().decode("utf-8", "replace"))
+        sys.stdout.flush()
+        print(f"busy: the load ({self.command}) exited with {rc} after {self.seconds:.0f} s", file=sys.stderr,
+              flush=True)
+        return rc
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     loops = [mp.Process(target=spin, args=(os.getpid(),), daemon=True, name=f"busy-{k}") for k in range(args.procs)]
-    for proc in loops:
-        proc.start()
+    load = Load(args.load) if args.load else None
     span = "the whole run" if args.seconds is None else f"the first {args.seconds:g} s"
+    if load is None:
+        for proc in loops:
+            proc.start()
+    else:
+        span = f"after the load ({args.load}) ends"
+
+        def take_over() -> None:  # the loops keep the machine loaded once the load's work is done
+            load.wait()
+            for proc in loops:
+                proc.start()
+        taker = threading.Thread(target=take_over, daemon=True)
+        taker.start()
     print(f"busy: {args.procs} busy loop(s) on {os.cpu_count()} core(s) for {span}: {' '.join(args.command)}",
           file=sys.stderr, flush=True)
     timer = None
@@ -74,12 +130,18 @@ def main(argv: list[str] | None = None) -> int:
         rc = subprocess.call(args.command)
     except KeyboardInterrupt:
         rc = 130
+        if load is not None:
+            load.stop()
     finally:
         if timer is not None:
             timer.cancel()
-        stop(loops)
     print(f"busy: the command exited with {rc} after {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
-    return rc
+    load_rc = 0
+    if load is not None:
+        load_rc = load.report()
+        taker.join()
+    stop(loops)
+    return rc or load_rc
 
 
 if __name__ == "__main__":

@@ -46,3 +46,29 @@ def test_without_a_command_it_says_so():
                          timeout=60, env=dict(os.environ))
     assert out.returncode == 2
     assert "no command given" in out.stderr
+
+
+# the command lists its parent's children twice: while the load runs, then after it has ended
+PROBE_LOAD = """
+import os, sys, time
+parent = os.getppid()
+def kids():
+    return [k for k in open(f"/proc/{parent}/task/{parent}/children").read().split() if int(k) != os.getpid()]
+time.sleep(0.5)
+first = kids()
+time.sleep(3.0)
+print(len(first), len(kids()))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+@pytest.mark.parametrize("load_rc", [0, 4])
+def test_a_load_command_runs_first_then_the_loops_and_its_failure_fails_the_script(load_rc):
+    load = f"{sys.executable} -c \"import sys, time; print('the load spoke'); time.sleep(1.5); sys.exit({load_rc})\""
+    out = subprocess.run([sys.executable, str(SCRIPT), "--procs", "2", "--load", load, "--", sys.executable, "-c",
+                          PROBE_LOAD], capture_output=True, text=True, timeout=60)
+    assert out.returncode == load_rc, out.stderr  # the command passed: the load's status decides
+    during, after = (int(x) for x in out.stdout.splitlines()[0].split())
+    assert (during, after) == (1, 2)  # the load alone, then the two loops in its place
+    assert out.stdout.splitlines()[1:] == ["the load spoke"]  # its output after the command's, not interleaved
+    assert f"the load ({load}) exited with {load_rc}" in out.stderr
