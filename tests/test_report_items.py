@@ -144,3 +144,25 @@ def test_an_image_that_cannot_be_read_is_counted_and_named(runs):
     assert any(n.startswith("refadv direct: 1 item(s) whose request could not be rebuilt") for n in view.notes)
     assert any(n.startswith("1 image(s) could not be read") for n in view.notes), view.notes
     assert row["q"]  # its prompt from its own columns
+
+
+def test_an_items_prompt_is_what_its_store_recorded_else_the_rebuilt_one(tmp_path):
+    """A run asked with options the page does not know (another prompt mode, another grounding style) shows the
+    prompt its model saw: the one its store recorded, read from the run record; without a record, the rebuilt one."""
+    from vlamb_nb.record import record_path
+
+    folder = FI.run_folder(tmp_path, FI.samples(tmp_path), "A")
+    [run] = [r for r in load_runs(folder) if r.paper == "mucar"]
+    rebuilt = {r["k"]: r["q"] for r in paper_view("mucar", [run]).rows}
+    rec_file = record_path(run.origin)
+    rec = json.loads(rec_file.read_text(encoding="utf-8"))
+    answer_rows = [r for r in rec["rows"] if r["turn"] == "answer"]
+    assert [r["prompt"] for r in answer_rows][:1] == [rebuilt[answer_rows[0]["item_id"]]]  # the same text today
+    answer_rows[0]["prompt"] = "asked otherwise: " + answer_rows[0]["prompt"]
+    rec_file.write_text(json.dumps(rec), encoding="utf-8")
+    shown = {r["k"]: r["q"] for r in paper_view("mucar", [run]).rows}
+    assert shown[answer_rows[0]["item_id"]] == answer_rows[0]["prompt"]
+    assert {k: v for k, v in shown.items() if k != answer_rows[0]["item_id"]} == \
+        {k: v for k, v in rebuilt.items() if k != answer_rows[0]["item_id"]}
+    rec_file.unlink()
+    assert {r["k"]: r["q"] for r in paper_view("mucar", [run]).rows} == rebuilt

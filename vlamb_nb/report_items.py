@@ -4,8 +4,9 @@ A headline, a slice or a paired test is a number made of items; a reader who dou
 module turns scored runs (each paper's scored frame, the one :meth:`~vlamb_nb.benchmarks.base.Benchmark.score_store`
 gives) into a compact view model that the pages (:mod:`vlamb_nb.report_html`) embed as one JSON blob and render
 in the browser (``templates/_items.html.j2``): per item its image (one small WebP thumbnail per distinct image,
-referenced by id, so an image shared by many items is stored once), the prompt (rebuilt from the item by the
-paper's own prompt builder, else its prompt column), each model's answer, its parse, the gold, each declared
+referenced by id, so an image shared by many items is stored once), the prompt (as the run's store recorded it,
+the text the model saw; else rebuilt from the item by the paper's own prompt builder; else its prompt column),
+each model's answer, its parse, the gold, each declared
 metric's per-item value (:mod:`vlamb_nb.stats.metric`) and the item's slices; and *groups*: the exact rows behind
 each headline cell (the card's metric, setting and slice), each value of a comparison and each paired test (its
 discordant items). A page links a number to its group by what names it, so a click shows exactly those items.
@@ -25,6 +26,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -325,9 +327,29 @@ def _outcome(row: Any, columns: Sequence[str], flags: dict[tuple[bool, int], flo
     return None
 
 
+def recorded_prompts(run: Any) -> dict[str, str]:
+    """Item id → the prompt its answer was asked with, as the run's store recorded it (its run record beside the
+    store): the text the model saw, whatever options the run used. Empty when the run has no readable record."""
+    from vlamb_nb.errors import DataError
+    from vlamb_nb.record import RunRecord
+
+    origin = getattr(run, "origin", "") or ""
+    if not origin or not Path(origin).is_file():
+        return {}
+    try:
+        rec = RunRecord.read(origin)
+    except (DataError, OSError):
+        return {}
+    return {str(r.get("item_id")): r["prompt"] for r in rec.rows
+            if r.get("turn") == "answer" and isinstance(r.get("prompt"), str) and r["prompt"]}
+
+
 def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], model_frames: list[tuple[str, Any]],
-              items: Any, failed_images: list[str]) -> dict[str, int]:
-    """Rows of one paper and setting, each model's answers beside them; returns row index by item key."""
+              items: Any, failed_images: list[str], recorded: dict[str, str] | None = None) -> dict[str, int]:
+    """Rows of one paper and setting, each model's answers beside them; returns row index by item key. An item's
+    prompt is the one its first model's store recorded (``recorded``, by item id), else the one the paper's
+    prompt builder gives for the item, else its prompt column."""
+    from vlamb_nb.benchmarks import get_benchmark
     from vlamb_nb.stats.metric import ZERO_ONE
 
     key_metric = metrics[0] if metrics else None
@@ -336,6 +358,7 @@ def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], mod
     keys = (key_metric.item_key(first) if key_metric is not None else first.index.astype(str)).tolist()
     asked = _asked(view, paper, setting, items, list(dict.fromkeys(keys)), failed_images)
     cols = list(first.columns)
+    idc = get_benchmark(paper).id_column
     for model, frame in model_frames:
         k = view.models.index(model)
         frame_keys = key_metric.item_key(frame).tolist() if key_metric is not None else frame.index.astype(str).tolist()
@@ -363,6 +386,8 @@ def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], mod
             if ident not in view._index:
                 prompt, img = asked.get(rk, (None, drawn.get(rk)))
                 img = img if img is not None else drawn.get(rk)
+                if recorded and idc in fcols and str(row[idc]) in recorded:
+                    prompt = recorded[str(row[idc])]  # what the model was asked, as its store recorded it
                 if prompt is None:
                     prompt = _text(_first(row, cols, PROMPT))
                 view.rows.append({"k": rk, "p": paper, "s": setting, "i": img, "q": _text(prompt),
@@ -452,7 +477,8 @@ def paper_view(paper: str, runs: Sequence[Any]) -> ItemsView:
         frame = run.scored
         if frame is None or not len(frame):
             continue
-        index = _add_rows(view, paper, run.setting, metrics, [(run.model, frame)], getattr(run, "items", None), failed)
+        index = _add_rows(view, paper, run.setting, metrics, [(run.model, frame)], getattr(run, "items", None), failed,
+                          recorded_prompts(run))
         for m in metrics:
             if m.card is None:
                 continue
@@ -502,7 +528,9 @@ def comparison_view(c: Any) -> ItemsView:
         _ensure(view, names, metrics)
         items = next((getattr(r, "items", None) for r in entry.get("runs") or [] if getattr(r, "items", None)
                       is not None), None)
-        index = _add_rows(view, paper, setting, metrics, list(zip(names, frames, strict=True)), items, failed)
+        runs = list(entry.get("runs") or [])
+        index = _add_rows(view, paper, setting, metrics, list(zip(names, frames, strict=True)), items, failed,
+                          recorded_prompts(runs[0]) if runs else None)
         first = frames[0]
         for m in metrics:
             masks = [(m.overall, np.ones(len(first), dtype=bool))]
