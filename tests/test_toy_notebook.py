@@ -120,3 +120,17 @@ def test_the_toy_paper_goes_from_data_fetch_through_its_notebook_to_both_pages(s
     store_row = next(ln for ln in md.splitlines() if ln.startswith("| toy/") and "| accuracy |" in ln)
     assert f"| {value:.4g} |" in store_row  # its store's score, read from its run record
     assert "toy/" in page and "accuracy" in page
+
+
+def test_an_installed_paper_that_takes_a_registered_name_is_left_out_with_a_warning(tmp_path, monkeypatch):
+    from vlamb_nb.benchmarks import RegistryWarning, get_benchmark, list_benchmarks
+
+    meta = tmp_path / "clash-0.1.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: clash\nVersion: 0.1\n", encoding="utf-8")
+    (meta / "entry_points.txt").write_text("[vlamb_nb.papers]\nref-adv = clash_paper\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.warns(RegistryWarning, match="clash_paper is not registered as 'ref-adv': 'ref-adv' is an alias"):
+        names = list_benchmarks()
+    assert names.count("refadv") == 1 and "ref-adv" not in names
+    assert get_benchmark("ref-adv").name == "refadv"  # the package's own paper, as before

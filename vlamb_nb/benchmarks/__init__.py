@@ -121,16 +121,35 @@ def notebook_file(name: str, directory: Path) -> Path:
 
 
 def registered() -> tuple[Paper, ...]:
-    """:data:`PAPERS` and the installed papers (:func:`installed_papers`), checked: a name registered twice is
-    refused in one line naming both packages."""
+    """:data:`PAPERS` and the installed papers (:func:`installed_papers`), checked: a name registered twice in
+    :data:`PAPERS` is refused in one line naming both packages; an installed package that takes a name already
+    registered is left out with a warning naming it (someone else's package never stops the package working)."""
     seen: tuple[Paper, ...] = ()
-    for p in (*PAPERS, *installed_papers()):
+    for p in PAPERS:
         why = _duplicate(seen, p)
         if why:
             raise SettingError(f"paper registry: {p.module} cannot be registered as {p.name!r}: {why}; give it a "
                                "name of its own")
         seen += (p,)
+    for p in installed_papers():
+        why = _duplicate(seen, p)
+        if why:
+            _warn_once(f"the installed package {p.module} is not registered as {p.name!r}: {why}; give its "
+                       f"{ENTRY_POINTS} entry point a name of its own")
+            continue
+        seen += (p,)
     return seen
+
+
+@functools.lru_cache(maxsize=32)
+def _warn_once(text: str) -> None:
+    import warnings
+
+    warnings.warn(text, RegistryWarning, stacklevel=3)
+
+
+class RegistryWarning(UserWarning):
+    """An installed paper left out of the registry (its name is taken)."""
 
 
 def register(entry: Paper) -> Paper:
