@@ -179,12 +179,33 @@ def write(folder: Path, *, with_notebook: bool = False) -> Path:
     return folder
 
 
+def entry_point(site: Path, name: str, module: str) -> Path:
+    """An installed distribution's metadata under ``site`` that registers ``module`` as paper ``name`` through the
+    ``vlamb_nb.papers`` entry-point group (what ``pip install`` of a package declaring it leaves)."""
+    dist = module.replace("_", "-")
+    meta = site / f"{module}-0.1.dist-info"
+    meta.mkdir(parents=True, exist_ok=True)
+    (meta / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n", encoding="utf-8")
+    (meta / "entry_points.txt").write_text(f"[vlamb_nb.papers]\n{name} = {module}\n", encoding="utf-8")
+    return meta
+
+
 def install(site: Path) -> Path:
     """The paper as an installed package under ``site`` (a folder for ``sys.path``/``PYTHONPATH``): its folder
     with its notebook, and the package's metadata naming it in the ``vlamb_nb.papers`` entry-point group."""
     folder = write(site / "toy_paper", with_notebook=True)
-    meta = site / "toy_paper-0.1.dist-info"
-    meta.mkdir(parents=True, exist_ok=True)
-    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-paper\nVersion: 0.1\n", encoding="utf-8")
-    (meta / "entry_points.txt").write_text("[vlamb_nb.papers]\ntoy = toy_paper\n", encoding="utf-8")
+    entry_point(site, "toy", "toy_paper")
     return folder
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    """``vlamb-nb ARGV`` in this process: its exit status, stdout and stderr."""
+    import contextlib
+    import io
+
+    from vlamb_nb import cli as vlamb_cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = vlamb_cli.main(list(argv))
+    return rc, out.getvalue(), err.getvalue()

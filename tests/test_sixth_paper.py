@@ -11,9 +11,7 @@ first test that needs it asks (so any one test also runs alone, its earlier step
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 import math
 import os
@@ -25,7 +23,7 @@ from typing import Any
 import fixtures_toy
 import hubstub
 import pytest
-from fixtures_toy import RELEASED, REVISION, TOY, N
+from fixtures_toy import RELEASED, REVISION, TOY, N, cli
 
 from vlamb_nb.models import ScriptedModel
 
@@ -34,16 +32,6 @@ ROOT = Path(__file__).resolve().parent.parent
 #: items (by position) each scripted model gets right, and those it answers with no yes or no
 RIGHT = {"model-a": set(range(0, 30)), "model-b": set(range(10, 24)) | {32, 35, 38}}
 UNREADABLE = {"model-a": set(), "model-b": {30, 31}}
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    """``vlamb-nb ARGV`` in this process: its exit status, stdout and stderr."""
-    from vlamb_nb import cli as vlamb_cli
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = vlamb_cli.main(list(argv))
-    return rc, out.getvalue(), err.getvalue()
 
 
 def checkout_files() -> dict[str, tuple[int, int]]:

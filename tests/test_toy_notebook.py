@@ -4,15 +4,13 @@ store's scores reach ``report.md`` and ``report.html`` — no registry edit, no 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 
 import fixtures_toy
 import hubstub
 import pytest
-from fixtures_toy import RELEASED, REVISION, N
+from fixtures_toy import RELEASED, REVISION, N, cli
 
 
 @pytest.fixture
@@ -29,15 +27,6 @@ def site(tmp_path, monkeypatch):
 
     for name in [m for m in sys.modules if m == "toy_paper" or m.startswith("toy_paper.")]:
         sys.modules.pop(name)
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    from vlamb_nb import cli as vlamb_cli
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = vlamb_cli.main(list(argv))
-    return rc, out.getvalue(), err.getvalue()
 
 
 def test_an_installed_paper_registers_by_its_entry_point_with_the_notebook_beside_its_code(site):
@@ -58,10 +47,7 @@ def test_an_installed_paper_registers_by_its_entry_point_with_the_notebook_besid
 def test_an_entry_point_whose_package_is_missing_is_one_line_for_that_paper_only(tmp_path, monkeypatch):
     from vlamb_nb.benchmarks import BrokenPaper, get_benchmark, list_benchmarks
 
-    meta = tmp_path / "gone-0.1.dist-info"
-    meta.mkdir()
-    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: gone\nVersion: 0.1\n", encoding="utf-8")
-    (meta / "entry_points.txt").write_text("[vlamb_nb.papers]\ngone = gone_paper\n", encoding="utf-8")
+    fixtures_toy.entry_point(tmp_path, "gone", "gone_paper")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert "gone" in list_benchmarks()
     with pytest.raises(BrokenPaper, match="gone: cannot be loaded: its package gone_paper is not installed"):
@@ -125,10 +111,7 @@ def test_the_toy_paper_goes_from_data_fetch_through_its_notebook_to_both_pages(s
 def test_an_installed_paper_that_takes_a_registered_name_is_left_out_with_a_warning(tmp_path, monkeypatch):
     from vlamb_nb.benchmarks import RegistryWarning, get_benchmark, list_benchmarks
 
-    meta = tmp_path / "clash-0.1.dist-info"
-    meta.mkdir()
-    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: clash\nVersion: 0.1\n", encoding="utf-8")
-    (meta / "entry_points.txt").write_text("[vlamb_nb.papers]\nref-adv = clash_paper\n", encoding="utf-8")
+    fixtures_toy.entry_point(tmp_path, "ref-adv", "clash_paper")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.warns(RegistryWarning, match="clash_paper is not registered as 'ref-adv': 'ref-adv' is an alias"):
         names = list_benchmarks()
