@@ -148,3 +148,24 @@ def test_tiny_hf_model_over_http_matches_direct_calls(server_factory):
     assert over_http["error"].isna().all()
     assert list(over_http["text"]) == [g.text for g in direct]
     assert list(over_http["prompt_tokens"]) == [g.prompt_tokens for g in direct]
+
+
+def test_a_client_gone_mid_answer_is_counted_not_a_traceback_and_other_faults_are_one_line(capfd):
+    from vlamb_nb.models import ScriptedModel
+
+    srv = ChatServer(ScriptedModel(lambda req: "A"), host="127.0.0.1", port=0)
+    try:
+        for err in (BrokenPipeError(32, "Broken pipe"), ConnectionResetError(104, "Connection reset by peer")):
+            try:
+                raise err
+            except ConnectionError:
+                srv.handle_error(None, ("127.0.0.1", 5))
+        assert srv.dropped == 2 and capfd.readouterr().err == ""
+        try:
+            raise ValueError("a bad byte")
+        except ValueError:
+            srv.handle_error(None, ("127.0.0.1", 5))
+        err = capfd.readouterr().err
+        assert err.strip().splitlines() == ["vlamb-nb chat server: a request from 127.0.0.1 failed: ValueError: a bad byte"]
+    finally:
+        srv.server_close()

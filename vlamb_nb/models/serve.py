@@ -124,11 +124,24 @@ class ChatServer(ThreadingHTTPServer):
         self._ids_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.dropped = 0  # answers whose client had gone (ConnectionError while writing)
 
     @property
     def base_url(self) -> str:
         host, port = self.server_address[:2]
         return f"http://{host}:{port}/v1"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-answer (a timeout, a cancelled notebook) is not the server's fault: it is
+        counted, never printed as a traceback; anything else is one line on stderr."""
+        import sys
+
+        err = sys.exc_info()[1]
+        if isinstance(err, ConnectionError):
+            self.dropped += 1
+            return
+        print(f"vlamb-nb chat server: a request from {client_address[0]} failed: {type(err).__name__}: {err}",
+              file=sys.stderr)
 
     def next_id(self) -> int:
         with self._ids_lock:
