@@ -116,6 +116,16 @@ def test_a_headline_cell_shows_its_items_and_an_item_opens_whole(chromium, pages
         narrowed = _shown(page, box)
         assert first["k"] in narrowed and set(narrowed) <= set(want)
         page.locator(f"#{box} .it-clear").click()
+        # a store's score (read from its run record) shows the items it is made of
+        scores = page.locator("#nb-refadv [data-items-links='scores'] a.it-link")
+        assert scores.count() == len(data["links"]["scores"]) >= 1
+        page.locator(f"#{box} .it-q").fill("")
+        scores.first.click()
+        whole = data["groups"][data["links"]["scores"][0]]
+        assert sorted(_shown(page, box)) == sorted(data["rows"][r]["k"] for r in whole["rows"])
+        assert scores.first.inner_text() == page.locator("#nb-refadv [data-items-links='scores'] tbody tr").first \
+            .locator("td").nth(4).inner_text()  # the link is the value cell
+        page.locator(f"#{box} .it-clear").click()
         page.locator(f"#{box} .it-q").fill("")
         assert len(_shown(page, box)) == len(data["rows"])
         # sort by keyboard: the item header's button, Enter, twice

@@ -15,6 +15,7 @@ from vlamb_nb.compare import compare, load_runs
 from vlamb_nb.report_html import write_comparison_page, write_run_page
 from vlamb_nb.report_items import blob, comparison_links, comparison_view, paper_view
 from vlamb_nb.reproduce import scored_runs
+from vlamb_nb.run_view import store_scores
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +111,12 @@ def test_a_run_page_lists_each_papers_items_in_its_section(folders, tmp_path):
         assert len(data["rows"]) == sum(len(r.scored) for r in runs if r.paper == paper)
         assert len(data["links"]["headline"]) == len(results[paper]["results"]["headline"])
         assert None not in data["links"]["headline"]
+        # each store score (read from its run record) links to exactly the items it counts
+        assert 'data-items-links="scores"' in section
+        scores = [r for s in store_scores(run)[paper] for r in s.rows()]
+        assert scores and len(data["links"]["scores"]) == len(scores) and None not in data["links"]["scores"]
+        for r, g in zip(scores, data["links"]["scores"], strict=True):
+            assert data["groups"][g]["n"] == r["n"], (paper, r["metric"])
     assert page.count("window.vlambItems = window.vlambItems") == 1  # the table's script and style once a page
 
 

@@ -779,7 +779,7 @@ def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, fi
                          "headline_figures": _figures_view(nv.headline_figures, run_dir),
                          "blocks": blocks, "audit_from": run_view.AUDIT, "deviations": deviations,
                          "outside": nv.outside, "rest": _figures_view(nv.rest, run_dir)})
-        sections[-1]["items"] = _section_items(item_views, name, headline, card_rows, first=not any(
+        sections[-1]["items"] = _section_items(item_views, name, headline, card_rows, scores, first=not any(
             x.get("items") for x in sections[:-1]))  # items behind every number (report_items)
     other = [r for sc in view.other_scores for r in sc.rows()]
     other_scores = exports.add("run", score_table(other, "other scores")) if other else None
@@ -839,9 +839,11 @@ def _item_views(runs: list[Any] | None, error: str | None) -> dict[str, Any]:
 
 
 def _section_items(views: dict[str, Any], paper: str, headline: list[dict[str, Any]],
-                   card_rows: list[dict[str, Any]], *, first: bool) -> dict[str, Any] | None:
-    """A paper's item table: its section's headline rows and its rows of the card at the top link to it."""
-    from vlamb_nb.report_items import blob, headline_links
+                   card_rows: list[dict[str, Any]], scores: list[dict[str, Any]], *,
+                   first: bool) -> dict[str, Any] | None:
+    """A paper's item table: its section's headline rows, its store scores and its rows of the card at the top
+    link to it."""
+    from vlamb_nb.report_items import blob, headline_links, score_links
 
     if "error" in views:
         return {"error": views["error"], "assets": False}
@@ -850,7 +852,8 @@ def _section_items(views: dict[str, Any], paper: str, headline: list[dict[str, A
         return None
     card = [g if r["paper"] == paper and "state" not in r else None
             for r, g in zip(card_rows, headline_links(view, card_rows), strict=True)]
-    data = {**view.to_json(), "links": {"headline": headline_links(view, headline), "card": card}}
+    data = {**view.to_json(), "links": {"headline": headline_links(view, headline), "card": card,
+                                        "scores": score_links(view, paper, scores)}}
     return {"id": f"items-{paper}", "blob": blob(data), "notes": view.notes, "assets": first}
 
 

@@ -496,7 +496,40 @@ def paper_view(paper: str, runs: Sequence[Any]) -> ItemsView:
                     continue
                 view.groups.append(Group(f"{m.name} · {setting} · {label}", _rows_of(rows, mask, m, index), n,
                                          m.unit, (setting, m.name, label)))
+        for m in metrics:  # every declared metric's whole set of the run (a store's scores row), once
+            if _store_group(view, m, run.setting) is not None:
+                continue
+            rows = m.rows(frame)
+            if rows.empty or not m.has_values(rows):
+                continue
+            every = np.ones(len(rows), dtype=bool)
+            view.groups.append(Group(f"{m.name} · {run.setting} · {m.overall}", _rows_of(rows, every, m, index),
+                                     int(len(m.units(rows))), m.unit, (run.setting, m.name, m.overall)))
     return _close(view, failed)
+
+
+def _store_group(view: ItemsView, m: Any, setting: str) -> int | None:
+    """The group of the metric's whole set in a run of ``setting``: the card's row of it, where the card names
+    that run so, else the group keyed by the metric's own name of the whole set."""
+    card = m.card
+    if card is not None and not card.setting and (not card.settings or setting in card.settings):
+        g = view.group_for(setting, m.name, card.slice.format(slice=m.overall, setting=setting,
+                                                              SETTING=setting.upper()))
+        if g is not None:
+            return g
+    return view.group_for(setting, m.name, m.overall)
+
+
+def score_links(view: ItemsView | None, paper: str, rows: Sequence[dict[str, Any]]) -> list[int | None]:
+    """For each row of a paper's store scores (``setting``, ``metric``: :func:`vlamb_nb.run_view` rows), the group
+    of the items its value is made of (None: not listed here)."""
+    from vlamb_nb.benchmarks import get_benchmark
+
+    if view is None:
+        return [None] * len(rows)
+    metrics = {m.name: m for m in get_benchmark(paper).metrics}
+    return [_store_group(view, metrics[str(r.get("metric"))], str(r.get("setting")))
+            if str(r.get("metric")) in metrics else None for r in rows]
 
 
 def run_views(runs: Sequence[Any]) -> dict[str, ItemsView]:
