@@ -81,9 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         scored = evaluate_adapter(result.adapter_dir, test_items, store=out / "predictions.jsonl", scorer=args.scorer,
                                   limit=args.eval_limit, model=result.model, params=params)
         summary["table4"] = BENCHMARK.tables(scored)["Table 4"].reset_index().to_dict(orient="records")
-        summary["deviations"] = scored.attrs["deviations"]
+        summary["deviations"] = [d.to_dict() for d in scored.attrs["deviations"]]
     else:
-        summary["deviations"] = [d.__dict__ for d in result.deviations]
+        summary["deviations"] = [d.to_dict() for d in result.deviations]
     if args.json:
         print(json.dumps(summary, indent=1, default=str))
     else:
