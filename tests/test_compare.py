@@ -615,3 +615,17 @@ def test_a_run_frame_whose_every_item_failed_is_refused():
     some = a.assign(error=["", "backend_error: timeout", None])  # a failed item counts as wrong, as in the paper
     c = compare([Run("A", "refadv", "direct", a), Run("B", "refadv", "direct", some)], n_resamples=B)
     assert c.values.set_index("model").loc["B", "value"] == pytest.approx(100 * 2 / 3)
+
+
+def test_a_store_of_two_runs_that_differ_only_in_decoding_is_refused_naming_both(vague_runs, tmp_path):
+    """Compare tells runs apart as every scorer does (the run identity: decoding, prompts, data, seed too), not by
+    model and setting alone: two runs in one store are never compared as one."""
+    bench = get_benchmark("vague")
+    items = vague_runs["items"].head(4)
+    store = tmp_path / "two.jsonl"
+    for tokens in (8, 16):
+        bench.evaluate(_answering(items, {0, 1}, "model-x"), items, "vlm", store=store, progress=False,
+                       max_new_tokens=tokens)
+    with pytest.raises(DataError, match=r"the store holds several runs, which are never compared together: \[0\] "
+                                        r"model-x .*\[1\] model-x .*compare stores of one run each"):
+        compare([store, vague_runs["stores"]["a"]], sources=str(vague_runs["src"]), n_resamples=B)

@@ -630,28 +630,31 @@ def _file_run(path: Path, sources: Any, *, name: str | None = None, options: dic
 
 
 def _store_meta(path: Path) -> dict[str, Any]:
-    """The one run a store holds (its ``RunMeta``); a store of several runs is refused, naming them."""
-    from vlamb_nb.store import read_records
+    """The one run a store holds (its ``RunMeta``), told apart from others as every scorer tells runs apart
+    (:class:`~vlamb_nb.run_identity.RunId`: model, revision, quantization, backend, endpoint, setting, decoding,
+    prompts, data, seed); a store of several runs is refused, naming them."""
+    from collections import Counter
+
+    from vlamb_nb.run_identity import MixedRunsError, stored_answers
+    from vlamb_nb.store import ANSWER, read_records
 
     recs = read_records(path)
     if not recs:
         raise DataError("an empty prediction store", source=str(path))
-    metas: dict[str, dict[str, Any]] = {}
-    for r in recs:
-        meta = dict(r.get("run") or {})
-        model = meta.get("model") or r.get("model") or {}
-        model = {"model_id": model} if isinstance(model, str) else dict(model)  # a model named by its id alone
-        meta.setdefault("benchmark", r.get("benchmark"))
-        meta.setdefault("setting", r.get("setting"))
-        meta["model"] = model
-        ident = json.dumps([model.get("model_id"), model.get("quantization"), model.get("revision"),
-                            model.get("endpoint"), meta.get("setting")], default=str)
-        metas.setdefault(ident, meta)
-    if len(metas) > 1:
-        desc = "; ".join(f"{m['model'].get('model_id')} {m.get('setting')}" for m in metas.values())
-        raise DataError(f"the store holds {len(metas)} runs ({desc}); compare stores of one run each",
-                        source=str(path))
-    meta = next(iter(metas.values()))
+    first = next((r for r in recs if r.get("turn") == ANSWER), recs[0])
+    named = Counter(str(r["benchmark"]) for r in recs if r.get("benchmark"))
+    if named:
+        try:  # the one reader of stored answers tells the runs apart (and names a record of another benchmark)
+            stored_answers(path, named.most_common(1)[0][0], source=str(path))
+        except MixedRunsError as e:
+            raise DataError(f"the store holds several runs, which are never compared together: {e.runs}; compare "
+                            "stores of one run each (vlamb-nb score -o run=N scores one of them)",
+                            source=str(path)) from None
+    meta = dict(first.get("run") or {})
+    model = meta.get("model") or first.get("model") or {}
+    meta["model"] = {"model_id": model} if isinstance(model, str) else dict(model)  # a model named by its id alone
+    meta.setdefault("benchmark", first.get("benchmark"))
+    meta.setdefault("setting", first.get("setting"))
     if not meta.get("benchmark"):
         raise DataError("not a prediction store (no benchmark in its records)", source=str(path))
     errors = [str(r.get("error") or "").strip() for r in recs]

@@ -34,7 +34,9 @@ MODEL_FIELDS = ("model_id", "revision", "quantization", "backend", "endpoint")
 
 
 class MixedRunsError(DataError):
-    """A store or file holds several runs and nothing says which one to score."""
+    """A store or file holds several runs and nothing says which one to score (``runs``: them, listed)."""
+
+    runs: str = ""
 
 
 class DuplicateWarning(UserWarning):
@@ -166,9 +168,11 @@ def select_run(records: Iterable[dict[str, Any]], *, model: str | None = None, s
                              f"the file holds {describe(runs)}", source=source)
     if len(keys) > 1:
         shown = {k: runs[k] for k in keys}
-        raise MixedRunsError(f"the file holds {len(keys)} runs, which are never scored together: {describe(shown)}. "
+        err = MixedRunsError(f"the file holds {len(keys)} runs, which are never scored together: {describe(shown)}. "
                              "Pick one with -o run=N (or -o model=..., -o setting=..., -o quantization=...)",
                              source=source)
+        err.runs = describe(shown)
+        raise err
     return keys[0], runs[keys[0]]
 
 
