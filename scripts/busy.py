@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         for proc in loops:
             proc.start()
     else:
-        span = f"after the load ({args.load}) ends"
+        span = f"the rest of the run, once the load ({args.load}) ends"
 
         def take_over() -> None:  # the loops keep the machine loaded once the load's work is done
             load.wait()
