@@ -98,3 +98,27 @@ def test_a_store_whose_record_is_damaged_is_listed_with_why_and_the_pages_are_st
     for text in (md, page):
         assert "(record unreadable)" in text and "schema_version 99 is newer" in text
     assert "Acc@0.5" in md  # the other paper's scores are still there
+
+
+def test_a_record_with_values_of_the_wrong_type_or_a_link_out_of_the_run_never_breaks_or_feeds_the_pages(tmp_path):
+    from vlamb_nb.run_view import store_scores
+
+    sources = FI.samples(tmp_path)
+    folder = FI.run_folder(tmp_path, sources, "A")
+    rec = folder / "mucar" / "A" / "mucar__full.record.json"
+    data = json.loads(rec.read_text(encoding="utf-8"))
+    data["metrics"][0].update(value="<b>lots</b>", ci_low="x", ci_high=None, n="many")
+    rec.write_text(json.dumps(data), encoding="utf-8")
+    outside = tmp_path / "elsewhere" / "deep"
+    outside.mkdir(parents=True)
+    (outside / "other.record.json").write_text(json.dumps({**data, "setting": "planted"}), encoding="utf-8")
+    (folder / "mucar" / "linked").symlink_to(outside, target_is_directory=True)
+    rows = [r for s in store_scores(folder)["mucar"] for r in s.rows()]
+    assert all(r["setting"] != "planted" for r in rows)  # the linked folder's record is not read
+    bad = next(r for r in rows if r["metric"] == data["metrics"][0]["metric"])
+    assert (bad["value"], bad["95% CI"], bad["n"]) == ("<b>lots</b>", "", "many")
+    results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    runs = [NotebookRun(p, folder / f"{p}.ipynb", folder / f"{p}.out.ipynb", {}, ok=True,
+                        results=results[p]["results"]) for p in results]
+    page = write_report(runs, folder).read_text(encoding="utf-8")
+    assert "&lt;b&gt;lots&lt;/b&gt;" in page and "<b>lots</b>" not in page  # text, escaped

@@ -77,10 +77,15 @@ class StoreScores:
             why = "answers only (not scored)" if self.stage != "scored" else "no metric value"
             return [{**base, "metric": "–", "value": why}]
         out = []
-        for m in self.metrics:
-            ci = f"[{m.ci_low:.1f}, {m.ci_high:.1f}]" if m.ci_low is not None and m.ci_high is not None else ""
-            out.append({**base, "metric": m.metric, "value": m.value, "95% CI": ci, "n": m.n})
+        for m in self.metrics:  # a record is a file: a value that is no number is shown as text, never formatted
+            ci = f"[{m.ci_low:.1f}, {m.ci_high:.1f}]" if _number(m.ci_low) and _number(m.ci_high) else ""
+            out.append({**base, "metric": str(m.metric), "value": m.value if _number(m.value) else str(m.value),
+                        "95% CI": ci, "n": m.n if isinstance(m.n, int) else str(m.n)})
         return out
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
 
 
 @dataclass
@@ -156,11 +161,12 @@ def store_scores(run_dir: str | Path) -> dict[str, list[StoreScores]]:
     from vlamb_nb.record import SUFFIX, RunRecord
 
     run_dir = Path(run_dir)
+    root = run_dir.resolve()
     out: dict[str, list[StoreScores]] = {}
     for path in sorted(run_dir.glob(f"*/**/*{SUFFIX}")):
         rel = path.relative_to(run_dir)
-        if rel.parts[0] in ("figures", "tables") or path.is_symlink():
-            continue
+        if rel.parts[0] in ("figures", "tables") or not path.resolve().is_relative_to(root):
+            continue  # a link (of a file or a folder) out of the run folder is never read
         store = rel.with_name(path.name[: -len(SUFFIX)] + ".jsonl").as_posix()
         try:
             rec = RunRecord.read(path)
