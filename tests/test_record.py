@@ -159,6 +159,32 @@ def test_score_prints_one_shape_for_every_paper_with_the_declared_metrics_values
     assert len({frozenset(k) for k in keys.values()}) == 1, keys
 
 
+def test_every_number_of_a_run_comes_back_from_its_record_alone(samples, tmp_path, capsys):
+    """The record keeps each declared metric's unit sets: its values and intervals, and the card's rows, are
+    recomputed from the file alone and equal those of the scored frame; a record of schema 1 (no unit sets)
+    still reads, and ranking it is refused in one line."""
+    from vlamb_nb.record import value_of
+    from vlamb_nb.stats.metric import headlines
+
+    for paper, setting, n in ONE_EACH:
+        argv, scored = _scored_file(paper, setting, n, samples, tmp_path / paper)
+        _score_json(argv, capsys)
+        rec = RunRecord.read(argv[2])
+        assert len(rec) == len(scored)
+        bench = get_benchmark(paper)
+        again = [value_of(m, u, n_resamples=50) for m in bench.metrics for u in rec.unit_sets(m.name) or ()]
+        assert again == list(rec.metrics), paper
+        on_card = [m for m in bench.metrics if m.card is not None]
+        from_frame = headlines(paper, on_card, {setting: scored}, cells=bench.reference, n_resamples=200)
+        from_record = headlines(paper, on_card, {setting: rec}, cells=bench.reference, n_resamples=200)
+        assert from_frame and [repr(h) for h in from_record] == [repr(h) for h in from_frame], paper
+        old = rec.to_dict()
+        old.update(schema_version=1, units={})
+        with pytest.raises(DataError, match="schema 1 keeps no per-unit values") as e:
+            headlines(paper, on_card, {setting: RunRecord.from_dict(old)}, cells=bench.reference)
+        assert "\n" not in str(e.value)
+
+
 def test_a_metric_added_to_a_papers_metrics_reaches_score_with_no_other_edit(samples, tmp_path, capsys,
                                                                               monkeypatch):
     for paper, setting, n in ONE_EACH:

@@ -170,14 +170,17 @@ def _scores(metric: Any, frames: list[Any]) -> list[Scores]:
     if metric.compare_slices:
         masks += metric.slice_masks(first)
     out = []
-    for name, mask in masks:
-        parts = [f[mask] for f in frames]
-        units = [metric.units(p) for p in parts]
-        order = units[0].index
-        values = [u.reindex(order).to_numpy(float) for u in units]
-        clusters = metric.clusters(parts[0])
-        out.append(Scores(metric, name, values, clusters, metric.ci_unit(parts[0]) if clusters is not None else "",
-                          metric.gold_values(parts[0])))
+    for name, mask in masks:  # each run's unit sets (what its record keeps), in the first run's unit order
+        sets = [next(iter(metric.unit_sets(f, masks=[(name, mask)]) or ()), None) for f in frames]
+        if sets[0] is None:
+            out.append(Scores(metric, name, [np.zeros(0) for _ in frames]))
+            continue
+        order = sets[0].keys
+        values = [np.array([dict(zip(u.keys, u.values, strict=True)).get(k, np.nan) for k in order], dtype=float)
+                  if u is not None else np.full(len(order), np.nan) for u in sets]
+        clusters = sets[0].cluster_array()
+        out.append(Scores(metric, name, values, clusters, sets[0].ci_unit if clusters is not None else "",
+                          sets[0].gold_array()))
     return out
 
 

@@ -31,9 +31,11 @@ from vlamb_nb.errors import DataError
 from vlamb_nb.meta import Deviation, package_version
 from vlamb_nb.metrics import Coverage
 from vlamb_nb.run_identity import RunId
+from vlamb_nb.stats.metric import Units
 
-#: the version this package writes and the newest it reads
-SCHEMA_VERSION = 1
+#: the version this package writes and the newest it reads (2: each metric's unit sets; a record of 1 still
+#: reads, and its numbers show, but the card and ``compare`` need the unit sets: score its store again)
+SCHEMA_VERSION = 2
 #: a record's file name beside its store: ``<store stem>.record.json``
 SUFFIX = ".record.json"
 #: the item columns a row's image reference is taken from, first present wins (a path, a URL or an id)
@@ -139,6 +141,10 @@ class RunRecord:
     coverage: Coverage = field(default_factory=lambda: Coverage(items=None, answered=0))
     deviations: tuple[Deviation, ...] = ()
     metrics: tuple[MetricValue, ...] = ()
+    #: each declared metric's per-unit values on the whole set and each slice (:class:`~vlamb_nb.stats.metric.Units`):
+    #: what every number of the run is computed from; ``[]``: the metric covers no row, None: the run has none of
+    #: its values
+    units: dict[str, list[Units] | None] = field(default_factory=dict)
     rows: list[dict[str, Any]] = field(default_factory=list)
     store: str | None = None  # the prediction store's file name (beside the record), or the file scored
     notes: tuple[str, ...] = ()
@@ -150,6 +156,7 @@ class RunRecord:
         out = asdict(self)
         out["data"] = self.data.to_dict()
         out["coverage"] = {**asdict(self.coverage), "left_out": [lo.summary() for lo in self.coverage.left_out]}
+        out["units"] = {k: None if v is None else [u.to_dict() for u in v] for k, v in self.units.items()}
         return out
 
     def write(self, path: str | os.PathLike, *, run: int | None = None) -> Path:
@@ -193,6 +200,8 @@ class RunRecord:
                        coverage=Coverage.from_dict(d.get("coverage") or {}),
                        deviations=tuple(_typed(Deviation, x) for x in d.get("deviations") or ()),
                        metrics=tuple(_typed(MetricValue, x) for x in d.get("metrics") or ()),
+                       units={str(k): None if v is None else [Units.from_dict(u) for u in v]
+                              for k, v in (d.get("units") or {}).items()},
                        rows=[dict(r) for r in d.get("rows") or ()], store=d.get("store"),
                        notes=tuple(d.get("notes") or ()), created=str(d.get("created", "")), schema_version=version)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
@@ -224,6 +233,18 @@ class RunRecord:
         return cls.from_dict(d, source=str(p))
 
     # -- views ---------------------------------------------------------------------------------------------
+    def unit_sets(self, metric: str) -> list[Units] | None:
+        """The declared metric's unit sets as the run was scored (``[]``: it covers none of the run's rows; None:
+        the run has none of its values): what the card and ``compare`` compute from."""
+        if self.schema_version < 2 and self.stage == "scored":
+            raise DataError(f"a run record of schema {self.schema_version} keeps no per-unit values; score its "
+                            "store again (vlamb-nb score) to rank or compare it", source=self.store or None)
+        return self.units.get(metric, [])
+
+    def __len__(self) -> int:
+        """The rows scored (a turn before the answer that counts is not one)."""
+        return sum(1 for r in self.rows if r.get("scored", True))
+
     def to_pandas(self):
         """One row per item and turn: item_id, turn, request_id, prompt, answer, parsed, valid, gold, image,
         failure, scored (False: a turn before the answer that counts, such as a caption or a first attempt before
@@ -392,51 +413,54 @@ def data_facts(paper: str, data: Mapping[str, Any] | None, source_digest: str = 
 
 
 def metric_values(metrics: Sequence[Any], scored: Any, *, n_resamples: int = 1000, seed: int = 0
-                  ) -> tuple[list[MetricValue], dict[str, list[Any]], list[str]]:
-    """Every declared metric on ``scored``: its value on the whole set and each slice (with a bootstrap interval
-    over its cluster unit), its per-row value (aligned with ``scored``) and what could not be computed."""
-    import numpy as np
+                  ) -> tuple[list[MetricValue], dict[str, list[Any]], list[str], dict[str, list[Any] | None]]:
+    """Every declared metric on ``scored``: its unit sets (:meth:`~vlamb_nb.stats.metric.Metric.unit_sets`, the
+    whole set and each slice: what the record keeps), its value on each (with a bootstrap interval over its
+    cluster unit), its per-row value (aligned with ``scored``) and what could not be computed."""
     import pandas as pd
-
-    from vlamb_nb.stats.bootstrap import resample_weights
-    from vlamb_nb.stats.ranking import interval
 
     values: list[MetricValue] = []
     per_row: dict[str, list[Any]] = {}
     notes: list[str] = []
+    units: dict[str, list[Any] | None] = {}
     for m in metrics:
         col = pd.Series([None] * len(scored), index=scored.index, dtype=object)
+        per_row[m.name] = col.tolist()
         try:
-            rows = m.rows(scored)
-            if rows.empty or not m.has_values(rows):
-                notes.append(f"{m.name}: the run has none of its values")
-                per_row[m.name] = col.tolist()
-                continue
-            units = m.units(rows)
-            if m.kind == "all_correct":
-                col.loc[rows.index] = rows[m.group].astype(str).map(units).to_numpy()
-            else:
-                col.loc[rows.index] = units.to_numpy()
-            whole = (m.overall, np.ones(len(rows), dtype=bool))
-            for name, mask in [whole, *m.slice_masks(rows)]:
-                part = rows[mask]
-                v = m.units(part).to_numpy(float)
-                if not len(v):
-                    continue
-                stat = m.statistic(v, m.gold_values(part))
-                point = float(stat(np.ones((1, len(v))))[0])
-                lo = hi = None
-                if n_resamples and len(v) > 1:
-                    w = resample_weights(len(v), m.clusters(part), n_resamples=n_resamples, seed=seed)
-                    lo, hi = (round(x, 2) for x in interval(stat(w)))
-                values.append(MetricValue(metric=m.name, kind=m.kind, slice=str(name),
-                                          value=round(point, 2) if math.isfinite(point) else None, n=len(v),
-                                          unit=m.unit, ci_low=lo, ci_high=hi, higher_is_better=m.higher_is_better,
-                                          whole=name is whole[0] and mask is whole[1]))
+            sets = m.unit_sets(scored)
         except DataError as e:
             notes.append(f"{m.name}: not computed ({e})")
+            continue
+        units[m.name] = sets
+        if not sets:
+            notes.append(f"{m.name}: the run has none of its values")
+            continue
+        rows = m.rows(scored)
+        whole = next(u for u in sets if u.whole)
+        if m.kind == "all_correct":
+            col.loc[rows.index] = rows[m.group].astype(str).map(dict(zip(whole.keys, whole.values,
+                                                                         strict=True))).to_numpy()
+        else:
+            col.loc[rows.index] = whole.values
         per_row[m.name] = col.tolist()
-    return values, per_row, notes
+        values += [value_of(m, u, n_resamples=n_resamples, seed=seed) for u in sets]
+    return values, per_row, notes, units
+
+
+def value_of(m: Any, u: Any, *, n_resamples: int = 1000, seed: int = 0) -> MetricValue:
+    """One metric's value on one of its unit sets, with a bootstrap interval over its cluster unit: the record's
+    numbers, recomputable from the record's own unit sets."""
+    from vlamb_nb.stats.bootstrap import resample_weights
+    from vlamb_nb.stats.ranking import interval
+
+    point = m.value_of(u)
+    lo = hi = None
+    if n_resamples and len(u.values) > 1:
+        w = resample_weights(len(u.values), u.cluster_array(), n_resamples=n_resamples, seed=seed)
+        lo, hi = (round(x, 2) for x in interval(m.statistic(u.array(), u.gold_array())(w)))
+    return MetricValue(metric=m.name, kind=m.kind, slice=u.slice,
+                       value=round(point, 2) if math.isfinite(point) else None, n=len(u.values), unit=m.unit,
+                       ci_low=lo, ci_high=hi, higher_is_better=m.higher_is_better, whole=u.whole)
 
 
 def _first(row: Mapping[str, Any], names: Sequence[str]) -> Any:
@@ -531,8 +555,8 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
                                                    "family", "dtype")}, spec=spec)
     facts = ModelFacts(**{**asdict(facts), "backend": None if facts.backend is None else str(facts.backend)})
     metrics = tuple(getattr(bench, "metrics", ()) or ())
-    values, per_row, notes = metric_values(metrics, scored, n_resamples=n_resamples) if stage == "scored" \
-        else ([], {}, [])
+    values, per_row, notes, units = metric_values(metrics, scored, n_resamples=n_resamples) \
+        if stage == "scored" else ([], {}, [], {})
     run_id, stored = _run_records(path, scored)
     parsed_cols = [c for c in attrs.get("parsed_columns") or () if c in scored.columns]
     key = next((c for c in ("item_id", "uid", "id") if c in scored.columns), None)
@@ -578,7 +602,7 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
                      model=facts, run_id=run_id, stage=stage, decoding=decoding,
                      prompts={"templates": str(meta.get("template") or ""), "items": str(meta.get("source") or "")},
                      seed=meta.get("seed"), environment=environment(meta.get("versions")),
-                     data=data, coverage=coverage, deviations=devs, metrics=tuple(values), rows=rows,
+                     data=data, coverage=coverage, deviations=devs, metrics=tuple(values), units=units, rows=rows,
                      store=None if path is None else path.name,
                      notes=tuple(str(n) for n in attrs.get("notes") or ()) + tuple(notes),
                      created=time.strftime("%Y-%m-%dT%H:%M:%S%z"))

@@ -26,7 +26,7 @@ percent, so a point value, a bootstrap interval and a rank over the same resampl
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -210,6 +210,46 @@ class Metric:
         """What an interval resamples: the cluster unit where the run has the cluster column, else the unit."""
         return self.cluster_unit if self.clusters(rows) is not None else self.unit
 
+    def unit_sets(self, scored: Any, *, masks: Sequence[tuple[str, Any]] | None = None,
+                  slices: bool = True) -> list[Units] | None:
+        """The metric's per-unit values on the whole set and each slice of ``scored`` (``masks``: these slices of
+        the covered rows instead): the one form every number of it is computed from — a run record stores it, and
+        the record's values, the card and ``compare`` aggregate it. ``[]``: the metric covers no row of the run;
+        None: the rows hold none of its values (a run without judge labels)."""
+        rows = self.rows(scored)
+        if rows.empty:
+            return []
+        if not self.has_values(rows):
+            return None
+        if masks is None:
+            masks = [(self.overall, np.ones(len(rows), dtype=bool)), *(self.slice_masks(rows) if slices else ())]
+        note = self.card.note.format_map(_Fill({**rows.iloc[0].to_dict(), "n": len(rows), "n_all": len(scored)})) \
+            if self.card is not None and self.card.note else ""
+        out: list[Units] = []
+        for i, (name, mask) in enumerate(masks):
+            mask = np.asarray(mask, dtype=bool)
+            part = rows[mask]
+            u = self.units(part)
+            if not len(u):
+                continue
+            if self.kind == "all_correct":
+                keys = u.index.astype(str)
+            else:
+                try:
+                    keys = self.item_key(part)
+                except DataError:
+                    keys = part.index.astype(str)
+            gold = self.gold_values(part)
+            clusters = self.clusters(part)
+            out.append(Units(metric=self.name, slice=str(name), keys=tuple(str(k) for k in keys),
+                             values=tuple(float(v) for v in u.to_numpy(float)),
+                             gold=None if gold is None else tuple(int(g) for g in gold),
+                             clusters=None if clusters is None else tuple(str(c) for c in clusters),
+                             ci_unit=self.ci_unit(part), whole=i == 0 and str(name) == self.overall and
+                             bool(mask.all()), rows=int(len(part)), run_rows=int(len(scored)),
+                             note=note if i == 0 else ""))
+        return out
+
     # -- the aggregate -----------------------------------------------------------------------------------
     def statistic(self, values: Any, gold: Any = None) -> Callable[[np.ndarray], np.ndarray]:
         """The aggregate over (resamples, units) weights, in percent: this kind's one aggregation."""
@@ -219,6 +259,12 @@ class Metric:
         if self.kind == "macro_f1":
             return weighted_macro_f1(gold, v.astype(int))
         return weighted_mean(v)
+
+    def value_of(self, units: Units) -> float:
+        """The metric's point value (percent) on one of its unit sets."""
+        if not units.values:
+            return math.nan
+        return float(self.statistic(units.array(), units.gold_array())(np.ones((1, len(units.values))))[0])
 
     def paired_statistic(self, gold: Any = None) -> Any:
         """The statistic a paired bootstrap of two runs' values uses (None: the difference of means)."""
@@ -234,6 +280,55 @@ class Metric:
         if not len(v):
             return math.nan
         return float(self.statistic(v, self.gold_values(rows))(np.ones((1, len(v))))[0])
+
+
+@dataclass(frozen=True)
+class Units:
+    """One declared metric's per-unit values on one slice of one run (a row each, or a group each for
+    all_correct, in the run's order): what its point value, its interval, its card row and its paired test are
+    computed from, kept in the run record so each of them can be recomputed from the file alone."""
+
+    metric: str
+    slice: str
+    keys: tuple[str, ...]  # each unit's key (the item id; the group for all_correct)
+    values: tuple[float, ...]  # each unit's value in the metric's scale (0/1, a score, a predicted label)
+    gold: tuple[int, ...] | None = None  # macro_f1: each unit's gold label
+    clusters: tuple[str, ...] | None = None  # the cluster each unit is resampled with (None: alone)
+    ci_unit: str = ""  # what an interval resamples
+    whole: bool = False  # the whole set (not a slice)
+    rows: int = 0  # rows covered (an all_correct unit is several)
+    run_rows: int = 0  # rows of the whole run (the metric may cover some of them)
+    note: str = ""  # the whole set's card note, filled in from the run (its judge, how many rows were labelled)
+
+    def array(self) -> np.ndarray:
+        return np.asarray(self.values, dtype=float)
+
+    def gold_array(self) -> np.ndarray | None:
+        return None if self.gold is None else np.asarray(self.gold, dtype=int)
+
+    def cluster_array(self) -> np.ndarray | None:
+        return None if self.clusters is None else np.asarray(self.clusters, dtype=object).astype(str)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "slice": self.slice, "keys": list(self.keys),
+                "values": [None if math.isnan(v) else v for v in self.values],
+                "gold": None if self.gold is None else list(self.gold),
+                "clusters": None if self.clusters is None else list(self.clusters), "ci_unit": self.ci_unit,
+                "whole": self.whole, "rows": self.rows, "run_rows": self.run_rows, "note": self.note}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Units:
+        keys, values = tuple(str(k) for k in d["keys"]), tuple(math.nan if v is None else float(v)
+                                                                   for v in d["values"])
+        gold = None if d.get("gold") is None else tuple(int(g) for g in d["gold"])
+        clusters = None if d.get("clusters") is None else tuple(str(c) for c in d["clusters"])
+        if len(keys) != len(values) or any(x is not None and len(x) != len(keys) for x in (gold, clusters)):
+            raise ValueError(f"{d.get('metric')} / {d.get('slice')}: keys, values, gold and clusters differ in "
+                             "length")
+        return cls(metric=str(d["metric"]), slice=str(d["slice"]), keys=keys, values=values, gold=gold,
+                   clusters=clusters, ci_unit=str(d.get("ci_unit") or ""), whole=bool(d.get("whole")),
+                   rows=int(d.get("rows") or len(keys)), run_rows=int(d.get("run_rows") or 0),
+                   note=str(d.get("note") or ""))
 
 
 def _flags(col: Any) -> np.ndarray:
@@ -266,8 +361,8 @@ def weighted_macro_f1(label_true: Any, predictions: Any) -> Callable[[np.ndarray
 
 # -- what the card, a summary and a comparison derive from the declarations --------------------------------
 def card_slices(m: Metric, rows: Any) -> list[tuple[str, np.ndarray]]:
-    """The card's rows of one metric: the published slices in the table's order (the whole set where the table
-    prints one), or the whole set when nothing is published."""
+    """The card's slices of one metric as masks of ``rows`` (:func:`card_units` picks the same ones of a run's
+    unit sets): the published slices in the table's order, or the whole set when nothing is published."""
     whole = (m.overall, np.ones(len(rows), dtype=bool))
     pub = m.card.published if m.card else None
     if pub is None:
@@ -277,16 +372,44 @@ def card_slices(m: Metric, rows: Any) -> list[tuple[str, np.ndarray]]:
     return [(name, masks[name]) for name in pub.columns if name in masks]
 
 
+class _Fill(dict):
+    """A card note's fields: one the run does not have stays as written."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def card_units(m: Metric, sets: Sequence[Units]) -> list[Units]:
+    """The card's rows of one metric: the published slices in the table's order (the whole set where the table
+    prints one), or the whole set when nothing is published."""
+    whole = [u for u in sets if u.whole]
+    pub = m.card.published if m.card else None
+    if pub is None:
+        return whole
+    by_slice = {u.slice: u for u in sets if not u.whole}
+    by_slice.update({u.slice: u for u in whole})
+    return [by_slice[name] for name in pub.columns if name in by_slice]
+
+
+def run_units(m: Metric, run: Any) -> list[Units] | None:
+    """``m``'s unit sets of one run: a scored frame (:meth:`Metric.unit_sets`) or a run record (the sets it
+    stored when it was scored, :attr:`~vlamb_nb.record.RunRecord.units`)."""
+    if hasattr(run, "unit_sets"):
+        return run.unit_sets(m.name)
+    return m.unit_sets(run) if len(run) else []
+
+
 def headlines(paper: str, metrics: Any, runs: Any, *, cells: Callable[[str], Any], n_resamples: int = 2000,
               seed: int = 0) -> list[Any]:
     """The card's rows (:class:`~vlamb_nb.stats.ranking.Headline`) of every declared card metric: ours by
-    (cluster) bootstrap, ranked among the published values of its table (``cells(table)``: the paper's
-    reference cells), each drawn from its binomial at its test size. ``runs``: ``{setting: scored}``, or one
-    scored frame (its ``attrs["setting"]``)."""
+    (cluster) bootstrap of its unit sets, ranked among the published values of its table (``cells(table)``: the
+    paper's reference cells), each drawn from its binomial at its test size. ``runs``: ``{setting: run}``, or one
+    run (its ``attrs["setting"]``); a run is a scored frame or its run record (:class:`~vlamb_nb.record.RunRecord`),
+    which give the same rows."""
     from vlamb_nb.stats.ranking import Headline, headline_among_published, published
 
     if not isinstance(runs, Mapping):
-        runs = {str(getattr(runs, "attrs", {}).get("setting", "")): runs}
+        runs = {str(getattr(runs, "attrs", {}).get("setting", getattr(runs, "setting", ""))): runs}
     out: list[Any] = []
     said: set[tuple[str, str]] = set()
     for m in metrics:
@@ -294,42 +417,34 @@ def headlines(paper: str, metrics: Any, runs: Any, *, cells: Callable[[str], Any
             continue
         keys = m.card.settings or tuple(runs)[:1]
         for i, key in enumerate(keys):
-            frame = runs.get(key)
-            if frame is None or not len(frame):
+            run = runs.get(key)
+            if run is None:
                 continue
             setting = m.card.setting or key
-            rows = m.rows(frame)
-            if rows.empty:
-                continue
-            label = m.card.slice
-            if not m.has_values(rows):
+            sets = run_units(m, run)
+            if sets is None:
                 if m.card.missing and (key, m.column) not in said:
                     status, note = m.card.missing
-                    out.append(Headline(paper=paper, metric=m.name, slice=label.format(
+                    out.append(Headline(paper=paper, metric=m.name, slice=m.card.slice.format(
                         slice=m.overall, setting=setting, SETTING=setting.upper()), value=None, status=status,
                         note=note))
                 said.add((key, m.column))
                 continue
-            note = m.card.note.format_map({**rows.iloc[0].to_dict(), "n": len(rows), "n_all": len(frame)})
-            for name, mask in card_slices(m, rows):
-                part = rows[mask]
-                if part.empty:
-                    continue
-                values = m.units(part).to_numpy(float)
-                pub = m.card.published
+            note = next((u.note for u in sets if u.whole), "")
+            for u in card_units(m, sets):
                 comps = []
+                pub = m.card.published
                 if pub is not None:
-                    comps = published(paper, pub.table, pub.column(name, setting), n=pub.size(name),
+                    comps = published(paper, pub.table, pub.column(u.slice, setting), n=pub.size(u.slice),
                                       cells=cells(pub.table))
                     for c in comps:
                         c.n = pub.n_of_row.get(c.name, c.n)
                 out.append(headline_among_published(
-                    paper=paper, metric=m.name, slice=label.format(slice=name, setting=setting,
-                                                                   SETTING=setting.upper()),
-                    stat=m.statistic(values, m.gold_values(part)), n_rows=len(values), clusters=m.clusters(part),
-                    published=comps, unit=m.unit, ci_unit=m.ci_unit(part),
-                    higher_is_better=m.higher_is_better, setting=setting, n_resamples=n_resamples,
-                    seed=seed + i + m.card.seed, note=note))
+                    paper=paper, metric=m.name, slice=m.card.slice.format(slice=u.slice, setting=setting,
+                                                                          SETTING=setting.upper()),
+                    stat=m.statistic(u.array(), u.gold_array()), n_rows=len(u.values), clusters=u.cluster_array(),
+                    published=comps, unit=m.unit, ci_unit=u.ci_unit, higher_is_better=m.higher_is_better,
+                    setting=setting, n_resamples=n_resamples, seed=seed + i + m.card.seed, note=note))
     return out
 
 
@@ -340,9 +455,9 @@ def summary(metrics: Any, scored: Any) -> dict[str, Any]:
     if "valid" in scored.columns:
         out["invalid"] = int((~scored["valid"].fillna(False).astype(bool)).sum())
     for m in metrics:
-        rows = m.rows(scored)
-        if rows.empty or not m.has_values(rows):
+        whole = next((u for u in m.unit_sets(scored, slices=False) or () if u.whole), None)
+        if whole is None:
             continue
-        value = m.point(rows)
+        value = m.value_of(whole)
         out[m.name] = round(value, 2) if math.isfinite(value) else None
     return out
