@@ -470,7 +470,7 @@ def acc_headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None
     import numpy as np
 
     from vlamb_nb import reference, stats
-    from vlamb_nb.stats.metric import card_slices
+    from vlamb_nb.stats.metric import card_units
     from vlamb_nb.stats.ranking import (
         Comparator,
         Headline,
@@ -489,13 +489,24 @@ def acc_headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None
         if setting not in ACC.card.settings or scored is None or scored.empty:
             continue
         scored = scored.reset_index(drop=True)
+        sets = ACC.unit_sets(scored)  # one unit (row) each, in the run's order: the form its record keeps
+        if not sets:
+            continue
+        whole = next(u for u in sets if u.whole)
         aligned = _aligned(scored, released or {})
         names = {name: row_name(rel) for name, rel in aligned.items()}
-        hits = ACC.units(scored).to_numpy(bool)
-        w = resample_weights(len(scored), ACC.clusters(scored), n_resamples=n_resamples, seed=seed + k)
+        hits = whole.array().astype(bool)
+        w = resample_weights(len(hits), whole.cluster_array(), n_resamples=n_resamples, seed=seed + k)
         rng = np.random.default_rng(seed + k + 1)
         full = released and next(iter(released.values()), None)
-        for slice_name, mask in card_slices(ACC, scored):
+        position = {key: i for i, key in enumerate(whole.keys)}
+        if len(position) != len(whole.keys):
+            raise DataError(f"the {setting} run scores {len(whole.keys) - len(position)} row(s) twice (one row id, "
+                            "several rows): score each Ref-Adv-s row once")
+        for u in card_units(ACC, sets):
+            slice_name = u.slice
+            mask = np.zeros(len(hits), dtype=bool)
+            mask[[position[key] for key in u.keys]] = True
             if not mask.any():
                 continue
             wm = w * mask[None, :]
@@ -534,7 +545,7 @@ def acc_headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None
                 comps.append(c)
                 draws.append(published_draws(c.value, slice_n, n_resamples=n_resamples, rng=rng))
             h = Headline(paper="refadv", metric=ACC.name, slice=slice_name, value=value, ci_low=lo, ci_high=hi,
-                         n=int(mask.sum()), unit=ACC.unit, ci_unit=ACC.ci_unit(scored), setting=setting,
+                         n=int(mask.sum()), unit=ACC.unit, ci_unit=whole.ci_unit, setting=setting,
                          comparators=comps,
                          note=(f"released runs compared on the same {int(mask.sum())} rows"
                                + ("" if len(pub_rows) else "; published values (all 1,142 rows) left out") if aligned
