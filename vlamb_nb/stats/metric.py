@@ -189,7 +189,7 @@ class Metric:
             if np.isnan(s).any():
                 raise DataError(f"{self.name}: {self.support} contains missing values; score every item",
                                 field=self.support)
-            pred = np.where(s <= float(self.threshold or 0.0), 1 - gold, pred)
+            pred = supported(gold, pred, s, float(self.threshold or 0.0))
         return pred.astype(float)
 
     def gold_values(self, rows: Any) -> np.ndarray | None:
@@ -338,6 +338,12 @@ def _flags(col: Any) -> np.ndarray:
     return pd.Series(col).map(lambda v: 1.0 if (isinstance(v, bool | np.bool_ | int | float | np.integer |
                                                              np.floating) and not pd.isna(v) and bool(v))
                               else 0.0).to_numpy(float)
+
+
+def supported(gold: Any, pred: Any, support: Any, threshold: Any) -> np.ndarray:
+    """A prediction stands only where its support exceeds ``threshold``; elsewhere it becomes wrong (``1 - gold``):
+    V-FLUTE's official F1@t rule, the one copy of it (broadcast over arrays of thresholds for its curve)."""
+    return np.where(support <= threshold, 1 - gold, pred)
 
 
 def weighted_macro_f1(label_true: Any, predictions: Any) -> Callable[[np.ndarray], np.ndarray]:

@@ -37,7 +37,7 @@ import numpy as np
 from vlamb_nb.benchmarks.vflute.data import DATASETS
 from vlamb_nb.benchmarks.vflute.parse import _label_from_marker
 from vlamb_nb.errors import DataError, SettingError
-from vlamb_nb.stats.metric import Metric, OnCard, Published
+from vlamb_nb.stats.metric import Metric, OnCard, Published, supported
 
 PERCENTS = np.arange(101)  # threshold i/100 for i = 0..100
 REPORTED = (0, 53, 60)  # Table 4's F1@0, F1@53, F1@60
@@ -83,11 +83,6 @@ def _f1_inputs(label_true, label_pred, scores) -> tuple[np.ndarray, np.ndarray, 
     return t, p, s
 
 
-def _adjust(t: np.ndarray, p: np.ndarray, s: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    """The official rule, broadcast over ``thresholds``: ``score <= t`` makes the prediction wrong."""
-    return np.where(s <= thresholds, 1 - t, p)
-
-
 def adjusted_predictions(label_true: np.ndarray, label_pred: np.ndarray, scores: np.ndarray,
                          pct: int) -> np.ndarray:
     """Official rule: ExplanationScore ``<= t`` → the prediction becomes wrong (``1 - gold``).
@@ -95,7 +90,7 @@ def adjusted_predictions(label_true: np.ndarray, label_pred: np.ndarray, scores:
     The classes are fixed to 0/1, so a subset with one class present (NYCartoons) is still adjusted.
     """
     t, p, s = _f1_inputs(label_true, label_pred, scores)
-    return _adjust(t, p, s, np.float64(threshold(pct)))
+    return supported(t, p, s, np.float64(threshold(pct)))
 
 
 def f1_curve_arrays(label_true: Sequence[int], label_pred: Sequence[int], scores: Sequence[float],
@@ -105,7 +100,7 @@ def f1_curve_arrays(label_true: Sequence[int], label_pred: Sequence[int], scores
     th = np.array([threshold(int(i)) for i in percents])
     if t.size == 0:
         return np.zeros(len(th))
-    return _macro_f1_matrix(t, _adjust(t[None, :], p[None, :], s[None, :], th[:, None]))
+    return _macro_f1_matrix(t, supported(t[None, :], p[None, :], s[None, :], th[:, None]))
 
 
 def fill_unparsed(label_true: np.ndarray, label_pred: Sequence[Any]) -> np.ndarray:
