@@ -741,8 +741,9 @@ def build_parser() -> argparse.ArgumentParser:
     cm = sub.add_parser("compare", help="compare models on the items all of them answered: differences, tests, "
                                         "ranks")
     cm.add_argument("runs", nargs="*", metavar="RUN",
-                    help="a reproduce run folder, a sweep's output folder (every model in it), a prediction store "
-                         "or an official Ref-Adv per-row file")
+                    help="a reproduce run folder, a sweep's output folder (every model in it), a prediction store, "
+                         "a run record (*.record.json: compared from it alone, no data needed) or an official Ref-Adv "
+                         "per-row file")
     cm.add_argument("--baseline", metavar="NAME", help="compare every model with this one instead of all pairs")
     cm.add_argument("--correction", choices=["holm", "bh"], default="holm",
                     help="multiple-testing correction over all the tests (default holm; bh: Benjamini-Hochberg)")

@@ -67,6 +67,9 @@ class Run:
     endpoint: str | None = None  # a served model's address (credentials masked): one name on two servers
     #: the items its store was scored against (a page rebuilds each item's prompt and image from them)
     items: Any = field(default=None, repr=False, compare=False)
+    #: its run record, when the run was given as one (``*.record.json``): compared from the record's unit sets
+    #: alone, with no data and no rescoring (``scored`` is then None)
+    record: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -149,9 +152,14 @@ def _common(metrics: list[Any], runs: list[Run]) -> tuple[list[Any], dict[str, i
 
 def _missing(paper: str, setting: str, metrics: list[Any], frames: list[Any]) -> tuple[list[Any], list[str]]:
     """The metrics every run has values for; one note per column some run lacks (a run without judge labels)."""
+    return _lacking(paper, setting, metrics, lambda m: all(m.has_values(f) for f in frames))
+
+
+def _lacking(paper: str, setting: str, metrics: list[Any], has: Any) -> tuple[list[Any], list[str]]:
+    """The metrics ``has`` says every run has values for; one note per column some run lacks."""
     have, lacking = [], {}
     for m in metrics:
-        if all(m.has_values(f) for f in frames):
+        if has(m):
             have.append(m)
         else:
             lacking.setdefault(m.column, []).append(m)
@@ -182,6 +190,70 @@ def _scores(metric: Any, frames: list[Any]) -> list[Scores]:
         out.append(Scores(metric, name, values, clusters, sets[0].ci_unit if clusters is not None else "",
                           sets[0].gold_array()))
     return out
+
+
+def _run_units(metrics: list[Any], run: Run) -> dict[str, Any]:
+    """Each metric's unit sets of one run: its record's, or its scored frame's (its answered rows, as
+    :func:`_answered` keeps them)."""
+    if run.record is not None:
+        return {m.name: run.record.unit_sets(m.name) for m in metrics}
+    frame = _answered(metrics[0], run)
+    return {m.name: m.unit_sets(frame) for m in metrics}
+
+
+def _items(metrics: list[Any], table: dict[str, Any]) -> set[str]:
+    """The items a run's unit sets cover (a group's items for a metric over groups)."""
+    out: set[str] = set()
+    for m in metrics:
+        whole = next((u for u in table[m.name] or () if u.whole), None)
+        if whole is not None:
+            out |= {k for ks in whole.members for k in ks} if whole.members is not None else set(whole.keys)
+    return out
+
+
+def _common_units(metrics: list[Any], runs: list[Run]) -> tuple[list[dict[str, list[Scores]]], dict[str, int], int]:
+    """What :func:`_common` and :func:`_scores` give, from each run's unit sets (a run record's, or a scored
+    frame's): every metric's values on the items all runs answered, in one order, overall then by slice (the
+    first run's slices); a metric over groups keeps only groups every run answered whole. The Scores are the
+    first element of the list (the others are the runs' unit sets, by metric)."""
+    tables = [_run_units(metrics, r) for r in runs]
+    items = [_items(metrics, t) for t in tables]
+    keys = set.intersection(*items) if items else set()
+    for m in metrics:
+        if m.kind != "all_correct" or not keys:
+            continue
+        union: dict[str, set[str]] = {}
+        for t in tables:
+            whole = next((u for u in t[m.name] or () if u.whole), None)
+            for g, ks in zip(whole.keys, whole.members or (), strict=False) if whole is not None else ():
+                union.setdefault(g, set()).update(ks)
+        keys = {k for g, ks in union.items() if ks <= keys for k in ks}
+    order = sorted(keys, key=lambda k: (len(k), k))
+    dropped = {r.model: int(len(i) - len(keys)) for r, i in zip(runs, items, strict=True)}
+    scores: dict[str, list[Scores]] = {}
+    for m in metrics:
+        first = tables[0][m.name]
+        if not all(t[m.name] for t in tables):
+            continue
+        wholes = [{u.keys[i]: u.values[i] for i in range(len(u.keys))}
+                  for t in tables for u in t[m.name] if u.whole]
+        out = []
+        for s_ in [u for u in first if u.whole] + ([u for u in first if not u.whole] if m.compare_slices else []):
+            at = {k: i for i, k in enumerate(s_.keys)}
+            if m.kind == "all_correct":  # the groups whose items are all common, in the run's unit order
+                mine = [k for k, ks in zip(s_.keys, s_.members or [()] * len(s_.keys), strict=True)
+                        if ks and set(ks) <= keys]
+            else:
+                mine = [k for k in order if k in at]
+            if not mine and not s_.whole:
+                continue
+            idx = [at[k] for k in mine]
+            values = [np.array([w.get(k, np.nan) for k in mine], dtype=float) for w in wholes]
+            clusters = None if s_.clusters is None else np.asarray([s_.clusters[i] for i in idx], dtype=object)
+            gold = None if s_.gold is None else np.asarray([s_.gold[i] for i in idx], dtype=int)
+            out.append(Scores(m, s_.slice, values, clusters, s_.ci_unit if clusters is not None else "", gold))
+        scores[m.name] = out
+    return [scores, *tables], dropped, len(order)
 
 
 # -- data identity and settings --------------------------------------------------------------------------------
@@ -442,7 +514,11 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
             sruns = [next(r for r in pruns if r.model == m and r.setting == setting) for m in names]
             j = 0
             for metrics in groups.values():
-                frames, dropped, n_common = _common(metrics, sruns)
+                by_units = any(r.record is not None for r in sruns)  # a run given as its record: its unit sets
+                if by_units:
+                    units, dropped, n_common = _common_units(metrics, sruns)
+                else:
+                    frames, dropped, n_common = _common(metrics, sruns)
                 lost = {m: d for m, d in dropped.items() if d}
                 notes.append(f"{paper} {setting}: {n_common} items answered by every model"
                              + (f"; dropped (answered by only some): {', '.join(f'{m} {d}' for m, d in lost.items())}"
@@ -453,13 +529,21 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
                                    + "); compare runs of the same items")
                     notes.append(skipped[-1])
                     continue
-                compared, more = _missing(paper, setting, metrics, frames)
+                if by_units:
+                    compared, more = _lacking(paper, setting, metrics,
+                                              lambda m, units=units: all(t[m.name] for t in units[1:]))
+                else:
+                    compared, more = _missing(paper, setting, metrics, frames)
                 skipped += more
                 notes += more
-                aligned.append({"paper": paper, "setting": setting, "metrics": compared, "models": names,
-                                "frames": frames, "runs": sruns})
+                if by_units:
+                    notes.append(f"{paper} {setting}: compared from run records (their unit sets); the items behind "
+                                 "the numbers are in each record's rows")
+                else:
+                    aligned.append({"paper": paper, "setting": setting, "metrics": compared, "models": names,
+                                    "frames": frames, "runs": sruns})
                 for metric in compared:
-                    for sc in _scores(metric, frames):
+                    for sc in (units[0].get(metric.name, []) if by_units else _scores(metric, frames)):
                         mseed = seed + 1000 * k + 10 * j
                         j += 1
                         n = len(sc.values[0])
@@ -590,7 +674,41 @@ def load_runs(path: Any, *, sources: Mapping[str, Any] | str | None = None,
                         "(results.json)", source=str(p))
     if not p.is_file():
         raise DataError("no such run file or folder", source=str(p))
+    from vlamb_nb.record import SUFFIX
+
+    if p.name.endswith(SUFFIX):
+        return [record_run(p)]
     return [_file_run(p, sources)]
+
+
+def record_run(path: str | os.PathLike, *, name: str | None = None) -> Run:
+    """A run given as its run record (``*.record.json``): compared from the record's unit sets alone, with no
+    data and no rescoring; a record of a run not yet scored, of schema 1 (no unit sets), of an unknown paper or
+    with no answer is refused in one line."""
+    from vlamb_nb.benchmarks import get_benchmark
+    from vlamb_nb.meta import deviation_lines
+    from vlamb_nb.record import RunRecord
+
+    path = Path(path)
+    rec = RunRecord.read(path)
+    if rec.stage != "scored":
+        raise DataError("the record of a run not yet scored: score its store first (vlamb-nb score)", source=str(path))
+    get_benchmark(rec.benchmark)  # an unknown paper: one line naming the registered ones
+    model = {"model_id": rec.model.model_id, "quantization": rec.model.quantization}
+    if not rec.coverage.answered:
+        raise DataError(f"{_model_name(model)} has no answers in {rec.benchmark} {rec.setting}"
+                        + (f": every one of its {rec.coverage.failed} items failed" if rec.coverage.failed else "")
+                        + "; leave it out or run it again", source=str(path))
+    if rec.schema_version < 2:
+        raise DataError(f"a run record of schema {rec.schema_version} keeps no per-unit values; score its store "
+                        "again (vlamb-nb score) to compare it", source=str(path))
+    devs = deviation_lines(rec.deviations)
+    if rec.coverage.duplicates:
+        devs.append(f"{rec.coverage.duplicates} answer(s) in {rec.store} repeat an answer under another request id: "
+                    "each counted once")
+    return Run(model=name or _model_name(model), paper=rec.benchmark, setting=rec.setting, scored=None,
+               origin=str(path), data=rec.data.identity.to_dict() if rec.data.identity else None, deviations=devs,
+               endpoint=rec.model.endpoint, record=rec)
 
 
 def _source_for(paper: str, sources: Mapping[str, Any] | str | os.PathLike | None) -> Any:

@@ -232,8 +232,16 @@ class Metric:
             u = self.units(part)
             if not len(u):
                 continue
+            members = None
             if self.kind == "all_correct":
                 keys = u.index.astype(str)
+                try:  # the items of each group: a comparison keeps only groups every run answered whole
+                    of: dict[str, list[str]] = {}
+                    for g, k in zip(part[self.group].astype(str), self.item_key(part), strict=True):
+                        of.setdefault(g, []).append(str(k))
+                    members = tuple(tuple(of[str(g)]) for g in keys)
+                except DataError:
+                    members = None
             else:
                 try:
                     keys = self.item_key(part)
@@ -247,7 +255,7 @@ class Metric:
                              clusters=None if clusters is None else tuple(str(c) for c in clusters),
                              ci_unit=self.ci_unit(part), whole=i == 0 and str(name) == self.overall and
                              bool(mask.all()), rows=int(len(part)), run_rows=int(len(scored)),
-                             note=note if i == 0 else ""))
+                             note=note if i == 0 else "", members=members))
         return out
 
     # -- the aggregate -----------------------------------------------------------------------------------
@@ -299,6 +307,7 @@ class Units:
     rows: int = 0  # rows covered (an all_correct unit is several)
     run_rows: int = 0  # rows of the whole run (the metric may cover some of them)
     note: str = ""  # the whole set's card note, filled in from the run (its judge, how many rows were labelled)
+    members: tuple[tuple[str, ...], ...] | None = None  # all_correct: the item keys of each group
 
     def array(self) -> np.ndarray:
         return np.asarray(self.values, dtype=float)
@@ -314,7 +323,8 @@ class Units:
                 "values": [None if math.isnan(v) else v for v in self.values],
                 "gold": None if self.gold is None else list(self.gold),
                 "clusters": None if self.clusters is None else list(self.clusters), "ci_unit": self.ci_unit,
-                "whole": self.whole, "rows": self.rows, "run_rows": self.run_rows, "note": self.note}
+                "whole": self.whole, "rows": self.rows, "run_rows": self.run_rows, "note": self.note,
+                "members": None if self.members is None else [list(m) for m in self.members]}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Units:
@@ -322,13 +332,14 @@ class Units:
                                                                    for v in d["values"])
         gold = None if d.get("gold") is None else tuple(int(g) for g in d["gold"])
         clusters = None if d.get("clusters") is None else tuple(str(c) for c in d["clusters"])
-        if len(keys) != len(values) or any(x is not None and len(x) != len(keys) for x in (gold, clusters)):
+        members = None if d.get("members") is None else tuple(tuple(str(k) for k in m) for m in d["members"])
+        if len(keys) != len(values) or any(x is not None and len(x) != len(keys) for x in (gold, clusters, members)):
             raise ValueError(f"{d.get('metric')} / {d.get('slice')}: keys, values, gold and clusters differ in "
                              "length")
         return cls(metric=str(d["metric"]), slice=str(d["slice"]), keys=keys, values=values, gold=gold,
                    clusters=clusters, ci_unit=str(d.get("ci_unit") or ""), whole=bool(d.get("whole")),
                    rows=int(d.get("rows") or len(keys)), run_rows=int(d.get("run_rows") or 0),
-                   note=str(d.get("note") or ""))
+                   note=str(d.get("note") or ""), members=members)
 
 
 def _flags(col: Any) -> np.ndarray:

@@ -1,0 +1,105 @@
+"""A run given as its run record is compared from the record's unit sets alone (no data, no rescoring), with the
+numbers its prediction store gives when it is rescored against its data."""
+
+from __future__ import annotations
+
+import json
+
+import fixtures_stored as F
+import pandas as pd
+import pytest
+
+from vlamb_nb import cli, get_benchmark
+from vlamb_nb.compare import compare
+from vlamb_nb.errors import DataError
+from vlamb_nb.models import ScriptedModel
+from vlamb_nb.record import record_path
+
+B = 200
+
+
+class _Other:
+    """A request as a second model answers it: the same request, keyed by another item (other answers)."""
+
+    def __init__(self, req) -> None:
+        self._req = req
+
+    def __getattr__(self, name):
+        return getattr(self._req, name)
+
+    @property
+    def meta(self):
+        return {**self._req.meta, "item_id": f"{self._req.meta.get('item_id', self._req.id)}~b"}
+
+
+def _two_runs(paper: str, setting: str, n: int, folder):
+    bench = get_benchmark(paper)
+    src = bench.make_sample(folder / "data", n=n, seed=0)
+    items = bench.load(src)
+    stores = []
+    for name, model in (("a", F.model("model-a")),
+                        ("b", ScriptedModel(lambda r: F.respond(_Other(r)), model_id="model-b"))):
+        store = folder / f"{name}.jsonl"
+        bench.evaluate(model, items, setting, store=store, progress=False, **F.score_options(paper))
+        stores.append(store)
+    return src, stores
+
+
+@pytest.mark.parametrize("paper,setting,n", [("vague", "vlm", 16), ("mucar", "full", 6),
+                                             ("vflute", "zero_shot", 16), ("refadv", "direct", 12)])
+def test_runs_given_as_records_compare_as_their_rescored_stores_do(paper, setting, n, tmp_path):
+    src, stores = _two_runs(paper, setting, n, tmp_path)
+    by_store = compare(stores, sources={paper: src}, n_resamples=B)
+    by_record = compare([record_path(s) for s in stores], n_resamples=B)  # no data given
+    assert len(by_store.values) and len(by_store.pairs)
+    pd.testing.assert_frame_equal(by_record.values, by_store.values)
+    pd.testing.assert_frame_equal(by_record.pairs, by_store.pairs)
+    assert any("compared from run records" in note for note in by_record.notes)
+    mixed = compare([stores[0], record_path(stores[1])], sources={paper: src}, n_resamples=B)
+    pd.testing.assert_frame_equal(mixed.values, by_store.values)
+
+
+def test_a_record_is_compared_from_the_command_line_and_a_bad_one_refused_in_one_line(tmp_path, capsys):
+    src, stores = _two_runs("vague", "vlm", 12, tmp_path)
+    recs = [str(record_path(s)) for s in stores]
+    assert cli.main(["compare", *recs, "--n-resamples", "200", "--json", "--out", str(tmp_path / "cmp")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {v["model"] for v in out["values"]} == {"model-a", "model-b"}
+    old = json.loads(record_path(stores[1]).read_text())
+    old.update(schema_version=1, units={})
+    (tmp_path / "old.record.json").write_text(json.dumps(old))
+    with pytest.raises(DataError, match="schema 1 keeps no per-unit values") as e:
+        compare([recs[0], tmp_path / "old.record.json"], n_resamples=B)
+    assert "old.record.json" in str(e.value) and "\n" not in str(e.value)
+    ran = json.loads(record_path(stores[1]).read_text())
+    ran["stage"] = "run"
+    (tmp_path / "ran.record.json").write_text(json.dumps(ran))
+    with pytest.raises(DataError, match="not yet scored"):
+        compare([recs[0], tmp_path / "ran.record.json"], n_resamples=B)
+
+
+def test_pairs_only_some_runs_answered_whole_are_dropped_alike_from_records(tmp_path):
+    """MUCAR's Acc_p counts a pair only when every query of it is right: a run that answered part of a pair
+    leaves that pair out of the comparison, from its record as from its rescored store."""
+    bench = get_benchmark("mucar")
+    src = bench.make_sample(tmp_path / "data", n=8, seed=0)
+    items = bench.load(src)
+    gold = dict(zip(items["uid"].astype(str), items["gold"], strict=True))
+
+    def knowing(share: int, name: str) -> ScriptedModel:
+        def respond(req) -> str:
+            item = str(req.meta["item_id"])
+            right = F.pick(f"{item}:{name}", 10) < share
+            return f"Answer: {gold[item] if right else ('B' if gold[item] == 'A' else 'A')}"
+        return ScriptedModel(respond, model_id=name)
+
+    stores = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    bench.evaluate(knowing(9, "model-a"), items, "full", store=stores[0], progress=False)
+    bench.evaluate(knowing(6, "model-b"), items, "full", store=stores[1], progress=False, limit=len(items) - 3)
+    by_store = compare(stores, sources={"mucar": src}, n_resamples=B)
+    by_record = compare([record_path(s) for s in stores], n_resamples=B)
+    pd.testing.assert_frame_equal(by_record.values, by_store.values)
+    pd.testing.assert_frame_equal(by_record.pairs, by_store.pairs)
+    acc_p = by_record.values[by_record.values["metric"] == "Acc_p"].set_index("model")
+    assert acc_p["value"].max() > 0 and acc_p["n"].iloc[0] < items["group"].nunique()  # some pairs dropped
+    assert any("dropped" in n for n in by_record.notes)
