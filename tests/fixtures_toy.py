@@ -109,6 +109,9 @@ TOY = {
 
         BENCHMARK = Toy()
     """,
+    "not_derivable.json": """
+        [{"item": "Table 2 (human answers)", "reason": "the annotators' answers are not released"}]
+    """,
     "reference.csv": """
         paper,table,row,column,value,unit,provenance,flag
         toy,Table 1,Big model,accuracy,80.0,%,Table 1,

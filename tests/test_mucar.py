@@ -746,7 +746,7 @@ def test_stored_run_meta_names_the_budget_the_run_used(sample, tmp_path):
 # -- Fig. 3: the scenarios panel ------------------------------------------------------------------
 def test_fig3_scenarios_panel_is_not_derivable_from_the_release(release):
     """The release has no scenario field: the right panel is a labelled stand-in, listed as not derivable."""
-    from vlamb_nb.benchmarks.mucar import plots, report
+    from vlamb_nb.benchmarks.mucar import plots
 
     counts, info = data.scenario_counts(release)
     assert counts.empty and not info["derivable"] and info["labelled_queries"] == 0
@@ -759,8 +759,9 @@ def test_fig3_scenarios_panel_is_not_derivable_from_the_release(release):
     assert "not in the release" in right.get_title() and "Stand-in" in right.get_title()
     assert sum(p.get_width() for p in right.patches) == 210
     assert "not derivable" in plots.plot_distribution.__doc__
-    nd = {d["item"]: d["reason"] for d in report.not_derivable()}
+    nd = {d["item"]: d["reason"] for d in B.not_derivable()}
     assert "no scenario field" in nd["Fig. 3 (right): scenarios"]
+    assert all(f in nd["Fig. 3 (right): scenarios"] for f in data.SCENARIO_FIELDS)  # every field looked for
 
 
 def test_fig3_scenarios_panel_counts_a_scenario_field(tmp_path):
@@ -783,7 +784,7 @@ def test_notebook_says_the_scenarios_panel_is_not_derivable(repo_root):
     assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code")
     text = "\n".join("".join(c["source"]) for c in nb["cells"])
     assert "no scenario field" in text and "not derivable" in text
-    for call in ("scenario_counts(release)", 'record("not_derivable", not_derivable)', "report.not_derivable()"):
+    for call in ("scenario_counts(release)", 'record("not_derivable", not_derivable)', "bench.not_derivable()"):
         assert call in text
 
 

@@ -122,3 +122,25 @@ def test_a_record_with_values_of_the_wrong_type_or_a_link_out_of_the_run_never_b
                         results=results[p]["results"]) for p in results]
     page = write_report(runs, folder).read_text(encoding="utf-8")
     assert "&lt;b&gt;lots&lt;/b&gt;" in page and "<b>lots</b>" not in page  # text, escaped
+
+
+def test_what_a_paper_declares_it_cannot_rebuild_is_read_checked_and_listed(tmp_path, monkeypatch):
+    """``not_derivable`` is declared data: the paper's ``not_derivable.json``, else the package's reference file;
+    a malformed one is one line naming the file, and the run view lists it under the paper whether or not its
+    notebook recorded it."""
+    from vlamb_nb import get_benchmark
+    from vlamb_nb.errors import DataError
+    from vlamb_nb.run_view import _declared_not_derivable
+
+    refadv = get_benchmark("refadv")
+    assert {"item", "reason"} == set(refadv.not_derivable()[0]) and get_benchmark("vague").not_derivable() == []
+    assert _declared_not_derivable("refadv") == refadv.not_derivable() and _declared_not_derivable("saliency") == []
+    own = tmp_path / "not_derivable.json"
+    monkeypatch.setattr(refadv, "folder", lambda: tmp_path)
+    own.write_text('[{"item": "Table 9", "reason": "no human answers"}]', encoding="utf-8")
+    assert refadv.not_derivable() == [{"item": "Table 9", "reason": "no human answers"}]
+    for bad in ('{"item": "x"}', '[{"item": "x", "reason": ""}]', '[{"item": "x", "why": "y"}]', "[1", '[["x"]]'):
+        own.write_text(bad, encoding="utf-8")
+        with pytest.raises(DataError) as e:
+            refadv.not_derivable()
+        assert str(own) in str(e.value) and "\n" not in str(e.value)

@@ -106,6 +106,9 @@ def test_the_toy_paper_goes_from_data_fetch_through_its_notebook_to_both_pages(s
     store_row = next(ln for ln in md.splitlines() if ln.startswith("| toy/") and "| accuracy |" in ln)
     assert f"| {value:.4g} |" in store_row  # its store's score, read from its run record
     assert "toy/" in page and "accuracy" in page
+    # what the paper declares it cannot rebuild is listed on both pages, though its notebook never recorded it
+    assert "Table 2 (human answers)" in md and "Table 2 (human answers)" in page
+    assert "answers are not released" in md and "answers are not released" in page
 
 
 def test_an_installed_paper_that_takes_a_registered_name_is_left_out_with_a_warning(tmp_path, monkeypatch):

@@ -137,6 +137,8 @@ def build(results: dict[str, dict[str, Any]], run_dir: str | Path, placement: An
     notebooks = []
     for name, r in results.items():
         res = r.get("results") or {}
+        if "not_derivable" not in res and (declared := _declared_not_derivable(name)):
+            res = {**res, "not_derivable": declared}  # the paper's declared list, whether or not its notebook ran
         keys = sorted((k for k in res if k != "headline"), key=lambda k: (section_rank(k), list(res).index(k)))
         blocks = [Block(k, res[k], section_rank(k), placement.take(name, k)) for k in keys]
         notebooks.append(NotebookView(
@@ -152,6 +154,20 @@ def build(results: dict[str, dict[str, Any]], run_dir: str | Path, placement: An
         n.rest = placement.rest(n.name)
     return RunView(run_id=run_dir.name, notebooks=notebooks, card_figures=placement.card,
                    other_figures=placement.other, other_scores=[s for v in scores.values() for s in v])
+
+
+def _declared_not_derivable(name: str) -> list[dict[str, str]]:
+    """What the registered paper ``name`` declares it cannot rebuild (nothing for a notebook of no paper, or a
+    paper that cannot be loaded: its own line says why elsewhere)."""
+    from vlamb_nb.benchmarks import get_benchmark, registered
+    from vlamb_nb.errors import VlambError
+
+    try:
+        if name not in {p.name for p in registered()}:
+            return []
+        return get_benchmark(name).not_derivable()
+    except (VlambError, ImportError):
+        return []
 
 
 def store_scores(run_dir: str | Path) -> dict[str, list[StoreScores]]:

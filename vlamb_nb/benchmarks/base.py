@@ -579,6 +579,31 @@ class Benchmark(ABC):
         return self.score_store(path, self.load(source), fill_missing=missing == "wrong", record=False, **pick,
                                 **options)
 
+    @final
+    def not_derivable(self) -> list[dict[str, str]]:
+        """What of the paper neither its released data nor its text lets one rebuild, each with the reason
+        (``item``, ``reason``), so no page silently leaves it out: declared data, ``not_derivable.json`` in the
+        paper's folder, else the package's ``reference/<name>.not_derivable.json`` (none: nothing is listed).
+        Every run's pages list it under the paper, whether or not its notebook recorded it."""
+        import json
+
+        from vlamb_nb.errors import DataError
+
+        own = self.folder() / "not_derivable.json"
+        path = own if own.is_file() else Path(__file__).resolve().parents[1] / "reference" / \
+            f"{self.name}.not_derivable.json"
+        if not path.is_file():
+            return []
+        try:
+            rows = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise DataError(f"unreadable ({e})", source=str(path)) from None
+        if not isinstance(rows, list) or not all(
+                isinstance(r, dict) and set(r) == {"item", "reason"} and all(isinstance(v, str) and v.strip()
+                                                                           for v in r.values()) for r in rows):
+            raise DataError("not a list of {item, reason} (both non-empty text)", source=str(path))
+        return [dict(r) for r in rows]
+
     def reference_check(self) -> list[dict[str, Any]]:
         """Recompute derivable published cells; one finding per checked cell (see ``reference.Finding``)."""
         raise NotAvailableError(f"the reference check for {self.name} is not implemented yet")

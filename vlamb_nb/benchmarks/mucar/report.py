@@ -117,30 +117,6 @@ def paper_vs_ours_table4(runs: dict[str, Any], *, n_resamples: int = 1000, seed:
     return pd.concat(frames, ignore_index=True)
 
 
-def not_derivable() -> list[dict[str, str]]:
-    """Paper items the released data cannot rebuild, each with the reason (so none is silently left out)."""
-    from vlamb_nb.benchmarks.mucar.data import SCENARIO_FIELDS
-
-    return [
-        {"item": "Fig. 3 (right): scenarios",
-         "reason": "the paper never defines its 'scenarios' and data-all.json has no scenario field (looked for "
-                   + ", ".join(SCENARIO_FIELDS) + "); plots.plot_distribution draws the schema-C image-ambiguity "
-                   "type (210 of 1278 queries) beside it, labelled as a stand-in"},
-        {"item": "Table 2b, Table 3, Table 12 (with confusing options)",
-         "reason": "every released query has the two original options; the confusing options are not released "
-                   "and not defined, so those cells are compared with runs on the released options only"},
-        {"item": "Table 4 (CODIS and MMA columns, Overall)",
-         "reason": "other benchmarks; only the MUCAR Acc_p / Acc_q columns are run here. The MUCAR subset and "
-                   "option setting of Table 4 are not stated, and its CoT, CODIS and agent prompt texts are not "
-                   "given (ours are in prompts.py, recorded as deviations)"},
-        {"item": "Table 7 (GPT-4o judge vs human consistency)",
-         "reason": "the judge prompt (Table 6 repeats the inference prompt) and the human labels are not "
-                   "released; judge.py runs CODIS's judge prompt instead"},
-        {"item": "Table 9 (human evaluation)",
-         "reason": "no human answers are released (the eval.models slots in data-all.json are empty)"},
-    ]
-
-
 def audit_frame(items=None):
     from vlamb_nb.benchmarks.mucar.audit import audit
     from vlamb_nb.reference import findings_frame

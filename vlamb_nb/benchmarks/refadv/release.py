@@ -3,8 +3,9 @@
 The official prediction files carry every dataset field of the 1,142 Ref-Adv-s rows except the image and its
 size (expression, GT box, negation flag, distractor count, authorship, source), so the dataset statistics run
 on all rows rather than on the 31 demo records; only what needs the image size falls back to the demo.
-Table 5's printed examples are looked up in the release, and :func:`not_derivable` lists the rest with the
-reason, so the report never silently omits them. (Table 4, a pipeline, runs in :mod:`.report`.)
+Table 5's printed examples are looked up in the release; the paper's declared ``not_derivable``
+(``reference/refadv.not_derivable.json``) lists the rest with the reason, so the report never silently omits
+them. (Table 4, a pipeline, runs in :mod:`.report`.)
 """
 
 from __future__ import annotations
@@ -306,37 +307,6 @@ def category_counts(items, instances: str | os.PathLike | dict[str, Any], *, mat
     out.attrs.update(rows=int(len(items)), coco_rows=int(len(coco)), matched=matched,
                      left_out=int(len(items) - matched))
     return out
-
-
-# -- what the public data cannot give ----------------------------------------------------------------------
-def not_derivable() -> list[dict[str, str]]:
-    """Paper items that the released Ref-Adv-s files cannot rebuild, each with the reason."""
-    return [
-        {"item": "Table 1 (Ref-Adv row, full set)",
-         "reason": "the 5,000-expression set is not public; the statistics are computed on the 1,142 Ref-Adv-s rows"},
-        {"item": "Table 1 (RefCOCO/RefCOCO+/RefCOCOg rows), Fig. 4 RefCOCO curves",
-         "reason": "needs the refer release or lmms-lab parquets, which are not in the shared data (loaders exist: "
-                   "data.load_refcoco_refer / load_refcoco_parquet)"},
-        {"item": "Table 1 instance size relative to the image",
-         "reason": "the prediction files carry no image width/height: computed on the 31 demo records only"},
-        {"item": "Table 4 (Ref-Adv 1D@0.5 numbers)",
-         "reason": "the extractor/rewriter prompts are unpublished and the rewritten expressions are not released; "
-                   "only the pipeline runs (with a stand-in it is a demonstration, not a result)"},
-        {"item": "Table 5 (LLM-authored examples)",
-         "reason": "none of the six LLM-authored examples is among the 1,142 released rows (they come from the "
-                   "private full set); the two human-authored ones are found"},
-        {"item": "Fig. 5 (CoT text)",
-         "reason": "the prediction files keep only the first parsed box, not the model's answer text; Gemini "
-                   "2.5-Flash predictions are not released"},
-        {"item": "Fig. 5 (hard distractors highlighted)",
-         "reason": "Ref-Adv-s releases a distractor count, not distractor boxes or which one is the hard distractor"},
-        {"item": "Fig. 6 (category distribution)",
-         "reason": "Ref-Adv-s has no category field; COCO rows can be matched to instances_val2017.json "
-                   "(parameter coco_instances), OpenImages rows need OpenImages v7 annotations"},
-        {"item": "Table 8 (categories, attributes, relations, occlusion)",
-         "reason": "no category field or instance masks are released, and the attribute/relation counting "
-                   "method is not stated"},
-    ]
 
 
 # -- a released run as a recording: its answers replayed through the run path ----------------------------------

@@ -155,16 +155,3 @@ def human_eval_section(adequacy: Any, preference: Any = None, *, models: list[st
             "taxonomy": tax["counts"], "summary": summary}
 
 
-def not_derivable() -> list[dict[str, str]]:
-    """What the released V-FLUTE data and paper cannot give, with the reason (listed in the reproduction report)."""
-    return [
-        {"item": "Figs. 6 and 11 (published values)",
-         "reason": "the paper prints both only as plots, with no numbers; ours are drawn from any predictions "
-                   "given, without a published overlay"},
-        {"item": "Table 4 rows of the fine-tuned models",
-         "reason": "the best model is released in the original LLaVA format, with no conversion path to the "
-                   "Hugging Face weights this package loads; the rows are reference data"},
-        {"item": "Tables 6 and Fig. 7 (human evaluation)",
-         "reason": "the annotators' labels are not released; the annotation and aggregation path is provided "
-                   "(vflute.human) and fills in once labels exist"},
-    ]
