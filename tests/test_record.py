@@ -283,3 +283,25 @@ def test_a_record_that_cannot_be_written_is_a_warning_and_the_scores_stand(tmp_p
     with pytest.warns(RecordWarning, match=r"s\.record\.json: run record not written \(OSError: .*Read-only"):
         again = bench.score_store(store, items)
     pd.testing.assert_frame_equal(live.drop(columns="cached"), again.drop(columns="cached"))
+
+
+def test_a_record_whose_unit_sets_were_tampered_with_is_refused_in_one_line(tmp_path):
+    """Every number of a run is recomputed from its unit sets, so a record whose sets do not hold together (a
+    value that is not a number, keys and values of different lengths, a group's items missing) is refused
+    naming the file, never half read into a card or a comparison."""
+    store = tmp_path / "s.jsonl"
+    bench = get_benchmark("vague")
+    items = bench.load(bench.make_sample(tmp_path / "d", n=6, seed=0))
+    bench.evaluate(F.model(), items, "vlm", store=store, progress=False)
+    path = record_path(store)
+    good = json.loads(path.read_text())
+    assert RunRecord.read(store).unit_sets("accuracy")
+    for change in (lambda u: u.update(values=["x", *u["values"][1:]]), lambda u: u.update(keys=u["keys"][1:]),
+                   lambda u: u.update(clusters=["a"]), lambda u: u.update(members=[["only one"]]),
+                   lambda u: u.update(keys=7), lambda u: u.update(values=[float("inf"), *u["values"][1:]])):
+        bad = json.loads(json.dumps(good))
+        change(bad["units"]["accuracy"][0])
+        path.write_text(json.dumps(bad))
+        with pytest.raises(DataError, match="malformed run record") as e:
+            RunRecord.read(store)
+        assert path.name in str(e.value) and "\n" not in str(e.value)

@@ -332,6 +332,8 @@ class Units:
                                                                    for v in d["values"])
         gold = None if d.get("gold") is None else tuple(int(g) for g in d["gold"])
         clusters = None if d.get("clusters") is None else tuple(str(c) for c in d["clusters"])
+        if any(math.isinf(v) for v in values):
+            raise ValueError(f"{d.get('metric')} / {d.get('slice')}: an infinite value")
         members = None if d.get("members") is None else tuple(tuple(str(k) for k in m) for m in d["members"])
         if len(keys) != len(values) or any(x is not None and len(x) != len(keys) for x in (gold, clusters, members)):
             raise ValueError(f"{d.get('metric')} / {d.get('slice')}: keys, values, gold and clusters differ in "
