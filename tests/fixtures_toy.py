@@ -146,7 +146,8 @@ NOTEBOOK_CELLS = [
                 concurrency=concurrency, seed=seed, store_dir=store_dir)
     (setting,) = cfg.settings(settings, bench.settings, single=True)
     limit = cfg.limit(limit, offline=6, paper_text="all questions")
-    items = bench.notebook_items(source, profile=cfg.profile, n=12, seed=seed)
+    data = bench.notebook_data(source, profile=cfg.profile, n=12, seed=seed)  # the base's step: one type
+    items = data.pipeline
     """,
     """
     vlm = cfg.load_model()

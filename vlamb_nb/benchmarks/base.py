@@ -120,6 +120,41 @@ class ReleasedRun:
     data: Mapping[str, Any]  # the data identity the released rows stand on
 
 
+@dataclass
+class NotebookData(Mapping):
+    """The data a paper's notebook works on, one type for every paper (:meth:`Benchmark.notebook_data`): the items
+    its statistics and audit are computed on (``release``) and those its models run on (``pipeline``, tagged with
+    what they are), each with a line saying what it is, and ``data``, the pipeline's data identity. A paper adds
+    what its notebook also needs in ``extra`` (V-FLUTE's folders, Ref-Adv's released predictions). Read as a
+    mapping too (``data["pipeline"]``), so a notebook reads it one way whatever the paper."""
+
+    release: Any
+    release_kind: str
+    pipeline: Any
+    pipeline_kind: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def data(self) -> Any:
+        """The pipeline's data identity (:class:`~vlamb_nb.datahome.DataIdentity`), as its items carry it."""
+        from vlamb_nb.datahome import identity_of
+
+        return identity_of(self.pipeline)
+
+    def _fields(self) -> dict[str, Any]:
+        return {"release": self.release, "release_kind": self.release_kind, "pipeline": self.pipeline,
+                "pipeline_kind": self.pipeline_kind, "data": self.data, **self.extra}
+
+    def __getitem__(self, key: str) -> Any:
+        return self._fields()[key]
+
+    def __iter__(self):
+        return iter(self._fields())
+
+    def __len__(self) -> int:
+        return len(self._fields())
+
+
 class Benchmark(ABC):
     """Base class of the five benchmarks. Subclasses set the class attributes and the abstract steps."""
 
@@ -611,6 +646,16 @@ class Benchmark(ABC):
     def make_sample(self, directory: str | os.PathLike, n: int = 8, seed: int = 0) -> Path:
         """Write a small generated sample in the benchmark's released format; return what ``load`` takes."""
         raise NotAvailableError(f"sample generation for {self.name} is not implemented yet")
+
+    def notebook_data(self, source: Any = None, *, profile: str = "offline", n: int = 8, seed: int = 0,
+                      **load_options: Any) -> NotebookData:
+        """What the paper's notebook works on (:class:`NotebookData`): by default its statistics and its models
+        the same items, :meth:`notebook_items`. A paper whose statistics need more than its models run on (the
+        whole release beside a generated sample) overrides this step."""
+        items = self.notebook_items(source, profile=profile, n=n, seed=seed, **load_options)
+        ident = (items.attrs.get("data") or {})
+        kind = str(ident.get("label") or ident.get("kind") or "items")
+        return NotebookData(release=items, release_kind=kind, pipeline=items, pipeline_kind=kind)
 
     @final
     def notebook_items(self, source: Any = None, *, profile: str, n: int = 8, seed: int = 0, **load_options: Any):

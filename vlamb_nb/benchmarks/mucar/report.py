@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from vlamb_nb.benchmarks.base import NotebookData
 from vlamb_nb.benchmarks.mucar.data import CATEGORY_ORDER, NAME, load_items, make_sample
 from vlamb_nb.benchmarks.mucar.score import group_frame, results_long
 from vlamb_nb.errors import DataError
@@ -48,7 +49,7 @@ def paper_table_with_ci(table: str, items, *, alpha: float = 0.05):
 # -- notebook helpers (the notebook only calls these) -----------------------------------------------
 def notebook_data(source: str | os.PathLike | None = None, images: str | os.PathLike | None = None, *,
                   sample_dir: str | os.PathLike | None = None, n: int = 4, seed: int = 0,
-                  profile: str = "offline") -> dict[str, Any]:
+                  profile: str = "offline") -> NotebookData:
     """Data for the notebook: the release for statistics/audit, and the items the pipeline runs on.
 
     ``source`` given: both use it (with ``images``). The paper profile: the fetched release (``vlamb-nb data fetch
@@ -56,15 +57,15 @@ def notebook_data(source: str | os.PathLike | None = None, images: str | os.Path
     checkout when present, the pipeline on a generated sample (same schema, generated images).
     ``data`` is what the pipeline's items are (:class:`~vlamb_nb.datahome.DataIdentity`), also in their attrs.
     """
-    from vlamb_nb.datahome import choose, identity_of, sample_identity, tag
+    from vlamb_nb.datahome import choose, sample_identity, tag
     from vlamb_nb.paths import sample_dir as default_sample_dir
 
     choice = choose(NAME, source, profile=profile)
     if choice is not None:  # statistics on every record; the pipeline leaves out what the release cannot give
         release = load_items(choice.source, images=images if images is not None else choice.images)
         items = tag(release.copy(), choice.identity)
-        return {"release": release, "release_kind": choice.identity.kind, "pipeline": items,
-                "pipeline_kind": choice.identity.kind, "data": identity_of(items)}
+        return NotebookData(release=release, release_kind=choice.identity.kind, pipeline=items,
+                            pipeline_kind=choice.identity.kind)
     release = None
     try:
         release = load_items(None)
@@ -74,8 +75,9 @@ def notebook_data(source: str | os.PathLike | None = None, images: str | os.Path
     sample = load_items(make_sample(folder, n=n, seed=seed))
     ident = sample_identity(NAME, n_items=len(sample), seed=seed)
     tag(sample, ident)
-    return {"release": release if release is not None else sample, "pipeline": sample, "pipeline_kind": "sample",
-            "release_kind": "release" if release is not None else "sample", "data": identity_of(sample)}
+    return NotebookData(release=release if release is not None else sample,
+                        release_kind="release" if release is not None else "sample", pipeline=sample,
+                        pipeline_kind="sample")
 
 
 def constant_model(letter: str = "A"):

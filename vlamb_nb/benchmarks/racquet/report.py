@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from vlamb_nb.benchmarks.base import NotebookData
 from vlamb_nb.benchmarks.racquet.benchmark import BENCHMARK
 from vlamb_nb.errors import NotAvailableError
 
@@ -71,14 +72,14 @@ def dataset_frame(stats: dict[str, Any]):
 
 
 def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | os.PathLike | None = None,
-                  n: int = 6, seed: int = 0, profile: str = "offline", **load_options: Any) -> dict[str, Any]:
+                  n: int = 6, seed: int = 0, profile: str = "offline", **load_options: Any) -> NotebookData:
     """Items for the notebook: the release for statistics, and a pipeline set (with images) to run models on.
 
     ``source`` given: both use it. The paper profile: the fetched release with its images (``vlamb-nb data fetch
     racquet``). The offline profile: statistics on the release beside the checkout when present, the pipeline
     on a generated sample. ``data`` says what the pipeline's items are.
     """
-    from vlamb_nb.datahome import choose, identity_of, sample_identity, tag
+    from vlamb_nb.datahome import choose, sample_identity, tag
     from vlamb_nb.paths import sample_dir as default_sample_dir
 
     choice = choose("racquet", source, profile=profile)
@@ -87,8 +88,8 @@ def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | 
             load_options.setdefault("images", str(choice.images))
         release = BENCHMARK.load(choice.source, **load_options)  # statistics on every question
         items = tag(release.copy(), choice.identity)  # the pipeline without the questions left out
-        return {"release": release, "release_kind": choice.identity.kind, "pipeline": items,
-                "pipeline_kind": choice.identity.kind, "data": identity_of(items)}
+        return NotebookData(release=release, release_kind=choice.identity.kind, pipeline=items,
+                            pipeline_kind=choice.identity.kind)
     out: dict[str, Any] = {}
     try:
         out.update(release=BENCHMARK.load(None), release_kind="release")
@@ -100,8 +101,8 @@ def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | 
     tag(sample, ident)
     if out["release"] is None:
         out.update(release=sample, release_kind="sample")
-    out.update(pipeline=sample, pipeline_kind="sample", data=identity_of(sample))
-    return out
+    return NotebookData(release=out["release"], release_kind=out["release_kind"], pipeline=sample,
+                        pipeline_kind="sample")
 
 
 def judge_cot(judge_model, scored, *, store_dir: str | os.PathLike | None = None, progress: bool = True,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import vlamb_nb.benchmarks.refadv.score as metrics
+from vlamb_nb.benchmarks.base import NotebookData
 from vlamb_nb.errors import DataError
 
 PAPER = "refadv"
@@ -36,20 +37,20 @@ def demo_source(fallback_dir: str | os.PathLike | None = None, n: int = 12, seed
 
 
 def notebook_data(source: str | os.PathLike | None = None, *, n: int = 12, seed: int = 0,
-                  profile: str = "offline") -> dict[str, Any]:
+                  profile: str = "offline") -> NotebookData:
     """The notebook's data (the same shape in every paper's report): ``source``; under the paper profile the fetched
     Ref-Adv-s release (``vlamb-nb data fetch refadv``, all 1,142 rows); offline, the released demo (31 real
     images) when present, else a generated sample. Statistics and the pipeline use the same items; ``data`` says
     what they are."""
     from vlamb_nb.benchmarks.refadv.benchmark import BENCHMARK
-    from vlamb_nb.datahome import DataIdentity, choose, identity_of, sample_identity, tag
+    from vlamb_nb.datahome import DataIdentity, choose, sample_identity, tag
 
     choice = choose(PAPER, source, profile=profile)
     if choice is not None:
         items = tag(BENCHMARK.load(choice.source), choice.identity)
         kind = choice.identity.label if choice.identity.kind == "release" else str(source)
-        return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind,
-                "data": identity_of(items), "predictions": choice.extra.get("predictions")}
+        return NotebookData(release=items, release_kind=kind, pipeline=items, pipeline_kind=kind,
+                            extra={"predictions": choice.extra.get("predictions")})
     items = BENCHMARK.load(demo_source(n=n, seed=seed))
     if (items["dataset"] == "ref-adv-s-demo").all():
         kind = "released demo"
@@ -61,9 +62,8 @@ def notebook_data(source: str | os.PathLike | None = None, *, n: int = 12, seed:
         kind = f"generated sample (n={n}, seed={seed})"
         ident = sample_identity(PAPER, n_items=len(items), seed=seed)
     tag(items, ident)
-    return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind,
-            "data": identity_of(items),
-            "predictions": None}
+    return NotebookData(release=items, release_kind=kind, pipeline=items, pipeline_kind=kind,
+                        extra={"predictions": None})
 
 
 def predictions_dir(profile: str = "offline") -> Path | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import vlamb_nb.benchmarks.vague.audit as vague_audit
+from vlamb_nb.benchmarks.base import NotebookData
 from vlamb_nb.benchmarks.vague.benchmark import BENCHMARK
 from vlamb_nb.benchmarks.vague.data import SUBSETS, dataset_statistics, human_subset_approximation, top_verbs
 from vlamb_nb.benchmarks.vague.prompts import BASE_SETTINGS, SETTINGS
@@ -162,26 +163,24 @@ def score_predictions(path: str | os.PathLike, items, *, setting: str | None = N
 
 
 def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | os.PathLike | None = None,
-                  n: int = 4, seed: int = 0, profile: str = "offline") -> dict[str, Any]:
+                  n: int = 4, seed: int = 0, profile: str = "offline") -> NotebookData:
     """The notebook's data (the same shape in every paper's report): ``source`` as given; under the paper profile
     the fetched release (``vlamb-nb data fetch vague``); offline, the released data beside the checkout, else a
     generated sample. Statistics and the pipeline use the same items; ``data`` says what they are."""
-    from vlamb_nb.datahome import choose, given_identity, identity_of, sample_identity, tag
+    from vlamb_nb.datahome import choose, given_identity, sample_identity, tag
     from vlamb_nb.paths import sample_dir as default_sample_dir
 
     choice = choose("vague", source, profile=profile)
     if choice is not None:
         items = tag(BENCHMARK.load(choice.source), choice.identity)
         kind = "released data" if choice.identity.kind == "release" else str(source)
-        return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind,
-                "data": identity_of(items)}
+        return NotebookData(release=items, release_kind=kind, pipeline=items, pipeline_kind=kind)
     path, kind = default_source(sample_dir or default_sample_dir("vague", n, seed), n=n, seed=seed)
     items = BENCHMARK.load(path)
     ident = (sample_identity("vague", n_items=len(items), seed=seed) if kind.startswith("generated")
              else given_identity("vague", path, len(items)))
     tag(items, ident)
-    return {"release": items, "release_kind": kind, "pipeline": items, "pipeline_kind": kind,
-            "data": identity_of(items)}
+    return NotebookData(release=items, release_kind=kind, pipeline=items, pipeline_kind=kind)
 
 
 def verbs_by_subset(items, k: int = 20) -> dict[str, list[tuple[str, int]]]:

@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from vlamb_nb.benchmarks.base import NotebookData
+
 
 def resolve_source(source: str | os.PathLike | None, *, n: int = 16, seed: int = 0,
                    release: bool = False) -> tuple[Path, str]:
@@ -27,14 +29,14 @@ def resolve_source(source: str | os.PathLike | None, *, n: int = 16, seed: int =
 
 
 def notebook_data(source: str | os.PathLike | None = None, *, n: int = 8, seed: int = 0,
-                  profile: str = "offline") -> dict[str, Any]:
+                  profile: str = "offline") -> NotebookData:
     """The notebook's data (the same shape in every paper's report). The paper profile: statistics and the pipeline
     on ``source`` (with its images) or, when None, on the fetched test split (``vlamb-nb data fetch vflute``; images
     embedded). The offline profile: statistics on ``source`` or the released test split beside the checkout (no
     images needed), the pipeline on a generated sample with images (a demonstration, whatever the source). The
     folders are returned too (few-shot and prediction files); ``data`` says what the pipeline's items are."""
     from vlamb_nb.benchmarks.vflute.benchmark import BENCHMARK
-    from vlamb_nb.datahome import choose, identity_of, sample_identity, tag
+    from vlamb_nb.datahome import choose, sample_identity, tag
 
     if profile != "offline":
         choice = choose("vflute", source, profile=profile)
@@ -42,16 +44,16 @@ def notebook_data(source: str | os.PathLike | None = None, *, n: int = 8, seed: 
         folder = Path(choice.source)
         items = tag(BENCHMARK.load(folder), choice.identity)
         kind = "released test split (fetched)" if choice.identity.kind == "release" else "given files"
-        return {"release": items, "release_kind": kind, "release_folder": folder, "pipeline": items,
-                "pipeline_kind": kind, "pipeline_folder": folder, "data": identity_of(items)}
+        return NotebookData(release=items, release_kind=kind, pipeline=items, pipeline_kind=kind,
+                            extra={"release_folder": folder, "pipeline_folder": folder})
     folder, kind = resolve_source(source, release=True)
     release = BENCHMARK.load(folder)
     demo, demo_kind = resolve_source(None, n=n, seed=seed)
     pipeline = BENCHMARK.load(demo)
     ident = sample_identity("vflute", n_items=len(pipeline), seed=seed)
     tag(pipeline, ident)
-    return {"release": release, "release_kind": kind, "release_folder": folder, "pipeline": pipeline,
-            "pipeline_kind": demo_kind, "pipeline_folder": demo, "data": identity_of(pipeline)}
+    return NotebookData(release=release, release_kind=kind, pipeline=pipeline, pipeline_kind=demo_kind,
+                        extra={"release_folder": folder, "pipeline_folder": demo})
 
 
 def run_tables(bench, scored: dict[str, Any]) -> dict[str, dict[str, Any]]:
