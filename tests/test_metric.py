@@ -1,9 +1,10 @@
 """Headline metrics declared as data: each kind's one aggregation against numbers worked out by hand, and each
 paper's declaration giving the card, the sweep summary and ``compare`` the number the paper's own tables give.
 
-The paper tables (MUCAR's ``pair_accuracy``, V-FLUTE's Table 4, VAGUE's ``breakdown``, RACQUET's
-``class_shares``, Ref-Adv's official report ``summary``) are computed by each paper's own code, not from the
-declaration, so agreement here is two independent computations meeting.
+The paper tables (MUCAR's ``pair_accuracy``, V-FLUTE's Table 4, RACQUET's ``class_shares``, Ref-Adv's official
+report ``summary``) are computed by each paper's own code, not from the declaration, so agreement here is two
+independent computations meeting. VAGUE's accuracy column reads the declared metric's units (with the paper's
+exact-decimal rounding); its check here counts the answers' categories instead.
 """
 
 from __future__ import annotations

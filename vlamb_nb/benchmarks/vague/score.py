@@ -202,7 +202,10 @@ def breakdown(scored):
     if "model" not in df.columns:
         df["model"] = "model"
     rows = []
+    (acc,) = METRICS
     for (model, setting), g in df.groupby(["model", "setting"], sort=False):
+        # the declared accuracy's units (an item each: right, or wrong, refusals and unparsed answers included)
+        units = {} if setting_spec(setting).free_form else {u.slice: u for u in acc.unit_sets(g) or ()}
         for subset in (*SUBSETS, "All"):
             s = g if subset == "All" else g[g["subset"] == subset]
             if s.empty:
@@ -217,7 +220,8 @@ def breakdown(scored):
             else:
                 for cat in CATEGORIES:
                     row[cat] = int((s["category"] == cat).sum())
-                row["accuracy"] = accuracy_pct(row["correct"], len(s))
+                u = units[acc.overall if subset == "All" else subset]
+                row["accuracy"] = accuracy_pct(int(sum(u.values)), len(u.values))  # Correct / N, exact decimals
                 if "correct_lenient" in s.columns:  # the lenient reading, beside the official one
                     row["accuracy_lenient"] = accuracy_pct(int(s["correct_lenient"].fillna(False).sum()),
                                                            len(s))
