@@ -156,3 +156,32 @@ def test_a_generated_sample_is_named_by_the_sha256_of_its_items(tmp_path):
     assert items_sha256(frame) != before
     view = provenance_view({"environment": {"commit": "abc"}}, [("vague", a.to_dict())])
     assert view["data"] == [{"paper": "vague", "release": a.release, "revision": "–", "sha256": a.sha256}]
+
+
+@pytest.mark.parametrize("paper", ["vague", "mucar", "vflute", "refadv", "racquet"])
+def test_every_papers_sample_has_one_digest_in_any_run_folder(paper, tmp_path, monkeypatch):
+    """Two runs of one configuration draw the same sample into their own run folders: its data identity is the
+    same (an image root is named by its files, not by where it lies), so the runs compare as runs of one data."""
+    from vlamb_nb import get_benchmark
+
+    bench = get_benchmark(paper)
+    digests = []
+    for run in ("a", "b"):
+        monkeypatch.setenv("VLAMB_RUN_DIR", str(tmp_path / run))
+        digests.append(bench.notebook_items(None, profile="offline", n=4, seed=0).attrs["data"]["sha256"])
+    assert digests[0] == digests[1] and len(digests[0]) == 64
+
+
+def test_a_folder_an_item_names_is_digested_by_its_files(tmp_path):
+    from vlamb_nb.datahome import items_sha256
+
+    root = tmp_path / "images"
+    root.mkdir()
+    (root / "1.png").write_bytes(b"one")
+    frame = pd.DataFrame({"id": ["1"], "image": ["1.png"], "image_root": [str(root)]})
+    before = items_sha256(frame)
+    moved = tmp_path / "elsewhere"
+    root.rename(moved)
+    assert items_sha256(frame.assign(image_root=str(moved))) == before  # the same files in another folder
+    (moved / "1.png").write_bytes(b"two")
+    assert items_sha256(frame.assign(image_root=str(moved))) != before  # another image: another sample

@@ -352,10 +352,26 @@ def tag(items: Any, identity: DataIdentity) -> Any:
     return items
 
 
+#: a folder an items frame names (a sample's image root) is digested by its files up to this many
+MAX_FOLDER_FILES = 5000
+
+
 def items_sha256(items: Any) -> str:
     """One sha256 of an items frame as loaded: every column (sorted) of every row, a value that is an absolute path
-    of a file by that file's bytes (images), bytes by their own sha256, so the same sample gives the same digest in
-    any folder and another sample another."""
+    of a file by that file's bytes (images), of a folder (an image root) by its files' names and bytes, bytes by
+    their own sha256, so the same sample gives the same digest in any folder and another sample another."""
+    folders: dict[str, str] = {}
+
+    def folder(p: Path) -> str:
+        if str(p) not in folders:
+            h = hashlib.sha256()
+            files = sorted(f for f in p.rglob("*") if f.is_file())
+            if len(files) > MAX_FOLDER_FILES:  # not a sample's folder: named, not read
+                return "folder:" + p.name
+            for f in files:
+                h.update(f"{f.relative_to(p).as_posix()}\0{hashlib.sha256(f.read_bytes()).hexdigest()}\n".encode())
+            folders[str(p)] = "folder:" + h.hexdigest()
+        return folders[str(p)]
 
     def part(v: Any) -> Any:
         if isinstance(v, bytes | bytearray):
@@ -365,6 +381,8 @@ def items_sha256(items: Any) -> str:
                 p = Path(v)
                 if p.is_file():
                     return "file:" + hashlib.sha256(p.read_bytes()).hexdigest()
+                if p.is_dir():
+                    return folder(p)
             except (OSError, ValueError):
                 pass
             return v
