@@ -101,12 +101,17 @@ def test_a_run_and_its_scoring_write_a_record_that_reads_back_typed(paper, setti
             assert _per_item_mean(rows, m) == pytest.approx(m.point(covered))
 
 
-def test_a_record_of_a_newer_schema_is_refused_in_one_line(tmp_path):
+def _vague_run(tmp_path, n: int):
+    """A scored VAGUE run's store and the record beside it."""
     store = tmp_path / "s.jsonl"
     bench = get_benchmark("vague")
-    items = bench.load(bench.make_sample(tmp_path / "d", n=4, seed=0))
+    items = bench.load(bench.make_sample(tmp_path / "d", n=n, seed=0))
     bench.evaluate(F.model(), items, "vlm", store=store, progress=False)
-    path = record_path(store)
+    return store, record_path(store)
+
+
+def test_a_record_of_a_newer_schema_is_refused_in_one_line(tmp_path):
+    store, path = _vague_run(tmp_path, 4)
     data = json.loads(path.read_text())
     data["schema_version"] = SCHEMA_VERSION + 1
     path.write_text(json.dumps(data))
@@ -289,11 +294,7 @@ def test_a_record_whose_unit_sets_were_tampered_with_is_refused_in_one_line(tmp_
     """Every number of a run is recomputed from its unit sets, so a record whose sets do not hold together (a
     value that is not a number, keys and values of different lengths, a group's items missing) is refused
     naming the file, never half read into a card or a comparison."""
-    store = tmp_path / "s.jsonl"
-    bench = get_benchmark("vague")
-    items = bench.load(bench.make_sample(tmp_path / "d", n=6, seed=0))
-    bench.evaluate(F.model(), items, "vlm", store=store, progress=False)
-    path = record_path(store)
+    store, path = _vague_run(tmp_path, 6)
     good = json.loads(path.read_text())
     assert RunRecord.read(store).unit_sets("accuracy")
     for change in (lambda u: u.update(values=["x", *u["values"][1:]]), lambda u: u.update(keys=u["keys"][1:]),
