@@ -63,12 +63,21 @@ def pct(x: float) -> str:
 def summary(scored) -> dict[str, Any]:
     """Every Ref-Adv number for one run (fractions, unrounded): Acc@t, mAcc, and all slices."""
     ious = scored["iou"].astype(float)
-    a50 = acc_at(ious, 0.5)
+    # the declared Acc@0.5's units (a row each, a parse failure 0), whole and by its slices: the table's Acc@0.5,
+    # negation and distractor-bin cells are the metric's own, as a share of rows
+    sets = {u.slice: u for u in ACC.unit_sets(scored) or ()}
+    declared = {"neg": "Neg", "no_neg": "No-Neg", **{b: b for b in BINS}}
+
+    def share(name: str) -> tuple[float | None, int]:
+        u = sets.get(name)
+        return (None, 0) if u is None else (sum(u.values) / len(u.values), len(u.values))
+
+    a50 = share(ACC.overall)[0] if sets else acc_at(ious, 0.5)
     out: dict[str, Any] = {"rows": int(len(scored)),
                            "parse_fail": int((scored["parse_error"].fillna("").astype(str).str.strip() != "").sum())}
     out["parse_fail_rate"] = out["parse_fail"] / out["rows"] if out["rows"] else 0.0
     for t in THRESHOLDS:
-        out[f"acc@{t}"] = acc_at(ious, t)
+        out[f"acc@{t}"] = a50 if t == 0.5 else acc_at(ious, t)
     out["macc"] = macc(ious)
     out["macc_3thr"] = sum(out[f"acc@{t}"] for t in THRESHOLDS) / len(THRESHOLDS)
 
@@ -87,7 +96,7 @@ def summary(scored) -> dict[str, Any]:
     for b in BINS:
         slices[b] = scored["distractor_count"].map(lambda d, b=b: in_bin(int(d), b)).astype(bool)
     for name, mask in slices.items():
-        out[name], out[f"n_{name}"] = sub(mask)
+        out[name], out[f"n_{name}"] = share(declared[name]) if sets and name in declared else sub(mask)
     for b in BINS:
         out[f"d({b})"] = (out[b] if out[b] is not None else 0.0) - a50
     lo, hi = NEAR_MISS
