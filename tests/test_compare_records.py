@@ -103,3 +103,9 @@ def test_pairs_only_some_runs_answered_whole_are_dropped_alike_from_records(tmp_
     acc_p = by_record.values[by_record.values["metric"] == "Acc_p"].set_index("model")
     assert acc_p["value"].max() > 0 and acc_p["n"].iloc[0] < items["group"].nunique()  # some pairs dropped
     assert any("dropped" in n for n in by_record.notes)
+
+
+def test_a_store_and_its_own_record_are_one_run_never_compared_with_itself(tmp_path):
+    src, stores = _two_runs("vague", "vlm", 8, tmp_path)
+    with pytest.raises(DataError, match="the same run twice \\(a store and its run record\\)"):
+        compare([stores[0], record_path(stores[0])], sources={"vague": src}, n_resamples=B)

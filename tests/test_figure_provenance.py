@@ -183,5 +183,9 @@ def test_a_folder_an_item_names_is_digested_by_its_files(tmp_path):
     moved = tmp_path / "elsewhere"
     root.rename(moved)
     assert items_sha256(frame.assign(image_root=str(moved))) == before  # the same files in another folder
+    outside = tmp_path / "outside.txt"
+    outside.write_text("one")
+    (moved / "link").symlink_to(outside)  # a link out of the folder is not its content
+    assert items_sha256(frame.assign(image_root=str(moved))) == before
     (moved / "1.png").write_bytes(b"two")
     assert items_sha256(frame.assign(image_root=str(moved))) != before  # another image: another sample

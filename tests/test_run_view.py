@@ -144,3 +144,5 @@ def test_what_a_paper_declares_it_cannot_rebuild_is_read_checked_and_listed(tmp_
         with pytest.raises(DataError) as e:
             refadv.not_derivable()
         assert str(own) in str(e.value) and "\n" not in str(e.value)
+        [said] = _declared_not_derivable("refadv")  # the pages say the list is unreadable, never show none
+        assert "could not be read" in said["reason"] and str(own) in said["reason"]

@@ -184,8 +184,8 @@ def _scores(metric: Any, frames: list[Any]) -> list[Scores]:
             out.append(Scores(metric, name, [np.zeros(0) for _ in frames]))
             continue
         order = sets[0].keys
-        values = [np.array([dict(zip(u.keys, u.values, strict=True)).get(k, np.nan) for k in order], dtype=float)
-                  if u is not None else np.full(len(order), np.nan) for u in sets]
+        lookups = [dict(zip(u.keys, u.values, strict=True)) if u is not None else {} for u in sets]
+        values = [np.array([look.get(k, np.nan) for k in order], dtype=float) for look in lookups]
         clusters = sets[0].cluster_array()
         out.append(Scores(metric, name, values, clusters, sets[0].ci_unit if clusters is not None else "",
                           sets[0].gold_array()))
@@ -211,11 +211,11 @@ def _items(metrics: list[Any], table: dict[str, Any]) -> set[str]:
     return out
 
 
-def _common_units(metrics: list[Any], runs: list[Run]) -> tuple[list[dict[str, list[Scores]]], dict[str, int], int]:
+def _common_units(metrics: list[Any], runs: list[Run]) -> tuple[dict[str, list[Scores]], dict[str, int], int]:
     """What :func:`_common` and :func:`_scores` give, from each run's unit sets (a run record's, or a scored
     frame's): every metric's values on the items all runs answered, in one order, overall then by slice (the
-    first run's slices); a metric over groups keeps only groups every run answered whole. The Scores are the
-    first element of the list (the others are the runs' unit sets, by metric)."""
+    first run's slices), for the metrics every run has values of; a metric over groups keeps only groups every
+    run answered whole."""
     tables = [_run_units(metrics, r) for r in runs]
     items = [_items(metrics, t) for t in tables]
     keys = set.intersection(*items) if items else set()
@@ -253,7 +253,7 @@ def _common_units(metrics: list[Any], runs: list[Run]) -> tuple[list[dict[str, l
             gold = None if s_.gold is None else np.asarray([s_.gold[i] for i in idx], dtype=int)
             out.append(Scores(m, s_.slice, values, clusters, s_.ci_unit if clusters is not None else "", gold))
         scores[m.name] = out
-    return [scores, *tables], dropped, len(order)
+    return scores, dropped, len(order)
 
 
 # -- data identity and settings --------------------------------------------------------------------------------
@@ -530,8 +530,7 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
                     notes.append(skipped[-1])
                     continue
                 if by_units:
-                    compared, more = _lacking(paper, setting, metrics,
-                                              lambda m, units=units: all(t[m.name] for t in units[1:]))
+                    compared, more = _lacking(paper, setting, metrics, lambda m, units=units: m.name in units)
                 else:
                     compared, more = _missing(paper, setting, metrics, frames)
                 skipped += more
@@ -543,7 +542,7 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
                     aligned.append({"paper": paper, "setting": setting, "metrics": compared, "models": names,
                                     "frames": frames, "runs": sruns})
                 for metric in compared:
-                    for sc in (units[0].get(metric.name, []) if by_units else _scores(metric, frames)):
+                    for sc in (units[metric.name] if by_units else _scores(metric, frames)):
                         mseed = seed + 1000 * k + 10 * j
                         j += 1
                         n = len(sc.values[0])
@@ -611,7 +610,8 @@ def _no_run_twice(runs: list[Run]) -> None:
         for ident in ids:
             other = seen.get((r.paper, r.setting, ident))
             if other is not None and other is not r:
-                how = "the same file" if ident.startswith("path:") else "two files with identical records"
+                how = ("a store and its run record" if (other.record is None) != (r.record is None) else
+                       "the same file" if ident.startswith("path:") else "two files with identical records")
                 raise DataError(f"the same run twice ({how}): {other.model} ({other.origin}) and {r.model} "
                                 f"({r.origin}) in {r.paper} {r.setting}; give each run once")
         for ident in ids:
@@ -629,7 +629,8 @@ def _run_ids(r: Run) -> list[str]:
     with open(p, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
-    return [f"path:{p.resolve()}", f"sha256:{h.hexdigest()}"]
+    store = [] if r.record is None or not r.record.store else [f"path:{(p.parent / r.record.store).resolve()}"]
+    return [f"path:{p.resolve()}", f"sha256:{h.hexdigest()}", *store]  # a record is its store's run too
 
 
 def _unique_names(runs: list[Run]) -> None:

@@ -365,10 +365,13 @@ def items_sha256(items: Any) -> str:
     def folder(p: Path) -> str:
         if str(p) not in folders:
             h = hashlib.sha256()
-            files = sorted(f for f in p.rglob("*") if f.is_file())
-            if len(files) > MAX_FOLDER_FILES:  # not a sample's folder: named, not read
-                return "folder:" + p.name
-            for f in files:
+            files: list[Path] = []
+            for f in p.rglob("*"):  # stops at the cap: a folder of a whole release is named, never walked
+                if f.is_file() and not f.is_symlink():  # a link out of the folder is not its content
+                    files.append(f)
+                    if len(files) > MAX_FOLDER_FILES:
+                        return "folder:" + p.name
+            for f in sorted(files):
                 h.update(f"{f.relative_to(p).as_posix()}\0{hashlib.sha256(f.read_bytes()).hexdigest()}\n".encode())
             folders[str(p)] = "folder:" + h.hexdigest()
         return folders[str(p)]

@@ -158,15 +158,18 @@ def build(results: dict[str, dict[str, Any]], run_dir: str | Path, placement: An
 
 def _declared_not_derivable(name: str) -> list[dict[str, str]]:
     """What the registered paper ``name`` declares it cannot rebuild (nothing for a notebook of no paper, or a
-    paper that cannot be loaded: its own line says why elsewhere)."""
-    from vlamb_nb.benchmarks import get_benchmark, registered
-    from vlamb_nb.errors import VlambError
+    paper that cannot be loaded: its own line says why elsewhere); a list that cannot be read is one entry
+    saying so, never silently none."""
+    from vlamb_nb.benchmarks import BrokenPaper, get_benchmark, registered
+    from vlamb_nb.errors import DataError
 
     try:
         if name not in {p.name for p in registered()}:
             return []
         return get_benchmark(name).not_derivable()
-    except (VlambError, ImportError):
+    except DataError as e:
+        return [{"item": "what the paper cannot rebuild", "reason": f"its list could not be read: {e}"}]
+    except (BrokenPaper, ImportError):
         return []
 
 

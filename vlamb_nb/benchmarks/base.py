@@ -120,7 +120,7 @@ class ReleasedRun:
     data: Mapping[str, Any]  # the data identity the released rows stand on
 
 
-@dataclass
+@dataclass(eq=False)  # frames inside: compared by identity, never element-wise
 class NotebookData(Mapping):
     """The data a paper's notebook works on, one type for every paper (:meth:`Benchmark.notebook_data`): the items
     its statistics and audit are computed on (``release``) and those its models run on (``pipeline``, tagged with

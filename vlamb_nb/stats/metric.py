@@ -336,8 +336,8 @@ class Units:
             raise ValueError(f"{d.get('metric')} / {d.get('slice')}: an infinite value")
         members = None if d.get("members") is None else tuple(tuple(str(k) for k in m) for m in d["members"])
         if len(keys) != len(values) or any(x is not None and len(x) != len(keys) for x in (gold, clusters, members)):
-            raise ValueError(f"{d.get('metric')} / {d.get('slice')}: keys, values, gold and clusters differ in "
-                             "length")
+            raise ValueError(f"{d.get('metric')} / {d.get('slice')}: keys, values, gold, clusters and members differ "
+                             "in length")
         return cls(metric=str(d["metric"]), slice=str(d["slice"]), keys=keys, values=values, gold=gold,
                    clusters=clusters, ci_unit=str(d.get("ci_unit") or ""), whole=bool(d.get("whole")),
                    rows=int(d.get("rows") or len(keys)), run_rows=int(d.get("run_rows") or 0),
@@ -413,7 +413,9 @@ def card_units(m: Metric, sets: Sequence[Units]) -> list[Units]:
 def run_units(m: Metric, run: Any) -> list[Units] | None:
     """``m``'s unit sets of one run: a scored frame (:meth:`Metric.unit_sets`) or a run record (the sets it
     stored when it was scored, :attr:`~vlamb_nb.record.RunRecord.units`)."""
-    if hasattr(run, "unit_sets"):
+    from vlamb_nb.record import RunRecord
+
+    if isinstance(run, RunRecord):
         return run.unit_sets(m.name)
     return m.unit_sets(run) if len(run) else []
 

@@ -220,8 +220,8 @@ def breakdown(scored):
             else:
                 for cat in CATEGORIES:
                     row[cat] = int((s["category"] == cat).sum())
-                u = units[acc.overall if subset == "All" else subset]
-                row["accuracy"] = accuracy_pct(int(sum(u.values)), len(u.values))  # Correct / N, exact decimals
+                u = units.get(acc.overall if subset == "All" else subset)  # none: no answer is right
+                row["accuracy"] = accuracy_pct(int(sum(u.values)) if u else 0, len(s))  # Correct / N, exact decimals
                 if "correct_lenient" in s.columns:  # the lenient reading, beside the official one
                     row["accuracy_lenient"] = accuracy_pct(int(s["correct_lenient"].fillna(False).sum()),
                                                            len(s))
