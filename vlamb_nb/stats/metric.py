@@ -413,9 +413,7 @@ def card_units(m: Metric, sets: Sequence[Units]) -> list[Units]:
 def run_units(m: Metric, run: Any) -> list[Units] | None:
     """``m``'s unit sets of one run: a scored frame (:meth:`Metric.unit_sets`) or a run record (the sets it
     stored when it was scored, :attr:`~vlamb_nb.record.RunRecord.units`)."""
-    from vlamb_nb.record import RunRecord
-
-    if isinstance(run, RunRecord):
+    if not hasattr(run, "columns"):  # a run record (a frame has columns; this module never imports the record's)
         return run.unit_sets(m.name)
     return m.unit_sets(run) if len(run) else []
 
