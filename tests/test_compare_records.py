@@ -109,3 +109,53 @@ def test_a_store_and_its_own_record_are_one_run_never_compared_with_itself(tmp_p
     src, stores = _two_runs("vague", "vlm", 8, tmp_path)
     with pytest.raises(DataError, match="the same run twice \\(a store and its run record\\)"):
         compare([stores[0], record_path(stores[0])], sources={"vague": src}, n_resamples=B)
+
+
+def _shown(view):
+    """A comparison's items page as a reader sees it, images aside: each group's items, each row's text and
+    every model's answer, parse, outcome and per-metric values."""
+    rows = {r["k"]: {**{f: r[f] for f in ("q", "g", "gb")}, "sl": sorted(view.slices[i] for i in r["sl"]),
+                     "m": r["m"]} for r in view.rows}
+    groups = [(g.label, g.n, g.unit, sorted(view.rows[i]["k"] for i in g.rows)) for g in view.groups]
+    return rows, groups
+
+
+@pytest.mark.parametrize("paper,setting,n", [("vague", "vlm", 16), ("mucar", "full", 6),
+                                             ("vflute", "zero_shot", 16), ("refadv", "direct", 12)])
+def test_a_comparison_of_records_opens_onto_the_items_its_stores_page_shows(paper, setting, n, tmp_path):
+    """Every value and pair of a comparison made from records opens onto the same items, with the same prompt,
+    answers, parses, outcomes and values, as the comparison of the rescored stores (built from the scored frames
+    by other code); only the thumbnails need the data."""
+    from vlamb_nb.report_items import comparison_links, comparison_view
+
+    src, stores = _two_runs(paper, setting, n, tmp_path)
+    by_store = compare(stores, sources={paper: src}, n_resamples=B)
+    by_record = compare([record_path(s) for s in stores], n_resamples=B)
+    want, got = comparison_view(by_store), comparison_view(by_record)
+    assert _shown(got) == _shown(want)
+    if paper != "refadv":  # the scripted boxes hit nothing on this small sample: no pair differs there
+        assert any(len(g.rows) for g in got.groups if " disagree" in g.label)
+    links = comparison_links(got, by_record)
+    assert None not in links["values"] and None not in links["pairs"]
+    assert any("show no image" in note for note in got.notes)
+    mixed = comparison_view(compare([stores[0], record_path(stores[1])], sources={paper: src}, n_resamples=B))
+    assert _shown(mixed) == _shown(want)
+    assert mixed.images and not any("show no image" in note for note in mixed.notes)  # drawn from the data given
+
+
+def test_record_rows_are_found_by_their_unit_key_not_their_item_id(tmp_path):
+    """Ref-Adv keys its units by row_idx: a record whose item ids differ from its row indices (a RefCOCO-style
+    item id) still opens each number onto its rows."""
+    from vlamb_nb.report_items import comparison_view
+
+    _, stores = _two_runs("refadv", "direct", 8, tmp_path)
+    for s in stores:
+        path = record_path(s)
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        assert all(r["key"] == r["item_id"] for r in rec["rows"] if r["scored"])  # this sample: id is row_idx
+        for r in rec["rows"]:
+            r["item_id"] = f"ref-{r['item_id']}-0"
+        path.write_text(json.dumps(rec), encoding="utf-8")
+    view = comparison_view(compare([record_path(s) for s in stores], n_resamples=B))
+    whole = next(g for g in view.groups if g.label.endswith("Acc@0.5 · overall"))
+    assert len(whole.rows) == whole.n == 8 and all(view.rows[i]["q"] for i in whole.rows)

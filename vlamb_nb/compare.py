@@ -82,6 +82,10 @@ class Scores:
     clusters: np.ndarray | None = None
     ci_unit: str = ""
     gold: np.ndarray | None = None
+    #: each unit's key, in the values' order (given where the values come from unit sets: a page finds each
+    #: unit's rows by it), and a metric over groups' items of each group
+    keys: tuple[str, ...] = ()
+    members: tuple[tuple[str, ...], ...] | None = None
 
     @property
     def kind(self) -> str:
@@ -251,7 +255,9 @@ def _common_units(metrics: list[Any], runs: list[Run]) -> tuple[dict[str, list[S
             values = [np.array([w.get(k, np.nan) for k in mine], dtype=float) for w in wholes]
             clusters = None if s_.clusters is None else np.asarray([s_.clusters[i] for i in idx], dtype=object)
             gold = None if s_.gold is None else np.asarray([s_.gold[i] for i in idx], dtype=int)
-            out.append(Scores(m, s_.slice, values, clusters, s_.ci_unit if clusters is not None else "", gold))
+            members = None if s_.members is None else tuple(s_.members[i] for i in idx)
+            out.append(Scores(m, s_.slice, values, clusters, s_.ci_unit if clusters is not None else "", gold,
+                              tuple(mine), members))
         scores[m.name] = out
     return scores, dropped, len(order)
 
@@ -536,8 +542,9 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
                 skipped += more
                 notes += more
                 if by_units:
-                    notes.append(f"{paper} {setting}: compared from run records (their unit sets); the items behind "
-                                 "the numbers are in each record's rows")
+                    notes.append(f"{paper} {setting}: compared from run records (their unit sets)")
+                    aligned.append({"paper": paper, "setting": setting, "metrics": compared, "models": names,
+                                    "scores": {m.name: units[m.name] for m in compared}, "runs": sruns})
                 else:
                     aligned.append({"paper": paper, "setting": setting, "metrics": compared, "models": names,
                                     "frames": frames, "runs": sruns})

@@ -42,9 +42,11 @@ SUFFIX = ".record.json"
 IMAGE_COLUMNS = ("image_url", "image_path", "image", "file_name", "image_file", "image_id", "image_name")
 #: the item columns a row's gold is taken from, first present wins (a paper with no gold, RACQUET, has none)
 GOLD_COLUMNS = ("gold", "label_true", "gt_xyxy", "true_answer", "answer")
-#: the columns of :meth:`RunRecord.to_pandas` before the metrics' own
+#: the columns of :meth:`RunRecord.to_pandas` before the metrics' own (``key``: a scored row's key in the metrics'
+#: unit sets, the item id unless the paper keys its units otherwise, such as Ref-Adv's ``row_idx``; ``correct``:
+#: whether the answer is right, where the paper's scoring says so per row)
 ROW_COLUMNS = ("item_id", "turn", "request_id", "prompt", "answer", "parsed", "valid", "gold", "image", "failure",
-               "scored")
+               "scored", "key", "correct")
 
 
 @dataclass(frozen=True)
@@ -248,7 +250,9 @@ class RunRecord:
     def to_pandas(self):
         """One row per item and turn: item_id, turn, request_id, prompt, answer, parsed, valid, gold, image,
         failure, scored (False: a turn before the answer that counts, such as a caption or a first attempt before
-        a repair), then every declared metric's per-item value (NaN where the metric does not cover the row)."""
+        a repair), key (a scored row's key in the unit sets), correct (right or wrong, where the paper's scoring
+        says so per row), then every declared metric's per-item value (NaN where the metric does not cover the
+        row)."""
         import pandas as pd
 
         names = dict.fromkeys(k for r in self.rows for k in r if k not in ROW_COLUMNS)  # every declared metric
@@ -540,6 +544,8 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
                 n_resamples: int = 1000) -> RunRecord:
     """The record of one scored run (``stage="run"``: parsed answers, before any metric) of ``bench``: its
     facts from the stored run meta and the frame's ``attrs``, its metrics from ``bench.metrics``."""
+    import numpy as np
+
     from vlamb_nb.meta import Deviation as Dev
 
     attrs = dict(getattr(scored, "attrs", {}) or {})
@@ -560,6 +566,7 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
     run_id, stored = _run_records(path, scored)
     parsed_cols = [c for c in attrs.get("parsed_columns") or () if c in scored.columns]
     key = next((c for c in ("item_id", "uid", "id") if c in scored.columns), None)
+    unit_key = next((k for m in metrics for k in m.key if k in scored.columns), key)  # how the unit sets name a row
     rows: list[dict[str, Any]] = []
     errors: dict[Any, str] = {}
     frame_rows = scored.to_dict(orient="records")
@@ -583,6 +590,9 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
         if isinstance(out["valid"], float) and math.isnan(out["valid"]):
             out["valid"] = None
         out["scored"] = True
+        out["key"] = None if unit_key is None else str(row.get(unit_key))
+        ok = row.get("correct")
+        out["correct"] = bool(ok) if isinstance(ok, bool | int | np.bool_ | np.integer) else None
         for name, vals in per_row.items():
             out[name] = vals[i]
         rows.append(_clean(out))

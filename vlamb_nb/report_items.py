@@ -340,8 +340,8 @@ def recorded_prompts(run: Any) -> dict[str, str]:
         rec = RunRecord.read(origin)
     except (DataError, OSError):
         return {}
-    return {str(r.get("item_id")): r["prompt"] for r in rec.rows
-            if r.get("turn") == "answer" and isinstance(r.get("prompt"), str) and r["prompt"]}
+    return {str(r.get("item_id")): r["prompt"] for r in rec.rows  # the answer that counts (a repair's, if any)
+            if r.get("scored", True) and isinstance(r.get("prompt"), str) and r["prompt"]}
 
 
 def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], model_frames: list[tuple[str, Any]],
@@ -556,6 +556,9 @@ def comparison_view(c: Any) -> ItemsView:
     view = ItemsView()
     failed: list[str] = []
     for entry in getattr(c, "aligned", None) or []:
+        if "scores" in entry:  # compared from unit sets (a run given as its record)
+            _unit_entry(view, c, entry, failed)
+            continue
         paper, setting, metrics, names, frames = (entry["paper"], entry["setting"], entry["metrics"], entry["models"],
                                                  entry["frames"])
         _ensure(view, names, metrics)
@@ -585,6 +588,105 @@ def comparison_view(c: Any) -> ItemsView:
                             m, part, ua.index[differ], index), int(differ.sum()), m.unit,
                         (paper, setting, m.name, str(sl), a, b)))
     return _close(view, failed)
+
+
+def _run_rows(paper: str, run: Any) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]]]:
+    """A run's scored rows by their key in the unit sets, and each slice's keys: from its run record, or, for a
+    run given as a scored frame beside records, from the record its frame gives (the same rows a scoring writes)."""
+    rec = getattr(run, "record", None)
+    if rec is None:
+        from vlamb_nb.benchmarks import get_benchmark
+        from vlamb_nb.record import from_scored
+
+        origin = Path(run.origin) if getattr(run, "origin", "") else None
+        rec = from_scored(get_benchmark(paper), run.scored, store=origin if origin is not None and origin.is_file()
+                          else None, n_resamples=0)
+    rows: dict[str, dict[str, Any]] = {}
+    for r in rec.rows:
+        if r.get("scored", True):
+            rows.setdefault(str(r.get("key") or r.get("item_id")), r)
+    slices: dict[str, set[str]] = {}
+    for sets in rec.units.values():
+        for u in sets or ():
+            if not u.whole:
+                slices.setdefault(u.slice, set()).update(_unit_items(u.keys, u.members))
+    return rows, slices
+
+
+def _unit_items(keys: Sequence[str], members: Sequence[Sequence[str]] | None) -> list[str]:
+    """The item keys of units (a metric over groups: each group's items)."""
+    return [k for ks in members for k in ks] if members is not None else list(keys)
+
+
+def _unit_entry(view: ItemsView, c: Any, entry: dict[str, Any], failed: list[str]) -> None:
+    """One paper and setting compared from unit sets: a row per common item from each run's record rows (the
+    prompt the store recorded, the answer, the parse, the gold, each metric's per-item value), a group per value
+    (its units' items) and per pair (the items of the units where the two differ)."""
+    from vlamb_nb.stats.metric import ZERO_ONE
+
+    paper, setting, metrics, names, scores = (entry["paper"], entry["setting"], entry["metrics"], entry["models"],
+                                              entry["scores"])
+    runs = list(entry["runs"])
+    _ensure(view, names, metrics)
+    tables = [_run_rows(paper, r) for r in runs]
+    keys = list(dict.fromkeys(k for m in metrics for sc in scores.get(m.name, ())[:1]  # the whole set first
+                              for k in _unit_items(sc.keys, sc.members)))
+    items = next((r.items for r in runs if getattr(r, "items", None) is not None), None)
+    asked = _asked(view, paper, setting, items, keys, failed) if items is not None else {}
+    no_image = 0
+    index: dict[str, int] = {}
+    for key in keys:
+        first = next((rows[key] for rows, _ in tables if key in rows), None)
+        if first is None:
+            continue
+        ident = (paper, setting, key)
+        prompt, img = asked.get(key, (None, None))
+        if img is None:
+            src = first.get("image")
+            if isinstance(src, str) and Path(src).is_absolute() and Path(src).is_file():
+                img = _add_images(view, [(key, src, None)], failed).get(key)
+        no_image += img is None
+        shown = first.get("prompt") if isinstance(first.get("prompt"), str) and first.get("prompt") else prompt
+        slices = next(sl for rows, sl in tables if key in rows)
+        for n in slices:
+            if n not in view.slices:
+                view.slices.append(n)
+        sl = sorted(view.slices.index(n) for n, ks in slices.items() if key in ks)
+        view.rows.append({"k": key, "p": paper, "s": setting, "i": img, "q": _text(shown),
+                          "g": _text(first.get("gold")), "gb": _box(first.get("gold")), "sl": sl,
+                          "m": [None] * len(view.models)})
+        view._index[ident] = index[key] = len(view.rows) - 1
+        for name, (rows, _) in zip(names, tables, strict=True):
+            row = rows.get(key)
+            if row is None:
+                continue
+            parsed = row.get("parsed") if isinstance(row.get("parsed"), dict) else {}
+            flags: dict[tuple[bool, int], float | None] = {}
+            for m in metrics:
+                if m.kind in ZERO_ONE and m.name in row:
+                    flags[(m.kind != "binary", len(flags))] = _value(row.get(m.name))
+            view.rows[-1]["m"][view.models.index(name)] = {
+                "a": _text(row.get("answer")), "e": _text(row.get("failure")),
+                "x": _text(_first(parsed, list(parsed), PARSED)), "pb": _box(_first(parsed, list(parsed), PRED_BOX)),
+                "ok": _outcome(row, list(row), flags), "v": [_value(row.get(n)) for n in view.metrics]}
+    if no_image:
+        view.notes.append(f"{paper} {setting}: {no_image} item(s) show no image: a run record names its images "
+                          "(their paths in the data), it does not hold them; compare the stores with their data "
+                          "(--source) to see them")
+    for m in metrics:
+        for sc in scores.get(m.name, ()):
+            rows_of = sorted({index[k] for k in _unit_items(sc.keys, sc.members) if k in index})
+            view.groups.append(Group(f"{paper} · {setting} · {m.name} · {sc.slice}", rows_of, len(sc.keys), m.unit,
+                                     (paper, setting, m.name, str(sc.slice))))
+            for a, b in _pairs(c, names):
+                va, vb = sc.values[names.index(a)], sc.values[names.index(b)]
+                differ = ~np.isclose(np.asarray(va, float), np.asarray(vb, float), equal_nan=True)
+                at = np.flatnonzero(differ).tolist()
+                members = None if sc.members is None else [sc.members[i] for i in at]
+                view.groups.append(Group(
+                    f"{paper} · {setting} · {m.name} · {sc.slice}: {a} and {b} disagree",
+                    sorted({index[k] for k in _unit_items([sc.keys[i] for i in at], members) if k in index}),
+                    len(at), m.unit, (paper, setting, m.name, str(sc.slice), a, b)))
 
 
 def _pairs(c: Any, names: list[str]) -> list[tuple[str, str]]:
