@@ -337,6 +337,16 @@ def test_a_sweep_of_two_replayed_models_on_two_papers_ends_with_the_comparison(t
     assert sweep(conf, quiet=True) == 0
     assert {p: p.read_text() for p in (out / "predictions").rglob("*.jsonl")} == before
     assert json.loads((out / "comparison.json").read_text())["pairs"] == result["pairs"]
+    # the sweep folder copied where its data is not: compared from its stores' run records, said so
+    import shutil
+
+    for paper, src in srcs.items():
+        shutil.move(src, tmp_path / f"gone-{paper}")
+    away = compare([out], n_resamples=B)
+    assert sum("is not at hand; compared from its run record" in n for n in away.notes) == 4
+    mine = away.pairs.set_index(["paper", "metric", "slice"])
+    assert mine.loc[("vague", "accuracy", "all"), "diff"] == pytest.approx(row["diff"])
+    assert mine.loc[("mucar", "Acc_p", "Overall"), "diff"] == pytest.approx(acc_p["diff"])
 
 
 def test_a_reproduce_run_folder_is_read_from_its_stores_and_its_notebook_source(vague_runs, tmp_path):
@@ -355,6 +365,10 @@ def test_a_reproduce_run_folder_is_read_from_its_stores_and_its_notebook_source(
     assert row["diff"] == pytest.approx(100 * (len(a_right) - len(b_right)) / N_VAGUE)
     assert row["p"] == pytest.approx(exact_mcnemar(len(a_right - b_right), len(b_right - a_right)))
     (run / "results.json").write_text(json.dumps({"vague": {"ok": True, "parameters": {}, "results": {}}}))
+    # no source recorded: the run records its scoring wrote beside the stores give the same numbers
+    pd.testing.assert_frame_equal(compare([run], n_resamples=B).pairs, c.pairs)
+    for rec in run.rglob("*.record.json"):
+        rec.unlink()
     with pytest.raises(DataError, match="--source vague=PATH"):
         compare([run], n_resamples=B)
 

@@ -159,3 +159,29 @@ def test_record_rows_are_found_by_their_unit_key_not_their_item_id(tmp_path):
     view = comparison_view(compare([record_path(s) for s in stores], n_resamples=B))
     whole = next(g for g in view.groups if g.label.endswith("Acc@0.5 · overall"))
     assert len(whole.rows) == whole.n == 8 and all(view.rows[i]["q"] for i in whole.rows)
+
+
+def test_run_folders_whose_data_is_gone_are_compared_from_their_records(tmp_path):
+    """Two reproduce run folders copied from elsewhere (their samples are not here) compare as they do with their
+    data: from each store's run record, said in the notes; a store with no record still needs its data."""
+    import shutil
+
+    import fixtures_items as FI
+
+    from vlamb_nb.report_items import comparison_view
+
+    sources = FI.samples(tmp_path)
+    folders = [FI.run_folder(tmp_path, sources, m) for m in ("A", "B")]
+    with_data = compare(folders, n_resamples=B)
+    assert not any("not at hand" in n for n in with_data.notes)
+    for src in sources.values():
+        shutil.move(src, tmp_path / f"gone-{src.name}")
+    without = compare(folders, n_resamples=B)
+    pd.testing.assert_frame_equal(without.values, with_data.values)
+    pd.testing.assert_frame_equal(without.pairs, with_data.pairs)
+    assert sum("is not at hand; compared from its stores' run records" in n for n in without.notes) == 4
+    assert _shown(comparison_view(without)) == _shown(comparison_view(with_data))
+    store = next(folders[1].glob("mucar/*/mucar__full.jsonl"))
+    record_path(store).unlink()
+    with pytest.raises(DataError, match=r"the data the mucar notebook ran on is not at hand .*\(--source mucar=PATH\)"):
+        compare(folders, n_resamples=B)

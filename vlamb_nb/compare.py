@@ -675,7 +675,7 @@ def load_runs(path: Any, *, sources: Mapping[str, Any] | str | None = None,
     p = Path(path)
     if p.is_dir():
         if (p / "config.json").is_file() and (p / "predictions").is_dir():
-            return _sweep_runs(p)
+            return _sweep_runs(p, unloaded)
         if (p / "results.json").is_file():
             return _reproduce_runs(p, sources, unloaded=unloaded)
         raise DataError("not a run: neither a sweep folder (config.json + predictions/) nor a reproduce run folder "
@@ -838,9 +838,10 @@ def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None
                items=items)
 
 
-def _sweep_runs(folder: Path) -> list[Run]:
+def _sweep_runs(folder: Path, notes: list[str] | None = None) -> list[Run]:
     """Every model × benchmark × setting of a sweep whose store exists, scored against the sweep's sources (its
-    ``config.json``; the store names follow the one rule, ``paths.store_path``)."""
+    ``config.json``; the store names follow the one rule, ``paths.store_path``); where a source is not at hand (a
+    sweep copied from the cluster it ran on), the store's run record, said in ``notes``."""
     from vlamb_nb.jsonl import read_json
     from vlamb_nb.paths import store_path
 
@@ -856,9 +857,18 @@ def _sweep_runs(folder: Path) -> list[Run]:
             for setting in spec.get("settings") or []:
                 p = store_path(folder / "predictions", benchmark=spec["name"], model=j["model_name"],
                                quantization=j.get("quantization"), setting=setting)
-                if p.is_file():
-                    out.append(score_store(p, source=spec.get("source"), name=name,
-                                           options=dict(spec.get("options") or {})))
+                if not p.is_file():
+                    continue
+                source = spec.get("source")
+                gone = source is None or not Path(str(source)).exists()
+                records = _records_of([p], name=name) if gone else None
+                if records is None:
+                    out.append(score_store(p, source=source, name=name, options=dict(spec.get("options") or {})))
+                    continue
+                out += records
+                if notes is not None:
+                    notes.append(f"{spec['name']} {setting} of {name}: its data ({source or 'none given'}) is not "
+                                 "at hand; compared from its run record (no rescoring, no thumbnails)")
     return out
 
 
@@ -926,18 +936,28 @@ def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = 
         given = (entry.get("parameters") if isinstance(entry, dict) else None) or {}
         if not isinstance(given, dict):
             raise DataError(f"the {paper} entry's parameters are not an object", source=str(folder / "results.json"))
-        source = _source_for(paper, sources) or given.get("source")
+        given_here = _source_for(paper, sources)
+        source = given_here or given.get("source")
         if source is None:
             source = _fetched_source(paper, stores)
         if source is None:
             source = _sample_source(paper, pdir, stores)
-        if source is None:
+        if source is not None and not Path(str(source)).is_absolute() and (folder / str(source)).exists():
+            source = folder / str(source)
+        records = None if given_here is not None or (source is not None and Path(str(source)).exists()) \
+            else _records_of(stores)
+        if records is not None:  # the data is not at hand (a run folder copied from elsewhere): its records
+            left.append(f"{paper}: the data its notebook ran on ({source or 'none recorded'}) is not at hand; "
+                        "compared from its stores' run records (no rescoring, no thumbnails)")
+        elif source is None:
             raise DataError(f"the {paper} notebook was given no source and left no generated sample that holds "
                             f"its answered items: give the data it ran on (--source {paper}=PATH)", source=str(pdir))
-        elif not Path(str(source)).is_absolute() and (folder / str(source)).exists():
-            source = folder / str(source)
-        for s in stores:
-            run = score_store(s, source=source)
+        elif given_here is None and not Path(str(source)).exists():
+            raise DataError(f"the data the {paper} notebook ran on is not at hand ({source}) and not every store "
+                            f"has a scored run record: give the data (--source {paper}=PATH), or score the stores "
+                            "where it is", source=str(pdir))
+        for i, s in enumerate(stores):
+            run = records[i] if records is not None else score_store(s, source=source)
             nested = s.relative_to(pdir).parts[:-2]  # e.g. <paper>/bias/<model>/: another split, kept apart
             if nested:
                 run.setting = f"{run.setting} ({'/'.join(nested)})"
@@ -945,11 +965,21 @@ def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = 
     if not out:
         raise DataError("no prediction stores under the run folder" + (f" ({'; '.join(left)})" if left else ""),
                         source=str(folder))
-    if left and unloaded is None:  # nowhere to say it: refuse rather than compare less without a word
-        raise DataError("; ".join(left), source=str(folder))
     if unloaded is not None:
         unloaded += left
+    elif any("is not at hand" not in x for x in left):  # nowhere to say it: refuse rather than compare less
+        raise DataError("; ".join(x for x in left if "is not at hand" not in x), source=str(folder))
     return out
+
+
+def _records_of(stores: list[Path], *, name: str | None = None) -> list[Run] | None:
+    """Each store's run, given as its scored run record (one per store), or None unless every store has one."""
+    from vlamb_nb.record import locate
+
+    try:
+        return [record_run(locate(s), name=name) for s in stores]
+    except DataError:
+        return None
 
 
 # -- rendering ----------------------------------------------------------------------------------------------------

@@ -212,22 +212,7 @@ class RunRecord:
     @classmethod
     def read(cls, path: str | os.PathLike) -> RunRecord:
         """The record at ``path``: the record file, the prediction store it lies beside, or a folder holding one."""
-        p = Path(path)
-        if p.is_dir():
-            found = sorted(p.glob(f"*{SUFFIX}"))
-            if len(found) != 1:
-                what = "no run record" if not found else \
-                    f"{len(found)} run records ({', '.join(f.name for f in found)})"
-                raise DataError(f"{what} in the folder; name the record file", source=str(p))
-            p = found[0]
-        elif not p.name.endswith(SUFFIX):
-            base, per_run = record_path(p), sorted(p.parent.glob(f"{glob_escape(p.stem)}.run-*{SUFFIX}"))
-            if not base.is_file() and len(per_run) > 1:
-                raise DataError(f"the store holds {len(per_run)} runs, each with its record "
-                                f"({', '.join(f.name for f in per_run)}); name one", source=str(p))
-            p = per_run[0] if not base.is_file() and per_run else base
-        if not p.is_file():
-            raise DataError("no run record (score the store first: vlamb-nb score)", source=str(p))
+        p = locate(path)
         try:
             d = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
@@ -273,6 +258,28 @@ class RunRecord:
                 "by_slice": [{k: v for k, v in asdict(m).items() if k not in ("kind", "higher_is_better", "whole")}
                              for m in self.metrics],
                 "deviations": [asdict(d) for d in self.deviations], "notes": list(self.notes)}
+
+
+def locate(path: str | os.PathLike) -> Path:
+    """The record file of ``path``: the file itself, the record beside a prediction store (its run's, where the
+    store holds several runs and one has a record), or the one record in a folder; else one line saying why."""
+    p = Path(path)
+    if p.is_dir():
+        found = sorted(p.glob(f"*{SUFFIX}"))
+        if len(found) != 1:
+            what = "no run record" if not found else \
+                f"{len(found)} run records ({', '.join(f.name for f in found)})"
+            raise DataError(f"{what} in the folder; name the record file", source=str(p))
+        p = found[0]
+    elif not p.name.endswith(SUFFIX):
+        base, per_run = record_path(p), sorted(p.parent.glob(f"{glob_escape(p.stem)}.run-*{SUFFIX}"))
+        if not base.is_file() and len(per_run) > 1:
+            raise DataError(f"the store holds {len(per_run)} runs, each with its record "
+                            f"({', '.join(f.name for f in per_run)}); name one", source=str(p))
+        p = per_run[0] if not base.is_file() and per_run else base
+    if not p.is_file():
+        raise DataError("no run record (score the store first: vlamb-nb score)", source=str(p))
+    return p
 
 
 def record_path(path: str | os.PathLike, run: int | None = None) -> Path:
