@@ -435,19 +435,29 @@ def test_single_group_or_no_resamples_gives_no_interval():
     assert res["ci_low"].isna().all() and res["ci_high"].isna().all()
 
 
-def test_compare_runs_paired_over_groups():
+def test_two_runs_are_compared_paired_over_groups_by_the_base_step():
+    """MUCAR's runs compare through the base's one step (its declared Acc_q and Acc_p), intervals resampling
+    whole pairs; a difference is the values' difference, counted by hand here."""
+    from vlamb_nb import get_benchmark
+
+    bench = get_benchmark("mucar")
     a = _correlated(seed=1).assign(uid=lambda d: "q" + d["record_id"].astype(str))
-    same = score.compare_runs(a, a, n_resamples=500).set_index("metric")
-    assert (same["difference"] == 0).all() and (same["p"] == 1).all()
+    same = bench.compare_runs(a, a, n_resamples=500).set_index("metric")
+    assert (same["diff"] == 0).all() and (same["p"] == 1).all()
     worse = a.assign(correct=False)
-    d = score.compare_runs(a, worse, n_resamples=500, seed=2).set_index("metric")
-    acc = score.pair_accuracy(a, None, n_resamples=0).set_index("metric")["value"]
+    d = bench.compare_runs(a, worse, n_resamples=500, seed=2).set_index("metric")
+    by_hand = {"Acc_q": 100 * a["correct"].mean(), "Acc_p": 100 * a.groupby("group")["correct"].all().mean()}
     for m in ("Acc_q", "Acc_p"):
-        assert d.loc[m, "difference"] == pytest.approx(acc[m])
+        assert d.loc[m, "diff"] == pytest.approx(by_hand[m]) and d.loc[m, "a"] == pytest.approx(by_hand[m])
         assert d.loc[m, "ci_low"] > 0 and d.loc[m, "p"] < 0.01
-    assert d.loc["Acc_p", "n_groups"] == 40
-    with pytest.raises(DataError, match="share no query"):
-        score.compare_runs(a, a.assign(uid="other"))
+    assert d.loc["Acc_p", "n"] == 40 and d.loc["Acc_p", "ci_unit"] == "pair"
+    assert d.loc["Acc_q", "n"] == 160 and d.loc["Acc_q", "ci_unit"] == "pair"
+    part = bench.compare_runs(a, worse.iloc[:80], n_resamples=200).set_index("metric")
+    assert part.loc["Acc_q", "n"] == 80 and part.loc["Acc_q", "dropped_a"] == 80
+    with pytest.raises(DataError, match="same items: 80 only in A"):
+        bench.compare_runs(a, worse.iloc[:80], n_resamples=200, same_items=True)
+    with pytest.raises(DataError, match="share no item"):
+        bench.compare_runs(a, a.assign(uid="other"))
 
 
 def test_constant_answer_is_image_insensitive(sample):

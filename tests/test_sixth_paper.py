@@ -270,6 +270,15 @@ def test_step_6_the_sweep_summary_reads_its_declared_metric(user):
                                           "accuracy": round(100 * len(RIGHT["model-b"]) / N, 2)}
 
 
+def test_the_bases_compare_runs_step_pairs_two_of_its_runs_on_its_declared_metric(user):
+    """A paper gets the paired comparison of two of its runs (an ablation) from the base with nothing written."""
+    (_, _, a), (_, _, b) = user.runs["model-a"], user.runs["model-b"]
+    d = user.bench.compare_runs(a, b, n_resamples=200).set_index("metric").loc["accuracy"]
+    right_a, right_b = set(RIGHT["model-a"]), set(RIGHT["model-b"])
+    assert d["diff"] == pytest.approx(100 * (len(right_a) - len(right_b)) / N) and d["n"] == N
+    assert (d["discordant_a_only"], d["discordant_b_only"]) == (len(right_a - right_b), len(right_b - right_a))
+
+
 def test_a_store_of_a_paper_profile_run_is_scored_on_its_fetched_release_without_naming_it(user):
     """The store's records name the release and revision they stood on: ``vlamb-nb score`` and ``compare`` find
     it in the data home; a store of files a user gave still needs ``--source``."""

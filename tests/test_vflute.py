@@ -530,27 +530,32 @@ def _paired_loop(t, a, b, n_resamples, seed=0):
     return np.array(d)
 
 
-def test_compare_runs_pairs_items_by_id_and_applies_each_runs_scores():
+def test_two_runs_pair_items_by_id_and_apply_each_runs_scores():
+    """V-FLUTE's runs compare through the base's one step: items paired by id whatever their order, each run's
+    own ExplanationScores deciding its F1@t (the official rule), F1@53 given as a metric of the same form."""
+    from vlamb_nb.compare import paired
+
     rng = np.random.default_rng(4)
     n = 120
     base = pd.DataFrame({"id": [f"x-{i}" for i in range(n)], "label_true": rng.integers(0, 2, n)})
     a = base.assign(label_pred_filled=np.where(rng.random(n) < 0.8, base["label_true"], 1 - base["label_true"]),
                     explanation_score=rng.random(n))
     b = base.assign(label_pred_filled=rng.integers(0, 2, n), explanation_score=rng.random(n))
-    res = {r["pct"]: r for r in vm.compare_runs(a, b.iloc[::-1], n_resamples=300)}  # B in another order
+    res = BENCH.compare_runs(a, b.iloc[::-1], n_resamples=300, same_items=True).set_index("metric")  # B reordered
+    at53 = paired("vflute", a, b, metrics=[vm._f1_at(53, "", 0)], n_resamples=300).set_index("metric")
     t = base["label_true"].to_numpy()
-    for pct in (0, 53):
+    for pct, row in ((0, res.loc["F1@0"]), (60, res.loc["F1@60"]), (53, at53.loc["F1@53"])):
         adj_a = np.where(a["explanation_score"] <= pct / 100, 1 - t, a["label_pred_filled"])
         adj_b = np.where(b["explanation_score"] <= pct / 100, 1 - t, b["label_pred_filled"])
         want = f1_score(t, adj_a, average="macro") - f1_score(t, adj_b, average="macro")
-        assert res[pct]["estimate"] == pytest.approx(want)
+        assert row["diff"] == pytest.approx(100 * want)
     loop = _paired_loop(t, a["label_pred_filled"].to_numpy(), b["label_pred_filled"].to_numpy(), 2000)
-    assert res[0]["ci_low"] == pytest.approx(np.quantile(loop, 0.025), abs=0.03)
-    assert res[0]["p"] < 0.01  # an 80%-accurate system against a coin
+    assert res.loc["F1@0", "ci_low"] == pytest.approx(100 * np.quantile(loop, 0.025), abs=3)
+    assert res.loc["F1@0", "p"] < 0.01  # an 80%-accurate system against a coin
     with pytest.raises(DataError, match="1 only in A"):
-        vm.compare_runs(a, b.iloc[1:])
+        BENCH.compare_runs(a, b.iloc[1:], same_items=True)
     with pytest.raises(DataError, match="gold labels"):
-        vm.compare_runs(a, b.assign(label_true=1 - b["label_true"]))
+        BENCH.compare_runs(a, b.assign(label_true=1 - b["label_true"]))
 
 
 def test_score_file_compares_two_prediction_files(shared_data, tmp_path):
@@ -564,11 +569,12 @@ def test_score_file_compares_two_prediction_files(shared_data, tmp_path):
     pd.DataFrame({"id": items["id"], "output": good}).to_csv(tmp_path / "a.csv", index=False)
     pd.DataFrame({"id": items["id"], "output": bad}).to_csv(tmp_path / "b.csv", index=False)
     a, b = (BENCH.scored_file(tmp_path / f, source=shared_data / "vflute", scorer="none") for f in ("a.csv", "b.csv"))
-    tests = {r["pct"]: r for r in vm.compare_runs(a, b, n_resamples=300)}
+    tests = BENCH.compare_runs(a, b, n_resamples=300).set_index("metric")
     t = items["label_true"].to_numpy()
     fa = f1_score(t, [1 if o.endswith("entailment") else 0 for o in good], average="macro")
     fb = f1_score(t, [1 if o.endswith("entailment") else 0 for o in bad], average="macro")
-    assert tests[0]["estimate"] == pytest.approx(fa - fb) and tests[0]["p"] < 0.01 and tests[0]["n"] == 723
+    assert tests.loc["F1@0", "diff"] == pytest.approx(100 * (fa - fb))
+    assert tests.loc["F1@0", "p"] < 0.01 and tests.loc["F1@0", "n"] == 723
     assert {c["paper_p"] for c in vm.PAPER_COMPARISONS} >= {"< 0.03", "< 0.002"}
 
 

@@ -329,6 +329,59 @@ def _pair_test(scores: Scores, a: np.ndarray, b: np.ndarray, *, n_resamples: int
     return out
 
 
+def paired(paper: str, a: Any, b: Any, *, metrics: Sequence[Any] | None = None, n_resamples: int = 2000,
+           seed: int = 0, same_items: bool = False):
+    """Two scored runs of one paper, any models and any settings (a prompt ablation, a quantization), on the
+    units both answered: each metric's (the paper's declared ones, or ``metrics``) values ``a`` and ``b``, the
+    paired difference a − b with its interval (whole clusters resampled, as ``compare`` does) and its test
+    (McNemar for 0/1 units, else the paired bootstrap), overall then by slice where the metric compares slices.
+    Units only one run answered are dropped and counted (``dropped_a``, ``dropped_b``); ``same_items``: refuse
+    instead. Runs scored against different gold are refused. What each paper's ``compare_runs`` step gives."""
+    import pandas as pd
+
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
+        raise SettingError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    chosen = [m for m in (_declared(paper) if metrics is None else metrics)]
+    if not chosen:
+        raise SettingError(f"{paper} declares no per-item metric to compare runs on")
+    runs = [Run(model=name, paper=paper, setting=str(getattr(df, "attrs", {}).get("setting") or ""), scored=df)
+            for name, df in (("a", a), ("b", b))]
+    groups: dict[int, list[Any]] = {}
+    for m in chosen:
+        groups.setdefault(id(m.where), []).append(m)
+    rows = []
+    for j, ms in enumerate(groups.values()):
+        units, dropped, n_common = _common_units(ms, runs)
+        if same_items and any(dropped.values()):
+            raise DataError(f"a paired comparison needs both runs on the same items: {dropped['a']} only in A, "
+                            f"{dropped['b']} only in B")
+        if not n_common:
+            raise DataError(f"the two runs share no item of {paper}; nothing to compare")
+        for m in ms:
+            for k, sc in enumerate(units.get(m.name, ())):
+                if not len(sc.values[0]):
+                    continue
+                if sc.gold is not None:
+                    _same_gold(m, runs, sc)
+                t = _pair_test(sc, sc.values[0], sc.values[1], n_resamples=n_resamples, seed=seed + 10 * j + k)
+                va, vb = (float(_weighted(sc, v)(np.ones((1, len(v))))[0]) for v in sc.values)
+                rows.append({"metric": m.name, "slice": sc.slice, "a": va, "b": vb, **t, "n": len(sc.values[0]),
+                             "unit": m.unit, "ci_unit": sc.ci_unit or m.unit,
+                             "dropped_a": dropped["a"], "dropped_b": dropped["b"]})
+    return pd.DataFrame(rows)
+
+
+def _same_gold(metric: Any, runs: list[Run], sc: Scores) -> None:
+    """Both runs' gold labels agree on the units compared (else they were scored against different data)."""
+    golds = []
+    for r in runs:
+        whole = next((u for u in metric.unit_sets(_answered(metric, r), slices=False) or () if u.whole), None)
+        golds.append(dict(zip(whole.keys, whole.gold or (), strict=False)) if whole is not None else {})
+    if any(golds[0].get(k) != golds[1].get(k) for k in sc.keys):
+        raise DataError(f"the two runs disagree on {metric.name}'s gold labels: they were scored against "
+                        "different data")
+
+
 def _ranks(draws: np.ndarray, higher_is_better: bool) -> np.ndarray:
     """(models, resamples) ranks, 1 = best, a tie shares the better rank (the report card's rule)."""
     sign = 1.0 if higher_is_better else -1.0

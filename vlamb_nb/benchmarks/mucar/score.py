@@ -204,32 +204,6 @@ def pair_accuracy(scored, by: str | list[str] | None = None, *, categories: Sequ
     return out.sort_values(keys + ["metric"], ascending=[True] * len(keys) + [False]).reset_index(drop=True)
 
 
-def compare_runs(a, b, *, n_resamples: int = 2000, seed: int = 0, alpha: float = 0.05):
-    """Paired difference a − b (percentage points) of Acc_q and Acc_p over the queries both runs scored.
-
-    A paired bootstrap (Koehn 2004) that resamples whole groups of the shared queries, so a setting
-    ablation or a model-vs-model gap comes with a CI and a two-sided p-value.
-    """
-    import pandas as pd
-
-    from vlamb_nb.stats import group_accuracy_statistic, mean_statistic, paired_bootstrap
-
-    left = a[["uid", "group", "correct"]].drop_duplicates("uid")
-    both = left.merge(b[["uid", "correct"]].drop_duplicates("uid"), on="uid", suffixes=("_a", "_b"))
-    if both.empty:
-        raise DataError("the two runs share no query (uid); nothing to compare")
-    gid = both["group"].to_numpy()
-    xa, xb = both["correct_a"].to_numpy(float), both["correct_b"].to_numpy(float)
-    rows = []
-    for metric, stat in (("Acc_q", mean_statistic()), ("Acc_p", group_accuracy_statistic(gid))):
-        r = paired_bootstrap(xa, xb, stat, n_resamples=max(int(n_resamples), 1), seed=seed, alpha=alpha,
-                             clusters=gid, name=metric)
-        rows.append({"metric": metric, "a": 100 * r.extra["metric_a"], "b": 100 * r.extra["metric_b"],
-                     "difference": 100 * r.estimate, "ci_low": 100 * r.ci_low, "ci_high": 100 * r.ci_high,
-                     "p": r.p, "n_queries": int(len(both)), "n_groups": int(len(set(gid.tolist())))})
-    return pd.DataFrame(rows)
-
-
 def table2(scored, label: str = "ours", *, n_resamples: int = 0, seed: int = 0,
            categories: Sequence[str] | str | None = "auto"):
     """One run as a row of Table 2 (categories × Acc_p/Acc_q + Overall), in percent."""

@@ -180,36 +180,6 @@ PAPER_COMPARISONS = (
 )
 
 
-def compare_runs(scored_a, scored_b, *, percents: Sequence[int] = REPORTED, n_resamples: int = 10000,
-                 seed: int = 0) -> list[dict[str, Any]]:
-    """Paired bootstrap (Koehn 2004) of two scored runs at each F1@t, items matched by id.
-
-    The paper compares systems this way (notes §8) without giving its resample count; each run's
-    own ExplanationScores decide its F1@t adjustment. Both runs must cover the same items, since an
-    unpaired item would silently change what is compared.
-    """
-    a = scored_a.set_index("id")
-    b = scored_b.set_index("id")
-    only_a, only_b = a.index.difference(b.index), b.index.difference(a.index)
-    if len(only_a) or len(only_b) or a.index.has_duplicates or b.index.has_duplicates:
-        raise DataError(f"a paired comparison needs both runs on the same items: {len(only_a)} only in A, "
-                        f"{len(only_b)} only in B" + (" (duplicate ids)" if a.index.has_duplicates
-                                                       or b.index.has_duplicates else ""))
-    b = b.loc[a.index]
-    if not (a["label_true"].to_numpy() == b["label_true"].to_numpy()).all():
-        raise DataError("the two runs disagree on gold labels: they were scored against different data")
-    t = a["label_true"].to_numpy(dtype=int)
-    out = []
-    for pct in percents:
-        res = paired_bootstrap_f1(t, a["label_pred_filled"].to_numpy(dtype=int),
-                                  b["label_pred_filled"].to_numpy(dtype=int), n_resamples=n_resamples, seed=seed,
-                                  scores_a=a["explanation_score"].to_numpy(dtype=float),
-                                  scores_b=b["explanation_score"].to_numpy(dtype=float), pct=int(pct))
-        res["pct"] = int(pct)
-        out.append(res)
-    return out
-
-
 def _label_value(v: Any) -> int | None:
     """A label cell of an official prediction file: 1/0 (possibly as text or float), or a label word."""
     if v is None or (isinstance(v, float) and v != v):
