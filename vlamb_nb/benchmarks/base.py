@@ -493,11 +493,11 @@ class Benchmark(ABC):
     def compare_runs(self, a, b, *, n_resamples: int = 2000, seed: int = 0, same_items: bool = False):
         """Two scored runs of this paper (two settings of one model, two quantizations, two models) paired on the
         units both answered: every declared metric's a, b, difference a − b with its interval and test, overall
-        and by slice (:func:`vlamb_nb.compare.paired`; ``compare`` does the same across many models)."""
-        from vlamb_nb.compare import paired
+        and by slice (:func:`vlamb_nb.stats.common.paired_runs`; ``compare`` does the same across many models)."""
+        from vlamb_nb.stats.common import paired_runs
 
-        metrics = [m for m in self.metrics if m.compare]
-        return paired(self.name, a, b, metrics=metrics, n_resamples=n_resamples, seed=seed, same_items=same_items)
+        return paired_runs(self.name, [m for m in self.metrics if m.compare], a, b, n_resamples=n_resamples,
+                           seed=seed, same_items=same_items)
 
     def summary(self, scored) -> dict[str, Any]:
         """Headline numbers of one scored run (sweep summaries): its rows, invalid answers and every declared
