@@ -279,7 +279,7 @@ def test_two_openai_models_on_different_endpoints_get_different_stores(tmp_path)
 
 
 def _recording(items: pd.DataFrame, id_col: str, setting: str, right: set[int], model: str) -> list[dict]:
-    return [{"item_id": str(i), "setting": setting, "turn": 0, "model": model,
+    return [{"item_id": str(i), "setting": setting, "depth": 0, "model": model,
              "text": g if k in right else _wrong(g)}
             for k, (i, g) in enumerate(zip(items[id_col], items["gold"], strict=True))]
 

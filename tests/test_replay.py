@@ -24,11 +24,11 @@ def _req(item, text, setting="direct", turns=()):
     return Request(id=f"{item}::{setting}", messages=msgs, setting=setting, meta={"item_id": item})
 
 
-def test_answers_by_item_setting_and_turn(tmp_path):
+def test_answers_by_item_setting_and_depth(tmp_path):
     rec = _write(tmp_path / "r.jsonl", [
-        {"item_id": "1", "setting": "direct", "turn": 0, "text": "first", "model": "M"},
-        {"item_id": "1", "setting": "direct", "turn": 1, "text": "after repair", "model": "M"},
-        {"item_id": "1", "setting": "cot", "turn": 0, "text": "cot answer", "model": "M"},
+        {"item_id": "1", "setting": "direct", "depth": 0, "text": "first", "model": "M"},
+        {"item_id": "1", "setting": "direct", "depth": 1, "text": "after repair", "model": "M"},
+        {"item_id": "1", "setting": "cot", "turn": 0, "text": "cot answer", "model": "M"},  # the old spelling
         {"prompt": "what is it?", "text": "by prompt", "model": "M"},
     ])
     m = load_model(f"replay:{rec}")
@@ -38,6 +38,22 @@ def test_answers_by_item_setting_and_turn(tmp_path):
     assert [g.text for g in gens[:4]] == ["first", "cot answer", "after repair", "by prompt"]
     assert gens[4].error.startswith("ReplayMissing: no recorded answer for item '9'")
     assert all(g.error is None for g in gens[:4])
+
+
+def test_a_store_given_as_a_recording_and_a_bad_depth_are_refused_in_one_line(tmp_path):
+    """A prediction store's records name their turn (``answer``, ``repair``); a recording counts its chat's depth.
+    Either mistake is one line naming the file and the row, never a ValueError from deep inside."""
+    store = _write(tmp_path / "store.jsonl", [{"item_id": "1", "turn": "answer", "text": "x",
+                                               "request_id": "1::direct", "model": {"model_id": "M"}}])
+    with pytest.raises(DataError, match="turn 'answer' names a step of a run") as e:
+        read_recording(store)
+    assert "store.jsonl" in str(e.value) and "row 1" in str(e.value) and "\n" not in str(e.value)
+    for bad in (-1, 1.5, True, "one"):
+        with pytest.raises(DataError, match="depth must be a whole number"):
+            read_recording(_write(tmp_path / "d.jsonl", [{"item_id": "1", "depth": bad, "text": "x"}]))
+    assert [r["depth"] for r in read_recording(_write(tmp_path / "ok.jsonl", [
+        {"item_id": "1", "depth": "1", "text": "x"}, {"item_id": "2", "turn": 2, "text": "y"},
+        {"item_id": "3", "text": "z"}]))] == [1, 2, 0]
 
 
 def test_bad_recordings_are_clear_errors(tmp_path):
@@ -65,7 +81,7 @@ def test_served_replay_drives_the_openai_client_end_to_end(tmp_path, monkeypatch
     from vlamb_nb.models.serve import serve
 
     rec = _write(tmp_path / "r.jsonl", [{"prompt": "Where is the dog?", "text": "[1, 2, 3, 4]", "model": "M"},
-                                        {"prompt": "Where is the dog?", "turn": 1, "text": "[5, 6, 7, 8]", "model": "M"}])
+                                        {"prompt": "Where is the dog?", "depth": 1, "text": "[5, 6, 7, 8]", "model": "M"}])
     with serve(load_model(f"replay:{rec}"), lifetime=60) as server:
         monkeypatch.setenv("OPENAI_API_KEY", "unused")
         client = OpenAIModel("M", base_url=server.base_url, max_retries=0)

@@ -6,13 +6,16 @@ repair → score run exactly as in a real run and must give the real run's per-i
 
 A recording is JSON Lines (or a JSON list), one answer per line::
 
-    {"item_id": "17", "setting": "direct", "turn": 0, "text": "{\\"bbox_2d\\": [10, 20, 200, 220]}",
+    {"item_id": "17", "setting": "direct", "depth": 0, "text": "{\\"bbox_2d\\": [10, 20, 200, 220]}",
      "model": "Qwen/Qwen3-VL-8B-Thinking"}
 
-``turn`` counts the assistant turns before the answer (0: the first answer, 1: the answer after one
-repair turn). A line is matched by (``item_id``, ``setting``, ``turn``) when the request carries an item
-id (``meta["item_id"]``), else by (``prompt``, ``turn``), where ``prompt`` is the text of the request's first
-user turn (a follow-up turn is told apart by ``turn``). The second key is what an HTTP request still carries, so the same recording served with
+``depth`` counts the assistant turns of the chat before the answer (0: the first answer, 1: the answer after one
+repair turn); an integer ``turn`` is read as the old spelling of it. (A run's *turn* is the name of a step of its
+chain, ``answer`` or ``repair``, as the store and the run record keep it; a chat's depth is what a request still
+carries once it has crossed HTTP, so a recording keys by depth.) A line is matched by (``item_id``, ``setting``,
+``depth``) when the request carries an item id (``meta["item_id"]``), else by (``prompt``, ``depth``), where
+``prompt`` is the text of the request's first user turn (a follow-up is told apart by its depth). The second key
+is what an HTTP request still carries, so the same recording served with
 :func:`vlamb_nb.models.serve.serve` (``vlamb-nb serve replay:FILE``) drives the ``openai:`` path end to end.
 
 A request with no recorded answer fails like a backend error (counted, never silently answered), and the
@@ -31,7 +34,7 @@ from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.models.base import Backend, Generation, ModelInfo, Request
 
 
-def _turn(request: Request) -> int:
+def _depth_of(request: Request) -> int:
     return sum(1 for m in request.messages if m.get("role") == "assistant")
 
 
@@ -71,10 +74,29 @@ def read_recording(path: str | os.PathLike) -> list[dict[str, Any]]:
             raise DataError("a recorded answer needs a string 'text'", source=str(path), row=line, field="text")
         if rec.get("item_id") is None and rec.get("prompt") is None:
             raise DataError("a recorded answer needs 'item_id' or 'prompt'", source=str(path), row=line)
-        out.append({**rec, "turn": int(rec.get("turn", 0) or 0), "_line": line})
+        out.append({**rec, "depth": _depth(rec, path, line), "_line": line})
     if not out:
         raise DataError("the recording holds no answers", source=str(path))
     return out
+
+
+def _depth(rec: dict[str, Any], path: Path | str, line: int | None) -> int:
+    """A recorded answer's chat depth (``depth``, or an integer ``turn``, the old spelling); a turn that names a
+    step (a prediction store's record) is refused in one line."""
+    name = "depth" if "depth" in rec else "turn"
+    v = rec.get(name, 0)
+    if v is None:
+        return 0
+    if isinstance(v, str) and v.strip().isdigit():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        if name == "turn" and isinstance(v, str):
+            raise DataError(f"turn {v!r} names a step of a run, as a prediction store keeps it: a recording gives "
+                            "each answer's 'depth' (0: the first answer, 1: the answer after one repair turn); "
+                            "a store's answers are scored with vlamb-nb score", source=str(path), row=line, field=name)
+        raise DataError(f"{name} must be a whole number of turns before the answer (0, 1, ...), got {v!r}",
+                        source=str(path), row=line, field=name)
+    return v
 
 
 class ReplayModel:
@@ -94,11 +116,12 @@ class ReplayModel:
         self._by_item: dict[tuple[str, str, int], str] = {}
         self._by_prompt: dict[tuple[str, int], str] = {}
         for r in records:
+            r = {**r, "depth": _depth(r, source, r.get("_line"))}
             if r.get("item_id") is not None:
-                key = (str(r["item_id"]), _base_setting(r.get("setting", "")), r["turn"])
+                key = (str(r["item_id"]), _base_setting(r.get("setting", "")), r["depth"])
                 self._add(self._by_item, key, r["text"], r)
             if r.get("prompt") is not None:
-                self._add(self._by_prompt, (str(r["prompt"]), r["turn"]), r["text"], r)
+                self._add(self._by_prompt, (str(r["prompt"]), r["depth"]), r["text"], r)
         self.calls = 0
 
     @staticmethod
@@ -112,14 +135,14 @@ class ReplayModel:
         return cls(read_recording(path), source=Path(path).name, **kwargs)
 
     def lookup(self, request: Request) -> str | None:
-        turn = _turn(request)
+        depth = _depth_of(request)
         item = request.meta.get("item_id") if request.meta else None
         if item is not None:
             setting = _base_setting(request.setting)
-            for key in ((str(item), setting, turn), (str(item), "", turn)):
+            for key in ((str(item), setting, depth), (str(item), "", depth)):
                 if key in self._by_item:
                     return self._by_item[key]
-        return self._by_prompt.get((first_user_text(request), turn))
+        return self._by_prompt.get((first_user_text(request), depth))
 
     def generate(self, requests: Sequence[Request]) -> list[Generation]:
         out = []
@@ -130,7 +153,7 @@ class ReplayModel:
                 item = (r.meta or {}).get("item_id", r.id)
                 out.append(Generation(request_id=r.id, finish_reason="error",
                                       error=f"ReplayMissing: no recorded answer for item {item!r} "
-                                            f"(setting {_base_setting(r.setting)!r}, turn {_turn(r)})"))
+                                            f"(setting {_base_setting(r.setting)!r}, depth {_depth_of(r)})"))
             else:
                 sizes = [tuple(getattr(im, "size", ())) or None for im in r.images] if r.images else None
                 out.append(Generation(request_id=r.id, text=text, finish_reason="stop", image_sizes=sizes))

@@ -343,7 +343,7 @@ def recording(predictions: str | os.PathLike, items, *, setting: str = "direct")
         else:
             answer = "I cannot find it."
         turns = [FAILED_FIRST, answer] if rec.get("retry_followup_used") else [answer]
-        out += [{"item_id": str(item["id"]), "setting": setting, "turn": t, "text": text,
+        out += [{"item_id": str(item["id"]), "setting": setting, "depth": t, "text": text,
                  "model": rec["model_full_name"]} for t, text in enumerate(turns)]
     return out
 
