@@ -552,7 +552,8 @@ def _in_process(args: list[str]) -> tuple[int, str, str]:
 
 
 REFUSALS = {
-    "one_model": "a comparison needs at least two models; all 1 run(s) given are of model-a",
+    "one_model": "a comparison needs at least two models, or one model in two settings of a paper; all 1 run(s) "
+                 "given are of model-a",
     "same_file_twice": "the same run twice (the same file): model-a",
     "identical_records": "the same run twice (two files with identical records): model-a",
     "no_answers": "broken has no answers: every one of its 20 requests failed (most often: ZeroDivisionError",
@@ -643,3 +644,47 @@ def test_a_store_of_two_runs_that_differ_only_in_decoding_is_refused_naming_both
     with pytest.raises(DataError, match=r"the store holds several runs, which are never compared together: \[0\] "
                                         r"model-x .*\[1\] model-x .*compare stores of one run each"):
         compare([store, vague_runs["stores"]["a"]], sources=str(vague_runs["src"]), n_resamples=B)
+
+
+def test_one_models_settings_are_compared_with_each_other_as_an_ablation(tmp_path):
+    """Two settings of one model (direct against CoT) are paired on the items both answered, as two models are:
+    each named by its setting, said in the notes, the same difference as the paper's compare_runs step and as a
+    count by hand; the items page shows both settings' answers. One model in one setting per paper is still
+    refused."""
+    import fixtures_stored as F
+
+    from vlamb_nb.cli import main
+    from vlamb_nb.report_items import comparison_links, comparison_view
+
+    bench = get_benchmark("vague")
+    src = bench.make_sample(tmp_path / "data", n=N_VAGUE)
+    items = bench.load(src)
+    stores, scored = {}, {}
+    for setting in ("vlm", "vlm_cot"):
+        stores[setting] = tmp_path / f"vague__{setting}.jsonl"
+        scored[setting] = bench.evaluate(F.model("model-a"), items, setting, store=stores[setting], progress=False)
+    c = compare(list(stores.values()), sources={"vague": src}, n_resamples=B)
+    assert set(c.values["model"]) == {"model-a · vlm", "model-a · vlm_cot"}
+    assert any("one model (model-a) in 2 settings" in n for n in c.notes)
+    row = _pair(c, "model-a · vlm", "model-a · vlm_cot")
+    right = {s: {str(i) for i, ok, err in zip(df["id"], df["correct"], df["error"], strict=True)
+                 if ok is True and not (isinstance(err, str) and err)} for s, df in scored.items()}
+    assert right["vlm"] != right["vlm_cot"]  # the settings answer differently
+    assert row["diff"] == pytest.approx(100 * (len(right["vlm"]) - len(right["vlm_cot"])) / N_VAGUE)
+    assert row["p"] == pytest.approx(exact_mcnemar(len(right["vlm"] - right["vlm_cot"]),
+                                                   len(right["vlm_cot"] - right["vlm"])))
+    step = bench.compare_runs(scored["vlm"], scored["vlm_cot"], n_resamples=B).set_index(["metric", "slice"])
+    assert step.loc[("accuracy", "all"), "diff"] == pytest.approx(row["diff"])
+    view = comparison_view(c)
+    assert view.models == ["model-a · vlm", "model-a · vlm_cot"] and all(r["m"][0] and r["m"][1] for r in view.rows)
+    assert all(r["q"] for r in view.rows) and any("the prompt shown is the vlm run's" in n for n in view.notes)
+    assert None not in comparison_links(view, c)["pairs"]
+    rc = main(["compare", *map(str, stores.values()), "--source", f"vague={src}", "--n-resamples", "200",
+               "--out", str(tmp_path / "cmp")])
+    assert rc == 0 and (tmp_path / "cmp").is_dir()
+    other = get_benchmark("mucar")
+    msrc = other.make_sample(tmp_path / "mdata", n=4)
+    mstore = tmp_path / "mucar__full.jsonl"
+    other.evaluate(F.model("model-a"), other.load(msrc), "full", store=mstore, progress=False)
+    with pytest.raises(SettingError, match="at least two models, or one model in two settings of a paper"):
+        compare([stores["vlm"], mstore], sources={"vague": src, "mucar": msrc}, n_resamples=B)

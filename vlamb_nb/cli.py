@@ -738,8 +738,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --example: write the figure into the checkout's figures/card/")
     cd.set_defaults(func=cmd_card)
 
-    cm = sub.add_parser("compare", help="compare models on the items all of them answered: differences, tests, "
-                                        "ranks")
+    cm = sub.add_parser("compare", help="compare models (or one model's settings) on the items all of them "
+                                        "answered: differences, tests, ranks")
     cm.add_argument("runs", nargs="*", metavar="RUN",
                     help="a reproduce run folder, a sweep's output folder (every model in it), a prediction store, "
                          "a run record (*.record.json: compared from it alone, no data needed) or an official Ref-Adv "

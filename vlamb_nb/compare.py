@@ -18,10 +18,12 @@ rank rule of :mod:`vlamb_nb.stats.ranking`; this module only reads each paper's 
 runs up. A RUN is a ``reproduce`` run folder, a sweep's output folder (every model in it), a prediction store
 file (scored against the items it was asked about, ``sources``) or a paper's released per-item predictions
 file. Runs of different data (``RunMeta``'s ``data``: kind, release, revision) or of different settings are
-refused unless asked for, and a run on a generated sample is compared only with other sample runs.
+refused unless asked for, and a run on a generated sample is compared only with other sample runs. One model's
+runs in several settings of a paper are compared with each other the same way (an ablation: each setting a
+"model" named ``<model> · <setting>``).
 
 What cannot be compared is refused in one line (:class:`~vlamb_nb.errors.DataError`/``SettingError``): fewer
-than two models, the same run twice (one file, or two files with the same records), a run with no answers
+than two models (and no two settings of one), the same run twice (one file, or two files with the same records), a run with no answers
 (every item failed), runs with no item in common, a path that is not a run, and nothing left to compare. A
 metric on few items is named, in the notes and in ``few``: below :data:`FEW_UNITS` units or
 :data:`FEW_CLUSTERS` resampled clusters its intervals and ranks are rough, and on one unit (or one cluster)
@@ -75,6 +77,8 @@ class Run:
     #: its run record, when the run was given as one (``*.record.json``): compared from the record's unit sets
     #: alone, with no data and no rescoring (``scored`` is then None)
     record: Any = field(default=None, repr=False, compare=False)
+    #: the setting it was asked in, where ``setting`` names a comparison of one model's settings (an ablation)
+    asked: str | None = None
 
 
 # -- each paper's declared metrics on the runs ----------------------------------------------------------------
@@ -336,12 +340,16 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
     _no_run_twice(loaded)
     _unique_names(loaded)
     models = list(dict.fromkeys(r.model for r in loaded))
+    ablation: list[str] = []
     if len(models) < 2:
-        raise SettingError(f"a comparison needs at least two models; all {len(loaded)} run(s) given are of "
-                           f"{models[0]}")
+        ablation = _as_ablation(loaded)
+        if not ablation:
+            raise SettingError(f"a comparison needs at least two models, or one model in two settings of a paper; "
+                               f"all {len(loaded)} run(s) given are of {models[0]}")
+        models = list(dict.fromkeys(r.model for r in loaded))
     if baseline is not None and baseline not in models:
         raise SettingError(f"baseline {baseline!r} is not one of the compared models: {', '.join(models)}")
-    notes: list[str] = list(unloaded)
+    notes: list[str] = list(unloaded) + ablation
     skipped: list[str] = []  # why a paper or metric was not compared (the reasons, when nothing is)
     allowed: list[str] = []
     few: list[dict[str, Any]] = []
@@ -477,6 +485,27 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
                      "deviations": sorted({d for r in rs for d in r.deviations})})
     return Comparison(pd.DataFrame(value_rows, columns=value_cols), pairs_df, notes, meta, correction, baseline,
                       title, allowed, few, aligned)
+
+
+def _as_ablation(runs: list[Run]) -> list[str]:
+    """One model's runs of a paper in several settings (direct against CoT, a prompt ablation), made comparable:
+    each setting's run is named ``<model> · <setting>`` and they are paired on the items every setting answered,
+    as models are (``asked`` keeps the setting each was asked in). Empty, and nothing changed, unless every paper
+    given has two settings or more and no setting twice."""
+    by_paper: dict[str, list[Run]] = {}
+    for r in runs:
+        by_paper.setdefault(r.paper, []).append(r)
+    if any(len(rs) < 2 or len({r.setting for r in rs}) < len(rs) for rs in by_paper.values()):
+        return []
+    notes = []
+    for paper, rs in by_paper.items():
+        label = " vs ".join(r.setting for r in rs)
+        for r in rs:
+            r.asked, r.model, r.setting = r.setting, f"{r.model} · {r.setting}", label
+        notes.append(f"{paper}: one model ({rs[0].model.rsplit(' · ', 1)[0]}) in {len(rs)} settings: the settings "
+                     "are compared with each other on the items every one of them answered (an ablation: the same "
+                     "model, other prompts)")
+    return notes
 
 
 def _no_run_twice(runs: list[Run]) -> None:

@@ -345,7 +345,8 @@ def recorded_prompts(run: Any) -> dict[str, str]:
 
 
 def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], model_frames: list[tuple[str, Any]],
-              items: Any, failed_images: list[str], recorded: dict[str, str] | None = None) -> dict[str, int]:
+              items: Any, failed_images: list[str], recorded: dict[str, str] | None = None,
+              ask: str | None = None) -> dict[str, int]:
     """Rows of one paper and setting, each model's answers beside them; returns row index by item key. An item's
     prompt is the one its first model's store recorded (``recorded``, by item id), else the one the paper's
     prompt builder gives for the item, else its prompt column."""
@@ -356,7 +357,7 @@ def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], mod
     out: dict[str, int] = {}
     first = model_frames[0][1]
     keys = (key_metric.item_key(first) if key_metric is not None else first.index.astype(str)).tolist()
-    asked = _asked(view, paper, setting, items, list(dict.fromkeys(keys)), failed_images)
+    asked = _asked(view, paper, ask or setting, items, list(dict.fromkeys(keys)), failed_images)
     cols = list(first.columns)
     idc = get_benchmark(paper).id_column
     for model, frame in model_frames:
@@ -565,8 +566,9 @@ def comparison_view(c: Any) -> ItemsView:
         items = next((getattr(r, "items", None) for r in entry.get("runs") or [] if getattr(r, "items", None)
                       is not None), None)
         runs = list(entry.get("runs") or [])
+        _ablation_note(view, paper, setting, runs)
         index = _add_rows(view, paper, setting, metrics, list(zip(names, frames, strict=True)), items, failed,
-                          recorded_prompts(runs[0]) if runs else None)
+                          recorded_prompts(runs[0]) if runs else None, _ask(runs))
         first = frames[0]
         for m in metrics:
             masks = [(m.overall, np.ones(len(first), dtype=bool))]
@@ -613,6 +615,18 @@ def _run_rows(paper: str, run: Any) -> tuple[dict[str, dict[str, Any]], dict[str
     return rows, slices
 
 
+def _ask(runs: Sequence[Any]) -> str | None:
+    """The setting a comparison's first run was asked in, where its runs are one model's settings (an ablation)."""
+    return getattr(runs[0], "asked", None) if runs else None
+
+
+def _ablation_note(view: ItemsView, paper: str, setting: str, runs: Sequence[Any]) -> None:
+    asked = [getattr(r, "asked", None) for r in runs]
+    if len(set(asked)) > 1:
+        view.notes.append(f"{paper} {setting}: each setting asked its own prompt; the prompt shown is the "
+                          f"{asked[0]} run's")
+
+
 def _unit_items(keys: Sequence[str], members: Sequence[Sequence[str]] | None) -> list[str]:
     """The item keys of units (a metric over groups: each group's items)."""
     return [k for ks in members for k in ks] if members is not None else list(keys)
@@ -632,7 +646,8 @@ def _unit_entry(view: ItemsView, c: Any, entry: dict[str, Any], failed: list[str
     keys = list(dict.fromkeys(k for m in metrics for sc in scores.get(m.name, ())[:1]  # the whole set first
                               for k in _unit_items(sc.keys, sc.members)))
     items = next((r.items for r in runs if getattr(r, "items", None) is not None), None)
-    asked = _asked(view, paper, setting, items, keys, failed) if items is not None else {}
+    _ablation_note(view, paper, setting, runs)
+    asked = _asked(view, paper, _ask(runs) or setting, items, keys, failed) if items is not None else {}
     no_image = 0
     index: dict[str, int] = {}
     for key in keys:
