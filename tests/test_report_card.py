@@ -139,3 +139,32 @@ def test_a_row_says_what_data_it_stands_on_and_a_generated_sample_is_never_ranke
     assert "| hub:dddraxxx/ref-adv-s@abcdef0 · 1,142 of 1,142 |" in text
     assert "1 [1–2] of 2 (on a subset: 40 of 1,142 items)" in text and "· 40 of 1,142 |" in text
     assert "| – (not ranked: a generated sample, not the paper's data) | x 45.0 | generated sample (not ranked) |" in text
+
+
+def test_refadv_card_of_a_run_record_is_the_card_of_its_scored_frame():
+    """A Ref-Adv run given as its run record (through JSON) is placed among the released runs as its scored
+    frame is; a record keeps no expression, so a released run's rows are matched by row, image and gold box, and
+    a run on other rows under the same numbers is left out of both."""
+    from vlamb_nb import get_benchmark
+    from vlamb_nb.benchmarks.refadv.score import headline
+    from vlamb_nb.record import RunRecord, from_scored
+
+    rows = list(range(40))
+    expr = [f"e{i}" for i in rows]
+    images = [f"{i // 2}.jpg" for i in rows]
+    boxes = [[float(i), 2.0, float(i) + 30, 40.0] for i in rows]
+    ours = _scored([True] * 30 + [False] * 10, rows, images, expr).assign(gt_xyxy=boxes, id=[str(i) for i in rows])
+    worse = _scored([True] * 10 + [False] * 30, rows, images, expr).assign(gt_xyxy=boxes,
+                                                                          model="Qwen/Qwen2.5-VL-3B-Instruct")
+    elsewhere = _scored([True] * 40, rows, [f"x{i}.jpg" for i in rows], [e + "!" for e in expr]).assign(
+        gt_xyxy=boxes, model="other")
+    released = {"a": worse, "c": elsewhere}
+    rec = RunRecord.from_dict(json.loads(json.dumps(from_scored(get_benchmark("refadv"), ours).to_dict())))
+    from_frame = headline({"direct": ours}, released=released, n_resamples=300, seed=0)
+    from_record = headline({"direct": rec}, released=released, n_resamples=300, seed=0)
+    assert [repr(h) for h in from_record] == [repr(h) for h in from_frame]
+    overall = next(h for h in from_record if h.slice == "overall")
+    assert [c.name for c in overall.comparators if c.basis == "per-item"] == ["Qwen2.5-VL-3B-Instruct | direct"]
+    moved = {"a": worse.assign(gt_xyxy=[[b[0] + 5, *b[1:]] for b in boxes])}  # the same rows, other boxes
+    assert not [c for h in headline({"direct": rec}, released=moved, n_resamples=300) for c in h.comparators
+                if c.basis == "per-item"]

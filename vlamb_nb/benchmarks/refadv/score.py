@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -454,6 +455,33 @@ def _aligned(scored, released: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in out.items() if len(v) == len(ours)} if len(ours) else {}
 
 
+def _aligned_record(rec: Any, keys: Sequence[str], released: dict[str, Any]) -> dict[str, Any]:
+    """:func:`_aligned` for a run given as its run record, which keeps no expression: each released run's hits
+    on the record's rows (in the order of ``keys``, their row numbers), matched by row, image and gold box."""
+    rows = {str(r.get("key") or r.get("item_id")): r for r in rec.rows if r.get("scored", True)}
+    if not keys or any(k not in rows or not str(k).isdigit() for k in keys):
+        return {}
+    ours = [(int(k), str(rows[k].get("image")), rows[k].get("gold")) for k in keys]
+    out = {}
+    for name, rel in released.items():
+        r = rel.drop_duplicates("row_idx").set_index(rel["row_idx"].astype(int).to_numpy())
+        if not {i for i, _, _ in ours} <= set(r.index):
+            continue
+        part = r.loc[[i for i, _, _ in ours]]
+        same = all(str(f) == image and _same_box(g, gold) for (_, image, gold), f, g in
+                   zip(ours, part["file_name"], part["gt_xyxy"], strict=True))
+        if same:  # the same row number, another image or box: not the rows this record scored
+            out[name] = part.assign(hit=part["iou"].astype(float).to_numpy() >= 0.5).reset_index(drop=True)
+    return out
+
+
+def _same_box(a: Any, b: Any) -> bool:
+    try:
+        return len(a) == len(b) == 4 and all(abs(float(x) - float(y)) <= 0.5 for x, y in zip(a, b, strict=True))
+    except (TypeError, ValueError):
+        return False
+
+
 def headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None, metrics: Any = METRICS,
              cells: Any = None, n_resamples: int = 2000, seed: int = 0) -> list[Any]:
     """The card's rows of every declared card metric of ``metrics``: Acc@0.5 among the released runs on the same
@@ -479,7 +507,7 @@ def acc_headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None
     import numpy as np
 
     from vlamb_nb import reference, stats
-    from vlamb_nb.stats.metric import card_units
+    from vlamb_nb.stats.metric import card_units, run_units
     from vlamb_nb.stats.ranking import (
         Comparator,
         Headline,
@@ -494,15 +522,16 @@ def acc_headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None
     out = []
     pub = ACC.card.published
     ref = reference.load("refadv", pub.table)
-    for k, (setting, scored) in enumerate(runs.items()):
-        if setting not in ACC.card.settings or scored is None or scored.empty:
+    for k, (setting, run) in enumerate(runs.items()):
+        if setting not in ACC.card.settings or run is None or not len(run):
             continue
-        scored = scored.reset_index(drop=True)
-        sets = ACC.unit_sets(scored)  # one unit (row) each, in the run's order: the form its record keeps
+        framed = hasattr(run, "columns")  # a scored frame, else its run record: the same rows
+        run = run.reset_index(drop=True) if framed else run
+        sets = run_units(ACC, run)  # one unit (row) each, in the run's order: the form its record keeps
         if not sets:
             continue
         whole = next(u for u in sets if u.whole)
-        aligned = _aligned(scored, released or {})
+        aligned = _aligned(run, released or {}) if framed else _aligned_record(run, whole.keys, released or {})
         names = {name: row_name(rel) for name, rel in aligned.items()}
         hits = whole.array().astype(bool)
         w = resample_weights(len(hits), whole.cluster_array(), n_resamples=n_resamples, seed=seed + k)
@@ -541,7 +570,7 @@ def acc_headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None
                     c.p_holm = float(ph)
             column = pub.column(slice_name, setting)
             pub_rows = ref[(ref["column"] == column) & ref["value_num"].notna()]
-            if aligned and len(scored) < 0.99 * RELEASED_ROWS:
+            if aligned and len(run) < 0.99 * RELEASED_ROWS:
                 pub_rows = pub_rows.iloc[:0]  # ours cover a part of the rows: the released runs on them are the field
             slice_n = RELEASED_ROWS
             if full is not None and slice_name != ACC.overall:
