@@ -143,8 +143,8 @@ def test_a_row_says_what_data_it_stands_on_and_a_generated_sample_is_never_ranke
 
 def test_refadv_card_of_a_run_record_is_the_card_of_its_scored_frame():
     """A Ref-Adv run given as its run record (through JSON) is placed among the released runs as its scored
-    frame is; a record keeps no expression, so a released run's rows are matched by row, image and gold box, and
-    a run on other rows under the same numbers is left out of both."""
+    frame is; a record keeps no expression, so a released run's rows are matched by row and gold box, and a run
+    on other rows under the same numbers is left out of both."""
     from vlamb_nb import get_benchmark
     from vlamb_nb.benchmarks.refadv.score import headline
     from vlamb_nb.record import RunRecord, from_scored
@@ -157,7 +157,7 @@ def test_refadv_card_of_a_run_record_is_the_card_of_its_scored_frame():
     worse = _scored([True] * 10 + [False] * 30, rows, images, expr).assign(gt_xyxy=boxes,
                                                                           model="Qwen/Qwen2.5-VL-3B-Instruct")
     elsewhere = _scored([True] * 40, rows, [f"x{i}.jpg" for i in rows], [e + "!" for e in expr]).assign(
-        gt_xyxy=boxes, model="other")
+        gt_xyxy=[[b[0] + 50, *b[1:]] for b in boxes], model="other")
     released = {"a": worse, "c": elsewhere}
     rec = RunRecord.from_dict(json.loads(json.dumps(from_scored(get_benchmark("refadv"), ours).to_dict())))
     from_frame = headline({"direct": ours}, released=released, n_resamples=300, seed=0)
@@ -168,3 +168,25 @@ def test_refadv_card_of_a_run_record_is_the_card_of_its_scored_frame():
     moved = {"a": worse.assign(gt_xyxy=[[b[0] + 5, *b[1:]] for b in boxes])}  # the same rows, other boxes
     assert not [c for h in headline({"direct": rec}, released=moved, n_resamples=300) for c in h.comparators
                 if c.basis == "per-item"]
+
+
+def test_a_replayed_released_runs_record_meets_the_other_released_runs_as_its_frame_does(shared_data, tmp_path):
+    """On the real release: the Qwen2.5-VL-72B run replayed on the demo rows into a store; its card from the run
+    record the store's scoring wrote equals its card from the scored frame, every released run placed beside it."""
+    from vlamb_nb import get_benchmark
+    from vlamb_nb.benchmarks.refadv import release
+    from vlamb_nb.benchmarks.refadv import score as rscore
+    from vlamb_nb.models import load_model
+    from vlamb_nb.record import RunRecord
+
+    bench = get_benchmark("refadv")
+    pred_dir, run = shared_data / "refadv" / "predictions", "qwen25a72b_direct"
+    items = bench.load(shared_data / "refadv" / "demo")
+    recording = release.write_recording(pred_dir / f"{run}_predictions.jsonl", items, tmp_path / "r.jsonl")
+    store = tmp_path / "refadv__direct.jsonl"
+    scored = bench.evaluate(load_model(f"replay:{recording}"), items, "direct", store=store, progress=False)
+    released = {k: v for k, v in rscore.official_runs(pred_dir).items() if k != run}
+    from_frame = bench.headline({"direct": scored}, released=released, n_resamples=200)
+    from_record = bench.headline({"direct": RunRecord.read(store)}, released=released, n_resamples=200)
+    assert [repr(h) for h in from_record] == [repr(h) for h in from_frame]
+    assert all(len([c for c in h.comparators if c.basis == "per-item"]) == len(released) for h in from_record)

@@ -457,20 +457,20 @@ def _aligned(scored, released: dict[str, Any]) -> dict[str, Any]:
 
 def _aligned_record(rec: Any, keys: Sequence[str], released: dict[str, Any]) -> dict[str, Any]:
     """:func:`_aligned` for a run given as its run record, which keeps no expression: each released run's hits
-    on the record's rows (in the order of ``keys``, their row numbers), matched by row, image and gold box."""
+    on the record's rows (in the order of ``keys``, their row numbers), matched by row and gold box (a record names
+    an image as its data does, a released file by its own name)."""
     rows = {str(r.get("key") or r.get("item_id")): r for r in rec.rows if r.get("scored", True)}
     if not keys or any(k not in rows or not str(k).isdigit() for k in keys):
         return {}
-    ours = [(int(k), str(rows[k].get("image")), rows[k].get("gold")) for k in keys]
+    ours = [(int(k), rows[k].get("gold")) for k in keys]
     out = {}
     for name, rel in released.items():
         r = rel.drop_duplicates("row_idx").set_index(rel["row_idx"].astype(int).to_numpy())
-        if not {i for i, _, _ in ours} <= set(r.index):
+        if not {i for i, _ in ours} <= set(r.index):
             continue
-        part = r.loc[[i for i, _, _ in ours]]
-        same = all(str(f) == image and _same_box(g, gold) for (_, image, gold), f, g in
-                   zip(ours, part["file_name"], part["gt_xyxy"], strict=True))
-        if same:  # the same row number, another image or box: not the rows this record scored
+        part = r.loc[[i for i, _ in ours]]
+        same = all(_same_box(g, gold) for (_, gold), g in zip(ours, part["gt_xyxy"], strict=True))
+        if same:  # the same row number, another box: not the rows this record scored
             out[name] = part.assign(hit=part["iou"].astype(float).to_numpy() >= 0.5).reset_index(drop=True)
     return out
 
