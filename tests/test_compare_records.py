@@ -185,3 +185,24 @@ def test_run_folders_whose_data_is_gone_are_compared_from_their_records(tmp_path
     record_path(store).unlink()
     with pytest.raises(DataError, match=r"the data the mucar notebook ran on is not at hand .*\(--source mucar=PATH\)"):
         compare(folders, n_resamples=B)
+
+
+def test_a_records_image_names_are_never_read_from_this_machine(tmp_path):
+    """A run record may come from anywhere: an image it names by an absolute path on this machine is not read
+    into the page (which would carry the file to whoever the page is sent to); the rows say they show no image."""
+    from PIL import Image
+
+    from vlamb_nb.report_items import comparison_view
+
+    _, stores = _two_runs("vague", "vlm", 8, tmp_path)
+    private = tmp_path / "private.png"
+    Image.new("RGB", (8, 8), "red").save(private)
+    for s in stores:
+        path = record_path(s)
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        for r in rec["rows"]:
+            r["image"] = str(private)
+        path.write_text(json.dumps(rec), encoding="utf-8")
+    view = comparison_view(compare([record_path(s) for s in stores], n_resamples=B))
+    assert view.rows and not view.images and all(r["i"] is None for r in view.rows)
+    assert any("8 item(s) show no image" in n for n in view.notes)

@@ -23,9 +23,9 @@ runs in several settings of a paper are compared with each other the same way (a
 "model" named ``<model> · <setting>``).
 
 What cannot be compared is refused in one line (:class:`~vlamb_nb.errors.DataError`/``SettingError``): fewer
-than two models (and no two settings of one), the same run twice (one file, or two files with the same records), a run with no answers
-(every item failed), runs with no item in common, a path that is not a run, and nothing left to compare. A
-metric on few items is named, in the notes and in ``few``: below :data:`FEW_UNITS` units or
+than two models (and no two settings of one), the same run twice (one file, or two files with the same records),
+a run with no answers (every item failed), runs with no item in common, a path that is not a run, and nothing left
+to compare. A metric on few items is named, in the notes and in ``few``: below :data:`FEW_UNITS` units or
 :data:`FEW_CLUSTERS` resampled clusters its intervals and ranks are rough, and on one unit (or one cluster)
 there is no interval at all (a resample of one unit is that unit).
 """
@@ -759,8 +759,7 @@ def _sweep_runs(folder: Path, notes: list[str] | None = None) -> list[Run]:
                 if not p.is_file():
                     continue
                 source = spec.get("source")
-                gone = source is None or not Path(str(source)).exists()
-                records = _records_of([p], name=name) if gone else None
+                records = _records_of([p], name=name) if _not_here(source) else None
                 if records is None:
                     out.append(score_store(p, source=source, name=name, options=dict(spec.get("options") or {})))
                     continue
@@ -843,15 +842,14 @@ def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = 
             source = _sample_source(paper, pdir, stores)
         if source is not None and not Path(str(source)).is_absolute() and (folder / str(source)).exists():
             source = folder / str(source)
-        records = None if given_here is not None or (source is not None and Path(str(source)).exists()) \
-            else _records_of(stores)
+        records = None if given_here is not None or not _not_here(source) else _records_of(stores)
         if records is not None:  # the data is not at hand (a run folder copied from elsewhere): its records
             left.append(f"{paper}: the data its notebook ran on ({source or 'none recorded'}) is not at hand; "
                         "compared from its stores' run records (no rescoring, no thumbnails)")
         elif source is None:
             raise DataError(f"the {paper} notebook was given no source and left no generated sample that holds "
                             f"its answered items: give the data it ran on (--source {paper}=PATH)", source=str(pdir))
-        elif given_here is None and not Path(str(source)).exists():
+        elif given_here is None and _not_here(source):
             raise DataError(f"the data the {paper} notebook ran on is not at hand ({source}) and not every store "
                             f"has a scored run record: give the data (--source {paper}=PATH), or score the stores "
                             "where it is", source=str(pdir))
@@ -869,6 +867,15 @@ def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = 
     elif any("is not at hand" not in x for x in left):  # nowhere to say it: refuse rather than compare less
         raise DataError("; ".join(x for x in left if "is not at hand" not in x), source=str(folder))
     return out
+
+
+def _not_here(source: Any) -> bool:
+    """No source, or a local file or folder that is not on this machine (a run folder or sweep copied from where
+    it ran); a hub name or URL is no local path and is left to the paper's loader."""
+    if source is None:
+        return True
+    text = str(source)
+    return "://" not in text and Path(text).is_absolute() and not Path(text).exists()
 
 
 def _records_of(stores: list[Path], *, name: str | None = None) -> list[Run] | None:

@@ -655,12 +655,8 @@ def _unit_entry(view: ItemsView, c: Any, entry: dict[str, Any], failed: list[str
         if first is None:
             continue
         ident = (paper, setting, key)
-        prompt, img = asked.get(key, (None, None))
-        if img is None:
-            src = first.get("image")
-            if isinstance(src, str) and Path(src).is_absolute() and Path(src).is_file():
-                img = _add_images(view, [(key, src, None)], failed).get(key)
-        no_image += img is None
+        prompt, img = asked.get(key, (None, None))  # a record's image names are never read from disk: a record
+        no_image += img is None  # may come from anywhere, and the page would carry the files it names
         shown = first.get("prompt") if isinstance(first.get("prompt"), str) and first.get("prompt") else prompt
         slices = next(sl for rows, sl in tables if key in rows)
         for n in slices:
