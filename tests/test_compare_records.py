@@ -206,3 +206,27 @@ def test_a_records_image_names_are_never_read_from_this_machine(tmp_path):
     view = comparison_view(compare([record_path(s) for s in stores], n_resamples=B))
     assert view.rows and not view.images and all(r["i"] is None for r in view.rows)
     assert any("8 item(s) show no image" in n for n in view.notes)
+
+
+def test_the_page_of_a_record_comparison_carries_its_items_and_no_markup_from_a_record(tmp_path):
+    """``comparison.html`` of two records holds the items blob (rows, and a link for every value and pair); text
+    a record carries (an answer, a prompt) reaches the page as data, never as markup."""
+    import re
+
+    hostile = "</script><script>alert(1)</script><img src=x onerror=alert(2)>"
+    _, stores = _two_runs("vague", "vlm", 8, tmp_path)
+    for s in stores:
+        path = record_path(s)
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        for r in rec["rows"]:
+            r["answer"], r["prompt"] = hostile, hostile
+        path.write_text(json.dumps(rec), encoding="utf-8")
+    c = compare([record_path(s) for s in stores], n_resamples=B)
+    page = next(p for p in c.save(tmp_path / "out") if p.name == "comparison.html").read_text(encoding="utf-8")
+    assert "<script>alert" not in page and "<img src=x" not in page  # no markup of it, anywhere
+    blobs = re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', page, re.S)
+    assert len(blobs) == 1
+    data = json.loads(blobs[0])
+    assert len(data["rows"]) == 8 and all(r["q"] == hostile for r in data["rows"])
+    assert len(data["links"]["values"]) == len(c.values) and None not in data["links"]["values"]
+    assert len(data["links"]["pairs"]) == len(c.pairs) and None not in data["links"]["pairs"]
