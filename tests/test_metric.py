@@ -1,10 +1,10 @@
 """Headline metrics declared as data: each kind's one aggregation against numbers worked out by hand, and each
 paper's declaration giving the card, the sweep summary and ``compare`` the number the paper's own tables give.
 
-The paper tables (MUCAR's ``pair_accuracy``, V-FLUTE's Table 4, RACQUET's ``class_shares``) are computed by each
-paper's own code, not from the declaration, so agreement here is two independent computations meeting. VAGUE's
-accuracy column and Ref-Adv's Acc@0.5 cells of its official report read the declared metric's units (with the
-papers' own rounding); their checks here count by hand instead (the answers' categories; IoU at 0.5 per slice).
+The paper tables read the declared metric's units where a table shows the metric (VAGUE's accuracy column, MUCAR's
+Acc_q / Acc_p cells, Ref-Adv's Acc@0.5 cells of its official report, with the papers' own rounding), so their checks
+here count by hand instead (the answers' categories; a pair's queries all right; IoU at 0.5 per slice). V-FLUTE's
+Table 4 and RACQUET's ``class_shares`` are still each paper's own code: agreement there is two computations meeting.
 """
 
 from __future__ import annotations
@@ -198,12 +198,38 @@ def test_mucar_acc_p_and_acc_q_are_pair_accuracys_overall(runs):
     from vlamb_nb.benchmarks.mucar.score import pair_accuracy
 
     card, summ, values = _three_ways("mucar", "full", runs)
-    table = pair_accuracy(runs["mucar"]["A"], None, n_resamples=100).set_index("metric")["value"]
-    assert 0 < table["Acc_p"] < table["Acc_q"] < 100
+    run = runs["mucar"]["A"]
+    table = pair_accuracy(run, None, n_resamples=100).set_index("metric")["value"]
+    # by hand: a query counts when right; a pair when every query of it is right
+    by_hand = {"Acc_q": 100 * run["correct"].astype(bool).mean(),
+               "Acc_p": 100 * run.groupby("group")["correct"].all().mean()}
+    assert 0 < by_hand["Acc_p"] < by_hand["Acc_q"] < 100
     for name in ("Acc_p", "Acc_q"):
-        assert next(h.value for h in card if h.metric == name) == pytest.approx(table[name])
-        assert summ[name] == round(table[name], 2)
-        assert values[(name, "Overall")] == pytest.approx(table[name])
+        assert table[name] == pytest.approx(by_hand[name])
+        assert next(h.value for h in card if h.metric == name) == pytest.approx(by_hand[name])
+        assert summ[name] == round(by_hand[name], 2)
+        assert values[(name, "Overall")] == pytest.approx(by_hand[name])
+
+
+def test_mucars_table_cells_are_the_declared_metrics(runs, monkeypatch):
+    """Table 2's cells read the declared Acc_q / Acc_p: a rule changed in ``METRICS`` changes every cell."""
+    from dataclasses import replace
+
+    from vlamb_nb.benchmarks.mucar import score as S
+
+    run = runs["mucar"]["A"].copy()
+    run["lenient"] = True  # another correctness column: every query right
+    before = S.pair_accuracy(run, "category", n_resamples=0).set_index(["category", "metric"])["value"]
+    assert (before < 100).any()
+    monkeypatch.setattr(S, "METRICS", tuple(replace(m, column="lenient") for m in S.METRICS))
+    after = S.pair_accuracy(run, "category", n_resamples=0)
+    assert (after["value"] == 100).all() and len(after) == len(before)
+    counts = S.pair_accuracy(run, ["category", "language"], n_resamples=0)
+    by_hand = run.assign(category=run["group"].map(run.groupby("group")["category"].first()))
+    n = by_hand.groupby(["category", "language"]).agg(q=("group", "size"), p=("group", "nunique"))
+    for _, r in counts.iterrows():
+        assert r["n_queries"] == n.loc[(r["category"], r["language"]), "q"]
+        assert r["n_groups"] == n.loc[(r["category"], r["language"]), "p"]
 
 
 def test_vflute_f1_at_t_is_table_4s(runs):

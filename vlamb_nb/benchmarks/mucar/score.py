@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +163,9 @@ def pair_accuracy(scored, by: str | list[str] | None = None, *, categories: Sequ
     ``n_queries``, ``n_groups``. "Overall" rows are micro averages over the queries / groups of
     ``categories`` (see :func:`scope_categories`: ``"auto"`` drops dual ambiguity for ablation and
     prompt-language runs, as the paper does; None keeps all seven).
+    Every cell is the declared metric's (:data:`METRICS`) on that cell's queries: its per-unit values (a query's
+    0/1, a pair's all-correct) give the value and the counts, so the table and the card, the run record and
+    ``compare`` count the same thing; only the scope (the categories) is the table's own.
     CIs resample whole groups (``stats.bootstrap_ci(..., clusters=groups)``): Acc_p is defined on
     groups, and the queries of one group share an image set, so they are not independent.
     """
@@ -172,10 +176,11 @@ def pair_accuracy(scored, by: str | list[str] | None = None, *, categories: Sequ
     if scored.empty:
         raise DataError("no scored predictions to aggregate")
     cats = scope_categories(scored, categories)
+    scored = scored.reset_index(drop=True)
     groups = group_frame(scored)
     if cats is not None:
         groups = groups[groups["category"].isin(cats)]
-        scored = scored[scored["group"].isin(set(groups["group"]))]
+        scored = scored[scored["group"].isin(set(groups["group"]))].reset_index(drop=True)
         if scored.empty:
             raise DataError(f"no scored predictions in the categories {', '.join(cats)}")
     keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
@@ -184,17 +189,21 @@ def pair_accuracy(scored, by: str | list[str] | None = None, *, categories: Sequ
         raise SettingError(f"pair_accuracy groups by category and/or language, not {bad}")
     queries = _query_frame(scored, groups)
     parts = [((), queries)] if not keys else list(queries.groupby(keys, sort=False))
+    acc_p, acc_q = (replace(m, where=None) for m in METRICS)  # the declared rules; the scope is the table's
     rows = []
     for i, (vals, df) in enumerate(parts):
         vals = vals if isinstance(vals, tuple) else (vals,)
-        correct, gid = df["correct"].to_numpy(float), df["group"].to_numpy()
-        acc_p = group_accuracy_statistic(gid)
+        mask = np.zeros(len(scored), dtype=bool)
+        mask[df.index.to_numpy()] = True
+        (q,) = acc_q.unit_sets(scored, masks=[("cell", mask)])  # a query each, in the run's order
+        (p,) = acc_p.unit_sets(scored, masks=[("cell", mask)])  # a pair each: all its queries here right
+        correct, gid = q.array(), q.cluster_array()
         ci_q = _interval(correct, gid, mean_statistic(), n_resamples, seed + i, alpha)
-        ci_p = _interval(correct, gid, acc_p, n_resamples, seed + i, alpha)
-        base = dict(zip(keys, vals, strict=True)) | {"n_queries": int(len(df)), "n_groups": int(df["group"].nunique())}
-        rows.append(base | {"metric": "Acc_q", "value": 100 * float(correct.mean()), "ci_low": ci_q[0],
+        ci_p = _interval(correct, gid, group_accuracy_statistic(gid), n_resamples, seed + i, alpha)
+        base = dict(zip(keys, vals, strict=True)) | {"n_queries": len(q.values), "n_groups": len(p.values)}
+        rows.append(base | {"metric": "Acc_q", "value": 100 * float(np.mean(q.array())), "ci_low": ci_q[0],
                             "ci_high": ci_q[1]})
-        rows.append(base | {"metric": "Acc_p", "value": 100 * acc_p.value(correct), "ci_low": ci_p[0],
+        rows.append(base | {"metric": "Acc_p", "value": 100 * float(np.mean(p.array())), "ci_low": ci_p[0],
                             "ci_high": ci_p[1]})
     out = pd.DataFrame(rows, columns=keys + ["metric", "value", "ci_low", "ci_high", "n_queries", "n_groups"])
     order = {"category": CATEGORY_ORDER, "language": LANGUAGE_ORDER}
