@@ -156,8 +156,8 @@ NOTEBOOK_CELLS = [
     record("answers", {"rows": len(scored), "answered yes or no": int(scored["valid"].fillna(False).sum())})
     """,
     """
-    cfg.record_headline(bench.headline({setting: scored}, n_resamples=200, seed=seed), model=vlm.info.model_id,
-                        data=identity_of(scored), limit=limit)
+    cfg.record_headline(bench.headline(bench.recorded({setting: scored}), n_resamples=200, seed=seed),
+                        model=vlm.info.model_id, data=identity_of(scored), limit=limit)
     """,
 ]
 

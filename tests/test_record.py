@@ -306,3 +306,28 @@ def test_a_record_whose_unit_sets_were_tampered_with_is_refused_in_one_line(tmp_
         with pytest.raises(DataError, match="malformed run record") as e:
             RunRecord.read(store)
         assert path.name in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_notebooks_card_reads_each_runs_record(tmp_path):
+    """``Benchmark.recorded`` gives the card the record a run's scoring wrote (read back from the file), so a
+    notebook's card rows are the record's: a record changed on disk changes the card, a frame does not; a part
+    of a run, a run without a store and hand labels stay frames."""
+    bench = get_benchmark("vague")
+    items = bench.load(bench.make_sample(tmp_path / "d", n=6, seed=0))
+    scored = bench.evaluate(F.model(), items, "vlm", store=tmp_path / "s.jsonl", progress=False)
+    (rec,) = bench.recorded({"vlm": scored}).values()
+    assert isinstance(rec, RunRecord) and rec.setting == "vlm"
+    rows = lambda runs: [(h.slice, h.value, h.ci_low, h.ci_high, h.rank) for h in bench.headline(runs, seed=3)]  # noqa: E731
+    assert rows({"vlm": rec}) == rows({"vlm": scored})
+
+    data = json.loads(record_path(tmp_path / "s.jsonl").read_text())
+    for u in data["units"]["accuracy"]:  # every answer right, as the file now says
+        u["values"] = [1.0] * len(u["values"])
+    record_path(tmp_path / "s.jsonl").write_text(json.dumps(data))
+    card = bench.headline(bench.recorded({"vlm": scored}), seed=3)
+    assert {h.value for h in card} == {100.0} != {h.value for h in bench.headline({"vlm": scored}, seed=3)}
+
+    part = scored.head(3)
+    assert "record" in part.attrs and bench.recorded({"vlm": part})["vlm"] is part  # the record is the whole run's
+    memory = bench.evaluate(F.model(), items, "vlm", progress=False)
+    assert bench.recorded({"vlm": memory, "other": None}) == {"vlm": memory, "other": None}

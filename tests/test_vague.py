@@ -586,9 +586,10 @@ def test_all_settings_tables_cis_and_paired_tests(sample, tmp_path):
         letter = next(k for k, v in item["letter_category"].items() if v == want)
         return "The speaker wants person1 to go." if req.setting.endswith("_ff") else letter
 
-    scored, _, devs = report.evaluate_settings(ScriptedModel(respond), None, sample, report.parse_settings("all"),
-                                      store_dir=tmp_path, bertscore=None, progress=False)
-    assert set(devs) == set(SETTINGS)
+    scored, _, runs = report.evaluate_settings(ScriptedModel(respond), None, sample, report.parse_settings("all"),
+                                               store_dir=tmp_path, bertscore=None, progress=False)
+    assert set(runs) == set(SETTINGS) and all("deviations" in r.attrs for r in runs.values())
+    assert sum(map(len, runs.values())) == len(scored)
     stores = sorted(p.name for p in tmp_path.rglob("*.jsonl"))  # one store per setting, by Benchmark.store_path
     assert stores == sorted(f"vague__{s}.jsonl" for s in SETTINGS)
     tables = BENCHMARK.tables(scored)

@@ -338,7 +338,8 @@ class Benchmark(ABC):
         if store is not None:
             from vlamb_nb.record import write_for
 
-            write_for(self, lambda: scored, store, run_meta=meta)
+            if (written := write_for(self, lambda: scored, store, run_meta=meta)) is not None:
+                scored.attrs["record"] = {"path": str(written), "rows": len(scored)}  # what :meth:`recorded` reads
         return scored
 
     def _scored(self, items, gens, model: ModelInfo, setting: str, score_kw: dict[str, Any], *,
@@ -425,7 +426,8 @@ class Benchmark(ABC):
         if isinstance(store, str | os.PathLike) and record:
             from vlamb_nb.record import write_for
 
-            write_for(self, lambda: scored, store, run_meta=stored, model=first.get("model"))
+            if (written := write_for(self, lambda: scored, store, run_meta=stored, model=first.get("model"))):
+                scored.attrs["record"] = {"path": str(written), "rows": len(scored)}
         return scored
 
     @final
@@ -489,6 +491,22 @@ class Benchmark(ABC):
         from vlamb_nb.stats.metric import headlines
 
         return headlines(self.name, self.metrics, runs, cells=self.reference, n_resamples=n_resamples, seed=seed)
+
+    @staticmethod
+    def recorded(runs: Mapping[str, Any]) -> dict[str, Any]:
+        """``{setting: run}`` with each scored frame replaced by the run record its scoring wrote beside its store
+        (:class:`~vlamb_nb.record.RunRecord`, read back from the file): what a notebook's card reads, as
+        ``compare`` and both pages do, so every number of the card is the record's. A run with no record (no
+        store, hand labels, or a record that could not be written: a warning said so) stays its frame, and so does
+        a part of a run (a frame cut from it carries its ``attrs``, but the record is of the whole run)."""
+        from vlamb_nb.record import RunRecord
+
+        out: dict[str, Any] = {}
+        for key, run in runs.items():
+            written = (getattr(run, "attrs", None) or {}).get("record")
+            whole = isinstance(written, Mapping) and written.get("rows") == len(run)
+            out[key] = RunRecord.read(written["path"]) if whole else run
+        return out
 
     def compare_runs(self, a, b, *, n_resamples: int = 2000, seed: int = 0, same_items: bool = False):
         """Two scored runs of this paper (two settings of one model, two quantizations, two models) paired on the

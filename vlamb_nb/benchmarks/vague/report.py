@@ -318,11 +318,12 @@ def evaluate_settings(model_spec: Any, quant: str | None, items, settings: list[
     (a notebook loads its model once) or a spec to load with the released code's options. Each setting has
     its own store under ``store_dir`` (``Benchmark.store_path``), so a rerun resumes.
 
-    Returns (scored, model id, deviations by setting).
+    Returns (scored, model id, runs): every setting's rows together, and each setting's scored run on its own
+    (``attrs``: its deviations, and the run record its scoring wrote, which the card reads).
     """
     if predictions is not None:
         scored = score_predictions(predictions, items, bertscore=bertscore)
-        return scored, str(scored["model"].iloc[0]), {}
+        return scored, str(scored["model"].iloc[0]), dict(tuple(scored.groupby("setting", sort=False)))
     if not model_spec:
         raise SettingError("give a model spec or a predictions file")
     if isinstance(model_spec, str):
@@ -341,7 +342,7 @@ def evaluate_settings(model_spec: Any, quant: str | None, items, settings: list[
                                            **setting_options(s, bertscore=bertscore, captions_file=captions_file,
                                                              max_new_tokens=max_new_tokens)))
     scored = pd.concat(list(runs.values()), ignore_index=True)
-    return scored, model.info.model_id, {s: sc.attrs.get("deviations", []) for s, sc in runs.items()}
+    return scored, model.info.model_id, runs
 
 
 def official_model_options(model_spec: Any) -> dict[str, Any]:
