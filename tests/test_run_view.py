@@ -38,6 +38,33 @@ def test_both_pages_show_a_notebooks_results_in_one_order(tmp_path):
     assert head and head.group(1) == "audit_findings"
 
 
+def test_every_result_the_notebooks_record_is_placed_by_the_words_of_its_key():
+    """The naming rule the notebooks follow, checked on every key they record: a comparison with the paper opens
+    its section whether it is called ``paper_vs_ours``, ``table4_vs_paper`` or ``table1_comparison`` (a
+    ``correct_vs_wrong`` split is a result), the audit comes after the results, the deviations last."""
+    from pathlib import Path
+
+    from vlamb_nb.run_view import AUDIT, COMPARISON, DEVIATION, RESULT, section_rank
+
+    keys = set()
+    for nb in Path(__file__).resolve().parents[1].glob("notebooks/*.ipynb"):
+        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
+            keys |= set(re.findall(r"record\(\s*[\"']([^\"']+)[\"']", "".join(cell["source"])))
+    assert len(keys) > 60
+    ranks = {k: section_rank(k) for k in keys}
+    for k in ("paper_vs_ours", "table4_vs_paper", "table2_vs_paper", "table1_vs_paper", "adequacy_vs_paper",
+              "paper_vs_recomputed", "table1_comparison", "refadv_s_comparison"):
+        assert ranks[k] == COMPARISON, k
+    for k in ("correct_vs_wrong", "table2_aggregations", "not_derivable", "judge_parse"):
+        assert ranks[k] == RESULT, k
+    for k in ("audit", "audit_findings", "audit_mismatches", "official_iou_checks", "sanity_checks",
+              "reload_check"):
+        assert ranks[k] == AUDIT, k
+    assert {k for k, r in ranks.items() if r == DEVIATION} == {"deviations", "table1_deviations",
+                                                               "finetune_deviations"}
+    assert {k for k, r in ranks.items() if r == COMPARISON} == {k for k in keys if "comparison" in k or
+                                                                ("_vs_" in k and "paper" in k)}
+
 ADDED = "Acc@0.9 (added)"
 
 

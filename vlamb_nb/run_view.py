@@ -8,12 +8,13 @@ with its interval and n of N). A metric added to a paper's ``METRICS`` is in eac
 so in both pages with no other edit. The renderers (:func:`vlamb_nb.reproduce.write_report` for markdown,
 :func:`vlamb_nb.report_html.run_page` for HTML) only lay the view out.
 
-Each notebook's results go in one order, by what a key names (:func:`section_rank`): the paper-vs-ours
-comparisons, then the other results, then the audit, then the deviations.
+Each notebook's results go in one order, by the words of a key (:func:`section_rank`): the comparisons with
+the paper, then the other results, then the audit, then the deviations.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,15 +25,21 @@ COMPARISON, RESULT, AUDIT, DEVIATION = range(4)
 SCORE_COLUMNS = ("store", "model", "setting", "metric", "value", "95% CI", "n", "coverage")
 
 
+#: the words of a result's key that place it (a key is read as words split at ``_``, ``-`` and spaces)
+AUDIT_WORDS = frozenset({"audit", "check", "checks", "finding", "findings", "mismatches"})
+
+
 def section_rank(key: str) -> int:
-    """Where a result goes in its notebook's section: paper-vs-ours comparisons, other results, the audit, and
-    the deviations last (folded on the page)."""
-    k = key.lower()
-    if "deviation" in k:
+    """Where a result goes in its notebook's section, by the words of its key (the naming rule the notebooks
+    follow): ``…deviations`` last (folded on the page); a comparison with the paper (``paper_vs_ours``,
+    ``table4_vs_paper``, ``table1_comparison``; not ``correct_vs_wrong``) first; then the other results; then
+    the audit (``audit``, ``…_checks``, ``audit_findings``)."""
+    words = [w for w in re.split(r"[_\-\s]+", key.lower()) if w]
+    if words and words[-1] == "deviations":
         return DEVIATION
-    if "compar" in k or "paper_vs" in k:
+    if "comparison" in words or {"vs", "paper"} <= set(words):
         return COMPARISON
-    if "audit" in k or "finding" in k or "check" in k:
+    if AUDIT_WORDS.intersection(words):
         return AUDIT
     return RESULT
 

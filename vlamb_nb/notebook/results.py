@@ -73,6 +73,7 @@ def collect_figures(nb: dict[str, Any]) -> list[dict[str, Any]]:
     import re
 
     from vlamb_nb.plots import FIGURE_MIME
+    from vlamb_nb.run_view import DEVIATION, section_rank
 
     recorded: dict[int, list[tuple[str, bool]]] = {}  # cell -> its recorded (key, is a table), in order
     section: dict[int, int] = {}
@@ -91,7 +92,7 @@ def collect_figures(nb: dict[str, Any]) -> list[dict[str, Any]]:
                 payload = json.loads(data[mime]) if isinstance(data[mime], str) else data[mime]
                 if mime == RESULTS_MIME:
                     recorded.setdefault(i, []).extend((k, isinstance(v, dict | list)) for k, v in payload.items()
-                                                      if "deviation" not in k.lower())
+                                                      if section_rank(k) != DEVIATION)
                 else:
                     figures.append((i, payload))
     out = []
