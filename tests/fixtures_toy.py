@@ -159,6 +159,10 @@ NOTEBOOK_CELLS = [
     cfg.record_headline(bench.headline(bench.recorded({setting: scored}), n_resamples=200, seed=seed),
                         model=vlm.info.model_id, data=identity_of(scored), limit=limit)
     """,
+    """
+    # the base's step: ours beside the paper's row for the model this notebook stands in for
+    record("paper_vs_ours", bench.paper_vs_ours(bench.recorded({setting: scored}), "Small model", seed=seed))
+    """,
 ]
 
 

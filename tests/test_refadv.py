@@ -282,6 +282,33 @@ def test_official_table_matches_published(shared_data):
     assert len(cmp) >= 9 and cmp["match"].all(), cmp[~cmp["match"]]
 
 
+def test_the_bases_paper_vs_ours_reproduces_ref_adv_s_from_the_released_runs_and_their_records(shared_data, tmp_path):
+    """The base's step puts the declared Acc@0.5 (whole and by the slices the paper prints) beside the paper's
+    row for the model, per setting: on Qwen2.5-VL-72B's released runs every printed cell is matched and inside
+    its interval; slices the table does not print say so; a run record gives the same cells as its frame."""
+    from vlamb_nb.errors import NotAvailableError
+    from vlamb_nb.record import RunRecord
+
+    bench = get_benchmark("refadv")
+    files = {s: shared_data / "refadv" / "predictions" / f"qwen25a72b_{s}_predictions.jsonl" for s in ("direct", "cot")}
+    runs = {s: metrics.read_official_predictions(p) for s, p in files.items()}
+    cmp = bench.paper_vs_ours(runs, "Qwen2.5-VL-72B-Instruct | {setting}", n_resamples=200)
+    printed = cmp[cmp["paper"].notna()]
+    assert len(printed) == 8 and printed["match"].all() and printed["paper_in_ci"].all()
+    assert set(printed["column"]) == {"Acc@0.5", "2-3", "4-6", ">=7"}
+    assert set(printed["row"]) == {"Qwen2.5-VL-72B-Instruct | direct", "Qwen2.5-VL-72B-Instruct | cot"}
+    assert set(cmp.loc[cmp["paper"].isna(), "flag"]) == {"not in the paper"}  # Neg / No-Neg: not in Ref-Adv-s
+    assert (bench.paper_vs_ours(runs, "Qwen2.5-VL-7B-Instruct | {setting}", n_resamples=0)
+            .dropna(subset=["paper"])["match"].sum() == 0)  # another model's row: nothing matches by chance
+    assert bench.paper_vs_ours(runs, "") is None
+
+    bench.score_file(files["direct"], record=tmp_path / "direct.record.json")
+    rec = bench.paper_vs_ours({"direct": RunRecord.read(tmp_path / "direct.record.json")},
+                              "Qwen2.5-VL-72B-Instruct | {setting}", n_resamples=200)
+    pd.testing.assert_frame_equal(rec, cmp[cmp["row"].str.endswith("direct")].reset_index(drop=True))
+    with pytest.raises(NotAvailableError, match="no declared metric the paper prints has values"):
+        bench.paper_vs_ours({"other": runs["direct"]}, "x")
+
 def test_cli_score_official_file(shared_data, capsys):
     from vlamb_nb.cli import main
 

@@ -106,6 +106,12 @@ def test_the_toy_paper_goes_from_data_fetch_through_its_notebook_to_both_pages(s
     store_row = next(ln for ln in md.splitlines() if ln.startswith("| toy/") and "| accuracy |" in ln)
     assert f"| {value:.4g} |" in store_row  # its store's score, read from its run record
     assert "toy/" in page and "accuracy" in page
+    # the base's paper-vs-ours step: the paper's row beside ours (the record's value), first in its section
+    [cmp] = results["toy"]["results"]["paper_vs_ours"]
+    assert (cmp["row"], cmp["column"], cmp["paper"], cmp["ours"]) == ("Small model", "accuracy", 50.0, value)
+    assert cmp["diff"] == pytest.approx(value - 50.0) and cmp["ci_low"] <= value <= cmp["ci_high"]
+    assert md.index("**paper_vs_ours**") < md.index("**answers**")
+    assert page.index('id="nb-toy-paper_vs_ours"') < page.index('id="nb-toy-answers"')
     # what the paper declares it cannot rebuild is listed on both pages, though its notebook never recorded it
     assert "Table 2 (human answers)" in md and "Table 2 (human answers)" in page
     assert "answers are not released" in md and "answers are not released" in page

@@ -508,6 +508,41 @@ class Benchmark(ABC):
             out[key] = RunRecord.read(written["path"]) if whole else run
         return out
 
+    def paper_vs_ours(self, runs: Any, row: str, *, n_resamples: int = 1000, seed: int = 0, tol: float = 0.05):
+        """Ours beside what the paper prints for the same model (``row``: the model's row in the paper's tables;
+        ``{setting}`` in it is filled in where a table has a row per setting, ``"Qwen2.5-VL-7B-Instruct |
+        {setting}"``), for every declared metric the paper prints (:class:`~vlamb_nb.stats.metric.Published`: each slice's table
+        and column): the metric's value on the run's units with its interval, the published value, their
+        difference, whether it is within ``tol`` and inside the interval (:func:`vlamb_nb.reference.compare`).
+        ``runs`` as :meth:`headline` (scored frames or their run records). None when ``row`` is empty. A paper
+        whose tables print more than its declared metrics adds its own comparison of them beside this one."""
+        import pandas as pd
+
+        from vlamb_nb import reference
+        from vlamb_nb.record import value_of
+        from vlamb_nb.stats.metric import card_units, run_units
+
+        if not row:
+            return None
+        if not isinstance(runs, Mapping):
+            runs = {str(getattr(runs, "attrs", {}).get("setting", getattr(runs, "setting", ""))): runs}
+        cells = []
+        for m in self.metrics:
+            pub = m.card.published if m.card is not None else None
+            for key in (m.card.settings or tuple(runs)[:1]) if pub is not None else ():
+                sets = run_units(m, runs[key]) if runs.get(key) is not None else None
+                for u in card_units(m, sets or []):
+                    v = value_of(m, u, n_resamples=n_resamples, seed=seed)
+                    setting = m.card.setting or key
+                    cells.append({"table": pub.table, "row": row.format(setting=setting),
+                                  "column": pub.column(u.slice, setting),
+                                  "value": v.value, "ci_low": v.ci_low, "ci_high": v.ci_high})
+        if not cells:
+            raise NotAvailableError(f"{self.name}: no declared metric the paper prints has values in these runs "
+                                    f"({', '.join(map(str, runs)) or 'none given'})")
+        own = self.folder() / "reference.csv"
+        return reference.compare(pd.DataFrame(cells), self.name, tol=tol, file=own if own.is_file() else None)
+
     def compare_runs(self, a, b, *, n_resamples: int = 2000, seed: int = 0, same_items: bool = False):
         """Two scored runs of this paper (two settings of one model, two quantizations, two models) paired on the
         units both answered: every declared metric's a, b, difference a − b with its interval and test, overall

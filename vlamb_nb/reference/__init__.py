@@ -102,17 +102,19 @@ def table_wide(paper: str, table: str):
     return wide.loc[order_r, order_c]
 
 
-def compare(ours, paper: str, *, table: str | None = None, tol: float = 0.05):
+def compare(ours, paper: str, *, table: str | None = None, tol: float = 0.05,
+            file: str | os.PathLike | None = None):
     """Side by side: ours vs published, difference, match within ``tol``, CI coverage, known flags.
 
-    ``ours`` is a DataFrame with ``table, row, column, value`` and optional ``ci_low, ci_high``.
+    ``ours`` is a DataFrame with ``table, row, column, value`` and optional ``ci_low, ci_high``; ``file``: the
+    paper's own ``reference.csv`` (a paper registered from elsewhere), as :func:`load`.
     """
     import pandas as pd
 
     need = {"table", "row", "column", "value"}
     if not need <= set(ours.columns):
         raise DataError(f"compare() needs columns {sorted(need)}, got {sorted(ours.columns)}")
-    ref = load(paper, table)[["table", "row", "column", "value_num", "flag", "provenance"]]
+    ref = load(paper, table, file=file)[["table", "row", "column", "value_num", "flag", "provenance"]]
     ours = ours.copy()
     if table is not None:
         ours = ours[ours["table"] == table]
@@ -122,6 +124,8 @@ def compare(ours, paper: str, *, table: str | None = None, tol: float = 0.05):
     out["diff"] = out["ours"] - out["paper"]
     out["match"] = out["diff"].abs() <= tol
     if {"ci_low", "ci_high"} <= set(out.columns):
+        for c in ("ci_low", "ci_high"):  # no interval (None) is unknown, never a comparison error
+            out[c] = pd.to_numeric(out[c], errors="coerce")
         inside = (out["paper"] >= out["ci_low"]) & (out["paper"] <= out["ci_high"])
         known = out[["paper", "ci_low", "ci_high"]].notna().all(axis=1)
         # no interval (or no published value): coverage is unknown, never False
