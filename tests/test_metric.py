@@ -2,9 +2,10 @@
 paper's declaration giving the card, the sweep summary and ``compare`` the number the paper's own tables give.
 
 The paper tables read the declared metric's units where a table shows the metric (VAGUE's accuracy column, MUCAR's
-Acc_q / Acc_p cells, Ref-Adv's Acc@0.5 cells of its official report, with the papers' own rounding), so their checks
-here count by hand instead (the answers' categories; a pair's queries all right; IoU at 0.5 per slice). V-FLUTE's
-Table 4 and RACQUET's ``class_shares`` are still each paper's own code: agreement there is two computations meeting.
+Acc_q / Acc_p cells, V-FLUTE's F1@t cells, Ref-Adv's Acc@0.5 cells of its official report, with the papers' own
+rounding), so their checks here count by hand instead (the answers' categories; a pair's queries all right;
+scikit-learn's macro-F1 of the labels the official rule keeps; IoU at 0.5 per slice). RACQUET's ``class_shares`` is
+still the paper's own code: agreement there is two computations meeting.
 """
 
 from __future__ import annotations
@@ -233,18 +234,43 @@ def test_mucars_table_cells_are_the_declared_metrics(runs, monkeypatch):
 
 
 def test_vflute_f1_at_t_is_table_4s(runs):
+    from sklearn.metrics import f1_score
+
     from vlamb_nb.benchmarks.vflute.score import tables
 
     card, summ, values = _three_ways("vflute", "zero_shot", runs)
-    t4 = tables(runs["vflute"]["A"])["Table 4"].iloc[0]
-    for name in ("F1@0", "F1@60"):
-        assert 0 < t4[name] < 100
-        assert next(h.value for h in card if h.metric == name) == pytest.approx(t4[name], abs=0.05)  # printed to 0.1
-        assert summ[name] == pytest.approx(t4[name], abs=0.05)
-        assert values[(name, "overall")] == pytest.approx(t4[name], abs=0.05)
+    run = runs["vflute"]["A"]
+    t4 = tables(run)["Table 4"].iloc[0]
+    for name, t in (("F1@0", 0.0), ("F1@60", 0.6)):
+        # by hand: a label stands only where its explanation scores above t, else it is wrong (the official rule)
+        gold = run["label_true"].to_numpy(int)
+        kept = np.where(run["explanation_score"].to_numpy(float) <= t, 1 - gold, run["label_pred_filled"])
+        by_hand = 100 * f1_score(gold, kept, average="macro")
+        assert 0 < by_hand < 100 and t4[name] == round(by_hand, 2)
+        assert next(h.value for h in card if h.metric == name) == pytest.approx(by_hand)
+        assert summ[name] == round(by_hand, 2)
+        assert values[(name, "overall")] == pytest.approx(by_hand)
     assert next(h for h in card if h.metric == "F1@60").note == "explanations scored by drawn"
     assert values[("explanation score", "overall")] == pytest.approx(100 * runs["vflute"]["A"]["explanation_score"]
                                                                      .mean())
+
+
+def test_vflutes_table_cells_are_the_declared_f1_at_t(runs, monkeypatch):
+    """Table 4's and Table 7's F1@t cells are the declared metrics' values: a rule changed in ``METRICS`` (here the
+    support an F1@60 label needs) changes F1@60 and F1@53 (the same rule at 0.53), and F1@0 not at all."""
+    from dataclasses import replace
+
+    from vlamb_nb.benchmarks.vflute import score as S
+
+    run = runs["vflute"]["A"].assign(perfect=1.0)  # every explanation adequate: F1@60 becomes F1@0
+    before = S.tables(run)
+    assert (before["By dataset"]["F1@60"] != before["By dataset"]["F1@0"]).any()
+    monkeypatch.setattr(S, "METRICS", (S.METRICS[0], replace(S.METRICS[1], support="perfect"), *S.METRICS[2:]))
+    after = S.tables(run)
+    for table in ("Table 4", "By dataset"):
+        assert (after[table]["F1@60"] == after[table]["F1@0"]).all() and (after[table]["F1@53"] ==
+                                                                           after[table]["F1@0"]).all()
+        assert after[table]["F1@0"].equals(before[table]["F1@0"])
 
 
 def test_vague_accuracy_per_subset_is_the_breakdowns(runs):

@@ -361,20 +361,20 @@ def supported(gold: Any, pred: Any, support: Any, threshold: Any) -> np.ndarray:
 
 def weighted_macro_f1(label_true: Any, predictions: Any) -> Callable[[np.ndarray], np.ndarray]:
     """A statistic over resample weights: macro-F1 (percent) of ``predictions`` against ``label_true``, binary
-    labels 0/1, over the classes present in the resample (scikit-learn's ``average="macro"``)."""
+    labels 0/1, over the classes present in the resample (scikit-learn's ``average="macro"``): the weighted
+    per-class counts through :func:`~vlamb_nb.stats.bootstrap.macro_f1_from_counts`, the one macro-F1 of the
+    package (V-FLUTE's F1@t curve and its tables count with it too)."""
+    from vlamb_nb.stats.bootstrap import macro_f1_from_counts
+
     t = np.asarray(label_true, dtype=int)
     p = np.asarray(predictions, dtype=int)
+    hits = np.stack([((t == c) & (p == c)) for c in (0, 1)], axis=1).astype(float)  # (unit, class)
+    gold = np.stack([t == c for c in (0, 1)], axis=1).astype(float)
+    pred = np.stack([p == c for c in (0, 1)], axis=1).astype(float)
 
     def stat(w: np.ndarray) -> np.ndarray:
-        total = np.zeros(w.shape[0])
-        present = np.zeros(w.shape[0])
-        for c in (0, 1):
-            tp = w @ ((t == c) & (p == c)).astype(float)
-            denom = w @ (t == c).astype(float) + w @ (p == c).astype(float)
-            has = denom > 0
-            total += np.where(has, 2 * tp / np.where(has, denom, 1.0), 0.0)
-            present += has
-        return 100.0 * np.where(present > 0, total / np.maximum(present, 1), 0.0)
+        f1 = macro_f1_from_counts(w @ hits, w @ gold, w @ pred)
+        return 100.0 * np.where(np.isnan(f1), 0.0, f1)  # a resample with no unit at all: 0, never NaN
     return stat
 
 
