@@ -2,10 +2,10 @@
 paper's declaration giving the card, the sweep summary and ``compare`` the number the paper's own tables give.
 
 The paper tables read the declared metric's units where a table shows the metric (VAGUE's accuracy column, MUCAR's
-Acc_q / Acc_p cells, V-FLUTE's F1@t cells, Ref-Adv's Acc@0.5 cells of its official report, with the papers' own
-rounding), so their checks here count by hand instead (the answers' categories; a pair's queries all right;
-scikit-learn's macro-F1 of the labels the official rule keeps; IoU at 0.5 per slice). RACQUET's ``class_shares`` is
-still the paper's own code: agreement there is two computations meeting.
+Acc_q / Acc_p cells, V-FLUTE's F1@t cells, RACQUET's class shares, Ref-Adv's Acc@0.5 cells of its official report,
+with the papers' own rounding), so their checks here count by hand instead (the answers' categories; a pair's
+queries all right; scikit-learn's macro-F1 of the labels the official rule keeps; IoU at 0.5 per slice; a class's
+answers over all answers), and each has a test that a rule changed in ``METRICS`` changes the table's cells.
 """
 
 from __future__ import annotations
@@ -291,13 +291,31 @@ def test_racquet_shares_are_the_class_shares_of_the_general_questions(runs):
 
     card, summ, values = _three_ways("racquet", "direct", runs)
     a = runs["racquet"]["A"]
-    shares = class_shares(a[a["subset"] == "general"], n_resamples=100).set_index("label")
+    general = a[a["subset"] == "general"]
+    shares = class_shares(general, n_resamples=100).set_index("label")
     for name, label in (("Explicit share", "A"), ("High Risk share", "C")):
-        exact = 100 * shares.loc[label, "count"] / shares.loc[label, "n"]
+        exact = 100 * (general["label"] == label).sum() / len(general)  # by hand: unlabelled answers count in n
         assert 0 < exact < 100
+        assert shares.loc[label, "share"] == pytest.approx(exact)
         assert next(h.value for h in card if h.metric == name) == pytest.approx(exact)
         assert summ[name] == round(exact, 2)
         assert values[(name, "GENERAL")] == pytest.approx(exact)
+
+
+def test_racquets_class_shares_are_the_declared_share_metrics(runs, monkeypatch):
+    """Every class share of the tables is a share metric's value, the declared one where the headline has it: a
+    class counted under another column in ``METRICS`` changes its cells, and only its."""
+    from dataclasses import replace
+
+    from vlamb_nb.benchmarks.racquet import score as S
+
+    a = runs["racquet"]["A"].assign(other="A")  # another labelling: every answer Explicit
+    before = S.class_shares(a, n_resamples=20).set_index(["setting", "label"])
+    monkeypatch.setattr(S, "METRICS", tuple(replace(m, column="other") if m.value == "A" else m for m in S.METRICS))
+    after = S.class_shares(a, n_resamples=20).set_index(["setting", "label"])
+    explicit = after.xs("A", level="label")
+    assert (explicit["share"] == 100).all() and (before.xs("A", level="label")["share"] < 100).all()
+    assert after.drop(index="A", level="label")["share"].equals(before.drop(index="A", level="label")["share"])
 
 
 def test_refadv_acc_at_half_is_the_official_reports(runs):

@@ -11,8 +11,11 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from vlamb_nb.benchmarks.base import Benchmark
 from vlamb_nb.benchmarks.racquet.data import (
@@ -57,21 +60,35 @@ def class_shares(scored, *, by: tuple[str, ...] = ("model", "setting"), labels: 
 
     by = tuple(b for b in by if b in scored.columns)
     groups = scored.groupby(list(by), sort=False, dropna=False) if by else [((), scored)]
+    shares = {name: share_metric(name) for name in labels}
     rows = []
     for key, g in groups:
         key = key if isinstance(key, tuple) else (key,)
         lab = g["label"]
         for name in (*labels, "unlabelled"):
-            hit = lab.isna() if name == "unlabelled" else (lab == name)
-            if name == "unlabelled" and not hit.any():
-                continue
-            est, lo, hi = _share_ci(hit.to_numpy(), g[cluster].to_numpy() if cluster in g else list(range(len(g))),
+            if name == "unlabelled":
+                hit = lab.isna().to_numpy(float)
+                if not hit.any():
+                    continue
+            else:  # the share metric's units: a response each, 1 where it is of this class
+                sets = shares[name].unit_sets(g, slices=False)
+                hit = np.asarray(sets[0].values) if sets else np.zeros(len(g))
+            est, lo, hi = _share_ci(hit, g[cluster].to_numpy() if cluster in g else list(range(len(g))),
                                     n_resamples=n_resamples, seed=seed)
             rows.append({**dict(zip(by, key, strict=True)), "label": name,
                          "class_name": CLASSES.get(name, name), "share": est, "ci_low": lo, "ci_high": hi,
                          "ci_unit": "image" if cluster == "image_url" else (cluster if cluster in g else "response"),
                          "count": int(hit.sum()), "n": int(len(g))})
     return pd.DataFrame(rows)
+
+
+def share_metric(label: str) -> Metric:
+    """The share of one class as a metric, over every response given (a table's own scope): the declared one
+    (:data:`METRICS`: Explicit, High Risk, Stereotypical) where the headline has it, else the same kind for that
+    class, so every class share of the tables counts as the card does."""
+    declared = next((m for m in METRICS if m.kind == "share" and m.value == label), None)
+    return replace(declared or Metric(f"{label} share", "share", column="label", value=label, unit="response",
+                                      card=None), where=None, slices=None, cluster="")
 
 
 #: ways to turn n sampled answers per item into Table 2's class shares (the paper does not say which it used)
