@@ -123,7 +123,8 @@ class User:
         recorded: dict[str, Any] = {}
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr("vlamb_nb.notebook.results.record", lambda key, value: recorded.update({key: jsonable(value)}))
-            cfg.record_headline(self.bench.headline({"plain": scored}, n_resamples=300), data=identity_of(scored))
+            cfg.record_headline(self.bench.headline(self.bench.recorded({"plain": scored}), n_resamples=300),
+                                data=identity_of(scored))
         return recorded
 
     @cached_property
@@ -262,6 +263,21 @@ def test_step_5_the_card_ranks_it_among_its_own_published_numbers_on_the_fetched
     assert table[0]["data"] == f"github:acme/toy@{REVISION[:7]} · 40 of 40"
     md = report_card.markdown(card)
     assert "| toy | plain | accuracy | overall | 75.0 [" in md and "Big model 80.0" in md
+
+
+def test_the_bases_paper_vs_ours_step_puts_its_declared_metric_beside_its_published_row(user):
+    """A paper gets its comparison with the paper's row for a model from the base, from its run record."""
+    from vlamb_nb.record import RunRecord
+
+    _, store, scored = user.runs["model-a"]
+    assert isinstance(user.bench.recorded({"plain": scored})["plain"], RunRecord)
+    [row] = user.bench.paper_vs_ours(user.bench.recorded({"plain": scored}), "Small model", n_resamples=300) \
+        .to_dict("records")
+    ours = 100 * len(RIGHT["model-a"]) / N
+    assert (row["table"], row["row"], row["column"], row["paper"], row["ours"]) == ("Table 1", "Small model",
+                                                                                    "accuracy", 50.0, ours)
+    assert row["diff"] == pytest.approx(ours - 50) and not row["match"] and row["paper_in_ci"] is False
+    assert user.bench.paper_vs_ours({"plain": scored}, "Medium model")["paper"].isna().all()  # no such row
 
 
 def test_step_6_the_sweep_summary_reads_its_declared_metric(user):
