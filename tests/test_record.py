@@ -331,3 +331,30 @@ def test_a_notebooks_card_reads_each_runs_record(tmp_path):
     assert "record" in part.attrs and bench.recorded({"vlm": part})["vlm"] is part  # the record is the whole run's
     memory = bench.evaluate(F.model(), items, "vlm", progress=False)
     assert bench.recorded({"vlm": memory, "other": None}) == {"vlm": memory, "other": None}
+
+
+@pytest.mark.parametrize("paper,setting,n,options", F.RUNS, ids=IDS)
+def test_a_sweeps_summary_reads_the_declared_numbers_from_the_runs_record(paper, setting, n, options, samples,
+                                                                          tmp_path):
+    """``bench.summary`` (a sweep's summary row) takes its rows, invalid answers and declared metrics from the run
+    record the scoring wrote: the same numbers as the frame gives, and the record's when the two differ."""
+    bench, (_, items) = get_benchmark(paper), samples[(paper, n)]
+    store = tmp_path / "s.jsonl"
+    scored = bench.evaluate(F.model(), items, setting, store=store, progress=False, **options,
+                            **F.score_options(paper))
+    rec = RunRecord.read(store)
+    assert summary(bench.metrics, rec) == summary(bench.metrics, scored)
+    declared = summary(bench.metrics, scored)
+    assert declared["n"] == len(scored)  # RACQUET's answers, not judged here, hold no metric value
+    data = json.loads(record_path(store).read_text())
+    for sets in data["units"].values():
+        for u in sets or ():
+            if u["whole"]:
+                u["values"] = [0.0] * len(u["values"])  # the file now says: nothing right
+    record_path(store).write_text(json.dumps(data))
+    row = bench.summary(scored)
+    for name in set(declared) - {"n", "invalid"}:
+        kind = next(m.kind for m in bench.metrics if m.name == name)
+        assert row[name] == 0.0 or kind == "macro_f1", (name, row[name])  # a macro-F1 of all-0 labels is not 0
+    assert {k: v for k, v in row.items() if k not in declared} == \
+        {k: v for k, v in bench.summary(scored.copy()).items() if k not in declared}  # extras: from the frame

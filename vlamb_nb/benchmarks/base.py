@@ -554,10 +554,11 @@ class Benchmark(ABC):
 
     def summary(self, scored) -> dict[str, Any]:
         """Headline numbers of one scored run (sweep summaries): its rows, invalid answers and every declared
-        metric (:attr:`metrics`); a paper adds diagnostics of its own after these."""
+        metric (:attr:`metrics`), read from the run record its scoring wrote where there is one (:meth:`recorded`);
+        a paper adds diagnostics of its own after these, from the frame."""
         from vlamb_nb.stats.metric import summary
 
-        return summary(self.metrics, scored)
+        return summary(self.metrics, self.recorded({"run": scored})["run"])
 
     @final
     def run_meta(self, model: ModelInfo, setting: str, seed: int | None = None, items: Any = None) -> dict[str, Any]:

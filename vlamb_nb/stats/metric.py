@@ -469,12 +469,21 @@ def headlines(paper: str, metrics: Any, runs: Any, *, cells: Callable[[str], Any
 
 def summary(metrics: Any, scored: Any) -> dict[str, Any]:
     """A scored run's headline numbers (sweep summaries): how many rows and invalid answers, and every declared
-    metric on the rows it covers (percent, 2 decimals); a metric the run has no values for is left out."""
-    out: dict[str, Any] = {"n": int(len(scored))}
-    if "valid" in scored.columns:
-        out["invalid"] = int((~scored["valid"].fillna(False).astype(bool)).sum())
+    metric on the rows it covers (percent, 2 decimals); a metric the run has no values for is left out.
+    ``scored``: the scored frame or its run record (:class:`~vlamb_nb.record.RunRecord`), which give the same."""
+    if hasattr(scored, "unit_sets") and hasattr(scored, "rows"):  # a run record: its scored rows and unit sets
+        rows = [r for r in scored.rows if r.get("scored", True)]
+        out: dict[str, Any] = {"n": len(rows)}
+        if any("valid" in r for r in rows):
+            out["invalid"] = sum(1 for r in rows if r.get("valid") is not True)
+        sets_of = lambda m: scored.unit_sets(m.name)  # noqa: E731
+    else:
+        out = {"n": int(len(scored))}
+        if "valid" in scored.columns:
+            out["invalid"] = int((~scored["valid"].fillna(False).astype(bool)).sum())
+        sets_of = lambda m: m.unit_sets(scored, slices=False)  # noqa: E731
     for m in metrics:
-        whole = next((u for u in m.unit_sets(scored, slices=False) or () if u.whole), None)
+        whole = next((u for u in sets_of(m) or () if u.whole), None)
         if whole is None:
             continue
         value = m.value_of(whole)
