@@ -509,11 +509,11 @@ class Benchmark(ABC):
         return out
 
     def paper_vs_ours(self, runs: Any, row: str, *, n_resamples: int = 1000, seed: int = 0, tol: float = 0.05):
-        """Ours beside what the paper prints for the same model (``row``: the model's row in the paper's tables;
-        ``{setting}`` in it is filled in where a table has a row per setting, ``"Qwen2.5-VL-7B-Instruct |
-        {setting}"``), for every declared metric the paper prints (:class:`~vlamb_nb.stats.metric.Published`: each slice's table
-        and column): the metric's value on the run's units with its interval, the published value, their
-        difference, whether it is within ``tol`` and inside the interval (:func:`vlamb_nb.reference.compare`).
+        """Ours beside what the paper prints for the same model, for every declared metric the paper prints
+        (:class:`~vlamb_nb.stats.metric.Published`: each slice's table and column): the metric's value on the
+        run's units with its interval, the published value, their difference, whether it is within ``tol`` and
+        inside the interval (:func:`vlamb_nb.reference.compare`). ``row``: the model's row in the paper's tables,
+        ``{setting}`` filled in where a table has a row per setting (``"Qwen2.5-VL-7B-Instruct | {setting}"``).
         ``runs`` as :meth:`headline` (scored frames or their run records). None when ``row`` is empty. A paper
         whose tables print more than its declared metrics adds its own comparison of them beside this one."""
         import pandas as pd

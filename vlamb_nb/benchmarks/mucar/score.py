@@ -189,7 +189,8 @@ def pair_accuracy(scored, by: str | list[str] | None = None, *, categories: Sequ
         raise SettingError(f"pair_accuracy groups by category and/or language, not {bad}")
     queries = _query_frame(scored, groups)
     parts = [((), queries)] if not keys else list(queries.groupby(keys, sort=False))
-    acc_p, acc_q = (replace(m, where=None) for m in METRICS)  # the declared rules; the scope is the table's
+    declared = {m.name: m for m in METRICS}
+    acc_p, acc_q = (replace(declared[n], where=None) for n in ("Acc_p", "Acc_q"))  # the scope is the table's
     rows = []
     for i, (vals, df) in enumerate(parts):
         vals = vals if isinstance(vals, tuple) else (vals,)

@@ -454,8 +454,9 @@ def _f1_at(pct: int, note: str, seed: int) -> Metric:
 def f1_metric(pct: int) -> Metric:
     """F1@``pct`` as a metric: the declared one (:data:`METRICS`) where the headline has it, else the same rule at
     that threshold (F1@53), so every F1@t cell of the tables counts as the card does."""
-    return next((m for m in METRICS if m.name == f"F1@{pct}"), None) or \
-        replace(METRICS[1], name=f"F1@{pct}", threshold=threshold(pct), card=None)
+    declared = {m.name: m for m in METRICS}
+    return declared.get(f"F1@{pct}") or replace(declared["F1@60"], name=f"F1@{pct}", threshold=threshold(pct),
+                                                card=None)
 
 
 #: V-FLUTE's headline, declared once: F1@0 (the label) and F1@60 (the label with an adequate explanation) of the
