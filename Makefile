@@ -37,9 +37,11 @@ reproduce: $(STAMP)
 	  if [ $$rc -eq 3 ]; then echo "example comparison skipped: it needs the released Ref-Adv runs (vlamb-nb data fetch refadv)"; \
 	  elif [ $$rc -ne 0 ]; then exit $$rc; else echo "figures/compare/refadv_released_runs.png refreshed"; fi
 
-# the venv's own ipykernel is the notebooks' "python3" kernel; ipywidgets 8 needs no extension step
+# the venv's own ipykernel is the notebooks' "python3" kernel; ipywidgets 8 needs no extension step. As root it
+# adds --allow-root, with no display it opens no browser, and it prints the URL with its token (and the ssh tunnel
+# from a laptop on a remote node); PORT=N picks the port
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=notebooks
+	$(BIN)/vlamb-nb lab $(if $(PORT),--port $(PORT))
 
 lint: $(STAMP)
 	$(BIN)/ruff check vlamb_nb tests perf scripts

@@ -1,14 +1,21 @@
-"""A new user's first path, run as they run it: a fresh clone with nothing beside it, no network, no data.
+"""A new user's first path, run as they run it: a fresh clone with nothing beside it, no network, no data, a plain
+shell.
 
 Clones this checkout's HEAD into an empty folder (no ``../shared`` beside it, ``VLAMB_SHARED_DATA`` unset, an
-empty data home, model cache and Hugging Face cache), then runs the README's first command (``make reproduce``)
-there with the project's installed environment shared (``make -o`` keeps it from reinstalling), and then every
-command of the README's offline examples (the block after ``<!-- offline-examples -->``), each expected to exit as
-its comment says (``exit N``; 0 otherwise). Without network where the machine allows it (``unshare -n`` as root),
-else with ``HF_HUB_OFFLINE=1``.
+empty data home, model cache and Hugging Face cache), then runs the README as written: its first command (``make
+reproduce``), then every line of its offline examples (the block after ``<!-- offline-examples -->``), each in a new
+``bash`` whose ``PATH`` is the system's (no virtual environment's ``bin``) plus only what the README's own lines set
+(a ``source``/``.``/``export`` line is kept and run before every later line), each expected to exit as its comment
+says (``exit N``; 0 otherwise). Nothing is filled in by hand. The project's installed environment is shared: the
+clone's ``.venv`` links to it and the clone's ``pyproject.toml`` is dated as installed, so ``make`` finds it up to
+date instead of reinstalling. Then ``make lab`` is started as the README says (as root where this runs as root, as
+most GPU containers do) and must answer on the address it prints. Without network where the machine allows it
+(``unshare -n`` as root), else with ``HF_HUB_OFFLINE=1``.
 
-It fails on any failed notebook, any traceback in any output, any command that exits otherwise than the README
-says, and any committed figure removed or replaced by one drawn from a generated sample. ``make test`` runs it::
+It fails on any failed notebook, any traceback in any output, any line that exits otherwise than the README says
+(a command a plain shell cannot find exits 127), anything new in ``git status`` outside ignored folders, a ``make
+lab`` that does not answer, and any committed figure removed or replaced by one drawn from a generated sample.
+``make test`` runs it::
 
     python scripts/fresh_clone.py [--venv .venv] [--keep]
 """
@@ -18,16 +25,27 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MARK = "<!-- offline-examples -->"
+#: a README line that sets the shell's environment for the lines after it
+SETS = re.compile(r"^(source|\.|export)\s")
+
+
+def first_command(readme: Path) -> str:
+    """The README's first command: the first line of its first ``bash`` block."""
+    text = readme.read_text(encoding="utf-8")
+    block = text.split("```bash", 1)[1].split("```", 1)[0]
+    return next(line.partition("#")[0].strip() for line in block.strip().splitlines() if line.partition("#")[0].strip())
 
 
 def examples(readme: Path) -> list[tuple[str, int]]:
@@ -46,6 +64,80 @@ def examples(readme: Path) -> list[tuple[str, int]]:
     return out
 
 
+def system_path(path: str | None = None) -> str:
+    """``PATH`` as a new login shell has it: the given one without any virtual environment's ``bin`` (a folder
+    whose parent holds ``pyvenv.cfg``), so a command the README does not put there is not found."""
+    parts = (os.environ.get("PATH", os.defpath) if path is None else path).split(os.pathsep)
+    return os.pathsep.join(p for p in parts if p and not (Path(p).parent / "pyvenv.cfg").is_file())
+
+
+class Shell:
+    """The README's lines run one by one, each in a new ``bash`` with the system's ``PATH``; the lines that set
+    the environment (``source``, ``.``, ``export``) are run again before each later line, as a user's shell
+    would still hold them."""
+
+    def __init__(self, cwd: Path, env: dict[str, str], prefix: list[str] | None = None) -> None:
+        self.cwd, self.prefix, self.prelude = cwd, prefix or [], []
+        self.env = {k: v for k, v in env.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
+        self.env["PATH"] = system_path(env.get("PATH"))
+
+    def script(self, line: str) -> str:
+        return "\n".join(["set -e", *self.prelude, "set +e", line])
+
+    def run(self, line: str) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run([*self.prefix, "bash", "--noprofile", "--norc", "-c", self.script(line)],
+                              cwd=self.cwd, env=self.env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if proc.returncode == 0 and SETS.match(line):
+            self.prelude.append(line)
+        return proc
+
+    def start(self, line: str) -> subprocess.Popen[str]:
+        """``line`` left running (a server), in its own process group so it can be stopped whole."""
+        return subprocess.Popen([*self.prefix, "bash", "--noprofile", "--norc", "-c", self.script(line)],
+                                cwd=self.cwd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def lab_answers(shell: Shell, timeout: float = 180) -> str | None:
+    """Start ``make lab`` as the README says and wait for the address it prints to answer; None when it does,
+    else why not. As root the server must start (JupyterLab refuses root without ``--allow-root``)."""
+    import socket
+
+    with socket.socket() as s:  # a free port, so a server the user already runs is not in the way
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = shell.start(f"make lab PORT={port}")
+    lines: list[str] = []
+    assert proc.stdout is not None
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)  # type: ignore[arg-type]
+    reader.start()
+    url = None
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            url = url or next((m.group(1) for ln in list(lines) if (m := re.search(r"open: (http\S+)", ln))), None)
+            if url is not None:
+                try:
+                    api = url.replace("/lab?", "/api/status?")
+                    with urllib.request.urlopen(api, timeout=5) as r:  # noqa: S310 - 127.0.0.1, printed by make lab
+                        if r.status == 200:
+                            return None
+                except OSError:
+                    pass
+            time.sleep(0.5)
+        reader.join(timeout=5)
+        return (f"`make lab` {'exited ' + str(proc.returncode) if proc.poll() is not None else 'did not answer'}"
+                f"{' at ' + url if url else ' (printed no address to open)'}:\n{''.join(lines)[-3000:]}")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
 def offline_prefix() -> list[str]:
     """``unshare -n`` (no network at all) where this process may use it, else nothing."""
     unshare = shutil.which("unshare")
@@ -60,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the clone (its path is printed)")
     a = ap.parse_args(argv)
     venv = Path(a.venv).resolve()
-    bin_dir = venv / "bin"
-    if not (bin_dir / "vlamb-nb").exists():
+    stamp = venv / ".installed"
+    if not (venv / "bin" / "vlamb-nb").exists() or not stamp.is_file():
         print(f"fresh_clone: no installed environment at {venv} (run `make install`)", file=sys.stderr)
         return 2
     work = Path(tempfile.mkdtemp(prefix="vlamb-fresh-"))
@@ -70,27 +162,23 @@ def main(argv: list[str] | None = None) -> int:
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
     head = subprocess.run(["git", "-C", str(clone), "rev-parse", "--short", "HEAD"], capture_output=True,
                           text=True, check=True).stdout.strip()
+    (clone / ".venv").symlink_to(venv, target_is_directory=True)  # the environment `make` would have made
+    installed = stamp.stat().st_mtime - 1
+    os.utime(clone / "pyproject.toml", (installed, installed))  # as installed: `make` reinstalls nothing
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VLAMB_", "HF_", "PYTEST_"))}
     env.update({"VLAMB_DATA": str(work / "data-home"), "VLAMB_CACHE": str(work / "cache"),
-                "HF_HOME": str(work / "hf-home"), "PYTHONPATH": str(clone),
-                "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"})
+                "HF_HOME": str(work / "hf-home"), "PYTHONPATH": str(clone)})
     prefix = offline_prefix()
     if not prefix:
         env["HF_HUB_OFFLINE"] = "1"
-    print(f"fresh clone of {head} in {clone} ({'no network: unshare -n' if prefix else 'HF_HUB_OFFLINE=1'})",
-          flush=True)
+    shell = Shell(clone, env, prefix)
+    print(f"fresh clone of {head} in {clone} ({'no network: unshare -n' if prefix else 'HF_HUB_OFFLINE=1'}; "
+          f"PATH without any virtual environment)", flush=True)
     problems: list[str] = []
-    runs: list[str] = []
 
     def run(command: str, expect: int) -> str:
-        for i, rid in enumerate(runs):
-            command = command.replace(f"runs/<id{'' if i == 0 else '-' + 'abcdefgh'[i]}>", f"runs/{rid}")
-        argv = shlex.split(command)
-        if argv[0] == "make":  # the installed environment is shared: never reinstalled into it
-            argv += [f"VENV={venv}", "-o", str(venv / ".installed")]
         t0 = time.perf_counter()
-        proc = subprocess.run(prefix + argv, cwd=clone, env=env, capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL)
+        proc = shell.run(command)
         out = proc.stdout + proc.stderr
         status = "ok" if proc.returncode == expect else f"EXIT {proc.returncode}, README says {expect}"
         print(f"  [{time.perf_counter() - t0:5.0f} s] {command}: {status}", flush=True)
@@ -100,20 +188,30 @@ def main(argv: list[str] | None = None) -> int:
             problems.append(f"`{command}` printed a traceback:\n{out[-3000:]}")
         if "KeyboardInterrupt caught in kernel" in out:
             problems.append(f"`{command}` printed kernel-shutdown noise")
-        if "reproduce" in argv or argv[0] == "make":
+        if "reproduce" in command.split() or command.startswith("make reproduce"):
             failed = re.search(r"(\d+) notebook\(s\) ok, (\d+) failed", out)
             if failed is None or failed.group(2) != "0":
                 problems.append(f"`{command}`: notebooks failed: {failed.group(0) if failed else out[-2000:]}")
-            pages = re.findall(r"runs/([^/\s]+)/report\.html\s*$", proc.stdout, flags=re.MULTILINE)
-            if pages:
-                runs.append(pages[-1])
         return out
 
-    run("make reproduce", 0)
+    run(first_command(clone / "README.md"), 0)
     for command, expect in examples(clone / "README.md"):
         run(command, expect)
-    changed = subprocess.run(["git", "-C", str(clone), "status", "--porcelain", "--", "figures"],
-                             capture_output=True, text=True, check=True).stdout.splitlines()
+    t0 = time.perf_counter()
+    lab_shell = Shell(clone, env)  # outside `unshare -n`, whose 127.0.0.1 this process cannot reach
+    lab_shell.prelude = list(shell.prelude)
+    lab = lab_answers(lab_shell)
+    print(f"  [{time.perf_counter() - t0:5.0f} s] make lab{' (as root)' if os.geteuid() == 0 else ''}: "
+          f"{'answers' if lab is None else 'FAILED'}", flush=True)
+    if lab is not None:
+        problems.append(lab)
+    status = subprocess.run(["git", "-C", str(clone), "status", "--porcelain", "--untracked-files=all"],
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    changed = [line for line in status if line[3:].startswith("figures/")]
+    stray = [line for line in status if line not in changed and line[3:] != ".venv"]
+    if stray:
+        problems.append("the README's commands left files outside ignored folders (git status):\n"
+                        + "\n".join(stray[:20]))
     sys.path.insert(0, str(clone))
     from vlamb_nb.plots import read_figure_data
 

@@ -471,7 +471,7 @@ def cmd_card(a: argparse.Namespace) -> int:
     from pathlib import Path
 
     from vlamb_nb import report_card
-    from vlamb_nb.paths import repo_root
+    from vlamb_nb.paths import LATEST, repo_root
 
     if a.example:
         from vlamb_nb.benchmarks.refadv.report import example_headlines
@@ -480,12 +480,14 @@ def cmd_card(a: argparse.Namespace) -> int:
         card = report_card.one_paper(rows, subtitle=subtitle)
         target = repo_root() / "figures" if a.update_figures else Path(a.run_dir or "runs") / "figures"
     else:
-        if not a.run_dir:
-            raise VlambError("give a reproduce run folder (runs/<id>) or --example")
         if a.update_figures:
             raise VlambError("--update-figures refreshes only the committed example card (with --example)")
-        card = report_card.from_run(a.run_dir, model=a.model)
-        target = Path(a.run_dir) / "figures"
+        run_dir = Path(a.run_dir) if a.run_dir else Path("runs") / LATEST
+        if not a.run_dir and not run_dir.exists():
+            raise VlambError(f"no run here yet ({run_dir} is missing): `vlamb-nb reproduce` (or `make reproduce`) "
+                             "writes runs/<id> and links runs/latest to it; or give a run folder, or --example")
+        card = report_card.from_run(run_dir, model=a.model)
+        target = run_dir / "figures"
     report_card.save(card, directory=target)
     print(report_card.markdown(card))
     where = target / "card" / ("demo" if card.demo else "") / "report_card.png"
@@ -510,10 +512,11 @@ def _sources(items: Sequence[str] | None) -> dict[str, str] | str | None:
 
 def cmd_compare(a: argparse.Namespace) -> int:
     """Models compared on the items all of them answered: values, paired differences and tests, ranks."""
+    import time
     from pathlib import Path
 
     from vlamb_nb import compare
-    from vlamb_nb.paths import repo_root
+    from vlamb_nb.paths import new_folder, repo_root
 
     if a.example:
         if a.runs:
@@ -526,7 +529,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
             raise VlambError("give at least one RUN (a reproduce run folder, a sweep folder or a prediction store)")
         if a.update_figures:
             raise VlambError("--update-figures refreshes only the committed example (with --example)")
-        writable_folder(Path(a.out or "comparison"), "--out")  # before the scoring, not after it
+        writable_folder(Path(a.out or "runs/comparisons"), "--out")  # before the scoring, not after it
         result = compare.compare(a.runs, baseline=a.baseline, correction=a.correction,
                                  allow_different_data=a.allow_different_data,
                                  allow_different_settings=a.allow_different_settings, sources=_sources(a.source),
@@ -541,7 +544,8 @@ def cmd_compare(a: argparse.Namespace) -> int:
         plt.close(fig)
         written = [repo_root() / "figures" / "compare" / f"{EXAMPLE_NAME}.{x}" for x in ("png", "pdf")]
     else:
-        written = result.save(Path(a.out or "comparison"), name=EXAMPLE_NAME if a.example else "comparison")
+        out = Path(a.out) if a.out else new_folder(Path("runs") / "comparisons", time.strftime("%Y%m%d-%H%M%S"))
+        written = result.save(out, name=EXAMPLE_NAME if a.example else "comparison")
     if a.json:
         _emit(result.to_dict(), True)
     else:
@@ -555,6 +559,14 @@ def cmd_compare(a: argparse.Namespace) -> int:
 
 #: the committed example's file name under figures/compare/
 EXAMPLE_NAME = "refadv_released_runs"
+
+
+def cmd_lab(a: argparse.Namespace) -> int:
+    """JupyterLab on the checkout's notebooks, as root in a container or on a remote node too."""
+    from vlamb_nb import lab
+    from vlamb_nb.paths import repo_root
+
+    return lab.main(repo_root() / "notebooks", port=a.port, ip=a.ip, browser=a.browser)
 
 
 def cmd_make_tiny(a: argparse.Namespace) -> int:
@@ -730,7 +742,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.set_defaults(func=cmd_reproduce)
 
     cd = sub.add_parser("card", help="the cross-paper report card of a reproduce run, or the example from real outputs")
-    cd.add_argument("run_dir", nargs="?", help="a reproduce run folder (runs/<id>) holding results.json")
+    cd.add_argument("run_dir", nargs="?", help="a reproduce run folder (runs/<id>) holding results.json (default: "
+                    "runs/latest, the newest run)")
     cd.add_argument("--model", help="the model's name in the title (default: the names the notebooks recorded)")
     cd.add_argument("--example", action="store_true",
                     help="the example card: a released Ref-Adv run replayed through the run path (needs ../shared)")
@@ -755,7 +768,7 @@ def build_parser() -> argparse.ArgumentParser:
     cm.add_argument("--allow-different-settings", action="store_true",
                     help="compare models that ran different settings on the settings they share; recorded")
     cm.add_argument("--out", help="folder for comparison.md, .json, the figure and comparison.html, the page that "
-                                  "shows them together (default ./comparison)")
+                                  "shows them together (default: a new runs/comparisons/<time>)")
     cm.add_argument("--n-resamples", type=int, default=2000, metavar="B",
                     help="bootstrap resamples behind every interval and rank (default 2000)")
     cm.add_argument("--seed", type=int, default=0, help="seed of the resamples")
@@ -765,6 +778,15 @@ def build_parser() -> argparse.ArgumentParser:
     cm.add_argument("--update-figures", action="store_true",
                     help="with --example: write the figure into the checkout's figures/compare/")
     cm.set_defaults(func=cmd_compare)
+
+    lb = sub.add_parser("lab", help="JupyterLab on the notebooks (what `make lab` runs): prints the URL with its token "
+                                    "and, on a remote machine, the ssh tunnel that opens it from a laptop")
+    lb.add_argument("--port", type=int, help="the port (default: the first free one from 8888)")
+    lb.add_argument("--ip", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: reach it "
+                    "through the printed ssh tunnel, not the open network)")
+    lb.add_argument("--browser", action=argparse.BooleanOptionalAction, default=None,
+                    help="open a browser (default: only where this machine has a display and is not remote)")
+    lb.set_defaults(func=cmd_lab)
 
     mt = sub.add_parser("make-tiny-model", help="build a tiny random checkpoint (tests, offline demos)")
     mt.add_argument("family")

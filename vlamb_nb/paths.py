@@ -46,6 +46,49 @@ def run_dir(paper: str | None = None) -> Path:
     return _env_dir("VLAMB_RUN_DIR", Path.cwd() / "runs", paper)
 
 
+#: the links a runs folder keeps to its two newest runs (``runs/latest``, ``runs/previous``): names no run may take
+LATEST, PREVIOUS = "latest", "previous"
+
+
+def new_folder(root: str | os.PathLike, base: str) -> Path:
+    """A new folder ``root/base`` created exclusively, so two runs started in the same second get two folders
+    (``<base>``, ``<base>-2``, ...) instead of writing into one."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 10_000):
+        folder = root / (base if n == 1 else f"{base}-{n}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder.resolve()
+    raise SettingError(f"{root}: 10,000 folders named {base}; name one yourself")
+
+
+def link_latest(runs: str | os.PathLike, run: str | os.PathLike) -> Path | None:
+    """Point ``runs/latest`` at ``run`` (a folder of ``runs``) and the run it pointed at before at
+    ``runs/previous``, so the newest two runs have names a command can be copied with. The links are relative
+    (the runs folder can be moved) and each is replaced whole; where links cannot be made (a file system without
+    them) nothing is linked and None is returned."""
+    runs, run = Path(runs), Path(run)
+    latest = runs / LATEST
+    before = os.readlink(latest) if latest.is_symlink() else None
+    try:
+        if before is not None and before != run.name and (runs / before).is_dir():
+            _replace_link(runs / PREVIOUS, before)
+        _replace_link(latest, run.name)
+    except OSError:
+        return None
+    return latest
+
+
+def _replace_link(link: Path, target: str) -> None:
+    tmp = link.with_name(f".{link.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    os.symlink(target, tmp, target_is_directory=True)
+    os.replace(tmp, link)
+
+
 def shared_data_dir() -> Path | None:
     """The released data beside the checkout (``../shared/data``), when present."""
     env = os.environ.get("VLAMB_SHARED_DATA")

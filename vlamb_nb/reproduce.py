@@ -43,7 +43,7 @@ from typing import Any
 from vlamb_nb.benchmarks import needs_weights
 from vlamb_nb.errors import SettingError
 from vlamb_nb.notebook import collect_figures, collect_results, jsonable
-from vlamb_nb.paths import repo_root
+from vlamb_nb.paths import LATEST, PREVIOUS, link_latest, new_folder, repo_root
 
 DEFAULT_PROFILE = "offline"
 
@@ -145,28 +145,22 @@ def check_run_id(run_id: str) -> str:
     if run_id.strip() in ("", ".", "..") or any(c in run_id for c in "/\\") or \
             any(ord(c) < 32 or 0x7F <= ord(c) < 0xA0 for c in run_id):
         raise SettingError(f"run id {shown} is not a folder name: no '/', no control characters, not '.' or '..'")
+    if run_id in (LATEST, PREVIOUS):
+        raise SettingError(f"run id {shown} names the link to the newest runs (runs/{LATEST}, runs/{PREVIOUS}); "
+                           "choose another")
     return run_id
 
 
 def make_run_dir(out_dir: str | os.PathLike, run_id: str | None) -> Path:
     """The run's folder. A given id is that folder (a rerun into it replaces its report); a new id is the time of
-    the start, and the folder is created exclusively, so two runs started in the same second get two folders
-    (``<time>``, ``<time>-2``, ...) instead of writing into one."""
+    the start, and the folder is created exclusively (:func:`vlamb_nb.paths.new_folder`)."""
     root = Path(out_dir)
     root.mkdir(parents=True, exist_ok=True)
     if run_id is not None:
         run_dir = root / check_run_id(run_id)
         run_dir.mkdir(exist_ok=True)
         return run_dir.resolve()
-    base = new_run_id()
-    for n in range(1, 10_000):
-        run_dir = root / (base if n == 1 else f"{base}-{n}")
-        try:
-            run_dir.mkdir()
-        except FileExistsError:
-            continue
-        return run_dir.resolve()
-    raise SettingError(f"{root}: 10,000 runs started in the second {base}; give --run-id")
+    return new_folder(root, new_run_id())
 
 
 def _local_kernel_manager(stderr_log: Path | None = None):
@@ -503,6 +497,7 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
                            quiet=quiet)
     page = write_report(runs, run_dir, params=glob, figures=fig_dir)
     failed = sum(not r.ok and not r.skipped for r in runs)
+    latest = link_latest(out_dir, run_dir)
     if update_figures:
         kept: list[str] = []
         copied = refresh_figures([r.name for r in runs if r.ok], fig_dir, repo_root() / "figures", kept)
@@ -514,6 +509,10 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
         skipped = sum(bool(r.skipped) for r in runs)
         print(f"report: {run_dir / 'report.md'}\n{len(runs) - failed - skipped} notebook(s) ok, {failed} failed"
               + (f", {skipped} not run" if skipped else ""))
+        if latest is not None:
+            before = latest.parent / PREVIOUS
+            print(f"{latest} -> {run_dir.name}" + (f" (the run before it: {before} -> {os.readlink(before)})"
+                                                   if before.is_symlink() else ""))
         print(page)  # last, alone on its line: the page to open (`vlamb-nb reproduce | tail -n 1`)
     return failed
 
