@@ -43,9 +43,21 @@ def test_all_empty_columns_are_dropped_and_p_values_printed_as_papers_do():
     shown = D.readable(sig)
     assert list(shown.columns) == ["comparison", "diff_pp", D.CI_LABEL, "p_mcnemar", "n", "gee_or",
                                    f"gee_or {D.CI_LABEL}"]
-    assert list(shown["p_mcnemar"]) == ["0.021", "<0.001"] and list(shown["n"]) == ["1142", "1142"]
+    assert list(shown["p_mcnemar"]) == ["0.0212", "<0.001"] and list(shown["n"]) == ["1142", "1142"]
     assert list(shown[D.CI_LABEL]) == ["[-3.0, -0.3]", "[-34.0, -26.5]"]
     assert list(shown[f"gee_or {D.CI_LABEL}"]) == ["[0.67, 1.20]", "[1.05, 1.73]"]
+
+
+def test_a_metric_whose_name_ends_in_p_is_a_value_not_a_p_value():
+    """MUCAR's pair accuracy ``Acc_p`` is its headline: 0.0 is 0.0, not "<0.001", and 62.5 keeps its decimals."""
+    from vlamb_nb.report_html import cell
+
+    tab = pd.DataFrame({"model": ["m", "n"], "Acc_q": [0.0, 71.43], "Acc_p": [0.0, 62.5], "mcnemar_p": [0.0004, 0.5],
+                        "paper_p": [0.03, 0.2]})
+    shown = D.readable(tab)
+    assert list(shown["Acc_p"]) == ["0.0", "62.5"]
+    assert list(shown["mcnemar_p"]) == ["<0.001", "0.5"] and list(shown["paper_p"]) == ["0.03", "0.2"]
+    assert cell(0.0, "Acc_p")[0] != "<0.001" and cell(0.0004, "mcnemar_p")[0] == "<0.001"
 
 
 def test_decimals_follow_the_published_values():
@@ -53,7 +65,7 @@ def test_decimals_follow_the_published_values():
     assert D.decimals_of([49.82, 72.78]) == 2
     assert D.decimals_of([1144.0, 533.0]) == 0
     assert D.decimals_of([0.12345]) == 2  # capped
-    assert D.format_p(np.nan) == "" and D.format_p(0.5) == "0.500"
+    assert D.format_p(np.nan) == "" and D.format_p(0.5) == "0.5" and D.format_p(0.01234) == "0.0123"
 
 
 def test_comparisons_are_wide_like_the_papers_table():

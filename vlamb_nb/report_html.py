@@ -85,9 +85,10 @@ def header_label(name: Any) -> str:
 
 
 def is_p_column(name: Any) -> bool:
-    """A column of p-values (``p``, ``p_holm``, ``mcnemar_p``, ``p_value``, ``p (Holm)``): one format for all."""
-    k = str(name).lower()
-    return bool(re.fullmatch(r"p(_\w+)?|\w+_p|\w*p_?value\w*|p \(.*\)", k))
+    """A column of p-values: the one rule, :func:`vlamb_nb.stats.result.is_p_column`."""
+    from vlamb_nb.stats.result import is_p_column as rule
+
+    return rule(name)
 
 
 # -- figures ----------------------------------------------------------------------------------------------------

@@ -20,16 +20,17 @@ DASH = "–"
 
 
 def _is_p(name: str) -> bool:
-    n = name.lower()
-    return n == "p" or n.startswith("p_") or n.endswith("_p") or n in ("pvalue", "p-value")
+    from vlamb_nb.stats.result import is_p_column
+
+    return is_p_column(name)
 
 
 def format_p(p: Any) -> str:
-    """A p-value as papers print it: three decimals, "<0.001" below that, empty when unknown."""
-    if _missing(p):
-        return ""
-    p = float(p)
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
+    """A p-value in the one format of the notebooks, pages and card (:func:`vlamb_nb.stats.result.format_p`),
+    empty when unknown."""
+    from vlamb_nb.stats.result import format_p as one_format
+
+    return "" if _missing(p) else one_format(float(p))
 
 
 def _missing(v: Any) -> bool:

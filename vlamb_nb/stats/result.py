@@ -7,6 +7,7 @@ pandas, as a tidy DataFrame (:func:`results_frame`).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -14,6 +15,24 @@ from typing import Any
 import numpy as np
 
 NAN = float("nan")
+
+
+#: the tests whose p-value a column ``<test>_p`` holds (``mcnemar_p``, ``paper_p``); any other ``<name>_p`` is a
+#: value of its own (MUCAR's pair accuracy ``Acc_p``), never formatted as a p-value
+P_STEMS = frozenset({"mcnemar", "koehn", "cmh", "paper", "published", "holm", "bh", "adj", "raw", "perm",
+                     "permutation", "bootstrap", "exact", "fisher", "chi2", "z", "t", "wilcoxon", "tost", "test",
+                     "paired", "sign", "binom", "binomial", "lr", "wald", "gee"})
+
+
+def is_p_column(name: Any) -> bool:
+    """A column of p-values, the one rule of the notebooks, pages and exports: ``p``, ``p_holm``, ``p_value``,
+    ``p (Holm)`` and ``<test>_p`` for a test of :data:`P_STEMS` (``mcnemar_p``); ``Acc_p`` is a metric."""
+    k = str(name).strip()
+    low = k.lower()
+    if re.fullmatch(r"p(_\w+)?|\w*p_?values?\w*|p \(.*\)|p-value", low):
+        return True
+    m = re.fullmatch(r"(\w+)_p", k)
+    return m is not None and m.group(1) in P_STEMS
 
 
 def format_p(p: Any) -> str:
