@@ -123,10 +123,17 @@ def test_the_card_reads_the_declared_settings_slices_published_column_and_seed()
     comps = published("p", "T1", "VCR LM", n=100, cells=cells)
     comps[-1].n = 10
     # the seed: the card's + the setting's place among the declared settings (lm: 1) + the metric's own (3)
+    # the interval: Wilson's for 40 items resampled alone (statsmodels counts it here, not the package)
+    from statsmodels.stats.proportion import proportion_confint
+
+    lo, hi = (100 * x for x in proportion_confint(int(right.sum()), 40, alpha=0.05, method="wilson"))
     by_hand = headline_among_published(paper="p", metric="accuracy", slice="VCR LM",
                                        stat=weighted_mean(right.astype(float)), n_rows=40, published=comps,
-                                       setting="lm", n_resamples=B, seed=10 + 1 + 3, note="41 of 41 rows")
-    assert h.to_dict() == by_hand.to_dict()
+                                       setting="lm", n_resamples=B, seed=10 + 1 + 3, note="41 of 41 rows",
+                                       interval=lambda draws: (lo, hi, "Wilson, item"))
+    ours, hand = h.to_dict(), by_hand.to_dict()
+    assert (ours.pop("ci_low"), ours.pop("ci_high")) == pytest.approx((hand.pop("ci_low"), hand.pop("ci_high")))
+    assert ours == hand
 
 
 def test_a_run_without_the_metrics_values_gets_one_row_saying_so():
@@ -337,3 +344,26 @@ def test_refadv_acc_at_half_is_the_official_reports(runs):
     assert summ["Acc@0.5"] == round(100 * report["acc@0.5"], 2) == summ["acc@0.5"]
     assert values[("Acc@0.5", "overall")] == pytest.approx(100 * report["acc@0.5"])
     assert list(values.index.get_level_values("slice")) == ["overall"]  # the slices are the card's
+
+
+def test_one_number_has_one_interval_in_the_record_the_card_and_compare():
+    """0 of 3 right: Wilson's [0, 56.1] everywhere (a percentile bootstrap gave the card and the record [0, 0]);
+    a clustered metric keeps the cluster bootstrap."""
+    from vlamb_nb.record import value_of
+    from vlamb_nb.stats.common import Scores
+
+    m = Metric("accuracy")
+    run = pd.DataFrame({"item_id": ["a", "b", "c"], "correct": [False, False, False]})
+    (u,) = m.unit_sets(run, slices=False)
+    lo, hi, how = m.interval(u)
+    assert (round(lo, 1), round(hi, 1)) == (0.0, 56.1) and how.startswith("Wilson")
+    rec = value_of(m, u, n_resamples=B)
+    assert (rec.ci_low, rec.ci_high) == (round(lo, 2), round(hi, 2))
+    (card,) = headlines("p", [Metric("accuracy", card=OnCard())], {"x": run}, cells=lambda t: pd.DataFrame(),
+                        n_resamples=B)
+    assert (card.ci_low, card.ci_high) == pytest.approx((lo, hi))
+    sc = Scores(metric=m, slice="overall", values=[u.array()], ci_unit="item")
+    assert sc.interval(0, np.zeros(B)) == pytest.approx((lo, hi))
+    clustered = Metric("accuracy", cluster="image", cluster_unit="image")
+    (cu,) = clustered.unit_sets(run.assign(image=["i", "i", "j"]), slices=False)
+    assert clustered.interval(cu)[2] == "bootstrap over images"

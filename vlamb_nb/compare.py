@@ -324,7 +324,7 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
     import pandas as pd
 
     from vlamb_nb import stats
-    from vlamb_nb.stats.ranking import interval, resample_weights
+    from vlamb_nb.stats.ranking import resample_weights
 
     if correction not in ("holm", "bh"):
         raise SettingError(f"unknown correction {correction!r}; use holm or bh")
@@ -447,7 +447,7 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
                             few.append(small[0])
                             notes.append(small[1])
                         for i, m in enumerate(names):
-                            lo, hi = interval(draws[i]) if n_units > 1 else (math.nan, math.nan)
+                            lo, hi = sc.interval(i, draws[i]) if n_units > 1 else (math.nan, math.nan)
                             rl, rh = (np.percentile(ranks[i], [2.5, 97.5]) if ranks is not None
                                       else (math.nan, math.nan))
                             value_rows.append({**base, "model": m, "value": points[i], "ci_low": lo, "ci_high": hi,

@@ -459,16 +459,13 @@ def metric_values(metrics: Sequence[Any], scored: Any, *, n_resamples: int = 100
 
 
 def value_of(m: Any, u: Any, *, n_resamples: int = 1000, seed: int = 0) -> MetricValue:
-    """One metric's value on one of its unit sets, with a bootstrap interval over its cluster unit: the record's
-    numbers, recomputable from the record's own unit sets."""
-    from vlamb_nb.stats.bootstrap import resample_weights
-    from vlamb_nb.stats.ranking import interval
-
+    """One metric's value on one of its unit sets, with its interval (the metric's one rule,
+    :meth:`~vlamb_nb.stats.metric.Metric.interval`): the record's numbers, recomputable from the record's own
+    unit sets."""
     point = m.value_of(u)
     lo = hi = None
     if n_resamples and len(u.values) > 1:
-        w = resample_weights(len(u.values), u.cluster_array(), n_resamples=n_resamples, seed=seed)
-        lo, hi = (round(x, 2) for x in interval(m.statistic(u.array(), u.gold_array())(w)))
+        lo, hi = (round(x, 2) for x in m.interval(u, n_resamples=n_resamples, seed=seed)[:2])
     return MetricValue(metric=m.name, kind=m.kind, slice=u.slice,
                        value=round(point, 2) if math.isfinite(point) else None, n=len(u.values), unit=m.unit,
                        ci_low=lo, ci_high=hi, higher_is_better=m.higher_is_better, whole=u.whole)

@@ -268,7 +268,10 @@ def kernel_environment(run_dir: Path, fig_dir: Path, tiny_seed: int | None = Non
            # another kernel, another program or the notebook's own Python is waiting for (a tiny model runs many
            # short parallel steps, so its threads spun most of the time). It changes when a thread waits, never how
            # work is split among threads, so no number moves.
-           "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY") or "PASSIVE"}
+           "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY") or "PASSIVE",
+           # a progress bar in a notebook executed in batch is saved as the widget it started as ("0%"), a state
+           # that never was the result: batch runs show none (tqdm's, and the hub's and transformers' loaders')
+           "TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
     if tiny_seed is not None:
         env["VLAMB_TINY_SEED"] = str(int(tiny_seed))
     return env

@@ -50,6 +50,9 @@ from vlamb_nb.models.spec import ModelSpec
 from vlamb_nb.stats.metric import Metric
 from vlamb_nb.store import ANSWER
 
+#: the scripted stand-in's name (its model id starts with it) and what every view says it is
+SCRIPTED_NAME = "scripted stand-in"
+SCRIPTED_LABEL = "scripted stand-in: not a model"
 #: the error of an item a stored run has no answer for, when it is counted (``score_store(fill_missing=True)``)
 NO_PREDICTION = "no prediction for this item"
 #: what ``vlamb-nb score -o KEY=VALUE`` picks a stored run by, where a store holds several (:mod:`vlamb_nb.run_identity`)
@@ -120,6 +123,28 @@ class ReleasedRun:
     data: Mapping[str, Any]  # the data identity the released rows stand on
 
 
+@dataclass(frozen=True)
+class Scripted:
+    """What a scripted stand-in says to one request (:meth:`Benchmark.scripted_reply`): the item asked about, the
+    outcome drawn for its unit (:attr:`Benchmark.scripted_right` or an error of :attr:`Benchmark.scripted_errors`),
+    the setting, and ``u``, a further draw in [0, 1) for the details (which wrong option, how far a box is off)."""
+
+    item: Mapping[str, Any]
+    outcome: str
+    right: bool
+    setting: str
+    u: float
+
+
+def _draw(*parts: Any) -> float:
+    """A number in [0, 1) fixed by ``parts``: the same on every machine, for every run (a stand-in's answers never
+    depend on the order it is asked in)."""
+    import hashlib
+
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
 @dataclass(eq=False)  # frames inside: compared by identity, never element-wise
 class NotebookData(Mapping):
     """The data a paper's notebook works on, one type for every paper (:meth:`Benchmark.notebook_data`): the items
@@ -171,6 +196,14 @@ class Benchmark(ABC):
     #: the paper's headline metrics, declared once (:mod:`vlamb_nb.stats.metric`): the card's :meth:`headline`,
     #: :meth:`summary` and ``compare`` derive from them
     metrics: tuple[Metric, ...] = ()
+    #: the scripted stand-in's chance of a right answer per unit (:meth:`scripted_unit`), one number or one per
+    #: setting (``"*"``: the others); the offline profile's notebooks run it beside the tiny checkpoint, so every
+    #: table has parsed answers, values with intervals and paired tests with discordant items to show
+    scripted_accuracy: float | Mapping[str, float] = 0.7
+    #: the outcomes that read as right (Ref-Adv's ``repaired``: unparseable first, fixed by the repair turn)
+    scripted_right: tuple[str, ...] = ("right",)
+    #: the paper's error kinds, drawn evenly among the wrong units (a wrong option, a near-miss box, ...)
+    scripted_errors: tuple[str, ...] = ("wrong",)
 
     # -- the pipeline ------------------------------------------------------------------------------
     @abstractmethod
@@ -443,6 +476,63 @@ class Benchmark(ABC):
                                          progress=progress, **options)
         return out
 
+    # -- the scripted stand-in: answers written from the gold, through the real run path ----------------------
+    def scripted_unit(self, item: Mapping[str, Any]) -> str:
+        """What one outcome is drawn for: an item (a paper whose metric counts groups, MUCAR's pairs, draws per
+        group, so its pair accuracy is the accuracy scripted)."""
+        return str(item[self.id_column])
+
+    def scripted_reply(self, request: Request, s: Scripted) -> str:
+        """The text a scripted stand-in answers ``request`` with, written in the form the paper's parser reads
+        (the inverse of :meth:`parse`): right, or the error ``s.outcome``; earlier turns (a caption, an agent's
+        step) and a judge's verdicts are told apart by the request."""
+        raise NotAvailableError(f"{self.name} has no scripted stand-in")
+
+    def scripted_accuracies(self, accuracy: float | Mapping[str, float] | None = None) -> dict[str, float]:
+        """The scripted chance of a right unit per setting (every setting of the paper named), checked to lie in
+        [0, 1]."""
+        given = self.scripted_accuracy if accuracy is None else accuracy
+        table = dict(given) if isinstance(given, Mapping) else {"*": given}
+        default = table.get("*", 0.7)
+        out = {st: float(table.get(st, default)) for st in self.settings}
+        bad = {k: v for k, v in out.items() if not 0.0 <= v <= 1.0}
+        if bad:
+            raise SettingError(f"{self.name}: a scripted accuracy is a chance in [0, 1], got {bad}")
+        return out
+
+    @final
+    def scripted_stand_in(self, items, *, accuracy: float | Mapping[str, float] | None = None, seed: int = 0):
+        """A scripted stand-in for ``items``: not a model. Each unit of each setting is right with the scripted
+        chance (:meth:`scripted_accuracies`) and otherwise one of the paper's error kinds, drawn from ``seed``, the
+        paper, the unit and the setting alone; its replies are written by :meth:`scripted_reply` in the form the
+        paper's parser reads, and go through the runner, the store, the parser and the metrics like any model's,
+        so the tables, intervals and paired tests a real run gets are shown working, and the accuracy recovered
+        can be checked against the one scripted. Labelled ``backend='scripted'`` (its name says it, and its
+        deviation says "not a model") so its numbers never pass as a model's."""
+        from vlamb_nb.models.base import ScriptedModel
+
+        chances = self.scripted_accuracies(accuracy)
+        fallback = sum(chances.values()) / len(chances) if chances else 0.7
+        by_id = {str(r[self.id_column]): r for r in items.to_dict(orient="records")}
+        described = ", ".join(f"{st} {p:.0%}" for st, p in chances.items())
+
+        def respond(request: Request) -> str:
+            item = by_id.get(request.item_id)
+            if item is None:
+                raise SettingError(f"the scripted stand-in knows no item {request.item_id!r}")
+            asked = str(request.setting or "")  # a turn's requests may carry a tag after the setting's name
+            setting = next((st for st in sorted(chances, key=len, reverse=True) if asked.startswith(st)), asked)
+            unit = self.scripted_unit(item)
+            right = _draw(seed, self.name, unit, setting, "outcome") < chances.get(setting, fallback)
+            kinds = self.scripted_right if right else self.scripted_errors
+            kind = kinds[min(int(_draw(seed, self.name, unit, setting, "kind") * len(kinds)), len(kinds) - 1)]
+            return self.scripted_reply(request, Scripted(item, kind, right, setting,
+                                                         _draw(seed, self.name, request.item_id, setting, "detail")))
+
+        model = ScriptedModel(respond, model_id=f"{SCRIPTED_NAME} (seed {seed})")
+        model.info = replace(model.info, revision=f"right by design: {described}")
+        return model
+
     @final
     def store_path(self, directory: str | os.PathLike, model: ModelInfo | str, setting: str) -> Path:
         """Where a run's prediction store lives: ``<directory>/<model>[__<quantization>]/<benchmark>__<setting>
@@ -468,7 +558,8 @@ class Benchmark(ABC):
         if ctx.model.quantization:
             out.append(quantization_deviation(ctx.model.quantization))
         if ctx.model.backend is Backend.SCRIPTED:
-            out.append(Deviation("model", "a real VLM", "a scripted stand-in (pipeline demonstration only)", "all"))
+            how = f": answers written from the gold, {ctx.model.revision}" if ctx.model.revision else ""
+            out.append(Deviation("model", "a real VLM", f"{SCRIPTED_LABEL}{how}", "all"))
         return out
 
     @final

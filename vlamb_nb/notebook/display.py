@@ -238,3 +238,23 @@ def show(df: Any, *, title: str | None = None, wide: bool | None = None, publish
             display(readable(part) if part.duplicated(["row", "column"]).any() else wide_comparison(part))
         return
     display(readable(df, published=published))
+
+
+def say(finding: Any, key: str | None = None) -> None:
+    """Show a computed conclusion (:class:`vlamb_nb.findings.Finding`, or several) as its sentence, and with
+    ``key`` record it, so both pages print the same sentence; returns None, so a cell ending in it prints nothing
+    else."""
+    from IPython.display import Markdown, display
+
+    from vlamb_nb.findings import Finding, join
+
+    if isinstance(finding, list | tuple):
+        finding = join(list(finding))
+    if not isinstance(finding, Finding):
+        raise TypeError(f"say() shows a Finding, got {type(finding).__name__}")
+    display(Markdown(finding._repr_markdown_()))
+    if key is not None:
+        from vlamb_nb.notebook.results import record
+
+        record(key, finding)
+

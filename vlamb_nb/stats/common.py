@@ -42,6 +42,19 @@ class Scores:
     keys: tuple[str, ...] = ()
     members: tuple[tuple[str, ...], ...] | None = None
 
+    def interval(self, i: int, draws: np.ndarray) -> tuple[float, float]:
+        """Run ``i``'s value interval on these units (percent): the metric's one rule
+        (:meth:`~vlamb_nb.stats.metric.Metric.interval`), as its record and card give it."""
+        from vlamb_nb.stats.metric import Units
+
+        v = self.values[i]
+        units = Units(metric=self.metric.name, slice=self.slice, keys=self.keys, values=tuple(float(x) for x in v),
+                      gold=None if self.gold is None else tuple(int(g) for g in self.gold),
+                      clusters=None if self.clusters is None else tuple(str(c) for c in self.clusters),
+                      ci_unit=self.ci_unit)
+        lo, hi, _ = self.metric.interval(units, draws)
+        return lo, hi
+
     @property
     def kind(self) -> str:
         """How a difference is tested: ``binary`` (0/1 per unit: McNemar) or the metric's own kind."""

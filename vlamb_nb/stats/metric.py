@@ -274,6 +274,29 @@ class Metric:
             return math.nan
         return float(self.statistic(units.array(), units.gold_array())(np.ones((1, len(units.values))))[0])
 
+    def interval(self, units: Units, draws: Any = None, *, n_resamples: int = 1000,
+                 seed: int = 0) -> tuple[float, float, str]:
+        """The value's 95% interval (percent) and how it was drawn: the one rule of the record, the card,
+        ``compare`` and the notebooks. A share of 0/1 units resampled alone is Wilson's (a percentile bootstrap
+        collapses to [0, 0] at 0 of 3 and under-covers at small n); anything else is the percentile interval of
+        the (cluster) bootstrap ``draws`` (drawn here when not given). NaN where fewer than two units."""
+        v = units.array()
+        if len(v) < 2:
+            return math.nan, math.nan, ""
+        alone = units.clusters is None or len(set(units.clusters)) == len(units.clusters)
+        if self.kind != "macro_f1" and alone and np.isin(v, (0.0, 1.0)).all():
+            from vlamb_nb.stats.proportions import proportion_ci
+
+            r = proportion_ci(v)
+            return 100.0 * r.ci_low, 100.0 * r.ci_high, f"Wilson, {units.ci_unit or self.unit}"
+        from vlamb_nb.stats.ranking import interval, resample_weights
+
+        if draws is None:
+            w = resample_weights(len(v), units.cluster_array(), n_resamples=n_resamples, seed=seed)
+            draws = self.statistic(v, units.gold_array())(w)
+        lo, hi = interval(draws)
+        return float(lo), float(hi), f"bootstrap over {units.ci_unit or self.unit}s"
+
     def paired_statistic(self, gold: Any = None) -> Any:
         """The statistic a paired bootstrap of two runs' values uses (None: the difference of means)."""
         if self.kind != "macro_f1":
@@ -463,7 +486,8 @@ def headlines(paper: str, metrics: Any, runs: Any, *, cells: Callable[[str], Any
                                                                           SETTING=setting.upper()),
                     stat=m.statistic(u.array(), u.gold_array()), n_rows=len(u.values), clusters=u.cluster_array(),
                     published=comps, unit=m.unit, ci_unit=u.ci_unit, higher_is_better=m.higher_is_better,
-                    setting=setting, n_resamples=n_resamples, seed=seed + i + m.card.seed, note=note))
+                    setting=setting, n_resamples=n_resamples, seed=seed + i + m.card.seed, note=note,
+                    interval=lambda draws, u=u, m=m: m.interval(u, draws)))
     return out
 
 

@@ -197,13 +197,15 @@ def headline_among_published(*, paper: str, metric: str, slice: str, stat: Calla
                              n_rows: int, clusters: Any = None, published: Iterable[Comparator],
                              unit: str = "item", ci_unit: str = "", higher_is_better: bool = True,
                              setting: str = "", n: int | None = None, n_resamples: int = N_RESAMPLES, seed: int = 0,
-                             note: str = "") -> Headline:
+                             note: str = "", interval: Callable[[np.ndarray], tuple[float, float, str]] | None = None
+                             ) -> Headline:
     """A headline whose comparators are published values only: ours by (cluster) bootstrap, each published value
-    from its binomial at its test size, drawn independently."""
+    from its binomial at its test size, drawn independently. ``interval``: ours from the draws (the declared
+    metric's one rule, :meth:`~vlamb_nb.stats.metric.Metric.interval`), else their percentile interval."""
     w = resample_weights(n_rows, clusters, n_resamples=n_resamples, seed=seed)
     point = float(stat(np.ones((1, n_rows)))[0])
     draws = stat(w)
-    lo, hi = interval(draws)
+    lo, hi, how = interval(draws) if interval is not None else (*_percentile(draws), "")
     comps = []
     rng = np.random.default_rng(seed + 1)
     cdraws = []
@@ -215,8 +217,13 @@ def headline_among_published(*, paper: str, metric: str, slice: str, stat: Calla
     h = Headline(paper=paper, metric=metric, slice=slice, value=point, ci_low=lo, ci_high=hi,
                  n=n if n is not None else n_rows, unit=unit, ci_unit=ci_unit or unit,
                  higher_is_better=higher_is_better, setting=setting, comparators=comps, note=note)
-    return place(h, draws, cdraws, basis=f"ours: bootstrap over {plural(ci_unit or unit)}; published: binomial at "
-                                         "their test size")
+    return place(h, draws, cdraws, basis=f"ours: {how or 'bootstrap over ' + plural(ci_unit or unit)} (ranks: "
+                                         f"bootstrap over {plural(ci_unit or unit)}); published: binomial at their "
+                                         "test size")
+
+
+def _percentile(draws: np.ndarray) -> tuple[float, float]:
+    return interval(draws)
 
 
 def plural(unit: str) -> str:

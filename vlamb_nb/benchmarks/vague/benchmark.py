@@ -25,7 +25,14 @@ import vlamb_nb.benchmarks.vague.data as vague_data
 import vlamb_nb.benchmarks.vague.prompts as prompts
 import vlamb_nb.benchmarks.vague.score as S
 from vlamb_nb.benchmarks.base import ANSWER, Benchmark, RunContext, Turn
-from vlamb_nb.benchmarks.vague.parse import OptionLikelihoodReader, captions_from_run, parse_answer
+from vlamb_nb.benchmarks.vague.parse import (
+    SCRIPTED_ACCURACY,
+    SCRIPTED_ERRORS,
+    OptionLikelihoodReader,
+    captions_from_run,
+    parse_answer,
+    scripted_reply,
+)
 from vlamb_nb.benchmarks.vague.prompts import (  # noqa: F401  (OFFICIAL_QWEN_MAX_PIXELS: part of this module's API)
     OFFICIAL_QWEN_MAX_PIXELS,
     SETTINGS,
@@ -55,6 +62,11 @@ class Vague(Benchmark):
     breakdown = staticmethod(S.breakdown)
     tables = staticmethod(S.tables)
     metrics = S.METRICS
+    scripted_accuracy = SCRIPTED_ACCURACY
+    scripted_errors = SCRIPTED_ERRORS
+
+    def scripted_reply(self, request: Request, s: Any) -> str:
+        return scripted_reply(request, s)
 
     def requests(self, items, setting: str, **options: Any) -> list[Request]:
         """Answer-step requests (:func:`.prompts.requests`); SM settings need ``captions``."""

@@ -170,3 +170,38 @@ def parse_answer(text: str, item: Any) -> dict[str, Any]:
         out["letter_lenient"], out["parse_lenient"] = lenient, rule
     out["category_lenient"] = cat_l
     return out
+
+
+# -- the scripted stand-in's replies (the inverse of the reading above) --------------------------------------
+#: the scripted chance of a right answer per setting, in the paper's order (LM < SM < VLM; CoT helps a little)
+SCRIPTED_ACCURACY = {**{s: p for s, p in (("lm", 0.45), ("sm", 0.55), ("sm_ext", 0.6), ("vlm", 0.7),
+                                          ("sm_cot", 0.6), ("vlm_cot", 0.75))},
+                     **{f"{s}_ff": p for s, p in (("lm", 0.45), ("sm", 0.55), ("sm_ext", 0.6), ("vlm", 0.7),
+                                                  ("sm_cot", 0.6), ("vlm_cot", 0.75))}}
+#: its errors: the three distractor kinds of Fig. 4, and a refusal the official rule counts wrong
+SCRIPTED_ERRORS = ("FS", "SU", "NE", "refusal")
+
+
+def scripted_reply(request: Request, s: Any) -> str:
+    """A scripted stand-in's reply (:meth:`Benchmark.scripted_reply`): a caption for the SM caption turn; else the
+    letter (MCQ), the "The speaker wants ..." sentence (free-form) or, with CoT, reasoning then ``answer2``, of the
+    right option or of the distractor ``s.outcome`` (FS, SU, NE); a refusal for ``refusal``."""
+    from vlamb_nb.benchmarks.vague.prompts import CAPTION_PROMPT, SETTINGS, setting_spec
+
+    if not request.options and CAPTION_PROMPT in request.prompt_text:
+        return str(s.item.get("caption") or "A scene with several people.")
+    spec = setting_spec(s.setting) if s.setting in SETTINGS else None
+    if s.outcome == "refusal":
+        return "I cannot tell which one the speaker means."
+    category = "correct" if s.right else s.outcome
+    ordering = list(s.item.get("ordering") or LETTERS)
+    options = s.item.get("options") or {}
+    if spec is not None and spec.free_form:
+        answer = str(options.get(category) or "")
+    else:
+        answer = ordering[CATEGORIES.index(category)]
+    if spec is not None and spec.cot:
+        return f"answer1 (reasoning): Let's think step by step. The scene shows who is addressed.\n" \
+               f"answer2 (intention): {answer}"
+    return answer
+
