@@ -120,3 +120,28 @@ def test_a_cell_compared_twice_is_never_dropped_from_the_wide_view(monkeypatch):
     D.show(cmp)
     frames = [o for o in shown if isinstance(o, pd.DataFrame)]
     assert len(frames) == 1 and len(frames[0]) == 4 and set(frames[0]["setting"]) == {"direct", "cot"}
+
+
+def test_a_paper_row_beside_another_models_numbers_is_never_a_match():
+    """Ours from a stand-in (or a generated sample) beside the paper's row: shown, labelled with our model, and no
+    cell counted as matched, even where the numbers happen to agree."""
+    from vlamb_nb import reference
+
+    ours = pd.DataFrame({"table": ["Table 2a"], "row": ["Qwen2.5-VL-7B-Instruct"], "column": ["Overall Acc_p"],
+                         "value": [60.47], "ci_low": [50.0], "ci_high": [70.0]})
+    paper_value = reference.load("mucar", "Table 2a")
+    assert not paper_value.empty
+    why = reference.not_comparable("scripted stand-in (seed 0)", paper_model="Qwen2.5-VL-7B-Instruct")
+    assert why.startswith("not the same model")
+    assert reference.not_comparable("Qwen/Qwen2.5-VL-7B-Instruct") is None
+    assert reference.not_comparable("replay:run.jsonl") is None  # a real model's recorded answers
+    sample = pd.DataFrame({"x": range(16)})
+    sample.attrs["data"] = {"kind": "sample", "n_items": 16}
+    assert reference.not_comparable(None, sample) == "not comparable: generated sample, n = 16"
+    cmp = reference.compare(ours, "mucar", table="Table 2a", model="scripted stand-in (seed 0)", why_not=why)
+    assert cmp["match"].isna().all() and (cmp["model"] == "scripted stand-in (seed 0)").all()
+    assert cmp["flag"].str.startswith("not the same model").all()
+    heading = D.comparison_heading("Table 2a", cmp)
+    assert "no cell is counted as a match" in heading and "scripted stand-in (seed 0)" in heading
+    same = reference.compare(ours, "mucar", table="Table 2a", model="Qwen/Qwen2.5-VL-7B-Instruct")
+    assert "published cells matched" in D.comparison_heading("Table 2a", same)

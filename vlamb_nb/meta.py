@@ -83,18 +83,36 @@ class RunMeta:
 
 
 def all_deviations(*groups: Iterable[Deviation | Mapping[str, Any]]) -> list[Deviation]:
-    """The deviations of every group, each listed once, in order.
+    """The deviations of every group, each listed once, in order: one line per thing that differs, however often
+    and in whichever spelling it is said (the first's wording, with what the others add).
 
     A group is what a run carries: a scored frame's ``attrs["deviations"]`` (stored with every record by
     ``Benchmark.run``), a study's or a training run's list, a notebook's own (``NotebookConfig.all_deviations``
     puts those first). This is how every notebook gets the deviations it records and prints.
     """
     out: list[Deviation] = []
+    at: dict[str, int] = {}
     for group in groups:
         for d in map(Deviation.of, group):
-            if d not in out:
+            key = _meaning(d.what)
+            if key not in at:
+                at[key] = len(out)
                 out.append(d)
+                continue
+            # the same thing said twice (``max_new_tokens`` and ``max new tokens``; the notebook's model and the
+            # run's): one line, with what each adds
+            first = out[at[key]]
+            ours = first.ours if _meaning(d.ours) in _meaning(first.ours) else (
+                d.ours if _meaning(first.ours) in _meaning(d.ours) else f"{first.ours}; {d.ours}")
+            affects = first.affects if d.affects in ("", first.affects) or first.affects == "all" else (
+                d.affects if d.affects == "all" or not first.affects else f"{first.affects}, {d.affects}")
+            out[at[key]] = Deviation(first.what, first.paper, ours, affects)
     return out
+
+
+def _meaning(text: str) -> str:
+    """A deviation's words as compared: case, underscores and spacing left out."""
+    return " ".join(str(text).replace("_", " ").lower().split())
 
 
 def deviation_lines(deviations: Iterable[Deviation | Mapping[str, Any]]) -> list[str]:

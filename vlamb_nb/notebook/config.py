@@ -189,6 +189,16 @@ class NotebookConfig:
         quant = self.quantization if parsed.weights_local else None
         return load_model(parsed, quantization=quant, **kwargs)
 
+    def answering(self, bench: Any, items: Any, model: Any = None) -> Any:
+        """The model this notebook's evaluation runs: under the offline profile the paper's scripted stand-in for
+        ``items`` (:meth:`~vlamb_nb.benchmarks.base.Benchmark.scripted_stand_in`: not a model; answers written
+        from the gold, right at a stated chance, so every table, interval and test has something to show), seeded
+        by the tiny checkpoints' seed so ``--tiny-seed`` gives another; otherwise ``model`` (this notebook's,
+        loaded when not given)."""
+        if self.offline:
+            return bench.scripted_stand_in(items, seed=tiny_seed())
+        return model if model is not None else self.load_model()
+
     def save_figure(self, fig: Any, name: str, *, model_output: bool = False, sample_data: bool = False,
                     data: Any = None) -> None:
         """Save a figure of this paper. ``model_output``: drawn from this run's model answers, so under the
@@ -231,6 +241,24 @@ class NotebookConfig:
                 r["data"] = ident
             out.append(r)
         record("headline", out)
+        _show_card(out)
+
+
+def _show_card(rows: list[dict[str, Any]]) -> None:
+    """The rows just recorded for the report card, as the card shows them (ours with its interval, the rank among
+    the published models), so the card cell shows what it recorded; the deviations behind them are the
+    notebook's, printed once where they are recorded."""
+    from vlamb_nb.notebook.display import show
+    from vlamb_nb.notebook.results import jsonable
+    from vlamb_nb.report_card import Card, data_rule
+    from vlamb_nb.stats.ranking import from_dict
+
+    if not rows:
+        return
+    heads = [data_rule(from_dict(jsonable(r))) for r in rows]
+    card = Card(model=heads[0].model, profile=heads[0].profile, headlines=heads, papers={heads[0].paper: "ok"})
+    frame = card.frame().drop(columns=["profile"])
+    show(frame, title=f"Report card rows: {card.model} ({card.profile} profile)")
 
 
 def parse_settings(given: Any) -> list[str]:
@@ -277,8 +305,8 @@ def setup(paper: str, *, profile: str | None = None, model: Any = None, base_url
     if spec is not None and not spec.weights_local:
         cfg.quantization = None  # served or replayed: the weights are not loaded here
     if prof == "offline":
-        cfg.add_deviation("model", "the paper's models", f"{_model_name(model)} (offline profile: a stand-in whose "
-                          "answers demonstrate the pipeline and measure nothing)")
+        cfg.add_deviation("model", "the paper's models", f"{_model_name(model)} (offline profile: a stand-in that "
+                          "shows the model path and measures nothing)")
     if cfg.quantization:
         cfg.add_deviation(*astuple(quantization_deviation(cfg.quantization)))
     return cfg

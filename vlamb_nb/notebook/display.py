@@ -208,6 +208,25 @@ def wide_comparison(df: Any):
     return wide
 
 
+def _not_compared(part: Any) -> bool:
+    return "match" in part.columns and bool(part["match"].isna().all()) and bool(part["paper"].notna().any())
+
+
+def comparison_heading(table: str, part: Any) -> str:
+    """The line over one table's paper-vs-ours rows: whose numbers "ours" are, and how many published cells
+    matched, counting only cells that can be compared (the same model on the paper's data)."""
+    models = sorted({str(m) for m in part["model"].dropna()}) if "model" in part.columns else []
+    whose = f"ours ({', '.join(models)})" if models else "ours"
+    if _not_compared(part):
+        flags = [str(f).split(";")[0] for f in part.get("flag", []) if str(f)]
+        why = max(set(flags), key=flags.count) if flags else "not comparable"
+        return f"*{table}*: {whose} beside the paper's printed row — {why}; no cell is counted as a match"
+    n_match = int(part["match"].fillna(False).astype(bool).sum()) if "match" in part.columns else None
+    known = int((part["paper"].notna() & part["match"].notna()).sum()) if "match" in part.columns else 0
+    note = f" — {n_match} of {known} published cells matched" if n_match is not None and known else ""
+    return f"*{table}*: {whose} (paper){note}"
+
+
 def show(df: Any, *, title: str | None = None, wide: bool | None = None, published: bool = False) -> None:
     """Display ``df`` readably (and return None). Paper-vs-ours frames are shown wide, one block per table, with
     "ours (paper)" cells; ``wide=False`` keeps them long; ``published``: a paper's own numbers, decimals kept.
@@ -230,10 +249,10 @@ def show(df: Any, *, title: str | None = None, wide: bool | None = None, publish
         return
     if is_comparison(df) and wide is not False and len(df):
         for table, part in df.groupby("table", sort=False):
-            n_match = int(part["match"].fillna(False).astype(bool).sum()) if "match" in part.columns else None
-            known = int(part["paper"].notna().sum())
-            note = f" — {n_match} of {known} published cells matched" if n_match is not None and known else ""
-            display(Markdown(f"*{table}*: ours (paper){note}"))
+            display(Markdown(comparison_heading(table, part)))
+            if "model" in part.columns and _not_compared(part):  # another model or data: long, each row says why
+                display(readable(part.drop(columns=[c for c in ("diff", "match", "paper_in_ci") if c in part])))
+                continue
             # a cell compared more than once (e.g. per setting) cannot be one grid cell: keep those rows long
             display(readable(part) if part.duplicated(["row", "column"]).any() else wide_comparison(part))
         return

@@ -102,12 +102,43 @@ def table_wide(paper: str, table: str):
     return wide.loc[order_r, order_c]
 
 
+def not_comparable(model: Any = None, data: Any = None, *, paper_model: str | None = None) -> str | None:
+    """Why a run's numbers cannot be held against the paper's printed row, in the words every view uses, or None
+    when they can: a generated sample ("not comparable: generated sample, n = 16") or a stand-in that is not the
+    paper's model ("not the same model: ..."). ``model``: the run's model (an id, a spec or a loaded model);
+    ``data``: its data identity or tagged items; ``paper_model``: the paper's row it would be set beside."""
+    ident = getattr(data, "attrs", {}).get("data") if hasattr(data, "attrs") else data
+    if hasattr(ident, "to_dict"):
+        ident = ident.to_dict()
+    if isinstance(ident, dict) and ident.get("kind") == "sample":
+        n = ident.get("n_loaded") or ident.get("n_items") or (len(data) if hasattr(data, "__len__") and
+                                                              not isinstance(data, dict) else None)
+        return "not comparable: generated sample" + (f", n = {n}" if n is not None else "")
+    if model is not None:
+        from vlamb_nb.models.base import Backend
+        from vlamb_nb.models.spec import ModelSpec
+
+        info = getattr(model, "info", None)
+        name = str(getattr(info, "model_id", model))
+        spec = getattr(model, "spec", None) or (ModelSpec.parse(name) if name.strip() else None)
+        # a replay answers with a real model's recorded outputs (that model's numbers): only tiny checkpoints and
+        # scripted stand-ins are no model
+        if getattr(info, "backend", None) is Backend.SCRIPTED or (spec is not None
+                                                                  and spec.kind in ("tiny", "scripted")):
+            return f"not the same model: {name} is a stand-in" + (f", the paper's row is {paper_model}"
+                                                                   if paper_model else "")
+    return None
+
+
 def compare(ours, paper: str, *, table: str | None = None, tol: float = 0.05,
-            file: str | os.PathLike | None = None):
+            file: str | os.PathLike | None = None, model: str | None = None, why_not: str | None = None):
     """Side by side: ours vs published, difference, match within ``tol``, CI coverage, known flags.
 
     ``ours`` is a DataFrame with ``table, row, column, value`` and optional ``ci_low, ci_high``; ``file``: the
-    paper's own ``reference.csv`` (a paper registered from elsewhere), as :func:`load`.
+    paper's own ``reference.csv`` (a paper registered from elsewhere), as :func:`load`. ``model``: what produced
+    ours, kept in a ``model`` column beside the paper's row, so a row is never read as the paper's model's score;
+    ``why_not`` (:func:`not_comparable`): ours cannot be held against the paper's row (a generated sample, another
+    model), so nothing is matched or counted, and every row says why.
     """
     import pandas as pd
 
@@ -134,8 +165,17 @@ def compare(ours, paper: str, *, table: str | None = None, tol: float = 0.05,
     out["diff"] = out["diff"].round(3)
     out["flag"] = out["flag"].fillna("")
     out.loc[out["paper"].isna(), "flag"] = "not in the paper"
+    if why_not:  # a number of another model or another data: shown for orientation, never a match
+        out["match"] = pd.Series(pd.NA, index=out.index, dtype="boolean")
+        if "paper_in_ci" in out.columns:
+            out["paper_in_ci"] = pd.Series(pd.NA, index=out.index, dtype="boolean")
+        out["diff"] = float("nan")
+        out["flag"] = [why_not if not f else f"{why_not}; {f}" for f in out["flag"]]
     cols = ["table", "row", "column", "paper", "ours", "diff", "match"]
     cols += [c for c in ("ci_low", "ci_high", "paper_in_ci") if c in out.columns]
+    if model is not None:
+        out["model"] = str(model)
+        cols.insert(2, "model")
     return out[cols + ["flag"]].reset_index(drop=True)
 
 

@@ -40,11 +40,12 @@ def example_record_path() -> Path | None:
     return p if p is not None and p.is_file() else None
 
 
-def example_prompts(path: str | os.PathLike | None, wording: str = "paper") -> dict[str, str]:
-    """Exact text-only prompts (LM, SM with the record's caption, and free-form) for one released record."""
-    if path is None:
+def example_prompts(path: str | os.PathLike | None, wording: str = "paper", *, items: Any = None) -> dict[str, str]:
+    """Exact text-only prompts (LM, SM with the record's caption, and free-form) for one released record, or,
+    with no record (``path`` None), for the first of ``items``."""
+    if path is None and items is None:
         return {}
-    items = BENCHMARK.load(path)
+    items = BENCHMARK.load(path) if path is not None else items
     out = {}
     for s in ("lm", "sm", "lm_ff", "sm_ff", "sm_cot"):
         out[s] = BENCHMARK.requests(items.iloc[:1], s, captions="dataset", wording=wording)[0].prompt_text
@@ -135,24 +136,57 @@ def paired_tests(scored, *, n_resamples: int = 2000, seed: int = 0):
             mc = mcnemar(xa, xb)
             rows.append({"model": model, "a": a, "b": b, "n": len(common), "diff_pts": 100 * pb.estimate,
                          "ci_low": 100 * pb.ci_low, "ci_high": 100 * pb.ci_high, "p_bootstrap": pb.p,
-                         "p_mcnemar": mc.p, "test": mc.method})
+                         "p_mcnemar": mc.p, "only_a": int(((xa == 1) & (xb == 0)).sum()),
+                         "only_b": int(((xa == 0) & (xb == 1)).sum()), "test": mc.method})
     df = pd.DataFrame(rows, columns=["model", "a", "b", "n", "diff_pts", "ci_low", "ci_high", "p_bootstrap",
-                                     "p_mcnemar", "test"])
+                                     "p_mcnemar", "only_a", "only_b", "test"])
     if len(df):
         # paired 0/1 outcomes: McNemar (exact with few discordant items) is the reported p, not the bootstrap's
         df["p_holm"] = holm(df["p_mcnemar"].fillna(1.0).to_numpy())
     return df
 
 
-def paper_vs_ours(breakdown, model_id: str):
-    """Paper vs ours for the evaluated model (matched by its hub id to the paper's row names)."""
+def paper_vs_ours(breakdown, model_id: str, *, model: Any = None, data: Any = None):
+    """Paper vs ours for the evaluated model, matched by its hub id to the paper's row names: empty for a model the
+    paper did not run; on a generated sample (``data``) shown but never matched
+    (:func:`vlamb_nb.reference.not_comparable`)."""
+    import pandas as pd
+
     from vlamb_nb import reference
 
     name = vague_audit.paper_name(model_id)
+    if name not in vague_audit.PAPER_NAMES.values() and name not in vague_audit.models():
+        return pd.DataFrame()  # a model the paper did not run: no row of its to set ours beside
     cells = vague_audit.ours_vs_paper(breakdown, name)
     if cells.empty:
         return cells
-    return reference.compare(cells, "vague")
+    return reference.compare(cells, "vague", model=model_id,
+                             why_not=reference.not_comparable(model if model is not None else model_id, data,
+                                                              paper_model=name))
+
+
+def paper_vs_ours_finding(comparison, model_id: str, *, model: Any = None, data: Any = None) -> Any:
+    """What the paper-vs-ours table can say: the cells within rounding of the paper's and inside our interval; or
+    why there is nothing to set beside the paper (another model, a generated sample)."""
+    from vlamb_nb import reference
+    from vlamb_nb.findings import Finding, not_shown, plural
+
+    if comparison is None or not len(comparison):
+        why = reference.not_comparable(model if model is not None else model_id, data)
+        return not_shown(f"{model_id} beside the paper's printed rows",
+                         f"one of the paper's models ({', '.join(list(vague_audit.PAPER_NAMES)[:2])}, ...)"
+                         + (f"; this run: {why}" if why else f"; {model_id} is not among them"),
+                         would="each published cell of that model beside ours, with our interval")
+    if comparison["match"].isna().all():
+        return Finding(f"{model_id} is shown beside the paper's row but not compared: {comparison['flag'].iloc[0]}.",
+                       None, n=len(comparison))
+    inside = comparison.get("paper_in_ci")
+    k = int(inside.fillna(False).astype(bool).sum()) if inside is not None else 0
+    known = int(inside.notna().sum()) if inside is not None else 0
+    m = int(comparison["match"].fillna(False).astype(bool).sum())
+    return Finding(f"{m} of {plural(len(comparison), 'published cell')} equal ours within rounding; the paper's "
+                   f"value lies inside our 95% interval in {k} of {known}.", k == known and known > 0,
+                   value=float(k), n=known)
 
 
 def score_predictions(path: str | os.PathLike, items, *, setting: str | None = None,
@@ -413,3 +447,74 @@ def ocr_check(model, folder: str | os.PathLike | None = None, *, max_new_tokens:
                      "names_expected": bool(re.search(rf"\b{colour}\b", answer, re.I)),
                      "error": error if isinstance(error, str) else None})
     return pd.DataFrame(rows)
+
+
+# -- what the sections conclude, computed from their numbers (vlamb_nb.findings) -------------------------------
+#: the paper's claims about settings, as (a, b, direction of a against b): visual context helps (§5.1)
+CLAIMS = (("vlm", "lm", "higher"), ("sm", "lm", "higher"))
+
+
+def recomputed_finding(comparison) -> Any:
+    """What the paper-vs-recomputed table shows: how many printed accuracies do not follow from the paper's own
+    counts (Correct / N)."""
+    from vlamb_nb.findings import Finding, plural
+
+    bad = comparison[~comparison["match"].fillna(False).astype(bool)]
+    cells = ", ".join(f"{r['table']} {r['row']} {r['column']} (printed {r['paper']:g}, counts give {r['ours']:.1f})"
+                      for _, r in bad.iterrows())
+    text = (f"{len(comparison) - len(bad)} of {plural(len(comparison), 'printed accuracy', 'printed accuracies')} "
+            f"follow from the paper's own counts (Correct / N, half-up to one decimal)"
+            + (f"; {len(bad)} do not: {cells}." if len(bad) else "; all do."))
+    return Finding(text, not len(bad), value=float(len(bad)), n=len(comparison))
+
+
+def audit_finding(summary: dict[str, Any]) -> Any:
+    """The audit's outcome in one sentence, by table."""
+    from vlamb_nb.findings import Finding, plural
+
+    by = summary.get("by_table") or {}
+    where = "; ".join(f"{t}: {n}" for t, n in by.items())
+    k, n = int(summary.get("mismatches", 0)), int(summary.get("checked", 0))
+    return Finding(f"{plural(n, 'published cell')} checked against the paper's own counts and arithmetic: "
+                   f"{k} do not follow" + (f" ({where}); each is listed below" if k else "") + ".", k == 0,
+                   value=float(k), n=n)
+
+
+def setting_findings(paired, model: str) -> list[Any]:
+    """The paper's claims about settings (:data:`CLAIMS`), each held against this run's paired test."""
+    from vlamb_nb.findings import difference, not_shown
+
+    out = []
+    for a, b, direction in CLAIMS:
+        row = paired[(paired["model"] == model) & (paired["a"] == a) & (paired["b"] == b)] if len(paired) else paired
+        if not len(row):
+            out.append(not_shown(f"{a.upper()} against {b.upper()}", "both settings run on the same items",
+                                 "settings=all"))
+            continue
+        r = row.iloc[0]
+        out.append(difference(f"{a.upper()}", f"{b.upper()}", r["diff_pts"], r["ci_low"], r["ci_high"],
+                              what=f"accuracy ({model})", p=r["p_mcnemar"], method="paired bootstrap; McNemar p",
+                              n=int(r["n"]), discordant=(int(r["only_a"]), int(r["only_b"])), claim=direction))
+    return out
+
+
+def interval_method(breakdown) -> str:
+    """How this table's intervals were drawn, read from the table itself (its ``ci_unit``)."""
+    units = sorted({str(u) for u in breakdown.get("ci_unit", []) if str(u) and str(u) != "nan"})
+    return ", ".join(units) if units else "no interval"
+
+
+def example_finding(sources: dict[str, tuple[Any, str]]) -> Any:
+    """Whether the one real record (the README example) stands beside the loaded items in Table B1, or why not."""
+    from vlamb_nb.findings import Finding, not_shown
+
+    shown = [label for label in sources if is_example_source(label)]
+    if shown:
+        return Finding(f"Table B1 sets the real README example record ({shown[0]}) beside the loaded items: real "
+                       "VAGUE text, but one record, so its 'averages' are its own counts.", True)
+    if any(label == "released data" for label in sources):
+        return Finding("Table B1 is computed on the released data.", True)
+    return not_shown("real VAGUE text beside the generated sample", "the README example record "
+                     "(example_record.json beside the checkout, or the fetched release)", "vlamb-nb data fetch vague",
+                     would="Table B1 on real records beside the paper's")
+
