@@ -85,13 +85,17 @@ def test_the_card_names_every_paper_and_says_when_it_is_a_demo(tmp_path):
                            "refadv": "not run: not run: needs weights", "racquet": "not run"}
     text = rc.markdown(card)
     assert text.startswith("# Report card: tiny:qwen2_5_vl — PIPELINE DEMO")
-    assert "| vague | – | accuracy | VCR VLM | 50.0 [40.0, 60.0] | 100 items | 1 [1–2] of 2 | x 45.0 | unknown | offline | 1 |" in text
+    # a stand-in's row is never ranked among the paper's models, whatever its number
+    assert ("| vague | – | accuracy | VCR VLM | 50.0 [40.0, 60.0] | 100 items | – (not ranked: a stand-in, not a "
+            "model) | x 45.0 | unknown | offline | 1 |") in text
     assert "1. model: stand-in" in text and "**failed: SettingError: boom**" in text
     rc.save(card, directory=tmp_path)
     assert (tmp_path / "card" / "demo" / "report_card.png").is_file()
     assert not (tmp_path / "card" / "report_card.png").exists()
-    real = rc.build({"vague": {"ok": True, "results": {"headline": [dict(head.to_dict(), profile="paper")]}}})
-    assert rc.markdown(real).startswith("# Report card: tiny:qwen2_5_vl (paper profile)")
+    real = rc.build({"vague": {"ok": True, "results": {"headline": [dict(head.to_dict(), profile="paper",
+                                                                          model="acme/vlm")]}}})
+    assert rc.markdown(real).startswith("# Report card: acme/vlm (paper profile)")
+    assert "| 1 [1–2] of 2 |" in rc.markdown(real)
 
 
 @pytest.mark.shared

@@ -71,3 +71,26 @@ def test_one_deviation_is_listed_once_whatever_its_spelling():
     assert [d.what for d in devs] == ["max_new_tokens", "model"]
     assert devs[0].ours == "8 (offline profile)"
     assert devs[1].ours == "scripted stand-in: not a model; tiny:qwen2_5_vl (offline profile)"
+
+
+@pytest.mark.parametrize("setting", ["direct", "cot", "fixed"])
+def test_refadv_recovers_the_scripted_hit_rate_and_each_failure_mode_reads_as_the_official_parser_says(tmp_path,
+                                                                                                        setting):
+    bench, items = _items("refadv", tmp_path, 60)
+    run = bench.evaluate(bench.scripted_stand_in(items, seed=0), items, setting, progress=False)
+    value, lo, hi, target = _recovered(bench, run, setting)
+    assert 0 < value < 100 and lo <= target <= hi, (value, lo, hi, target)
+    hit = run["iou"] >= 0.5
+    # a repaired answer: no box first, the hit after the official repair turn
+    assert (run["retry_used"] & hit).any()
+    # a near miss: a box that overlaps the target, under the threshold
+    assert ((run["iou"] > 0.05) & ~hit).any()
+    # no box even after the repair turn: the official parse error, counted wrong
+    assert ((run["parse_error"] == "no_bbox_found") & ~hit).any()
+
+
+def test_refadv_deletion_prompts_get_descriptors_and_a_rewrite(tmp_path):
+    bench, items = _items("refadv", tmp_path, 6)
+    out = bench.delete_descriptors(items, bench.scripted_stand_in(items), progress=False)
+    assert out["deletion_ok"].all()
+    assert (out["deleted_expression"] != out["expression"]).all()

@@ -31,20 +31,28 @@ class Finding:
     ci_high: float | None = None
     n: int | None = None
     method: str | None = None
+    #: False: what the finding is about is not in this run (its text names what is missing)
+    shown: bool = True
+
+    @property
+    def mark(self) -> str:
+        """The word a reader sees first: what this sentence is."""
+        if not self.shown:
+            return "Not shown here"
+        return {True: "Shown", False: "Not borne out", None: "Cannot tell from this run"}[self.holds]
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": KIND, **asdict(self)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Finding:
-        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
     def __str__(self) -> str:
         return self.text
 
     def _repr_markdown_(self) -> str:
-        mark = {True: "Shown", False: "Not borne out", None: "Not shown here"}[self.holds]
-        return f"**{mark}.** {self.text}"
+        return f"**{self.mark}.** {self.text}"
 
 
 def is_finding(value: Any) -> bool:
@@ -95,13 +103,13 @@ def value_text(value: Any, low: Any = None, high: Any = None, *, unit: str = "",
 def not_shown(what: str, missing: str, command: str | None = None, would: str | None = None) -> Finding:
     """What a section cannot show in this run, why, the command that brings what is missing and what it would
     show."""
-    text = f"Not shown here: {what} needs {missing}"
+    text = f"{what[:1].upper()}{what[1:]} needs {missing}"
     if command:
         text += f" (`{command}`)"
     text += "."
     if would:
         text += f" With it, this section shows {would}."
-    return Finding(text, None)
+    return Finding(text, None, shown=False)
 
 
 def difference(a: str, b: str, diff: Any, low: Any, high: Any, *, what: str = "accuracy", unit: str = " points",
@@ -163,7 +171,10 @@ def within(ours: Any, low: Any, high: Any, target: Any, *, what: str, target_nam
 def join(findings: Sequence[Finding]) -> Finding:
     """Several findings as one paragraph (holds when all that can be told hold)."""
     told = [f.holds for f in findings if f.holds is not None]
-    return Finding(" ".join(f.text for f in findings), (all(told) if told else None))
+    if len(findings) > 1:  # each part keeps its own mark
+        return Finding(" ".join(f"{f.mark}: {f.text}" for f in findings), all(told) if told else None,
+                       shown=any(f.shown for f in findings))
+    return findings[0] if findings else Finding("Nothing to say.", None)
 
 
 def _f(v: Any) -> float | None:

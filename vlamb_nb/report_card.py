@@ -143,11 +143,20 @@ def one_paper(rows: Sequence[Headline], *, subtitle: str = "") -> Card:
                 papers={p: ("ok" if p in ran else "not run") for p in list_benchmarks()}, subtitle=subtitle)
 
 
+#: a scripted stand-in's model id starts with this (vlamb_nb.benchmarks.base.SCRIPTED_NAME)
+SCRIPTED_PREFIX = "scripted stand-in"
+
+
 def data_rule(h: Headline) -> Headline:
-    """A row is ranked among the paper's models only on the paper's data: a generated sample is never ranked, and
+    """A row is ranked among the paper's models only for a model on the paper's data: a stand-in (the offline
+    profile's tiny checkpoint or scripted stand-in) and a generated sample are never ranked, and
     a rank on part of the release (``limit``, items the release leaves out) or on other files says so. What the
     data lacks — items left out and why, counts accepted with ``--allow-mismatch`` — goes with the row's
     deviations, so the card and ``report.md`` say it."""
+    if str(h.model or "").startswith(SCRIPTED_PREFIX) or h.profile == "offline":
+        # a stand-in's numbers say how the pipeline reads answers, not how good a model is: never ranked
+        h.rank = h.rank_low = h.rank_high = h.n_ranked = None
+        h.rank_basis = "not ranked: a stand-in, not a model"
     d = h.data
     if not d:
         return h

@@ -202,3 +202,17 @@ def findings_frame(findings: list[Finding] | list[dict[str, Any]]):
 
     rows = [f.to_dict() if isinstance(f, Finding) else dict(f) for f in findings]
     return pd.DataFrame(rows, columns=list(Finding.__dataclass_fields__))
+
+
+def audit_finding(findings: Any) -> Any:
+    """The audit's outcome in one sentence (:func:`findings_frame` rows: ``table``, ``ok``): how many printed cells
+    were checked against the paper's own numbers and how many do not follow, by table."""
+    from vlamb_nb.findings import Finding, plural
+
+    bad = findings[~findings["ok"].astype(bool)]
+    by = bad.groupby("table", sort=False).size()
+    where = "; ".join(f"{t}: {n}" for t, n in by.items())
+    return Finding(f"{plural(len(findings), 'printed cell')} checked against the paper's own numbers: {len(bad)} do "
+                   f"not follow" + (f" ({where}); each is listed below" if len(bad) else "") + ".", not len(bad),
+                   value=float(len(bad)), n=len(findings))
+

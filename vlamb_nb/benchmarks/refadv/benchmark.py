@@ -19,21 +19,11 @@ from dataclasses import replace
 from typing import Any
 
 import vlamb_nb.benchmarks.refadv.data as data
+import vlamb_nb.benchmarks.refadv.parse as P
 import vlamb_nb.benchmarks.refadv.prompts as prompts
 import vlamb_nb.benchmarks.refadv.score as S
 from vlamb_nb.benchmarks.base import ANSWER, Asked, Benchmark, RunContext, Turn
 from vlamb_nb.benchmarks.refadv.deletion import delete_descriptors
-from vlamb_nb.benchmarks.refadv.parse import (
-    BACKEND_FAILED,
-    GroundingStyle,
-    answers,
-    beside_items,
-    choose_style,
-    parse_answer,
-    style_deviations,
-    style_for,
-    unboxed,
-)
 from vlamb_nb.benchmarks.refadv.prompts import OFFICIAL_MAX_TOKENS, followup_text, repair_request, repair_tag
 from vlamb_nb.errors import SettingError
 from vlamb_nb.meta import Deviation
@@ -45,32 +35,34 @@ class RefAdv(Benchmark):
     paper = "Dong et al. 2026, Ref-Adv: Exploring MLLM Visual Reasoning in Referring Expression Tasks (ICLR)"
     settings = ("direct", "cot", "bow", "fixed", "deletion")
     default_setting = "direct"
-    failed_parse = BACKEND_FAILED  # the official runner: any backend exception is backend_error, no retry
+    failed_parse = P.BACKEND_FAILED  # the official runner: any backend exception is backend_error, no retry
 
     load = staticmethod(data.load_any)  # hub id (default), a parquet, the demo folder, or a RefCOCO folder
     make_sample = staticmethod(data.make_sample)
     data_stats = staticmethod(data.dataset_stats)
-    join_items = staticmethod(beside_items)  # each answer beside its item's columns (not the image)
-    parse = staticmethod(parse_answer)
+    join_items = staticmethod(P.beside_items)  # each answer beside its item's columns (not the image)
+    parse = staticmethod(P.parse_answer)
     score = staticmethod(S.score_ious)
     tables = staticmethod(S.tables)
     metrics = S.METRICS
     released_run = staticmethod(S.released_run)  # the official per-row files, as their scored rows
-    style_deviations = staticmethod(style_deviations)
+    style_deviations = staticmethod(P.style_deviations)
     delete_descriptors = staticmethod(delete_descriptors)  # Table 4's rewritten expressions
+    scripted_accuracy, scripted_right, scripted_errors = P.SCRIPTED_ACCURACY, P.SCRIPTED_RIGHT, P.SCRIPTED_ERRORS
+    scripted_reply = staticmethod(P.scripted_reply)  # the stand-in's official JSON: hit, near miss, repaired, ...
 
     def headline(self, runs: dict[str, Any], **options: Any) -> list[Any]:
         """The card's rows of every declared card metric (:func:`.score.headline`)."""
         return S.headline(runs, metrics=self.metrics, cells=self.reference, **options)
 
-    def requests(self, items, setting: str, *, style: str | GroundingStyle | None = None, model: ModelInfo | None = None,
+    def requests(self, items, setting: str, *, style: str | P.GroundingStyle | None = None, model: ModelInfo | None = None,
                  prompt_mode: str | None = None, seed: int = 0, max_new_tokens: int = OFFICIAL_MAX_TOKENS,
                  **kwargs: Any) -> list[Request]:
         """One request per item: prompt text first, then the image (as the official runner sends it)."""
         if kwargs:
             raise SettingError(f"unknown refadv request option(s): {', '.join(kwargs)}")
         self.check_setting(setting)
-        st = style_for(model, style)
+        st = P.style_for(model, style)
         return prompts.requests(items, setting, st, prompt_mode=prompt_mode, seed=seed, max_new_tokens=max_new_tokens)
 
     # -- a run: the answer, then the official repair turn where it has no box ----------------------------
@@ -78,7 +70,7 @@ class RefAdv(Benchmark):
         """The grounding style the run asks and reads with, resolved once: ``style=`` (a name or a style), else the
         one a stored run recorded, else the model's (its family, or its name when served or replayed)."""
         ctx = super().context(model, setting, options, stored=stored)
-        st, reason = choose_style(ctx.model, ctx.option("style") or (stored or {}).get("style"))
+        st, reason = P.choose_style(ctx.model, ctx.option("style") or (stored or {}).get("style"))
         repair_text = ctx.option("repair_text", "official")
         return replace(ctx, style=st, facts={
             "seed": ctx.option("seed", 0), "style": st.name, "box_format": st.box_format, "style_reason": reason,
@@ -107,7 +99,7 @@ class RefAdv(Benchmark):
             raise SettingError(f"unknown refadv run option(s): {', '.join(unknown)}")
 
         def ask_repair(items, previous: list[Asked]) -> list[Request]:
-            return [repair_request(req, text, repair_text) for req, text in unboxed(items, previous[0], st)]
+            return [repair_request(req, text, repair_text) for req, text in P.unboxed(items, previous[0], st)]
 
         first = Turn(ANSWER, lambda items, _: self.requests(
             items, setting, style=st, prompt_mode=ctx.option("prompt_mode"), seed=ctx.option("seed", 0),
@@ -121,14 +113,14 @@ class RefAdv(Benchmark):
         style the answer is read with."""
         first = asked[0].requests
         mode = (first[0].meta.get("prompt_mode") if first else None) or ctx.option("prompt_mode")
-        return answers(items, asked, ctx.style).assign(
+        return P.answers(items, asked, ctx.style).assign(
             model=ctx.model.model_id, prompt_id=mode or ("cot" if ctx.setting == "cot" else "direct"),
             setting=ctx.setting)
 
     def run_deviations(self, ctx: RunContext, items=None) -> list[Deviation]:
         """The setting's deviations and those of the grounding style, token budget and repair text it runs with."""
         return (super().run_deviations(ctx, items) + prompts.setting_deviations(ctx.model, ctx.setting)
-                + style_deviations(ctx.style, ctx.model, ctx.option("max_new_tokens", OFFICIAL_MAX_TOKENS),
+                + P.style_deviations(ctx.style, ctx.model, ctx.option("max_new_tokens", OFFICIAL_MAX_TOKENS),
                                    repair_text=ctx.option("repair_text", "official")))
 
     # -- read, score, report ----------------------------------------------------------------------------------

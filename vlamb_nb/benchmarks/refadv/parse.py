@@ -420,3 +420,66 @@ def beside_items(items, answered, id_column: str = "id"):
         item = idx.loc[str(gen["item_id"])]
         rows.append({c: item[c] for c in ITEM_COLUMNS if c != "image" and c in item.index} | gen)
     return pd.DataFrame(rows)
+
+
+# -- the scripted stand-in's replies (the inverse of the official parser) --------------------------------------
+#: the scripted chance of a box that hits (IoU >= 0.5) per setting, in the paper's order: CoT above direct on the
+#: full set (Table 6), word order and the expression itself matter (Tables 2 and 3: BoW below, "the one" far below)
+SCRIPTED_ACCURACY = {"direct": 0.55, "cot": 0.62, "bow": 0.45, "fixed": 0.15, "deletion": 0.5}
+#: right: the box hits at once, or only after the official repair turn (the first reply holds no box)
+SCRIPTED_RIGHT = ("right", "right", "repaired")
+#: the paper's failure modes: a box beside the target (IoU below 0.5), the wrong object, no box even after repair
+SCRIPTED_ERRORS = ("near_miss", "wrong_object", "unparseable")
+_STOP = {"the", "a", "an", "one", "box", "object", "of", "to", "from", "is", "not", "that", "which", "with", "in",
+         "on", "and", "number"}
+
+
+def _scripted_box(s: Any) -> list[float]:
+    """The box a scripted outcome answers with, in absolute pixels of the original image: the gold box nudged by at
+    most 4% of its size (a hit), shifted sideways by most of its width (a near miss, IoU well under 0.5), or a box of
+    the same size elsewhere in the image (the wrong object)."""
+    x1, y1, x2, y2 = (float(v) for v in s.item["gt_xyxy"])
+    w_img, h_img = float(s.item["width"]), float(s.item["height"])
+    bw, bh = x2 - x1, y2 - y1
+    if s.outcome == "near_miss":
+        dx = bw * (0.6 + 0.2 * s.u) * (1 if x2 + 0.8 * bw <= w_img else -1)
+        box = [x1 + dx, y1, x2 + dx, y2]
+    elif s.outcome == "wrong_object":
+        cx = w_img - (x1 + x2) / 2 if abs(w_img - (x1 + x2)) > bw else (x1 + x2) / 2 + (w_img / 2 if x1 < w_img / 2
+                                                                                      else -w_img / 2)
+        cy = h_img - (y1 + y2) / 2
+        box = [cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2]
+    else:
+        d = 0.04 * (2 * s.u - 1)
+        box = [x1 + d * bw, y1 - d * bh, x2 + d * bw, y2 - d * bh]
+    return [round(min(max(v, 0.0), lim), 1) for v, lim in zip(box, (w_img, h_img, w_img, h_img), strict=True)]
+
+
+def scripted_reply(request: Any, s: Any) -> str:
+    """A scripted stand-in's reply (:meth:`Benchmark.scripted_reply`) in the official JSON the official parser reads
+    (absolute pixels: the official grounding style a scripted model is read with): a hit, a near miss, the wrong
+    object, or no box; ``repaired`` answers without a box first and with the hit in the repair turn, ``unparseable``
+    never gives one. The descriptor-deletion prompts (Table 4) get descriptors and a rewrite."""
+    from vlamb_nb.benchmarks.refadv.prompts import EXTRACT_PROMPT, REWRITE_PROMPT
+
+    text = request.prompt_text
+    expression = str(s.item.get("expression") or "")
+    if text.startswith(EXTRACT_PROMPT.split("{", 1)[0][:40]):
+        words = [w.strip(",.") for w in expression.split() if w.strip(",.").lower() not in _STOP]
+        return json.dumps(words[:2])
+    if text.startswith(REWRITE_PROMPT.split("{", 1)[0][:40]):
+        gone = re.search(r'descriptor "([^"]*)"', text)
+        drop = gone.group(1) if gone else ""
+        return " ".join(w for w in expression.split() if w.strip(",.") != drop) or expression
+    depth = sum(1 for m in request.messages if m.get("role") == "assistant")
+    if s.outcome == "unparseable" or (s.outcome == "repaired" and depth == 0):
+        return "The object described is near the middle of the picture." if depth == 0 else "I cannot tell which one."
+    box = _scripted_box(s)
+    if depth > 0:
+        return "```json\n" + json.dumps({"bboxes": [box]}) + "\n```"
+    answer = "```json\n" + json.dumps([{"bbox_2d": box, "label": expression[:40]}]) + "\n```"
+    if "Think first" in text:
+        return ("Let me compare each candidate with the description: the attributes and the relation single out "
+                "one object.\n" + answer)
+    return answer
+

@@ -434,3 +434,71 @@ def example_headlines(*, run: str = EXAMPLE_RUN, workdir: Any = None, n_resample
         h.model, h.profile, h.deviations = model.info.model_id, "paper", devs
     return rows, (f"Ref-Adv: the released {run} run replayed through the run path on the {len(items)} {where}; "
                   "the other papers were not run")
+
+
+# -- what the sections conclude, computed from their numbers (vlamb_nb.findings) -------------------------------
+FETCH = "vlamb-nb data fetch refadv"
+
+
+def released_missing(what: str, would: str) -> Any:
+    """The line a section shows when the released per-row runs are not at hand."""
+    from vlamb_nb.findings import not_shown
+
+    return not_shown(what, "the 30 released per-row runs (or predictions=PATH)", FETCH, would=would)
+
+
+def official_finding(official: dict[str, Any]) -> Any:
+    """How many of the official table's printed Ref-Adv-s cells the released rows give back."""
+    from vlamb_nb.findings import Finding, plural
+
+    cmp = official["comparison"]
+    known = cmp[cmp["paper"].notna()]
+    m = int(known["match"].fillna(False).astype(bool).sum())
+    return Finding(f"The released per-row files of {plural(len(official['runs']), 'run')} give back {m} of "
+                   f"{plural(len(known), 'printed cell')} of the official Ref-Adv-s table within rounding.",
+                   m == len(known), value=float(m), n=len(known))
+
+
+def negation_finding(negation) -> Any:
+    """The paper says negation lowers accuracy; how many released runs score lower on negated expressions, raw and
+    within authorship (negation is confounded with human authorship on Ref-Adv-s)."""
+    from vlamb_nb.findings import count, join
+
+    if negation is None or not len(negation):
+        return released_missing("negation on Ref-Adv-s", "each run's accuracy with and without negation")
+    raw = count(int((negation["acc_neg"] < negation["acc_noneg"]).sum()), len(negation), "run",
+                "score lower on negated expressions", claim="negation lowers accuracy (Table 6, Neg < No-Neg)")
+    adj = negation[negation["gee_or_high"].notna()]
+    lower = int((adj["gee_or_high"] < 1).sum())
+    higher = int((adj["gee_or_low"] > 1).sum())
+    within = count(lower, len(adj), "run", f"show lower odds of a hit with negation once authorship is held fixed "
+                                          f"(GEE odds-ratio interval below 1; {higher} above 1, the rest include 1)")
+    return join([raw, within])
+
+
+def cot_finding(runs: dict[str, Any], model: str, bench: Any, *, n_resamples: int = 2000, seed: int = 0) -> Any:
+    """CoT against direct for one model on the same rows (the paper: CoT generally improves on Ref-Adv)."""
+    from vlamb_nb.findings import difference, not_shown
+
+    if "direct" not in runs or "cot" not in runs:
+        return not_shown("CoT against direct", "both settings run on the same rows", "settings=['direct', 'cot']")
+    pair = bench.compare_runs(runs["cot"], runs["direct"], n_resamples=n_resamples, seed=seed)
+    row = pair[(pair["metric"] == "Acc@0.5") & (pair["slice"] == "overall")].iloc[0]
+    return difference("CoT", "direct", row["diff"], row["ci_low"], row["ci_high"], what=f"Acc@0.5 ({model})",
+                      p=row.get("p"), method=f"paired, bootstrap over {row['ci_unit']}s; {row['test']}",
+                      n=int(row["n"]), n_of="row",
+                      discordant=(int(row["discordant_a_only"]), int(row["discordant_b_only"])), claim="higher")
+
+
+def failure_finding(failures) -> Any:
+    """Which failure dominates each run's misses."""
+    from vlamb_nb.findings import Finding
+
+    parts = []
+    for _, r in failures.iterrows():
+        misses = {"near misses (IoU 0.1-0.5)": r["near_miss"], "other misses": r["miss"],
+                  "parse failures": r["parse_failure"]}
+        top = max(misses, key=misses.get)
+        parts.append(f"{r['run']}: {r['hit']} hits, most misses are {top} ({misses[top]})")
+    return Finding("; ".join(parts) + ".", None if not parts else True, n=len(failures))
+

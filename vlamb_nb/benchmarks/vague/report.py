@@ -468,18 +468,6 @@ def recomputed_finding(comparison) -> Any:
     return Finding(text, not len(bad), value=float(len(bad)), n=len(comparison))
 
 
-def audit_finding(summary: dict[str, Any]) -> Any:
-    """The audit's outcome in one sentence, by table."""
-    from vlamb_nb.findings import Finding, plural
-
-    by = summary.get("by_table") or {}
-    where = "; ".join(f"{t}: {n}" for t, n in by.items())
-    k, n = int(summary.get("mismatches", 0)), int(summary.get("checked", 0))
-    return Finding(f"{plural(n, 'published cell')} checked against the paper's own counts and arithmetic: "
-                   f"{k} do not follow" + (f" ({where}); each is listed below" if k else "") + ".", k == 0,
-                   value=float(k), n=n)
-
-
 def setting_findings(paired, model: str) -> list[Any]:
     """The paper's claims about settings (:data:`CLAIMS`), each held against this run's paired test."""
     from vlamb_nb.findings import difference, not_shown

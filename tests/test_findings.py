@@ -1,0 +1,100 @@
+"""A conclusion is computed, never typed: each sentence a notebook states follows its numbers, and says the
+opposite, or that this run cannot tell, when they say so."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from vlamb_nb import findings as F
+
+
+def test_a_difference_says_its_direction_only_when_the_interval_excludes_zero():
+    up = F.difference("VLM", "LM", 12.0, 4.0, 20.0, p=0.003, n=40, discordant=(9, 2), claim="higher")
+    assert up.holds is True and "VLM is higher than LM" in up.text and "As the paper states" in up.text
+    assert "9 only VLM right, 2 only LM right" in up.text
+    down = F.difference("VLM", "LM", -12.0, -20.0, -4.0, claim="higher")
+    assert down.holds is False and "VLM is lower than LM" in down.text and "states the opposite" in down.text
+    flat = F.difference("VLM", "LM", 2.0, -3.0, 7.0, claim="higher")
+    assert flat.holds is None and "No detectable difference" in flat.text and "cannot tell" in flat.text
+    assert flat.mark == "Cannot tell from this run"
+
+
+def test_a_count_is_most_or_not_and_says_whether_the_papers_claim_is_borne_out():
+    c = F.count(1, 5, "run", "score lower on negated expressions", claim="negation lowers accuracy")
+    assert c.holds is False and c.text.startswith("1 of 5 runs") and "not borne out" in c.text
+    assert F.count(4, 5, "run", "score lower").holds is True
+    assert F.count(0, 0, "run", "x").holds is None
+
+
+def test_what_a_section_cannot_show_names_what_is_missing_and_the_command():
+    f = F.not_shown("the official table", "the released runs", "vlamb-nb data fetch refadv", would="each run's row")
+    assert not f.shown and f.mark == "Not shown here"
+    assert "`vlamb-nb data fetch refadv`" in f.text and "With it, this section shows each run's row." in f.text
+    assert F.Finding.from_dict(f.to_dict()) == f and F.is_finding(f.to_dict())
+
+
+def test_within_holds_the_target_against_the_interval():
+    assert F.within(64.5, 46.9, 78.9, 55.0, what="Acc@0.5", target_name="the chance scripted").holds is True
+    out = F.within(30.0, 20.0, 40.0, 55.0, what="Acc@0.5", target_name="the chance scripted")
+    assert out.holds is False and "outside" in out.text
+
+
+def test_plurals():
+    assert F.plural(8, "query") == "8 queries" and F.plural(1, "query") == "1 query"
+    assert F.plural(2, "box") == "2 boxes" and F.plural(3, "day") == "3 days" and F.plural(1142, "row") == "1,142 rows"
+
+
+def test_vagues_setting_claims_follow_its_paired_tests():
+    from vlamb_nb.benchmarks.vague import report
+
+    paired = pd.DataFrame({"model": "m", "a": ["vlm", "sm"], "b": ["lm", "lm"], "n": 24, "diff_pts": [30.0, 10.0],
+                           "ci_low": [10.0, -5.0], "ci_high": [50.0, 25.0], "p_mcnemar": [0.01, 0.3],
+                           "only_a": [9, 5], "only_b": [2, 3]})
+    vlm, sm = report.setting_findings(paired, "m")
+    assert vlm.holds is True and sm.holds is None
+    flipped = paired.assign(diff_pts=-paired["diff_pts"], ci_low=-paired["ci_high"], ci_high=-paired["ci_low"])
+    assert report.setting_findings(flipped, "m")[0].holds is False
+    missing = report.setting_findings(paired.iloc[:0], "m")[0]
+    assert not missing.shown
+
+
+def test_vagues_recomputed_cells_sentence_counts_the_table():
+    from vlamb_nb.benchmarks.vague import report
+
+    table = report.recomputed_vs_paper()
+    said = report.recomputed_finding(table)
+    bad = int((~table["match"].astype(bool)).sum())
+    assert f"; {bad} do not" in said.text
+    all_good = report.recomputed_finding(table.assign(match=True))
+    assert all_good.holds is True and "all do" in all_good.text
+
+
+def test_refadvs_negation_sentence_counts_the_runs_and_reverses_with_them():
+    from vlamb_nb.benchmarks.refadv import report
+
+    neg = pd.DataFrame({"acc_neg": [40.0, 55.0, 60.0], "acc_noneg": [45.0, 50.0, 52.0],
+                        "gee_or_low": [0.6, 1.1, 1.2], "gee_or_high": [0.9, 1.6, 1.9]})
+    said = report.negation_finding(neg)
+    assert "1 of 3 runs score lower on negated expressions" in said.text and said.holds is False
+    flipped = neg.assign(acc_neg=neg["acc_noneg"] - 5)
+    assert "3 of 3 runs score lower" in report.negation_finding(flipped).text
+    assert not report.negation_finding(None).shown
+
+
+def test_refadvs_failure_sentence_names_each_runs_dominant_failure():
+    from vlamb_nb.benchmarks.refadv import report
+
+    t = pd.DataFrame({"run": ["a"], "hit": [10], "near_miss": [2], "miss": [1], "parse_failure": [7]})
+    assert "most misses are parse failures (7)" in report.failure_finding(t).text
+    assert "near misses" in report.failure_finding(t.assign(near_miss=[9])).text
+
+
+def test_the_audit_sentence_counts_what_does_not_follow():
+    from vlamb_nb import reference
+
+    frame = pd.DataFrame({"table": ["T1", "T1", "T2"], "ok": [True, False, False]})
+    said = reference.audit_finding(frame)
+    assert said.text.startswith("3 printed cells checked") and "2 do not follow (T1: 1; T2: 1)" in said.text
+    assert reference.audit_finding(frame.assign(ok=True)).holds is True
+    assert np.isclose(said.value, 2.0)
