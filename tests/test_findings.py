@@ -98,3 +98,42 @@ def test_the_audit_sentence_counts_what_does_not_follow():
     assert said.text.startswith("3 printed cells checked") and "2 do not follow (T1: 1; T2: 1)" in said.text
     assert reference.audit_finding(frame.assign(ok=True)).holds is True
     assert np.isclose(said.value, 2.0)
+
+
+def _nb(*cells):
+    return {"cells": list(cells)}
+
+
+def _md(text):
+    return {"cell_type": "markdown", "source": text}
+
+
+def _code(*outputs):
+    return {"cell_type": "code", "source": "x", "metadata": {}, "outputs": list(outputs)}
+
+
+def test_a_section_whose_cells_print_nothing_is_a_reading_problem():
+    from vlamb_nb.notebook.results import RESULTS_MIME, reading_problems
+
+    said = {"output_type": "stream", "name": "stdout", "text": "data: released demo (31 items)\n"}
+    recorded_only = {"output_type": "display_data", "data": {RESULTS_MIME: {"x": 1}}}
+    good = _nb(_md("# T"), _md("## 1. Data"), _code(said), _md("## 2. Negation"), _code(said))
+    assert reading_problems(good) == []
+    silent = _nb(_md("## 1. Data"), _code(said), _md("### Negation: a reversal"), _code(recorded_only), _code())
+    assert reading_problems(silent) == ["section 'Negation: a reversal': 2 code cell(s), no output"]
+
+
+def test_a_frozen_progress_widget_and_a_stand_in_counted_as_a_match_are_reading_problems():
+    from vlamb_nb.notebook.results import RESULTS_MIME, reading_problems
+
+    widget = {"output_type": "display_data", "data": {"application/vnd.jupyter.widget-view+json": {},
+                                                      "text/plain": "Loading weights:   0%|          | 0/56"}}
+    rows = [{"table": "Table 2a", "row": "Qwen2.5-VL-7B-Instruct", "paper": 60.47, "ours": 0.0, "match": True,
+             "model": "scripted stand-in (seed 0)"}]
+    nb = _nb(_md("## P"), _code({"output_type": "stream", "text": "ok"}, widget,
+                                {"output_type": "display_data", "data": {RESULTS_MIME: {"paper_vs_ours": rows}}}))
+    found = reading_problems(nb)
+    assert any("progress widget saved at 0%" in p for p in found)
+    assert any("counted as matching the paper" in p for p in found)
+    rows[0]["match"] = None
+    assert not any("matching" in p for p in reading_problems(nb))

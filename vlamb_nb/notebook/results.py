@@ -104,3 +104,63 @@ def collect_figures(nb: dict[str, Any]) -> list[dict[str, Any]]:
         table = next((k for k, is_table in keys if is_table), keys[0][0] if keys else None)
         out.append({**payload, "cell": i, "table": table})
     return out
+
+
+#: what a reader sees of an output: text, a table, a figure, a rendered sentence (a recorded result is not seen)
+_VISIBLE = ("text/plain", "text/markdown", "text/html", "image/png", "image/svg+xml")
+#: model names that are stand-ins: a comparison row of theirs is never a match with the paper
+_STAND_INS = ("scripted stand-in", "tiny:")
+
+
+def reading_problems(nb: dict[str, Any]) -> list[str]:
+    """What a reader of an executed notebook would be misled by, one line each: a section (the cells under one
+    heading) whose code shows nothing, a progress widget saved in the state it started in (``0%``), a traceback,
+    and a recorded comparison that counts a stand-in's number as a match with the paper's."""
+    import re
+
+    out: list[str] = []
+    heading, code_cells, shown = "(before the first heading)", 0, False
+
+    def close() -> None:
+        if code_cells and not shown:
+            out.append(f"section {heading!r}: {code_cells} code cell(s), no output")
+
+    for cell in nb.get("cells", []):
+        src = "".join(cell.get("source") or "")
+        if cell.get("cell_type") == "markdown":
+            m = re.search(r"^(#{1,4})\s+(.+)$", src, flags=re.MULTILINE)
+            if m:
+                close()
+                heading, code_cells, shown = m.group(2).strip(), 0, False
+            continue
+        if "parameters" in (cell.get("metadata") or {}).get("tags", []) or "injected-parameters" in \
+                (cell.get("metadata") or {}).get("tags", []):
+            continue
+        code_cells += 1
+        for o in cell.get("outputs", []) or []:
+            kind = o.get("output_type")
+            if kind == "error":
+                out.append(f"section {heading!r}: {o.get('ename')}: {o.get('evalue')}")
+            text = "".join(o.get("text") or "") if kind == "stream" else ""
+            data = o.get("data") or {}
+            if "Traceback (most recent call last)" in text:
+                out.append(f"section {heading!r}: a traceback in its output")
+            if "application/vnd.jupyter.widget-view+json" in data:
+                plain = "".join(data.get("text/plain") or "")
+                if re.search(r"\b0%\|", plain):
+                    out.append(f"section {heading!r}: a progress widget saved at 0% ({plain.strip()[:60]})")
+                continue
+            if text.strip() or any(str(data.get(k) or "").strip() for k in _VISIBLE):
+                shown = True
+            if RESULTS_MIME in data:
+                payload = data[RESULTS_MIME]
+                payload = json.loads(payload) if isinstance(payload, str) else payload
+                for key, value in payload.items():
+                    rows = value if isinstance(value, list) else []
+                    bad = [r for r in rows if isinstance(r, dict) and r.get("match") is True
+                           and str(r.get("model") or "").startswith(_STAND_INS)]
+                    if bad:
+                        out.append(f"{key}: {len(bad)} row(s) of {bad[0]['model']} counted as matching the paper")
+    close()
+    return out
+
