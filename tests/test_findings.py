@@ -137,3 +137,25 @@ def test_a_frozen_progress_widget_and_a_stand_in_counted_as_a_match_are_reading_
     assert any("counted as matching the paper" in p for p in found)
     rows[0]["match"] = None
     assert not any("matching" in p for p in reading_problems(nb))
+
+
+def test_a_process_that_switches_progress_bars_off_gets_none_even_where_a_caller_asks(monkeypatch):
+    """``reproduce``'s kernels set TQDM_DISABLE: a bar asked for with enabled=True must still be off there (an
+    explicit disable=False overrode tqdm's own reading of the variable, and the widget was saved at 0%)."""
+    from vlamb_nb.progress import bar, wanted
+
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    assert not wanted(True) and bar(total=3, enabled=True).disable
+    monkeypatch.delenv("TQDM_DISABLE")
+    assert wanted(True) and not wanted(False)
+
+
+def test_the_saliency_comparison_says_when_answers_of_one_kind_leave_nothing_to_compare():
+    from vlamb_nb.saliency_study import comparison_finding
+
+    only_wrong = pd.DataFrame({"benchmark": ["refadv"], "method": ["attention"], "role": ["gold"], "n_correct": [0],
+                               "n_wrong": [3]})
+    said = comparison_finding(only_wrong)
+    assert not said.shown and "0 right, 3 wrong" in said.text
+    both = only_wrong.assign(n_correct=[5], n_wrong=[5], gap=[0.2], ci_low=[0.05], ci_high=[0.3], p=[0.01])
+    assert "higher than wrong ones" in comparison_finding(both).text

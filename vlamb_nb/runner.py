@@ -39,9 +39,9 @@ RESULT_COLUMNS = ["request_id", "key", "benchmark", "setting", "text", "error", 
 
 
 def _progress(total: int, enabled: bool, desc: str):
-    from tqdm.auto import tqdm
+    from vlamb_nb.progress import bar
 
-    return tqdm(total=total, disable=not enabled, desc=desc, unit="req")
+    return bar(total=total, enabled=enabled, desc=desc, unit="req")
 
 
 def _record(req: Request, key: str, gen: Generation, model: dict[str, Any], turn: str) -> dict[str, Any]:

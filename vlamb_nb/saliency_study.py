@@ -34,8 +34,7 @@ def explain_items(model: Any, requests: Sequence[Any], items: Any, *, benchmark:
     Returns ``(records DataFrame, {(request id, method): SaliencyMap})``. A request that fails
     (e.g. an unreadable image) is recorded in ``records.attrs["failures"]``, never dropped silently.
     """
-    from tqdm.auto import tqdm
-
+    from vlamb_nb.progress import bar as progress_bar
     from vlamb_nb.saliency.analysis import (
         _scale_boxes,
         records_frame,
@@ -59,7 +58,7 @@ def explain_items(model: Any, requests: Sequence[Any], items: Any, *, benchmark:
     records: list[dict[str, Any]] = []
     maps: dict[tuple[str, str], Any] = {}
     failures: list[dict[str, str]] = []
-    bar = tqdm(total=len(reqs) * len(methods), disable=not progress, desc="saliency", unit="map")
+    bar = progress_bar(total=len(reqs) * len(methods), enabled=progress, desc="saliency", unit="map")
     for req in reqs:
         item_id = req.item_id
         row = rows.get(item_id)
@@ -241,3 +240,29 @@ def one_patch_check(explainer: Any, *, size: tuple[int, int] = (100, 60), seed: 
     return {"family": explainer.family, "checks": "masking, gradient positions and token-to-cell geometry "
             "(not saliency faithfulness)", "segment": seg.name, "cell": [r, c], "mass_in_cell": smap.box_mass(cell),
             "peak_in_cell": bool(cell[0] <= px <= cell[2] and cell[1] <= py <= cell[3])}
+
+
+def comparison_finding(comparison: Any) -> Any:
+    """What the correct-versus-wrong table can say: for each benchmark whose answers hold both outcomes, whether the
+    mass in its target box differs between right and wrong answers; else why it cannot (every answer wrong, as a
+    random checkpoint's are)."""
+    from vlamb_nb.findings import Finding, difference, join, not_shown
+
+    if comparison is None or not len(comparison):
+        return not_shown("right against wrong answers", "a scored study on some benchmark", None)
+    out = []
+    for b, part in comparison.groupby("benchmark", sort=False):
+        both = part[(part["n_correct"] > 0) & (part["n_wrong"] > 0)] if "n_correct" in part else part.iloc[:0]
+        if not len(both) or "gap" not in both.columns:
+            n_c, n_w = int(part["n_correct"].max()), int(part["n_wrong"].max())
+            out.append(not_shown(f"{b}: saliency of right against wrong answers", f"answers of both kinds (here "
+                                 f"{n_c} right, {n_w} wrong)", "model=<a real model>",
+                                 would="whether right answers put more mass in the target box"))
+            continue
+        for _, r in both.iterrows():
+            out.append(difference(f"right answers ({b}, {r['method']})", "wrong ones", r["gap"], r.get("ci_low"),
+                                  r.get("ci_high"), what=f"mass in the {r['role']} box", unit="", p=r.get("p"),
+                                  method="two-sample bootstrap; permutation p",
+                                  n=int(r["n_correct"] + r["n_wrong"]), n_of="answer"))
+    return join(out) if out else Finding("Nothing to compare.", None)
+

@@ -966,7 +966,7 @@ def fetch(paper: str, *, from_path: str | os.PathLike | None = None, revision: S
 
 
 def _run(job: _Fetch, *, allow_mismatch: bool, accept_missing: bool, models: bool) -> dict[str, Any]:
-    from tqdm.auto import tqdm
+    from vlamb_nb.progress import bar
 
     rel, src = job.rel, job.src
     job.current = _current(rel.paper)
@@ -983,7 +983,7 @@ def _run(job: _Fetch, *, allow_mismatch: bool, accept_missing: bool, models: boo
     except ImportError:  # pragma: no cover - huggingface_hub ships with transformers
         disable_progress_bars = enable_progress_bars = lambda: None  # noqa: E731
     disable_progress_bars()  # one bar per paper: ours
-    job.bar = tqdm(total=0, desc=f"fetch {rel.paper}", unit="file", disable=not job.progress)
+    job.bar = bar(total=0, desc=f"fetch {rel.paper}", unit="file", enabled=job.progress)
     try:
         planned = job.plan()
         job.rev = RevisionFolder(rel.paper, revision_key(job.revisions))

@@ -181,14 +181,13 @@ def ground_rows(grounder: Grounder, rows, *, image_column: str = "image", text_c
                 key_column: str | None = None, loader: Callable[[Any], Any] | None = None,
                 progress: bool = True):
     """Ground each row's text in its image; adds ``response_box`` (xyxy or None) and ``ground_score``."""
-    from tqdm.auto import tqdm
-
     from vlamb_nb.images import load_image
+    from vlamb_nb.progress import bar
 
     load = loader or load_image
     boxes, scores = [], []
     cache: dict[Any, Any] = {}
-    for _, r in tqdm(list(rows.iterrows()), disable=not progress, desc=f"ground {grounder.name}"):
+    for _, r in bar(list(rows.iterrows()), enabled=progress, desc=f"ground {grounder.name}"):
         src = r[image_column]
         ck = src if isinstance(src, str) else id(src)
         if ck not in cache:

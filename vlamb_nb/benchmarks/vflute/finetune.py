@@ -321,9 +321,9 @@ def evaluate_loss(hf, examples: Sequence[Example], config: QLoRAConfig) -> float
 
 
 def _progress(total: int, initial: int, enabled: bool):
-    from tqdm.auto import tqdm
+    from vlamb_nb.progress import bar
 
-    return tqdm(total=total, initial=initial, desc="qlora", disable=not enabled, unit="step")
+    return bar(total=total, initial=initial, desc="qlora", enabled=enabled, unit="step")
 
 
 def _config_key(config: QLoRAConfig) -> dict[str, Any]:
