@@ -10,8 +10,8 @@ from __future__ import annotations
 
 #: name -> what it means (the README's table is this one)
 VOCABULARY: dict[str, str] = {
-    "profile": '"offline" (a tiny stand-in with short answers: a pipeline demo) or "paper"; None: offline '
-               "without a real model, else paper",
+    "profile": '"offline" (the tiny checkpoint\'s model path and the scripted stand-in: a pipeline demo) or '
+               '"paper"; None: offline without a real model, else paper',
     "model": "hub id, local checkpoint, tiny:FAMILY, replay:FILE or openai:MODEL; None: the offline stand-in",
     "base_url": "the OpenAI-compatible endpoint of an openai:MODEL (a vLLM server, an API); None: "
                 "$OPENAI_BASE_URL or the OpenAI API",
