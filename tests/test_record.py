@@ -321,8 +321,15 @@ def test_a_notebooks_card_reads_each_runs_record(tmp_path):
     assert rows({"vlm": rec}) == rows({"vlm": scored})
 
     data = json.loads(record_path(tmp_path / "s.jsonl").read_text())
-    for u in data["units"]["accuracy"]:  # every answer right, as the file now says
+    for u in data["units"]["accuracy"]:  # every answer right, as the units now say
         u["values"] = [1.0] * len(u["values"])
+    record_path(tmp_path / "s.jsonl").write_text(json.dumps(data))
+    with pytest.raises(DataError, match=r"s\.record\.json, field 'metrics\[0\]\.value': accuracy \(all\) is"):
+        bench.recorded({"vlm": scored})  # its own values say otherwise: refused, never a silent 100
+    for m in data["metrics"]:  # every part of the file says so
+        m.update(value=100.0, ci_low=100.0, ci_high=100.0)
+    for r in data["rows"]:
+        r["accuracy"] = 1.0 if r["accuracy"] is not None else None
     record_path(tmp_path / "s.jsonl").write_text(json.dumps(data))
     card = bench.headline(bench.recorded({"vlm": scored}), seed=3)
     assert {h.value for h in card} == {100.0} != {h.value for h in bench.headline({"vlm": scored}, seed=3)}
@@ -331,6 +338,23 @@ def test_a_notebooks_card_reads_each_runs_record(tmp_path):
     assert "record" in part.attrs and bench.recorded({"vlm": part})["vlm"] is part  # the record is the whole run's
     memory = bench.evaluate(F.model(), items, "vlm", progress=False)
     assert bench.recorded({"vlm": memory, "other": None}) == {"vlm": memory, "other": None}
+
+
+def _set_whole_values(data: dict, value: float) -> None:
+    """Every metric's whole unit set of a record (as JSON) set to ``value``, with its value and its rows' values
+    rewritten to agree: an edit a record read back cannot tell from a scoring."""
+    from vlamb_nb.stats.metric import Units, point_of
+
+    for name, sets in data["units"].items():
+        for u in sets or ():
+            if u["whole"]:
+                u["values"] = [value] * len(u["values"])
+                for m in data["metrics"]:
+                    if m["metric"] == name and m["whole"]:
+                        m["value"] = round(point_of(m["kind"], Units.from_dict(u)), 2)
+        for r in data["rows"]:
+            if r.get(name) is not None and r.get("scored", True):
+                r[name] = value
 
 
 @pytest.mark.parametrize("paper,setting,n,options", F.RUNS, ids=IDS)
@@ -347,10 +371,7 @@ def test_a_sweeps_summary_reads_the_declared_numbers_from_the_runs_record(paper,
     declared = summary(bench.metrics, scored)
     assert declared["n"] == len(scored)  # RACQUET's answers, not judged here, hold no metric value
     data = json.loads(record_path(store).read_text())
-    for sets in data["units"].values():
-        for u in sets or ():
-            if u["whole"]:
-                u["values"] = [0.0] * len(u["values"])  # the file now says: nothing right
+    _set_whole_values(data, 0.0)  # the file now says, in every part: nothing right
     record_path(store).write_text(json.dumps(data))
     row = bench.summary(scored)
     for name in set(declared) - {"n", "invalid"}:

@@ -75,6 +75,10 @@ class RunMeta:
     #: what the items are (:class:`~vlamb_nb.datahome.DataIdentity`: release, revision, N), so every stored answer
     #: says which data it stands on
     data: dict[str, Any] = field(default_factory=dict)
+    #: the digest of the asked items' fields and their number (``Benchmark.item_digests``): a scoring against other
+    #: items (another answer key) is told by it
+    items_sha256: str = ""
+    n_asked: int | None = None
     versions: dict[str, str] = field(default_factory=_versions)
     started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
