@@ -695,3 +695,32 @@ def test_compare_counts_an_answer_filed_twice_once_and_says_so(tmp_path, capsys)
     md = (tmp_path / "cmp" / "comparison.md").read_text(encoding="utf-8")
     assert "1 answer(s) in vague.jsonl repeat an answer under another request id: each counted once" in md
     assert json.loads((tmp_path / "cmp" / "comparison.json").read_text())["values"][0]["n"] == 3
+
+
+def test_scoring_against_another_answer_key_is_said_and_recorded(tmp_path, capsys):
+    """``score --source`` with an answer key that differs on some of the asked items gave other numbers with no
+    note, and its record kept the digest of the items the store was asked: now the score says so, and the record
+    keeps the digest of the items it was scored against beside the asked ones."""
+    import shutil
+
+    from vlamb_nb.record import RunRecord
+
+    src, store, opts, asked = _store_run("vflute", tmp_path, lambda r: ANSWERS["vflute"])
+    code, same, err = _score(_argv("vflute", src, store, opts), capsys)
+    assert code == 0, err
+    assert not any("other items" in n for n in same["notes"])
+    rec = RunRecord.read(store)
+    assert rec.data.items_sha256 == rec.data.asked_sha256 and not rec.data.scored_elsewhere
+    other = tmp_path / "other-key"
+    shutil.copytree(src, other)
+    recs = json.loads((other / "vflute-v2-test.json").read_text())
+    for r in recs:
+        if r["id"] in asked[:2]:
+            r["label"] = "contradiction" if r["label"] == "entailment" else "entailment"
+    (other / "vflute-v2-test.json").write_text(json.dumps(recs))
+    code, out, err = _score(_argv("vflute", other, store, opts), capsys)
+    assert code == 0, err
+    note = next(n for n in out["notes"] if "scored against other items than its run was asked" in n)
+    assert f"the {len(asked)} items' digest" in note
+    rec = RunRecord.read(store)
+    assert rec.data.items_sha256 != rec.data.asked_sha256 and rec.data.scored_elsewhere

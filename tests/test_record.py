@@ -379,3 +379,146 @@ def test_a_sweeps_summary_reads_the_declared_numbers_from_the_runs_record(paper,
         assert row[name] == 0.0 or kind == "macro_f1", (name, row[name])  # a macro-F1 of all-0 labels is not 0
     assert {k: v for k, v in row.items() if k not in declared} == \
         {k: v for k, v in bench.summary(scored.copy()).items() if k not in declared}  # extras: from the frame
+
+
+# -- a record is checked before it is believed: against its store, itself and its size ------------------------
+def _line(err: Exception) -> str:
+    text = str(err)
+    assert "\n" not in text, text
+    return text
+
+
+def test_a_record_beside_another_runs_store_is_refused_naming_the_field(tmp_path):
+    """A copied sweep whose model-a record is really model-c's run: the store beside it holds no run of the
+    record's identity, so the record is refused, old records (written before they kept their store's digest)
+    included."""
+    from vlamb_nb.record import RecordMismatch
+
+    bench = get_benchmark("vague")
+    items = bench.load(bench.make_sample(tmp_path / "d", n=6, seed=0))
+    a, c = tmp_path / "a" / "s.jsonl", tmp_path / "c" / "s.jsonl"
+    for store, name in ((a, "model-a"), (c, "model-c")):
+        store.parent.mkdir()
+        bench.evaluate(F.model(name), items, "vlm", store=store, progress=False)
+    assert RunRecord.read(a).unchecked == ""  # its own store: checked
+    record_path(a).write_bytes(record_path(c).read_bytes())
+    with pytest.raises(RecordMismatch) as e:
+        RunRecord.read(a)
+    assert "s.record.json, field 'run_id': s.jsonl holds no run model-c" in _line(e.value)
+    old = json.loads(record_path(c).read_text())
+    old.pop("store_digest")  # a record of the version before
+    record_path(a).write_text(json.dumps(old))
+    with pytest.raises(RecordMismatch, match="field 'run_id'"):
+        RunRecord.read(a)
+    record_path(c).write_text(json.dumps(old))
+    assert "written before records kept its digest" in RunRecord.read(c).unchecked  # readable, and said so
+
+
+def test_a_store_changed_since_its_record_is_refused_and_another_runs_answers_are_not_a_change(tmp_path):
+    from vlamb_nb.record import RecordMismatch
+
+    store, path = _vague_run(tmp_path, 6)
+    bench = get_benchmark("vague")
+    items = bench.load(tmp_path / "d")
+    bench.evaluate(F.model("other"), items, "vlm", store=store, progress=False)  # a second run in the same store
+    first = record_path(store, 0)
+    assert RunRecord.read(first).unchecked == "" and RunRecord.read(first).model.model_id == "scripted"
+    rec = next(r for r in map(json.loads, store.read_text().splitlines()) if r["model"]["model_id"] == "scripted")
+    with open(store, "a", encoding="utf-8") as fh:  # the run's answers now hold one more
+        fh.write(json.dumps(dict(rec, key="k-extra", request_id="extra", item_id="extra")) + "\n")
+    with pytest.raises(RecordMismatch) as e:
+        RunRecord.read(first)
+    assert "s.run-0.record.json, field 'store_digest.run_sha256': the run's answers in s.jsonl changed since the " \
+           "record was written" in _line(e.value) and "score it again" in str(e.value)
+
+
+@pytest.mark.parametrize("case,field,words", [
+    ("a value out of range", "units.accuracy[0].values", "is 25 where a binary metric's unit is 0 or 1"),
+    ("a value missing", "units.accuracy[0].values", "has no value (NaN)"),
+    ("every unit right", "metrics[0].value", "units give 100.0"),
+    ("units and value agree, rows do not", "rows[", "the rows hold"),
+    ("a count edited", "metrics[0].n", "counts 99 units"),
+])
+def test_a_record_that_disagrees_with_itself_is_refused_naming_the_file_and_field(tmp_path, case, field, words):
+    """Unit values edited to all-right gave a silent 100 while the record's own metrics said otherwise; 25.0 or
+    NaN failed deep in the statistics without naming the file: each is now one line naming the file and field."""
+    from vlamb_nb.record import RecordMismatch
+
+    store, path = _vague_run(tmp_path, 6)
+    data = json.loads(path.read_text())
+    whole = next(u for u in data["units"]["accuracy"] if u["whole"])
+    if case == "a value out of range":
+        data["units"]["accuracy"][0]["values"][0] = 25.0
+    elif case == "a value missing":
+        data["units"]["accuracy"][0]["values"][0] = None
+    elif case == "every unit right":
+        whole["values"] = [1.0] * len(whole["values"])
+    elif case == "units and value agree, rows do not":
+        from vlamb_nb.stats.metric import Units, point_of
+
+        whole["values"] = [1.0] * len(whole["values"])
+        data["metrics"][0]["value"] = round(point_of("binary", Units.from_dict(whole)), 2)
+    else:
+        data["metrics"][0]["n"] = 99
+    path.write_text(json.dumps(data))
+    with pytest.raises(RecordMismatch) as e:
+        RunRecord.read(store)
+    assert f"s.record.json, field '{field}" in _line(e.value) and words in str(e.value), str(e.value)
+    argv = ["compare", str(path), str(path), "--out", str(tmp_path / "cmp")]
+    assert cli.main(argv) == cli.EXIT_ERROR  # the command line: one line, exit 2
+
+
+def test_a_record_nested_too_deep_or_too_big_is_one_line_never_a_traceback(tmp_path, capsys, monkeypatch):
+    from vlamb_nb import record
+
+    deep = tmp_path / "deep.record.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(DataError, match="nested deeper than 64 levels") as e:
+        RunRecord.read(deep)
+    assert "deep.record.json" in _line(e.value)
+    store, path = _vague_run(tmp_path, 4)
+    data = json.loads(path.read_text())
+    nest: list = []
+    for _ in range(100):
+        nest = [nest]
+    data["rows"][0]["parsed"] = {"x": nest}  # parses, but deeper than any record holds
+    path.write_text(json.dumps(data))
+    with pytest.raises(DataError, match="nested deeper"):
+        RunRecord.read(store)
+    assert cli.main(["compare", str(deep), str(path), "--out", str(tmp_path / "cmp")]) == cli.EXIT_ERROR
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nested deeper" in err[0] and "Traceback" not in err[0], err
+    monkeypatch.setattr(record, "MAX_RECORD_BYTES", 100)
+    with pytest.raises(DataError, match="more than the 100 a record may hold"):
+        RunRecord.read(store)
+
+
+def test_a_record_without_its_store_is_read_and_every_view_says_it_was_not_checked(tmp_path):
+    """A record that travels alone is believed as far as it holds together, and every view that uses it says it
+    was not checked against its store: ``compare``'s notes under the model and the run page's scores."""
+    import shutil
+
+    import fixtures_items as FI
+
+    from vlamb_nb.compare import compare
+    from vlamb_nb.run_view import store_scores
+
+    bench = get_benchmark("vague")
+    items = bench.load(bench.make_sample(tmp_path / "d", n=6, seed=0))
+    recs = []
+    for name in ("a", "b"):
+        store = tmp_path / name / "s.jsonl"
+        store.parent.mkdir()
+        bench.evaluate(F.model(name), items, "vlm", store=store, progress=False)
+        alone = tmp_path / "alone" / name / "s.record.json"
+        alone.parent.mkdir(parents=True)
+        shutil.copy(record_path(store), alone)
+        recs.append(alone)
+    assert RunRecord.read(recs[0]).unchecked == "not checked against its store (s.jsonl is not beside it)"
+    md = compare(recs, n_resamples=200).markdown()  # (a line both models share is said once, for both)
+    assert "its run record s.record.json: not checked against its store (s.jsonl is not beside it)" in md, md
+    folder = FI.run_folder(tmp_path, FI.samples(tmp_path), "A")
+    next(folder.glob("mucar/*/mucar__full.jsonl")).unlink()
+    rows = [r for s in store_scores(folder)["mucar"] for r in s.rows()]
+    assert rows and all("not checked against its store (mucar__full.jsonl is not beside it)" in r["coverage"]
+                        for r in rows)
