@@ -621,6 +621,50 @@ def test_the_same_answer_under_another_request_id_counts_once_and_is_reported(tm
         assert after["coverage"] == {**before["coverage"], "duplicates": 1}
 
 
+def _with_request_key(rec: dict, **change) -> dict:
+    """``rec`` filed under another request hash and id (a line of another run of the same item copied in, a rerun
+    whose prompt or image changed)."""
+    return dict(rec, key="0" * 64, request_id=str(rec["request_id"]) + "-other", **change)
+
+
+@pytest.mark.parametrize("name", STORE_BENCHMARKS)
+def test_a_second_answer_to_one_item_under_another_request_key_is_refused(tmp_path, capsys, name):
+    """The same item and turn answered again under another request hash: before, ``score`` counted it twice (n = 21
+    of 20 items) while ``compare`` kept one; now two different answers are refused naming both lines."""
+    src, store, opts, _ = _store_run(name, tmp_path, lambda r: ANSWERS[name])
+    first_line, rec = _first_answer(store)
+    line = _append(store, _with_request_key(rec, text=rec["text"] + " Or rather B."))
+    code, _, err = _score(_argv(name, src, store, opts), capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    for words in (store.name, f"lines {first_line} and {line}", "two different answers"):
+        assert words in err, (words, err)
+
+
+@pytest.mark.parametrize("name", ["vague", "mucar", "vflute", "refadv"])
+def test_the_same_answer_under_another_request_key_counts_once_in_score_compare_and_coverage(tmp_path, capsys,
+                                                                                           name):
+    from vlamb_nb import cli
+
+    src, store, opts, asked = _store_run(name, tmp_path, lambda r: ANSWERS[name])
+    code, before, err = _score(_argv(name, src, store, opts), capsys)
+    assert code == 0, err
+    other = tmp_path / "other.jsonl"  # a second model, to compare with
+    other.write_bytes(store.read_bytes().replace(b'"model_id":"m"', b'"model_id":"n"'))
+    _, rec = _first_answer(store)
+    _append(store, _with_request_key(rec))
+    code, after, err = _score(_argv(name, src, store, opts), capsys)
+    assert code == 0, err
+    assert _headline(name, after) == _headline(name, before)
+    assert after["coverage"] == {**before["coverage"], "duplicates": 1}
+    assert after["scored"] == before["scored"]
+    argv = ["compare", str(store), str(other), "--source", f"{name}={src}", "--out", str(tmp_path / "cmp"), "--json"]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    values = json.loads(capsys.readouterr().out)["values"]
+    per_item = next(m for m in get_benchmark(name).metrics if m.compare and m.kind != "all_correct")
+    n = next(v["n"] for v in values if v["metric"] == per_item.name and v["slice"] == per_item.overall)
+    assert n == after["coverage"]["answered"] + after["coverage"]["failed"] == len(asked)  # each item once
+
+
 BAD_RECORDS = {  # how a record is damaged -> the words its one line must hold
     "null turn": (lambda r: dict(r, turn=None), ["field 'turn' is null"]),
     "unknown turn": (lambda r: dict(r, turn="rethink"), ["turn 'rethink' is not a turn of"]),
@@ -635,6 +679,9 @@ BAD_RECORDS = {  # how a record is damaged -> the words its one line must hold
     "a lone surrogate in the model's name": (lambda r: dict(r, model={**r["model"], "model_id": "m\udcff"}),
                                              ["field 'model' holds text that is not UTF-8"]),
     "format not a number": (lambda r: dict(r, format="2.0"), ["field 'format' is '2.0'"]),
+    "answer moved to output.text": (lambda r: {**{k: v for k, v in r.items() if k != "text"},
+                                               "output": {"text": r["text"]}},
+                                    ["field 'text' is missing", "'output'", "newer format"]),
 }
 
 
@@ -655,7 +702,7 @@ def test_a_record_that_cannot_be_read_as_ours_is_refused_naming_its_line(tmp_pat
 
 
 @pytest.mark.parametrize("case", ["newer format", "run not an object", "model a number", "another benchmark",
-                                  "a lone surrogate in the model's name"])
+                                  "a lone surrogate in the model's name", "answer moved to output.text"])
 def test_compare_refuses_a_store_it_cannot_read_in_one_line(tmp_path, capsys, case):
     from vlamb_nb import cli
 

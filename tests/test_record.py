@@ -522,3 +522,72 @@ def test_a_record_without_its_store_is_read_and_every_view_says_it_was_not_check
     rows = [r for s in store_scores(folder)["mucar"] for r in s.rows()]
     assert rows and all("not checked against its store (mucar__full.jsonl is not beside it)" in r["coverage"]
                         for r in rows)
+
+
+# -- the environment is true: the package's own checkout, with its local changes ---------------------------------
+_ENV = ("import json; from dataclasses import asdict; from vlamb_nb.record import environment; "
+        "from vlamb_nb.report_html import environment_facts; "
+        "print(json.dumps({'record': asdict(environment()), 'page': environment_facts()['commit']}))")
+
+
+def _git(folder, *args: str) -> str:
+    import subprocess
+
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}
+    return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, check=True,
+                          env=env).stdout.strip()
+
+
+def _copy_package(dest) -> None:
+    import shutil
+    from pathlib import Path
+
+    shutil.copytree(Path(vlamb_nb.__file__).parent, dest / "vlamb_nb",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def _environment_from(folder) -> dict:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _ENV], cwd=folder, capture_output=True, text=True, timeout=120,
+                         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(folder), "HOME": str(folder)})
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_record_names_the_commit_and_its_local_changes_as_the_page_does(tmp_path):
+    """A dirty tree: the page said '+ local changes', the record's environment the bare HEAD."""
+    _copy_package(tmp_path)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "x")
+    head = _git(tmp_path, "rev-parse", "HEAD")
+    clean = _environment_from(tmp_path)
+    assert (clean["record"]["commit"], clean["record"]["dirty"], clean["page"]) == (head, False, head)
+    with open(tmp_path / "vlamb_nb" / "errors.py", "a", encoding="utf-8") as fh:
+        fh.write("# a local change\n")
+    dirty = _environment_from(tmp_path)
+    assert (dirty["record"]["commit"], dirty["record"]["dirty"]) == (head, True)
+    assert dirty["page"] == f"{head} + local changes"
+    from vlamb_nb.record import Environment
+
+    assert Environment(**dirty["record"]).commit_label == dirty["page"]  # exactly what the page shows
+
+
+def test_a_package_vendored_in_another_repository_is_not_a_git_checkout_in_the_record_or_the_page(tmp_path):
+    """The package inside another project's repository: the record named that project's commit, the page 'not a
+    git checkout'; both now say it is no checkout of its own."""
+    from vlamb_nb.report_html import provenance_view
+
+    vendored = tmp_path / "third_party"
+    vendored.mkdir()
+    _copy_package(vendored)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "another project")
+    env = _environment_from(vendored)
+    assert env["record"]["commit"] is None and env["record"]["dirty"] is None and env["page"] is None
+    shown = dict(provenance_view({"environment": {"commit": env["page"]}}, [])["pairs"])
+    assert shown["package commit"] == "not a git checkout"

@@ -22,12 +22,10 @@ A disagreement is a :class:`RecordMismatch` naming the file and the field; where
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -40,7 +38,7 @@ import numpy as np
 from vlamb_nb.datahome import DataIdentity
 from vlamb_nb.errors import DataError
 from vlamb_nb.hashing import digest
-from vlamb_nb.meta import Deviation, package_version
+from vlamb_nb.meta import Deviation, commit_label, package_commit, package_version
 from vlamb_nb.metrics import Coverage
 from vlamb_nb.run_identity import RunId
 from vlamb_nb.stats.metric import Units, point_of
@@ -110,6 +108,11 @@ class Environment:
     transformers: str | None = None
     bitsandbytes: str | None = None
     platform: str = ""
+
+    @property
+    def commit_label(self) -> str | None:
+        """The commit as the pages show it (``<sha> + local changes`` where the checkout had local changes)."""
+        return commit_label(self.commit, self.dirty)
 
 
 @dataclass(frozen=True)
@@ -618,17 +621,10 @@ def _clean(v: Any) -> Any:
 
 
 # -- building a record from a run ----------------------------------------------------------------------------
-@functools.lru_cache(maxsize=1)
 def git_commit() -> str | None:
-    """The commit of the package's checkout (None when it is installed without one)."""
-    here = Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    sha = out.stdout.strip()
-    return sha if out.returncode == 0 and len(sha) == 40 else None
+    """The commit of the package's own checkout (None when it is installed, or vendored in another project's)."""
+    found = package_commit()
+    return None if found is None else found[0]
 
 
 def environment(versions: Mapping[str, Any] | None = None) -> Environment:
@@ -640,7 +636,9 @@ def environment(versions: Mapping[str, Any] | None = None) -> Environment:
         mod = sys.modules.get(name)
         if name not in v and mod is not None:
             v[name] = getattr(mod, "__version__", None)
-    return Environment(vlamb_nb=str(v.get("vlamb_nb") or package_version()), commit=git_commit(),
+    found = package_commit()
+    return Environment(vlamb_nb=str(v.get("vlamb_nb") or package_version()), commit=found[0] if found else None,
+                       dirty=found[1] if found else None,
                        python=str(v.get("python") or sys.version.split()[0]), torch=v.get("torch"),
                        transformers=v.get("transformers"), bitsandbytes=v.get("bitsandbytes"),
                        platform=str(v.get("platform") or platform.platform()))
