@@ -238,8 +238,15 @@ class RunRecord:
             else:
                 single.unlink(missing_ok=True)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(_clean(self.to_dict()), ensure_ascii=False, indent=1), encoding="utf-8")
-        os.replace(tmp, target)
+        try:
+            tmp.write_text(json.dumps(_clean(self.to_dict()), ensure_ascii=False, indent=1), encoding="utf-8")
+            os.replace(tmp, target)
+        except BaseException:  # a full disk, a read-only folder, Ctrl-C: no half-written file left behind
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
+            raise
         return target
 
     @classmethod

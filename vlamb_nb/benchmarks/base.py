@@ -659,13 +659,22 @@ class Benchmark(ABC):
         rec = from_scored(self, scored, store=store, n_resamples=n_resamples)
         rec.store = path.name  # the file scored: a store, or a released prediction file
         written = None
-        if target is not None:
-            written = rec.write(target)
-        elif store is not None:
-            from vlamb_nb.record import run_number
+        try:
+            if target is not None:
+                written = rec.write(target)
+            elif store is not None:
+                from vlamb_nb.record import run_number
 
-            written = rec.write(store, run=scored.attrs["run_number"] if "run_number" in scored.attrs else
-                                run_number(store, scored))
+                written = rec.write(store, run=scored.attrs["run_number"] if "run_number" in scored.attrs else
+                                    run_number(store, scored))
+        except OSError as e:  # a read-only folder, a full disk: the scores stand, said in one warning
+            import warnings
+
+            from vlamb_nb.record import RecordWarning, record_path
+
+            where = target if target is not None else record_path(path) if store is not None else e.filename
+            warnings.warn(f"{where}: run record not written ({e.strerror or e}); the scores stand", RecordWarning,
+                          stacklevel=2)
         out = rec.score_view()
         out.update(predictions=str(path), source=None if source is None else str(source),
                    record=None if written is None else str(written))
