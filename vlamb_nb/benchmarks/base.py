@@ -658,6 +658,10 @@ class Benchmark(ABC):
         store = path if path.is_file() and is_store(path) else None
         rec = from_scored(self, scored, store=store, n_resamples=n_resamples)
         rec.store = path.name  # the file scored: a store, or a released prediction file
+        if rec.store_digest is None:  # a released prediction file: its bytes, as a store's are kept
+            from vlamb_nb.record import store_digest
+
+            rec.store_digest = store_digest(path)
         written = None
         try:
             if target is not None:
