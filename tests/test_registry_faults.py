@@ -283,6 +283,14 @@ def test_a_name_already_registered_is_refused_in_one_line(world, monkeypatch):
 
 
 # -- installed plugins break only themselves ---------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _forget_plugins():
+    """The packages these tests install are forgotten after each (another module's toy_paper is another package)."""
+    yield
+    for name in [m for m in sys.modules if m.split(".")[0] in ("toy_paper", "exit_paper", "clash_paper")]:
+        sys.modules.pop(name)
+
+
 def _installed(site, name: str, pkg: str, init: str) -> None:
     """An installed package ``pkg`` (its ``__init__`` is ``init``) registered as paper ``name`` by entry point."""
     import fixtures_toy

@@ -346,6 +346,8 @@ class RunRecord:
             if any(not isinstance(r, Mapping) for r in self.rows):
                 raise bad("rows", "a row that is not an object")
             held = [(i, r) for i, r in enumerate(self.rows) if r.get("scored", True) and r.get(name) is not None]
+            if any(r.get("key") is None for _, r in held):  # rows that name no unit key: nothing to hold them to
+                continue
             if whole.members is not None:  # all_correct: a row's value is its group's
                 group_of = {k: g for g, ks in zip(whole.keys, whole.members, strict=True) for k in ks}
                 value = dict(zip(whole.keys, whole.values, strict=True))

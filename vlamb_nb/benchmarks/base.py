@@ -872,8 +872,10 @@ def _digest_part(v: Any) -> Any:
 
     if isinstance(v, bytes | bytearray):
         return "sha256:" + hashlib.sha256(v).hexdigest()
-    if isinstance(v, str):
-        return os.path.basename(v) if os.path.isabs(v) and len(v) < 4096 else v
+    if isinstance(v, str):  # a path (absolute, or relative with a file's extension) by its file's name
+        pathlike = len(v) < 4096 and (os.path.isabs(v) or ("/" in v and not any(c.isspace() for c in v)
+                                                           and 1 < len(os.path.splitext(v)[1]) <= 6))
+        return os.path.basename(v) if pathlike else v
     if isinstance(v, dict):
         return {str(k): _digest_part(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
