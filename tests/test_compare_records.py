@@ -230,3 +230,41 @@ def test_the_page_of_a_record_comparison_carries_its_items_and_no_markup_from_a_
     assert len(data["rows"]) == 8 and all(r["q"] == hostile for r in data["rows"])
     assert len(data["links"]["values"]) == len(c.values) and None not in data["links"]["values"]
     assert len(data["links"]["pairs"]) == len(c.pairs) and None not in data["links"]["pairs"]
+
+
+def test_one_run_copied_into_two_folders_is_refused_by_its_identity(tmp_path):
+    """The same run copied into two folders (scored again in one of them, so the records' bytes differ, or as a
+    store in one folder and a record in the other) is one run, never compared with itself as two models."""
+    import shutil
+
+    _, stores = _two_runs("vague", "vlm", 8, tmp_path)
+    copy = tmp_path / "copy" / "a.jsonl"
+    copy.parent.mkdir()
+    shutil.copy(stores[0], copy)
+    bench = get_benchmark("vague")
+    bench.score_store(copy, bench.load(tmp_path / "data"))  # its record written anew
+    assert record_path(copy).read_bytes() != record_path(stores[0]).read_bytes()
+    for given in ([record_path(stores[0]), record_path(copy)], [stores[0], record_path(copy)]):
+        with pytest.raises(DataError, match=r"the same run twice \(") as e:
+            compare(given, sources={"vague": tmp_path / "data"}, n_resamples=B)
+        assert "\n" not in str(e.value)
+
+
+def test_a_copied_run_folder_whose_record_is_another_models_is_refused_in_one_line(tmp_path, capsys):
+    """A copied run folder (its data not here) whose model-A record is really model-B's run: compared from the
+    records, it reported A with B's numbers; the store beside the record says otherwise, in one line."""
+    import shutil
+
+    import fixtures_items as FI
+
+    sources = FI.samples(tmp_path)
+    folders = [FI.run_folder(tmp_path, sources, m) for m in ("A", "B")]
+    for src in sources.values():
+        shutil.move(src, tmp_path / f"gone-{src.name}")
+    a, b = (next(f.glob("mucar/*/mucar__full.jsonl")) for f in folders)
+    shutil.copy(record_path(b), record_path(a))
+    code = cli.main(["compare", *map(str, folders), "--out", str(tmp_path / "cmp")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == cli.EXIT_ERROR and len(err) == 1, err
+    assert "mucar__full.record.json, field 'run_id': mucar__full.jsonl holds no run B" in err[0], err
+    assert not (tmp_path / "cmp").exists()

@@ -438,3 +438,72 @@ def test_a_model_or_record_with_a_lone_surrogate_is_refused_before_anything_is_s
             st.append_many([{"key": "k0", "request_id": "r0", "text": "A"},
                             {"key": "k1", "request_id": "r1", "text": "B\udcff"}])
     assert store.read_bytes() == b""  # nothing of the batch was written
+
+
+# -- faults keep what was computed ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("fault", ["full disk", "read-only folder"])
+def test_score_prints_its_scores_when_its_record_cannot_be_written(stores, tmp_path, fault):
+    """On a full disk or a read-only mount ``score`` exited 2 with no scores and left ``.a.record.json.<pid>.tmp``:
+    the scores are printed, one warning line says the record is missing, and no temporary file is left."""
+    import shutil
+
+    src, a, _ = stores
+    store = tmp_path / "a.jsonl"
+    shutil.copy(a, store)
+    errno_name, why = ("ENOSPC", "No space left on device") if fault == "full disk" else \
+        ("EROFS", "Read-only file system")
+    code = (  # the console script, with every write of a temporary file refused (half written on a full disk)
+        "import errno, sys\nfrom pathlib import Path\nreal = Path.write_text\n"
+        "def refuse(self, data, *a, **k):\n"
+        "    if self.name.endswith('.tmp'):\n"
+        f"        if {fault == 'full disk'!r}:\n"
+        "            real(self, data[: len(data) // 2], *a, **k)\n"
+        f"        raise OSError(errno.{errno_name}, {why!r}, str(self))\n"
+        "    return real(self, data, *a, **k)\n"
+        "Path.write_text = refuse\n"
+        "from vlamb_nb.cli import main\nsys.exit(main(sys.argv[1:]))")
+    proc = subprocess.run([sys.executable, "-c", code, "score", "vague", "--predictions", str(store), "--source",
+                           str(src), "--json"], capture_output=True, text=True, env=_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    scored = json.loads(proc.stdout)
+    assert scored["metrics"]["accuracy"] is not None and scored["record"] is None
+    line = _one_line(proc.stderr)
+    assert line.startswith("vlamb-nb: warning: ") and "run record not written" in line and why in line, line
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_notebook_cut_short_by_a_full_disk_is_one_line_not_a_traceback(tmp_path, monkeypatch):
+    """A full disk while papermill writes the executed notebook left a cut file that nbformat refused to read
+    (``NotJSONError`` out of ``reproduce``): the notebook is a failure with one line saying why, and the run goes on."""
+    import papermill
+
+    import vlamb_nb.reproduce as R
+
+    nbs = _notebooks(tmp_path / "nb", "x = 1")
+
+    def cut(path, output, **kwargs):
+        Path(output).write_text('{"cells": [{"cell_type": "code", "sou', encoding="utf-8")
+
+    monkeypatch.setattr(papermill, "execute_notebook", cut)
+    run = R.execute(R.NotebookRun("vague", nbs / "vague.ipynb", tmp_path / "vague.ipynb", {}), cwd=tmp_path)
+    assert not run.ok and "\n" not in run.error, run.error
+    assert "could not be read back" in run.error and "full disk" in run.error
+
+
+def test_a_run_folder_in_use_by_another_reproduce_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    """Two ``reproduce --run-id same`` at once mixed two stand-ins' records in one folder: the second is refused
+    while the first lives; a lock left by a process that died is taken over."""
+    import vlamb_nb.reproduce as R
+
+    nbs = _notebooks(tmp_path / "nb", "x = 1")
+    monkeypatch.setattr(R, "notebooks_dir", lambda: nbs)
+    run_dir = tmp_path / "runs" / "same"
+    run_dir.mkdir(parents=True)
+    with R.run_lock(run_dir):  # a reproduce under way in this folder
+        code, err = _main(["reproduce", "vague", "--run-id", "same", "--runs-dir", str(tmp_path / "runs")], capsys)
+        line = _one_line(err)
+        assert code == cli.EXIT_ERROR and f"another reproduce (pid {os.getpid()})" in line, line
+        assert "--run-id" in line and not (run_dir / "vague.ipynb").exists()
+    (run_dir / R.RUN_LOCK).write_text("999999999\n")  # the lock file of a process that is gone
+    with R.run_lock(run_dir):
+        assert (run_dir / R.RUN_LOCK).read_text().strip() == str(os.getpid())

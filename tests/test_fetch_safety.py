@@ -100,6 +100,32 @@ def test_the_pinned_revision_is_fetched_and_a_new_one_is_current_only_once_compl
         fetch("refadv", progress=False, revision=["abc"])
 
 
+def test_a_fetch_never_removes_a_revision_a_running_process_reads(web, tmp_path):
+    """A reproduce reading RACQUET's pinned revision found its images gone mid-run when a fetch made another
+    revision current: the revision a live process reads stays until a later fetch finds it free."""
+    hub, _ = web
+    m = fetch("refadv", progress=False)
+    old_base = release_dir("refadv") / m["folder"]
+    root = Path(__file__).resolve().parent.parent
+    reader = subprocess.Popen(  # a notebook's kernel on the pinned revision, still running
+        [sys.executable, "-c", "import sys; from vlamb_nb.datahome import fetched; fetched('refadv'); "
+         "print('reading', flush=True); sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        assert reader.stdout.readline().strip() == "reading"
+        new = hub.add_repo(REFADV, rf.refadv_repo(1100))
+        m = fetch("refadv", progress=False, revision=[f"{REFADV}={new.sha}"], allow_mismatch=True)
+        assert m["current"] and m["revision"] == new.sha
+        assert (old_base / "files" / PARQUET).is_file()  # never removed under its reader
+        (row,) = [r for r in status() if r["paper"] == "refadv"]
+        assert any("a running process still reads" in p for p in row["pending"]), row["pending"]
+    finally:
+        reader.communicate(input="", timeout=60)
+    fetch("refadv", progress=False, revision=[f"{REFADV}={new.sha}"], allow_mismatch=True)  # the next fetch
+    assert not old_base.exists()
+    assert [d.name for d in (release_dir("refadv") / "revisions").iterdir()] == [Path(m["folder"]).name]
+
+
 def test_a_source_without_a_known_good_revision_keeps_the_one_first_fetched(web):
     hub, _ = web
     first = hub.repos[("dataset", "HazelNam/vague-bench")].sha

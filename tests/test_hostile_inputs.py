@@ -621,6 +621,50 @@ def test_the_same_answer_under_another_request_id_counts_once_and_is_reported(tm
         assert after["coverage"] == {**before["coverage"], "duplicates": 1}
 
 
+def _with_request_key(rec: dict, **change) -> dict:
+    """``rec`` filed under another request hash and id (a line of another run of the same item copied in, a rerun
+    whose prompt or image changed)."""
+    return dict(rec, key="0" * 64, request_id=str(rec["request_id"]) + "-other", **change)
+
+
+@pytest.mark.parametrize("name", STORE_BENCHMARKS)
+def test_a_second_answer_to_one_item_under_another_request_key_is_refused(tmp_path, capsys, name):
+    """The same item and turn answered again under another request hash: before, ``score`` counted it twice (n = 21
+    of 20 items) while ``compare`` kept one; now two different answers are refused naming both lines."""
+    src, store, opts, _ = _store_run(name, tmp_path, lambda r: ANSWERS[name])
+    first_line, rec = _first_answer(store)
+    line = _append(store, _with_request_key(rec, text=rec["text"] + " Or rather B."))
+    code, _, err = _score(_argv(name, src, store, opts), capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    for words in (store.name, f"lines {first_line} and {line}", "two different answers"):
+        assert words in err, (words, err)
+
+
+@pytest.mark.parametrize("name", ["vague", "mucar", "vflute", "refadv"])
+def test_the_same_answer_under_another_request_key_counts_once_in_score_compare_and_coverage(tmp_path, capsys,
+                                                                                           name):
+    from vlamb_nb import cli
+
+    src, store, opts, asked = _store_run(name, tmp_path, lambda r: ANSWERS[name])
+    code, before, err = _score(_argv(name, src, store, opts), capsys)
+    assert code == 0, err
+    other = tmp_path / "other.jsonl"  # a second model, to compare with
+    other.write_bytes(store.read_bytes().replace(b'"model_id":"m"', b'"model_id":"n"'))
+    _, rec = _first_answer(store)
+    _append(store, _with_request_key(rec))
+    code, after, err = _score(_argv(name, src, store, opts), capsys)
+    assert code == 0, err
+    assert _headline(name, after) == _headline(name, before)
+    assert after["coverage"] == {**before["coverage"], "duplicates": 1}
+    assert after["scored"] == before["scored"]
+    argv = ["compare", str(store), str(other), "--source", f"{name}={src}", "--out", str(tmp_path / "cmp"), "--json"]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    values = json.loads(capsys.readouterr().out)["values"]
+    per_item = next(m for m in get_benchmark(name).metrics if m.compare and m.kind != "all_correct")
+    n = next(v["n"] for v in values if v["metric"] == per_item.name and v["slice"] == per_item.overall)
+    assert n == after["coverage"]["answered"] + after["coverage"]["failed"] == len(asked)  # each item once
+
+
 BAD_RECORDS = {  # how a record is damaged -> the words its one line must hold
     "null turn": (lambda r: dict(r, turn=None), ["field 'turn' is null"]),
     "unknown turn": (lambda r: dict(r, turn="rethink"), ["turn 'rethink' is not a turn of"]),
@@ -635,6 +679,9 @@ BAD_RECORDS = {  # how a record is damaged -> the words its one line must hold
     "a lone surrogate in the model's name": (lambda r: dict(r, model={**r["model"], "model_id": "m\udcff"}),
                                              ["field 'model' holds text that is not UTF-8"]),
     "format not a number": (lambda r: dict(r, format="2.0"), ["field 'format' is '2.0'"]),
+    "answer moved to output.text": (lambda r: {**{k: v for k, v in r.items() if k != "text"},
+                                               "output": {"text": r["text"]}},
+                                    ["field 'text' is missing", "'output'", "newer format"]),
 }
 
 
@@ -655,7 +702,7 @@ def test_a_record_that_cannot_be_read_as_ours_is_refused_naming_its_line(tmp_pat
 
 
 @pytest.mark.parametrize("case", ["newer format", "run not an object", "model a number", "another benchmark",
-                                  "a lone surrogate in the model's name"])
+                                  "a lone surrogate in the model's name", "answer moved to output.text"])
 def test_compare_refuses_a_store_it_cannot_read_in_one_line(tmp_path, capsys, case):
     from vlamb_nb import cli
 
@@ -695,3 +742,32 @@ def test_compare_counts_an_answer_filed_twice_once_and_says_so(tmp_path, capsys)
     md = (tmp_path / "cmp" / "comparison.md").read_text(encoding="utf-8")
     assert "1 answer(s) in vague.jsonl repeat an answer under another request id: each counted once" in md
     assert json.loads((tmp_path / "cmp" / "comparison.json").read_text())["values"][0]["n"] == 3
+
+
+def test_scoring_against_another_answer_key_is_said_and_recorded(tmp_path, capsys):
+    """``score --source`` with an answer key that differs on some of the asked items gave other numbers with no
+    note, and its record kept the digest of the items the store was asked: now the score says so, and the record
+    keeps the digest of the items it was scored against beside the asked ones."""
+    import shutil
+
+    from vlamb_nb.record import RunRecord
+
+    src, store, opts, asked = _store_run("vflute", tmp_path, lambda r: ANSWERS["vflute"])
+    code, same, err = _score(_argv("vflute", src, store, opts), capsys)
+    assert code == 0, err
+    assert not any("other items" in n for n in same["notes"])
+    rec = RunRecord.read(store)
+    assert rec.data.items_sha256 == rec.data.asked_sha256 and not rec.data.scored_elsewhere
+    other = tmp_path / "other-key"
+    shutil.copytree(src, other)
+    recs = json.loads((other / "vflute-v2-test.json").read_text())
+    for r in recs:
+        if r["id"] in asked[:2]:
+            r["label"] = "contradiction" if r["label"] == "entailment" else "entailment"
+    (other / "vflute-v2-test.json").write_text(json.dumps(recs))
+    code, out, err = _score(_argv("vflute", other, store, opts), capsys)
+    assert code == 0, err
+    note = next(n for n in out["notes"] if "scored against other items than its run was asked" in n)
+    assert f"the {len(asked)} items' digest" in note
+    rec = RunRecord.read(store)
+    assert rec.data.items_sha256 != rec.data.asked_sha256 and rec.data.scored_elsewhere

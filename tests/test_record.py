@@ -321,8 +321,15 @@ def test_a_notebooks_card_reads_each_runs_record(tmp_path):
     assert rows({"vlm": rec}) == rows({"vlm": scored})
 
     data = json.loads(record_path(tmp_path / "s.jsonl").read_text())
-    for u in data["units"]["accuracy"]:  # every answer right, as the file now says
+    for u in data["units"]["accuracy"]:  # every answer right, as the units now say
         u["values"] = [1.0] * len(u["values"])
+    record_path(tmp_path / "s.jsonl").write_text(json.dumps(data))
+    with pytest.raises(DataError, match=r"s\.record\.json, field 'metrics\[0\]\.value': accuracy \(all\) is"):
+        bench.recorded({"vlm": scored})  # its own values say otherwise: refused, never a silent 100
+    for m in data["metrics"]:  # every part of the file says so
+        m.update(value=100.0, ci_low=100.0, ci_high=100.0)
+    for r in data["rows"]:
+        r["accuracy"] = 1.0 if r["accuracy"] is not None else None
     record_path(tmp_path / "s.jsonl").write_text(json.dumps(data))
     card = bench.headline(bench.recorded({"vlm": scored}), seed=3)
     assert {h.value for h in card} == {100.0} != {h.value for h in bench.headline({"vlm": scored}, seed=3)}
@@ -331,6 +338,23 @@ def test_a_notebooks_card_reads_each_runs_record(tmp_path):
     assert "record" in part.attrs and bench.recorded({"vlm": part})["vlm"] is part  # the record is the whole run's
     memory = bench.evaluate(F.model(), items, "vlm", progress=False)
     assert bench.recorded({"vlm": memory, "other": None}) == {"vlm": memory, "other": None}
+
+
+def _set_whole_values(data: dict, value: float) -> None:
+    """Every metric's whole unit set of a record (as JSON) set to ``value``, with its value and its rows' values
+    rewritten to agree: an edit a record read back cannot tell from a scoring."""
+    from vlamb_nb.stats.metric import Units, point_of
+
+    for name, sets in data["units"].items():
+        for u in sets or ():
+            if u["whole"]:
+                u["values"] = [value] * len(u["values"])
+                for m in data["metrics"]:
+                    if m["metric"] == name and m["whole"]:
+                        m["value"] = round(point_of(m["kind"], Units.from_dict(u)), 2)
+        for r in data["rows"]:
+            if r.get(name) is not None and r.get("scored", True):
+                r[name] = value
 
 
 @pytest.mark.parametrize("paper,setting,n,options", F.RUNS, ids=IDS)
@@ -347,10 +371,7 @@ def test_a_sweeps_summary_reads_the_declared_numbers_from_the_runs_record(paper,
     declared = summary(bench.metrics, scored)
     assert declared["n"] == len(scored)  # RACQUET's answers, not judged here, hold no metric value
     data = json.loads(record_path(store).read_text())
-    for sets in data["units"].values():
-        for u in sets or ():
-            if u["whole"]:
-                u["values"] = [0.0] * len(u["values"])  # the file now says: nothing right
+    _set_whole_values(data, 0.0)  # the file now says, in every part: nothing right
     record_path(store).write_text(json.dumps(data))
     row = bench.summary(scored)
     for name in set(declared) - {"n", "invalid"}:
@@ -358,3 +379,210 @@ def test_a_sweeps_summary_reads_the_declared_numbers_from_the_runs_record(paper,
         assert row[name] == 0.0 or kind == "macro_f1", (name, row[name])  # a macro-F1 of all-0 labels is not 0
     assert {k: v for k, v in row.items() if k not in declared} == \
         {k: v for k, v in bench.summary(scored.copy()).items() if k not in declared}  # extras: from the frame
+
+
+# -- a record is checked before it is believed: against its store, itself and its size ------------------------
+def _line(err: Exception) -> str:
+    text = str(err)
+    assert "\n" not in text, text
+    return text
+
+
+def test_a_record_beside_another_runs_store_is_refused_naming_the_field(tmp_path):
+    """A copied sweep whose model-a record is really model-c's run: the store beside it holds no run of the
+    record's identity, so the record is refused, old records (written before they kept their store's digest)
+    included."""
+    bench = get_benchmark("vague")
+    items = bench.load(bench.make_sample(tmp_path / "d", n=6, seed=0))
+    a, c = tmp_path / "a" / "s.jsonl", tmp_path / "c" / "s.jsonl"
+    for store, name in ((a, "model-a"), (c, "model-c")):
+        store.parent.mkdir()
+        bench.evaluate(F.model(name), items, "vlm", store=store, progress=False)
+    assert RunRecord.read(a).unchecked == ""  # its own store: checked
+    record_path(a).write_bytes(record_path(c).read_bytes())
+    with pytest.raises(DataError) as e:
+        RunRecord.read(a)
+    assert type(e.value).__name__ == "RecordMismatch"  # a DataError: the command line says it in one line
+    assert "s.record.json, field 'run_id': s.jsonl holds no run model-c" in _line(e.value)
+    old = json.loads(record_path(c).read_text())
+    old.pop("store_digest")  # a record of the version before
+    record_path(a).write_text(json.dumps(old))
+    with pytest.raises(DataError, match="field 'run_id'"):
+        RunRecord.read(a)
+    record_path(c).write_text(json.dumps(old))
+    assert "written before records kept its digest" in RunRecord.read(c).unchecked  # readable, and said so
+
+
+def test_a_store_changed_since_its_record_is_refused_and_another_runs_answers_are_not_a_change(tmp_path):
+    store, path = _vague_run(tmp_path, 6)
+    bench = get_benchmark("vague")
+    items = bench.load(tmp_path / "d")
+    bench.evaluate(F.model("other"), items, "vlm", store=store, progress=False)  # a second run in the same store
+    first = record_path(store, 0)
+    assert RunRecord.read(first).unchecked == "" and RunRecord.read(first).model.model_id == "scripted"
+    rec = next(r for r in map(json.loads, store.read_text().splitlines()) if r["model"]["model_id"] == "scripted")
+    with open(store, "a", encoding="utf-8") as fh:  # the run's answers now hold one more
+        fh.write(json.dumps(dict(rec, key="k-extra", request_id="extra", item_id="extra")) + "\n")
+    with pytest.raises(DataError) as e:
+        RunRecord.read(first)
+    assert "s.run-0.record.json, field 'store_digest.run_sha256': the run's answers in s.jsonl changed since the " \
+           "record was written" in _line(e.value) and "score it again" in str(e.value)
+
+
+@pytest.mark.parametrize("case,field,words", [
+    ("a value out of range", "units.accuracy[0].values", "is 25 where a binary metric's unit is 0 or 1"),
+    ("a value missing", "units.accuracy[0].values", "has no value (NaN)"),
+    ("every unit right", "metrics[0].value", "units give 100.0"),
+    ("units and value agree, rows do not", "rows[", "the rows hold"),
+    ("a count edited", "metrics[0].n", "counts 99 units"),
+])
+def test_a_record_that_disagrees_with_itself_is_refused_naming_the_file_and_field(tmp_path, case, field, words):
+    """Unit values edited to all-right gave a silent 100 while the record's own metrics said otherwise; 25.0 or
+    NaN failed deep in the statistics without naming the file: each is now one line naming the file and field."""
+    store, path = _vague_run(tmp_path, 6)
+    data = json.loads(path.read_text())
+    whole = next(u for u in data["units"]["accuracy"] if u["whole"])
+    if case == "a value out of range":
+        data["units"]["accuracy"][0]["values"][0] = 25.0
+    elif case == "a value missing":
+        data["units"]["accuracy"][0]["values"][0] = None
+    elif case == "every unit right":
+        whole["values"] = [1.0] * len(whole["values"])
+    elif case == "units and value agree, rows do not":
+        from vlamb_nb.stats.metric import Units, point_of
+
+        whole["values"] = [1.0] * len(whole["values"])
+        data["metrics"][0]["value"] = round(point_of("binary", Units.from_dict(whole)), 2)
+    else:
+        data["metrics"][0]["n"] = 99
+    path.write_text(json.dumps(data))
+    with pytest.raises(DataError) as e:
+        RunRecord.read(store)
+    assert f"s.record.json, field '{field}" in _line(e.value) and words in str(e.value), str(e.value)
+    argv = ["compare", str(path), str(path), "--out", str(tmp_path / "cmp")]
+    assert cli.main(argv) == cli.EXIT_ERROR  # the command line: one line, exit 2
+
+
+def test_a_record_nested_too_deep_or_too_big_is_one_line_never_a_traceback(tmp_path, capsys, monkeypatch):
+    from vlamb_nb import record
+
+    deep = tmp_path / "deep.record.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(DataError, match="nested deeper than 64 levels") as e:
+        RunRecord.read(deep)
+    assert "deep.record.json" in _line(e.value)
+    store, path = _vague_run(tmp_path, 4)
+    data = json.loads(path.read_text())
+    nest: list = []
+    for _ in range(100):
+        nest = [nest]
+    data["rows"][0]["parsed"] = {"x": nest}  # parses, but deeper than any record holds
+    path.write_text(json.dumps(data))
+    with pytest.raises(DataError, match="nested deeper"):
+        RunRecord.read(store)
+    assert cli.main(["compare", str(deep), str(path), "--out", str(tmp_path / "cmp")]) == cli.EXIT_ERROR
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nested deeper" in err[0] and "Traceback" not in err[0], err
+    monkeypatch.setattr(record, "MAX_RECORD_BYTES", 100)
+    with pytest.raises(DataError, match="more than the 100 a record may hold"):
+        RunRecord.read(store)
+
+
+def test_a_record_without_its_store_is_read_and_every_view_says_it_was_not_checked(tmp_path):
+    """A record that travels alone is believed as far as it holds together, and every view that uses it says it
+    was not checked against its store: ``compare``'s notes under the model and the run page's scores."""
+    import shutil
+
+    import fixtures_items as FI
+
+    from vlamb_nb.compare import compare
+    from vlamb_nb.run_view import store_scores
+
+    bench = get_benchmark("vague")
+    items = bench.load(bench.make_sample(tmp_path / "d", n=6, seed=0))
+    recs = []
+    for name in ("a", "b"):
+        store = tmp_path / name / "s.jsonl"
+        store.parent.mkdir()
+        bench.evaluate(F.model(name), items, "vlm", store=store, progress=False)
+        alone = tmp_path / "alone" / name / "s.record.json"
+        alone.parent.mkdir(parents=True)
+        shutil.copy(record_path(store), alone)
+        recs.append(alone)
+    assert RunRecord.read(recs[0]).unchecked == "not checked against its store (s.jsonl is not beside it)"
+    md = compare(recs, n_resamples=200).markdown()  # (a line both models share is said once, for both)
+    assert "its run record s.record.json: not checked against its store (s.jsonl is not beside it)" in md, md
+    folder = FI.run_folder(tmp_path, FI.samples(tmp_path), "A")
+    next(folder.glob("mucar/*/mucar__full.jsonl")).unlink()
+    rows = [r for s in store_scores(folder)["mucar"] for r in s.rows()]
+    assert rows and all("not checked against its store (mucar__full.jsonl is not beside it)" in r["coverage"]
+                        for r in rows)
+
+
+# -- the environment is true: the package's own checkout, with its local changes ---------------------------------
+_ENV = ("import json; from dataclasses import asdict; from vlamb_nb.record import environment; "
+        "from vlamb_nb.report_html import environment_facts; "
+        "print(json.dumps({'record': asdict(environment()), 'page': environment_facts()['commit']}))")
+
+
+def _git(folder, *args: str) -> str:
+    import subprocess
+
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}
+    return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, check=True,
+                          env=env).stdout.strip()
+
+
+def _copy_package(dest) -> None:
+    import shutil
+    from pathlib import Path
+
+    shutil.copytree(Path(vlamb_nb.__file__).parent, dest / "vlamb_nb",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def _environment_from(folder) -> dict:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _ENV], cwd=folder, capture_output=True, text=True, timeout=120,
+                         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(folder), "HOME": str(folder)})
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_record_names_the_commit_and_its_local_changes_as_the_page_does(tmp_path):
+    """A dirty tree: the page said '+ local changes', the record's environment the bare HEAD."""
+    _copy_package(tmp_path)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "x")
+    head = _git(tmp_path, "rev-parse", "HEAD")
+    clean = _environment_from(tmp_path)
+    assert (clean["record"]["commit"], clean["record"]["dirty"], clean["page"]) == (head, False, head)
+    with open(tmp_path / "vlamb_nb" / "errors.py", "a", encoding="utf-8") as fh:
+        fh.write("# a local change\n")
+    dirty = _environment_from(tmp_path)
+    assert (dirty["record"]["commit"], dirty["record"]["dirty"]) == (head, True)
+    assert dirty["page"] == f"{head} + local changes"
+    from vlamb_nb.record import Environment
+
+    assert Environment(**dirty["record"]).commit_label == dirty["page"]  # exactly what the page shows
+
+
+def test_a_package_vendored_in_another_repository_is_not_a_git_checkout_in_the_record_or_the_page(tmp_path):
+    """The package inside another project's repository: the record named that project's commit, the page 'not a
+    git checkout'; both now say it is no checkout of its own."""
+    from vlamb_nb.report_html import provenance_view
+
+    vendored = tmp_path / "third_party"
+    vendored.mkdir()
+    _copy_package(vendored)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "another project")
+    env = _environment_from(vendored)
+    assert env["record"]["commit"] is None and env["record"]["dirty"] is None and env["page"] is None
+    shown = dict(provenance_view({"environment": {"commit": env["page"]}}, [])["pairs"])
+    assert shown["package commit"] == "not a git checkout"

@@ -280,3 +280,86 @@ def test_a_name_already_registered_is_refused_in_one_line(world, monkeypatch):
     monkeypatch.setattr(registry, "PAPERS", five)
     added = registry.register(registry.Paper("newpaper", "New", (), module="ok_paper"))
     assert registry.PAPERS == (*five, added) and registry.list_benchmarks()[-1] == "newpaper"
+
+
+# -- installed plugins break only themselves ---------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _forget_plugins():
+    """The packages these tests install are forgotten after each (another module's toy_paper is another package)."""
+    yield
+    for name in [m for m in sys.modules if m.split(".")[0] in ("toy_paper", "exit_paper", "clash_paper")]:
+        sys.modules.pop(name)
+
+
+def _installed(site, name: str, pkg: str, init: str) -> None:
+    """An installed package ``pkg`` (its ``__init__`` is ``init``) registered as paper ``name`` by entry point."""
+    import fixtures_toy
+
+    (site / pkg).mkdir(parents=True)
+    (site / pkg / "__init__.py").write_text(textwrap.dedent(init).lstrip(), encoding="utf-8")
+    fixtures_toy.entry_point(site, name, pkg)
+
+
+def test_a_plugin_that_exits_on_import_is_one_broken_row_and_the_five_are_listed(tmp_path, monkeypatch):
+    """``load_module`` caught ``Exception`` only: a plugin calling ``sys.exit()`` on import ended ``data status``
+    with none of the five papers listed."""
+    _installed(tmp_path, "exiter", "exit_paper", "import sys\nsys.exit(3)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "data-home"))
+    rc, out, err = cli("data", "status", "--json")
+    rows = {r["paper"]: r for r in json.loads(out)["papers"]}
+    assert list(rows)[:5] == FIVE and rows["exiter"]["state"] == "broken", rows
+    assert rows["exiter"]["problems"] == ["cannot be loaded: SystemExit: 3 (exit_paper/__init__.py, line 2)"]
+    from vlamb_nb.benchmarks import BrokenPaper, get_benchmark
+
+    with pytest.raises(BrokenPaper, match="SystemExit: 3"):
+        get_benchmark("exiter")
+
+
+def test_an_entry_point_named_in_capitals_resolves_and_its_prints_stay_out_of_json(tmp_path, monkeypatch):
+    """An entry point named ``MyToy`` broke ``data status`` and ``score`` ("unknown benchmark 'MyToy'; choose one
+    of …, MyToy"); a plugin that prints on import corrupted ``--json``."""
+    import fixtures_toy
+
+    folder = fixtures_toy.write(tmp_path / "toy_paper")
+    for f in folder.glob("*.py"):  # the toy under the name its author gave it: MyToy
+        f.write_text(f.read_text(encoding="utf-8").replace('"toy"', '"MyToy"'), encoding="utf-8")
+    init = folder / "__init__.py"
+    init.write_text("print('hello from the toy paper')\n" + init.read_text(encoding="utf-8"), encoding="utf-8")
+    fixtures_toy.entry_point(tmp_path, "MyToy", "toy_paper")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "data-home"))
+    from vlamb_nb.benchmarks import get_benchmark, list_benchmarks, paper
+
+    assert "mytoy" in list_benchmarks() and paper("MyToy").name == paper("mytoy").name == "mytoy"
+    rc, out, err = cli("data", "status", "--json")
+    rows = {r["paper"]: r for r in json.loads(out)["papers"]}  # stdout is the JSON, whole
+    assert rows["mytoy"]["state"] != "broken", rows["mytoy"]
+    assert "hello from the toy paper" in err and "hello" not in out
+    assert get_benchmark("MyToy").name == "MyToy"
+    rc, out, err = cli("score", "MyToy", "--predictions", str(tmp_path / "none.jsonl"), "--source", str(init))
+    assert rc == 2 and "unknown benchmark" not in err and "predictions file not found" in err, err
+
+
+def test_a_name_clash_is_one_warning_line(tmp_path):
+    """An installed package taking a registered name printed a two-line Python warning with a source line."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    _installed(tmp_path, "vague", "clash_paper", "BENCHMARK = None\n")
+    root = Path(__file__).resolve().parent.parent
+    code = "import sys; from vlamb_nb.cli import main; sys.exit(main(sys.argv[1:]))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)]),
+           "VLAMB_DATA": str(tmp_path / "data-home")}
+    env.pop("PYTHONWARNINGS", None)
+    for argv in (["data", "status", "--json"], ["score", "vague", "--predictions", "none.jsonl"]):
+        proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env,
+                              cwd=tmp_path, timeout=300)
+        lines = [ln for ln in proc.stderr.splitlines() if "clash_paper" in ln]
+        assert len(lines) == 1 and lines[0].startswith("vlamb-nb: warning: the installed package clash_paper is "
+                                                       "not registered as 'vague'"), proc.stderr
+        assert "warnings.warn" not in proc.stderr and "RegistryWarning" not in proc.stderr, proc.stderr
+    py = "import warnings; from vlamb_nb.benchmarks import list_benchmarks; list_benchmarks(); list_benchmarks()"
+    proc = subprocess.run([sys.executable, "-c", py], capture_output=True, text=True, env=env, timeout=300)
+    assert len(proc.stderr.strip().splitlines()) == 1 and "clash_paper" in proc.stderr, proc.stderr  # in Python too

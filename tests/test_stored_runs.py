@@ -29,14 +29,15 @@ def samples(tmp_path_factory):
     return out
 
 
-def _same(live, stored, *, without: tuple[str, ...] = ()) -> None:
+def _same(live, stored, *, without: tuple[str, ...] = (), attrs_without: tuple[str, ...] = ()) -> None:
     """Equal frames (every column but the runner's ``cached`` flag and ``without``) and equal ``attrs`` (but for
-    the coverage and where a run record was written: a scoring told to write none has none)."""
+    the coverage, where a run record was written: a scoring told to write none has none, and ``attrs_without``)."""
     drop = ["cached", *without]
     pd.testing.assert_frame_equal(live.drop(columns=[c for c in drop if c in live.columns]),
                                   stored.drop(columns=[c for c in drop if c in stored.columns]))
-    assert {k: v for k, v in live.attrs.items() if k not in ("coverage", "record")} == \
-        {k: v for k, v in stored.attrs.items() if k not in ("coverage", "record")}
+    skip = ("coverage", "record", *attrs_without)
+    assert {k: v for k, v in live.attrs.items() if k not in skip} == \
+        {k: v for k, v in stored.attrs.items() if k not in skip}
 
 
 @pytest.mark.parametrize("paper,setting,n,options", F.RUNS, ids=IDS)
@@ -67,8 +68,8 @@ def test_a_store_written_before_records_carried_their_turn_scores_the_same(paper
                           **F.score_options(paper))
     old = bench.score_store(legacy, items, record=False, **options, **F.score_options(paper))
     # a failure's ``seconds`` is a timing; what only the request's meta kept (Ref-Adv's rewritten expression) is
-    # not in an old record
-    _same(live, old, without=("seconds", "expression_asked"))
+    # not in an old record; nor is the digest of the items its run was asked (the items scored against are)
+    _same(live, old, without=("seconds", "expression_asked"), attrs_without=("asked_sha256",))
     resumed = shutil.copyfile(legacy, tmp_path / "old.jsonl")
     model = F.model()
     again = bench.evaluate(model, items, setting, store=resumed, progress=False, **options, **F.score_options(paper))

@@ -812,7 +812,25 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  line: str | None = None) -> str:
+    """A warning as the command line says it: one line, ``vlamb-nb: warning: ...``, never Python's two lines
+    with the source line that raised it."""
+    return f"vlamb-nb: warning: {_one_line(message)}\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import warnings
+
+    shown = warnings.formatwarning
+    warnings.formatwarning = _warning_line
+    try:
+        return _main(argv)
+    finally:
+        warnings.formatwarning = shown
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:  # the parser lists the registered papers: a registry that refuses a paper says so in one line
         args = build_parser().parse_args(argv)
     except VlambError as e:

@@ -517,7 +517,9 @@ def _no_run_twice(runs: list[Run]) -> None:
             other = seen.get((r.paper, r.setting, ident))
             if other is not None and other is not r:
                 how = ("a store and its run record" if (other.record is None) != (r.record is None) else
-                       "the same file" if ident.startswith("path:") else "two files with identical records")
+                       "the same file" if ident.startswith("path:") else
+                       "one run's records in two files" if ident.startswith("run:") else
+                       "two files with identical records")
                 raise DataError(f"the same run twice ({how}): {other.model} ({other.origin}) and {r.model} "
                                 f"({r.origin}) in {r.paper} {r.setting}; give each run once")
         for ident in ids:
@@ -525,7 +527,9 @@ def _no_run_twice(runs: list[Run]) -> None:
 
 
 def _run_ids(r: Run) -> list[str]:
-    """What makes two runs one: the resolved file they came from, and a digest of its bytes."""
+    """What makes two runs one: the resolved file they came from, a digest of its bytes, and the run itself (the
+    digest of its stored records, which its record keeps: the same run copied into two folders, a record and a
+    copy of its store, a record scored again)."""
     if not r.origin:
         return []
     p = Path(r.origin)
@@ -536,7 +540,15 @@ def _run_ids(r: Run) -> list[str]:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     store = [] if r.record is None or not r.record.store else [f"path:{(p.parent / r.record.store).resolve()}"]
-    return [f"path:{p.resolve()}", f"sha256:{h.hexdigest()}", *store]  # a record is its store's run too
+    run = None
+    if r.record is not None:
+        run = r.record.store_digest.run_sha256 if r.record.store_digest is not None else None
+    else:
+        from vlamb_nb.record import run_digest
+        from vlamb_nb.store import is_store
+
+        run = run_digest(p) if is_store(p) else None
+    return [f"path:{p.resolve()}", f"sha256:{h.hexdigest()}", *store, *([f"run:{run}"] if run else [])]
 
 
 def _unique_names(runs: list[Run]) -> None:
@@ -613,6 +625,7 @@ def record_run(path: str | os.PathLike, *, name: str | None = None) -> Run:
     if rec.coverage.duplicates:
         devs.append(f"{rec.coverage.duplicates} answer(s) in {rec.store} repeat an answer under another request id: "
                     "each counted once")
+    devs += [f"its run record {path.name}: {why}" for why in (rec.unchecked, rec.data.scored_elsewhere) if why]
     return Run(model=name or _model_name(model), paper=rec.benchmark, setting=rec.setting, scored=None,
                origin=str(path), data=rec.data.identity.to_dict() if rec.data.identity else None, deviations=devs,
                endpoint=rec.model.endpoint, record=rec)
@@ -732,6 +745,8 @@ def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None
     devs = deviation_lines(meta.get("deviations") or [])
     if dup := getattr(scored.attrs.get("coverage"), "duplicates", 0):  # counted once, and said so
         devs.append(f"{dup} answer(s) in {path.name} repeat an answer under another request id: each counted once")
+    if scored.attrs.get("differ"):
+        devs.append(f"{path.name}: {scored.attrs['differ']}")
     return Run(model=name or _model_name(meta["model"]), paper=paper, setting=setting, scored=scored,
                origin=str(path), data=meta.get("data"), deviations=devs, endpoint=meta["model"].get("endpoint"),
                items=items)
@@ -879,11 +894,15 @@ def _not_here(source: Any) -> bool:
 
 
 def _records_of(stores: list[Path], *, name: str | None = None) -> list[Run] | None:
-    """Each store's run, given as its scored run record (one per store), or None unless every store has one."""
-    from vlamb_nb.record import locate
+    """Each store's run, given as its scored run record (one per store), or None unless every store has one; a
+    record that disagrees with its store, its data or itself is refused (:class:`~vlamb_nb.record.RecordMismatch`),
+    never passed over for a rescoring that cannot happen here."""
+    from vlamb_nb.record import RecordMismatch, locate
 
     try:
         return [record_run(locate(s), name=name) for s in stores]
+    except RecordMismatch:
+        raise
     except DataError:
         return None
 

@@ -189,12 +189,14 @@ def fetched(paper: str) -> DataChoice:
                               f"`vlamb-nb data fetch {paper}` again to retry them, or accept them with "
                               f"`vlamb-nb data fetch {paper} --accept-missing` (their items are then left out, and "
                               "every result says so)")
+    base = release_base(paper, manifest)
+    if base != release_dir(paper):
+        hold(base)  # read by this process from now on: a fetch of another revision leaves it in place
     problems = check_release(paper, manifest)
     if problems:
         more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
         raise NotFetchedError(f"{paper}: the fetched release is damaged ({problems[0]}{more}); repair it with "
                               f"`vlamb-nb data fetch {paper}`")
-    base = release_base(paper, manifest)
     load = manifest.get("load") or {}
     ident = DataIdentity(kind="release", paper=paper, release=str(manifest.get("release", "")),
                          revision=manifest.get("revision"), n_items=manifest.get("n_items"),
@@ -203,6 +205,91 @@ def fetched(paper: str) -> DataChoice:
     extra = {k: base / v for k, v in (load.get("extra") or {}).items()}
     return DataChoice(identity=ident, source=base / load["source"] if load.get("source") else base,
                       images=base / load["images"] if load.get("images") else None, extra=extra)
+
+
+# -- a revision in use is never removed under its reader ---------------------------------------------------------
+#: ``<paper>/.in-use/<revision folder>``: every process reading a revision holds a shared lock on it for as long as
+#: it runs (the kernel lets it go when the process ends, so a crashed reader leaves no stale lock), and a fetch
+#: removes an old revision only when it can take the lock exclusively, else leaves it to the next fetch
+IN_USE = ".in-use"
+_HELD: dict[str, int] = {}
+
+
+def in_use_lock(folder: Path) -> Path:
+    """The lock file of the revision in ``folder`` (``<paper>/revisions/<name>``)."""
+    return folder.parent.parent / IN_USE / folder.name
+
+
+def hold(folder: Path) -> None:
+    """This process reads the revision in ``folder``: a shared lock on its ``.in-use`` file, held until the process
+    ends (once per folder). A data home where the file cannot be made (read-only) holds none: nothing can remove
+    the revision there either."""
+    import fcntl
+
+    key = str(folder)
+    if key in _HELD or not folder.is_dir():
+        return
+    lock = in_use_lock(folder)
+    try:
+        lock.parent.mkdir(exist_ok=True)
+        fd = os.open(lock, os.O_RDONLY | os.O_CREAT, 0o644)
+    except OSError:
+        try:
+            fd = os.open(lock, os.O_RDONLY)
+        except OSError:
+            return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # a fetch holds it exclusively only for the moment of a removal
+    except OSError:
+        os.close(fd)
+        return
+    _HELD[key] = fd
+
+
+def remove_unless_read(folder: Path) -> bool:
+    """Remove a revision's folder unless a running process reads it (holds its ``.in-use`` lock): True when it
+    was removed, False when it is left for the next fetch."""
+    import fcntl
+    import shutil
+
+    lock = in_use_lock(folder)
+    if (own := _HELD.pop(str(folder), None)) is not None:  # this process moves on to the new revision itself
+        os.close(own)
+    try:
+        lock.parent.mkdir(exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        fd = None  # a folder that cannot be locked cannot be read under a lock either
+    try:
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return False
+        shutil.rmtree(folder, ignore_errors=True)
+        lock.unlink(missing_ok=True)
+        return True
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def read_by_another(folder: Path) -> bool:
+    """Whether a running process reads the revision in ``folder`` (holds its ``.in-use`` lock)."""
+    import fcntl
+
+    lock = in_use_lock(folder)
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return str(folder) not in _HELD
+    finally:
+        os.close(fd)
+    return False
 
 
 def _missing_text(missing: dict[str, Any]) -> str:

@@ -42,6 +42,10 @@ class StoreError(VlambError, RuntimeError):
     """The prediction store is locked by another writer or damaged beyond the last line."""
 
 
+class InUseError(VlambError, RuntimeError):
+    """A folder another live process is writing (a run folder of a reproduce under way)."""
+
+
 class NotAvailableError(VlambError, RuntimeError):
     """A feature whose dependency (package, file, network access) is missing here."""
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import os
 import platform
 import sys
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -53,6 +56,46 @@ def package_version() -> str:
         return "0+unknown"
 
 
+#: what a commit with local changes is shown as (the page, ``vlamb-nb card``), from a record's ``dirty`` flag too
+LOCAL_CHANGES = " + local changes"
+
+
+def package_commit(folder: str | os.PathLike | None = None) -> tuple[str, bool] | None:
+    """The commit of the package's own checkout and whether its tracked files differ from it; None where the folder
+    holding the ``vlamb_nb`` package (``folder``) is not the top of a git checkout: an installed package, or one
+    vendored inside another project's repository, whose commit is that project's, never the package's. The one
+    reading of it, for the run record and the pages alike."""
+    root = Path(folder) if folder is not None else Path(__file__).resolve().parent.parent
+    return _package_commit(str(root.resolve()))
+
+
+@functools.lru_cache(maxsize=8)
+def _package_commit(root: str) -> tuple[str, bool] | None:
+    import re
+    import subprocess
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", "-C", root, *args], capture_output=True, text=True, timeout=10, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    top = git("rev-parse", "--show-toplevel")
+    if not top or Path(top).resolve() != Path(root):
+        return None
+    head = git("rev-parse", "HEAD")
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    if head is None or dirty is None or not re.fullmatch(r"[0-9a-f]{40}", head):
+        return None
+    return head, bool(dirty)
+
+
+def commit_label(commit: str | None, dirty: bool | None) -> str | None:
+    """A commit as the pages show it: ``<sha> + local changes`` where the checkout differed from it."""
+    return None if not commit else commit + (LOCAL_CHANGES if dirty else "")
+
+
 def _versions() -> dict[str, str]:
     out = {"vlamb_nb": package_version(), "python": sys.version.split()[0], "platform": platform.platform()}
     # report heavy libraries only if something already imported them (never import them here)
@@ -75,6 +118,10 @@ class RunMeta:
     #: what the items are (:class:`~vlamb_nb.datahome.DataIdentity`: release, revision, N), so every stored answer
     #: says which data it stands on
     data: dict[str, Any] = field(default_factory=dict)
+    #: the digest of the asked items' fields and their number (``Benchmark.item_digests``): a scoring against other
+    #: items (another answer key) is told by it
+    items_sha256: str = ""
+    n_asked: int | None = None
     versions: dict[str, str] = field(default_factory=_versions)
     started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 

@@ -10,15 +10,22 @@ answer, the parse, the gold, a reference to the image, each metric's per-item va
 
 The file is JSON (``<store>.record.json`` beside ``<store>.jsonl``), with ``schema_version``; a record of a
 newer version than this package reads is refused in one line rather than half read.
+
+A record travels without its data, so it is checked before it is believed (:meth:`RunRecord.read`): against its
+store where the store lies beside it (the run's identity, the store's sha256 and line count as they were when the
+record was written; another run appended to the store since is no change to this one), against itself (each
+unit set's values finite and in their kind's range, every value recomputed from its units, every row's value its
+unit's) and against its data (the digest of the items it was scored against beside the one its run was asked).
+A disagreement is a :class:`RecordMismatch` naming the file and the field; where the store is not beside it,
+:attr:`RunRecord.unchecked` says so, and every view that uses the record repeats it.
 """
 
 from __future__ import annotations
 
-import functools
+import hashlib
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -26,12 +33,15 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from vlamb_nb.datahome import DataIdentity
 from vlamb_nb.errors import DataError
-from vlamb_nb.meta import Deviation, package_version
+from vlamb_nb.hashing import digest
+from vlamb_nb.meta import Deviation, commit_label, package_commit, package_version
 from vlamb_nb.metrics import Coverage
 from vlamb_nb.run_identity import RunId
-from vlamb_nb.stats.metric import Units
+from vlamb_nb.stats.metric import Units, point_of
 
 #: the version this package writes and the newest it reads (2: each metric's unit sets; a record of 1 still
 #: reads, and its numbers show, but the card and ``compare`` need the unit sets: score its store again)
@@ -47,6 +57,28 @@ GOLD_COLUMNS = ("gold", "label_true", "gt_xyxy", "true_answer", "answer")
 #: whether the answer is right, where the paper's scoring says so per row)
 ROW_COLUMNS = ("item_id", "turn", "request_id", "prompt", "answer", "parsed", "valid", "gold", "image", "failure",
                "scored", "key", "correct")
+#: the largest record file read (a record of 20,000 items is about 20 MB): a bigger one is refused in one line
+MAX_RECORD_BYTES = 1 << 30
+#: the deepest nesting a record holds (a row's parse is a few levels deep): a deeper one is refused in one line
+MAX_DEPTH = 64
+#: the kinds whose unit values are 0/1 (an outcome, a class counted, a predicted label)
+_ZERO_ONE_KINDS = ("binary", "all_correct", "share", "macro_f1")
+
+
+class RecordMismatch(DataError):
+    """A run record that disagrees with its store, its data or itself: one line naming the file and the field."""
+
+
+@dataclass(frozen=True)
+class StoreDigest:
+    """The store a record was written from, as it was then: the file's sha256 and lines, and the run's own records
+    (its identity's records, read as every scorer reads them) by their digest and number, so a record stays true
+    of a store that has since taken another run's answers."""
+
+    sha256: str
+    lines: int
+    run_sha256: str | None = None
+    run_records: int | None = None
 
 
 @dataclass(frozen=True)
@@ -65,15 +97,22 @@ class ModelFacts:
 
 @dataclass(frozen=True)
 class Environment:
-    """What ran it: the package (version and git commit) and the libraries a score can depend on."""
+    """What ran it: the package (version, git commit and whether its checkout had local changes) and the libraries
+    a score can depend on."""
 
     vlamb_nb: str = ""
     commit: str | None = None
+    dirty: bool | None = None  # the checkout differed from its commit (None: not a git checkout, or not recorded)
     python: str = ""
     torch: str | None = None
     transformers: str | None = None
     bitsandbytes: str | None = None
     platform: str = ""
+
+    @property
+    def commit_label(self) -> str | None:
+        """The commit as the pages show it (``<sha> + local changes`` where the checkout had local changes)."""
+        return commit_label(self.commit, self.dirty)
 
 
 @dataclass(frozen=True)
@@ -85,6 +124,18 @@ class DataFacts:
     identity: DataIdentity | None = None
     sha256: str | None = None
     source_digest: str = ""
+    #: the digest of the items the run was scored against (their fields, :func:`items_digest`) and of those it
+    #: was asked (its run meta's); two different ones: scored against other items (another answer key)
+    items_sha256: str | None = None
+    asked_sha256: str | None = None
+
+    @property
+    def scored_elsewhere(self) -> str:
+        """Why the run was scored against other items than it was asked (empty: the same, or not known)."""
+        if self.items_sha256 and self.asked_sha256 and self.items_sha256 != self.asked_sha256:
+            return (f"scored against other items than its run was asked (items {self.items_sha256[:12]}, asked "
+                    f"{self.asked_sha256[:12]}): another answer key or other data gives other numbers")
+        return ""
 
     @property
     def kind(self) -> str:
@@ -100,12 +151,16 @@ class DataFacts:
 
     def to_dict(self) -> dict[str, Any]:
         return {"identity": self.identity.to_dict() if self.identity else None, "sha256": self.sha256,
-                "source_digest": self.source_digest}
+                "source_digest": self.source_digest, "items_sha256": self.items_sha256,
+                "asked_sha256": self.asked_sha256}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DataFacts:
+        if not isinstance(d, Mapping):
+            raise TypeError("data is not an object")
+        text = {k: d.get(k) if isinstance(d.get(k), str) else None for k in ("items_sha256", "asked_sha256")}
         return cls(identity=DataIdentity.from_dict(d.get("identity")), sha256=d.get("sha256"),
-                   source_digest=str(d.get("source_digest") or ""))
+                   source_digest=str(d.get("source_digest") or ""), **text)
 
 
 @dataclass(frozen=True)
@@ -152,10 +207,15 @@ class RunRecord:
     notes: tuple[str, ...] = ()
     created: str = ""
     schema_version: int = SCHEMA_VERSION
+    #: the store as it was when the record was written (None: a record written before records kept it)
+    store_digest: StoreDigest | None = None
+    #: why the record read was not checked against its store (empty: it was, or it was never read); not written
+    unchecked: str = field(default="", compare=False, repr=False)
 
     # -- reading and writing -----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out.pop("unchecked", None)
         out["data"] = self.data.to_dict()
         out["coverage"] = {**asdict(self.coverage), "left_out": [lo.summary() for lo in self.coverage.left_out]}
         out["units"] = {k: None if v is None else [u.to_dict() for u in v] for k, v in self.units.items()}
@@ -169,8 +229,8 @@ class RunRecord:
         single = record_path(path)
         if run is not None and single != target and single.is_file():
             try:
-                old = json.loads(single.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                old = load_json(single)
+            except DataError:
                 old = {}
             k = _number_of(path, old) if isinstance(old, dict) else None
             if k is not None and k != run:
@@ -178,8 +238,15 @@ class RunRecord:
             else:
                 single.unlink(missing_ok=True)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(_clean(self.to_dict()), ensure_ascii=False, indent=1), encoding="utf-8")
-        os.replace(tmp, target)
+        try:
+            tmp.write_text(json.dumps(_clean(self.to_dict()), ensure_ascii=False, indent=1), encoding="utf-8")
+            os.replace(tmp, target)
+        except BaseException:  # a full disk, a read-only folder, Ctrl-C: no half-written file left behind
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
+            raise
         return target
 
     @classmethod
@@ -205,19 +272,141 @@ class RunRecord:
                        units={str(k): None if v is None else [Units.from_dict(u) for u in v]
                               for k, v in (d.get("units") or {}).items()},
                        rows=[dict(r) for r in d.get("rows") or ()], store=d.get("store"),
-                       notes=tuple(d.get("notes") or ()), created=str(d.get("created", "")), schema_version=version)
+                       notes=tuple(d.get("notes") or ()), created=str(d.get("created", "")), schema_version=version,
+                       store_digest=_typed(StoreDigest, d["store_digest"]) if d.get("store_digest") else None)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise DataError(f"malformed run record ({type(e).__name__}: {e})", source=source) from None
 
     @classmethod
-    def read(cls, path: str | os.PathLike) -> RunRecord:
-        """The record at ``path``: the record file, the prediction store it lies beside, or a folder holding one."""
+    def read(cls, path: str | os.PathLike, *, verify: bool = True) -> RunRecord:
+        """The record at ``path`` (the record file, the prediction store it lies beside, or a folder holding one),
+        checked before it is believed (:meth:`verify`; ``verify=False`` only where it is about to be rewritten)."""
         p = locate(path)
-        try:
-            d = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise DataError(f"unreadable run record ({e})", source=str(p)) from None
-        return cls.from_dict(d, source=str(p))
+        rec = cls.from_dict(load_json(p), source=str(p))
+        if verify:
+            rec.verify(p)
+        return rec
+
+    # -- checks ------------------------------------------------------------------------------------------
+    def verify(self, path: str | os.PathLike) -> None:
+        """Check the record read from ``path`` against itself (:meth:`check_self`) and against the store beside it
+        (:meth:`check_store`); a disagreement is a :class:`RecordMismatch` naming the file and the field."""
+        self.check_self(str(path))
+        self.check_store(Path(path))
+
+    def check_self(self, source: str = "") -> None:
+        """The record's parts agree: each unit set's values are finite and in their kind's range (0/1 outcomes,
+        labels and classes), every metric value is the one its unit set gives (and its n that set's size), every
+        scored row's value is its unit's, and the model is its run's."""
+        def bad(fld: str, why: str) -> RecordMismatch:
+            return RecordMismatch(why, source=source or self.store or None, field=fld)
+
+        if self.run_id is not None and self.run_id.model_id != self.model.model_id:
+            raise bad("run_id.model_id", f"the run is {self.run_id.model_id!r}, the record's model "
+                      f"{self.model.model_id!r}; the record was edited or pieced together")
+        kinds = {m.metric: m.kind for m in self.metrics}
+        sets: dict[tuple[str, str, bool], Units] = {}
+        for name, us in self.units.items():
+            for i, u in enumerate(us or ()):
+                where = f"units.{name}[{i}].values"
+                v = u.array()
+                if len(v) and np.isnan(v).any():
+                    k = int(np.flatnonzero(np.isnan(v))[0])
+                    raise bad(where, f"unit {u.keys[k]!r} has no value (NaN); the record was edited or damaged")
+                if kinds.get(name) in _ZERO_ONE_KINDS and len(v) and not np.isin(v, (0.0, 1.0)).all():
+                    k = int(np.flatnonzero(~np.isin(v, (0.0, 1.0)))[0])
+                    raise bad(where, f"unit {u.keys[k]!r} is {v[k]:g} where a {kinds[name]} metric's unit is 0 or 1; "
+                              "the record was edited or damaged")
+                if kinds.get(name) == "macro_f1" and (u.gold is None or not set(u.gold) <= {0, 1}):
+                    raise bad(f"units.{name}[{i}].gold", "a macro_f1 metric's units need 0/1 gold labels")
+                sets[(name, u.slice, u.whole)] = u
+        for i, m in enumerate(self.metrics):
+            u = sets.get((m.metric, m.slice, m.whole))
+            if u is None:
+                continue
+            got = point_of(m.kind, u)
+            want = m.value if isinstance(m.value, int | float) and not isinstance(m.value, bool) else None
+            if (want is None) != (not math.isfinite(got)) or (want is not None and abs(round(got, 2) - want) > 0.006):
+                raise bad(f"metrics[{i}].value", f"{m.metric} ({m.slice}) is {m.value!r} but its {len(u.values)} "
+                          f"units give {round(got, 2) if math.isfinite(got) else None!r}; the record was edited")
+            if m.n != len(u.values):
+                raise bad(f"metrics[{i}].n", f"{m.metric} ({m.slice}) counts {m.n!r} units, its unit set "
+                          f"{len(u.values)}; the record was edited")
+        self._check_rows(bad)
+
+    def _check_rows(self, bad: Any) -> None:
+        """Every scored row's metric value is its unit's: the same (key, value) pairs as the whole unit set (for
+        a metric over groups, each row holds its group's value)."""
+        from collections import Counter
+
+        for name, us in self.units.items():
+            whole = next((u for u in us or () if u.whole), None)
+            if whole is None:
+                continue
+            if any(not isinstance(r, Mapping) for r in self.rows):
+                raise bad("rows", "a row that is not an object")
+            held = [(i, r) for i, r in enumerate(self.rows) if r.get("scored", True) and r.get(name) is not None]
+            if any(r.get("key") is None for _, r in held):  # rows that name no unit key: nothing to hold them to
+                continue
+            if whole.members is not None:  # all_correct: a row's value is its group's
+                group_of = {k: g for g, ks in zip(whole.keys, whole.members, strict=True) for k in ks}
+                value = dict(zip(whole.keys, whole.values, strict=True))
+                for i, r in held:
+                    g = group_of.get(str(r.get("key")))
+                    if g is not None and r[name] != value[g]:
+                        raise bad(f"rows[{i}].{name}", f"row {r.get('key')!r} holds {r[name]!r}, its group {g!r} "
+                                  f"{value[g]:g} in the unit sets; the record was edited")
+                continue
+            rows = Counter((str(r.get("key")), _as_float(r[name])) for _, r in held)
+            units = Counter(zip(whole.keys, whole.values, strict=True))
+            if rows != units:
+                diff = next(iter((rows - units) or (units - rows)))
+                i = next((i for i, r in held if (str(r.get("key")), _as_float(r[name])) == diff), None)
+                raise bad(f"rows[{i}].{name}" if i is not None else f"units.{name}",
+                          f"the rows hold {sum(rows.values())} {name} values, the unit set {len(whole.values)}, and "
+                          f"they differ at {diff[0]!r} ({'row' if diff in rows else 'unit'} value {diff[1]:g}); "
+                          "the record was edited")
+
+    def check_store(self, path: Path) -> None:
+        """The store beside the record is the one it was written from: its sha256 as then, or, where other runs'
+        answers were appended since, this run's own records as then; a store that holds no run of the record's
+        identity is another run's (a record copied beside the wrong store). No store beside it (a record that
+        travelled alone), or a record written before records kept its store's digest, is said in
+        :attr:`unchecked`."""
+        def bad(fld: str, why: str) -> RecordMismatch:
+            return RecordMismatch(why, source=str(path), field=fld)
+
+        store = path.parent / self.store if self.store else None
+        if store is None or not store.is_file() or store.resolve() == path.resolve():
+            self.unchecked = (f"not checked against its store ({self.store} is not beside it)" if self.store
+                              else "not checked against its store (it names none)")
+            return
+        d = self.store_digest
+        if d is not None:
+            sha, lines = file_digest(store)
+            if sha == d.sha256:
+                return
+            if self.run_id is None or d.run_sha256 is None:
+                raise bad("store_digest.sha256", f"{store.name} changed since the record was written ({d.lines} "
+                          f"lines then, {lines} now); score it again")
+        if self.run_id is None:
+            self.unchecked = "not checked against its store (written before records kept its digest)"
+            return
+        from vlamb_nb.store import is_store
+
+        if not is_store(store):
+            raise bad("store", f"{store.name} beside it is no prediction store; the record is another file's")
+        runs = _store_runs(store)
+        recs = runs.get(self.run_id)
+        if recs is None:
+            held = "; ".join(r.label for r in runs) or "none"
+            raise bad("run_id", f"{store.name} holds no run {self.run_id.label} (it holds: {held}); the record is "
+                      "another run's")
+        if d is None:
+            self.unchecked = "checked against its store's runs only (written before records kept its digest)"
+        elif digest(recs) != d.run_sha256:
+            raise bad("store_digest.run_sha256", f"the run's answers in {store.name} changed since the record was "
+                      f"written ({d.run_records} records then, {len(recs)} now); score it again")
 
     # -- views ---------------------------------------------------------------------------------------------
     def unit_sets(self, metric: str) -> list[Units] | None:
@@ -258,6 +447,79 @@ class RunRecord:
                 "by_slice": [{k: v for k, v in asdict(m).items() if k not in ("kind", "higher_is_better", "whole")}
                              for m in self.metrics],
                 "deviations": [asdict(d) for d in self.deviations], "notes": list(self.notes)}
+
+
+def load_json(p: Path) -> Any:
+    """A record file's JSON, bounded: too big a file, text that is not JSON, or nesting deeper than
+    :data:`MAX_DEPTH` is one line naming the file, never a traceback."""
+    try:
+        size = p.stat().st_size
+        if size > MAX_RECORD_BYTES:
+            raise DataError(f"a run record of {size:,} bytes, more than the {MAX_RECORD_BYTES:,} a record may hold; "
+                            "not a record this package wrote", source=str(p))
+        d = json.loads(p.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise DataError(f"a run record nested deeper than {MAX_DEPTH} levels; not a record this package wrote",
+                        source=str(p)) from None
+    except (OSError, ValueError) as e:
+        raise DataError(f"unreadable run record ({e})", source=str(p)) from None
+    stack = [(d, 1)]
+    while stack:
+        obj, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise DataError(f"a run record nested deeper than {MAX_DEPTH} levels; not a record this package wrote",
+                            source=str(p))
+        for v in obj.values() if isinstance(obj, dict) else obj:
+            if isinstance(v, dict | list):
+                stack.append((v, depth + 1))
+    return d
+
+
+def _as_float(v: Any) -> Any:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+
+
+def file_digest(path: Path) -> tuple[str, int]:
+    """A file's sha256 and its number of lines."""
+    h, lines, last = hashlib.sha256(), 0, b"\n"
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+            lines += block.count(b"\n")
+            last = block[-1:]
+    return h.hexdigest(), lines + (last != b"\n")
+
+
+def _store_runs(store: Path) -> dict[RunId, list[dict[str, Any]]]:
+    """The runs of a store and each one's records, as every scorer tells them apart."""
+    from vlamb_nb.run_identity import identify_runs
+    from vlamb_nb.store import read_records
+
+    return identify_runs(read_records(store))
+
+
+def store_digest(store: str | os.PathLike, run_id: RunId | None = None,
+                 records: Sequence[dict[str, Any]] | None = None) -> StoreDigest | None:
+    """What a record keeps of the file it was written from (None: no such file): its sha256 and lines and, for a
+    run of a prediction store (``run_id``; ``records``: its records, when already read), the run's own."""
+    p = Path(store)
+    if not p.is_file():
+        return None
+    sha, lines = file_digest(p)
+    if run_id is not None and records is None:
+        from vlamb_nb.store import is_store
+
+        records = _store_runs(p).get(run_id) if is_store(p) else None
+    if run_id is None or records is None:
+        return StoreDigest(sha, lines)
+    return StoreDigest(sha, lines, digest(list(records)), len(records))
+
+
+def run_digest(store: str | os.PathLike) -> str | None:
+    """The digest of the one run a prediction store holds (None: several, or none): what makes a record and its
+    store, or two copies of either, one run."""
+    runs = _store_runs(Path(store))
+    return digest(next(iter(runs.values()))) if len(runs) == 1 else None
 
 
 def locate(path: str | os.PathLike) -> Path:
@@ -368,17 +630,10 @@ def _clean(v: Any) -> Any:
 
 
 # -- building a record from a run ----------------------------------------------------------------------------
-@functools.lru_cache(maxsize=1)
 def git_commit() -> str | None:
-    """The commit of the package's checkout (None when it is installed without one)."""
-    here = Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    sha = out.stdout.strip()
-    return sha if out.returncode == 0 and len(sha) == 40 else None
+    """The commit of the package's own checkout (None when it is installed, or vendored in another project's)."""
+    found = package_commit()
+    return None if found is None else found[0]
 
 
 def environment(versions: Mapping[str, Any] | None = None) -> Environment:
@@ -390,7 +645,9 @@ def environment(versions: Mapping[str, Any] | None = None) -> Environment:
         mod = sys.modules.get(name)
         if name not in v and mod is not None:
             v[name] = getattr(mod, "__version__", None)
-    return Environment(vlamb_nb=str(v.get("vlamb_nb") or package_version()), commit=git_commit(),
+    found = package_commit()
+    return Environment(vlamb_nb=str(v.get("vlamb_nb") or package_version()), commit=found[0] if found else None,
+                       dirty=found[1] if found else None,
                        python=str(v.get("python") or sys.version.split()[0]), torch=v.get("torch"),
                        transformers=v.get("transformers"), bitsandbytes=v.get("bitsandbytes"),
                        platform=str(v.get("platform") or platform.platform()))
@@ -399,7 +656,6 @@ def environment(versions: Mapping[str, Any] | None = None) -> Environment:
 def data_facts(paper: str, data: Mapping[str, Any] | None, source_digest: str = "") -> DataFacts:
     """The data's facts from a run's data identity (:class:`~vlamb_nb.datahome.DataIdentity`): for the fetched
     release, the sha256 of its manifest's verified file list; for a given file, its own sha256."""
-    from vlamb_nb.hashing import digest
 
     identity = DataIdentity.from_dict(dict(data or {}))
     kind, release = (identity.kind, identity.release) if identity else ("", "")
@@ -482,33 +738,33 @@ def _first(row: Mapping[str, Any], names: Sequence[str]) -> Any:
     return None
 
 
-def _run_records(store: Path | None, scored: Any) -> tuple[RunId | None, dict[str, dict[str, Any]]]:
-    """``scored``'s run in ``store``: its identity and, by request_id, the stored record of each of its turns (of
-    its model: a judge's verdicts are not the run's), an answer over a failure where a request was retried."""
+def _run_records(store: Path | None, scored: Any
+                 ) -> tuple[RunId | None, dict[str, dict[str, Any]], StoreDigest | None]:
+    """``scored``'s run in ``store``: its identity, by request_id the stored record of each of its turns (of its
+    model: a judge's verdicts are not the run's; an answer over a failure where a request was retried) and the
+    store's digest as the record keeps it (:func:`store_digest`)."""
     if store is None or not store.is_file():
-        return None, {}
-    from vlamb_nb.store import is_store, read_records
+        return None, {}, None
+    from vlamb_nb.store import is_store
 
     if not is_store(store):
-        return None, {}
-    from vlamb_nb.run_identity import identify_runs
-
-    runs = list(identify_runs(read_records(store)).items())
+        return None, {}, store_digest(store)
+    runs = list(_store_runs(store).items())
     if not runs:
-        return None, {}
+        return None, {}, store_digest(store)
     k = scored.attrs.get("run_number")
     if k is None and len(runs) > 1:
         k = run_number(store, scored)
     model = scored.attrs.get("model")
     run_id, recs = runs[k or 0]
     if model and run_id.model_id != model:  # a judge's store: none of it is the judged run's
-        return None, {}
+        return None, {}, store_digest(store)
     out: dict[str, dict[str, Any]] = {}
     for r in recs:
         req = str(r.get("request_id"))
         if req not in out or (out[req].get("error") and not r.get("error")):
             out[req] = r
-    return run_id, out
+    return run_id, out, store_digest(store, run_id, recs)
 
 
 def _first_answer(store: Path | None, attrs: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -567,7 +823,7 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
     metrics = tuple(getattr(bench, "metrics", ()) or ())
     values, per_row, notes, units = metric_values(metrics, scored, n_resamples=n_resamples) \
         if stage == "scored" else ([], {}, [], {})
-    run_id, stored = _run_records(path, scored)
+    run_id, stored, digested = _run_records(path, scored)
     parsed_cols = [c for c in attrs.get("parsed_columns") or () if c in scored.columns]
     key = next((c for c in ("item_id", "uid", "id") if c in scored.columns), None)
     unit_key = next((k for m in metrics for k in m.key if k in scored.columns), key)  # how the unit sets name a row
@@ -610,6 +866,8 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
         cov = count(None, [i for i in ids if i not in errors], list(errors), list(errors.values()))
     data = data_facts(str(getattr(bench, "name", "")), attrs.get("data") or meta.get("data"),
                       str(meta.get("source") or ""))
+    data = replace(data, **{k: attrs[k] if isinstance(attrs.get(k), str) else None
+                            for k in ("items_sha256", "asked_sha256")})
     coverage = replace(cov, left_out=tuple(data.identity.left_out if data.identity else ()))
     devs = tuple(Dev.of(d) for d in attrs.get("deviations") or ())
     return RunRecord(benchmark=str(getattr(bench, "name", "")), setting=str(attrs.get("setting") or ""),
@@ -619,7 +877,7 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
                      data=data, coverage=coverage, deviations=devs, metrics=tuple(values), units=units, rows=rows,
                      store=None if path is None else path.name,
                      notes=tuple(str(n) for n in attrs.get("notes") or ()) + tuple(notes),
-                     created=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+                     created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), store_digest=digested)
 
 
 class RecordWarning(UserWarning):

@@ -527,23 +527,12 @@ _LIBRARIES = ("torch", "transformers", "bitsandbytes")
 
 
 def git_commit(folder: Path | None = None) -> str | None:
-    """The commit of the package's source checkout (``+ local changes`` when it differs from it), or None where
-    the package is not run from a git checkout."""
-    import subprocess
+    """The commit of the package's own checkout (``+ local changes`` when it differs from it), or None where the
+    package is not run from a checkout of its own (:func:`vlamb_nb.meta.package_commit`, the run record's reading)."""
+    from vlamb_nb.meta import commit_label, package_commit
 
-    folder = folder or Path(__file__).resolve().parent.parent
-    if not (folder / ".git").exists():
-        return None
-    try:
-        head = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(folder), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if not re.fullmatch(r"[0-9a-f]{40}", head):
-        return None
-    return head + (" + local changes" if dirty else "")
+    found = package_commit(folder)
+    return None if found is None else commit_label(*found)
 
 
 def environment_facts() -> dict[str, Any]:

@@ -163,6 +163,35 @@ def make_run_dir(out_dir: str | os.PathLike, run_id: str | None) -> Path:
     return new_folder(root, new_run_id())
 
 
+#: the lock file a reproduce holds in its run folder while it writes there (its pid inside)
+RUN_LOCK = ".reproduce.lock"
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: Path):
+    """Hold ``run_dir`` for this process: a second ``reproduce`` into the same folder (the same ``--run-id`` at
+    once) is refused in one line naming the live process that holds it. The lock is the kernel's (``flock``), so a
+    process that died leaves none: its lock file's stale pid is taken over by the next run."""
+    import fcntl
+
+    from vlamb_nb.errors import InUseError
+
+    path = run_dir / RUN_LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            raise InUseError(f"{run_dir}: another reproduce (pid {held}) is writing this run folder; wait for it "
+                             "to end, or give another --run-id") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
 def _local_kernel_manager(stderr_log: Path | None = None):
     """A kernel manager whose kernel talks over Unix sockets in a private folder instead of TCP on localhost:
     no other user on the machine can connect to it (and ipykernel has nothing to warn about). With
@@ -227,7 +256,14 @@ def execute(run: NotebookRun, *, cwd: Path, timeout: int | None = None) -> Noteb
     run.seconds, run.cpu_seconds = time.perf_counter() - t0, _cpu_seconds() - cpu0
     judge_generations(run, log)
     if run.output.is_file():
-        nb = nbformat.read(run.output, as_version=4)
+        try:
+            nb = nbformat.read(run.output, as_version=4)
+        except (OSError, ValueError, UnicodeError) as e:  # cut short (a full disk), damaged: one line, the run goes on
+            run.ok = False
+            why = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
+            run.error = (f"the executed notebook {run.output.name} could not be read back ({why}); it was cut short "
+                         "(a full disk?) or damaged: free space and run it again")
+            return run
         run.results = collect_results(nb)
         run.figures = collect_figures(nb)
         nb.metadata["vlamb"] = {"results": run.results, "ok": run.ok, "error": run.error,
@@ -477,47 +513,48 @@ def reproduce(papers: list[str] | None = None, *, params: dict[str, Any] | None 
                            f"({', '.join(names)}); the shared names are in vlamb_nb.notebook.parameters")
 
     run_dir = make_run_dir(out_dir, run_id)
-    fig_dir = Path(figures).resolve() if figures is not None else run_dir / "figures"
-    env = kernel_environment(run_dir, fig_dir, tiny_seed)
-    runs: list[NotebookRun] = []
-    with _env(**env):
-        for n in names:
-            path = files[n]
-            nb_params = {**{k: v for k, v in glob.items() if k in declared[n]}, **per[n]}
-            nb_params = with_profile(nb_params, declared[n])
-            bad = [k for k in per[n] if k not in declared[n]]
-            run = NotebookRun(n, path, run_dir / f"{n}.ipynb", nb_params)
-            if bad:
-                run.error = (f"SettingError: parameter(s) {bad} not declared by notebooks/{n}.ipynb "
-                             f"(declared: {sorted(declared[n])})")
-            elif served_model(nb_params) and needs_weights(n):
-                run.skipped = (f"not run: {n} needs the model's weights, and {nb_params['model']} is served "
-                               "elsewhere (name a hub id or a local checkpoint to run it)")
-            elif (missing_data := release_missing(n, nb_params, fetch=fetch, quiet=quiet)) is not None:
-                run.error = missing_data
-            runs.append(run)
-        runs = execute_all(runs, cwd=nb_dir, timeout=timeout, jobs=default_jobs(runs) if jobs is None else jobs,
-                           quiet=quiet)
-    page = write_report(runs, run_dir, params=glob, figures=fig_dir)
-    failed = sum(not r.ok and not r.skipped for r in runs)
-    latest = link_latest(out_dir, run_dir)
-    if update_figures:
-        kept: list[str] = []
-        copied = refresh_figures([r.name for r in runs if r.ok], fig_dir, repo_root() / "figures", kept)
+    with run_lock(run_dir):  # one reproduce writes a run folder at a time
+        fig_dir = Path(figures).resolve() if figures is not None else run_dir / "figures"
+        env = kernel_environment(run_dir, fig_dir, tiny_seed)
+        runs: list[NotebookRun] = []
+        with _env(**env):
+            for n in names:
+                path = files[n]
+                nb_params = {**{k: v for k, v in glob.items() if k in declared[n]}, **per[n]}
+                nb_params = with_profile(nb_params, declared[n])
+                bad = [k for k in per[n] if k not in declared[n]]
+                run = NotebookRun(n, path, run_dir / f"{n}.ipynb", nb_params)
+                if bad:
+                    run.error = (f"SettingError: parameter(s) {bad} not declared by notebooks/{n}.ipynb "
+                                 f"(declared: {sorted(declared[n])})")
+                elif served_model(nb_params) and needs_weights(n):
+                    run.skipped = (f"not run: {n} needs the model's weights, and {nb_params['model']} is served "
+                                   "elsewhere (name a hub id or a local checkpoint to run it)")
+                elif (missing_data := release_missing(n, nb_params, fetch=fetch, quiet=quiet)) is not None:
+                    run.error = missing_data
+                runs.append(run)
+            runs = execute_all(runs, cwd=nb_dir, timeout=timeout, jobs=default_jobs(runs) if jobs is None else jobs,
+                               quiet=quiet)
+        page = write_report(runs, run_dir, params=glob, figures=fig_dir)
+        failed = sum(not r.ok and not r.skipped for r in runs)
+        latest = link_latest(out_dir, run_dir)
+        if update_figures:
+            kept: list[str] = []
+            copied = refresh_figures([r.name for r in runs if r.ok], fig_dir, repo_root() / "figures", kept)
+            if not quiet:
+                print(f"figures/: {copied} file(s) refreshed from {fig_dir}")
+                for line in kept:
+                    print(f"figures/: {line}")
         if not quiet:
-            print(f"figures/: {copied} file(s) refreshed from {fig_dir}")
-            for line in kept:
-                print(f"figures/: {line}")
-    if not quiet:
-        skipped = sum(bool(r.skipped) for r in runs)
-        print(f"report: {run_dir / 'report.md'}\n{len(runs) - failed - skipped} notebook(s) ok, {failed} failed"
-              + (f", {skipped} not run" if skipped else ""))
-        if latest is not None:
-            before = latest.parent / PREVIOUS
-            print(f"{latest} -> {run_dir.name}" + (f" (the run before it: {before} -> {os.readlink(before)})"
-                                                   if before.is_symlink() else ""))
-        print(page)  # last, alone on its line: the page to open (`vlamb-nb reproduce | tail -n 1`)
-    return failed
+            skipped = sum(bool(r.skipped) for r in runs)
+            print(f"report: {run_dir / 'report.md'}\n{len(runs) - failed - skipped} notebook(s) ok, {failed} failed"
+                  + (f", {skipped} not run" if skipped else ""))
+            if latest is not None:
+                before = latest.parent / PREVIOUS
+                print(f"{latest} -> {run_dir.name}" + (f" (the run before it: {before} -> {os.readlink(before)})"
+                                                       if before.is_symlink() else ""))
+            print(page)  # last, alone on its line: the page to open (`vlamb-nb reproduce | tail -n 1`)
+        return failed
 
 
 def release_missing(notebook: str, params: dict[str, Any], *, fetch: bool = False, quiet: bool = False) -> str | None:

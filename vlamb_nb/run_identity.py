@@ -12,8 +12,9 @@ how to pick one.
 Within one run the same request may appear twice (a rerun after a crash, a retried failure):
 :func:`dedupe` applies the prediction store's rule (:mod:`vlamb_nb.store`): one record when the answers
 agree, a success over any failure, and conflicting answers refused. The same rule holds for one question asked
-twice under two request ids (two runs' records copied into one file, a rerun that named its requests otherwise):
-:func:`one_per_question` keeps one record per item, turn and request hash, so an item is never counted twice.
+twice under two request ids or hashes (two runs' records copied into one file, a rerun that named its requests
+otherwise): :func:`one_per_question` keeps one record per item, turn, request meta and decoding, so an item is never
+counted twice.
 What the rules drop is counted and reported (``attrs["coverage"].duplicates`` of a scored store), never silent.
 """
 
@@ -244,19 +245,20 @@ def check_turns(numbered: Sequence[tuple[int, dict[str, Any]]], turns: Sequence[
 
 
 def question(rec: dict[str, Any]) -> tuple[str, str, str, str]:
-    """What a record answers: its item, its turn, its request hash (the prompt, images and decoding asked; the
-    request id where a record has no hash) and its request's meta. Two requests of one run that ask the same of one
-    item with the same meta are one question; a RACQUET sample differs by its seed and meta, a judge's verdict by
-    the answer it judged, so they stay apart."""
-    return (str(rec.get("item_id")), str(rec.get("turn")), str(rec.get("key") or rec.get("request_id")),
-            digest(rec.get("meta") or {}))
+    """What a record answers: its item, its turn, its request's meta and its decoding parameters. Two records of one
+    run that answer one item in one turn with the same meta and decoding answer one question, whatever request hash
+    or id they are filed under (a line copied in from another run, a rerun whose prompt or image changed): an item
+    is counted once per turn. A RACQUET sample differs by its meta and seed, a judge's verdict by the answer it
+    judged, Ref-Adv's deletion by the expression asked, so they stay apart."""
+    return (str(rec.get("item_id")), str(rec.get("turn")), digest(rec.get("meta") or {}),
+            digest(rec.get("params") or {}))
 
 
 def one_per_question(records: Sequence[dict[str, Any]], *, source: str = "",
                      lines: Sequence[int] | None = None) -> tuple[list[dict[str, Any]], int]:
     """One record per :func:`question` of one run, by the store's rule (:func:`_keep_one`): the same answer under
-    two request ids is kept once (the first) and counted, and two different answers to one question are an error
-    naming the item, the turn, both request ids and, given ``lines``, both lines."""
+    two request ids or hashes is kept once (the first) and counted, and two different answers to one question are
+    an error naming the item, the turn, both request ids and, given ``lines``, both lines."""
     return _keep_one(
         records, question,
         lambda k, old, new, where: f"item {k[0]!r} (turn {k[1]!r}) has two different answers{where}, under request "

@@ -67,13 +67,16 @@ class StoreScores:
     metrics: list[Any]  # vlamb_nb.record.MetricValue, the whole set only
     deviations: list[str] = field(default_factory=list)
     error: str | None = None  # why its record could not be read (said on the page, never a lost report)
+    #: what the record could not be checked against (no store beside it), or scored against other items
+    checks: list[str] = field(default_factory=list)
 
     def coverage_text(self) -> str:
         c = self.coverage
         if c is None:
             return ""
         n = f"{c.answered} of {c.items} answered" if c.items is not None else f"{c.answered} answered"
-        return n + (f", {c.failed} failed" if c.failed else "") + (f", {c.missing} missing" if c.missing else "")
+        return n + (f", {c.failed} failed" if c.failed else "") + (f", {c.missing} missing" if c.missing else "") \
+            + "".join(f"; {why}" for why in self.checks)
 
     def rows(self) -> list[dict[str, Any]]:
         """Its rows of the scores table (:data:`SCORE_COLUMNS`); a store with no metric value says why."""
@@ -202,6 +205,7 @@ def store_scores(run_dir: str | Path) -> dict[str, list[StoreScores]]:
         else:
             s = StoreScores(store=store, benchmark=rec.benchmark, model=rec.model.model_id, setting=rec.setting,
                             stage=rec.stage, coverage=rec.coverage, metrics=[m for m in rec.metrics if m.whole],
-                            deviations=[str(d) for d in rec.deviations])
+                            deviations=[str(d) for d in rec.deviations],
+                            checks=[why for why in (rec.unchecked, rec.data.scored_elsewhere) if why])
         out.setdefault(rel.parts[0], []).append(s)
     return out

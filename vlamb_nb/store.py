@@ -416,6 +416,10 @@ _RUN_TYPES: dict[str, tuple[type, ...]] = {
 }
 _MODEL_TYPES: dict[str, tuple[type, ...]] = {k: (str,) for k in ("model_id", "quantization", "revision", "endpoint",
                                                                   "backend")}
+#: every field a record of this store format has (a record naming others may be of a newer one)
+_KNOWN_FIELDS = {"format", "key", "request_id", "item_id", "turn", "benchmark", "setting", "model", "run", "meta",
+                 "params", "prompt", "text", "error", "finish_reason", "prompt_tokens", "completion_tokens",
+                 "seconds", "image_sizes", "processed_image_sizes", "option_logprobs", "cached", "created"}
 _KINDS = {"str": "text", "int": "a number", "dict": "an object", "list": "a list"}
 
 
@@ -440,6 +444,11 @@ def check_fields(path: str | os.PathLike, line: int, rec: dict[str, Any]) -> Non
     """Refuse a record whose fields a reader relies on have the wrong type, naming the file, line and field:
     a store of another program, or an edited one, scored as if it were ours would fail deep inside or mislead."""
     _check_types(path, line, rec, _FIELD_TYPES, _NULLABLE)
+    if not rec.get("error") and all(rec.get(f) is None for f in ANSWER_FIELDS):
+        others = sorted(k for k in rec if k not in _KNOWN_FIELDS)
+        raise StoreError(f"{path}: line {line}: field 'text' is missing: a record that neither answers nor failed"
+                         + (f" (it has {', '.join(map(repr, others[:4]))})" if others else "")
+                         + "; a store of a newer format or another program, refusing to guess")
     run = rec.get("run") if isinstance(rec.get("run"), dict) else {}
     _check_types(path, line, run, _RUN_TYPES, None, "run.")
     for prefix, model in (("model.", rec.get("model")), ("run.model.", run.get("model"))):

@@ -8,15 +8,18 @@ with :func:`register`, or an installed package registers it through the ``vlamb_
 (:data:`ENTRY_POINTS`), its notebooks beside its code.
 
 One broken paper never breaks the others: a paper is imported only when it is asked for, and a package that
-fails to import or declares what the package cannot read (an unknown metric kind) raises :class:`BrokenPaper`,
-one line naming the paper, the cause and the paper's file and line; commands that go over every paper
-(``data status``, ``data fetch``, ``compare``) report it for that paper and go on with the others. A name
-registered twice (or an alias's) is refused in one line: two papers under one name would share a data home
-folder and a store name.
+fails to import (whatever it raises, ``sys.exit()`` included; Ctrl-C aside) or declares what the package cannot
+read (an unknown metric kind) raises :class:`BrokenPaper`, one line naming the paper, the cause and the paper's
+file and line; commands that go over every paper (``data status``, ``data fetch``, ``compare``) report it for
+that paper and go on with the others. What a paper prints while it is imported goes to stderr, never into a
+command's ``--json``. A name is normalised once, where it is registered (lower case, as every look-up reads it),
+so a registered name always resolves; a name registered twice (or an alias's) is refused in one line: two papers
+under one name would share a data home folder and a store name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.util
@@ -52,8 +55,14 @@ class Paper:
     module: str = ""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "name", normal_name(self.name))  # once, here: every look-up reads it so
         if not self.module:
             object.__setattr__(self, "module", f"vlamb_nb.benchmarks.{self.name}")
+
+
+def normal_name(name: str) -> str:
+    """A paper's name as the registry keeps it and every look-up reads it (``MyToy`` and ``mytoy`` are one)."""
+    return str(name).strip().lower()
 
 
 PAPERS: tuple[Paper, ...] = (
@@ -143,9 +152,11 @@ def registered() -> tuple[Paper, ...]:
 
 @functools.lru_cache(maxsize=32)
 def _warn_once(text: str) -> None:
+    """One warning line per clash: named after the registry, with no source line under it."""
     import warnings
 
-    warnings.warn(text, RegistryWarning, stacklevel=3)
+    warnings.warn_explicit(text, RegistryWarning, filename="vlamb_nb paper registry", lineno=0,
+                           module="vlamb_nb.benchmarks")
 
 
 class RegistryWarning(UserWarning):
@@ -168,7 +179,7 @@ def list_benchmarks() -> list[str]:
 
 
 def paper(name: str) -> Paper:
-    key = ALIASES.get(name.lower(), name.lower())
+    key = ALIASES.get(normal_name(name), normal_name(name))
     for p in registered():
         if p.name == key:
             return p
@@ -180,18 +191,27 @@ def load_module(entry: Paper, submodule: str = "") -> ModuleType | None:
     failure is a :class:`BrokenPaper` naming the cause and where in the paper's files it happened."""
     name = f"{entry.module}.{submodule}" if submodule else entry.module
     try:  # the package first: a submodule left in sys.modules by a failed import of its package is not the paper
-        package = importlib.import_module(entry.module)
-        return importlib.import_module(name) if submodule else package
+        with _quiet_import():
+            package = importlib.import_module(entry.module)
+            return importlib.import_module(name) if submodule else package
     except ModuleNotFoundError as e:
         if submodule and e.name == name:
             return None
         if e.name == entry.module:
             raise BrokenPaper(entry.name, f"its package {entry.module} is not installed or not on the path") from None
         raise BrokenPaper(entry.name, _cause(e, entry.module)) from None
-    except VlambError:
+    except (VlambError, KeyboardInterrupt):
         raise
-    except Exception as e:  # noqa: BLE001 - whatever a paper's own code raises is reported for that paper only
+    except BaseException as e:  # noqa: BLE001 - whatever a paper's own code raises (sys.exit() too) is that paper's
         raise BrokenPaper(entry.name, _cause(e, entry.module)) from None
+
+
+@contextlib.contextmanager
+def _quiet_import():
+    """While a paper's package is imported, what it prints goes to stderr: a command's stdout (``--json``) holds
+    the command's output only."""
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
 
 
 def _cause(e: BaseException, package: str) -> str:
@@ -215,8 +235,11 @@ def _package_folder(package: str) -> Path | None:
     origin = getattr(mod, "__file__", None)
     if origin is None:
         try:
-            spec = importlib.util.find_spec(package)
-        except (ImportError, ValueError):
+            with _quiet_import():  # a dotted name imports its parent package: the paper's own code runs
+                spec = importlib.util.find_spec(package)
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # noqa: BLE001 - a package that cannot even be found is reported where it is loaded
             return None
         origin = spec.origin if spec is not None else None
     return Path(origin).resolve().parent if origin else None

@@ -283,10 +283,14 @@ class Benchmark(ABC):
 
         setting = self.check_setting(setting or self.default_setting)
         ctx = self.context(model, setting, options)
+        loaded = items
         items = self.asked(items, ctx, limit=limit, progress=progress)
         devs = list(self.run_deviations(ctx, items))
         facts = dict(ctx.facts)
         meta = self.run_meta(ctx.model, setting, seed=facts.pop("seed", None), items=items)
+        if self.id_column in getattr(loaded, "columns", ()) and self.id_column in getattr(items, "columns", ()):
+            asked = item_digests(loaded, self.id_column, set(items[self.id_column].astype(str)))
+            meta.update(items_sha256=items_digest(asked), n_asked=len(asked))  # what a scoring checks its data by
         meta.update(facts, deviations=[d.to_dict() for d in devs], spec=ctx.spec.text if ctx.spec is not None else None)
         done: list[Asked] = []
         for i, turn in enumerate(self.turns(ctx)):
@@ -368,6 +372,7 @@ class Benchmark(ABC):
         gens, meta = self._run(model, items, setting, store=store, limit=limit, batch_size=batch_size,
                                progress=progress, **options)
         scored = self._scored(items, gens, model.info, setting, score_kw)
+        scored.attrs.update(items_sha256=meta.get("items_sha256"), asked_sha256=meta.get("items_sha256"))
         if store is not None:
             from vlamb_nb.record import write_for
 
@@ -434,6 +439,7 @@ class Benchmark(ABC):
         ids = items[self.id_column].astype(str)
         at = {i: k for k, i in enumerate(ids)}
         answered = {str(r["item_id"]) for r in recs}
+        checked = self._check_items(items, answered, stored)
         if fill_missing:
             recs = recs + [{"request_id": i, "item_id": i, "turn": ANSWER, "benchmark": self.name,
                             "setting": rid.tag or setting, "model": first.get("model"), "text": "",
@@ -456,12 +462,32 @@ class Benchmark(ABC):
                                            duplicates=duplicates, other_variants=variants)
         if number is not None:
             scored.attrs["run_number"] = number
+        scored.attrs.update(checked)
+        if checked.get("differ"):
+            scored.attrs["notes"] = [*scored.attrs.get("notes", ()), checked["differ"]]
         if isinstance(store, str | os.PathLike) and record:
             from vlamb_nb.record import write_for
 
             if (written := write_for(self, lambda: scored, store, run_meta=stored, model=first.get("model"))):
                 scored.attrs["record"] = {"path": str(written), "rows": len(scored)}
         return scored
+
+    def _check_items(self, items, answered: set[str], stored: Mapping[str, Any]) -> dict[str, Any]:
+        """The digest of the items a stored run is scored against (those its records name) beside the one its run
+        was asked (its run meta's, where the run asked exactly these items): ``differ`` says why they differ (another
+        answer key, edited items), for the score's notes and its record."""
+        if self.id_column not in getattr(items, "columns", ()):
+            return {}
+        mine = item_digests(items, self.id_column, answered)
+        out: dict[str, Any] = {"items_sha256": items_digest(mine), "asked_sha256": None}
+        want, n = stored.get("items_sha256"), stored.get("n_asked")
+        if isinstance(want, str) and want and n == len(mine):
+            out["asked_sha256"] = want
+            if want != out["items_sha256"]:
+                out["differ"] = (f"scored against other items than its run was asked: the {len(mine)} items' digest "
+                                 f"is {out['items_sha256'][:12]}, the run's {want[:12]} (another answer key or edited "
+                                 "items give other numbers)")
+        return out
 
     @final
     def run_settings(self, model: VLM, items, settings: Any, *, store_dir: str | os.PathLike | None = None,
@@ -723,14 +749,27 @@ class Benchmark(ABC):
         store = path if path.is_file() and is_store(path) else None
         rec = from_scored(self, scored, store=store, n_resamples=n_resamples)
         rec.store = path.name  # the file scored: a store, or a released prediction file
-        written = None
-        if target is not None:
-            written = rec.write(target)
-        elif store is not None:
-            from vlamb_nb.record import run_number
+        if rec.store_digest is None:  # a released prediction file: its bytes, as a store's are kept
+            from vlamb_nb.record import store_digest
 
-            written = rec.write(store, run=scored.attrs["run_number"] if "run_number" in scored.attrs else
-                                run_number(store, scored))
+            rec.store_digest = store_digest(path)
+        written = None
+        try:
+            if target is not None:
+                written = rec.write(target)
+            elif store is not None:
+                from vlamb_nb.record import run_number
+
+                written = rec.write(store, run=scored.attrs["run_number"] if "run_number" in scored.attrs else
+                                    run_number(store, scored))
+        except OSError as e:  # a read-only folder, a full disk: the scores stand, said in one warning
+            import warnings
+
+            from vlamb_nb.record import RecordWarning, record_path
+
+            where = target if target is not None else record_path(path) if store is not None else e.filename
+            warnings.warn(f"{where}: run record not written ({e.strerror or e}); the scores stand", RecordWarning,
+                          stacklevel=2)
         out = rec.score_view()
         out.update(predictions=str(path), source=None if source is None else str(source),
                    record=None if written is None else str(written))
@@ -914,6 +953,54 @@ def template_digest(package: str) -> str:
         return ""
     with open(spec.origin, encoding="utf-8") as fh:
         return digest(fh.read())[:16]
+
+
+def _digest_part(v: Any) -> Any:
+    """A field of an item as :func:`item_digests` hashes it: bytes by their sha256, a file by its name (the same
+    items in another folder digest alike), an image by its name or size, numbers and text as they are."""
+    import hashlib
+    import math
+
+    if isinstance(v, bytes | bytearray):
+        return "sha256:" + hashlib.sha256(v).hexdigest()
+    if isinstance(v, str):  # a path (absolute, or relative with a file's extension) by its file's name
+        pathlike = len(v) < 4096 and (os.path.isabs(v) or ("/" in v and not any(c.isspace() for c in v)
+                                                           and 1 < len(os.path.splitext(v)[1]) <= 6))
+        return os.path.basename(v) if pathlike else v
+    if isinstance(v, dict):
+        return {str(k): _digest_part(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_digest_part(x) for x in v]
+    if hasattr(v, "size") and hasattr(v, "mode") and hasattr(v, "getpixel"):  # a PIL image: never decoded here
+        return f"image:{os.path.basename(getattr(v, 'filename', '') or '')}:{v.size}:{v.mode}"
+    if hasattr(v, "tolist"):
+        return _digest_part(v.tolist())
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if v is None or isinstance(v, bool | int | float):
+        return v
+    return str(type(v).__name__)
+
+
+def item_digests(items: Any, id_column: str, ids: set[str] | None = None) -> dict[str, str]:
+    """Each item's digest by its id (of ``ids`` only, when given): every field as loaded (:func:`_digest_part`), so
+    another answer key or an edited item digests otherwise. What a run records of the items it was asked and a
+    scoring checks the items it is given against."""
+    from vlamb_nb.hashing import digest
+
+    rows = items[items[id_column].astype(str).isin(ids)] if ids is not None else items
+    cols = sorted(rows.columns, key=str)
+    out: dict[str, str] = {}
+    for k, row in zip(rows[id_column].astype(str), rows.to_dict(orient="records"), strict=True):
+        out[k] = digest({str(c): _digest_part(row.get(c)) for c in cols})[:16]
+    return out
+
+
+def items_digest(digests: Mapping[str, str]) -> str:
+    """One digest of items' digests (:func:`item_digests`), whatever their order."""
+    from vlamb_nb.hashing import digest
+
+    return digest(sorted(digests.items()))[:16]
 
 
 def source_digest(items: Any) -> str:

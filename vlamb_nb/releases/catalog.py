@@ -6,6 +6,7 @@ fetched once its folder and its registry line exist.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -57,7 +58,7 @@ def _declares(entry: Any) -> bool:
 def _declared(name: str, package: str) -> Release:
     """The ``RELEASE`` of ``<package>.data``: the package the registry line names, so a paper whose folder lives
     outside ``vlamb_nb.benchmarks`` (``Paper(..., module=...)``) is fetched like the others."""
-    from vlamb_nb.benchmarks import BrokenPaper, load_module, paper
+    from vlamb_nb.benchmarks import BrokenPaper, load_module, normal_name, paper
 
     entry = paper(name)
     if not _declares(entry):
@@ -66,9 +67,9 @@ def _declared(name: str, package: str) -> Release:
     rel = getattr(load_module(entry, "data"), "RELEASE", None)
     if not isinstance(rel, Release):
         raise BrokenPaper(name, f"its data.py declares RELEASE as {type(rel).__name__}, not a Release")
-    if rel.paper != name:
-        raise SettingError(f"{name}: its data.py declares the release of {rel.paper!r}")
-    return rel
+    if normal_name(rel.paper) != name:
+        raise BrokenPaper(name, f"its data.py declares the release of {rel.paper!r}, not of {name!r}")
+    return replace(rel, paper=name) if rel.paper != name else rel  # one name for its data home folder
 
 
 def release(paper: str) -> Release:

@@ -42,9 +42,11 @@ from vlamb_nb.datahome import (
     LeftOut,
     check_release,
     leave_out,
+    read_by_another,
     read_manifest,
     release_base,
     release_dir,
+    remove_unless_read,
 )
 from vlamb_nb.errors import FetchError, SettingError, VlambError
 from vlamb_nb.release_spec import (
@@ -760,11 +762,12 @@ class _Fetch:
         return manifest
 
     def remove_others(self, keep: str, *, legacy: bool) -> None:
-        """Other revision folders go once a revision is current (and the flat layout of older fetches)."""
+        """Other revision folders go once a revision is current (and the flat layout of older fetches); one a
+        running process reads (a reproduce on the old revision) stays until a later fetch finds it free."""
         revs = self.root / REVISIONS
-        for d in revs.iterdir() if revs.is_dir() else []:
+        for d in sorted(revs.iterdir()) if revs.is_dir() else []:
             if d.is_dir() and d.relative_to(self.root).as_posix() != keep:
-                shutil.rmtree(d, ignore_errors=True)
+                remove_unless_read(d)
         if legacy:
             for name in ("files", ".staging"):
                 shutil.rmtree(self.root / name, ignore_errors=True)
@@ -1034,8 +1037,11 @@ def status(*, verify: bool = False) -> list[dict[str, Any]]:
         current = (manifest or {}).get("folder")
         for d in sorted(revs.iterdir()) if revs.is_dir() else []:
             if d.is_dir() and d.relative_to(root).as_posix() != current:
-                row["pending"].append(f"{d.relative_to(root).as_posix()}: a fetch of another revision that is not "
-                                      "current (run `vlamb-nb data fetch " + paper + "` to finish or replace it)")
+                row["pending"].append(
+                    f"{d.relative_to(root).as_posix()}: " + (
+                        "an earlier revision a running process still reads; the next fetch removes it"
+                        if read_by_another(d) else "a fetch of another revision that is not current (run "
+                        "`vlamb-nb data fetch " + paper + "` to finish or replace it)"))
         if manifest is None:
             if any(p.is_file() and p.stat().st_size for p in root.rglob("*") if p.name != ".lock"):
                 row["state"] = "partial (no manifest: fetch again to finish)"

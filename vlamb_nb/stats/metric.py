@@ -270,9 +270,7 @@ class Metric:
 
     def value_of(self, units: Units) -> float:
         """The metric's point value (percent) on one of its unit sets."""
-        if not units.values:
-            return math.nan
-        return float(self.statistic(units.array(), units.gold_array())(np.ones((1, len(units.values))))[0])
+        return point_of(self.kind, units)
 
     def interval(self, units: Units, draws: Any = None, *, n_resamples: int = 1000,
                  seed: int = 0) -> tuple[float, float, str]:
@@ -365,6 +363,20 @@ class Units:
                    clusters=clusters, ci_unit=str(d.get("ci_unit") or ""), whole=bool(d.get("whole")),
                    rows=int(d.get("rows") or len(keys)), run_rows=int(d.get("run_rows") or 0),
                    note=str(d.get("note") or ""), members=members)
+
+
+def point_of(kind: str, units: Units) -> float:
+    """A metric's point value (percent) on one of its unit sets, from its kind alone: what a run record's values
+    are checked against when it is read (the record keeps the kind, not the declaration)."""
+    if not units.values:
+        return math.nan
+    v = units.array()
+    stat = weighted_macro_f1(units.gold_array(), v.astype(int)) if kind == "macro_f1" else None
+    if stat is None:
+        from vlamb_nb.stats.ranking import weighted_mean
+
+        stat = weighted_mean(v)
+    return float(stat(np.ones((1, len(v))))[0])
 
 
 def _flags(col: Any) -> np.ndarray:
