@@ -69,7 +69,11 @@ def test_a_store_written_before_records_carried_their_turn_scores_the_same(paper
     old = bench.score_store(legacy, items, record=False, **options, **F.score_options(paper))
     # a failure's ``seconds`` is a timing; what only the request's meta kept (Ref-Adv's rewritten expression) is
     # not in an old record; nor is the digest of the items its run was asked (the items scored against are)
-    _same(live, old, without=("seconds", "expression_asked"), attrs_without=("asked_sha256",))
+    # and the deviations it stored are in that time's words (the scripted stand-in's line has been reworded since):
+    # the same deviations, each as it was said then
+    _same(live, old, without=("seconds", "expression_asked"), attrs_without=("asked_sha256", "deviations"))
+    assert [(d.what, d.paper, d.affects) for d in live.attrs["deviations"]] == \
+        [(d.what, d.paper, d.affects) for d in old.attrs["deviations"]]
     resumed = shutil.copyfile(legacy, tmp_path / "old.jsonl")
     model = F.model()
     again = bench.evaluate(model, items, setting, store=resumed, progress=False, **options, **F.score_options(paper))
