@@ -434,3 +434,17 @@ def example_headlines(*, run: str = EXAMPLE_RUN, workdir: Any = None, n_resample
         h.model, h.profile, h.deviations = model.info.model_id, "paper", devs
     return rows, (f"Ref-Adv: the released {run} run replayed through the run path on the {len(items)} {where}; "
                   "the other papers were not run")
+
+
+def released_runs(profile: str = "offline") -> dict[str, Any] | None:
+    """The released per-row runs (:func:`predictions_dir`), keyed ``"<model>::<prompt>"`` (the hub name the rows
+    give, and the prompt: ``direct``, ``cot``), as :mod:`vlamb_nb.noise` and the item analysis read them; None
+    when none are at hand."""
+    folder = predictions_dir(profile=profile)
+    if folder is None:
+        return None
+    out = {}
+    for sc in metrics.official_runs(folder).values():
+        if len(sc):
+            out[f"{sc['model'].iloc[0]}::{sc['prompt_id'].iloc[0]}"] = sc
+    return out or None
