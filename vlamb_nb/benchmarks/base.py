@@ -171,6 +171,11 @@ class Benchmark(ABC):
     #: the paper's headline metrics, declared once (:mod:`vlamb_nb.stats.metric`): the card's :meth:`headline`,
     #: :meth:`summary` and ``compare`` derive from them
     metrics: tuple[Metric, ...] = ()
+    #: prompt-sensitivity settings, by the paper setting they vary: ``{base: {variant: "order" | "wording"}}``
+    #: (an option order permuted, the instruction reworded by the paper's own variant); a variant's answers carry
+    #: ``position`` (the place of the option chosen, 0 first) and ``choice`` (what was chosen, in the items'
+    #: terms), which :mod:`vlamb_nb.sensitivity` compares across the settings
+    prompt_variants: dict[str, dict[str, str]] = {}
 
     # -- the pipeline ------------------------------------------------------------------------------
     @abstractmethod

@@ -27,8 +27,9 @@ import vlamb_nb.benchmarks.vague.score as S
 from vlamb_nb.benchmarks.base import ANSWER, Benchmark, RunContext, Turn
 from vlamb_nb.benchmarks.vague.parse import OptionLikelihoodReader, captions_from_run, parse_answer
 from vlamb_nb.benchmarks.vague.prompts import (  # noqa: F401  (OFFICIAL_QWEN_MAX_PIXELS: part of this module's API)
+    ALL_SETTINGS,
     OFFICIAL_QWEN_MAX_PIXELS,
-    SETTINGS,
+    VARIANTS,
     caption_requests,
     decoding,
     setting_spec,
@@ -43,7 +44,8 @@ LETTERS = vague_data.LETTERS
 class Vague(Benchmark):
     name = "vague"
     paper = "Nam et al., VAGUE: Visual Contexts Clarify Ambiguous Expressions (ICCV 2025)"
-    settings = SETTINGS
+    settings = ALL_SETTINGS  # the paper's, then the prompt-sensitivity variants of vlm
+    prompt_variants = {"vlm": VARIANTS}
     default_setting = "vlm"
     score_options = ("bertscore",)
     offline_score_options = {"bertscore": "minilm"}  # the offline notebook's labelled substitute for roberta-large
