@@ -12,6 +12,9 @@ Settings (MCQ; append ``_ff`` for free-form answers):
 - ``vlm``: the tagged image, the utterance and options;
 - ``sm_cot`` / ``vlm_cot``: zero-shot chain of thought (Tables 3 and G4).
 
+Prompt-sensitivity variants of ``vlm`` on the same items: ``vlm_shift1``-``vlm_shift3`` (every option moved one to
+three letters on) and ``vlm_code`` (the released code's wording); :mod:`vlamb_nb.sensitivity` compares them.
+
 MCQ answers are read from generated text (default) or, as a labelled alternative, from the
 log-likelihood of each option letter (``reading="loglik"``).
 """
