@@ -81,12 +81,10 @@ def test_the_same_answers_at_two_quantizations_are_equivalent(tmp_path):
     assert row["diff"] == 0 and row["equivalent"] and row["flips"] == 0 and res.flips.empty
 
 
-def test_a_sweep_over_quantizations_writes_the_comparison(tmp_path, monkeypatch):
-    pytest.importorskip("submitit")
+def test_a_sweep_over_quantizations_writes_the_comparison(tmp_path, monkeypatch, inline_sweep):
     import yaml
 
     import vlamb_nb.models
-    import vlamb_nb.sweep as sweep_mod
 
     bench = get_benchmark("vague")
     src = bench.make_sample(tmp_path / "data", n=30, seed=0)
@@ -101,25 +99,13 @@ def test_a_sweep_over_quantizations_writes_the_comparison(tmp_path, monkeypatch)
         model.info = dataclasses.replace(model.info, quantization=quantization)
         return model
 
-    class Handle:
-        def __init__(self, fn, job):
-            self.fn, self.job = fn, job
-
-        def result(self):
-            return self.fn(self.job)
-
-    class Executor:
-        def submit(self, fn, job):
-            return Handle(fn, job)
-
     monkeypatch.setattr(vlamb_nb.models, "load_model", load)
-    monkeypatch.setattr(sweep_mod, "_executor", lambda cfg: Executor())
     out = tmp_path / "out"
     cfg = tmp_path / "sweep.yaml"
     cfg.write_text(yaml.safe_dump({"name": "q", "out_dir": str(out), "progress": False,
                                    "models": [{"spec": "m", "quantization": ["4bit", "none"]}],
                                    "benchmarks": [{"name": "vague", "source": str(src), "settings": ["vlm"]}]}))
-    assert sweep_mod.sweep(cfg, quiet=True) == 0
+    assert inline_sweep.sweep(cfg, quiet=True) == 0
     assert "Quantizations compared for 1 run(s)" in (out / "summary.md").read_text()
     doc = json.loads((out / "quantization.json").read_text())
     row = doc[0]["table"][0]

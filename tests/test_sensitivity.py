@@ -108,27 +108,13 @@ def test_vflute_label_words_swapped_reveal_a_first_named_label_bias(tmp_path):
     assert res.consistency.set_index("runs").iloc[1]["consistency"] == 0  # base against the swapped labels
 
 
-def test_a_sweep_that_runs_a_base_and_its_variants_writes_the_sensitivity(tmp_path, monkeypatch):
-    pytest.importorskip("submitit")
+def test_a_sweep_that_runs_a_base_and_its_variants_writes_the_sensitivity(tmp_path, monkeypatch, inline_sweep):
     import vlamb_nb.models
-    import vlamb_nb.sweep as sweep_mod
 
     bench = get_benchmark("vague")
     src = bench.make_sample(tmp_path / "data", n=8, seed=0)
     monkeypatch.setattr(vlamb_nb.models, "load_model", lambda spec, **_: ScriptedModel(lambda r: "A", model_id=spec))
 
-    class Handle:
-        def __init__(self, fn, job):
-            self.fn, self.job = fn, job
-
-        def result(self):
-            return self.fn(self.job)
-
-    class Executor:
-        def submit(self, fn, job):
-            return Handle(fn, job)
-
-    monkeypatch.setattr(sweep_mod, "_executor", lambda cfg: Executor())
     import yaml
 
     out = tmp_path / "out"
@@ -137,7 +123,7 @@ def test_a_sweep_that_runs_a_base_and_its_variants_writes_the_sensitivity(tmp_pa
                                    "models": [{"spec": "first", "quantization": "none"}],
                                    "benchmarks": [{"name": "vague", "source": str(src),
                                                    "settings": ["vlm", "vlm_shift1", "vlm_shift2"]}]}))
-    assert sweep_mod.sweep(cfg, quiet=True) == 0
+    assert inline_sweep.sweep(cfg, quiet=True) == 0
     assert "Prompt sensitivity of 1 run(s)" in (out / "summary.md").read_text()
     doc = json.loads((out / "sensitivity.json").read_text())
     pooled = next(r for r in doc[0]["bias"] if r["setting"] == "pooled")

@@ -53,6 +53,7 @@ def item_analysis(paper: str, runs: dict[str, Any], *, flag_below: float = 0.0, 
 
     from vlamb_nb import stats
     from vlamb_nb.benchmarks import get_benchmark
+    from vlamb_nb.stats.common import unit_values
     from vlamb_nb.stats.irt import fit_2pl, rank
     from vlamb_nb.stats.metric import ZERO_ONE
 
@@ -62,16 +63,7 @@ def item_analysis(paper: str, runs: dict[str, Any], *, flag_below: float = 0.0, 
         raise NotAvailableError(f"{paper} declares no 0/1 metric to fit an item-response model on")
     if len(runs) < 3:
         raise DataError(f"an item analysis needs at least three runs of {paper}, got {len(runs)}")
-    values, clusters, first_rows = {}, {}, None
-    for name, sc in runs.items():
-        rows = metric.rows(sc)
-        keys = metric.item_key(rows).to_numpy()
-        values[name] = dict(zip(keys, metric.units(rows).to_numpy(float), strict=True))
-        c = metric.clusters(rows)
-        if c is not None:
-            clusters.update(zip(keys, c, strict=True))
-        if first_rows is None:
-            first_rows = rows.assign(key=keys).drop_duplicates("key").set_index("key")
+    values, clusters, first_rows = unit_values(metric, runs)
     keys = sorted(set().union(*values.values()), key=lambda k: (len(k), k))
     names = list(values)
     y = np.array([[values[n].get(k, np.nan) for k in keys] for n in names], dtype=float)

@@ -186,14 +186,9 @@ def _units(paper: str, runs: dict[str, Any]) -> tuple[Any, dict[str, np.ndarray]
     metric = next((m for m in bench.metrics if m.kind in ZERO_ONE), None)
     if metric is None:
         raise NotAvailableError(f"{paper} declares no 0/1 metric to measure agreement on")
-    series, clusters = {}, {}
-    for name, sc in runs.items():
-        rows = metric.rows(sc)
-        keys = metric.item_key(rows).to_numpy()
-        series[name] = dict(zip(keys, metric.units(rows).to_numpy(float), strict=True))
-        c = metric.clusters(rows)
-        if c is not None:
-            clusters.update(zip(keys, c, strict=True))
+    from vlamb_nb.stats.common import unit_values
+
+    series, clusters, _ = unit_values(metric, runs)
     common = sorted(set.intersection(*(set(s) for s in series.values())), key=lambda k: (len(k), k))
     values = {n: np.array([s[k] for k in common]) for n, s in series.items()}
     return metric, values, (np.array([clusters[k] for k in common]) if clusters else None)

@@ -48,11 +48,7 @@ class QuantizationComparison:
     notes: list[str] = field(default_factory=list)
 
     def markdown(self) -> str:
-        def table(df: Any) -> str:
-            try:
-                return df.to_markdown(index=False, floatfmt=".4g")
-            except ImportError:
-                return df.to_string(index=False)
+        from vlamb_nb.stats.result import markdown_table as table
 
         parts = [f"## {self.paper}: quantizations against {self.reference} (equivalence margin ±{self.margin:g} "
                  "points)", "", self.conclusion, "", table(self.table), "", "### Memory and speed", "",

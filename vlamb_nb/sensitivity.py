@@ -49,10 +49,12 @@ class Sensitivity:
     notes: list[str] = field(default_factory=list)
 
     def markdown(self) -> str:
+        from vlamb_nb.stats.result import markdown_table
+
         parts = [f"## {self.paper}: {self.base} against {', '.join(self.variants)}", "", self.conclusion, ""]
         for title, df in (("Position bias", self.bias), ("Consistency", self.consistency),
                           ("Paired difference against the paper's prompt", self.paired)):
-            parts += [f"### {title}", "", _table(df), ""]
+            parts += [f"### {title}", "", markdown_table(df, ".3g"), ""]
         parts += [f"- {n}" for n in self.notes]
         return "\n".join(parts).rstrip() + "\n"
 
@@ -62,13 +64,6 @@ class Sensitivity:
         return {"paper": self.paper, "base": self.base, "variants": self.variants, "conclusion": self.conclusion,
                 "notes": self.notes, **{k: json.loads(getattr(self, k).to_json(orient="records"))
                                         for k in ("positions", "bias", "consistency", "paired")}}
-
-
-def _table(df: Any) -> str:
-    try:
-        return df.to_markdown(index=False, floatfmt=".3g")
-    except ImportError:
-        return df.to_string(index=False)
 
 
 def bases_with_variants(paper: str, settings: list[str]) -> dict[str, list[str]]:

@@ -147,6 +147,25 @@ def common_units(metrics: list[Any], runs: list[Any]) -> tuple[dict[str, list[Sc
     return scores, dropped, len(order)
 
 
+def unit_values(metric: Any, runs: dict[str, Any]) -> tuple[dict[str, dict[str, float]], dict[str, Any], Any]:
+    """Each run's per-unit values of one metric by unit key (``{run: {key: value}}``), the cluster of each key
+    where the metric resamples clusters, and the first run's covered rows by key (the units' own columns): what
+    an analysis over many runs of the same items (agreement, an item-response fit) starts from."""
+    values: dict[str, dict[str, float]] = {}
+    clusters: dict[str, Any] = {}
+    first = None
+    for name, scored in runs.items():
+        rows = metric.rows(scored)
+        keys = metric.item_key(rows).to_numpy()
+        values[name] = dict(zip(keys, metric.units(rows).to_numpy(float), strict=True))
+        c = metric.clusters(rows)
+        if c is not None:
+            clusters.update(zip(keys, c, strict=True))
+        if first is None:
+            first = rows.assign(key=keys).drop_duplicates("key").set_index("key")
+    return values, clusters, first
+
+
 def weighted(scores: Scores, values: np.ndarray):
     """The metric's aggregate over resample weights (percent): its kind's one aggregation."""
     return scores.metric.statistic(values, scores.gold)
