@@ -128,3 +128,20 @@ def test_a_sweep_that_runs_a_base_and_its_variants_writes_the_sensitivity(tmp_pa
     doc = json.loads((out / "sensitivity.json").read_text())
     pooled = next(r for r in doc[0]["bias"] if r["setting"] == "pooled")
     assert doc[0]["base"] == "vlm" and pooled["first_chosen"] == 100
+
+
+@pytest.mark.slow
+def test_the_variants_run_on_a_tiny_checkpoint(vague_items):
+    """The tiny stand-in answers noise, but the variants run through the same path and are compared."""
+    from vlamb_nb.models import load_model
+
+    try:
+        model = load_model("tiny:qwen2_5_vl", quantization=None)
+    except Exception as e:  # noqa: BLE001 - no tiny checkpoint on this machine
+        pytest.skip(f"tiny checkpoints unavailable: {e}")
+    bench = get_benchmark("vague")
+    runs = bench.run_settings(model, vague_items, ["vlm", "vlm_shift1", "vlm_code"], limit=3, max_new_tokens=4,
+                              progress=False)
+    res = prompt_sensitivity("vague", runs, n_resamples=100)
+    assert list(res.paired["variant"]) == ["vlm_shift1", "vlm_code"] and (res.paired["n"] == 3).all()
+    assert res.conclusion.startswith("vague vlm: ")
