@@ -17,7 +17,9 @@ without any, they are the assumption :data:`ASSUMED` says, and the table says wh
 comes from the paper's ``data.test_sets(items)``: counted from the release where the items are the whole
 release, else declared from the paper's text, and said so.
 
-``vlamb-nb noise PAPER`` prints the table; each paper's notebook ends with it. This module names no paper: a
+A published value is read as a share of 0/1 outcomes (an accuracy; a macro-F1 of near balanced binary labels is
+read so too, and the test set says so). ``vlamb-nb noise PAPER`` prints the table; each paper's notebook ends
+with it. This module names no paper: a
 paper's claims, test sets and released runs are found through the registry.
 """
 

@@ -447,7 +447,8 @@ def test_sets(items=None) -> dict[str, Any]:
     n = SPLIT_SIZES["test"]
     counted = items is not None and len(items) == n
     return {"test": TestSet("test", n, "item", None, "", "release" if counted else "declared",
-                            "723 test items, each its own image"),
+                            "723 test items, each its own image; an F1 gap is read as an accuracy gap (binary "
+                            "labels, near balanced)"),
             "human99": TestSet("human99", 99, "item", None, "", "declared", "§5.4: 99 random test items"),
             "adequacy": TestSet("adequacy", 75, "explanation", None, "", "declared",
                                 "Table 6: explanations both annotators agreed on (25/74, 20/67, 38/75)")}
