@@ -61,3 +61,25 @@ def _close_figures():
 @pytest.fixture(scope="package")
 def repo_root() -> Path:
     return REPO
+
+
+@pytest.fixture
+def inline_sweep(monkeypatch):
+    """A sweep whose local executor runs each job in this process (so a monkeypatched ``load_model`` reaches it);
+    returns the sweep module."""
+    pytest.importorskip("submitit")
+    import vlamb_nb.sweep as sweep_mod
+
+    class Handle:
+        def __init__(self, fn, job):
+            self.fn, self.job = fn, job
+
+        def result(self):
+            return self.fn(self.job)
+
+    class Executor:
+        def submit(self, fn, job):
+            return Handle(fn, job)
+
+    monkeypatch.setattr(sweep_mod, "_executor", lambda cfg: Executor())
+    return sweep_mod

@@ -557,6 +557,23 @@ def cmd_compare(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_noise(a: argparse.Namespace) -> int:
+    """Every comparison a paper states in words beside its test set's noise floor (and the test on released runs)."""
+    from vlamb_nb import get_benchmark, noise
+
+    items = None
+    if a.source is not None:
+        items = get_benchmark(a.paper).load(a.source)
+    table = noise.noise_table(a.paper, items=items, alpha=a.alpha, power=a.power, profile=a.profile)
+    if a.json:
+        _emit({"paper": a.paper, "conclusion": table.attrs["conclusion"], "agreement": table.attrs["agreement"],
+               "test_sets": table.attrs["test_sets"], "alpha": a.alpha, "power": a.power,
+               "comparisons": json.loads(table.to_json(orient="records"))}, True)
+    else:
+        print(noise.render(table))
+    return 0
+
+
 #: the committed example's file name under figures/compare/
 EXAMPLE_NAME = "refadv_released_runs"
 
@@ -787,6 +804,20 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--browser", action=argparse.BooleanOptionalAction, default=None,
                     help="open a browser (default: only where this machine has a display and is not remote)")
     lb.set_defaults(func=cmd_lab)
+
+    nz = sub.add_parser("noise", help="every comparison a paper states beside the smallest difference its test set "
+                                      "can detect (its noise floor), with the test on released per-item runs")
+    nz.add_argument("paper", metavar="PAPER", help=f"one of {', '.join(_benchmarks())}")
+    nz.add_argument("--source", help="the paper's release (its whole test set: its structure is counted from it; "
+                                     "default: the released per-item runs' rows where a paper released some, else the "
+                                     "structure the paper declares)")
+    nz.add_argument("--profile", choices=["offline", "paper"], default="offline",
+                    help="where released per-item runs are read from: beside the checkout (offline) or the data "
+                         "home (paper)")
+    nz.add_argument("--alpha", type=float, default=0.05, help="two-sided level (default 0.05)")
+    nz.add_argument("--power", type=float, default=0.8, help="power the floor is computed at (default 0.8)")
+    nz.add_argument("--json", action="store_true", help="print machine-readable JSON instead of the table")
+    nz.set_defaults(func=cmd_noise)
 
     mt = sub.add_parser("make-tiny-model", help="build a tiny random checkpoint (tests, offline demos)")
     mt.add_argument("family")

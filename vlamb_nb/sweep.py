@@ -223,6 +223,7 @@ def run_job(job: SweepJob) -> list[dict[str, Any]]:
     from vlamb_nb.models import load_model
 
     model = load_model(job.model, quantization=job.quantization, **job.model_options)
+    weights = model.weight_bytes() if hasattr(model, "weight_bytes") else None  # what a quantization comparison shows
     rows = []
     for spec in job.benchmarks:
         bench = get_benchmark(spec.name)
@@ -234,6 +235,8 @@ def run_job(job: SweepJob) -> list[dict[str, Any]]:
             row = {"model": job.model_name, "quantization": job.quantization or "none", "benchmark": spec.name,
                    "setting": setting}
             row.update(bench.summary(scored))
+            if weights is not None:
+                row["weights_gib"] = round(weights / 2**30, 4)
             rows.append(row)
     out = Path(job.out_dir) / "summaries" / f"{job.slug}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -398,6 +401,9 @@ def sweep(config: str | os.PathLike, *, quiet: bool = False, remote: dict[str, A
     compared = write_comparison(cfg, finished)
     if compared:
         text += f"\n{compared}\n"
+    for line in (write_sensitivity(cfg, finished), write_quantization(cfg, finished, rows)):
+        if line:
+            text += f"\n{line}\n"
     (cfg.out_dir / "summary.md").write_text(text, encoding="utf-8")
     if not quiet:
         print(text)
@@ -436,6 +442,83 @@ def write_comparison(cfg: SweepConfig, finished: list[SweepJob] | None = None) -
     return (f"Comparison of {len(result.models)} models: comparison.md, comparison.json, comparison.png "
             f"({len(result.pairs)} paired tests, {result.correction}-adjusted); all of it on one page: "
             f"comparison.html{not_in}.")
+
+
+def write_sensitivity(cfg: SweepConfig, finished: list[SweepJob] | None = None) -> str:
+    """Each finished model's prompt sensitivity where a benchmark ran a paper's base setting beside its variants
+    (:mod:`vlamb_nb.sensitivity`: position bias, consistency, the paired difference against the paper's prompt),
+    from the stores on disk, into ``sensitivity.md`` and ``sensitivity.json``. Returns a line for the summary
+    (empty when no benchmark ran a variant); a failure says why and never fails the sweep."""
+    from vlamb_nb.compare import score_store
+    from vlamb_nb.sensitivity import bases_with_variants, prompt_sensitivity
+
+    done = cfg.jobs if finished is None else [j for j in cfg.jobs if j in finished]
+    results, errors = [], []
+    for job in done:
+        for spec in job.benchmarks:
+            for base, variants in bases_with_variants(spec.name, spec.settings).items():
+                try:
+                    runs = {s: score_store(p, source=spec.source, name=job.model_name, options=dict(spec.options)).scored
+                            for s in (base, *variants) if (p := store_path(job, spec.name, s)).is_file()}
+                    res = prompt_sensitivity(spec.name, runs, base=base)
+                except Exception as e:  # noqa: BLE001 - the stores are kept; the analysis can be rerun from Python
+                    errors.append(f"{job.slug} {spec.name} {base}: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}")
+                    continue
+                results.append((job, res))
+    if not results and not errors:
+        return ""
+    md = "".join(f"# {job.model_name} ({job.quantization or 'none'})\n\n{res.markdown()}\n" for job, res in results)
+    (cfg.out_dir / "sensitivity.md").write_text(md, encoding="utf-8")
+    (cfg.out_dir / "sensitivity.json").write_text(json.dumps(
+        [{"model": job.model_name, "quantization": job.quantization or "none", **res.to_dict()} for job, res in results],
+        indent=2, default=str), encoding="utf-8")
+    line = f"Prompt sensitivity of {len(results)} run(s): sensitivity.md, sensitivity.json."
+    return line + (f" Not analysed: {'; '.join(errors)}." if errors else "")
+
+
+def write_quantization(cfg: SweepConfig, finished: list[SweepJob] | None = None,
+                       rows: list[dict[str, Any]] | None = None) -> str:
+    """Each model the sweep ran at two quantizations or more (its ``quantization: [4bit, 8bit, none]`` axis):
+    every benchmark and setting compared across them on the same items (:mod:`vlamb_nb.quantization`: paired
+    differences, equivalence within the default margin, the items that flip, memory and tokens/s), from the
+    stores on disk, into ``quantization.md`` and ``quantization.json``. Returns a line for the summary (empty when
+    no model ran twice); a failure says why and never fails the sweep."""
+    from vlamb_nb.compare import score_store
+    from vlamb_nb.quantization import quantization_comparison
+
+    done = cfg.jobs if finished is None else [j for j in cfg.jobs if j in finished]
+    by_model: dict[str, list[SweepJob]] = {}
+    for j in done:
+        by_model.setdefault(j.model_name, []).append(j)
+    memory = {(r["model"], r["quantization"]): r["weights_gib"] for r in rows or [] if r.get("weights_gib") is not None}
+    results, errors = [], []
+    for name, jobs in by_model.items():
+        if len(jobs) < 2:
+            continue
+        for spec in jobs[0].benchmarks:
+            for setting in spec.settings:
+                stores = {j.quantization or "none": p for j in jobs if (p := store_path(j, spec.name, setting)).is_file()}
+                if len(stores) < 2:
+                    continue
+                try:
+                    runs = {q: score_store(p, source=spec.source, name=name, options=dict(spec.options)).scored
+                            for q, p in stores.items()}
+                    res = quantization_comparison(spec.name, runs, memory={q: memory.get((name, q), float("nan"))
+                                                                           for q in runs})
+                except Exception as e:  # noqa: BLE001 - the stores are kept; the comparison can be rerun from Python
+                    msg = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+                    errors.append(f"{name} {spec.name} {setting}: {msg}")
+                    continue
+                results.append((name, setting, res))
+    if not results and not errors:
+        return ""
+    md = "".join(f"# {name} · {setting}\n\n{res.markdown()}\n" for name, setting, res in results)
+    (cfg.out_dir / "quantization.md").write_text(md, encoding="utf-8")
+    (cfg.out_dir / "quantization.json").write_text(json.dumps(
+        [{"model": name, "setting": setting, **res.to_dict()} for name, setting, res in results], indent=2,
+        default=str), encoding="utf-8")
+    line = f"Quantizations compared for {len(results)} run(s): quantization.md, quantization.json."
+    return line + (f" Not compared: {'; '.join(errors)}." if errors else "")
 
 
 def _has_tabulate() -> bool:

@@ -204,6 +204,11 @@ class Benchmark(ABC):
     scripted_right: tuple[str, ...] = ("right",)
     #: the paper's error kinds, drawn evenly among the wrong units (a wrong option, a near-miss box, ...)
     scripted_errors: tuple[str, ...] = ("wrong",)
+    #: prompt-sensitivity settings, by the paper setting they vary: ``{base: {variant: "order" | "wording"}}``
+    #: (an option order permuted, the instruction reworded by the paper's own variant); a variant's answers carry
+    #: ``position`` (the place of the option chosen, 0 first) and ``choice`` (what was chosen, in the items'
+    #: terms), which :mod:`vlamb_nb.sensitivity` compares across the settings
+    prompt_variants: dict[str, dict[str, str]] = {}
 
     # -- the pipeline ------------------------------------------------------------------------------
     @abstractmethod

@@ -14,11 +14,16 @@ One module per concern; each names in its docstring the library it calls and wha
   different items, stratified), each named by the random numbers it draws;
 - ``gather``: bootstrap means of continuous values, two indices per random draw, parts on threads (own, on PCG64);
 - ``paired``: :func:`paired_bootstrap`, :func:`permutation_test` (a mean by ``permutation``, scipy as
-  the reference), McNemar (statsmodels; exact: scipy);
+  the reference), McNemar (statsmodels; exact: scipy), :func:`clustered_mcnemar` (Durkalski's, for items that
+  share an image or pair; scipy's chi-square tail);
 - ``permutation``: :func:`sign_flip_test`, the paired permutation test of a mean by sign flips, exact
   when few differ, binomials and byte tables when many (own, on PCG64; tested against scipy);
   :func:`label_permutation_test` for two groups of different items (own);
-- ``proportions``: :func:`wilson`, :func:`proportion_ci`, coverage by simulation (statsmodels);
+- ``proportions``: :func:`wilson`, :func:`proportion_ci`, coverage by simulation (statsmodels),
+  :func:`clustered_two_proportion` (two groups of different items, cluster-robust; own);
+- ``power``: noise floors, the minimum detectable difference of a paired clustered test (Connor's equation with
+  Kish's design effect), discordance and ICC of released runs, validated by simulation (own; scipy); imported by
+  its path, not here;
 - ``agreement``: :func:`cohen_kappa` (scikit-learn, statsmodels), :func:`fleiss_kappa` (statsmodels);
 - ``multiple_testing``: :func:`holm` (own numpy, statsmodels' numbers), :func:`benjamini_hochberg`
   (statsmodels), :func:`adjust`.
@@ -34,7 +39,7 @@ pandas load on first use.
 __all__ = [
     "Result", "SignFlip", "Statistic", "adjust", "benjamini_hochberg", "bootstrap_ci", "cohen_kappa", "fleiss_kappa",
     "group_accuracy_statistic", "holm", "label_permutation_test", "macro_f1_from_counts", "macro_f1_statistic",
-    "mcnemar", "mcnemar_exact", "mcnemar_table", "mean_statistic", "paired_bootstrap", "permutation_test",
+    "clustered_mcnemar", "clustered_two_proportion", "mcnemar", "mcnemar_exact", "mcnemar_table", "mean_statistic", "paired_bootstrap", "permutation_test",
     "proportion_ci", "proportion_coverage", "ratings_to_table", "ratio_ci", "results_frame", "sign_flip_test",
     "two_sample_ci", "vectorized", "wilson", "wilson_from_percent",
 ]
@@ -52,7 +57,20 @@ from vlamb_nb.stats.bootstrap import (
     vectorized,
 )
 from vlamb_nb.stats.multiple_testing import adjust, benjamini_hochberg, holm
-from vlamb_nb.stats.paired import mcnemar, mcnemar_exact, mcnemar_table, paired_bootstrap, permutation_test
+from vlamb_nb.stats.paired import (
+    clustered_mcnemar,
+    mcnemar,
+    mcnemar_exact,
+    mcnemar_table,
+    paired_bootstrap,
+    permutation_test,
+)
 from vlamb_nb.stats.permutation import SignFlip, label_permutation_test, sign_flip_test
-from vlamb_nb.stats.proportions import proportion_ci, proportion_coverage, wilson, wilson_from_percent
+from vlamb_nb.stats.proportions import (
+    clustered_two_proportion,
+    proportion_ci,
+    proportion_coverage,
+    wilson,
+    wilson_from_percent,
+)
 from vlamb_nb.stats.result import Result, results_frame

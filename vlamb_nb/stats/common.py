@@ -160,6 +160,25 @@ def common_units(metrics: list[Any], runs: list[Any]) -> tuple[dict[str, list[Sc
     return scores, dropped, len(order)
 
 
+def unit_values(metric: Any, runs: dict[str, Any]) -> tuple[dict[str, dict[str, float]], dict[str, Any], Any]:
+    """Each run's per-unit values of one metric by unit key (``{run: {key: value}}``), the cluster of each key
+    where the metric resamples clusters, and the first run's covered rows by key (the units' own columns): what
+    an analysis over many runs of the same items (agreement, an item-response fit) starts from."""
+    values: dict[str, dict[str, float]] = {}
+    clusters: dict[str, Any] = {}
+    first = None
+    for name, scored in runs.items():
+        rows = metric.rows(scored)
+        keys = metric.item_key(rows).to_numpy()
+        values[name] = dict(zip(keys, metric.units(rows).to_numpy(float), strict=True))
+        c = metric.clusters(rows)
+        if c is not None:
+            clusters.update(zip(keys, c, strict=True))
+        if first is None:
+            first = rows.assign(key=keys).drop_duplicates("key").set_index("key")
+    return values, clusters, first
+
+
 def weighted(scores: Scores, values: np.ndarray):
     """The metric's aggregate over resample weights (percent): its kind's one aggregation."""
     return scores.metric.statistic(values, scores.gold)
@@ -196,6 +215,20 @@ def paired_runs(paper: str, metrics: Sequence[Any], a: Any, b: Any, *, n_resampl
 
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
         raise SettingError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    rows = []
+    for m, sc, k, dropped in paired_scores(paper, metrics, a, b, same_items=same_items):
+        t = pair_test(sc, sc.values[0], sc.values[1], n_resamples=n_resamples, seed=seed + k)
+        va, vb = (float(weighted(sc, v)(np.ones((1, len(v))))[0]) for v in sc.values)
+        rows.append({"metric": m.name, "slice": sc.slice, "a": va, "b": vb, **t, "n": len(sc.values[0]),
+                     "unit": m.unit, "ci_unit": sc.ci_unit or m.unit,
+                     "dropped_a": dropped["a"], "dropped_b": dropped["b"]})
+    return pd.DataFrame(rows)
+
+
+def paired_scores(paper: str, metrics: Sequence[Any], a: Any, b: Any, *, same_items: bool = False):
+    """Two scored runs' per-unit values of each metric, aligned on the units both answered, overall then by slice:
+    ``(metric, Scores, seed offset, dropped)`` for each (what :func:`paired_runs` tests, and an equivalence test
+    or a list of the items that flip reads). Runs scored against different gold are refused."""
     chosen = list(metrics)
     if not chosen:
         raise SettingError(f"{paper} declares no per-item metric to compare runs on")
@@ -204,7 +237,6 @@ def paired_runs(paper: str, metrics: Sequence[Any], a: Any, b: Any, *, n_resampl
     groups: dict[int, list[Any]] = {}
     for m in chosen:
         groups.setdefault(id(m.where), []).append(m)
-    rows = []
     for j, ms in enumerate(groups.values()):
         units, dropped, n_common = common_units(ms, runs)
         if same_items and any(dropped.values()):
@@ -218,12 +250,7 @@ def paired_runs(paper: str, metrics: Sequence[Any], a: Any, b: Any, *, n_resampl
                     continue
                 if sc.gold is not None:
                     same_gold(m, runs, sc)
-                t = pair_test(sc, sc.values[0], sc.values[1], n_resamples=n_resamples, seed=seed + 10 * j + k)
-                va, vb = (float(weighted(sc, v)(np.ones((1, len(v))))[0]) for v in sc.values)
-                rows.append({"metric": m.name, "slice": sc.slice, "a": va, "b": vb, **t, "n": len(sc.values[0]),
-                             "unit": m.unit, "ci_unit": sc.ci_unit or m.unit,
-                             "dropped_a": dropped["a"], "dropped_b": dropped["b"]})
-    return pd.DataFrame(rows)
+                yield m, sc, 10 * j + k, dropped
 
 
 def same_gold(metric: Any, runs: list[Any], sc: Scores) -> None:

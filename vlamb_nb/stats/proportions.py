@@ -91,3 +91,39 @@ def proportion_coverage(p_true: float, n: int, *, n_datasets: int = 300, n_resam
         r = proportion_ci(x, method=method, n_resamples=n_resamples, alpha=alpha, seed=seed + k + 1)
         covers[k] = r.ci_low <= p_true <= r.ci_high
     return float(np.mean([covers[k] for k in ks.tolist()]))
+
+
+def clustered_two_proportion(first: Any, second: Any, clusters_first: Any = None, clusters_second: Any = None, *,
+                             alpha: float = 0.05, name: str = "") -> Result:
+    """Two groups of different units (negated against plain expressions): the difference of their shares of 1s
+    with a Wald interval and z-test whose variance sums each group's cluster totals (the cluster-robust variance
+    of a mean), so units sharing an image count once. The two-sample test :mod:`.power`'s two-sample floors are
+    computed for. Own code (scipy's normal tail)."""
+    import math
+
+    from scipy.stats import norm
+
+    parts = []
+    for values, clusters, label in ((first, clusters_first, "first"), (second, clusters_second, "second")):
+        x = _check_values(values, label, numeric=True).astype(float)
+        if not len(x):
+            raise DataError(f"the {label} group has no units", field=label)
+        if clusters is None:
+            sums, sizes = x, np.ones(len(x))
+        else:
+            import pandas as pd
+
+            codes, _ = pd.factorize(pd.Series(list(clusters), dtype=object))
+            if len(codes) != len(x):
+                raise DataError(f"one cluster label per unit in the {label} group", field=label)
+            sums, sizes = np.bincount(codes, weights=x), np.bincount(codes).astype(float)
+        mean = float(x.mean())
+        k = len(sums)
+        var = float(((sums - sizes * mean) ** 2).sum()) * k / max(k - 1, 1) / len(x) ** 2
+        parts.append((mean, var, len(x)))
+    (m1, v1, n1), (m2, v2, n2) = parts
+    est, se = m1 - m2, math.sqrt(v1 + v2)
+    z = float(norm.ppf(1 - alpha / 2))
+    p = float(2 * norm.sf(abs(est) / se)) if se > 0 else (1.0 if est == 0 else 0.0)
+    return Result(est, est - z * se, est + z * se, p, n1 + n2, "two proportions, cluster-robust z", None, name, alpha,
+                  {"first": m1, "second": m2, "n_first": n1, "n_second": n2})

@@ -46,6 +46,14 @@ def format_p(p: Any) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3g}"
 
 
+def markdown_table(df: Any, floatfmt: str = ".4g") -> str:
+    """A frame as a markdown table (tabulate, through pandas), or as aligned text where tabulate is missing."""
+    try:
+        return df.to_markdown(index=False, floatfmt=floatfmt)
+    except ImportError:
+        return df.to_string(index=False)
+
+
 @dataclass(frozen=True)
 class Result:
     """One estimate with its interval and test: the currency of tables and error-bar plots."""

@@ -52,6 +52,7 @@ class Mucar(Benchmark):
     name = NAME
     paper = "Wang et al., MUCAR, EMNLP 2025"
     settings = tuple(SETTINGS)
+    prompt_variants = {"full": prompts.VARIANTS}
     default_setting = "full"
     id_column = "uid"
     failed_parse = S.GENERATION_FAILED  # scored wrong and labelled apart from an unreadable answer

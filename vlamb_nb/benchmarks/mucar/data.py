@@ -632,3 +632,27 @@ RELEASE = Release(
     size="0.7 MB of records + the hub image set (size set by the hub)",
     notes=("the hub image set's layout is undocumented: every image_id is resolved and the ones that are not "
            "found are reported",))
+
+
+# -- the test sets as a noise floor sees them ---------------------------------------------------------------------
+#: §2.1 / §3.3: queries and pairs, all and in the six non-dual categories (Tables 3 and 12 count those only)
+DECLARED_SIZES = {"all": (1278, 501), "non-dual": (906, 439)}
+
+
+def test_sets(items=None) -> dict[str, Any]:
+    """MUCAR's test sets for :mod:`vlamb_nb.noise`: Acc_q counts queries, resampled with their pair; Acc_p counts
+    pairs. Given the whole release (1,278 queries), each pair's size is counted from it; otherwise 1,278 queries
+    are declared spread over 501 pairs (906 over 439 in the non-dual categories)."""
+    from vlamb_nb.stats.power import TestSet, cluster_sizes, even_sizes
+
+    out: dict[str, Any] = {}
+    whole = items is not None and len(items) == DECLARED_SIZES["all"][0] and "group" in items.columns
+    for part, (n_q, n_p) in DECLARED_SIZES.items():
+        if whole:
+            rows = items if part == "all" else items[items["category"].isin(NON_DUAL_CATEGORIES)]
+            sizes, origin, note = cluster_sizes(rows["group"].astype(str)), "release", f"{part} categories"
+        else:
+            sizes, origin, note = even_sizes(n_q, n_p), "declared", f"{part}: {n_q} queries over {n_p} pairs (§3.3)"
+        out[f"{part} queries"] = TestSet(f"{part} queries", int(sum(sizes)), "query", sizes, "pairs", origin, note)
+        out[f"{part} pairs"] = TestSet(f"{part} pairs", len(sizes), "pair", None, "", origin, note)
+    return out

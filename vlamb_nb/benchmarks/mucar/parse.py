@@ -95,16 +95,29 @@ def parse_yes_no(text: str | None) -> dict[str, Any]:
 
 def parse_query(text: str, item: Any) -> dict[str, Any]:
     """A yes/no reading for 'is C ambiguous', else the letter under the strict rule and the lenient one beside it."""
+    from vlamb_nb.benchmarks.mucar.prompts import released_letter, shown_options
+
     if item.get("setting") == "c_ambiguous":
         return parse_yes_no(text)
-    out = parse_answer(text, list(item["options"]))
+    setting, options = str(item.get("setting") or ""), list(item["options"])
+    out = parse_answer(text, shown_options(options, setting))
     # the documented lenient reading beside the strict one: the paper read answers with a GPT-4o judge,
     # so a strict rule biases scores down; an explicit answer line that the strict rule overrides
     # ("Answer: B\nNote: the answer A ...") is read as written
-    letters = "".join(LETTERS[: len(item["options"])])
+    letters = "".join(LETTERS[: len(options)])
     lenient, rule = lenient_letter(text, letters)
     if rule == "answer_line" or not out["valid"]:
         out["letter_lenient"], out["parse_lenient"] = lenient, rule
     else:
         out["letter_lenient"], out["parse_lenient"] = out["letter"], "strict"
+    # a prompt-sensitivity comparison reads the place chosen (0: the first option shown) and the released option
+    shown = out["letter"] if out["valid"] else None
+    out["position"] = letters.index(shown) if shown and shown in letters else None
+    out["letter"] = released_letter(out["letter"], options, setting)
+    out["letter_lenient"] = released_letter(out["letter_lenient"], options, setting)
+    out["choice"] = out["letter"] if out["valid"] else None
+    gold = item.get("gold")
+    shown_gold = released_letter(gold, options, setting) if isinstance(gold, str) and gold and gold in letters \
+        else None  # the mapping is its own inverse
+    out["gold_position"] = letters.index(shown_gold) if shown_gold is not None else None
     return out

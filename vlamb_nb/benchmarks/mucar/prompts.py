@@ -123,6 +123,8 @@ class Setting:
     strategy: str = "vanilla"
     steps: tuple[str, ...] = ()
     max_new_tokens: int = 64
+    #: a prompt-sensitivity variant: the options shown in reverse order, their letters given anew
+    reverse_options: bool = False
 
 
 SETTINGS: dict[str, Setting] = {s.name: s for s in [
@@ -141,10 +143,16 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("full_agent", AGENT_STEP_TEMPLATES["detect"], description="(C,Q,I), agent framework in three calls: "
             "ambiguity, evidence, answer (Table 4 'OURS'; T1-T3 ours)", strategy="agent", steps=AGENT_STEPS,
             max_new_tokens=REASONING_TOKENS),
+    Setting("full_swap", PROMPT_EN, description="(C,Q,I), options in reverse order, letters given anew (prompt "
+            "sensitivity)", reverse_options=True),
+    Setting("full_lines", PROMPT_EN_LINES, description="(C,Q,I), the English prompt in Table 6's line layout "
+            "(prompt sensitivity: the paper's other wording)"),
     Setting("full_agent_unified", PROMPT_AGENT_UNIFIED, description="(C,Q,I), agent framework as one unified "
             "prompt T1+T2+T3 (Table 4 'OURS'; wording ours)", strategy="agent_unified",
             max_new_tokens=REASONING_TOKENS),
 ]}
+#: the prompt-sensitivity variants of ``full`` and what each varies (:mod:`vlamb_nb.sensitivity`)
+VARIANTS = {"full_swap": "order", "full_lines": "wording"}
 #: settings whose prompt text is ours (the paper gives none), and Table 4's row each one answers for
 STRATEGY_SETTINGS = ("full_cot", "full_codis", "full_agent", "full_agent_unified")
 TABLE4_ROWS = {"full": "Vanilla", "full_cot": "CoT", "full_codis": "CODIS", "full_agent": "OURS",
@@ -173,6 +181,23 @@ def fold_context(context: str | None, question: str, mode: str = "prefix") -> st
 def _text(value: Any) -> str:
     """A text cell as a stripped string (missing values from a DataFrame become ``""``)."""
     return value.strip() if isinstance(value, str) else ""
+
+
+def shown_options(options: list[str], setting: str) -> list[str]:
+    """The options as a setting shows them: as released, or (``full_swap``) in reverse order with the letters
+    given anew (``A.x`` for the last released option), so the correct one sits at the other letter."""
+    if setting not in SETTINGS or not SETTINGS[setting].reverse_options:
+        return list(options)
+    texts = [split_option(o)[1] for o in options][::-1]
+    return [f"{LETTERS[i]}.{t}" for i, t in enumerate(texts)]
+
+
+def released_letter(letter: str | None, options: list[str], setting: str) -> str | None:
+    """The released letter of the option shown at ``letter`` under ``setting`` (what gold is compared with)."""
+    if letter is None or setting not in SETTINGS or not SETTINGS[setting].reverse_options:
+        return letter
+    letters = LETTERS[: len(options)]
+    return letters[len(letters) - 1 - letters.index(letter)] if letter in letters else letter
 
 
 def format_options(options: list[str], *, sep: str = " ", style: str = "raw") -> str:
@@ -217,7 +242,8 @@ def build_prompt(item: Any, setting: str, *, context_mode: str = "prefix", optio
     question = item["question"] if s.question else ""
     slot = fold_context(context, question, context_mode)
     text = template.replace("[QUESTION HERE]", slot).replace(
-        "[OPTIONS HERE]", format_options(list(item["options"]), sep=option_sep, style=option_style))
+        "[OPTIONS HERE]", format_options(shown_options(list(item["options"]), setting), sep=option_sep,
+                                         style=option_style))
     return text.replace("[PREVIOUS HERE]", _text(previous) or "(no output)")
 
 
@@ -308,6 +334,9 @@ def setting_deviations(model: Any, setting: str, *, max_new_tokens: int | None =
     out.append(Deviation("Overall Acc_p", "aggregation rule not reconstructable",
                          "micro average over all groups (the six non-dual categories' groups for "
                          "Table 3 / Fig. 4 / Table 12 settings)", "Overall Acc_p"))
+    if setting in VARIANTS:
+        out.append(Deviation("prompt" if VARIANTS[setting] == "wording" else "option order", "Table 10's prompt, "
+                             "options as released", SETTINGS[setting].description, setting))
     if setting in STRATEGY_SETTINGS:
         spec = SETTINGS[setting]
         out.append(Deviation("prompt wording", f"Table 4 '{TABLE4_ROWS[setting]}': no prompt text given",

@@ -617,3 +617,27 @@ RELEASE = Release(
     models=(MetricModel("IDEA-Research/grounding-dino-base", "Table 1: candidate referent boxes"),),
     notes=("the repository has since moved its data to Zenodo (record 17658707); `--from` a copy of the two JSONL "
            "files (or of the Zenodo archive) imports it alike",))
+
+
+# -- the test sets as a noise floor sees them ---------------------------------------------------------------------
+#: §3 and §5: questions and images of each subset; §4.2: the human study (25 items, four participants each)
+DECLARED_SIZES = {"GENERAL": (500, 366), "BIAS": (240, 45)}
+
+
+def test_sets(items=None) -> dict[str, Any]:
+    """RACQUET's test sets for :mod:`vlamb_nb.noise`: questions on one image are resampled together. Given the
+    release (its GENERAL and BIAS rows), each image's questions are counted by ``image_url``; otherwise the counts
+    are declared (the release's 366 GENERAL image URLs, 45 BIAS images) and spread evenly."""
+    from vlamb_nb.stats.power import TestSet, cluster_sizes, even_sizes
+
+    out: dict[str, Any] = {}
+    for name, (n, k) in DECLARED_SIZES.items():
+        rows = None if items is None or "subset" not in items.columns else items[items["subset"] == name.lower()]
+        if rows is not None and len(rows) == n:
+            sizes, origin, note = cluster_sizes(rows["image_url"].astype(str)), "release", "questions by image URL"
+        else:
+            sizes, origin, note = even_sizes(n, k), "declared", f"{n} questions over {k} images"
+        out[name] = TestSet(name, n, "question", sizes, "images", origin, note)
+    out["humans"] = TestSet("humans", 100, "response", (4,) * 25, "items", "declared",
+                            "§4.2: 25 items answered by four participants")
+    return out

@@ -510,3 +510,38 @@ RELEASE = Release(
     expected={"rows": 1142, "released runs": RELEASED_RUNS}, count=release_counts, n_items=1142, unit="rows",
     load={"source": f"files/{PARQUET}", "extra": {"predictions": "files/predictions"}},
     size="the Ref-Adv-s parquet (255 MB, 1,142 rows with images) + 19 MB of released per-row runs (30)")
+
+
+# -- the test sets as a noise floor sees them ---------------------------------------------------------------------
+#: Table 1: the full set's rows and images; the public Ref-Adv-s subset's rows and images (its release)
+FULL_SET = (5000, 2833)
+PUBLIC_SET = (1142, 614)
+#: Table 1: the full set's negation ratio
+FULL_NEGATION = 0.2125
+
+
+def test_sets(items=None) -> dict[str, Any]:
+    """Ref-Adv's test sets for :mod:`vlamb_nb.noise`: the full 5k set the paper's tables are on (declared: 5,000
+    rows spread over 2,833 images; negation 21.25%; distractor bins as shared as in Ref-Adv-s where its rows are
+    at hand, else in thirds) and the public Ref-Adv-s subset (given its 1,142 released rows: rows per image,
+    negation and distractor shares counted from them)."""
+    from vlamb_nb.stats.power import TestSet, cluster_sizes, even_sizes
+
+    bins = {"2-3": (2, 3), "4-6": (4, 6), ">=7": (7, 10 ** 6)}
+    public = items is not None and len(items) == PUBLIC_SET[0] and "file_name" in items.columns
+    if public:
+        d = items["distractor_count"].astype(int)
+        shares = {k: float(((d >= lo) & (d <= hi)).mean()) for k, (lo, hi) in bins.items()}
+        neg = float(items["use_negation"].astype(bool).mean())
+        sizes, origin, how = cluster_sizes(items["file_name"].astype(str)), "release", "rows by image"
+    else:
+        shares = {k: 1 / 3 for k in bins}
+        neg, sizes, origin, how = 0.40, even_sizes(*PUBLIC_SET), "declared", "1,142 rows spread over 614 images"
+    full_bins = "distractor bins as in Ref-Adv-s" if public else "distractor bins in thirds (not published)"
+    return {
+        "Ref-Adv": TestSet("Ref-Adv", FULL_SET[0], "row", even_sizes(*FULL_SET), "images", "declared",
+                           f"5,000 rows spread over 2,833 images (Table 1); {full_bins}",
+                           {"Neg": FULL_NEGATION, "No-Neg": 1 - FULL_NEGATION, **shares}),
+        "Ref-Adv-s": TestSet("Ref-Adv-s", PUBLIC_SET[0], "row", sizes, "images", origin, how,
+                             {"Neg": neg, "No-Neg": 1 - neg, **shares}),
+    }

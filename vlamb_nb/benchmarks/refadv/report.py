@@ -502,3 +502,43 @@ def failure_finding(failures) -> Any:
         parts.append(f"{r['run']}: {r['hit']} hits, most misses are {top} ({misses[top]})")
     return Finding("; ".join(parts) + ".", None if not parts else True, n=len(failures))
 
+def released_runs(profile: str = "offline", *, folder: str | os.PathLike | None = None) -> dict[str, Any] | None:
+    """The released per-row runs (in ``folder``, default :func:`predictions_dir`), keyed ``"<model>::<prompt>"``
+    (the hub name the rows give, and the prompt: ``direct``, ``cot``), as :mod:`vlamb_nb.noise` and the item
+    analysis read them; None when none are at hand."""
+    folder = predictions_dir(profile=profile) if folder is None else folder
+    if folder is None:
+        return None
+    out = {}
+    for sc in metrics.official_runs(folder).values():
+        if len(sc):
+            out[f"{sc['model'].iloc[0]}::{sc['prompt_id'].iloc[0]}"] = sc
+    return out or None
+
+
+def flagged_items_figure(analysis: Any, runs: dict[str, Any], items, *, n: int = 6):
+    """The item analysis's suspect items whose image is at hand (``items``: the demo records), each with its gold
+    box and the box of the run that got it right with the lowest ability: what makes a weak run right and strong
+    runs wrong is then visible. None when no suspect item's image is at hand."""
+    from vlamb_nb.benchmarks.refadv.plots import draw_predictions
+
+    if items is None or "image" not in items.columns:
+        return None
+    have = set(items.loc[items["image"].notna(), "id"].astype(str))
+    flagged = [k for k in analysis.flagged["key"].astype(str) if k in have][:n]
+    if not flagged:
+        return None
+    order = list(analysis.models.sort_values("ability")["run"])
+    rows = []
+    for key in flagged:
+        for name in order:
+            sc = runs[name]
+            hit = sc[(sc["id"].astype(str) == key) & (sc["iou"].astype(float) >= 0.5)]
+            if len(hit):
+                rows.append(hit.iloc[0])
+                break
+    if not rows:
+        return None
+    import pandas as pd
+
+    return draw_predictions(pd.DataFrame(rows), items, n=n)

@@ -12,6 +12,9 @@ Settings (MCQ; append ``_ff`` for free-form answers):
 - ``vlm``: the tagged image, the utterance and options;
 - ``sm_cot`` / ``vlm_cot``: zero-shot chain of thought (Tables 3 and G4).
 
+Prompt-sensitivity variants of ``vlm`` on the same items: ``vlm_shift1``-``vlm_shift3`` (every option moved one to
+three letters on) and ``vlm_code`` (the released code's wording); :mod:`vlamb_nb.sensitivity` compares them.
+
 MCQ answers are read from generated text (default) or, as a labelled alternative, from the
 log-likelihood of each option letter (``reading="loglik"``).
 """
@@ -34,8 +37,9 @@ from vlamb_nb.benchmarks.vague.parse import (
     scripted_reply,
 )
 from vlamb_nb.benchmarks.vague.prompts import (  # noqa: F401  (OFFICIAL_QWEN_MAX_PIXELS: part of this module's API)
+    ALL_SETTINGS,
     OFFICIAL_QWEN_MAX_PIXELS,
-    SETTINGS,
+    VARIANTS,
     caption_requests,
     decoding,
     setting_spec,
@@ -50,7 +54,8 @@ LETTERS = vague_data.LETTERS
 class Vague(Benchmark):
     name = "vague"
     paper = "Nam et al., VAGUE: Visual Contexts Clarify Ambiguous Expressions (ICCV 2025)"
-    settings = SETTINGS
+    settings = ALL_SETTINGS  # the paper's, then the prompt-sensitivity variants of vlm
+    prompt_variants = {"vlm": VARIANTS}
     default_setting = "vlm"
     score_options = ("bertscore",)
     offline_score_options = {"bertscore": "minilm"}  # the offline notebook's labelled substitute for roberta-large

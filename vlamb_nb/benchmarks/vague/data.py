@@ -525,3 +525,37 @@ RELEASE = Release(
     expected={"rows": 1677, **EXPECTED_COUNTS}, count=release_counts, n_items=1677, unit="rows",
     load={"source": "files"}, size="about 221 MB (+ 1.4 GB roberta-large for BERTScore)",
     models=(MetricModel("roberta-large", "BERTScore F1 of the free-form answers (bert-score's English default)"),))
+
+
+# -- the test sets as a noise floor sees them ---------------------------------------------------------------------
+#: Ego4D's frames come from this many videos (§4.1: 888 candidates from 94 videos, neighbouring frames skipped)
+EGO4D_VIDEOS = 94
+_MOVIE = re.compile(r"^(.*?)_\d{2}\.\d{2}\.\d{2}")
+
+
+def test_sets(items=None) -> dict[str, Any]:
+    """VAGUE's test sets for :mod:`vlamb_nb.noise`: all 1,677 items, each subset, the 400-item human subset.
+    Items share a source where frames come from one movie (VCR, LSMDC) or one video (Ego4D). Given the whole
+    release, VCR frames are grouped by the movie their name starts with; otherwise (and always for Ego4D, whose
+    video ids the paper does not tie to frames) the structure is declared: VCR frames independent (the movie
+    count is not stated: a lower bound on the floor), Ego4D's 533 frames spread over 94 videos."""
+    from vlamb_nb.stats.power import TestSet, cluster_sizes, even_sizes
+
+    ego = even_sizes(EXPECTED_COUNTS["Ego4D"], EGO4D_VIDEOS)
+    vcr: tuple[int, ...] | None = None
+    how = "VCR frames taken as independent (movies not stated)"
+    origin = "declared"
+    if items is not None and len(items) == sum(EXPECTED_COUNTS.values()) and "image_name" in items.columns:
+        names = items.loc[items["subset"] == "VCR", "image_name"].astype(str)
+        if len(names) == EXPECTED_COUNTS["VCR"]:
+            vcr = cluster_sizes([(m.group(1) if (m := _MOVIE.match(n)) else n) for n in names])
+            how, origin = f"VCR frames grouped by movie ({len(vcr)} movies)", "release"
+    ego_note = f"Ego4D's 533 frames spread over {EGO4D_VIDEOS} videos (declared)"
+    return {
+        "all": TestSet("all", 1677, "item", (vcr or (1,) * EXPECTED_COUNTS["VCR"]) + ego, "sources", origin,
+                       f"{how}; {ego_note}"),
+        "VCR": TestSet("VCR", EXPECTED_COUNTS["VCR"], "item", vcr, "movies", origin, how),
+        "Ego4D": TestSet("Ego4D", EXPECTED_COUNTS["Ego4D"], "item", ego, "videos", "declared", ego_note),
+        "human400": TestSet("human400", 400, "item", None, "", "declared",
+                            "Table 2's 400 items (ids not released), taken as independent"),
+    }

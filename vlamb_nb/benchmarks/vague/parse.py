@@ -149,17 +149,25 @@ def captions_from_run(generations) -> dict[str, str]:
 def parse_answer(text: str, item: Any) -> dict[str, Any]:
     """Free-form answer, or the option letter (official rule) with its category and the lenient reading beside it."""
     from vlamb_nb.benchmarks.base import lenient_letter
-    from vlamb_nb.benchmarks.vague.prompts import SETTINGS, setting_spec
+    from vlamb_nb.benchmarks.vague.prompts import ALL_SETTINGS, setting_spec, shifted
 
-    spec = setting_spec(item["setting"]) if "setting" in item and item["setting"] in SETTINGS else None
+    spec = setting_spec(item["setting"]) if "setting" in item and item["setting"] in ALL_SETTINGS else None
     if spec is not None and spec.free_form:
         return parse_free_form(text, cot=spec.cot)
+    ordering = item.get("ordering")
+    if isinstance(ordering, list | tuple) and spec is not None and spec.shift:  # the letters this run showed
+        ordering = shifted(list(ordering), spec.shift)
+    item = {**dict(item), "ordering": list(ordering) if isinstance(ordering, list | tuple) else ordering}
     out = parse_letter(text, cot=bool(spec and spec.cot), options=item.get("options"),
                        ordering=item.get("ordering"))
     cat = None
     if out["letter"] is not None and isinstance(item.get("ordering"), list):
         cat = CATEGORIES[list(item["ordering"]).index(out["letter"])]
     out["category"] = cat
+    # what a prompt-sensitivity comparison reads: the position chosen (0 = the first letter shown) and the option
+    out["position"] = LETTERS.index(out["letter"]) if out["letter"] in LETTERS else None
+    out["choice"] = cat
+    out["gold_position"] = LETTERS.index(ordering[0]) if isinstance(ordering, list | tuple) else None
     # the documented lenient reading beside the official one (reported as accuracy_lenient)
     if out["valid"]:
         out["letter_lenient"], out["parse_lenient"], cat_l = out["letter"], "strict", cat

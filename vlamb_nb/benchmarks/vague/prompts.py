@@ -10,7 +10,7 @@ prompts, and the SM+CoT free-form template that begins with the MCQ wording).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vlamb_nb.benchmarks.vague.data import LETTERS, item_image, official_addressee, read_captions
@@ -154,6 +154,12 @@ CODE = {
 }
 
 
+def shifted(ordering: list[str], shift: int) -> list[str]:
+    """The letters shown for the options (key order: correct, FS, SU, NE) when every option moves ``shift``
+    letters on, wrapping from D to A: what ``vlm_shiftK`` asks with, and what its answers are read against."""
+    return [LETTERS[(LETTERS.index(letter) + shift) % len(LETTERS)] for letter in ordering]
+
+
 def option_block(options: dict[str, str], ordering: list[str]) -> str:
     """``"A: text"`` lines sorted by letter, as the released ``get_prompt`` builds them."""
     texts = [options["correct"], options["FS"], options["SU"], options["NE"]]
@@ -188,6 +194,16 @@ BASE_SETTINGS = ("lm", "sm", "sm_ext", "vlm", "sm_cot", "vlm_cot")
 
 SETTINGS = BASE_SETTINGS + tuple(f"{s}_ff" for s in BASE_SETTINGS)
 
+#: prompt-sensitivity variants of the VLM setting, on the same items: ``vlm_shiftK`` moves every option K letters
+#: on (the correct option's letter too; over the four runs each option is shown at every letter once), ``vlm_code``
+#: asks with the released code's wording (the paper's own other wording). What each varies: ``order`` or
+#: ``wording`` (:mod:`vlamb_nb.sensitivity` reads it).
+VARIANTS = {"vlm_shift1": "order", "vlm_shift2": "order", "vlm_shift3": "order", "vlm_code": "wording"}
+#: every setting a run may name: the paper's, then the variants (``"all"`` in the notebook is the paper's)
+ALL_SETTINGS = SETTINGS + tuple(VARIANTS)
+#: the setting each variant varies
+VARIANT_OF = {v: "vlm" for v in VARIANTS}
+
 
 READINGS = ("generate", "loglik")
 
@@ -203,11 +219,19 @@ class SettingSpec:
     captions: str  # "none" | "self" (the model captions first) | "external"
     cot: bool
     free_form: bool
+    #: options moved this many letters on (a prompt-sensitivity variant)
+    shift: int = 0
+    #: the wording this setting asks in regardless of the run's (``vlm_code``); None: the run's
+    wording: str | None = None
 
 
 def setting_spec(setting: str) -> SettingSpec:
-    if setting not in SETTINGS:
-        raise SettingError(f"unknown vague setting {setting!r}; choose one of {', '.join(SETTINGS)}")
+    if setting not in ALL_SETTINGS:
+        raise SettingError(f"unknown vague setting {setting!r}; choose one of {', '.join(ALL_SETTINGS)}")
+    if setting in VARIANTS:
+        base = setting_spec(VARIANT_OF[setting])
+        shift = int(setting[-1]) if setting.startswith("vlm_shift") else 0
+        return replace(base, name=setting, shift=shift, wording="code" if setting == "vlm_code" else None)
     ff = setting.endswith("_ff")
     base = setting[:-3] if ff else setting
     prompt = "sm" if base == "sm_ext" else base
@@ -265,13 +289,14 @@ def requests(items, setting: str, *, wording: str = "paper", captions: Any = Non
         raise SettingError("log-likelihood reading applies to MCQ settings only")
     caps = _caption_map(items, spec, captions)
     params = decoding(setting, decoding_mode, max_new_tokens)
+    wording = spec.wording or wording
     out = []
     for _, item in items.iterrows():
         code = wording == "code"
         cap = caps.get(item["id"], "") if caps is not None else ""
         text = render(
             spec.prompt, utt=item["indirect_raw"] if code else item["indirect"], options=item["options"],
-            ordering=item["ordering"], caption=cap,
+            ordering=shifted(list(item["ordering"]), spec.shift), caption=cap,
             addressee=official_addressee(item["solution"]) if code else item["addressee"],
             wording=wording)
         parts = (IMAGE_SLOT, text) if spec.image else (text,)
@@ -279,7 +304,8 @@ def requests(items, setting: str, *, wording: str = "paper", captions: Any = Non
         out.append(Request(id=f"{item['id']}::{setting}", messages=[user_message(*parts)], images=images,
                            params=params, benchmark="vague", setting=setting,
                            options=list(LETTERS) if reading == "loglik" else None,
-                           meta={"item_id": item["id"], "wording": wording, "reading": reading}))
+                           meta={"item_id": item["id"], "wording": wording, "reading": reading}
+                           | ({"shift": spec.shift} if spec.shift else {})))
     return out
 
 def _caption_map(items, spec: SettingSpec, captions: Any) -> dict[str, str] | None:
@@ -316,7 +342,13 @@ def setting_deviations(model: Any, setting: str, *, decoding_mode: str = "greedy
     if reading == "loglik":
         out.append(Deviation("answer reading", "letter parsed from generated text",
                              "option-letter log-likelihood (alternative reading)", "all"))
-    spec = setting_spec(setting) if setting in SETTINGS else None
+    spec = setting_spec(setting) if setting in ALL_SETTINGS else None
+    if spec is not None and spec.shift:
+        out.append(Deviation("option order", "the released ordering", f"every option moved {spec.shift} letter(s) "
+                             "on (a prompt-sensitivity variant of vlm)", setting))
+    if spec is not None and setting in VARIANTS and spec.wording:
+        out.append(Deviation("prompt wording", "the paper's figures (J15)", "the released code's wording (a "
+                             "prompt-sensitivity variant of vlm)", setting))
     if spec is not None and spec.captions == "external" and isinstance(captions, str) and captions == "dataset":
         out.append(Deviation("external captions", "GPT-4o captions file (not released)",
                              "the dataset's own GPT-4o meta.caption, written while the item was generated with "

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from vlamb_nb.benchmarks.vague.data import CATEGORIES, IMAGE_SUFFIX, SUBSETS
-from vlamb_nb.benchmarks.vague.prompts import BASE_SETTINGS, SETTINGS, setting_spec
+from vlamb_nb.benchmarks.vague.prompts import ALL_SETTINGS, BASE_SETTINGS, SETTINGS, setting_spec
 from vlamb_nb.errors import DataError, NotAvailableError, SettingError
 from vlamb_nb.jsonl import read_json
 from vlamb_nb.stats.metric import Metric, OnCard, Published
@@ -128,7 +128,7 @@ def read_official(path: str | os.PathLike, *, setting: str | None = None) -> lis
     setting = setting or setting_from_filename(p.name)
     if setting is None:
         raise SettingError(f"cannot tell the setting of {p.name}; pass -o setting=<one of {', '.join(SETTINGS)}>")
-    if setting not in SETTINGS:
+    if setting not in ALL_SETTINGS:
         raise SettingError(f"{p.name}: unknown setting(s) {[setting]}")
     if not isinstance(data, dict):
         raise DataError("expected {image file: {model_output, true_answer}}", source=p.name)
@@ -177,7 +177,7 @@ def score_predictions(predictions, *, bertscore: str | None = "roberta-large"):
     df["correct"] = df["valid"] & (df["category"] == "correct")
     if "category_lenient" in df.columns:
         df["correct_lenient"] = df["category_lenient"] == "correct"
-    ff = df["setting"].map(lambda s: setting_spec(s).free_form if s in SETTINGS else False).astype(bool)
+    ff = df["setting"].map(lambda s: setting_spec(s).free_form if s in ALL_SETTINGS else False).astype(bool)
     df["free_form"] = ff
     if ff.any():
         if "answer" not in df.columns:

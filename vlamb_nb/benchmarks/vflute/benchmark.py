@@ -44,7 +44,8 @@ from vlamb_nb.models.base import DecodingParams, Request
 class VFlute(Benchmark):
     name = "vflute"
     paper = "Saakyan et al., Understanding Figurative Meaning through Explainable Visual Entailment (NAACL 2025)"
-    settings = ("zero_shot", "hypothesis_only", "scene_graph", "few_shot")
+    settings = ("zero_shot", "hypothesis_only", "scene_graph", "few_shot", *prompts.VARIANTS)
+    prompt_variants = {"zero_shot": prompts.VARIANTS}
     default_setting = "zero_shot"
     score_options = ("scorer",)
     instruction = staticmethod(instruction)  # the released instruction, or the official seeded draw

@@ -435,3 +435,20 @@ RELEASE = Release(
     size="the test split only (not the 4.8 GB of all splits) + 3 GB deberta-xlarge-mnli and 2 GB BLEURT-20",
     models=(MetricModel("microsoft/deberta-xlarge-mnli", "ExplanationScore: BERTScore-F1"),
             MetricModel("lucadiliello/BLEURT-20", "ExplanationScore: BLEURT-20")))
+
+
+# -- the test sets as a noise floor sees them ---------------------------------------------------------------------
+def test_sets(items=None) -> dict[str, Any]:
+    """V-FLUTE's test sets for :mod:`vlamb_nb.noise`: the 723 test items (one claim per image, independent), the
+    99 items of the human baseline (§5.4) and the explanations both annotators judged alike (Table 6: about 75
+    per model). Given the release its test count is checked; the structure itself is one item per unit."""
+    from vlamb_nb.stats.power import TestSet
+
+    n = SPLIT_SIZES["test"]
+    counted = items is not None and len(items) == n
+    return {"test": TestSet("test", n, "item", None, "", "release" if counted else "declared",
+                            "723 test items, each its own image; an F1 gap is read as an accuracy gap (binary "
+                            "labels, near balanced)"),
+            "human99": TestSet("human99", 99, "item", None, "", "declared", "§5.4: 99 random test items"),
+            "adequacy": TestSet("adequacy", 75, "explanation", None, "", "declared",
+                                "Table 6: explanations both annotators agreed on (25/74, 20/67, 38/75)")}

@@ -138,8 +138,19 @@ def parse_output(output: Any, *, scene_graph: bool = False) -> dict[str, Any]:
 
 
 def parse_answer(text: str, item: Any) -> dict[str, Any]:
-    """The official extraction; scene-graph answers get the official SG normalisation."""
-    return parse_output(text, scene_graph=item.get("setting") == "scene_graph")
+    """The official extraction; scene-graph answers get the official SG normalisation. Beside it, what a
+    prompt-sensitivity comparison reads: ``position`` 0 when the label chosen is the one the instruction names
+    first, and ``choice``, the label."""
+    from vlamb_nb.benchmarks.vflute.prompts import label_named_first
+
+    out = parse_output(text, scene_graph=item.get("setting") == "scene_graph")
+    label = out["label_pred"]
+    out["position"] = None if label is None else int(label != label_named_first(str(item.get("setting") or "")))
+    out["choice"] = label
+    gold = item.get("label_true")
+    first = label_named_first(str(item.get("setting") or ""))
+    out["gold_position"] = None if gold is None or gold != gold else int(int(gold) != first)
+    return out
 
 
 def with_scene_graphs(first: Any, answers: Any, failed: list[dict[str, Any]]):

@@ -73,6 +73,30 @@ CCOT_PROMPT = (
 )
 
 
+#: the prompt-sensitivity variants of ``zero_shot``, on the same items: ``zero_shot_swapped`` names the labels the
+#: other way round ("contradiction or entailment"), ``zero_shot_reworded`` asks each item with the next of the 21
+#: instructions (Table 8, the paper's own paraphrases) instead of its own (:mod:`vlamb_nb.sensitivity`)
+VARIANTS = {"zero_shot_swapped": "order", "zero_shot_reworded": "wording"}
+LABEL_ORDER = "entailment or contradiction"
+
+
+def variant_instruction(template: str, setting: str) -> str:
+    """An item's instruction under a prompt-sensitivity variant (unchanged under any other setting)."""
+    if setting == "zero_shot_swapped":
+        if LABEL_ORDER not in template:
+            raise SettingError(f"instruction does not name the labels as {LABEL_ORDER!r}: {template[:60]!r}")
+        return template.replace(LABEL_ORDER, "contradiction or entailment")
+    if setting == "zero_shot_reworded":
+        at = PROMPTS.index(template) if template in PROMPTS else -1
+        return PROMPTS[(at + 1) % len(PROMPTS)]
+    return template
+
+
+def label_named_first(setting: str) -> int:
+    """The label (1 entailment, 0 contradiction) the instruction names first under ``setting``."""
+    return 0 if setting == "zero_shot_swapped" else 1
+
+
 def fill_claim(prompt: str, claim: str) -> str:
     """The official filling: ``REPLACE_CLAIM`` → the claim in double quotes (claim stripped)."""
     if "REPLACE_CLAIM" not in prompt:
@@ -216,6 +240,10 @@ def setting_deviations(setting: str, *, seeded_prompts: int = 0, params: Any = N
     if setting == "few_shot":
         out.append(Deviation("few-shot examples", "not described", "k seeded training examples per item "
                              "(random.Random(f'{seed}:{item id}'))", "Table 4 5-shot rows"))
+    if setting in VARIANTS:
+        out.append(Deviation("instruction", "the item's own instruction (Table 8)", "labels named the other way "
+                             "round" if setting == "zero_shot_swapped" else "the next of the 21 instructions",
+                             setting))
     if setting == "hypothesis_only":
         out.append(Deviation("-Image ablation", "fine-tuned and evaluated on white.png (size not given)",
                              f"evaluation with a {WHITE_SIZE[0]}x{WHITE_SIZE[1]} white square", "Table 4"))
@@ -234,7 +262,7 @@ def requests(items, setting: str, item_image: Any, shots: dict[str, list[Any]] |
 
     out = []
     for _, row in items.iterrows():
-        filled = fill_claim(instruction(row, prompt_source), row["claim"])
+        filled = fill_claim(variant_instruction(instruction(row, prompt_source), setting), row["claim"])
         meta = {"item_id": row["id"], "dataset": row["dataset"],
                 "prompt_origin": prompt_origin(row, prompt_source)}
         if setting == "scene_graph":
