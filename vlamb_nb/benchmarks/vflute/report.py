@@ -173,7 +173,8 @@ def paper_comparisons(runs: dict[str, Any], systems: dict[str, str] | None = Non
     """The paper's five paired-bootstrap comparisons (``score.PAPER_COMPARISONS``) on the runs at hand, each beside
     the paper's p. ``runs``: ``{name: scored}``; ``systems`` maps a system the paper compares (``"LLaVA-7B → VF"``)
     to the run standing for it (a run named as the paper's system stands for itself). A comparison runs on the items
-    both runs answered (Koehn's paired bootstrap of macro-F1@0, ``score.paired_bootstrap_f1``); one whose systems are
+    both runs answered (Koehn's paired bootstrap of macro-F1@0, ``score.paired_bootstrap_f1``; App. J's of the
+    label's macro-F1, as the paper reports it there); one whose systems are
     not at hand says which, and one that no release allows says why. Our runs are not the paper's systems: the
     ``ours`` columns name what was compared."""
     import pandas as pd
@@ -197,8 +198,10 @@ def paper_comparisons(runs: dict[str, Any], systems: dict[str, str] | None = Non
         both = a.merge(b, on="id", suffixes=("_a", "_b"))
         if (both["label_true_a"] != both["label_true_b"]).any():
             raise DataError(f"{names[0]} and {names[1]} give other gold labels for the same ids")
+        label_only = comp["metric"].startswith("F1 (")  # App. J's F1 of the label: a label-only run explains nothing
         res = paired_bootstrap_f1(both["label_true_a"], both["label_pred_filled_a"], both["label_pred_filled_b"],
-                                  scores_a=both["explanation_score_a"], scores_b=both["explanation_score_b"], pct=0,
+                                  scores_a=None if label_only else both["explanation_score_a"],
+                                  scores_b=None if label_only else both["explanation_score_b"], pct=0,
                                   n_resamples=n_resamples, seed=seed)
         rows.append({**row, "status": "run", "ours A": names[0], "ours B": names[1], "n": len(both),
                      "F1@0 A - B": round(100 * res["estimate"], 2), "ci_low": round(100 * res["ci_low"], 2),
