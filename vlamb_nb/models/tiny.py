@@ -164,21 +164,22 @@ LLAVA_TEMPLATE = (
 )
 
 
-def _build_llava(out: Path, seed: int, size: dict[str, Any]) -> None:
-    from transformers import (
-        CLIPImageProcessor,
-        CLIPVisionConfig,
-        LlamaConfig,
-        LlavaConfig,
-        LlavaForConditionalGeneration,
-        LlavaProcessor,
-    )
+def _llava_parts(size: dict[str, Any]) -> tuple[Any, dict[str, int], Any, Any]:
+    """(tokenizer, special token ids, Llama text config, CLIP vision config) shared by LLaVA-1.5 and LLaVA-NeXT."""
+    from transformers import CLIPVisionConfig, LlamaConfig
 
     tok = _train_tokenizer(["<unk>", "<s>", "</s>", "<pad>", "<image>"], bos="<s>", eos="</s>", pad="<pad>",
                            extra={"unk_token": "<unk>"})
     ids = {t: tok.convert_tokens_to_ids(t) for t in ["<s>", "</s>", "<pad>", "<image>"]}
     text = LlamaConfig(**size, bos_token_id=ids["<s>"], eos_token_id=ids["</s>"], pad_token_id=ids["<pad>"])
     vision = CLIPVisionConfig(**_VISION, image_size=56, patch_size=14, projection_dim=size["hidden_size"])
+    return tok, ids, text, vision
+
+
+def _build_llava(out: Path, seed: int, size: dict[str, Any]) -> None:
+    from transformers import CLIPImageProcessor, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
+
+    tok, ids, text, vision = _llava_parts(size)
     config = LlavaConfig(vision_config=vision, text_config=text, image_token_index=ids["<image>"],
                          image_seq_length=16, vision_feature_select_strategy="default", vision_feature_layer=-2)
     image_processor = CLIPImageProcessor(size={"shortest_edge": 56}, crop_size={"height": 56, "width": 56})
@@ -191,19 +192,13 @@ def _build_llava(out: Path, seed: int, size: dict[str, Any]) -> None:
 def _build_llava_next(out: Path, seed: int, size: dict[str, Any]) -> None:
     """LLaVA-NeXT (v1.6): LLaVA-1.5's CLIP tower and Llama, with any-resolution tiling over grid pinpoints."""
     from transformers import (
-        CLIPVisionConfig,
-        LlamaConfig,
         LlavaNextConfig,
         LlavaNextForConditionalGeneration,
         LlavaNextImageProcessor,
         LlavaNextProcessor,
     )
 
-    tok = _train_tokenizer(["<unk>", "<s>", "</s>", "<pad>", "<image>"], bos="<s>", eos="</s>", pad="<pad>",
-                           extra={"unk_token": "<unk>"})
-    ids = {t: tok.convert_tokens_to_ids(t) for t in ["<s>", "</s>", "<pad>", "<image>"]}
-    text = LlamaConfig(**size, bos_token_id=ids["<s>"], eos_token_id=ids["</s>"], pad_token_id=ids["<pad>"])
-    vision = CLIPVisionConfig(**_VISION, image_size=56, patch_size=14, projection_dim=size["hidden_size"])
+    tok, ids, text, vision = _llava_parts(size)
     pinpoints = [[56, 56], [56, 112], [112, 56], [112, 112]]
     config = LlavaNextConfig(vision_config=vision, text_config=text, image_token_index=ids["<image>"],
                              image_grid_pinpoints=pinpoints, vision_feature_select_strategy="default",
@@ -216,12 +211,16 @@ def _build_llava_next(out: Path, seed: int, size: dict[str, Any]) -> None:
     _save(LlavaNextForConditionalGeneration, config, processor, out, seed)
 
 
-INTERNVL_TEMPLATE = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-    "{% for content in message['content'] | selectattr('type', 'equalto', 'image') %}{{ '<IMG_CONTEXT>\n' }}"
-    "{% endfor %}{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}{{ content['text'] }}"
-    "{% endfor %}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
+def _chatml_template(image_token: str) -> str:
+    """A ChatML chat template with ``image_token`` on its own line for each image of a turn, text after."""
+    return ("{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+            "{% for content in message['content'] | selectattr('type', 'equalto', 'image') %}{{ '" + image_token
+            + "\n' }}{% endfor %}"
+            "{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}{{ content['text'] }}"
+            "{% endfor %}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+INTERNVL_TEMPLATE = _chatml_template("<IMG_CONTEXT>")
 
 
 def _build_internvl(out: Path, seed: int, size: dict[str, Any]) -> None:
@@ -255,12 +254,7 @@ def _build_internvl(out: Path, seed: int, size: dict[str, Any]) -> None:
     _save(InternVLForConditionalGeneration, config, processor, out, seed)
 
 
-ONEVISION_TEMPLATE = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-    "{% for content in message['content'] | selectattr('type', 'equalto', 'image') %}{{ '<image>\n' }}{% endfor %}"
-    "{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}{{ content['text'] }}"
-    "{% endfor %}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
+ONEVISION_TEMPLATE = _chatml_template("<image>")
 
 
 def _build_llava_onevision(out: Path, seed: int, size: dict[str, Any]) -> None:
