@@ -16,7 +16,7 @@ from vlamb_nb.models.hf import _apply_quirks
 #: the family rows by name
 FAMILY = {f.name: f for f in (*FAMILIES, *TEXT_FAMILIES)}
 
-TINY_FAMILIES = ["qwen2_5_vl", "llava", "llava_onevision", "idefics3"]
+TINY_FAMILIES = ["qwen2_5_vl", "llava", "llava_next", "llava_onevision", "idefics3", "internvl"]
 _CACHE: dict[tuple[str, str | None], object] = {}
 
 

@@ -22,6 +22,10 @@ def test_mucar_notebook_defaults(notebook_runs):
     assert "Overall Acc_p" in cols and all(r["paper"] is not None for r in res["paper_vs_ours"])
     assert any("quantization" in d for d in deviation_lines(res))
     assert {r["setting"] for r in res["settings"]} >= {"full", "q_i", "c_q"}
+    assert {r["scorer"] for r in res["scorers"]} == {"rule parser (the answer's option letter)"}  # no judge given
+    ablations = res["ablations_vs_paper"]  # beside Table 3, Table 12 and the values §5.1 gives for Fig. 4
+    assert {r["setting"] for r in ablations} >= {"q_i", "c_q", "full_zh", "full_ms"}
+    assert {r["table"] for r in ablations} == {"Table 3", "Table 12", "Fig. 4 (text)"}
     const = next(s for s in res["failure_summaries"] if s["label"] == "constant-A")
     assert const["image_insensitive_groups"] == const["groups_with_distinct_golds"] > 0
     assert any(d.startswith("limit: paper all queries; here 8 (offline profile)") for d in deviation_lines(res))

@@ -30,6 +30,10 @@ def test_racquet_notebook_defaults(notebook_runs):
     assert any("quantization" in d for d in deviation_lines(res))
     assert any("grounder" in d for d in res["table1_deviations"])
     assert res["bias_annotation_progress"][1] == 16
+    coco = res["control_vs_paper"]["20 COCO images"]  # §5's control on the (stand-in) crops, beside the text
+    assert {r["row"] for r in coco} >= {"GPT-4o", "Molmo 7B-D", "LLaVA-34B"}
+    assert any(r.get("ours share") is not None for r in coco) and res["control_vs_paper"]["45 BIAS images"]
+    assert res["fig14_annotation_progress"][1] == 20  # Fig. 14: five gender questions on each of 4 stand-in crops
     assert {r["aggregation"] for r in res["table2_aggregations"]} == {"pooled", "per_item_mean", "majority",
                                                                       "any_explicit"}
     t1 = res["table1"][0]

@@ -4,6 +4,7 @@ loaders, metrics, audit."""
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -283,7 +284,8 @@ def test_official_table_matches_published(shared_data):
 
 
 def test_the_bases_paper_vs_ours_reproduces_ref_adv_s_from_the_released_runs_and_their_records(shared_data, tmp_path):
-    """The base's step puts the declared Acc@0.5 (whole and by the slices the paper prints) beside the paper's
+    """The base's step puts the declared Acc@0.5 (whole and by the slices the paper prints), Acc@0.75 and Acc@0.9
+    beside the paper's
     row for the model, per setting: on Qwen2.5-VL-72B's released runs every printed cell is matched and inside
     its interval; slices the table does not print say so; a run record gives the same cells as its frame."""
     from vlamb_nb.errors import NotAvailableError
@@ -294,8 +296,8 @@ def test_the_bases_paper_vs_ours_reproduces_ref_adv_s_from_the_released_runs_and
     runs = {s: metrics.read_official_predictions(p) for s, p in files.items()}
     cmp = bench.paper_vs_ours(runs, "Qwen2.5-VL-72B-Instruct | {setting}", n_resamples=200)
     printed = cmp[cmp["paper"].notna()]
-    assert len(printed) == 8 and printed["match"].all() and printed["paper_in_ci"].all()
-    assert set(printed["column"]) == {"Acc@0.5", "2-3", "4-6", ">=7"}
+    assert len(printed) == 12 and printed["match"].all() and printed["paper_in_ci"].all()
+    assert set(printed["column"]) == {"Acc@0.5", "Acc@0.75", "Acc@0.9", "2-3", "4-6", ">=7"}
     assert set(printed["row"]) == {"Qwen2.5-VL-72B-Instruct | direct", "Qwen2.5-VL-72B-Instruct | cot"}
     assert set(cmp.loc[cmp["paper"].isna(), "flag"]) == {"not in the paper"}  # Neg / No-Neg: not in Ref-Adv-s
     assert (bench.paper_vs_ours(runs, "Qwen2.5-VL-7B-Instruct | {setting}", n_resamples=0)
@@ -317,6 +319,32 @@ def test_cli_score_official_file(shared_data, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["metrics"]["Acc@0.5"] == pytest.approx(54.0, abs=0.05)
     assert not [n for n in out["notes"] if "disagrees" in n]  # our IoUs are the file's own
+
+
+def test_score_prints_the_official_row_of_every_released_run(shared_data, capsys):
+    """``vlamb-nb score refadv --predictions <official file>`` gives the official Ref-Adv-s row again: Acc@0.5,
+    Acc@0.75 and Acc@0.9 (declared in METRICS) and the distractor bins, each the published cell at its one decimal
+    (the view prints two); the text view prints the three accuracies."""
+    from vlamb_nb import reference
+    from vlamb_nb.cli import main
+
+    ref = reference.load("refadv", table="Ref-Adv-s")
+    checked = 0
+    for p in sorted((shared_data / "refadv" / "predictions").glob("*_predictions.jsonl")):
+        assert main(["score", "refadv", "--predictions", str(p), "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        row = f"{out['model'].split('/')[-1]} | {out['setting']}"
+        published = ref[ref["row"] == row].set_index("column")["value_num"]
+        assert len(published), row
+        ours = {**out["metrics"], **{s["slice"]: s["value"] for s in out["by_slice"]
+                                     if s["metric"] == "Acc@0.5" and s["slice"] in ("2-3", "4-6", ">=7")}}
+        for col in ("Acc@0.5", "Acc@0.75", "Acc@0.9", "2-3", "4-6", ">=7"):
+            assert ours[col] == pytest.approx(published[col], abs=0.055), (row, col)  # printed at 2 decimals
+            checked += 1
+    assert checked >= 30
+    assert main(["score", "refadv", "--predictions", str(p)]) == 0
+    text = capsys.readouterr().out
+    assert all(re.search(rf"^{re.escape(m)}\s+\d", text, re.M) for m in ("Acc@0.5", "Acc@0.75", "Acc@0.9"))
 
 
 def test_demo_loads_with_real_images(shared_data):

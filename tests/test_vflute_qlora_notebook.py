@@ -27,3 +27,9 @@ def test_notebook_defaults(notebook_runs):
     assert (run.figures / "demo" / "loss_curve.png").is_file()
     assert {"learning rate", "batch size", "max_new_tokens", "num_beams"} <= whats  # offline profile values
     assert (run.work / "adapter" / "adapter_model.safetensors").is_file()
+    [app_j] = res["app_j_vs_paper"]  # App. J: the label-only adapter against the multi-task one, beside p < 0.1
+    assert app_j["status"] == "run" and app_j["paper p"] == "< 0.1" and 0 <= app_j["p"] <= 1
+    assert (run.work / "label_only" / "adapter" / "adapter_model.safetensors").is_file()
+    evil = res["evil_stages_vs_paper"]  # Table 4's e-ViL rows, on a generated e-SNLI-VE offline
+    assert {r["row"] for r in evil} == {"LLaVA-7B → eViL", "LLaVA-7B → eViL + VF"}
+    assert all((run.work / stage / "adapter").is_dir() for stage in ("evil", "evil_vflute"))

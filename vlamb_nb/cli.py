@@ -453,6 +453,32 @@ def cmd_reference(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_coverage(a: argparse.Namespace) -> int:
+    """Each paper's inventory (what is rebuilt, run or not derivable, and where), or the README's generated parts
+    written (``--readme``) or checked (``--check``: exit 1 naming the stale parts)."""
+    from vlamb_nb import coverage
+
+    if a.readme:
+        old = coverage.update_readme(a.readme, check=a.check)
+        if old and a.check:
+            print(f"vlamb-nb: {a.readme}: generated part(s) stale: {', '.join(old)}; run `vlamb-nb coverage "
+                  f"--readme {a.readme}`", file=sys.stderr)
+            return 1
+        print(f"{a.readme}: {'rewrote ' + ', '.join(old) if old else 'up to date'}")
+        return 0
+    invs = coverage.inventories(a.papers or None)
+    if a.json:
+        _emit({inv.paper: [dict(item=i.item, kind=i.kind, status=i.status, where=i.where, calls=list(i.calls),
+                                reason=i.reason) for i in inv.items] for _, inv in invs}, True)
+        return 0
+    for title, inv in invs:
+        counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in inv.counts().items() if n)
+        print(f"{title}: {len(inv.items)} items ({counts})")
+        for i in inv.items:
+            print(f"  [{i.status.replace('_', ' ')}] {i.item}: {i.reason if i.reason else i.where}")
+    return 0
+
+
 def cmd_reproduce(a: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -738,6 +764,13 @@ def build_parser() -> argparse.ArgumentParser:
     rf.add_argument("--table")
     rf.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
     rf.set_defaults(func=cmd_reference)
+
+    cv = sub.add_parser("coverage", help="what of each paper is rebuilt, run or not derivable (its inventory)")
+    cv.add_argument("papers", nargs="*")
+    cv.add_argument("--json", action="store_true", help="print machine-readable JSON instead of text")
+    cv.add_argument("--readme", metavar="PATH", help="write the README's generated parts from the inventories")
+    cv.add_argument("--check", action="store_true", help="with --readme: exit 1 if they are stale, write nothing")
+    cv.set_defaults(func=cmd_coverage)
 
     rp = sub.add_parser("reproduce", help="execute the paper notebooks and write figures/ and a report")
     rp.add_argument("papers", nargs="*")

@@ -813,15 +813,29 @@ class Benchmark(ABC):
                                 **options)
 
     @final
+    def inventory(self):
+        """The paper's coverage as data (:class:`vlamb_nb.inventory.Inventory`: every table, figure, test,
+        ablation and case study, rebuilt, run or not derivable, and where), read from ``inventory.toml`` in the
+        paper's folder; None when the paper keeps none."""
+        from vlamb_nb.inventory import FILE, read
+
+        path = self.folder() / FILE
+        return read(path) if path.is_file() else None
+
+    @final
     def not_derivable(self) -> list[dict[str, str]]:
         """What of the paper neither its released data nor its text lets one rebuild, each with the reason
-        (``item``, ``reason``), so no page silently leaves it out: declared data, ``not_derivable.json`` in the
-        paper's folder, else the package's ``reference/<name>.not_derivable.json`` (none: nothing is listed).
-        Every run's pages list it under the paper, whether or not its notebook recorded it."""
+        (``item``, ``reason``), so no page silently leaves it out: the ``not_derivable`` items of the paper's
+        :meth:`inventory` (and any item it still lists as ``missing``); without one, ``not_derivable.json`` in
+        the paper's folder, else the package's ``reference/<name>.not_derivable.json`` (none: nothing is
+        listed). Every run's pages list it under the paper, whether or not its notebook recorded it."""
         import json
 
         from vlamb_nb.errors import DataError
 
+        inventory = self.inventory()
+        if inventory is not None:
+            return inventory.not_derivable()
         own = self.folder() / "not_derivable.json"
         path = own if own.is_file() else Path(__file__).resolve().parents[1] / "reference" / \
             f"{self.name}.not_derivable.json"

@@ -117,6 +117,9 @@ class HFModel:
         if self.family.trust_remote_code and not trust_remote_code:
             raise SettingError(f"{source}: family {self.family.name!r} runs code from the hub; "
                                "pass trust_remote_code=True to allow it (recorded in the run metadata)")
+        if not self.family.runs_here:
+            raise NotAvailableError(f"{source}: family {self.family.name!r} is not loaded here ({self.family.why_not});"
+                                    " serve it behind an OpenAI-compatible server and use openai:MODEL")
         self.device_map = _resolve_device_map(device_map, quantization)
         self.dtype = dtype if dtype is not None else default_dtype()
         pkw = dict(processor_kwargs or {})

@@ -164,21 +164,22 @@ LLAVA_TEMPLATE = (
 )
 
 
-def _build_llava(out: Path, seed: int, size: dict[str, Any]) -> None:
-    from transformers import (
-        CLIPImageProcessor,
-        CLIPVisionConfig,
-        LlamaConfig,
-        LlavaConfig,
-        LlavaForConditionalGeneration,
-        LlavaProcessor,
-    )
+def _llava_parts(size: dict[str, Any]) -> tuple[Any, dict[str, int], Any, Any]:
+    """(tokenizer, special token ids, Llama text config, CLIP vision config) shared by LLaVA-1.5 and LLaVA-NeXT."""
+    from transformers import CLIPVisionConfig, LlamaConfig
 
     tok = _train_tokenizer(["<unk>", "<s>", "</s>", "<pad>", "<image>"], bos="<s>", eos="</s>", pad="<pad>",
                            extra={"unk_token": "<unk>"})
     ids = {t: tok.convert_tokens_to_ids(t) for t in ["<s>", "</s>", "<pad>", "<image>"]}
     text = LlamaConfig(**size, bos_token_id=ids["<s>"], eos_token_id=ids["</s>"], pad_token_id=ids["<pad>"])
     vision = CLIPVisionConfig(**_VISION, image_size=56, patch_size=14, projection_dim=size["hidden_size"])
+    return tok, ids, text, vision
+
+
+def _build_llava(out: Path, seed: int, size: dict[str, Any]) -> None:
+    from transformers import CLIPImageProcessor, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
+
+    tok, ids, text, vision = _llava_parts(size)
     config = LlavaConfig(vision_config=vision, text_config=text, image_token_index=ids["<image>"],
                          image_seq_length=16, vision_feature_select_strategy="default", vision_feature_layer=-2)
     image_processor = CLIPImageProcessor(size={"shortest_edge": 56}, crop_size={"height": 56, "width": 56})
@@ -188,12 +189,72 @@ def _build_llava(out: Path, seed: int, size: dict[str, Any]) -> None:
     _save(LlavaForConditionalGeneration, config, processor, out, seed)
 
 
-ONEVISION_TEMPLATE = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-    "{% for content in message['content'] | selectattr('type', 'equalto', 'image') %}{{ '<image>\n' }}{% endfor %}"
-    "{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}{{ content['text'] }}"
-    "{% endfor %}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
+def _build_llava_next(out: Path, seed: int, size: dict[str, Any]) -> None:
+    """LLaVA-NeXT (v1.6): LLaVA-1.5's CLIP tower and Llama, with any-resolution tiling over grid pinpoints."""
+    from transformers import (
+        LlavaNextConfig,
+        LlavaNextForConditionalGeneration,
+        LlavaNextImageProcessor,
+        LlavaNextProcessor,
+    )
+
+    tok, ids, text, vision = _llava_parts(size)
+    pinpoints = [[56, 56], [56, 112], [112, 56], [112, 112]]
+    config = LlavaNextConfig(vision_config=vision, text_config=text, image_token_index=ids["<image>"],
+                             image_grid_pinpoints=pinpoints, vision_feature_select_strategy="default",
+                             vision_feature_layer=-2, image_seq_length=16)
+    image_processor = LlavaNextImageProcessor(size={"shortest_edge": 56}, crop_size={"height": 56, "width": 56},
+                                              image_grid_pinpoints=pinpoints)
+    processor = LlavaNextProcessor(image_processor=image_processor, tokenizer=tok, patch_size=14,
+                                   vision_feature_select_strategy="default", num_additional_image_tokens=1,
+                                   chat_template=LLAVA_TEMPLATE)
+    _save(LlavaNextForConditionalGeneration, config, processor, out, seed)
+
+
+def _chatml_template(image_token: str) -> str:
+    """A ChatML chat template with ``image_token`` on its own line for each image of a turn, text after."""
+    return ("{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+            "{% for content in message['content'] | selectattr('type', 'equalto', 'image') %}{{ '" + image_token
+            + "\n' }}{% endfor %}"
+            "{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}{{ content['text'] }}"
+            "{% endfor %}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+INTERNVL_TEMPLATE = _chatml_template("<IMG_CONTEXT>")
+
+
+def _build_internvl(out: Path, seed: int, size: dict[str, Any]) -> None:
+    """InternVL as transformers ports it (the ``-hf`` checkpoints): InternViT, pixel shuffle, Qwen2."""
+    from transformers import (
+        GotOcr2ImageProcessor,
+        InternVLConfig,
+        InternVLForConditionalGeneration,
+        InternVLProcessor,
+        InternVLVideoProcessor,
+        InternVLVisionConfig,
+        Qwen2Config,
+    )
+
+    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<img>", "</img>", "<IMG_CONTEXT>", "<video>"]
+    tok = _train_tokenizer(special, bos=None, eos="<|im_end|>", pad="<|endoftext|>",
+                           extra={"extra_special_tokens": {"start_image_token": "<img>", "end_image_token": "</img>",
+                                                           "context_image_token": "<IMG_CONTEXT>",
+                                                           "video_token": "<video>"}})
+    ids = {t: tok.convert_tokens_to_ids(t) for t in special}
+    text = Qwen2Config(**size, bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],
+                       pad_token_id=ids["<|endoftext|>"])
+    vision = InternVLVisionConfig(**_VISION, image_size=[56, 56], patch_size=[14, 14])
+    config = InternVLConfig(vision_config=vision, text_config=text, image_token_id=ids["<IMG_CONTEXT>"],
+                            downsample_ratio=0.5, vision_feature_layer=-1, vision_feature_select_strategy="default")
+    pixels = {"height": 56, "width": 56}
+    tiles = GotOcr2ImageProcessor(size=pixels, crop_to_patches=True, min_patches=1, max_patches=1)  # one 56-px tile
+    processor = InternVLProcessor(image_processor=tiles,
+                                  tokenizer=tok, video_processor=InternVLVideoProcessor(size=pixels),
+                                  image_seq_length=4, chat_template=INTERNVL_TEMPLATE)
+    _save(InternVLForConditionalGeneration, config, processor, out, seed)
+
+
+ONEVISION_TEMPLATE = _chatml_template("<image>")
 
 
 def _build_llava_onevision(out: Path, seed: int, size: dict[str, Any]) -> None:
@@ -321,6 +382,8 @@ def _save(model_cls: Any, config: Any, processor: Any, out: Path, seed: int, *,
 BUILDERS: dict[str, Callable[[Path, int, dict[str, Any]], None]] = {
     "qwen2_5_vl": _build_qwen2_5_vl,
     "llava": _build_llava,
+    "llava_next": _build_llava_next,
+    "internvl": _build_internvl,
     "llava_onevision": _build_llava_onevision,
     "idefics3": _build_idefics3,
     "llama_text": _build_llama_text,

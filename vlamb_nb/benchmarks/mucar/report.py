@@ -89,11 +89,14 @@ def constant_model(letter: str = "A"):
 
 def paper_vs_ours(scored, paper_row: str, *, table: str = "Table 2a", n_resamples: int = 1000, seed: int = 0,
                   categories: list[str] | None = None):
-    """``reference.compare`` of one run against one published row (paper value, ours, CI, flags)."""
+    """``reference.compare`` of one run against one published row (paper value, ours, CI, flags, and the scorer
+    that decided the run: :func:`scorer_of`)."""
     from vlamb_nb import reference
 
     long = results_long(scored, paper_row, table, n_resamples=n_resamples, seed=seed, categories=categories)
-    return reference.compare(long[["table", "row", "column", "value", "ci_low", "ci_high"]], NAME, table=table)
+    cmp = reference.compare(long[["table", "row", "column", "value", "ci_low", "ci_high"]], NAME, table=table)
+    cmp["scorer"] = scorer_of(scored)  # which decided each answer: the rule parser or an LLM judge
+    return cmp
 
 
 def paper_vs_ours_table4(runs: dict[str, Any], *, n_resamples: int = 1000, seed: int = 0):
@@ -124,3 +127,102 @@ def audit_frame(items=None):
     from vlamb_nb.reference import findings_frame
 
     return findings_frame(audit(items))
+
+
+# -- which scorer: the rule parser, or the paper's LLM judge (App. B.2) ---------------------------------------------
+RULE_PARSER = "rule parser (the answer's option letter)"
+
+
+def scorer_of(scored) -> str:
+    """What decided a run's ``correct``: the rule parser, or the judge :func:`score_with` named."""
+    return str(scored.attrs.get("scorer") or RULE_PARSER)
+
+
+def score_with(runs: dict[str, Any], judge: Any = None, *, store_dir: str | os.PathLike | None = None,
+               progress: bool = False) -> dict[str, Any]:
+    """Every run scored as the paper scored it where a judge is given: an LLM judge reads each answer against the
+    gold option (:func:`.judge.run_judge`, CODIS's judge prompt: the paper's GPT-4o prompt is not released), its
+    verdict is ``correct`` (no verdict counts as wrong) and the rule parser's stays beside it as
+    ``parser_correct``. Without a judge (the offline profile) each run keeps the rule parser's reading. Each
+    frame's ``attrs["scorer"]`` says which decided it, and every table built from it says so."""
+    from vlamb_nb.benchmarks.mucar.judge import run_judge
+
+    out = {}
+    for setting, scored in runs.items():
+        if judge is None:
+            frame = scored.copy()
+            frame.attrs.update(scored.attrs, scorer=RULE_PARSER)
+        else:
+            store = None if store_dir is None else Path(store_dir) / f"mucar-judge__{setting}.jsonl"
+            judged = run_judge(judge, scored, store=store, progress=progress)
+            frame = judged.assign(parser_correct=judged["correct"].astype(bool),
+                                  correct=judged["judge_correct"].eq(1.0))
+            frame.attrs.update(scored.attrs, scorer=f"LLM judge {judge.info.model_id} (CODIS judge prompt)",
+                               no_verdict=int(judged["judge_correct"].isna().sum()))
+        out[setting] = frame
+    return out
+
+
+def scorer_table(runs: dict[str, Any]):
+    """Per run: the scorer that decided it, its queries, verdicts missing, and (judged runs) the judge's agreement
+    with the rule parser (percent, as Table 7 reports agreement, and Cohen's kappa)."""
+    import pandas as pd
+
+    from vlamb_nb.benchmarks.mucar.judge import agreement
+
+    rows = []
+    for setting, scored in runs.items():
+        row = {"setting": setting, "scorer": scorer_of(scored), "queries": len(scored),
+               "no_verdict": scored.attrs.get("no_verdict")}
+        if "parser_correct" in scored.columns:
+            agree = agreement(scored["judge_correct"], scored["parser_correct"].astype(float))
+            row.update(agreement_with_parser_pct=agree["percent_agreement"], cohen_kappa=agree["cohen_kappa"])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# -- the input and prompt-language ablations beside Table 3, Table 12 and Fig. 4's text values -------------------
+#: where each ablation's published numbers are: (table, row pattern; ``{row}`` is the paper's model name)
+ABLATION_ROWS = {
+    "full": (("Table 3", "{row} (w/)"), ("Fig. 4 (text)", "{row} | (C,Q,I)")),
+    "q_i": (("Table 3", "{row} (w/o)"),),
+    "c_i": (("Fig. 4 (text)", "{row} | (C,I)"),),
+    "c_q": (("Fig. 4 (text)", "{row} | (C,Q)"),),
+    "full_zh": (("Table 12", "In Chinese, without confusing options | {row}"),),
+    "full_ms": (("Table 12", "In Malay, without confusing options | {row}"),),
+}
+#: the paper's option setting where it differs from the release's (two original options per query)
+WITH_CONFUSING = {"Table 3": "paper: with confusing options (not released); ours: the released options",
+                  "Fig. 4 (text)": "paper: with confusing options (inferred; not released); ours: the released options"}
+
+
+def ablations_vs_paper(runs: dict[str, Any], paper_row: str, *, n_resamples: int = 1000, seed: int = 0):
+    """Each ablation run beside its published numbers (:data:`ABLATION_ROWS`), on the six non-dual categories as
+    the paper reports them: (Q,I) beside Table 3's w/o row, (C,I) and (C,Q) beside the values §5.1 gives for
+    Fig. 4, the Chinese and Malay prompts beside Table 12's rows without confusing options, full input beside
+    Table 3's w/ row and Fig. 4. ``paper_row`` is the paper's name of the model; a run's scorer is named
+    (:func:`score_with`), and a cell the paper measured with confusing options says so."""
+    import pandas as pd
+
+    from vlamb_nb import reference
+    from vlamb_nb.benchmarks.mucar.data import NON_DUAL_CATEGORIES
+
+    frames = []
+    for setting, scored in runs.items():
+        for table, pattern in ABLATION_ROWS.get(setting, ()):
+            row = pattern.format(row=paper_row)
+            long = results_long(scored, row, table, categories=list(NON_DUAL_CATEGORIES), n_resamples=n_resamples,
+                                seed=seed)
+            published = reference.load(NAME, table=table)
+            published = published[published["row"] == row]
+            if table != "Table 12":  # Table 3 and Fig. 4 print the Overall cells only
+                long = long[long["column"].isin(published["column"]) if len(published) else
+                            long["column"].str.startswith("Overall")]
+            cmp = reference.compare(long[["table", "row", "column", "value", "ci_low", "ci_high"]], NAME, table=table)
+            cmp.insert(0, "setting", setting)
+            cmp["scorer"] = scorer_of(scored)
+            cmp["options"] = WITH_CONFUSING.get(table, "as the paper (without confusing options)")
+            frames.append(cmp)
+    if not frames:
+        raise DataError(f"no ablation run among {sorted(runs)}; run one of {', '.join(ABLATION_ROWS)}")
+    return pd.concat(frames, ignore_index=True)

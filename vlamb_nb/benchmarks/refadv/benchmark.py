@@ -1,15 +1,9 @@
 """Ref-Adv (Dong et al., ICLR 2026): referring expression comprehension with hard distractors.
 
-The benchmark class wires the steps: load (:mod:`.data`), requests (:mod:`.prompts`), parse with the
-per-family grounding styles (:mod:`.parse`), a run with the official repair turn, score and tables
-(:mod:`.score`), the paper audit (:mod:`.audit`); figures in :mod:`.plots`.
-
-::
-
-    bench = get_benchmark("refadv")
-    items = bench.load(folder_or_parquet_or_hub_id)
-    scored = bench.evaluate(model, items, "cot", store="runs/refadv_cot.jsonl")
-    bench.tables(scored)["Ref-Adv-s"]
+The benchmark class wires the steps: load (:mod:`.data`), requests (:mod:`.prompts`; set-of-mark over region
+proposals, :mod:`.som`), parse with the per-family grounding styles (:mod:`.parse`), a run with the official repair
+turn, score and tables (:mod:`.score`), the paper audit (:mod:`.audit`); figures in :mod:`.plots`. Example:
+``bench.tables(bench.evaluate(model, bench.load(hub_id_or_folder), "cot", store="refadv_cot.jsonl"))``.
 """
 
 from __future__ import annotations
@@ -22,6 +16,7 @@ import vlamb_nb.benchmarks.refadv.data as data
 import vlamb_nb.benchmarks.refadv.parse as P
 import vlamb_nb.benchmarks.refadv.prompts as prompts
 import vlamb_nb.benchmarks.refadv.score as S
+import vlamb_nb.benchmarks.refadv.som as som
 from vlamb_nb.benchmarks.base import ANSWER, Asked, Benchmark, RunContext, Turn
 from vlamb_nb.benchmarks.refadv.deletion import delete_descriptors
 from vlamb_nb.benchmarks.refadv.prompts import OFFICIAL_MAX_TOKENS, followup_text, repair_request, repair_tag
@@ -57,27 +52,30 @@ class RefAdv(Benchmark):
 
     def requests(self, items, setting: str, *, style: str | P.GroundingStyle | None = None, model: ModelInfo | None = None,
                  prompt_mode: str | None = None, seed: int = 0, max_new_tokens: int = OFFICIAL_MAX_TOKENS,
-                 **kwargs: Any) -> list[Request]:
-        """One request per item: prompt text first, then the image (as the official runner sends it)."""
+                 proposals: Any = None, **kwargs: Any) -> list[Request]:
+        """One request per item: prompt text, then the image (as sent officially; marked over ``proposals``)."""
         if kwargs:
             raise SettingError(f"unknown refadv request option(s): {', '.join(kwargs)}")
         self.check_setting(setting)
-        st = P.style_for(model, style)
-        return prompts.requests(items, setting, st, prompt_mode=prompt_mode, seed=seed, max_new_tokens=max_new_tokens)
+        return prompts.requests(items, setting, P.style_for(model, style, proposals=proposals), prompt_mode=prompt_mode,
+                                seed=seed, max_new_tokens=max_new_tokens, proposals=proposals)
 
     # -- a run: the answer, then the official repair turn where it has no box ----------------------------
     def context(self, model, setting: str, options=None, *, stored=None) -> RunContext:
         """The grounding style the run asks and reads with, resolved once: ``style=`` (a name or a style), else the
         one a stored run recorded, else the model's (its family, or its name when served or replayed)."""
         ctx = super().context(model, setting, options, stored=stored)
-        st, reason = P.choose_style(ctx.model, ctx.option("style") or (stored or {}).get("style"))
+        proposals = ctx.option("proposals", (stored or {}).get("proposals"))  # set-of-mark (.som)
+        st, reason = P.choose_style(ctx.model, ctx.option("style") or (stored or {}).get("style"), proposals=proposals)
         repair_text = ctx.option("repair_text", "official")
         return replace(ctx, style=st, facts={
             "seed": ctx.option("seed", 0), "style": st.name, "box_format": st.box_format, "style_reason": reason,
-            "repair_text": repair_text})
+            "repair_text": repair_text, **som.facts(proposals)})
 
     def asked(self, items, ctx: RunContext, *, limit: int | None = None, progress: bool = True):
         followup_text(ctx.option("repair_text", "official"))  # an unknown name fails before any generation
+        if ctx.style.prompt == "som" and ctx.option("proposals") is not None:  # read from every item at hand
+            ctx.options["proposals"] = som.proposal_source(ctx.option("proposals"), items)
         items = self.first_items(items, limit).reset_index(drop=True)
         if ctx.setting == "deletion" and "deleted_expression" not in items.columns:
             rewriter = ctx.option("rewriter")
@@ -93,7 +91,7 @@ class RefAdv(Benchmark):
         it."""
         st, setting, repair_text = ctx.style, ctx.setting, ctx.option("repair_text", "official")
         known = ("style", "prompt_mode", "seed", "max_new_tokens", "repair", "repair_text", "rewriter",
-                 "rewriter_store")
+                 "rewriter_store", "proposals")
         unknown = sorted(set(ctx.options) - set(known))
         if unknown:
             raise SettingError(f"unknown refadv run option(s): {', '.join(unknown)}")
@@ -103,8 +101,9 @@ class RefAdv(Benchmark):
 
         first = Turn(ANSWER, lambda items, _: self.requests(
             items, setting, style=st, prompt_mode=ctx.option("prompt_mode"), seed=ctx.option("seed", 0),
-            max_new_tokens=ctx.option("max_new_tokens", OFFICIAL_MAX_TOKENS)), desc=f"refadv {setting}")
-        if not ctx.option("repair", True):
+            max_new_tokens=ctx.option("max_new_tokens", OFFICIAL_MAX_TOKENS), proposals=ctx.option("proposals")),
+            desc=f"refadv {setting}")
+        if not ctx.option("repair", True) or st.prompt == "som":  # the repair text asks for JSON boxes, not a mark
             return [first]
         return [first, Turn(repair_tag(repair_text).lstrip(":"), ask_repair, desc=f"refadv {setting} repair")]
 
@@ -121,7 +120,8 @@ class RefAdv(Benchmark):
         """The setting's deviations and those of the grounding style, token budget and repair text it runs with."""
         return (super().run_deviations(ctx, items) + prompts.setting_deviations(ctx.model, ctx.setting)
                 + P.style_deviations(ctx.style, ctx.model, ctx.option("max_new_tokens", OFFICIAL_MAX_TOKENS),
-                                   repair_text=ctx.option("repair_text", "official")))
+                                   repair_text=ctx.option("repair_text", "official"),
+                                   proposals=ctx.facts.get("proposals")))
 
     # -- read, score, report ----------------------------------------------------------------------------------
     def summary(self, scored) -> dict[str, Any]:  # the declared Acc@0.5, then every number of the official report

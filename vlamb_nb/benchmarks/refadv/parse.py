@@ -191,8 +191,8 @@ class GroundingStyle:
 
     name: str
     box_format: str  # what the model's numbers mean (BOX_FORMATS)
-    prompt: str = "official"  # official | internvl | cogvlm
-    parser: str = "json"  # json (official) | bracket | json+bracket
+    prompt: str = "official"  # official | internvl | cogvlm | som
+    parser: str = "json"  # json (official) | bracket | json+bracket | som (a mark, :mod:`.som`)
     resized_pixels: bool = False  # absolute pixels of the processor-resized image (Qwen2/2.5-VL)
     keep_image_tag: bool = True  # keep the literal "<image>" of the official prompt
     supports_cot: bool = True
@@ -220,6 +220,10 @@ STYLES: dict[str, GroundingStyle] = {s.name: s for s in (
                         "were read"),
     GroundingStyle("generic", "norm_1_xyxy", keep_image_tag=False,
                    note="official JSON prompt without the literal <image> (an image token for these processors)"),
+    GroundingStyle("som", "abs_xyxy", prompt="som", parser="som", keep_image_tag=False,
+                   note="set-of-mark prompting (Table 6's GPT-4o and Claude rows): numbered marks on region "
+                        "proposals, the answered mark mapped back to its box; our prompt and marks (the paper "
+                        "publishes neither)"),
 )}
 
 
@@ -250,8 +254,15 @@ def style_from_name(model_id: str) -> str | None:
     return next((name for pattern, name in NAME_STYLES if pattern.search(low)), None)
 
 
-def choose_style(model: ModelInfo | None, style: str | GroundingStyle | None = None) -> tuple[GroundingStyle, str]:
-    """The grounding style and why it was chosen (recorded in the run metadata)."""
+def choose_style(model: ModelInfo | None, style: str | GroundingStyle | None = None, *,
+                 proposals: Any = None) -> tuple[GroundingStyle, str]:
+    """The grounding style and why it was chosen (recorded in the run metadata); region ``proposals`` ask for
+    set-of-mark prompting (``som``), and refuse another style named with them."""
+    if proposals is not None:
+        st, why = choose_style(model, style or "som")
+        if st.prompt != "som":
+            raise SettingError(f"proposals= asks for set-of-mark prompting, but style={st.name!r} was given")
+        return st, why
     if isinstance(style, GroundingStyle):
         return style, "explicit"
     if style is not None:
@@ -275,9 +286,11 @@ def choose_style(model: ModelInfo | None, style: str | GroundingStyle | None = N
     return STYLES[HF_DEFAULT_STYLE], f"default for family {family or 'unknown'!r}"
 
 
-def style_for(model: ModelInfo | None, style: str | GroundingStyle | None = None) -> GroundingStyle:
-    """The grounding style: explicit, else from the family (HF) or the model name (OpenAI-compatible)."""
-    return choose_style(model, style)[0]
+def style_for(model: ModelInfo | None, style: str | GroundingStyle | None = None, *,
+              proposals: Any = None) -> GroundingStyle:
+    """The grounding style: explicit, set-of-mark with ``proposals``, else from the family (HF) or the model name
+    (OpenAI-compatible)."""
+    return choose_style(model, style, proposals=proposals)[0]
 
 
 def parse_descriptors(text: str, expression: str) -> list[str]:
@@ -317,6 +330,8 @@ def parse_answer(text: str, item: Any) -> dict[str, Any]:
     """
     fmt = item.get("box_format") or "abs_xyxy"
     parser = item.get("parser") or "json"
+    if parser == "som":
+        return parse_mark(text, item.get("som_boxes"))
     w, h = float(item["width"]), float(item["height"])
     size = _processed_size(item) if item.get("resized_pixels") and fmt == "abs_xyxy" else None
     pw, ph = size or (w, h)
@@ -330,14 +345,32 @@ def parse_answer(text: str, item: Any) -> dict[str, Any]:
             "n_boxes": len(found)}
 
 
+def parse_mark(text: str | None, boxes: Any) -> dict[str, Any]:
+    """A set-of-mark answer (:mod:`.som`): the mark it names, mapped back to that proposal's box (absolute xyxy);
+    an empty answer is ``empty_response``, one naming no mark of the image ``no_mark_found``."""
+    from vlamb_nb.benchmarks.refadv.som import NO_MARK_FOUND, mark_of
+
+    boxes = [] if boxes is None else [[float(v) for v in list(b)[:4]] for b in boxes]
+    if not str(text or "").strip():
+        return {"pred_boxes": [], "pred_xyxy": [], "parse_error": EMPTY_RESPONSE, "valid": False, "n_boxes": 0,
+                "mark": None}
+    mark = mark_of(text, len(boxes))
+    if mark is None:
+        return {"pred_boxes": [], "pred_xyxy": [], "parse_error": NO_MARK_FOUND, "valid": False, "n_boxes": 0,
+                "mark": None}
+    return {"pred_boxes": [boxes[mark - 1]], "pred_xyxy": boxes[mark - 1], "parse_error": "", "valid": True,
+            "n_boxes": 1, "mark": mark}
+
+
 def needs_repair(parse: dict[str, Any]) -> bool:
     """The official rule for the one repair turn: the answer is empty or holds no box."""
     return parse["parse_error"] in (EMPTY_RESPONSE, NO_BBOX_FOUND)
 
 
 def style_deviations(st: GroundingStyle, model: ModelInfo, max_new_tokens: int, *,
-                     repair_text: str = "official") -> list[Any]:
-    """The deviations of the grounding style, token budget and repair text a run uses."""
+                     repair_text: str = "official", proposals: str | None = None) -> list[Any]:
+    """The deviations of the grounding style, token budget and repair text a run uses (and, under set-of-mark
+    prompting, of its proposals)."""
     from vlamb_nb.benchmarks.refadv.prompts import OFFICIAL_MAX_TOKENS
     from vlamb_nb.meta import Deviation
 
@@ -353,7 +386,14 @@ def style_deviations(st: GroundingStyle, model: ModelInfo, max_new_tokens: int, 
     if not st.keep_image_tag:
         out.append(Deviation("prompt", "literal '<image>' line before the instruction",
                              "dropped (an image token for this processor)", "all"))
-    if st.name not in ("official", "qwen2_5_vl", "qwen3_vl"):
+    if st.prompt == "som":
+        out.append(Deviation("set-of-mark prompt and marks", "unpublished", "ours (som.PROMPTS; numbered tags at "
+                             "each region's centre, box outlines)", "all"))
+        out.append(Deviation("repair turn", "the official runner's JSON repair turn", "none (a mark is asked)",
+                             "all"))
+        if proposals and proposals != "Semantic-SAM":
+            out.append(Deviation("SoM proposals", "Semantic-SAM masks", str(proposals), "all"))
+    elif st.name not in ("official", "qwen2_5_vl", "qwen3_vl"):
         out.append(Deviation("grounding style", "per-model best-practice prompts (unpublished)", st.note, "all"))
     return out
 
@@ -366,6 +406,9 @@ def answer_row(item, req: Any, gen: dict[str, Any], st: GroundingStyle) -> dict[
            "cached": gen.get("cached"), "processed_image_sizes": gen.get("processed_image_sizes"),
            "retry_used": False, "first_text": None, "box_format": st.box_format, "parser": st.parser,
            "resized_pixels": st.resized_pixels}
+    if st.parser == "som":
+        row["som_boxes"] = req.meta.get("som_boxes") or []
+        row["proposals"] = req.meta.get("proposals")
     for extra in ("deleted_expression", "deleted_descriptor", "deletion_status"):
         if extra in item.index:
             row[extra] = item[extra]

@@ -150,12 +150,15 @@ def _record_size(item: Any) -> tuple[float, float] | None:
 
 
 def requests(items, setting: str, st: Any, *, prompt_mode: str | None = None, seed: int = 0,
-             max_new_tokens: int = OFFICIAL_MAX_TOKENS) -> list[Any]:
+             max_new_tokens: int = OFFICIAL_MAX_TOKENS, proposals: Any = None) -> list[Any]:
     """One request per item under grounding style ``st``: prompt text first, then the image (as the official
-    runner sends it)."""
+    runner sends it). Under the set-of-mark style the image carries numbered marks over ``proposals``' boxes
+    (a :class:`.som.ProposalSource`), which the request's meta keeps for the parser."""
     from vlamb_nb.models.base import IMAGE_SLOT, DecodingParams, Request, user_message
 
     mode = prompt_mode or ("cot" if setting == "cot" else "direct")
+    if st.prompt == "som":
+        return _som_requests(items, setting, st, mode, proposals, seed=seed, max_new_tokens=max_new_tokens)
     params = DecodingParams(max_new_tokens=max_new_tokens, do_sample=False, temperature=1.0, top_p=1.0,
                             seed=OFFICIAL_SEED)
     tag = f"{setting}:{st.name}:{mode}" + (f":seed{seed}" if setting == "bow" else "")
@@ -166,6 +169,31 @@ def requests(items, setting: str, st: Any, *, prompt_mode: str | None = None, se
                             images=[official_image(item["image"], _record_size(item))], params=params,
                             benchmark="refadv", setting=tag, meta={"item_id": str(item["id"]), "expression_asked": expr,
                                                                   "prompt_mode": mode}))
+    return reqs
+
+
+def _som_requests(items, setting: str, st: Any, mode: str, proposals: Any, *, seed: int,
+                  max_new_tokens: int) -> list[Any]:
+    """Set-of-mark requests: each image with its proposals marked 1..K, our SoM prompt, the boxes in the meta."""
+    from vlamb_nb.benchmarks.refadv import som
+    from vlamb_nb.models.base import IMAGE_SLOT, DecodingParams, Request, user_message
+
+    if proposals is None:
+        raise SettingError("set-of-mark prompting needs proposals= (release, coco:PATH, grounding-dino, "
+                           "semantic-sam, or a proposal source)")
+    proposals = som.proposal_source(proposals, items)
+    params = DecodingParams(max_new_tokens=max_new_tokens, do_sample=False, temperature=1.0, top_p=1.0,
+                            seed=OFFICIAL_SEED)
+    tag = f"{setting}:{st.name}:{mode}" + (f":seed{seed}" if setting == "bow" else "")
+    reqs = []
+    for (_, item), expr in zip(items.iterrows(), expressions(items, setting, seed=seed), strict=True):
+        boxes = som.distinct_regions(proposals.propose(item))
+        reqs.append(Request(id=f"{item['id']}::{setting}", messages=[user_message(som.prompt_text(expr, mode),
+                                                                               IMAGE_SLOT)],
+                            images=[som.marked_image(item["image"], boxes, _record_size(item))], params=params,
+                            benchmark="refadv", setting=tag,
+                            meta={"item_id": str(item["id"]), "expression_asked": expr, "prompt_mode": mode,
+                                  "som_boxes": boxes, "proposals": proposals.name}))
     return reqs
 
 

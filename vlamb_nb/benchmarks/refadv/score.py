@@ -433,12 +433,25 @@ ACC = Metric("Acc@0.5", "binary", column="iou", threshold=0.5, unit="row", clust
              card=OnCard(published=Published("Ref-Adv-s", {"overall": "Acc@0.5", "Neg": "Neg", "No-Neg": "No-Neg",
                                                             **{b: b for b in BINS}}, n=RELEASED_ROWS),
                          settings=HEADLINE_SETTINGS))
-METRICS = (ACC,)
 
 
-def _aligned(scored, released: dict[str, Any]) -> dict[str, Any]:
-    """Each released run's hits on our rows (matched by Ref-Adv-s row and expression); runs that do not cover
-    every one of our rows are left out, so every comparison is on exactly the same rows."""
+def _acc_at(threshold: float) -> Metric:
+    """Acc@t of the official table's stricter columns: the same rows, IoU and image clusters as :data:`ACC`, on the
+    whole set (the table prints no slice of them), ranked on the card among the published Ref-Adv-s rows."""
+    return Metric(f"Acc@{threshold}", "binary", column="iou", threshold=threshold, unit="row", cluster="file_name",
+                  cluster_unit="image", key=("row_idx", "id"), compare_slices=False,
+                  card=OnCard(published=Published("Ref-Adv-s", {"overall": f"Acc@{threshold}"}, n=RELEASED_ROWS),
+                              settings=HEADLINE_SETTINGS))
+
+
+#: the official Ref-Adv-s table's columns: Acc@0.5 (with its slices), Acc@0.75 and Acc@0.9
+ACC75, ACC90 = _acc_at(0.75), _acc_at(0.9)
+METRICS = (ACC, ACC75, ACC90)
+
+
+def _aligned(scored, released: dict[str, Any], threshold: float = 0.5) -> dict[str, Any]:
+    """Each released run's hits (IoU >= ``threshold``) on our rows (matched by Ref-Adv-s row and expression); runs
+    that do not cover every one of our rows are left out, so every comparison is on exactly the same rows."""
 
     if "row_idx" not in scored.columns:
         return {}
@@ -451,11 +464,11 @@ def _aligned(scored, released: dict[str, Any]) -> dict[str, Any]:
         part = r.loc[ours["row_idx"]]
         if not (part["expression"].astype(str).to_numpy() == ours["expression"].astype(str).to_numpy()).all():
             continue  # the same row number, another expression: not Ref-Adv-s rows
-        out[name] = part.assign(hit=part["iou"].astype(float).to_numpy() >= 0.5).reset_index(drop=True)
+        out[name] = part.assign(hit=part["iou"].astype(float).to_numpy() >= threshold).reset_index(drop=True)
     return {k: v for k, v in out.items() if len(v) == len(ours)} if len(ours) else {}
 
 
-def _aligned_record(rec: Any, keys: Sequence[str], released: dict[str, Any]) -> dict[str, Any]:
+def _aligned_record(rec: Any, keys: Sequence[str], released: dict[str, Any], threshold: float = 0.5) -> dict[str, Any]:
     """:func:`_aligned` for a run given as its run record, which keeps no expression: each released run's hits
     on the record's rows (in the order of ``keys``, their row numbers), matched by row and gold box (a record names
     an image as its data does, a released file by its own name)."""
@@ -471,7 +484,7 @@ def _aligned_record(rec: Any, keys: Sequence[str], released: dict[str, Any]) -> 
         part = r.loc[[i for i, _ in ours]]
         same = all(_same_box(g, gold) for (_, gold), g in zip(ours, part["gt_xyxy"], strict=True))
         if same:  # the same row number, another box: not the rows this record scored
-            out[name] = part.assign(hit=part["iou"].astype(float).to_numpy() >= 0.5).reset_index(drop=True)
+            out[name] = part.assign(hit=part["iou"].astype(float).to_numpy() >= threshold).reset_index(drop=True)
     return out
 
 
@@ -484,13 +497,14 @@ def _same_box(a: Any, b: Any) -> bool:
 
 def headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None, metrics: Any = METRICS,
              cells: Any = None, n_resamples: int = 2000, seed: int = 0) -> list[Any]:
-    """The card's rows of every declared card metric of ``metrics``: Acc@0.5 among the released runs on the same
-    rows, then the published ones (:func:`acc_headline`); any other as every paper's is
+    """The card's rows of every declared card metric of ``metrics``: Acc@0.5, Acc@0.75 and Acc@0.9 among the
+    released runs on the same rows, then the published ones (:func:`acc_headline`); any other as every paper's is
     (:func:`vlamb_nb.stats.metric.headlines`, among its published values in ``cells(table)``)."""
     from vlamb_nb.stats.metric import headlines
 
-    rows = acc_headline(runs, released=released, n_resamples=n_resamples, seed=seed) if ACC in metrics else []
-    if others := tuple(m for m in metrics if m is not ACC and m.card is not None):
+    rows = [h for m in (ACC, ACC75, ACC90) if m in metrics
+            for h in acc_headline(runs, released=released, n_resamples=n_resamples, seed=seed, metric=m)]
+    if others := tuple(m for m in metrics if m not in (ACC, ACC75, ACC90) and m.card is not None):
         from vlamb_nb import reference
 
         rows += headlines("refadv", others, runs, cells=cells or (lambda t: reference.load("refadv", t)),
@@ -499,9 +513,9 @@ def headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None, me
 
 
 def acc_headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None, n_resamples: int = 2000,
-                 seed: int = 0) -> list[Any]:
-    """Ref-Adv's headline for the report card: Acc@0.5 overall and by slice (negation, distractor bins) of the
-    direct and CoT runs, placed among the released runs (their per-row predictions on exactly our rows, resampled with
+                 seed: int = 0, metric: Metric | None = None) -> list[Any]:
+    """Ref-Adv's headline for the report card: Acc@0.5 (or ``metric``, another Acc@t of :data:`METRICS`) overall
+    and by slice (negation, distractor bins; Acc@0.75 and Acc@0.9 on the whole set) of the direct and CoT runs, placed among the released runs (their per-row predictions on exactly our rows, resampled with
     ours by image, with McNemar tests, Holm-adjusted within each slice) and among the published Ref-Adv-s rows
     that have no released file (binomial at the slice's size in the 1,142 rows)."""
     import numpy as np
@@ -519,19 +533,21 @@ def acc_headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None
         weighted_mean,
     )
 
+    metric = ACC if metric is None else metric
     out = []
-    pub = ACC.card.published
+    pub = metric.card.published
     ref = reference.load("refadv", pub.table)
     for k, (setting, run) in enumerate(runs.items()):
-        if setting not in ACC.card.settings or run is None or not len(run):
+        if setting not in metric.card.settings or run is None or not len(run):
             continue
         framed = hasattr(run, "columns")  # a scored frame, else its run record: the same rows
         run = run.reset_index(drop=True) if framed else run
-        sets = run_units(ACC, run)  # one unit (row) each, in the run's order: the form its record keeps
+        sets = run_units(metric, run)  # one unit (row) each, in the run's order: the form its record keeps
         if not sets:
             continue
         whole = next(u for u in sets if u.whole)
-        aligned = _aligned(run, released or {}) if framed else _aligned_record(run, whole.keys, released or {})
+        aligned = (_aligned(run, released or {}, metric.threshold) if framed
+                   else _aligned_record(run, whole.keys, released or {}, metric.threshold))
         names = {name: row_name(rel) for name, rel in aligned.items()}
         hits = whole.array().astype(bool)
         w = resample_weights(len(hits), whole.cluster_array(), n_resamples=n_resamples, seed=seed + k)
@@ -541,7 +557,7 @@ def acc_headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None
         if len(position) != len(whole.keys):
             raise DataError(f"the {setting} run scores {len(whole.keys) - len(position)} row(s) twice (one row id, "
                             "several rows): score each Ref-Adv-s row once")
-        for u in card_units(ACC, sets):
+        for u in card_units(metric, sets):
             slice_name = u.slice
             mask = np.zeros(len(hits), dtype=bool)
             mask[[position[key] for key in u.keys]] = True
@@ -573,8 +589,8 @@ def acc_headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None
             if aligned and len(run) < 0.99 * RELEASED_ROWS:
                 pub_rows = pub_rows.iloc[:0]  # ours cover a part of the rows: the released runs on them are the field
             slice_n = RELEASED_ROWS
-            if full is not None and slice_name != ACC.overall:
-                slice_n = int(dict(ACC.slice_masks(full.reset_index(drop=True)))[slice_name].sum())
+            if full is not None and slice_name != metric.overall:
+                slice_n = int(dict(metric.slice_masks(full.reset_index(drop=True)))[slice_name].sum())
             for _, r in pub_rows.iterrows():
                 if r["row"] in names.values() or r["row"].startswith("Human"):
                     continue  # a released run is compared row by row above; human experts are not a model
@@ -582,8 +598,8 @@ def acc_headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None
                 c.ci_low, c.ci_high = published_interval(c.value, slice_n)
                 comps.append(c)
                 draws.append(published_draws(c.value, slice_n, n_resamples=n_resamples, rng=rng))
-            h = Headline(paper="refadv", metric=ACC.name, slice=slice_name, value=value, ci_low=lo, ci_high=hi,
-                         n=int(mask.sum()), unit=ACC.unit, ci_unit=whole.ci_unit, setting=setting,
+            h = Headline(paper="refadv", metric=metric.name, slice=slice_name, value=value, ci_low=lo, ci_high=hi,
+                         n=int(mask.sum()), unit=metric.unit, ci_unit=whole.ci_unit, setting=setting,
                          comparators=comps,
                          note=(f"released runs compared on the same {int(mask.sum())} rows"
                                + ("" if len(pub_rows) else "; published values (all 1,142 rows) left out") if aligned

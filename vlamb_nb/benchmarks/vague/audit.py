@@ -261,22 +261,78 @@ def mismatches(findings: list[Finding] | None = None):
 
 
 def ours_vs_paper(breakdown, paper_model: str):
-    """Our breakdown as reference cells (Table J5/J6 accuracy and counts, Table 1) for ``reference.compare``."""
+    """Our breakdown as reference cells for ``reference.compare``: Tables J5/J6 (MCQ accuracy and counts per
+    subset, and the free-form BERT F1, BLEU-1 and valid count), Table 1, Tables 3/G4 (SM and VLM with and without
+    CoT over all 1,677 items, with the CoT gain) and Table F3 (self vs external captions, with the gain)."""
     import pandas as pd
 
     rows = []
-    for _, r in breakdown.iterrows():
-        typ = {"lm": "LM", "sm": "SM", "vlm": "VLM"}.get(r["setting"])
-        if typ is None or r["subset"] not in N:
+    by = {(r["setting"], r["subset"]): r for _, r in breakdown.iterrows()}
+    for (setting, subset), r in by.items():
+        free_form = setting.endswith("_ff")
+        typ = {"lm": "LM", "sm": "SM", "vlm": "VLM"}.get(setting.removesuffix("_ff"))
+        if typ is None or subset not in N:
             continue
-        tid = J_TABLE[r["subset"]]
+        tid = J_TABLE[subset]
+        row = f"{paper_model} | {typ}"
+        if free_form:  # J5/J6's free-form columns: means over items, on the paper's 0-1 scale
+            for col, key in (("BERT F1", "BERT F1"), ("BLEU-1", "BLEU-1")):
+                if key in r and r[key] == r[key]:
+                    rows.append({"table": tid, "row": row, "column": col, "value": round(float(r[key]), 3)})
+            rows.append({"table": tid, "row": row, "column": "FF Valid", "value": r["valid"]})
+            continue
         base = {"ci_low": r.get("ci_low"), "ci_high": r.get("ci_high")}
-        rows.append({"table": tid, "row": f"{paper_model} | {typ}", "column": "Acc", "value": r["accuracy"], **base})
-        rows.append({"table": "Table 1", "row": paper_model, "column": f"{r['subset']} {typ}",
+        rows.append({"table": tid, "row": row, "column": "Acc", "value": r["accuracy"], **base})
+        rows.append({"table": "Table 1", "row": paper_model, "column": f"{subset} {typ}",
                      "value": r["accuracy"], **base})
         for col, key in (("FS", "FS"), ("SU", "SU"), ("WE", "NE"), ("Correct", "correct"), ("Valid", "valid")):
-            rows.append({"table": tid, "row": f"{paper_model} | {typ}", "column": col, "value": r[key]})
+            rows.append({"table": tid, "row": row, "column": col, "value": r[key]})
+    rows += _cot_cells(by, paper_model) + _caption_cells(by, paper_model)
     return pd.DataFrame(rows)
+
+
+def _reference_row(table: str, name: str, suffix: str = "") -> str | None:
+    """The row of ``table`` naming ``name`` (the tables spell sizes "(7B)" or "(7b)"), or None."""
+    from vlamb_nb import reference
+
+    want = f"{name}{suffix}".lower()
+    return next((r for r in reference.load("vague", table=table)["row"].unique() if r.lower() == want), None)
+
+
+def _cot_cells(by: dict, paper_model: str) -> list[dict[str, Any]]:
+    """Tables 3 (proprietary models) and G4 (open ones): SM and VLM, with and without CoT, on all 1,677 items."""
+    out = []
+    for typ, plain, cot in (("SM", "sm", "sm_cot"), ("VLM", "vlm", "vlm_cot")):
+        table = next((t for t in ("Table 3", "Table G4") if _reference_row(t, paper_model, f" | {typ}+CoT")),
+                     "Table G4")
+        for setting, label in ((plain, typ), (cot, f"{typ}+CoT")):
+            r = by.get((setting, "All"))
+            if r is None:
+                continue
+            row = _reference_row(table, paper_model, f" | {label}") or f"{paper_model} | {label}"
+            out.append({"table": table, "row": row, "column": "Acc", "value": r["accuracy"],
+                        "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high")})
+            out += [{"table": table, "row": row, "column": c, "value": r[c]} for c in ("FS", "SU", "NE")]
+        if (plain, "All") in by and (cot, "All") in by:
+            gain = float(by[(cot, "All")]["accuracy"]) - float(by[(plain, "All")]["accuracy"])
+            row = _reference_row(table, paper_model, f" | {typ}+CoT") or f"{paper_model} | {typ}+CoT"
+            out.append({"table": table, "row": row, "column": "Gain", "value": round(gain, 1)})
+    return out
+
+
+def _caption_cells(by: dict, paper_model: str) -> list[dict[str, Any]]:
+    """Table F3: SM with the model's own captions beside SM with external captions (sm_ext), all 1,677 items."""
+    row = _reference_row("Table F3", paper_model) or paper_model
+    own, ext = by.get(("sm", "All")), by.get(("sm_ext", "All"))
+    out = []
+    for r, col in ((own, "Self captioning"), (ext, "GPT-4o captioning")):
+        if r is not None:
+            out.append({"table": "Table F3", "row": row, "column": col, "value": r["accuracy"],
+                        "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high")})
+    if own is not None and ext is not None:
+        out.append({"table": "Table F3", "row": row, "column": "Gain",
+                    "value": round(float(ext["accuracy"]) - float(own["accuracy"]), 1)})
+    return out
 
 
 def paper_name(model_id: str) -> str:

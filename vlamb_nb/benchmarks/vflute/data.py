@@ -25,7 +25,14 @@ import random
 from pathlib import Path
 from typing import Any
 
-from vlamb_nb.benchmarks.vflute.prompts import PROMPTS, SPLIT_SIZES, assigned_prompt, fill_claim, target_text
+from vlamb_nb.benchmarks.vflute.prompts import (
+    PROMPT_SEED,
+    PROMPTS,
+    SPLIT_SIZES,
+    assigned_prompt,
+    fill_claim,
+    target_text,
+)
 from vlamb_nb.errors import DataError, ImageError, NotAvailableError, SettingError
 from vlamb_nb.jsonl import read_csv as read_csv_file
 from vlamb_nb.jsonl import read_json as read_json_file
@@ -452,3 +459,95 @@ def test_sets(items=None) -> dict[str, Any]:
             "human99": TestSet("human99", 99, "item", None, "", "declared", "§5.4: 99 random test items"),
             "adequacy": TestSet("adequacy", 75, "explanation", None, "", "declared",
                                 "Table 6: explanations both annotators agreed on (25/74, 20/67, 38/75)")}
+
+
+# -- e-SNLI-VE (e-ViL), the literal stage of Table 4's e-ViL rows ------------------------------------------------
+#: the e-ViL release's CSVs (maximek3/e-ViL, data/): an unnamed index column, then these
+ESNLIVE_COLUMNS = ("pairID", "Flickr30kID", "hypothesis", "gold_label", "explanation")
+ESNLIVE_LABELS = ("entailment", "neutral", "contradiction")
+ESNLIVE_FILES = {"train": "esnlive_train.csv", "validation": "esnlive_dev.csv", "test": "esnlive_test.csv"}
+#: what V-FLUTE trained on, e-SNLI-VE without its neutral pairs (paper App. D / the checkpoint names)
+ESNLIVE_PAPER_COUNTS = {"train": 275_815, "validation": 10_897}
+
+
+def load_esnlive(source: str | os.PathLike, *, split: str = "train", images: str | os.PathLike | None = None,
+                 drop_neutral: bool = True, allow_mismatch: bool = False):
+    """e-SNLI-VE in its released format (the e-ViL repository's ``esnlive_{train,dev,test}.csv``: a folder or one
+    file) as V-FLUTE items, so the fine-tuning recipe trains on it as on V-FLUTE: ``claim`` is the hypothesis,
+    ``image`` the Flickr30k file under ``images`` (default ``<folder>/flickr30k_images``), the instruction the
+    official seeded draw from the same 21 paraphrases (the repo sampled e-ViL's from V-FLUTE's pool).
+
+    As every release is checked: each row's fields are named when missing, empty or of another kind, labels must
+    be e-SNLI-VE's three, pair ids unique; ``drop_neutral`` (the paper's two-way setting) leaves out the neutral
+    pairs and counts them in ``attrs["left_out"]``. The train and dev counts after that must be the paper's
+    (275,815 / 10,897) unless ``allow_mismatch``, which records the difference in ``attrs["count_mismatch"]``."""
+    import pandas as pd
+
+    split = canonical_split(split)
+    path = Path(source)
+    if path.is_dir():
+        path = path / ESNLIVE_FILES[split]
+    if not path.is_file():
+        raise DataError(f"no e-SNLI-VE {split} file (expected {ESNLIVE_FILES[split]}, as the e-ViL release names it)",
+                        source=str(path))
+    df = read_csv_file(path)
+    missing = [c for c in ESNLIVE_COLUMNS if c not in df.columns]
+    if missing:
+        raise DataError(f"not an e-SNLI-VE file: no {', '.join(missing)} column (expects {', '.join(ESNLIVE_COLUMNS)})",
+                        source=str(path), field=missing[0])
+    root = Path(images) if images is not None else path.parent / "flickr30k_images"
+    rng = random.Random(PROMPT_SEED)  # the official draw: random.seed(42), one random.choice per row in file order
+    rows, neutral = [], 0
+    for row_no, rec in enumerate(df.to_dict(orient="records"), start=1):
+        prompt = rng.choice(PROMPTS)
+        vals = {c: _require(rec, c, str(path), row_no) for c in ESNLIVE_COLUMNS}
+        label = vals["gold_label"].strip().lower()
+        if label not in ESNLIVE_LABELS:
+            raise DataError(f"gold_label must be one of {', '.join(ESNLIVE_LABELS)}, got {vals['gold_label']!r}",
+                            source=str(path), row=row_no, field="gold_label")
+        if drop_neutral and label == "neutral":
+            neutral += 1
+            continue
+        if label == "neutral":
+            raise DataError("a neutral pair cannot be a V-FLUTE target (entailment or contradiction); keep "
+                            "drop_neutral=True, as the paper", source=str(path), row=row_no, field="gold_label")
+        rows.append({"id": vals["pairID"].strip(), "split": split, "index": row_no - 1, "source_dataset": "esnlive",
+                     "dataset": "esnlive", "dataset_name": "e-SNLI-VE", "phenomenon": "literal",
+                     "claim": vals["hypothesis"].strip(), "label": label, "label_true": int(label == "entailment"),
+                     "explanation": vals["explanation"].strip(), "prompt": prompt, "prompt_origin": "seeded",
+                     "image": vals["Flickr30kID"].strip(), "image_root": str(root)})
+    items = _frame(rows, str(path)) if rows else pd.DataFrame(columns=ITEM_COLUMNS)
+    items.attrs.update(source=str(path), left_out={"neutral": neutral} if neutral else {})
+    want = ESNLIVE_PAPER_COUNTS.get(split) if drop_neutral else None
+    if want is not None and len(items) != want:
+        if not allow_mismatch:
+            raise DataError(f"{len(items):,} {split} pairs without neutral, the paper trained on {want:,} "
+                            "(allow_mismatch=True uses them anyway and records the difference)", source=str(path))
+        items.attrs["count_mismatch"] = {"split": split, "paper": want, "ours": len(items)}
+    return items
+
+
+def write_esnlive_sample(directory: str | os.PathLike, n: int = 12, seed: int = 0) -> Path:
+    """A small e-SNLI-VE in the e-ViL release's layout (``esnlive_train.csv``, ``esnlive_dev.csv`` with their
+    unnamed index column, a third of the pairs neutral, generated ``flickr30k_images/*.jpg``); returns the folder.
+    For offline runs of the e-ViL recipe only: its counts are not the paper's."""
+    import pandas as pd
+
+    out = Path(directory)
+    (out / "flickr30k_images").mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    for split, count in (("train", n), ("validation", max(3, n // 3))):
+        rows = []
+        for i in range(count):
+            image = f"{900000 + 97 * i + seed}.jpg"
+            label = ESNLIVE_LABELS[i % 3]
+            subj = rng.choice(_SUBJECTS)
+            hyp = {"entailment": f"There is {subj} in the picture.", "neutral": f"{subj.capitalize()} is on holiday.",
+                   "contradiction": f"Nobody is near {subj}."}[label]
+            rows.append({"pairID": f"{image}#{i % 5}r1{label[0]}", "Flickr30kID": image, "hypothesis": hyp,
+                         "gold_label": label, "explanation": f"The picture shows {subj}; {hyp.lower()}"})
+            path = out / "flickr30k_images" / image
+            if not path.is_file():
+                path.write_bytes(_sample_image(rng, "jpg"))
+        pd.DataFrame(rows).to_csv(out / ESNLIVE_FILES[split])
+    return out

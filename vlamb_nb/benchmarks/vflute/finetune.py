@@ -219,8 +219,10 @@ def train(model: Any, items, out_dir: str | os.PathLike, config: QLoRAConfig | N
     config = config or QLoRAConfig()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    examples = training_examples(items, setting=config.setting, prompt_source=config.prompt_source)
-    eval_examples = (training_examples(eval_items, setting=config.setting, prompt_source=config.prompt_source)
+    examples = training_examples(items, setting=config.setting, prompt_source=config.prompt_source,
+                                 target=config.target)
+    eval_examples = (training_examples(eval_items, setting=config.setting, prompt_source=config.prompt_source,
+                                       target=config.target)
                      if eval_items is not None else None)
     hf = load_base(model, config) if isinstance(model, str) else model
     if getattr(hf, "adapter", None) is not None or hasattr(hf.model, "peft_config"):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vlamb_nb.benchmarks.vflute.finetune_recipe import LABELS, SETTINGS
+from vlamb_nb.benchmarks.vflute.finetune_recipe import ALL_SETTINGS, LABELS
 from vlamb_nb.errors import DataError, SettingError
 
 IGNORE_INDEX = -100
@@ -27,14 +27,16 @@ class Example:
     image: Any
 
 
-def training_examples(items, *, setting: str = "full", prompt_source: str = "released") -> list[Example]:
-    """The official fine-tuning conversations of ``items`` (a loaded V-FLUTE split)."""
+def training_examples(items, *, setting: str = "full", prompt_source: str = "released",
+                      target: str = "multi_task") -> list[Example]:
+    """The official fine-tuning conversations of ``items`` (a loaded V-FLUTE split, e-SNLI-VE, or both: see
+    :func:`stage_items`); ``target``: the explanation and the label, or App. J's label alone."""
     from vlamb_nb.benchmarks.vflute.benchmark import BENCHMARK
     from vlamb_nb.benchmarks.vflute.data import item_image
     from vlamb_nb.benchmarks.vflute.prompts import fill_claim, target_text, white_image
 
-    if setting not in SETTINGS:
-        raise SettingError(f"unknown fine-tuning setting {setting!r}; choose one of {', '.join(SETTINGS)}")
+    if setting not in ALL_SETTINGS:
+        raise SettingError(f"unknown fine-tuning setting {setting!r}; choose one of {', '.join(ALL_SETTINGS)}")
     if items is None or len(items) == 0:
         raise DataError("no training items")
     out = []
@@ -51,8 +53,30 @@ def training_examples(items, *, setting: str = "full", prompt_source: str = "rel
             raise DataError("empty claim", row=iid, field="claim")
         instruction = fill_claim(BENCHMARK.instruction(row, prompt_source), claim)
         image = white_image() if setting == "hypothesis_only" else item_image(row)
-        out.append(Example(iid, instruction, target_text(expl, label), image))
+        out.append(Example(iid, instruction, target_text(expl, label, target), image))
     return out
+
+
+def stage_items(setting: str, vflute=None, esnlive=None, *, seed: int = 42):
+    """The training items of a recipe setting: V-FLUTE's train split (``full``, ``hypothesis_only``), e-SNLI-VE
+    without neutral (``evil``: :func:`vlamb_nb.benchmarks.vflute.data.load_esnlive`), or both shuffled together
+    (``evil_vflute``, as the official ``evil_vflute_train.json``: ``df.sample(frac=1, random_state=42)``)."""
+    import pandas as pd
+
+    if setting not in ALL_SETTINGS:
+        raise SettingError(f"unknown fine-tuning setting {setting!r}; choose one of {', '.join(ALL_SETTINGS)}")
+    need = {"full": ("V-FLUTE",), "hypothesis_only": ("V-FLUTE",), "evil": ("e-SNLI-VE",),
+            "evil_vflute": ("e-SNLI-VE", "V-FLUTE")}[setting]
+    given = {"V-FLUTE": vflute, "e-SNLI-VE": esnlive}
+    missing = [n for n in need if given[n] is None or len(given[n]) == 0]
+    if missing:
+        raise DataError(f"the {setting} setting trains on {' + '.join(need)}: no {' or '.join(missing)} items given")
+    if setting != "evil_vflute":
+        return given[need[0]].reset_index(drop=True)
+    both = pd.concat([esnlive, vflute], ignore_index=True)
+    if both["id"].duplicated().any():
+        raise DataError(f"an id is in both e-SNLI-VE and V-FLUTE: {both.loc[both['id'].duplicated(), 'id'].iloc[0]!r}")
+    return both.sample(frac=1, random_state=seed).reset_index(drop=True)
 
 
 def example_requests(example: Example):
@@ -128,20 +152,41 @@ def encode_batch(hf, examples: Sequence[Example], *, max_length: int = 2048) -> 
     return out
 
 
+def esnlive_items(source: str | os.PathLike | None = None, *, profile: str = "offline", n: int = 12, seed: int = 0,
+                  images: str | os.PathLike | None = None) -> tuple[Any, str] | tuple[None, str]:
+    """(e-SNLI-VE train items without neutral, label) for the e-ViL stages: the e-ViL release's files given as
+    ``source`` (checked as :func:`~vlamb_nb.benchmarks.vflute.data.load_esnlive` checks them, the paper's counts
+    included), else, offline, a generated sample in the same layout; under the paper profile without ``source``,
+    ``(None, why)``: the stages are not run on generated data."""
+    from vlamb_nb.benchmarks.vflute.data import load_esnlive, write_esnlive_sample
+    from vlamb_nb.paths import sample_dir
+
+    if source is not None:
+        return load_esnlive(source, images=images), "given e-SNLI-VE files"
+    if profile != "offline":
+        return None, ("not run: the e-ViL rows train on e-SNLI-VE (give esnlive=, the e-ViL release's "
+                      "esnlive_{train,dev}.csv with flickr30k_images/); a generated sample belongs to the offline profile")
+    folder = write_esnlive_sample(sample_dir("vflute", n, seed, kind="esnlive-sample"), n=n, seed=seed)
+    return load_esnlive(folder, allow_mismatch=True), f"generated e-SNLI-VE sample (seed={seed})"
+
+
 def _processor_args(hf, texts: list[str], images: list[Any]) -> dict[str, Any]:
     ims = [[im] for im in images] if hf.family.nested_images else list(images)
     return {"text": texts, "images": ims}
 
 
 def demo_splits(source: str | os.PathLike | None = None, *, n_train: int | None = 8, n_test: int | None = 4,
-                seed: int = 0) -> tuple[Any, Any, str]:
-    """(train items, test items, label): the given V-FLUTE files, else a generated sample with images.
-
-    The released data beside the checkout holds only the test split, so the default is a sample.
-    """
+                seed: int = 0, profile: str = "offline") -> tuple[Any, Any, str]:
+    """(train items, test items, label): the given V-FLUTE files, else, under the offline profile only, a generated
+    sample with images (the released data beside the checkout holds only the test split). Under the paper profile
+    a run without ``source`` is refused in one line: a model trained on a generated sample is no paper row."""
     from vlamb_nb.benchmarks.vflute.benchmark import BENCHMARK
     from vlamb_nb.paths import sample_dir
 
+    if source is None and profile != "offline":
+        raise SettingError("the paper's fine-tuning trains on V-FLUTE's train split: give source= (a folder with "
+                           "vflute-v2-{train,valid,test}.{json,csv} and the images); a generated sample belongs to "
+                           "the offline profile")
     if source is None:
         n = max(4, n_test or 4)
         folder = BENCHMARK.make_sample(sample_dir("vflute", n, seed, kind="qlora-sample"), n=n, seed=seed)

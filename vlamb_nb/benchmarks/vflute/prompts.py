@@ -148,8 +148,13 @@ def sg_second_prompt(scene_graph: str, filled_prompt: str) -> str:
     return ctx + f"\nQuestion:\n{filled_prompt}"
 
 
-def target_text(explanation: str, label: str) -> str:
-    """The official fine-tuning / few-shot target."""
+def target_text(explanation: str, label: str, target: str = "multi_task") -> str:
+    """The official fine-tuning / few-shot target; ``target="label_only"``: App. J's ablation, the label alone
+    (the paper does not print it; ours keeps the ``LABEL:`` marker the official parser reads)."""
+    if target == "label_only":
+        return f"LABEL: {label}"
+    if target != "multi_task":
+        raise SettingError(f"unknown target {target!r}; choose multi_task or label_only")
     return f"{explanation.strip()}\nLABEL: {label}"
 
 

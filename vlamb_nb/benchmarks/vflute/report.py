@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from vlamb_nb.benchmarks.base import NotebookData
+from vlamb_nb.errors import DataError
 
 
 def resolve_source(source: str | os.PathLike | None, *, n: int = 16, seed: int = 0,
@@ -157,3 +158,53 @@ def human_eval_section(adequacy: Any, preference: Any = None, *, models: list[st
             "taxonomy": tax["counts"], "summary": summary}
 
 
+
+
+# -- the paper's five paired-bootstrap tests (§4.3, §5.4, App. J) ------------------------------------------------
+#: why a comparison cannot be run whatever runs are at hand
+NOT_DERIVABLE_SYSTEMS = {
+    "Human annotator 1": "the annotators' labels on the 99 items (Table 7) are not released",
+    "Human annotator 2": "the annotators' labels on the 99 items (Table 7) are not released",
+}
+
+
+def paper_comparisons(runs: dict[str, Any], systems: dict[str, str] | None = None, *, n_resamples: int = 10000,
+                      seed: int = 0):
+    """The paper's five paired-bootstrap comparisons (``score.PAPER_COMPARISONS``) on the runs at hand, each beside
+    the paper's p. ``runs``: ``{name: scored}``; ``systems`` maps a system the paper compares (``"LLaVA-7B → VF"``)
+    to the run standing for it (a run named as the paper's system stands for itself). A comparison runs on the items
+    both runs answered (Koehn's paired bootstrap of macro-F1@0, ``score.paired_bootstrap_f1``; App. J's of the
+    label's macro-F1, as the paper reports it there); one whose systems are
+    not at hand says which, and one that no release allows says why. Our runs are not the paper's systems: the
+    ``ours`` columns name what was compared."""
+    import pandas as pd
+
+    from vlamb_nb.benchmarks.vflute.score import PAPER_COMPARISONS, paired_bootstrap_f1
+
+    systems = dict(systems or {})
+    rows = []
+    for comp in PAPER_COMPARISONS:
+        row = {"paper A": comp["a"], "paper B": comp["b"], "metric": comp["metric"], "paper p": comp["paper_p"]}
+        blocked = [NOT_DERIVABLE_SYSTEMS[s] for s in (comp["a"], comp["b"]) if s in NOT_DERIVABLE_SYSTEMS]
+        names = [systems.get(s, s if s in runs else None) for s in (comp["a"], comp["b"])]
+        if blocked:
+            rows.append({**row, "status": f"not derivable: {blocked[0]}"})
+            continue
+        if None in names or any(n not in runs for n in names):
+            missing = [s for s, n in zip((comp["a"], comp["b"]), names, strict=True) if n is None or n not in runs]
+            rows.append({**row, "status": f"not run: no run stands for {' and '.join(missing)}"})
+            continue
+        a, b = (runs[n] for n in names)
+        both = a.merge(b, on="id", suffixes=("_a", "_b"))
+        if (both["label_true_a"] != both["label_true_b"]).any():
+            raise DataError(f"{names[0]} and {names[1]} give other gold labels for the same ids")
+        label_only = comp["metric"].startswith("F1 (")  # App. J's F1 of the label: a label-only run explains nothing
+        res = paired_bootstrap_f1(both["label_true_a"], both["label_pred_filled_a"], both["label_pred_filled_b"],
+                                  scores_a=None if label_only else both["explanation_score_a"],
+                                  scores_b=None if label_only else both["explanation_score_b"], pct=0,
+                                  n_resamples=n_resamples, seed=seed)
+        rows.append({**row, "status": "run", "ours A": names[0], "ours B": names[1], "n": len(both),
+                     "F1@0 A - B": round(100 * res["estimate"], 2), "ci_low": round(100 * res["ci_low"], 2),
+                     "ci_high": round(100 * res["ci_high"], 2), "p": res["p"],
+                     "Koehn p (A not better)": res.get("extra", {}).get("koehn_p"), "resamples": n_resamples})
+    return pd.DataFrame(rows)
