@@ -829,6 +829,7 @@ def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = 
     loaded is left out, its line in ``unloaded``."""
     from vlamb_nb.benchmarks import BrokenPaper, get_benchmark, list_benchmarks
     from vlamb_nb.jsonl import read_json
+    from vlamb_nb.paths import MODEL_PATH_DIR
 
     results = read_json(folder / "results.json", expect=dict, what="a reproduce run's notebooks")
     out = []
@@ -842,7 +843,10 @@ def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = 
         except BrokenPaper as e:
             left.append(f"{e}; its runs under {folder.name}/{paper}/ are not compared")
             continue
-        stores = sorted(s for s in pdir.rglob(f"{paper}__*.jsonl") if s.stem.split("__", 1)[1] in settings)
+        # a model path's stores (a few items through the offline profile's tiny checkpoint) show a path working,
+        # not a model's scores: left out
+        stores = sorted(s for s in pdir.rglob(f"{paper}__*.jsonl") if s.stem.split("__", 1)[1] in settings
+                        and MODEL_PATH_DIR not in s.relative_to(pdir).parts)
         if not stores:
             continue
         entry = results.get(paper)

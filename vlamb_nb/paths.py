@@ -46,6 +46,10 @@ def run_dir(paper: str | None = None) -> Path:
     return _env_dir("VLAMB_RUN_DIR", Path.cwd() / "runs", paper)
 
 
+#: the folder under a notebook's store folder where the offline profile's model path (a few items through the tiny
+#: checkpoint) keeps its store: a path shown working, not a model's scores, so ``compare`` leaves it out
+MODEL_PATH_DIR = "model-path"
+
 #: the links a runs folder keeps to its two newest runs (``runs/latest``, ``runs/previous``): names no run may take
 LATEST, PREVIOUS = "latest", "previous"
 

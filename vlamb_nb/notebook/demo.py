@@ -15,8 +15,15 @@ from vlamb_nb.findings import Finding, plural
 
 def model_path(bench: Any, model: Any, items: Any, setting: str, *, store_dir: Any = None, limit: int = 3,
                **options: Any) -> tuple[Any, Finding]:
-    """``model`` on the first ``limit`` items of ``setting`` through the real run path (its own store): the
-    answers as they came back (raw text, what the parser read, the parse error) and one computed sentence."""
+    """``model`` on the first ``limit`` items of ``setting`` through the real run path (its own store, under
+    ``store_dir``'s :data:`~vlamb_nb.paths.MODEL_PATH_DIR`, which ``compare`` leaves out): the answers as they came
+    back (raw text, what the parser read, the parse error) and one computed sentence."""
+    from pathlib import Path
+
+    from vlamb_nb.paths import MODEL_PATH_DIR
+
+    if store_dir is not None and Path(store_dir).name != MODEL_PATH_DIR:
+        store_dir = Path(store_dir) / MODEL_PATH_DIR
     run = bench.run_settings(model, bench.first_items(items, limit), [setting], store_dir=store_dir,
                              progress=False, **options)[setting]
     answers = run[[c for c in ("item_id", "text", "valid", "parse_error", "parse", "error") if c in run.columns]].copy()
