@@ -73,11 +73,11 @@ def judge(model, predictions, *, kind: str = "abc", store=None, batch_size: int 
 # -- the scripted stand-in (Benchmark.scripted_reply): answers written per class, verdicts read from them --------
 #: the stand-in's chance of an Explicit answer (CLASS A) per condition, after GPT-4o (05/24), the one model the
 #: paper ran under every condition: 43.3% of direct answers (§4.2, Fig. 3), more with the clarification hint
-#: (Fig. 4 top, for GPT-4o; no number printed: 65% here), at most 16.1% of CoT final answers (Fig. 4 bottom, the
+#: (Fig. 4 top, for GPT-4o; no number printed: 75% here), at most 16.1% of CoT final answers (Fig. 4 bottom, the
 #: most of any model: 15% here), 48.8% of sampled answers (Table 2) and all but one of the 45 control answers
 #: (§5: 95% here). A wrong answer is Implicit or High Risk, evenly: the split the paper prints for sampled
 #: GPT-4o answers (29.5 / 21.7, Table 2) is the nearest it gives
-SCRIPTED_ACCURACY = {"direct": 0.433, "clarify": 0.65, "cot": 0.15, "sampling": 0.488, "control": 0.95}
+SCRIPTED_ACCURACY = {"direct": 0.433, "clarify": 0.75, "cot": 0.15, "sampling": 0.488, "control": 0.95}
 SCRIPTED_RIGHT = ("explicit",)
 SCRIPTED_ERRORS = ("implicit", "high_risk")
 #: the class each outcome's answer is written as, and what the judge reads it back as
