@@ -232,12 +232,17 @@ def test_one_share_has_one_interval_in_the_table_the_record_and_the_card(runs):
         assert table.loc[label, "ci_method"] == "bootstrap over images"
 
 
-def test_model_path_shows_the_checkpoints_answers_and_verdicts(items, tmp_path):
+def test_judge_path_shows_the_checkpoints_verdicts_beside_its_answers(items, tmp_path):
+    from vlamb_nb.notebook import model_path
+
+    general = items[items["subset"] == "general"]
     vlm = ScriptedModel(lambda r: "CLASS B, says the judge" if "Annotate this" in r.prompt_text else "The red one.",
                         model_id="tiny-ish")
-    answers, found = R.model_path(vlm, items, store_dir=tmp_path, judge=vlm)
+    answers, _ = model_path(BENCH, vlm, general, "direct", store_dir=tmp_path)
+    answers, found = R.judge_path(answers, vlm, general, store_dir=tmp_path, judge=vlm)
     assert len(answers) == 3 and (answers["class"] == "B").all()
     assert "read a class from 3 of them." in found.text
     silent = ScriptedModel(lambda r: "noise", model_id="noise")
-    _, none = R.model_path(silent, items, store_dir=tmp_path / "n", judge=silent)
+    answers, _ = model_path(BENCH, silent, general, "direct", store_dir=tmp_path / "n")
+    _, none = R.judge_path(answers, silent, general, store_dir=tmp_path / "n", judge=silent)
     assert "read a class from 0 of them: a random checkpoint names no class" in none.text

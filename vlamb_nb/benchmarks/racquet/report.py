@@ -257,18 +257,15 @@ def labels_file_finding(tables: dict[str, Any] | None) -> Any:
                    n=int(r["n"]))
 
 
-def model_path(vlm: Any, items: Any, *, store_dir: Any, judge: Any = None, limit: int = 3,
+def judge_path(answers: Any, vlm: Any, items: Any, *, store_dir: Any, judge: Any, limit: int = 3,
                judge_max_new_tokens: int | None = None, **options: Any) -> tuple[Any, Any]:
-    """The checkpoint's path on the first ``limit`` GENERAL questions (:func:`vlamb_nb.notebook.model_path`): its
-    answers as they came back, and, with ``judge`` (the same checkpoint under the offline profile), the judge's
-    verdict on each (App. C prompt, text only) and whether the paper's parse read a class from it."""
-    from vlamb_nb.findings import Finding, join
-    from vlamb_nb.notebook import model_path as path
+    """The judge's path beside a model's (:func:`vlamb_nb.notebook.model_path` gave ``answers``, ``vlm``'s answers
+    to the first ``limit`` GENERAL questions, stored under ``store_dir``): ``judge`` (the same checkpoint under the
+    offline profile) reads each answer with the App. C prompt, text only; returns the answers with its verdict and
+    the class the paper's parse read, and one computed sentence."""
+    from vlamb_nb.findings import Finding
 
     general = items[items["subset"] == "general"] if "subset" in items.columns else items
-    answers, found = path(BENCHMARK, vlm, general, "direct", store_dir=store_dir, limit=limit, **options)
-    if judge is None:
-        return answers, found
     store = BENCHMARK.store_path(store_dir, vlm.info, "direct")  # the answers just given, read back from their store
     run = BENCHMARK.evaluate(vlm, BENCHMARK.first_items(general, limit), "direct", store=store, judge=judge,
                              judge_store=Path(store_dir) / f"judge-{_slug(judge.info.model_id)}-abc.jsonl",
@@ -280,11 +277,10 @@ def model_path(vlm: Any, items: Any, *, store_dir: Any, judge: Any = None, limit
                           for i in answers["item_id"]]
     answers["class"] = [verdicts.loc[i, "judge_label"] if i in verdicts.index else None for i in answers["item_id"]]
     read = int(run["judge_valid"].fillna(False).astype(bool).sum())
-    judged = Finding(f"As the judge (App. C prompt, text only), {judge.info.model_id} wrote {len(run)} verdicts; the "
-                     f"paper's parse (the last CLASS X) read a class from {read} of them"
-                     + ("." if read else ": a random checkpoint names no class, so the sections below take the "
-                        "scripted stand-in's verdicts."), len(run) > 0, value=float(read), n=len(run))
-    return answers, join([found, judged])
+    return answers, Finding(f"As the judge (App. C prompt, text only), {judge.info.model_id} wrote {len(run)} "
+                            f"verdicts; the paper's parse (the last CLASS X) read a class from {read} of them"
+                            + ("." if read else ": a random checkpoint names no class, so the sections below take "
+                               "the scripted stand-in's verdicts."), len(run) > 0, value=float(read), n=len(run))
 
 
 def judge_summary(scored: Any, prefix: str = "judge") -> Any:
