@@ -208,6 +208,17 @@ def test_table1_finding_follows_the_test_and_names_a_random_grounder():
     assert "its boxes are noise" in noise.text and noise.holds is None
 
 
+def test_shares_finding_names_the_highest_condition(runs):
+    model, out = runs
+    shares = S.class_shares(pd.concat(list(out.values()), ignore_index=True))
+    found = R.shares_finding(shares)
+    assert "the highest under clarify" in found.text and "GPT-4o: 43.3%" in found.text
+    lowered = shares.copy()
+    lowered.loc[(lowered["setting"] == "clarify") & (lowered["label"] == "A"), "share"] = 0.0
+    assert "the highest under direct" in R.shares_finding(lowered).text
+    assert R.shares_finding(shares.iloc[:0]).holds is None
+
+
 def test_the_scripted_shares_are_held_against_their_design(runs):
     model, out = runs
     found = R.scripted_shares(out, None, model)
@@ -246,3 +257,16 @@ def test_judge_path_shows_the_checkpoints_verdicts_beside_its_answers(items, tmp
     answers, _ = model_path(BENCH, silent, general, "direct", store_dir=tmp_path / "n")
     _, none = R.judge_path(answers, silent, general, store_dir=tmp_path / "n", judge=silent)
     assert "read a class from 0 of them: a random checkpoint names no class" in none.text
+
+
+def test_table1_grounder_shows_the_tiny_detectors_path_then_grounds_by_script(runs):
+    from vlamb_nb.benchmarks.racquet.referents import ScriptedGrounder
+
+    model, out = runs
+    scored = out["direct"]
+    grounder, path, found = R.table1_grounder("tiny", scored, model)
+    assert isinstance(grounder, ScriptedGrounder) and len(path) == 3
+    assert "tiny random grounding-dino loaded and grounded" in found.text and "scripted grounder" in found.text
+    real, none, nothing = R.table1_grounder("tiny", scored, ScriptedModel(lambda r: "x"))
+    assert not isinstance(real, ScriptedGrounder) and none is None and nothing is None
+    assert R.table1_recovered(pd.DataFrame(), real) is None

@@ -309,6 +309,30 @@ def judge_finding(scored: Any, judge_id: str, *, prefix: str = "judge", what: st
     return Finding(text, s["parsed"] > 0, value=float(s["parsed"]), n=s["n"])
 
 
+def shares_finding(shares: Any) -> Any:
+    """The Explicit share of each condition with its interval, the highest named, beside the paper's printed GPT-4o
+    value for direct questions (Fig. 3) as context."""
+    from vlamb_nb import reference
+    from vlamb_nb.findings import Finding, value_text
+
+    a = shares[shares["label"] == "A"] if len(shares) else shares
+    if not len(a):
+        return Finding("No answer was labelled: no class share to read.", None)
+    parts, best = [], None
+    for model, g in a.groupby("model", sort=False):
+        cells = [f"{r['setting']} {value_text(r['share'], r['ci_low'], r['ci_high'], n=int(r['n']), n_of='answer')}"
+                 for _, r in g.iterrows()]
+        top = g.loc[g["share"].idxmax()]
+        best = top if best is None or top["share"] > best["share"] else best
+        parts.append(f"{model}: Explicit share {'; '.join(cells)}; the highest under {top['setting']}")
+    ref = reference.load("racquet")
+    gpt = ref[(ref["table"] == "Fig. 3") & (ref["row"] == "GPT-4o") & (ref["column"] == "Explicit")]["value"]
+    context = f" (the paper's best model on direct questions, GPT-4o: {gpt.iloc[0]}%, Fig. 3)" if len(gpt) else ""
+    return Finding(". ".join(parts) + f"{context}. Intervals: {interval_method(a)}.", True,
+                   value=float(best["share"]), ci_low=float(best["ci_low"]), ci_high=float(best["ci_high"]),
+                   n=int(best["n"]))
+
+
 def scripted_shares(runs: dict[str, Any], bias_scored: Any, model: Any) -> Any:
     """For the scripted stand-in, the other shares it was scripted with, each held against its interval (the
     declared metric's): High Risk per condition (half the answers that are not Explicit) and, where its BIAS answers
@@ -603,9 +627,62 @@ def bias_finding(ratio: Any) -> Any:
     return Finding(" ".join(out), all(told) if told else None)
 
 
+def table1_grounder(grounder: str, scored: Any, answering: Any, *, seed: int = 0,
+                    limit: int = 3) -> tuple[Any, Any, Any]:
+    """The grounder Table 1 runs, and what the notebook shows of a detector's path first. For the scripted
+    stand-in's answers with the offline profile's tiny detector: the tiny detector grounds the first ``limit``
+    answers (its boxes as they came back, and a computed sentence: loading, the text prompt and box decoding run;
+    its boxes are noise), then the scripted grounder (:class:`.referents.ScriptedGrounder`, not a detector) grounds
+    Table 1. Otherwise the grounder named, with no path shown. Returns (grounder, path frame or None, finding or
+    None)."""
+    from vlamb_nb.benchmarks.racquet.referents import ScriptedGrounder
+    from vlamb_nb.findings import Finding, plural
+    from vlamb_nb.scorers.grounding import get_grounder, ground_rows
+
+    if grounder != "tiny":
+        return get_grounder(grounder), None, None
+    tiny = get_grounder("tiny", box_threshold=0.0, text_threshold=0.0)
+    if not is_scripted(answering):
+        return tiny, None, None
+    usable = scored[scored["candidate_boxes"].map(lambda b: isinstance(b, list | tuple) and len(b) > 0)
+                    & scored["image"].notna()].head(limit)
+    path = ground_rows(tiny, usable, progress=False)[["request_id", "response", "response_box", "ground_score"]]
+    found = int(path["response_box"].notna().sum())
+    return ScriptedGrounder(scored, seed=seed), path, Finding(
+        f"{tiny.name} loaded and grounded {found} of {plural(len(path), 'answer')} to a box: loading, the text "
+        "prompt and box decoding run. A random checkpoint's boxes are noise, so Table 1 below is grounded by the "
+        "scripted grounder (not a detector), whose boxes land on the largest or centermost referent at a chance set "
+        "in advance.", len(path) > 0, value=float(found), n=len(path))
+
+
+def table1_recovered(per_response: Any, grounder: Any) -> Any:
+    """For the scripted grounder: the share of matched boxes on a salient referent, with its Wilson interval,
+    against the share it was scripted with (its chance where a question has a non-salient referent, every box where
+    it has none); None for any other grounder."""
+    import numpy as np
+
+    from vlamb_nb.benchmarks.racquet.referents import ScriptedGrounder
+    from vlamb_nb.findings import within
+    from vlamb_nb.stats import proportion_ci
+
+    if not isinstance(grounder, ScriptedGrounder) or per_response is None or not len(per_response):
+        return None
+    m = per_response[per_response["hit"].notna()]
+    if len(m) < 2:
+        return None
+    hits = m["hit"].astype(bool).to_numpy(float)
+    r = proportion_ci(hits)
+    # every candidate salient (the random baseline is 1): every box hits; else the chance scripted
+    target = float(np.mean([1.0 if b >= 1.0 - 1e-9 else grounder.chance for b in m["baseline"]]))
+    return within(100 * hits.mean(), 100 * r.ci_low, 100 * r.ci_high, 100 * target,
+                  what="the share of matched boxes on the largest or centermost referent",
+                  target_name="the share scripted", method="Wilson", n=len(m), n_of="answer")
+
+
 def table1_finding(table1: Any, status: dict[str, int] | None = None, *, grounder: str = "") -> Any:
     """Table 1 on this run: the hit rate against the random baseline with McNemar's p, or why nothing was scored;
     with a tiny random grounder (``grounder`` names it), that its boxes are noise."""
+    from vlamb_nb.benchmarks.racquet.referents import SCRIPTED_GROUNDER
     from vlamb_nb.findings import Finding, not_shown, plural
     from vlamb_nb.stats.result import format_p
 
@@ -632,6 +709,10 @@ def table1_finding(table1: Any, status: dict[str, int] | None = None, *, grounde
                                 ": no detectable difference from chance."))
         holds.append(bool(sig and diff > 0) if sig else None)
     told = [h for h in holds if h is not None]
+    if grounder.startswith(SCRIPTED_GROUNDER):
+        return Finding(" ".join(parts) + " The boxes are the scripted grounder's (not a detector): this shows Table "
+                       "1's matching, baseline and test working on boxes whose hit rate was set in advance.",
+                       all(told) if told else None)
     if "tiny" in grounder:
         return Finding(" ".join(parts) + f" The grounder ({grounder}) is a random checkpoint: its boxes are noise, so "
                        "this shows the path (grounding, matching, the baseline, McNemar) running and measures "
