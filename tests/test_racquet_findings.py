@@ -133,14 +133,14 @@ def test_paper_vs_ours_only_for_a_named_column_and_never_a_match_for_a_stand_in(
     scored = pd.concat(list(out.values()), ignore_index=True).assign(setting="sampling")
     shares = S.class_shares(scored)
     mid = model.info.model_id
-    nothing = R.table2_vs_paper(shares, mid, None, model=model, data=items)
+    nothing = R.vs_paper("Table 2", shares, mid, None, model=model, data=items)
     found = R.paper_vs_ours_finding(nothing, "Table 2", mid, model=model, data=items)
     assert nothing.empty and found.holds is None and "paper_column" in found.text and "Molmo 7B-D" in found.text
-    beside = R.table2_vs_paper(shares, mid, "Molmo 7B-D", model=model, data=items)
+    beside = R.vs_paper("Table 2", shares, mid, "Molmo 7B-D", model=model, data=items)
     assert len(beside) == 3 and beside["match"].isna().all() and (beside["model"] == mid).all()
     said = R.paper_vs_ours_finding(beside, "Table 2", mid, model=model, data=items)
     assert "not compared" in said.text and said.holds is None
-    real = R.table2_vs_paper(shares.assign(model="allenai/Molmo-7B-D-0924"), "allenai/Molmo-7B-D-0924",
+    real = R.vs_paper("Table 2", shares.assign(model="allenai/Molmo-7B-D-0924"), "allenai/Molmo-7B-D-0924",
                              "Molmo 7B-D")
     counted = R.paper_vs_ours_finding(real, "Table 2", "allenai/Molmo-7B-D-0924")
     assert real["match"].notna().all() and "published cells equal ours" in counted.text

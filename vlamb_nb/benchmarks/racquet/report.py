@@ -421,36 +421,22 @@ def setting_findings(paired: Any, model: str) -> list[Any]:
     return out
 
 
-def table2_vs_paper(shares: Any, model_id: str, paper_column: str | None, *, model: Any = None, data: Any = None):
-    """Our sampled answers' class shares beside the paper's Table 2 column for the same model (``paper_column``:
-    the user says which it is); empty without one; on a stand-in or a generated sample shown but never matched."""
+def vs_paper(table: str, ours: Any, model_id: str, paper_column: str | None, *, model: Any = None,
+             data: Any = None):
+    """Our ``table`` ("Table 1": saliency rows; "Table 2": the sampled answers' class shares) beside the paper's
+    column for the same model (``paper_column``: the user says which it is); empty without one; on a stand-in or a
+    generated sample shown but never matched."""
     import pandas as pd
 
     from vlamb_nb import reference
 
-    if not paper_column:
+    if not paper_column or ours is None or not len(ours):
         return pd.DataFrame()
-    frame = table2_frame(shares, names={model_id: paper_column})
+    to_frame = table1_frame if table == "Table 1" else table2_frame
+    frame = to_frame(ours, names={model_id: paper_column})
     if frame.empty:
         return frame
-    return reference.compare(frame, "racquet", table="Table 2", model=model_id,
-                             why_not=reference.not_comparable(model if model is not None else model_id, data,
-                                                              paper_model=paper_column))
-
-
-def table1_vs_paper(table1: Any, model_id: str, paper_column: str | None, *, model: Any = None, data: Any = None):
-    """Our Table 1 row beside the paper's column for the same model; empty without one; never matched on a stand-in
-    or a generated sample."""
-    import pandas as pd
-
-    from vlamb_nb import reference
-
-    if not paper_column or table1 is None or not len(table1):
-        return pd.DataFrame()
-    frame = table1_frame(table1, names={model_id: paper_column})
-    if frame.empty:
-        return frame
-    return reference.compare(frame, "racquet", table="Table 1", model=model_id,
+    return reference.compare(frame, "racquet", table=table, model=model_id,
                              why_not=reference.not_comparable(model if model is not None else model_id, data,
                                                               paper_model=paper_column))
 
