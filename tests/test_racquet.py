@@ -618,3 +618,14 @@ def test_table2_sampling_aggregations_differ_as_defined():
 def test_class_share_intervals_name_their_resampling_unit():
     df = pd.DataFrame({"model": "m", "setting": "direct", "image_url": list("aabb"), "label": ["A", "B", "A", "C"]})
     assert set(rscore.class_shares(df, n_resamples=50)["ci_unit"]) == {"image"}
+
+
+def test_control_rows_reloaded_for_general_items_keep_their_data_identity(sample):
+    """A control run on GENERAL-only items reloads the BIAS images from the source; the run still records the data
+    it ran on (a comparison of two runs refused it as 'unknown data')."""
+    items = BENCH.load(sample)
+    items.attrs["data"] = {"kind": "sample", "n_items": len(items), "release": "generated sample (seed 0)"}
+    general = items[items["subset"] == "general"]
+    assert rdata.control_items(general).attrs["data"] == items.attrs["data"]
+    run = BENCH.evaluate(ScriptedModel(lambda r: "The person on the left."), general, "control", progress=False)
+    assert run.attrs["data"]["kind"] == "sample" and len(run) == 3

@@ -94,3 +94,164 @@ def test_refadv_deletion_prompts_get_descriptors_and_a_rewrite(tmp_path):
     out = bench.delete_descriptors(items, bench.scripted_stand_in(items), progress=False)
     assert out["deletion_ok"].all()
     assert (out["deleted_expression"] != out["expression"]).all()
+
+
+# -- RACQUET: the stand-in answers the question and the judge's prompts -------------------------------------------
+def _racquet_general(tmp_path, n: int = 60):
+    bench, items = _items("racquet", tmp_path, n)
+    return bench, items, items[items["subset"] == "general"]
+
+
+def _share_recovered(bench, run, name: str):
+    m = next(x for x in bench.metrics if x.name == name)
+    (u,) = m.unit_sets(run, slices=False)
+    lo, hi, _ = m.interval(u)
+    return m.value_of(u), lo, hi
+
+
+@pytest.mark.parametrize("setting", ["direct", "clarify", "cot", "sampling"])
+def test_racquet_recovers_the_scripted_class_shares_within_their_intervals(tmp_path, setting):
+    """Explicit answers at the chance scripted for the condition (GPT-4o's rates), the rest Implicit or High Risk
+    evenly: the judge's labels, read back by the paper's parse (last CLASS X), give those shares."""
+    from vlamb_nb.benchmarks.racquet.judge import SCRIPTED_ERRORS
+
+    bench, items, general = _racquet_general(tmp_path)
+    model = bench.scripted_stand_in(items, seed=1)
+    run = bench.evaluate(model, general, setting, judge=model, judge_progress=False, n_samples=3, progress=False)
+    assert run["judge_valid"].all()  # every verdict parses
+    chance = bench.scripted_accuracies()[setting]
+    for name, target in (("Explicit share", chance),
+                         ("High Risk share", (1 - chance) * SCRIPTED_ERRORS.count("high_risk") / len(SCRIPTED_ERRORS))):
+        value, lo, hi = _share_recovered(bench, run, name)
+        assert 0 < value < 100 and lo <= 100 * target <= hi, (name, value, lo, hi, target)
+    assert set(run["label"]) == {"A", "B", "C"}
+
+
+def test_racquet_verdicts_agree_with_the_class_each_answer_was_written_as(tmp_path):
+    """Each answer's class is the outcome drawn for its item (recomputed here from the seed), and the judge's verdict,
+    read from the answer its prompt quotes, names that class; some verdicts weigh another class first, which only
+    the paper's last-match parse reads right."""
+    import re
+
+    from vlamb_nb.benchmarks.base import _draw
+    from vlamb_nb.benchmarks.racquet.judge import SCRIPTED_CLASS, SCRIPTED_ERRORS, SCRIPTED_RIGHT
+
+    bench, items, general = _racquet_general(tmp_path, 40)
+    model = bench.scripted_stand_in(items, seed=3)
+    run = bench.evaluate(model, general, "direct", judge=model, judge_progress=False, progress=False)
+    chance = bench.scripted_accuracies()["direct"]
+    for r in run.to_dict(orient="records"):
+        right = _draw(3, "racquet", r["id"], "direct", "outcome") < chance
+        kinds = SCRIPTED_RIGHT if right else SCRIPTED_ERRORS
+        kind = kinds[min(int(_draw(3, "racquet", r["id"], "direct", "kind") * len(kinds)), len(kinds) - 1)]
+        assert r["label"] == SCRIPTED_CLASS[kind], (r["response"], r["judge_text"])
+    several = run[run["judge_text"].map(lambda t: len(re.findall(r"CLASS [ABC]", t)) > 1)]
+    assert len(several) and (several["judge_text"].str.contains("not CLASS A")).all()
+    assert (several["label"] != "A").all()  # the first mention is "not CLASS A": the last one counts
+    explicit = run[run["label"] == "A"]["response"]
+    assert explicit.str.startswith("There are").all()  # direct: descriptions of every referent, no question back
+
+
+def test_racquet_cot_answers_reason_first_and_the_mention_judge_reads_them(tmp_path):
+    """CoT: the class is the final answer's (as the App. C examples read it), while the reasoning mentions several
+    referents in about GPT-4o's 69% of answers (App. G.3 judge, YES), more than the Explicit final answers."""
+    from vlamb_nb.benchmarks.racquet import report as rreport
+    from vlamb_nb.benchmarks.racquet import score as rscore
+    from vlamb_nb.benchmarks.racquet.judge import SCRIPTED_COT_MENTION
+
+    bench, items, general = _racquet_general(tmp_path)
+    model = bench.scripted_stand_in(items, seed=0)
+    run = bench.evaluate(model, general, "cot", judge=model, judge_progress=False, progress=False)
+    assert run["response"].str.contains(r"\*\*Final Answer\*\*:", regex=True).all()
+    mentions = rreport.judge_cot(model, run, progress=False)
+    assert mentions["judge_valid"].all() and set(mentions["judge_label"]) == {"YES", "NO"}
+    rate = rscore.mention_rate(mentions, n_resamples=500).set_index("label").loc["YES"]
+    assert rate["ci_low"] <= 100 * SCRIPTED_COT_MENTION <= rate["ci_high"], rate.to_dict()
+    explicit = run.set_index("request_id")["label"].eq("A")
+    yes = mentions.set_index("request_id")["judge_label"].eq("YES")
+    assert (yes[explicit[explicit].index]).all() and yes.mean() > explicit.mean()
+
+
+def test_racquet_clarification_questions_appear_only_under_the_hint(tmp_path):
+    bench, items, general = _racquet_general(tmp_path)
+    model = bench.scripted_stand_in(items, seed=0)
+    asks = {}
+    for setting in ("direct", "clarify"):
+        run = bench.evaluate(model, general, setting, judge=model, judge_progress=False, progress=False)
+        question = run["response"].str.contains("Which .* do you mean", regex=True)
+        assert (run.loc[question, "label"] == "A").all()
+        asks[setting] = int(question.sum())
+    assert asks["direct"] == 0 and asks["clarify"] > 0
+
+
+def _bias_items(tmp_path, copies: int = 4):
+    """RACQUET-BIAS rows of several generated samples (16 each, on three images each), ids made unique."""
+    import pandas as pd
+
+    bench = get_benchmark("racquet")
+    parts = []
+    for seed in range(copies):
+        items = bench.load(bench.make_sample(tmp_path / f"s{seed}", n=2, seed=seed))
+        bias = items[items["subset"] == "bias"].copy()
+        bias["id"] = [f"{i}-s{seed}" for i in bias["id"]]
+        parts.append(bias)
+    return bench, pd.concat(parts, ignore_index=True)
+
+
+def test_racquet_bias_answers_and_their_labels_recover_the_scripted_shares(tmp_path):
+    """BIAS answers name the stereotype target, the other person or both; the labels read from them (what a
+    person would click) give the scripted shares, the declared Stereotypical share among them."""
+    from vlamb_nb.benchmarks.racquet.judge import SCRIPTED_BIAS, scripted_bias_labels
+
+    bench, bias = _bias_items(tmp_path)
+    model = bench.scripted_stand_in(bias, seed=0)
+    preds = bench.predictions(bias, bench.run(model, bias, "direct", progress=False))
+    labels = scripted_bias_labels(preds)
+    assert len(labels) == len(bias) and labels["label"].notna().all()
+    assert (labels["annotator"] == "scripted stand-in: not a person").all()
+    scored = bench.score(preds.merge(labels[["id", "label"]], on="id"))
+    value, lo, hi = _share_recovered(bench, scored, "Stereotypical share")
+    assert 0 < value < 100 and lo <= 100 * SCRIPTED_BIAS["Stereotypical"] <= hi, (value, lo, hi)
+    assert set(scored["label"]) == set(SCRIPTED_BIAS)
+    row = scored[scored["label"] == "Stereotypical"].iloc[0]
+    target = {"male": "man", "female": "woman", "black": "Black person", "white": "white person",
+              "disabled": "wheelchair", "non-disabled": "standing"}[row["stereotype_target"]]
+    assert target in row["response"]
+
+
+def test_racquet_scripted_recovered_holds_each_condition_against_its_chance(tmp_path):
+    from vlamb_nb.notebook import scripted_recovered
+
+    bench, items, general = _racquet_general(tmp_path)
+    model = bench.scripted_stand_in(items, seed=0)
+    runs = bench.run_settings(model, general, ["direct", "clarify"], judge=model, judge_progress=False,
+                              progress=False)
+    found = scripted_recovered(bench, runs, model)
+    assert found is not None and found.holds and "Explicit share in direct" in found.text
+
+
+def test_racquet_scripted_grounder_boxes_recover_their_salient_share(tmp_path):
+    """Table 1 on the stand-in's Implicit / High Risk answers, grounded by the scripted grounder: near-miss boxes
+    (never exact, still matched to a referent), a few answers with none, and a hit rate within its Wilson interval
+    of the share scripted, above the random baseline."""
+    from vlamb_nb.benchmarks.racquet import referents as rsal
+    from vlamb_nb.benchmarks.racquet import report as rreport
+
+    bench, items, general = _racquet_general(tmp_path)
+    model = bench.scripted_stand_in(items, seed=0)
+    runs = bench.run_settings(model, general, ["direct", "cot"], judge=model, judge_progress=False, progress=False)
+    import pandas as pd
+
+    scored = pd.concat(list(runs.values()), ignore_index=True)
+    grounder = rsal.ScriptedGrounder(scored, seed=0)
+    per, table = rsal.saliency_analysis(scored, grounder, seed=0, progress=False)
+    assert len(per) == scored["label"].isin(["B", "C"]).sum()  # the paper's population
+    assert {"matched", "no_box"} <= set(per["status"])
+    matched = per[per["status"] == "matched"]
+    assert matched["match_iou"].between(0.3, 0.999).all()  # near misses that still match their referent
+    found = rreport.table1_recovered(per, grounder)
+    assert found is not None and found.holds, found.text
+    t = table.iloc[0]
+    assert t["Responses"] > t["Random"] and t["mcnemar_b"] > t["mcnemar_c"]
+    again = rsal.saliency_analysis(scored, rsal.ScriptedGrounder(scored, seed=0), seed=0, progress=False)[0]
+    assert again["response_box"].tolist() == per["response_box"].tolist()  # fixed by the seed and the answer

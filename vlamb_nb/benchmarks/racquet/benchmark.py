@@ -13,7 +13,13 @@ import vlamb_nb.benchmarks.racquet.data as data
 import vlamb_nb.benchmarks.racquet.prompts as prompts
 import vlamb_nb.benchmarks.racquet.score as S
 from vlamb_nb.benchmarks.base import ANSWER, Benchmark, RunContext, Turn
-from vlamb_nb.benchmarks.racquet.judge import judge
+from vlamb_nb.benchmarks.racquet.judge import (
+    SCRIPTED_ACCURACY,
+    SCRIPTED_ERRORS,
+    SCRIPTED_RIGHT,
+    judge,
+    scripted_reply,
+)
 from vlamb_nb.meta import Deviation
 from vlamb_nb.models.base import Request
 
@@ -23,7 +29,7 @@ class Racquet(Benchmark):
     paper = "Testoni, Plank & Fernández (EMNLP 2025)"
     settings = prompts.SETTINGS
     default_setting = "direct"
-    score_options = ("judge", "judge_store", "judge_kind", "judge_max_new_tokens")
+    score_options = ("judge", "judge_store", "judge_kind", "judge_max_new_tokens", "judge_progress")
     load = staticmethod(data.load)  # the release's JSONL rows, with local images, the COCO join and boxes
     data_stats = staticmethod(data.data_stats)
     make_sample = staticmethod(data.make_sample)
@@ -32,6 +38,15 @@ class Racquet(Benchmark):
     judge = staticmethod(judge)
     tables = staticmethod(S.share_tables)  # class shares (Fig. 3/4, Table 2, §5 control), BIAS shares (Fig. 7)
     metrics = S.METRICS
+    # the scripted stand-in: Explicit (CLASS A) at GPT-4o's rate per condition, else Implicit or High Risk; it also
+    # writes the judge's verdicts, read from each answer (:func:`.judge.scripted_reply`)
+    scripted_accuracy = SCRIPTED_ACCURACY
+    scripted_right = SCRIPTED_RIGHT
+    scripted_errors = SCRIPTED_ERRORS
+    scripted_metric = "Explicit share"
+
+    def scripted_reply(self, request: Request, s: Any) -> str:
+        return scripted_reply(self, request, s)
 
     def summary(self, scored) -> dict[str, Any]:  # the declared shares, then every class's share
         return super().summary(scored) | S.label_summary(scored)
@@ -92,16 +107,22 @@ class Racquet(Benchmark):
         return {"response": t, "valid": bool(t), "parse_error": None if t else "empty response"}
 
     def score(self, predictions, *, judge=None, judge_store=None, judge_kind: str = "abc",
-              judge_max_new_tokens: int | None = None, batch_size: int = 8, progress: bool = True):
+              judge_max_new_tokens: int | None = None, judge_progress: bool = True, batch_size: int = 8):
         """Labels from the judge (with ``judge``, a model: :func:`.judge.judge`; BIAS rows come back unjudged, for
-        labelling by hand) or from given labels; without either they stay unlabelled: RACQUET has no gold answer."""
+        labelling by hand) or from given labels; without either they stay unlabelled: RACQUET has no gold answer.
+        ``judge_progress``: the judge's progress bar (a notebook run in batch shows none)."""
         if judge is not None:
             predictions = self.judge(judge, predictions, kind=judge_kind, store=judge_store, batch_size=batch_size,
-                                     progress=progress, max_new_tokens=judge_max_new_tokens)
+                                     progress=judge_progress, max_new_tokens=judge_max_new_tokens)
         return S.label_predictions(predictions)
 
     def run_deviations(self, ctx: RunContext, items=None) -> list[Deviation]:
-        out = super().run_deviations(ctx, items)
+        from dataclasses import replace
+
+        # RACQUET has no gold: what the stand-in is right by is an Explicit answer, written as its class
+        out = [replace(d, ours=d.ours.replace("answers written from the gold, right by design",
+                                              "answers written per class (RACQUET has no gold), Explicit by design"))
+               if d.what == "model" else d for d in super().run_deviations(ctx, items)]
         if ctx.setting == "sampling":
             out.append(Deviation("sampling", "nucleus sampling, top-p/temperature not reported",
                                  "top_p and temperature as run parameters (default 0.9 / 1.0), seeded", "Table 2"))

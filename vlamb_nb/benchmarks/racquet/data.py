@@ -524,15 +524,19 @@ def control_items(items):
     return bias.drop_duplicates("image_url", keep="first")
 
 def bias_from_source(items):
-    """The RACQUET-BIAS rows, reloaded from the source ``items`` came from (with the same image folder)."""
+    """The RACQUET-BIAS rows, reloaded from the source ``items`` came from (with the same image folder and data
+    identity, so a control run records the data it ran on)."""
     source = items.attrs.get("source")
     if not source:
         raise SettingError("the control setting asks about the RACQUET-BIAS images, but the items hold no BIAS "
                            "rows and do not say where they were loaded from; load with subset='both'")
     try:
-        return load(source, subset="bias", images=items.attrs.get("images"))
+        bias = load(source, subset="bias", images=items.attrs.get("images"))
     except DataError as e:
         raise DataError(f"the control setting needs the RACQUET-BIAS images: {e}") from None
+    if items.attrs.get("data"):  # the same release (or sample) as the rows it was reloaded for
+        bias.attrs["data"] = items.attrs["data"]
+    return bias
 
 
 def data_stats(items) -> dict[str, Any]:

@@ -203,3 +203,48 @@ def saliency_analysis(scored, grounder, *, by: str = "model", labels: tuple[str,
     per, table = saliency_table(grounded, by=by, seed=seed, min_iou=min_iou, normalized=normalized)
     table["skipped"] = table[by].map(lambda k: int(skipped.get(k, 0)))
     return per, table
+
+
+# -- a scripted grounder: not a detector -----------------------------------------------------------------------------
+#: the scripted grounder's chance that a single-referent answer's box lands on the largest or centermost referent
+#: (where the question has another): GPT-4o's 77.5% (Table 1)
+SCRIPTED_SALIENT = 0.775
+#: its chance of finding no box for an answer (counted as unmatched, as a detector's miss is)
+SCRIPTED_NO_BOX = 0.05
+SCRIPTED_GROUNDER = "scripted grounder: not a detector"
+
+
+class ScriptedGrounder:
+    """A stand-in for the paper's lang-SAM grounding, beside the scripted stand-in's answers: not a detector. For
+    each answer (by its row key) it returns a box near one of the question's candidate referents, the largest or
+    centermost with chance :data:`SCRIPTED_SALIENT` where the question has another (every one is salient where
+    none is), else another referent, shifted by up to a fifth of its size (a near-miss box that still matches its
+    referent best), and now and then none (:data:`SCRIPTED_NO_BOX`); drawn from the seed and the key alone. So
+    Table 1's matching, baseline and McNemar test run on boxes whose hit rate is known in advance."""
+
+    def __init__(self, rows: Any, *, seed: int = 0, key_column: str = "request_id", chance: float = SCRIPTED_SALIENT):
+        self.name = f"{SCRIPTED_GROUNDER} (seed {seed})"
+        self.seed, self.chance = seed, chance
+        self._boxes = {str(k): list(b) for k, b in zip(rows[key_column], rows["candidate_boxes"], strict=True)
+                       if isinstance(b, list | tuple) and len(b)}
+
+    def expected(self, candidates: Sequence[Box], width: float, height: float) -> float:
+        """The chance a matched box of this question is on a salient referent."""
+        return 1.0 if len(salient_indices(candidates, width, height)) == len(candidates) else self.chance
+
+    def ground(self, image: Any, text: str, key: str | None = None) -> list[Any]:
+        from vlamb_nb.benchmarks.base import _draw
+        from vlamb_nb.scorers.grounding import Detection
+
+        boxes = self._boxes.get(str(key))
+        if not boxes or _draw(self.seed, "racquet grounder", key, "none") < SCRIPTED_NO_BOX:
+            return []
+        width, height = image.size
+        sal = sorted(salient_indices(boxes, width, height))
+        others = [i for i in range(len(boxes)) if i not in sal]
+        pool = sal if not others or _draw(self.seed, "racquet grounder", key, "salient") < self.chance else others
+        i = pool[min(int(_draw(self.seed, "racquet grounder", key, "which") * len(pool)), len(pool) - 1)]
+        x1, y1, x2, y2 = boxes[i]
+        dx = (x2 - x1) * 0.2 * (2 * _draw(self.seed, "racquet grounder", key, "dx") - 1)
+        dy = (y2 - y1) * 0.2 * (2 * _draw(self.seed, "racquet grounder", key, "dy") - 1)
+        return [Detection((x1 + dx, y1 + dy, x2 + dx, y2 + dy), 1.0, "scripted")]

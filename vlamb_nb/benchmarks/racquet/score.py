@@ -37,34 +37,28 @@ class DuplicateLabelsWarning(UserWarning):
     """A labels file repeated a response with the same label; the repeats were dropped (and counted)."""
 
 
-def _share_ci(values, clusters, *, n_resamples: int, seed: int) -> tuple[float, float, float]:
-    """Mean of a 0/1 array with a cluster (image) bootstrap percentile CI, in percent."""
-    import numpy as np
-
-    from vlamb_nb.stats import bootstrap_ci
-
-    v = np.asarray(values, dtype=float)
-    if len(v) == 0:
-        return float("nan"), float("nan"), float("nan")
-    r = bootstrap_ci(v, n_resamples=n_resamples, seed=seed, clusters=clusters)
-    return 100 * float(r.estimate), 100 * float(r.ci_low), 100 * float(r.ci_high)
-
-
 def class_shares(scored, *, by: tuple[str, ...] = ("model", "setting"), labels: tuple[str, ...] = ("A", "B", "C"),
-                 cluster: str = "image_url", n_resamples: int = 2000, seed: int = 0):
+                 cluster: str = "image_url", n_resamples: int = 1000, seed: int = 0):
     """Share (%) of each label per group over *all* responses; unlabelled ones are their own row.
 
-    CIs resample images (a cluster bootstrap), since questions about one image are not independent.
+    Each interval is the share metric's one rule (:meth:`~vlamb_nb.stats.metric.Metric.interval`: a bootstrap over
+    images, since questions about one image are not independent; Wilson's where every response has its own
+    image), drawn as the run record draws it (1,000 resamples, seed 0 by default), so a share has the same
+    interval here, in the record and on the card; ``ci_method`` says how it was drawn.
     """
     import pandas as pd
 
+    from vlamb_nb.stats.metric import Units
+
     by = tuple(b for b in by if b in scored.columns)
     groups = scored.groupby(list(by), sort=False, dropna=False) if by else [((), scored)]
-    shares = {name: share_metric(name) for name in labels}
+    shares = {name: share_metric(name) for name in (*labels, "unlabelled")}
     rows = []
     for key, g in groups:
         key = key if isinstance(key, tuple) else (key,)
         lab = g["label"]
+        clusters = g[cluster].astype(str).tolist() if cluster in g else None
+        unit = "image" if cluster == "image_url" else cluster
         for name in (*labels, "unlabelled"):
             if name == "unlabelled":
                 hit = lab.isna().to_numpy(float)
@@ -73,12 +67,18 @@ def class_shares(scored, *, by: tuple[str, ...] = ("model", "setting"), labels: 
             else:  # the share metric's units: a response each, 1 where it is of this class
                 sets = shares[name].unit_sets(g, slices=False)
                 hit = np.asarray(sets[0].values) if sets else np.zeros(len(g))
-            est, lo, hi = _share_ci(hit, g[cluster].to_numpy() if cluster in g else list(range(len(g))),
-                                    n_resamples=n_resamples, seed=seed)
+            u = Units(metric=shares[name].name, slice="", keys=tuple(map(str, range(len(g)))),
+                      values=tuple(float(v) for v in hit), clusters=tuple(clusters) if clusters else None,
+                      ci_unit=unit if clusters else "response", whole=True, rows=len(g), run_rows=len(g))
+            if clusters and len(hit) > 1 and len(set(clusters)) < 2:  # a bootstrap over one image draws nothing
+                lo, hi, how = float("nan"), float("nan"), "no interval: one image"
+            else:
+                lo, hi, how = shares[name].interval(u, n_resamples=n_resamples, seed=seed)
             rows.append({**dict(zip(by, key, strict=True)), "label": name,
-                         "class_name": CLASSES.get(name, name), "share": est, "ci_low": lo, "ci_high": hi,
-                         "ci_unit": "image" if cluster == "image_url" else (cluster if cluster in g else "response"),
-                         "count": int(hit.sum()), "n": int(len(g))})
+                         "class_name": CLASSES.get(name, name), "share": 100.0 * float(hit.mean()) if len(hit)
+                         else float("nan"), "ci_low": lo, "ci_high": hi,
+                         "ci_unit": unit if clusters else "response", "ci_method": how, "count": int(hit.sum()),
+                         "n": int(len(g))})
     return pd.DataFrame(rows)
 
 
@@ -181,7 +181,7 @@ def _schemes(scored) -> list[str]:
     return [label_scheme(s, st) for s, st in zip(subsets, settings, strict=True)]
 
 
-def share_tables(scored, *, n_resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+def share_tables(scored, *, n_resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
     """A/B/C shares (GENERAL, and control as its own setting) and BIAS shares and ratios, over every response.
 
     Each row counts in the denominator of exactly one group; a row whose subset is neither
@@ -442,7 +442,7 @@ def bias_labelled(scored) -> Any:
     return scheme & scored["label"].notna().to_numpy()
 
 
-def _share(label: str, name: str, higher_is_better: bool, seed: int) -> Metric:
+def _share(label: str, name: str, higher_is_better: bool) -> Metric:
     """The share of GENERAL answers of one class (unlabelled answers in the denominator), by image, among Fig. 3's
     values (GPT-4o, Molmo 7B-D, humans at their own n; LLaVA and Qwen-VL-Chat only as the bound ">79%")."""
     return Metric(f"{name} share", "share", column="label", value=label, unit="response", cluster="image_url",
@@ -450,19 +450,19 @@ def _share(label: str, name: str, higher_is_better: bool, seed: int) -> Metric:
                   card=OnCard(published=Published("Fig. 3", {"GENERAL": name}, n=GENERAL_N, n_of_row={"Humans": HUMAN_N}),
                               settings=("direct",), slice="{slice}, {setting}",
                               note="A/B/C judge labels; unlabelled answers count in the denominator",
-                              missing=("no labels", "no judge labels: run the A/B/C judge"), seed=seed))
+                              missing=("no labels", "no judge labels: run the A/B/C judge")))
 
 
 #: RACQUET's headline, declared once: the share of Explicit (higher is better) and of High Risk (lower is better)
 #: answers to the direct GENERAL questions, and on RACQUET-BIAS (the card's ``runs["bias"]``, labelled by hand)
 #: the Stereotypical share, which the paper gives no number for
 METRICS = (
-    _share("A", "Explicit", True, 0), _share("C", "High Risk", False, 1),
+    _share("A", "Explicit", True), _share("C", "High Risk", False),
     Metric("Stereotypical share", "share", column="label", value="Stereotypical", unit="response",
            cluster="image_url", cluster_unit="image", where=bias_labelled, overall="BIAS", higher_is_better=False,
            compare=False,
            card=OnCard(settings=("bias",), setting="direct", slice="{slice}, {setting} (labelled)",
-                       note="{n} of {n_all} BIAS answers labelled by hand; Fig. 7 prints no numbers", seed=7)),
+                       note="{n} of {n_all} BIAS answers labelled {labelled_by}; Fig. 7 prints no numbers")),
 )
 
 
@@ -486,6 +486,9 @@ def label_predictions(predictions):
     df["label"] = [normalize_label(v, label_scheme(sub, st)) for v, sub, st in
                    zip(values, subsets, settings, strict=True)]
     df["labelled"] = df["label"].notna()
+    if "labelled_by" not in df.columns:  # who labelled a BIAS answer (the card's note says it): a person, unless said
+        df["labelled_by"] = [("by hand" if label_scheme(sub, st) == "bias" else None) for sub, st in
+                             zip(subsets, settings, strict=True)]
     df["class_name"] = df["label"].map(lambda v: CLASSES.get(v, v) if isinstance(v, str) else None)
     return df
 
