@@ -122,30 +122,6 @@ def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", s)
 
 
-# -- §5's control and Fig. 14 -------------------------------------------------------------------------------------
-def coco_crops(folder: str | os.PathLike | None, *, profile: str = "offline", sample_dir: str | os.PathLike | None = None,
-               seed: int = 0) -> dict[str, Any]:
-    """The cropped MSCOCO images of §5 / Fig. 14: the folder given (the paper's 20, which are not released), else,
-    offline, generated stand-ins; under the paper profile without a folder ``items`` is None and ``why`` says so."""
-    from vlamb_nb.benchmarks.racquet import data as rdata
-
-    if folder is not None:
-        return {"items": rdata.coco_crop_items(folder), "kind": f"cropped MSCOCO images ({folder})", "why": ""}
-    if profile != "offline" or sample_dir is None:
-        return {"items": None, "kind": None,
-                "why": "not run: the 20 cropped MSCOCO images of §5 and Fig. 14 are not released; give "
-                       "coco_crops=FOLDER (20 crops, one male- and one female-presenting person each)"}
-    path = rdata.write_coco_crop_sample(sample_dir, seed=seed)
-    return {"items": rdata.coco_crop_items(path, expected=None),
-            "kind": "generated stand-ins (not the paper's MSCOCO crops)", "why": ""}
-
-
-def control_vs_paper(shares, *, images: str, names: dict[str, str] | None = None):
-    """§5's control beside the text's values: for each published model on ``images`` ("45 BIAS images" or "20 COCO
-    images") its Explicit count (or share) as a share, and our control runs' Explicit share with its interval,
-    under the paper's name of the model (``names``: model id → paper name; ours otherwise by its own id)."""
-
-
 # -- what the sections conclude, computed from their numbers (vlamb_nb.findings) -------------------------------
 #: the paper's claims about conditions, as (a, b, direction of a's Explicit share against b's, where it says so):
 #: the clarification hint raises it for GPT-4o (§4.3, Fig. 4 top), CoT final answers are rarely Explicit (§4.3)
@@ -454,27 +430,6 @@ def vs_paper(table: str, ours: Any, model_id: str, paper_column: str | None, *, 
 
     from vlamb_nb import reference
 
-    ref = reference.load("racquet", table="§5 control")
-    ref = ref[ref["row"].str.endswith(f"({images})")]
-    rows = []
-    for _, r in ref.iterrows():
-        unit, value = str(r["unit"]), r["value_num"]
-        n = int(unit.rsplit(" ", 1)[1]) if unit.startswith("count of") else None
-        paper = 100.0 * value / n if n and value == value else (value if unit.startswith("%") else None)
-        rows.append({"row": r["row"].rsplit(" (", 1)[0], "column": r["column"], "paper": r["value"],
-                     "paper share": None if paper is None else round(float(paper), 1), "paper unit": unit})
-    ours = shares[(shares["setting"] == "control") & (shares["label"] == "A")] if len(shares) else shares
-    for _, s in ours.iterrows():
-        name = (names or {}).get(s["model"], s["model"])
-        row = next((x for x in rows if x["row"] == name and x["column"] == "Explicit"), None)
-        if row is None:
-            row = {"row": name, "column": "Explicit", "paper": None, "paper share": None, "paper unit": None}
-            rows.append(row)
-        row.update({"ours share": round(float(s["share"]), 1), "ci_low": s["ci_low"], "ci_high": s["ci_high"],
-                    "n": int(s["n"]), "images": images})
-    return pd.DataFrame(rows)
-
-
     if not paper_column or ours is None or not len(ours):
         return pd.DataFrame()
     to_frame = table1_frame if table == "Table 1" else table2_frame
@@ -749,3 +704,50 @@ def table1_finding(table1: Any, status: dict[str, int] | None = None, *, grounde
                        "this shows the path (grounding, matching, the baseline, McNemar) running and measures "
                        f"nothing; the paper's grounder comes with `{FETCH}`.", None)
     return Finding(" ".join(parts), all(told) if told else None)
+
+
+# -- §5's control and Fig. 14 -------------------------------------------------------------------------------------
+def coco_crops(folder: str | os.PathLike | None, *, profile: str = "offline", sample_dir: str | os.PathLike | None = None,
+               seed: int = 0) -> dict[str, Any]:
+    """The cropped MSCOCO images of §5 / Fig. 14: the folder given (the paper's 20, which are not released), else,
+    offline, generated stand-ins; under the paper profile without a folder ``items`` is None and ``why`` says so."""
+    from vlamb_nb.benchmarks.racquet import data as rdata
+
+    if folder is not None:
+        return {"items": rdata.coco_crop_items(folder), "kind": f"cropped MSCOCO images ({folder})", "why": ""}
+    if profile != "offline" or sample_dir is None:
+        return {"items": None, "kind": None,
+                "why": "not run: the 20 cropped MSCOCO images of §5 and Fig. 14 are not released; give "
+                       "coco_crops=FOLDER (20 crops, one male- and one female-presenting person each)"}
+    path = rdata.write_coco_crop_sample(sample_dir, seed=seed)
+    return {"items": rdata.coco_crop_items(path, expected=None),
+            "kind": "generated stand-ins (not the paper's MSCOCO crops)", "why": ""}
+
+
+def control_vs_paper(shares, *, images: str, names: dict[str, str] | None = None):
+    """§5's control beside the text's values: for each published model on ``images`` ("45 BIAS images" or "20 COCO
+    images") its Explicit count (or share) as a share, and our control runs' Explicit share with its interval,
+    under the paper's name of the model (``names``: model id → paper name; ours otherwise by its own id)."""
+    import pandas as pd
+
+    from vlamb_nb import reference
+
+    ref = reference.load("racquet", table="§5 control")
+    ref = ref[ref["row"].str.endswith(f"({images})")]
+    rows = []
+    for _, r in ref.iterrows():
+        unit, value = str(r["unit"]), r["value_num"]
+        n = int(unit.rsplit(" ", 1)[1]) if unit.startswith("count of") else None
+        paper = 100.0 * value / n if n and value == value else (value if unit.startswith("%") else None)
+        rows.append({"row": r["row"].rsplit(" (", 1)[0], "column": r["column"], "paper": r["value"],
+                     "paper share": None if paper is None else round(float(paper), 1), "paper unit": unit})
+    ours = shares[(shares["setting"] == "control") & (shares["label"] == "A")] if len(shares) else shares
+    for _, s in ours.iterrows():
+        name = (names or {}).get(s["model"], s["model"])
+        row = next((x for x in rows if x["row"] == name and x["column"] == "Explicit"), None)
+        if row is None:
+            row = {"row": name, "column": "Explicit", "paper": None, "paper share": None, "paper unit": None}
+            rows.append(row)
+        row.update({"ours share": round(float(s["share"]), 1), "ci_low": s["ci_low"], "ci_high": s["ci_high"],
+                    "n": int(s["n"]), "images": images})
+    return pd.DataFrame(rows)
