@@ -125,7 +125,7 @@ def test_setting_findings_follow_the_paired_test(runs):
     again = R.setting_findings(flipped, model.info.model_id)
     assert "clarify is lower than direct" in again[0].text and "opposite" in again[0].text and not again[0].holds
     none = R.setting_findings(paired.iloc[:0], model.info.model_id)
-    assert all(f.holds is None and "Not shown here" in f.text for f in none)
+    assert all(f.holds is None and f.mark == "Not shown here" for f in none)
 
 
 def test_paper_vs_ours_only_for_a_named_column_and_never_a_match_for_a_stand_in(runs, items):
@@ -199,7 +199,7 @@ def test_bias_labels_and_ratio_findings(items, tmp_path):
 
 
 def test_table1_finding_follows_the_test_and_names_a_random_grounder():
-    assert "Not shown here" in R.table1_finding(pd.DataFrame(columns=["model", "responses"]), {}).text
+    assert R.table1_finding(pd.DataFrame(columns=["model", "responses"]), {}).mark == "Not shown here"
     t = pd.DataFrame({"model": ["m"], "responses": [60], "scored": [50], "unmatched": [10], "Responses": [78.0],
                       "Random": [48.0], "mcnemar_b": [20], "mcnemar_c": [4], "mcnemar_p": [0.001]})
     assert "more often than chance, as the paper finds" in R.table1_finding(t).text and R.table1_finding(t).holds
