@@ -84,7 +84,8 @@ def test_defaults_are_the_papers_and_the_offline_shortcuts_are_a_profile(path):
 
 # what a cell may end with: a call that displays on purpose (tables through show, so they are rounded and wide)
 # or returns nothing; anything else would print its return value into the notebook
-DISPLAYING = {"show", "print", "display", "record", "save_figure", "widget", "explorer_tabs", "record_headline"}
+DISPLAYING = {"show", "print", "display", "record", "save_figure", "widget", "explorer_tabs", "record_headline",
+              "say"}
 
 
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)
