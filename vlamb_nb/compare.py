@@ -808,10 +808,17 @@ def _sample_source(paper: str, pdir: Path, stores: list[Path]) -> Path | None:
     return min(found)[3] if found else None
 
 
+#: where a notebook's model path keeps its checkpoint's few answers (``<run>/<paper>/model-path/``, written by
+#: ``vlamb_nb.notebook.model_path``): they show that loading and generation run, are no run of the paper's, and are
+#: never compared
+MODEL_PATH_FOLDER = "model-path"
+
+
 def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = None) -> list[Run]:
     """The stores a reproduce run left under ``<run>/<paper>/``, scored against the source its notebook was
-    given (``sources`` override), else the one generated sample the notebook wrote there. A paper that cannot be
-    loaded is left out, its line in ``unloaded``."""
+    given (``sources`` override), else the one generated sample the notebook wrote there; a model path's few
+    answers (:data:`MODEL_PATH_FOLDER`) are no run. A paper that cannot be loaded is left out, its line in
+    ``unloaded``."""
     from vlamb_nb.benchmarks import BrokenPaper, get_benchmark, list_benchmarks
     from vlamb_nb.jsonl import read_json
 
@@ -827,7 +834,8 @@ def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = 
         except BrokenPaper as e:
             left.append(f"{e}; its runs under {folder.name}/{paper}/ are not compared")
             continue
-        stores = sorted(s for s in pdir.rglob(f"{paper}__*.jsonl") if s.stem.split("__", 1)[1] in settings)
+        stores = sorted(s for s in pdir.rglob(f"{paper}__*.jsonl") if s.stem.split("__", 1)[1] in settings
+                        and MODEL_PATH_FOLDER not in s.relative_to(pdir).parts[:-1])
         if not stores:
             continue
         entry = results.get(paper)
