@@ -40,7 +40,8 @@ def mucar_sample(tmp_path_factory):
     return _items("mucar", tmp_path_factory.mktemp("mucar"), 50)
 
 
-@pytest.mark.parametrize("setting", ["full", "q_i", "c_i", "c_q", "full_zh", "full_ms", "full_cot", "full_agent"])
+@pytest.mark.parametrize("setting", ["full", "q_i", "c_i", "c_q", "full_zh", "full_ms", "full_cot", "full_codis",
+                                     "full_agent", "full_agent_unified", "c_ambiguous"])
 def test_mucar_recovers_the_scripted_pair_accuracy_within_its_interval(mucar_sample, setting):
     bench, items = mucar_sample
     run = bench.evaluate(bench.scripted_stand_in(items, seed=0), items, setting, progress=False)
