@@ -373,6 +373,25 @@ def test_a_reproduce_run_folder_is_read_from_its_stores_and_its_notebook_source(
         compare([run], n_resamples=B)
 
 
+def test_a_notebooks_model_path_is_no_run_to_compare(vague_runs, tmp_path):
+    """The tiny checkpoint's three answers a notebook keeps under ``<paper>/model-path/`` show the model path: two
+    offline runs compare their evaluations (it made them "runs of different settings", nothing compared)."""
+    import shutil
+
+    from vlamb_nb.compare import MODEL_PATH_FOLDER
+
+    for run, store in (("r1", "a"), ("r2", "b")):
+        for where in (f"model-{store}", f"{MODEL_PATH_FOLDER}/tiny"):
+            target = tmp_path / run / "vague" / where / "vague__vlm.jsonl"
+            target.parent.mkdir(parents=True)
+            shutil.copyfile(vague_runs["stores"][store], target)
+        (tmp_path / run / "results.json").write_text(json.dumps({"vague": {"ok": True, "parameters": {
+            "source": str(vague_runs["src"])}, "results": {}}}))
+    c = compare([tmp_path / "r1", tmp_path / "r2"], n_resamples=B)
+    assert set(c.values["model"]) == {"model-a", "model-b"}
+    assert set(c.values["setting"]) == {"vlm"}
+
+
 def test_the_package_calls_compare_and_stays_light(vague_runs):
     import subprocess
     import sys

@@ -929,15 +929,17 @@ def test_table4_strategies_compared_with_the_published_rows(sample):
 
 
 def test_notebook_runs_a_table4_strategy_and_compares_it(repo_root):
-    """Task: one new strategy (the agent) runs under the offline profile and Table 4 is compared, not audited only."""
+    """Every Table 4 strategy runs under the offline profile (the scripted stand-in answers them) and Table 4 is
+    compared, labelled with the answering model, not audited only."""
     import papermill
 
     path = repo_root / "notebooks" / "mucar.ipynb"
     nb = json.loads(path.read_text(encoding="utf-8"))
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     assert papermill.inspect_notebook(str(path))["table4_settings"]["default"] == "None"
-    assert 'paper=["full_cot", "full_codis", "full_agent"]' in code and 'offline=["full_agent"]' in code
-    for call in ("bench.run_settings(model, items, table4_settings", "report.paper_vs_ours_table4(",
+    assert 'paper=["full_cot", "full_codis", "full_agent"]' in code and 'offline=["full_agent"]' not in code
+    for call in ("bench.run_settings(answering, items, table4_settings", "report.paper_vs_ours_table4(",
+                 "model=answering, data=items",
                  'record("table4_vs_paper"', "plots.plot_table4(", 'cfg.save_figure(fig, "table4-prompting-strategies", '
                  "model_output=True, data=items)", '"step_detect", "step_evidence"'):
         assert call in code
@@ -951,3 +953,24 @@ def test_pair_accuracy_intervals_name_their_resampling_unit(tmp_path):
     items = B.load(B.make_sample(tmp_path / "s", n=4, seed=0))
     scored = B.evaluate(ScriptedModel(lambda r: "Answer: A"), items, "full", progress=False)
     assert set(pair_accuracy(scored, None, n_resamples=50)["ci_unit"]) == {"pair"}
+
+
+def test_a_table_cell_has_the_interval_of_the_run_record_and_the_card(tmp_path):
+    """One number, one interval: Table 2's Overall Acc_p / Acc_q cells give the interval the run record and the
+    report card give them (the declared metric's rule: Wilson over pairs for Acc_p, the pair bootstrap for Acc_q),
+    and name how it was drawn."""
+    import zlib
+
+    items = B.load(B.make_sample(tmp_path / "s", n=30, seed=0))
+    gold = _gold(items)
+    model = ScriptedModel(lambda r: f"Answer: {gold[r.item_id]}" if zlib.crc32(r.item_id.encode()) % 4 else "no")
+    runs = B.run_settings(model, items, ["full"], store_dir=tmp_path / "st", progress=False)
+    table = score.pair_accuracy(runs["full"], None, n_resamples=1000).set_index("metric")
+    record = {v.metric: v for v in B.recorded(runs)["full"].metrics if v.whole}
+    card = {h.metric: h for h in B.headline(B.recorded(runs), n_resamples=1000, seed=0)}
+    for m in ("Acc_p", "Acc_q"):
+        assert 0 < table.loc[m, "value"] < 100
+        assert round(table.loc[m, "ci_low"], 2) == record[m].ci_low == round(card[m].ci_low, 2)
+        assert round(table.loc[m, "ci_high"], 2) == record[m].ci_high == round(card[m].ci_high, 2)
+    assert table.loc["Acc_p", "ci_method"].startswith("Wilson") and table.loc["Acc_q", "ci_method"] == \
+        "bootstrap over pairs"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import fixtures_items as FI
 import numpy as np
@@ -173,3 +174,14 @@ def test_an_items_prompt_is_what_its_store_recorded_else_the_rebuilt_one(tmp_pat
         {k: v for k, v in rebuilt.items() if k != answer_rows[0]["item_id"]}
     rec_file.unlink()
     assert {r["k"]: r["q"] for r in paper_view("mucar", [run]).rows} == rebuilt
+
+
+def test_a_numbers_count_is_written_in_its_plural_for_the_page():
+    """The chip over a number's items says "n = 8 queries" (it said "8 querys"): the plural is written by the
+    package, which knows the word, not by the page's script."""
+    from vlamb_nb.report_items import Group
+
+    assert Group("Acc_q", [0], 8, "query").to_json()["counted"] == "8 queries"
+    assert Group("Acc_p", [0], 1, "pair").to_json()["counted"] == "1 pair"
+    template = (Path(__file__).parents[1] / "vlamb_nb" / "templates" / "_items.html.j2").read_text(encoding="utf-8")
+    assert "g.counted" in template and '(g.n === 1 ? "" : "s")' not in template

@@ -825,8 +825,9 @@ def _sample_source(paper: str, pdir: Path, stores: list[Path]) -> Path | None:
 
 def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = None) -> list[Run]:
     """The stores a reproduce run left under ``<run>/<paper>/``, scored against the source its notebook was
-    given (``sources`` override), else the one generated sample the notebook wrote there. A paper that cannot be
-    loaded is left out, its line in ``unloaded``."""
+    given (``sources`` override), else the one generated sample the notebook wrote there; a model path's few
+    answers (:data:`vlamb_nb.paths.MODEL_PATH_DIR`) are no run. A paper that cannot be loaded is left out, its line in
+    ``unloaded``."""
     from vlamb_nb.benchmarks import BrokenPaper, get_benchmark, list_benchmarks
     from vlamb_nb.jsonl import read_json
     from vlamb_nb.paths import MODEL_PATH_DIR

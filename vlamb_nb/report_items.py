@@ -61,7 +61,11 @@ class Group:
     key: tuple[str, ...] = ()  # what names the number on the page (paper, setting, metric, slice[, a, b])
 
     def to_json(self) -> dict[str, Any]:
-        return {"label": self.label, "rows": self.rows, "n": self.n, "unit": self.unit}
+        from vlamb_nb.findings import plural
+
+        # ``counted``: the n as a page says it ("8 queries", "1 pair"), plural forms written here, not in the script
+        return {"label": self.label, "rows": self.rows, "n": self.n, "unit": self.unit,
+                "counted": plural(self.n, self.unit)}
 
 
 @dataclass

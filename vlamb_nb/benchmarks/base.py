@@ -127,13 +127,16 @@ class ReleasedRun:
 class Scripted:
     """What a scripted stand-in says to one request (:meth:`Benchmark.scripted_reply`): the item asked about, the
     outcome drawn for its unit (:attr:`Benchmark.scripted_right` or an error of :attr:`Benchmark.scripted_errors`),
-    the setting, and ``u``, a further draw in [0, 1) for the details (which wrong option, how far a box is off)."""
+    the setting, and ``u``, a further draw in [0, 1) for the details (which wrong option, how far a box is off);
+    ``peers``: every item of the same unit, in the order given (a MUCAR pair's queries: a wrong pair needs one
+    wrong query, so each query's reply looks at the others)."""
 
     item: Mapping[str, Any]
     outcome: str
     right: bool
     setting: str
     u: float
+    peers: tuple[Mapping[str, Any], ...] = ()
 
 
 def _draw(*parts: Any) -> float:
@@ -545,6 +548,9 @@ class Benchmark(ABC):
         chances = self.scripted_accuracies(accuracy)
         fallback = sum(chances.values()) / len(chances) if chances else 0.7
         by_id = {str(r[self.id_column]): r for r in items.to_dict(orient="records")}
+        peers: dict[str, list[Any]] = {}
+        for r in by_id.values():
+            peers.setdefault(self.scripted_unit(r), []).append(r)
         described = ", ".join(f"{st} {p:.0%}" for st, p in chances.items())
 
         def respond(request: Request) -> str:
@@ -558,7 +564,8 @@ class Benchmark(ABC):
             kinds = self.scripted_right if right else self.scripted_errors
             kind = kinds[min(int(_draw(seed, self.name, unit, setting, "kind") * len(kinds)), len(kinds) - 1)]
             return self.scripted_reply(request, Scripted(item, kind, right, setting,
-                                                         _draw(seed, self.name, request.item_id, setting, "detail")))
+                                                         _draw(seed, self.name, request.item_id, setting, "detail"),
+                                                         tuple(peers[unit])))
 
         model = ScriptedModel(respond, model_id=f"{SCRIPTED_NAME} (seed {seed})")
         model.info = replace(model.info, revision=f"right by design: {described}")

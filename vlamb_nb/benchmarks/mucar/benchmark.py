@@ -33,8 +33,8 @@ from vlamb_nb.benchmarks.mucar.data import (
     quirk_counts,
     quirks,
 )
-from vlamb_nb.benchmarks.mucar.judge import judge_report
-from vlamb_nb.benchmarks.mucar.parse import parse_query
+from vlamb_nb.benchmarks.mucar.judge import judge_report, scripted_reply
+from vlamb_nb.benchmarks.mucar.parse import SCRIPTED_ACCURACY, SCRIPTED_ERRORS, parse_query
 from vlamb_nb.benchmarks.mucar.prompts import SETTINGS, applicable
 from vlamb_nb.errors import DataError, SettingError
 from vlamb_nb.meta import Deviation
@@ -62,6 +62,10 @@ class Mucar(Benchmark):
     metrics = S.METRICS
     make_sample = staticmethod(make_sample)
     judge_report = staticmethod(judge_report)  # answers read again by the CODIS-prompt judge, as the paper's GPT-4o
+    # the scripted stand-in: a pair right at its setting's chance, so Acc_p recovers it; verdicts for the judge too
+    scripted_accuracy, scripted_errors, scripted_metric = SCRIPTED_ACCURACY, SCRIPTED_ERRORS, "Acc_p"
+    scripted_reply = staticmethod(scripted_reply)
+    scripted_unit = staticmethod(lambda item: str(item["group"]))  # a pair: all its queries right, or not
 
     def load(self, source: str | os.PathLike | None = None, *, grouping: str = DEFAULT_GROUPING,
              images: str | os.PathLike | None = None, **kwargs: Any):

@@ -107,14 +107,46 @@ def judge_report(model: VLM | str, scored, *, store: str | os.PathLike | None = 
     Acc_p (a verdict the judge's output does not give counts as wrong, and is counted) and its agreement
     with the parser.
     """
-    from vlamb_nb.benchmarks.mucar.score import _records, pair_accuracy
-
     if isinstance(model, str):
         from vlamb_nb.models import load_model
 
         model = load_model(model)
     judged = run_judge(model, scored, store=store, progress=False)
+    return {"model": model.info.model_id, **judge_summary(judged, n_resamples=n_resamples)}
+
+
+def judge_summary(judged, *, n_resamples: int = 2000) -> dict[str, Any]:
+    """Judged rows (:func:`run_judge`) as the judge reads them: its Acc_q and Acc_p (no verdict counts as wrong,
+    and is counted) and its agreement with the rule parser."""
+    from vlamb_nb.benchmarks.mucar.score import _records, pair_accuracy
+
     by_judge = judged.assign(correct=judged["judge_correct"].eq(1.0))
-    return {"model": model.info.model_id, "no_verdict": int(judged["judge_correct"].isna().sum()),
+    return {"no_verdict": int(judged["judge_correct"].isna().sum()),
             "overall": _records(pair_accuracy(by_judge, None, n_resamples=n_resamples)),
             "agreement_with_parser": agreement(judged["judge_correct"], judged["correct"].astype(float))}
+
+
+# -- the scripted stand-in as the judge ---------------------------------------------------------------------
+#: how often the scripted judge's verdict is the wrong one (Table 7: GPT-4o agreed with people on 95-98% of outputs)
+SCRIPTED_SLIP = 0.04
+_OUTPUT = "Here is the output: "
+
+
+def scripted_verdict(request: Any, s: Any) -> str:
+    """A scripted judge's verdict on one output (the CODIS judge prompt): "right" when the output, read as a judge
+    reads it (an answer out of the format counts: the lenient reading), names the gold option, else "wrong"; with
+    chance :data:`SCRIPTED_SLIP` the other verdict (a judge's error)."""
+    from vlamb_nb.benchmarks.mucar.parse import parse_query
+
+    output = request.prompt_text.rsplit(_OUTPUT, 1)[-1]
+    read = parse_query(output, s.item)
+    right = (read.get("letter_lenient") or read.get("letter")) == s.item["gold"]
+    return "right" if right != (s.u < SCRIPTED_SLIP) else "wrong"
+
+
+def scripted_reply(request: Any, s: Any) -> str:
+    """The scripted stand-in's reply (:meth:`~vlamb_nb.benchmarks.base.Benchmark.scripted_reply`): a verdict to the
+    judge's requests (setting ``judge:...``), an answer (:func:`.parse.scripted_reply`) to every other."""
+    from vlamb_nb.benchmarks.mucar.parse import scripted_reply as answer
+
+    return scripted_verdict(request, s) if str(request.setting or "").startswith("judge:") else answer(request, s)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import zlib
 from typing import Any
 
 from vlamb_nb.benchmarks.base import lenient_letter
@@ -121,3 +122,77 @@ def parse_query(text: str, item: Any) -> dict[str, Any]:
         else None  # the mapping is its own inverse
     out["gold_position"] = letters.index(shown_gold) if shown_gold is not None else None
     return out
+
+
+# -- the scripted stand-in's replies (the inverse of the reading above) -----------------------------------------
+#: the scripted chance of a right pair per setting, in the paper's order: full input best; without the context
+#: (Table 3) or the image (Fig. 4) almost nothing is right, without the question less is lost (Fig. 4); a Chinese
+#: prompt a little above a Malay one (Table 12); the agent above Vanilla, CoT and CODIS prompting below it (Table 4)
+SCRIPTED_ACCURACY = {"full": 0.6, "c_i": 0.35, "q_i": 0.1, "c_q": 0.05, "full_zh": 0.55, "full_ms": 0.5,
+                     "full_cot": 0.5, "full_codis": 0.5, "full_agent": 0.85, "full_agent_unified": 0.85,
+                     "c_ambiguous": 0.7}
+#: how a wrong pair goes wrong (the paper's cases, Figs. 6-12, and its failure pattern): one answer for every image
+#: (image-insensitive: some queries right, the pair never), the other reading on every image, or one query of the
+#: pair refused (Fig. 12), answered out of the format (a judge reads it, the strict rule does not) or hedged
+SCRIPTED_ERRORS = ("image_insensitive", "other_reading", "refusal", "out_of_format", "hedged")
+#: the refusal MiniCPM-o 2.6 gives in Fig. 12
+SCRIPTED_REFUSAL = "I'm sorry, but I can't provide assistance with that request."
+
+
+def _other(letter: str, n: int) -> str:
+    """A wrong option of ``n``: the one after ``letter``."""
+    letters = LETTERS[: max(int(n), 2)]
+    return letters[(letters.index(letter) + 1) % len(letters)] if letter in letters else letters[0]
+
+
+def scripted_choice(s: Any) -> tuple[str, str]:
+    """What a scripted stand-in says to one query (:class:`~vlamb_nb.benchmarks.base.Scripted`): ``(form, letter)``,
+    form ``answer`` or the error that spoils this query. A wrong pair always holds a wrong query: the
+    image-insensitive pair answers one letter for every image, wrong for its first query; a refusal, an answer out
+    of the format or a hedge falls on one query of the pair (fixed by the pair's name), the others answered right."""
+    item = s.item
+    gold, n = str(item["gold"]), int(item.get("n_options") or len(item["options"]))
+    if s.right:
+        return "answer", gold
+    if s.outcome == "other_reading":
+        return "answer", _other(gold, n)
+    peers = sorted(s.peers or (item,), key=lambda p: int(p.get("record_id", 0)))
+    if s.outcome == "image_insensitive":
+        first = peers[0]
+        same = next((str(p["gold"]) for p in peers[1:] if p["gold"] != first["gold"]), None)
+        return "answer", same or _other(str(first["gold"]), int(first.get("n_options") or 2))
+    spoilt = peers[zlib.crc32(str(item.get("group", "")).encode("utf-8")) % len(peers)]
+    return (s.outcome, gold) if spoilt["uid"] == item["uid"] else ("answer", gold)
+
+
+def scripted_reply(request: Any, s: Any) -> str:
+    """A scripted stand-in's reply to one query, in the form :func:`parse_query` reads: ``Answer: X`` (Table 10's
+    format), reasoning first for CoT and the agent's answer step, the agent's analysis and evidence as prose;
+    ``Yes.`` / ``No.`` for 'Is C ambiguous'; the refusal, the answer out of the format ("I would go with option
+    X.": no ``Answer:`` line) or the hedge ("Answer: Y or X") of an error."""
+    from vlamb_nb.benchmarks.mucar.prompts import SETTINGS
+
+    item = s.item
+    form, letter = scripted_choice(s)
+    if s.setting == "c_ambiguous":
+        return {"answer": "Yes." if s.right else "No.", "refusal": SCRIPTED_REFUSAL,
+                "out_of_format": "It depends on who says it."}.get(form, "No.")
+    options = list(item["options"])
+    meant = split_option(options[LETTERS.index(letter)])[1] if letter in LETTERS[: len(options)] else letter
+    step = (request.meta or {}).get("step")
+    if step == "detect":
+        return (f"The question allows {len(options)} readings ({'; '.join(split_option(o)[1] for o in options)}); "
+                "which one is meant depends on the image and the context.")
+    if step == "evidence":
+        return f"The image and the context point to the reading '{meant}'."
+    spec = SETTINGS.get(s.setting)
+    # no option's text in the reasoning: the parser's last fallback would read it as the answer
+    reasoning = ("Reasoning: read together, the image and the context leave one reading of the question.\n"
+                 if spec is not None and spec.strategy in ("cot", "agent", "agent_unified") else "")
+    if form == "refusal":
+        return SCRIPTED_REFUSAL
+    if form == "out_of_format":
+        return f"{reasoning}Looking at the image, I would go with option {letter}."
+    if form == "hedged":
+        return f"{reasoning}Answer: {_other(letter, len(options))} or {letter}"
+    return f"{reasoning}Answer: {letter}"

@@ -81,20 +81,21 @@ def plot_image_insensitive(summaries: list[dict[str, Any]]):
 def plot_table4(comparison):
     """Table 4's MUCAR columns: each strategy's run (bars with group-bootstrap CIs) beside the published value.
 
-    ``comparison`` is :func:`~vlamb_nb.benchmarks.mucar.report.paper_vs_ours_table4`'s frame; the published cells
-    carry no interval (the paper reports none).
+    ``comparison`` is :func:`~vlamb_nb.benchmarks.mucar.report.paper_vs_ours_table4`'s frame, its bars labelled
+    with the run's model; the published cells carry no interval (the paper reports none).
     """
     import pandas as pd
 
     rows = []
+    who = str(comparison["model"].iloc[0]) if "model" in comparison and len(comparison) else "ours"
     for _, r in comparison.iterrows():
         metric = str(r["column"]).replace("MUCAR ", "")
         label = f"{r['row']} ({r['setting']})"
-        rows.append({"label": label, "metric": f"ours {metric}", "value": r["ours"], "ci_low": r.get("ci_low"),
+        rows.append({"label": label, "metric": f"{who} {metric}", "value": r["ours"], "ci_low": r.get("ci_low"),
                      "ci_high": r.get("ci_high")})
         rows.append({"label": label, "metric": f"paper {metric}", "value": r["paper"], "ci_low": np.nan,
                      "ci_high": np.nan})
     frame = pd.DataFrame(rows)
-    order = {m: i for i, m in enumerate(["ours Acc_p", "paper Acc_p", "ours Acc_q", "paper Acc_q"])}
+    order = {m: i for i, m in enumerate([f"{who} Acc_p", "paper Acc_p", f"{who} Acc_q", "paper Acc_q"])}
     frame = frame.sort_values("metric", key=lambda s: s.map(order), kind="stable")
-    return plot_accuracy(frame, title="Table 4 (MUCAR columns): prompting strategies, ours vs published")
+    return plot_accuracy(frame, title=f"Table 4 (MUCAR columns): {who} beside the published rows")

@@ -130,16 +130,15 @@ def group_frame(scored):
     return out.reset_index()
 
 
-def _interval(correct: np.ndarray, groups: np.ndarray, statistic: Any, n_resamples: int, seed: int,
-              alpha: float) -> tuple[float, float]:
-    """Percentile CI (percent) of one statistic when whole groups are resampled (``vlamb_nb.stats``)."""
-    from vlamb_nb.stats import bootstrap_ci
-
-    if n_resamples <= 0 or len(set(groups.tolist())) < 2:
-        return np.nan, np.nan
-    res = bootstrap_ci(correct, statistic, n_resamples=n_resamples, seed=seed, alpha=alpha,
-                       clusters=groups).scaled(100)
-    return res.ci_low, res.ci_high
+def _interval(metric: Metric, units: Any, n_resamples: int, seed: int) -> tuple[float, float, str]:
+    """The declared metric's one interval (percent) of one cell and how it was drawn
+    (:meth:`~vlamb_nb.stats.metric.Metric.interval`: Acc_p's pairs are resampled alone, so Wilson's; Acc_q's
+    queries by whole pairs): the same numbers the run record, the card and ``compare`` give the cell. None with
+    no resamples asked for, or fewer than two pairs."""
+    groups = units.clusters if units.clusters is not None else units.keys
+    if n_resamples <= 0 or len(set(groups)) < 2:
+        return np.nan, np.nan, ""
+    return metric.interval(units, n_resamples=n_resamples, seed=seed)
 
 
 def _query_frame(scored, groups):
@@ -156,7 +155,7 @@ def _query_frame(scored, groups):
 
 
 def pair_accuracy(scored, by: str | list[str] | None = None, *, categories: Sequence[str] | str | None = "auto",
-                  n_resamples: int = 2000, seed: int = 0, alpha: float = 0.05):
+                  n_resamples: int = 2000, seed: int = 0):
     """Acc_q and Acc_p (percent) overall or per ``by`` (category / language / both), with group-bootstrap CIs.
 
     Long format: the ``by`` columns, ``metric`` (Acc_q / Acc_p), ``value``, ``ci_low``, ``ci_high``,
@@ -166,12 +165,11 @@ def pair_accuracy(scored, by: str | list[str] | None = None, *, categories: Sequ
     Every cell is the declared metric's (:data:`METRICS`) on that cell's queries: its per-unit values (a query's
     0/1, a pair's all-correct) give the value and the counts, so the table and the card, the run record and
     ``compare`` count the same thing; only the scope (the categories) is the table's own.
-    CIs resample whole groups (``stats.bootstrap_ci(..., clusters=groups)``): Acc_p is defined on
-    groups, and the queries of one group share an image set, so they are not independent.
+    Each cell's 95% interval is the declared metric's one rule (:meth:`~vlamb_nb.stats.metric.Metric.interval`,
+    named in ``ci_method``): Acc_p's pairs are independent 0/1 units (Wilson); Acc_q's queries are resampled by
+    whole pairs, since the queries of one pair share an image set and are not independent.
     """
     import pandas as pd
-
-    from vlamb_nb.stats import group_accuracy_statistic, mean_statistic
 
     if scored.empty:
         raise DataError("no scored predictions to aggregate")
@@ -192,25 +190,25 @@ def pair_accuracy(scored, by: str | list[str] | None = None, *, categories: Sequ
     declared = {m.name: m for m in METRICS}
     acc_p, acc_q = (replace(declared[n], where=None) for n in ("Acc_p", "Acc_q"))  # the scope is the table's
     rows = []
-    for i, (vals, df) in enumerate(parts):
+    for vals, df in parts:
         vals = vals if isinstance(vals, tuple) else (vals,)
         mask = np.zeros(len(scored), dtype=bool)
         mask[df.index.to_numpy()] = True
         (q,) = acc_q.unit_sets(scored, masks=[("cell", mask)])  # a query each, in the run's order
         (p,) = acc_p.unit_sets(scored, masks=[("cell", mask)])  # a pair each: all its queries here right
-        correct, gid = q.array(), q.cluster_array()
-        ci_q = _interval(correct, gid, mean_statistic(), n_resamples, seed + i, alpha)
-        ci_p = _interval(correct, gid, group_accuracy_statistic(gid), n_resamples, seed + i, alpha)
+        ci_q = _interval(acc_q, q, n_resamples, seed)  # every cell the record's seed: the record's interval
+        ci_p = _interval(acc_p, p, n_resamples, seed)
         base = dict(zip(keys, vals, strict=True)) | {"n_queries": len(q.values), "n_groups": len(p.values)}
         rows.append(base | {"metric": "Acc_q", "value": 100 * float(np.mean(q.array())), "ci_low": ci_q[0],
-                            "ci_high": ci_q[1]})
+                            "ci_high": ci_q[1], "ci_method": ci_q[2]})
         rows.append(base | {"metric": "Acc_p", "value": 100 * float(np.mean(p.array())), "ci_low": ci_p[0],
-                            "ci_high": ci_p[1]})
-    out = pd.DataFrame(rows, columns=keys + ["metric", "value", "ci_low", "ci_high", "n_queries", "n_groups"])
+                            "ci_high": ci_p[1], "ci_method": ci_p[2]})
+    out = pd.DataFrame(rows, columns=keys + ["metric", "value", "ci_low", "ci_high", "n_queries", "n_groups",
+                                             "ci_method"])
     order = {"category": CATEGORY_ORDER, "language": LANGUAGE_ORDER}
     for key in keys:
         out[key] = pd.Categorical(out[key], [c for c in order[key] if c in set(out[key])])
-    out["ci_unit"] = "pair"  # intervals resample whole pairs (question_id groups), never single queries
+    out["ci_unit"] = "pair"  # what an interval counts: pairs (question_id groups), never single queries
     return out.sort_values(keys + ["metric"], ascending=[True] * len(keys) + [False]).reset_index(drop=True)
 
 
@@ -240,8 +238,8 @@ def results_long(scored, label: str = "ours", table: str = "Table 2a", *, n_resa
     both = pd.concat([per.astype({"category": str}), tot], ignore_index=True)
     return pd.DataFrame({"table": table, "row": label, "column": both["category"] + " " + both["metric"],
                          "value": both["value"].round(2), "ci_low": both["ci_low"].round(2),
-                         "ci_high": both["ci_high"].round(2), "n_queries": both["n_queries"],
-                         "n_groups": both["n_groups"]})
+                         "ci_high": both["ci_high"].round(2), "ci_method": both["ci_method"],
+                         "n_queries": both["n_queries"], "n_groups": both["n_groups"]})
 
 
 def table4_long(scored, *, n_resamples: int = 2000, seed: int = 0):
@@ -260,8 +258,8 @@ def table4_long(scored, *, n_resamples: int = 2000, seed: int = 0):
     acc = pair_accuracy(scored, None, categories=None, n_resamples=n_resamples, seed=seed)
     return pd.DataFrame({"table": "Table 4", "row": TABLE4_ROWS[setting], "column": "MUCAR " + acc["metric"],
                          "value": acc["value"].round(2), "ci_low": acc["ci_low"].round(2),
-                         "ci_high": acc["ci_high"].round(2), "n_queries": acc["n_queries"],
-                         "n_groups": acc["n_groups"], "setting": setting})
+                         "ci_high": acc["ci_high"].round(2), "ci_method": acc["ci_method"],
+                         "n_queries": acc["n_queries"], "n_groups": acc["n_groups"], "setting": setting})
 
 
 def settings_overall(runs: dict[str, Any], *, label: str | None = None,
@@ -448,7 +446,7 @@ METRICS = (
     Metric("Acc_q", "binary", column="correct", unit="query", cluster="group", cluster_unit="pair",
            key=("uid", "item_id"), where=in_scope, overall="Overall",
            card=OnCard(published=Published("Table 2a", {"Overall": "Overall Acc_q"}, n=TABLE2A_QUERIES),
-                       settings=("full",), note="intervals resample whole pairs", seed=1)),
+                       settings=("full",), note="intervals resample whole pairs")),
 )
 
 
