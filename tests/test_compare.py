@@ -378,7 +378,7 @@ def test_a_notebooks_model_path_is_no_run_to_compare(vague_runs, tmp_path):
     offline runs compare their evaluations (it made them "runs of different settings", nothing compared)."""
     import shutil
 
-    from vlamb_nb.compare import MODEL_PATH_FOLDER
+    from vlamb_nb.paths import MODEL_PATH_DIR as MODEL_PATH_FOLDER
 
     for run, store in (("r1", "a"), ("r2", "b")):
         for where in (f"model-{store}", f"{MODEL_PATH_FOLDER}/tiny"):
