@@ -208,7 +208,7 @@ def test_runs_of_different_data_or_settings_are_refused_unless_asked():
     both_samples = compare(_runs_with(sample, sample), n_resamples=B)
     assert any("generated sample" in n and "not a measurement" in n for n in both_samples.notes)
     limited = compare(_runs_with(RELEASE, {**RELEASE, "n_items": 100}), n_resamples=B)  # a limit: the same data
-    assert len(limited.pairs) == 1
+    assert len(limited.pairs) == 3  # Acc@0.5, @0.75 and @0.9: one pair each
     with pytest.raises(SettingError, match="different settings.*A has direct; B has cot"):
         compare(_runs_with(None, None, setting_b="cot"), n_resamples=B)
     with pytest.raises(DataError, match="nothing compared: refadv: no setting run by every model"):
@@ -438,7 +438,7 @@ def test_different_deviations_are_compared_and_listed_per_model():
     a.deviations = ["quantization: paper full/half precision weights; here 4bit [affects all]", "decoding: greedy"]
     b.deviations = ["decoding: greedy"]
     c = compare([a, b], n_resamples=B)
-    assert len(c.pairs) == 1
+    assert len(c.pairs) == 3  # Acc@0.5, @0.75, @0.9
     md = c.markdown()
     assert "- **A**: refadv/direct; own deviations: quantization" in md
     assert "- **B**: refadv/direct; own deviations: none" in md
@@ -636,7 +636,7 @@ def test_enough_items_and_clusters_are_not_named_as_few():
     c = compare([Run("A", "refadv", "direct", _refadv_frame(rng.integers(0, 2, 60).tolist(), few_images)),
                  Run("B", "refadv", "direct", _refadv_frame(rng.integers(0, 2, 60).tolist(), few_images))],
                 n_resamples=B)
-    assert [(f["n"], f["n_clusters"], f["ci_unit"]) for f in c.few] == [(60, 6, "image")]
+    assert [(f["n"], f["n_clusters"], f["ci_unit"]) for f in c.few] == [(60, 6, "image")] * 3  # each Acc@t
     assert "below 30 rows or 10 images" in c.few[0]["why"]
 
 
@@ -648,7 +648,8 @@ def test_a_run_frame_whose_every_item_failed_is_refused():
         compare([Run("A", "refadv", "direct", a), Run("B", "refadv", "direct", b)], n_resamples=B)
     some = a.assign(error=["", "backend_error: timeout", None])  # a failed item counts as wrong, as in the paper
     c = compare([Run("A", "refadv", "direct", a), Run("B", "refadv", "direct", some)], n_resamples=B)
-    assert c.values.set_index("model").loc["B", "value"] == pytest.approx(100 * 2 / 3)
+    acc = c.values[c.values["metric"] == "Acc@0.5"].set_index("model")
+    assert acc.loc["B", "value"] == pytest.approx(100 * 2 / 3)
 
 
 def test_a_store_of_two_runs_that_differ_only_in_decoding_is_refused_naming_both(vague_runs, tmp_path):

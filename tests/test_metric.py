@@ -372,3 +372,20 @@ def test_one_number_has_one_interval_in_the_record_the_card_and_compare():
     assert clustered.interval(cu)[2] == "bootstrap over images"
 
 
+
+
+def test_a_clustered_value_has_the_records_interval_in_compare_and_on_the_card():
+    """Resampled by image: compare's and the card's interval are the record's (the same draws), not their own."""
+    from vlamb_nb.record import value_of
+    from vlamb_nb.stats.common import Scores
+
+    m = Metric("Acc", cluster="image", cluster_unit="image", card=OnCard())
+    rng = np.random.default_rng(3)
+    run = pd.DataFrame({"item_id": [f"i{k}" for k in range(40)], "image": [f"im{k // 4}" for k in range(40)],
+                        "correct": rng.random(40) < 0.6})
+    (u,) = m.unit_sets(run, slices=False)
+    rec = value_of(m, u)
+    sc = Scores(metric=m, slice="overall", values=[u.array()], clusters=u.cluster_array(), ci_unit="image")
+    assert tuple(round(x, 2) for x in sc.interval(0, np.zeros((5, 40)))) == (rec.ci_low, rec.ci_high)
+    (card,) = headlines("p", [m], {"x": run}, cells=lambda t: pd.DataFrame(), n_resamples=B, seed=7)
+    assert (round(card.ci_low, 2), round(card.ci_high, 2)) == (rec.ci_low, rec.ci_high)

@@ -714,7 +714,7 @@ def metric_values(metrics: Sequence[Any], scored: Any, *, n_resamples: int = 100
     return values, per_row, notes, units
 
 
-def value_of(m: Any, u: Any, *, n_resamples: int = 1000, seed: int = 0) -> MetricValue:
+def value_of(m: Any, u: Any, *, n_resamples: int = 1000, seed: int = 0) -> MetricValue:  # = INTERVAL_*
     """One metric's value on one of its unit sets, with its interval (the metric's one rule,
     :meth:`~vlamb_nb.stats.metric.Metric.interval`): the record's numbers, recomputable from the record's own
     unit sets."""

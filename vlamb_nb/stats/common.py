@@ -42,9 +42,10 @@ class Scores:
     keys: tuple[str, ...] = ()
     members: tuple[tuple[str, ...], ...] | None = None
 
-    def interval(self, i: int, draws: np.ndarray) -> tuple[float, float]:
+    def interval(self, i: int, draws: np.ndarray | None = None) -> tuple[float, float]:
         """Run ``i``'s value interval on these units (percent): the metric's one rule
-        (:meth:`~vlamb_nb.stats.metric.Metric.interval`), as its record and card give it."""
+        (:meth:`~vlamb_nb.stats.metric.Metric.interval`, with the record's resamples), as its record and card give
+        it; ``draws`` (the comparison's, which its ranks use) are not what the interval is read from."""
         from vlamb_nb.stats.metric import Units
 
         v = self.values[i]
@@ -52,7 +53,7 @@ class Scores:
                       gold=None if self.gold is None else tuple(int(g) for g in self.gold),
                       clusters=None if self.clusters is None else tuple(str(c) for c in self.clusters),
                       ci_unit=self.ci_unit)
-        lo, hi, _ = self.metric.interval(units, draws)
+        lo, hi, _ = self.metric.interval(units)  # the record's draws, not the comparison's: one interval per number
         return lo, hi
 
     @property

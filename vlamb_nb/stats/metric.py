@@ -35,6 +35,10 @@ import numpy as np
 from vlamb_nb.errors import DataError
 
 Kind = Literal["binary", "all_correct", "share", "mean", "macro_f1"]
+#: the resamples and seed of every value's interval (:meth:`Metric.interval`): the run record's, so the card and
+#: ``compare`` give the record's interval for the same units
+INTERVAL_RESAMPLES, INTERVAL_SEED = 1000, 0
+
 KINDS: tuple[str, ...] = ("binary", "all_correct", "share", "mean", "macro_f1")
 #: kinds whose per-unit values are 0/1 outcomes (a paired difference is tested with McNemar)
 ZERO_ONE: tuple[str, ...] = ("binary", "all_correct")
@@ -272,12 +276,13 @@ class Metric:
         """The metric's point value (percent) on one of its unit sets."""
         return point_of(self.kind, units)
 
-    def interval(self, units: Units, draws: Any = None, *, n_resamples: int = 1000,
-                 seed: int = 0) -> tuple[float, float, str]:
+    def interval(self, units: Units, draws: Any = None, *, n_resamples: int = INTERVAL_RESAMPLES,
+                 seed: int = INTERVAL_SEED) -> tuple[float, float, str]:
         """The value's 95% interval (percent) and how it was drawn: the one rule of the record, the card,
         ``compare`` and the notebooks. A share of 0/1 units resampled alone is Wilson's (a percentile bootstrap
         collapses to [0, 0] at 0 of 3 and under-covers at small n); anything else is the percentile interval of
-        the (cluster) bootstrap ``draws`` (drawn here when not given). NaN where fewer than two units."""
+        the (cluster) bootstrap ``draws``, drawn here when not given, with the record's resamples and seed, so the
+        same units give the same interval in every view. NaN where fewer than two units."""
         v = units.array()
         if len(v) < 2:
             return math.nan, math.nan, ""
@@ -499,7 +504,7 @@ def headlines(paper: str, metrics: Any, runs: Any, *, cells: Callable[[str], Any
                     stat=m.statistic(u.array(), u.gold_array()), n_rows=len(u.values), clusters=u.cluster_array(),
                     published=comps, unit=m.unit, ci_unit=u.ci_unit, higher_is_better=m.higher_is_better,
                     setting=setting, n_resamples=n_resamples, seed=seed + i + m.card.seed, note=note,
-                    interval=lambda draws, u=u, m=m: m.interval(u, draws)))
+                    interval=lambda draws, u=u, m=m: m.interval(u)))  # the record's interval; ranks: the draws
     return out
 
 
