@@ -317,7 +317,8 @@ def _has_train(train: Any) -> bool:
 
 def evaluate_settings(model: Any, items, settings: list[str], *, store_dir: Any, scorer: Any, params: Any = None,
                       train: Any = None, limit: int | None = None, progress: bool = True) -> dict[str, Any]:
-    """Each setting run on the same items into its own store (a rerun resumes) and scored: ``{setting: scored}``.
+    """Each setting run on the same items into its own store under ``store_dir`` (a rerun resumes; None: no store)
+    and scored: ``{setting: scored}``.
     ``few_shot`` draws its shots from ``train``; ``params`` None: the paper's decoding."""
     from vlamb_nb.benchmarks.vflute.benchmark import BENCHMARK
 
@@ -326,8 +327,9 @@ def evaluate_settings(model: Any, items, settings: list[str], *, store_dir: Any,
         extra = {"train": train} if s == "few_shot" else {}
         if params is not None:
             extra["params"] = params
-        runs[s] = BENCHMARK.evaluate(model, items, s, store=BENCHMARK.store_path(store_dir, model.info, s),
-                                     limit=limit, scorer=scorer, progress=progress, **extra)
+        store = BENCHMARK.store_path(store_dir, model.info, s) if store_dir is not None else None
+        runs[s] = BENCHMARK.evaluate(model, items, s, store=store, limit=limit, scorer=scorer, progress=progress,
+                                     **extra)
     return runs
 
 
@@ -564,7 +566,8 @@ def random_baseline_finding(comparison) -> Any:
         why = str(plug.get("flag", "")).split(";")[0]
         return Finding(f"On these {n} items the uniform guesser's expected macro-F1 is {plug['ours']:.2f} (plug-in) "
                        f"and {exact['ours']:.2f} (exact); the printed 49.82 is the expectation on the released "
-                       f"test split's label mix, so this is {why}.", None, value=float(plug["ours"]), n=n)
+                       f"test split's label mix (`vlamb-nb data fetch vflute` brings it), so this is {why}.", None,
+                       value=float(plug["ours"]), n=n)
     matched = [name for name, x in (("the plug-in value", plug), ("the exact expectation", exact)) if bool(x["match"])]
     text = (f"On the label mix of these {n} items the plug-in value is {plug['ours']:.2f} and the exact expectation "
             f"{exact['ours']:.2f}, against the printed {plug['paper']:.2f}: "
