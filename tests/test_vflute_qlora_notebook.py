@@ -24,6 +24,12 @@ def test_notebook_defaults(notebook_runs):
     row = res["ours_table4"][0]
     assert 0 <= row["F1@0"] <= 100
     assert [r["column"] for r in res["paper_vs_ours"]] == ["F1@0", "F1@53", "F1@60"]
+    # the adapter's numbers carry its own name and are never matched with the paper's LLaVA-7B → VF
+    assert all(r["match"] is None and r["model"].startswith("tiny:qwen2_5_vl+adapter@") for r in res["paper_vs_ours"])
+    assert all(r["row"] == "LLaVA-7B → VF" for r in res["paper_vs_ours"])
+    assert res["training_finding"]["holds"] is True and res["reload_finding"]["holds"] is True
+    assert "measure nothing" in res["adapter_finding"]["text"]
+    assert not [d for d in res["deviations"] if d["paper"] == d["ours"].split(" ")[0]]  # no "paper paper"
     assert (run.figures / "demo" / "loss_curve.png").is_file()
     assert {"learning rate", "batch size", "max_new_tokens", "num_beams"} <= whats  # offline profile values
     assert (run.work / "adapter" / "adapter_model.safetensors").is_file()

@@ -121,11 +121,11 @@ PAPER_ROWS: dict[str, dict[str, tuple[str, str]]] = {
 
 
 def _paper_key(model_id: str) -> str:
-    name = str(model_id).strip()
-    for prefix in ("openai:", "hf:", "hub:"):
-        if name.startswith(prefix):
-            name = name[len(prefix):]
-    return name.lower()
+    """A model's name as :data:`PAPER_ROWS` keys it: what its spec names (a served model's name, a hub id)."""
+    from vlamb_nb.models.spec import ModelSpec
+
+    text = str(model_id).strip()
+    return (ModelSpec.parse(text).name if text else text).lower()
 
 
 def paper_rows_of(model_id: str) -> dict[str, tuple[str, str]]:
@@ -641,6 +641,7 @@ def adapter_finding(scored, model: Any) -> Any:
     tiny random base, that it measures nothing."""
     from vlamb_nb.benchmarks.vflute.score import f1_metric
     from vlamb_nb.findings import Finding, value_text
+    from vlamb_nb.models.spec import ModelSpec
 
     model_id = str(getattr(getattr(model, "info", None), "model_id", model))
     n = len(scored)
@@ -651,7 +652,7 @@ def adapter_finding(scored, model: Any) -> Any:
     lo, hi, how = m.interval(u)
     text = (f"{model_id} answered {n - failed} of {n} test items; the official parser read a label from {read} of "
             f"{n}; F1@0 is {value_text(m.value_of(u), lo, hi, method=how.split(',')[0] or None, n=n)}.")
-    if model_id.startswith("tiny:"):
+    if model_id.strip() and ModelSpec.parse(model_id).kind == "tiny":
         text += (" Its base is a tiny random checkpoint trained for a few steps, so its answers measure nothing: "
                  "this shows the trained adapter going through the official evaluation.")
     return Finding(text, n > failed, value=m.value_of(u), ci_low=lo, ci_high=hi, n=n)
