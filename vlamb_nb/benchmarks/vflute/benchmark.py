@@ -26,7 +26,14 @@ import vlamb_nb.benchmarks.vflute.prompts as prompts
 import vlamb_nb.benchmarks.vflute.score as S
 from vlamb_nb.benchmarks.base import ANSWER, Asked, Benchmark, RunContext, Turn
 from vlamb_nb.benchmarks.vflute.data import HUB_ID, data_stats, item_image, load_items, write_sample
-from vlamb_nb.benchmarks.vflute.parse import filled, parse_answer, with_scene_graphs
+from vlamb_nb.benchmarks.vflute.parse import (
+    SCRIPTED_ACCURACY,
+    SCRIPTED_ERRORS,
+    filled,
+    parse_answer,
+    scripted_reply,
+    with_scene_graphs,
+)
 from vlamb_nb.benchmarks.vflute.prompts import (
     PAPER_DECODING,
     answer_requests,
@@ -57,6 +64,12 @@ class VFlute(Benchmark):
     tables = staticmethod(S.tables)
     comparison_rows = staticmethod(S.comparison_rows)
     metrics = S.METRICS
+    offline_score_options = {"scorer": "minilm"}  # the offline notebook's labelled substitute explanation scorer
+    scripted_accuracy = SCRIPTED_ACCURACY
+    scripted_errors = SCRIPTED_ERRORS
+
+    def scripted_reply(self, request: Request, s: Any) -> str:
+        return scripted_reply(request, s)
 
     def load(self, source: str | os.PathLike | None = None, *, split: str = "test",
              image_root: str | None = None, token_env: str = "HF_TOKEN", **kwargs: Any):

@@ -176,3 +176,68 @@ def filled(predictions):
         predictions["explanation_pred"] = ""
     predictions["explanation_pred"] = predictions["explanation_pred"].fillna("")
     return predictions
+
+
+# -- the scripted stand-in's replies (the inverse of the reading above) --------------------------------------
+#: the scripted chance of a right label per setting, in the paper's order (Table 4): the image helps (VF 72.78
+#: against −Image 64.77, p < 0.002), scene graphs help the label (LLaVA-ZS-7B 45.44 → 52.94, 34B 55.60 → 58.08) and
+#: five shots help (Gemini 53.70 → 67.25, Claude 56.07 → 67.79, GPT-4 64.00 → 69.36). The gaps are wider than the
+#: paper's so that paired tests on 60 items can tell them apart: the stand-in shows the tests working, not the sizes
+SCRIPTED_ACCURACY = {"hypothesis_only": 0.45, "zero_shot": 0.65, "scene_graph": 0.85, "few_shot": 0.95}
+#: the share of right labels given with a poor explanation (one the explanation score rejects at 0.6): most with
+#: scene graphs, whose explanations dwell on the graph (§5: incomplete reasoning), so F1@60 falls where F1@0 rises
+#: (Table 4: LLaVA-ZS-7B 18.38 → 14.86, 34B 31.83 → 26.77); fewest with shots (GPT-4 38.56 → 49.81)
+SCRIPTED_POOR_SHARE = {"hypothesis_only": 0.3, "zero_shot": 0.3, "scene_graph": 0.75, "few_shot": 0.2}
+#: the errors the label can have: the other label, or a reply the official rules read no label from ("neither")
+SCRIPTED_ERRORS = ("wrong label", "unparseable")
+#: poor explanations, one per error type of §5's taxonomy the paper finds most (hallucination, unsound and
+#: incomplete reasoning); each scores at most 0.6 against any V-FLUTE reference under the offline substitute scorer
+POOR_EXPLANATIONS = (
+    ("hallucination", "The image depicts a person standing in front of a plain wall with nothing else in view."),
+    ("unsound reasoning", "The picture has a blue background, and anything shown on blue is always calm, so "
+                          "whatever happens in it must agree with what is said."),
+    ("incomplete reasoning", "The image shows several things next to each other, and the claim names things too."),
+)
+#: the scene-graph setting's poor explanation: it describes the graph, not the figurative meaning (§5)
+SG_POOR_EXPLANATION = ("incomplete reasoning", "The scene graph shows the objects and their attributes; nothing in "
+                                               "the scene graph addresses what the claim means.")
+UNPARSEABLE_REPLY = "The image and the claim could be read either way; neither label fits without more context."
+
+
+def scripted_poor(s: Any) -> tuple[str, str] | None:
+    """The poor explanation a right label gets (its error type and text), or None for a good one: drawn from the
+    stand-in's detail draw ``s.u`` at the setting's :data:`SCRIPTED_POOR_SHARE`."""
+    share = SCRIPTED_POOR_SHARE.get(s.setting, 0.0)
+    if not s.right or s.u >= share:
+        return None
+    if s.setting == "scene_graph":
+        return SG_POOR_EXPLANATION
+    return POOR_EXPLANATIONS[min(int(s.u / share * len(POOR_EXPLANATIONS)), len(POOR_EXPLANATIONS) - 1)]
+
+
+def scripted_scene_graph(claim: str) -> str:
+    """A scene graph in JSON (the compositional CoT's first turn), its objects the claim's longer words."""
+    import json
+
+    words = [w.strip(".,!?\"'#:;()").lower() for w in str(claim).split()]
+    objects = list(dict.fromkeys(w for w in words if len(w) > 3))[:3] or ["scene"]
+    return json.dumps({"objects": objects, "attributes": {o: ["depicted"] for o in objects},
+                       "relationships": [[objects[0], "next_to", o] for o in objects[1:]]})
+
+
+def scripted_reply(request: Any, s: Any) -> str:
+    """A scripted stand-in's reply (:meth:`Benchmark.scripted_reply`) in the official fine-tuning target's form,
+    ``"{explanation}\\nLABEL: {label}"``, which the official extraction reads by its ``LABEL:`` rule: a scene graph
+    for the scene-graph turn; a right label with the gold explanation, or with a poor one (:func:`scripted_poor`);
+    the other label (``wrong label``); or a hedge the official rules read no label from (``unparseable``)."""
+    if (request.meta or {}).get("step") == "scene_graph":
+        return scripted_scene_graph(s.item.get("claim", ""))
+    if s.outcome == "unparseable":
+        return UNPARSEABLE_REPLY
+    gold = 1 if int(s.item["label_true"]) == 1 else 0
+    if s.right:
+        poor = scripted_poor(s)
+        explanation = str(s.item.get("explanation") or "").strip() if poor is None else poor[1]
+        return f"{explanation}\nLABEL: {LABEL_NAMES[gold]}"
+    said = "does not show" if gold == 1 else "shows"
+    return f"Read literally, the image {said} what the claim states.\nLABEL: {LABEL_NAMES[1 - gold]}"
