@@ -528,7 +528,8 @@ class Benchmark(ABC):
         given = self.scripted_accuracy if accuracy is None else accuracy
         table = dict(given) if isinstance(given, Mapping) else {"*": given}
         default = table.get("*", 0.7)
-        out = {st: float(table.get(st, default)) for st in self.settings}
+        base_of = {v: b for b, variants in self.prompt_variants.items() for v in variants}  # a variant: its base's
+        out = {st: float(table.get(st, table.get(base_of.get(st, ""), default))) for st in self.settings}
         bad = {k: v for k, v in out.items() if not 0.0 <= v <= 1.0}
         if bad:
             raise SettingError(f"{self.name}: a scripted accuracy is a chance in [0, 1], got {bad}")

@@ -62,8 +62,7 @@ class Mucar(Benchmark):
     metrics = S.METRICS
     make_sample = staticmethod(make_sample)
     judge_report = staticmethod(judge_report)  # answers read again by the CODIS-prompt judge, as the paper's GPT-4o
-    # the scripted stand-in: a pair right at its setting's chance, so Acc_p recovers it; verdicts for the judge too
-    scripted_accuracy, scripted_errors, scripted_metric = SCRIPTED_ACCURACY, SCRIPTED_ERRORS, "Acc_p"
+    scripted_accuracy, scripted_errors, scripted_metric = SCRIPTED_ACCURACY, SCRIPTED_ERRORS, "Acc_p"  # per pair
     scripted_reply = staticmethod(scripted_reply)
     scripted_unit = staticmethod(lambda item: str(item["group"]))  # a pair: all its queries right, or not
 

@@ -189,8 +189,8 @@ def data_finding(data: Any) -> Any:
     if data["release_kind"] != "release":
         missing = not_shown("the statistics of the released data (Table 5, the quirks, the audit's release checks, "
                             "the published intervals)", "the released data-all.json", FETCH)
-        return Finding(f"{pipeline} {missing.text} With it, they are computed on its 1,278 queries; below, the "
-                       "generated sample stands in where a sample can show them.", None)
+        return Finding(f"{pipeline} Not shown here: {missing.text} With it, they are computed on its 1,278 queries; "
+                       "below, the generated sample stands in where a sample can show them.", None)
     return Finding(f"Statistics and the audit are computed on the released data-all.json ({_size(data['release'])})."
                    f" {pipeline}", True)
 
