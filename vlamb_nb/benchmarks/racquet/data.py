@@ -644,6 +644,7 @@ def test_sets(items=None) -> dict[str, Any]:
         out[name] = TestSet(name, n, "question", sizes, "images", origin, note)
     out["humans"] = TestSet("humans", 100, "response", (4,) * 25, "items", "declared",
                             "§4.2: 25 items answered by four participants")
+    return out
 
 
 # -- §5's control and Fig. 14 on cropped MSCOCO images (not released) ------------------------------------------------
