@@ -273,7 +273,7 @@ def test_two_reproductions_started_in_the_same_second_keep_both_runs(tmp_path):
     procs = [_reproduce(nbs, "vague", "--runs-dir", str(runs), same_second=True) for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
-    folders = sorted(p.name for p in runs.iterdir())
+    folders = sorted(p.name for p in runs.iterdir() if not p.is_symlink())  # runs/latest and runs/previous: links
     assert folders == ["20260101-000000", "20260101-000000-2"]
     pages = {out.strip().splitlines()[-1] for out, _ in outs}  # each names its own page
     assert pages == {str((runs / f / "report.html").resolve()) for f in folders}

@@ -14,8 +14,10 @@ def test_refadv_notebook_defaults(notebook_runs):
     assert all(r["n"] > 0 for r in res["pipeline_ablation"])
     assert any(d["what"] == "quantization" for d in res["deviations"])
     som = {r["row"]: r for r in res["som_vs_table6"]}  # set-of-mark runs beside Table 6's SoM rows
-    assert som["paper | GPT-4o (CoT)"]["Acc@0.5"] == 63.7 and {"ours | direct", "ours | cot"} <= set(som)
-    assert som["ours | direct"]["proposals"] == "release boxes" and som["ours | direct"]["n"] > 0
+    ours = {f"scripted stand-in (seed 0) | {s}" for s in ("direct", "cot")}  # named by the model that answered
+    assert som["paper | GPT-4o (CoT)"]["Acc@0.5"] == 63.7 and ours <= set(som)
+    mine = som["scripted stand-in (seed 0) | direct"]
+    assert mine["proposals"] == "release boxes" and mine["n"] > 0 and mine["Acc@0.5"] > 0  # the stand-in hits marks
     short = next(d for d in res["deviations"] if d["what"] == "max_new_tokens")
     assert short["paper"] == "1024" and short["ours"] == "8 (offline profile)"
     figs = run.figures

@@ -358,9 +358,8 @@ def vflute_runs(tmp_path_factory):
     folder = bench.make_sample(tmp_path_factory.mktemp("vflute") / "sample", n=60, seed=0)
     items = bench.load(folder)
     model = bench.scripted_stand_in(items, seed=0)
-    variants = {v for vs in bench.prompt_variants.values() for v in vs}  # the paper's settings, not its rewordings
-    runs = report.evaluate_settings(model, items, [s for s in bench.settings if s not in variants], store_dir=None,
-                                    scorer="minilm", train=folder, progress=False)
+    runs = report.evaluate_settings(model, items, list(bench.paper_settings), store_dir=None, scorer="minilm",
+                                    train=folder, progress=False)
     return bench, model, runs
 
 
@@ -440,3 +439,13 @@ def test_vflute_scripted_replies_parse_as_designed_on_every_released_item(shared
             for u in (0.05, 0.95):
                 got = parse_output(scripted_reply(req, Scripted(item, outcome, right, "zero_shot", u)))
                 assert got["label_pred"] == want, (item["id"], outcome, got)
+
+
+def test_refadv_set_of_mark_requests_get_a_mark_the_mark_reader_takes(tmp_path):
+    """A set-of-mark request (the release's own boxes as marks) is answered with the mark over the target when the
+    outcome is right, another mark when wrong: the hit rate recovers the scripted chance."""
+    bench, items = _items("refadv", tmp_path, 60)
+    run = bench.evaluate(bench.scripted_stand_in(items, seed=0), items, "direct", proposals="release", progress=False)
+    value, lo, hi, target = _recovered(bench, run, "direct")
+    assert 0 < value < 100 and lo <= target <= hi, (value, lo, hi, target)
+    assert (run["parse_error"] == "no_mark_found").any()  # the unparseable outcome names no mark

@@ -213,6 +213,13 @@ class Benchmark(ABC):
     #: terms), which :mod:`vlamb_nb.sensitivity` compares across the settings
     prompt_variants: dict[str, dict[str, str]] = {}
 
+    @property
+    def paper_settings(self) -> tuple[str, ...]:
+        """The settings the paper ran: every setting but the prompt-sensitivity variants (:attr:`prompt_variants`),
+        what a notebook's ``settings="all"`` means."""
+        variants = {v for vs in self.prompt_variants.values() for v in vs}
+        return tuple(s for s in self.settings if s not in variants)
+
     # -- the pipeline ------------------------------------------------------------------------------
     @abstractmethod
     def load(self, source: str | os.PathLike | None = None, **kwargs: Any):

@@ -114,6 +114,8 @@ def reading_problems(nb: dict[str, Any]) -> list[str]:
     and a recorded comparison that counts a stand-in's number as a match with the paper's."""
     import re
 
+    from vlamb_nb.plots import FIGURE_MIME
+
     out: list[str] = []
     heading, code_cells, shown = "(before the first heading)", 0, False
 
@@ -146,7 +148,8 @@ def reading_problems(nb: dict[str, Any]) -> list[str]:
                 if re.search(r"\b0%\|", plain):
                     out.append(f"section {heading!r}: a progress widget saved at 0% ({plain.strip()[:60]})")
                 continue
-            if text.strip() or any(str(data.get(k) or "").strip() for k in _VISIBLE):
+            # a saved figure is shown: inline where the kernel draws (a headless backend draws none) and on the page
+            if text.strip() or any(str(data.get(k) or "").strip() for k in _VISIBLE) or FIGURE_MIME in data:
                 shown = True
             if RESULTS_MIME in data:
                 payload = data[RESULTS_MIME]

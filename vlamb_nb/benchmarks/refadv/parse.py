@@ -498,6 +498,24 @@ def _scripted_box(s: Any) -> list[float]:
     return [round(min(max(v, 0.0), lim), 1) for v, lim in zip(box, (w_img, h_img, w_img, h_img), strict=True)]
 
 
+def _scripted_mark(s: Any, marks: list[Any], *, cot: bool) -> str:
+    """A set-of-mark reply: the mark whose box overlaps the gold most when right (and the repair turn's hit when
+    repaired), another mark for a miss, no mark for ``unparseable``."""
+    gold = [float(v) for v in s.item["gt_xyxy"]]
+    overlaps = [boxes.iou([float(v) for v in b], gold) for b in marks]
+    best = max(range(len(marks)), key=overlaps.__getitem__) + 1
+    if s.outcome == "unparseable":
+        return "I cannot tell which mark it is."
+    if s.right:
+        mark = best
+    else:  # another mark than the target's: one that misses it (IoU under 0.5), when there is one
+        others = [k + 1 for k in range(len(marks)) if k + 1 != best and overlaps[k] < 0.5]
+        mark = others[min(int(s.u * len(others)), len(others) - 1)] if others else None
+        if mark is None:  # every mark holds the target: no wrong mark to give
+            return "None of the marks fits the description."
+    return (f"Comparing the marked regions with the description.\nMark: {mark}" if cot else str(mark))
+
+
 def scripted_reply(request: Any, s: Any) -> str:
     """A scripted stand-in's reply (:meth:`Benchmark.scripted_reply`) in the official JSON the official parser reads
     (absolute pixels: the official grounding style a scripted model is read with): a hit, a near miss, the wrong
@@ -515,6 +533,9 @@ def scripted_reply(request: Any, s: Any) -> str:
         drop = gone.group(1) if gone else ""
         return " ".join(w for w in expression.split() if w.strip(",.") != drop) or expression
     depth = sum(1 for m in request.messages if m.get("role") == "assistant")
+    marks = (request.meta or {}).get("som_boxes")
+    if marks:  # set-of-mark: the mark over the target (right), another mark (wrong), or none
+        return _scripted_mark(s, marks, cot="Think first" in text)
     if s.outcome == "unparseable" or (s.outcome == "repaired" and depth == 0):
         return "The object described is near the middle of the picture." if depth == 0 else "I cannot tell which one."
     box = _scripted_box(s)

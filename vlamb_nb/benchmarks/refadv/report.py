@@ -566,7 +566,8 @@ def som_table(runs: dict[str, Any], *, n_resamples: int = 1000, seed: int = 0):
                   if v.whole}
         a50 = values["Acc@0.5"]
         rec = som.recall(sc)
-        rows.append({"row": f"ours | {setting}", "proposals": ", ".join(sorted(set(map(str, sc["proposals"])))),
+        who = str(sc["model"].iloc[0]) if "model" in sc.columns and len(sc) else "ours"  # never the paper's name
+        rows.append({"row": f"{who} | {setting}", "proposals": ", ".join(sorted(set(map(str, sc["proposals"])))),
                      "n": len(sc), "Acc@0.5": a50.value, "ci_low": a50.ci_low, "ci_high": a50.ci_high,
                      "Acc@0.75": values["Acc@0.75"].value, "Acc@0.9": values["Acc@0.9"].value,
                      "proposal recall @0.5": round(rec["proposal_recall"], 1),
