@@ -7,6 +7,7 @@ The browser half (the pages load from file:// with no console error and no broke
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 from html.parser import HTMLParser
@@ -534,11 +535,49 @@ def test_the_comparison_page_puts_the_model_first_exports_its_tables_and_has_pro
     page = Page(text)
     links = {(a["data-table"], a["data-export"]) for t, a in page.elements if t == "a" and a.get("data-export")}
     assert links == {(n, k) for n in ("comparison-values", "comparison-paired-differences", "comparison-models",
-                                      "provenance-data") for k in ("csv", "tex")}
+                                      "comparison-acc-0.5-by-slice-refadv-direct", "provenance-data",
+                                      "provenance-compared-files") for k in ("csv", "tex")}
     for name, kind in links:
         assert (tmp_path / "out" / "tables" / f"{name}.{kind}").is_file()
     prov = " ".join(re.sub(r"<[^>]+>", " ", text[text.index('<section id="provenance"'):]).split())
     assert "vlamb_nb version" in prov and "Python" in prov and "refadv" in prov
+    # every compared file by its sha256, as read
+    for f in files:
+        assert f"{f.name} {f.stat().st_size} {hashlib.sha256(f.read_bytes()).hexdigest()}" in prov
+
+
+def test_a_comparisons_csv_files_hold_numbers_in_columns_of_their_own(tmp_path):
+    """``comparison-values.csv`` and the pairs' CSV carry each number in its own column (value, ci_low, ci_high,
+    n, p, the discordant split), never display text such as "23.8 [20.9, 26.8]", "1142 rows" or "<0.001"; the
+    per-slice table's CSV has value, interval and n per slice."""
+    import csv
+    import io
+
+    from vlamb_nb.compare import compare
+
+    files = official_runs(tmp_path / "runs", {"a": set(range(30)), "b": set(range(5, 40))})
+    c = compare(files, n_resamples=200, title="two")
+    c.save(tmp_path / "out")
+    tables = tmp_path / "out" / "tables"
+    values = list(csv.DictReader(io.StringIO((tables / "comparison-values.csv").read_text(encoding="utf-8"))))
+    assert len(values) == len(c.values)
+    for row, want in zip(values, c.values.to_dict(orient="records"), strict=True):
+        assert float(row["value"]) == pytest.approx(want["value"])
+        assert float(row["ci_low"]) == pytest.approx(want["ci_low"]) and float(row["ci_high"]) == pytest.approx(
+            want["ci_high"])
+        assert int(row["n"]) == want["n"] and row["unit"] == "row"
+    pairs = list(csv.DictReader(io.StringIO((tables / "comparison-paired-differences.csv").read_text(
+        encoding="utf-8"))))
+    for row, want in zip(pairs, c.pairs.to_dict(orient="records"), strict=True):
+        assert float(row["p"]) == pytest.approx(want["p"]) and float(row["p_adjusted"]) == pytest.approx(
+            want["p_adjusted"])
+        assert int(row["discordant_a_only"]) == want["discordant_a_only"]
+        assert int(row["discordant_b_only"]) == want["discordant_b_only"]
+        assert float(row["diff"]) == pytest.approx(want["diff"])
+    by_slice = list(csv.reader(io.StringIO((tables / "comparison-acc-0.5-by-slice-refadv-direct.csv").read_text(
+        encoding="utf-8"))))
+    assert by_slice[0][:5] == ["model", "overall value", "overall ci_low", "overall ci_high", "overall n"]
+    assert {r[0] for r in by_slice[1:]} == {"a", "b"} and all(float(x) >= 0 for x in by_slice[1][1:])
 
 
 def test_save_figure_records_what_the_figure_shows_and_the_page_says_it_as_alt_text(tmp_path):

@@ -148,8 +148,10 @@ def test_an_image_that_cannot_be_read_is_counted_and_named(runs):
     row = next(r for r in view.rows if r["k"] == first)
     assert row["i"] is None and all(r["i"] is not None for r in view.rows if r["k"] != first)
     # the item's request could not be built (its image), and its own image could not be read: both said, counted
-    assert any(n.startswith("refadv direct: 1 item(s) whose request could not be rebuilt") for n in view.notes)
+    assert any(n.startswith("refadv direct: 1 item(s) show their own text, not the prompt the model saw: the run "
+                            "did not record it, and it could not be rebuilt") for n in view.notes), view.notes
     assert any(n.startswith("1 image(s) could not be read") for n in view.notes), view.notes
+    assert not any(re.search(r"\b[A-Z]\w*(Error|Exception)\b", n) for n in view.notes), view.notes  # plain words
     assert row["q"]  # its prompt from its own columns
 
 

@@ -702,7 +702,9 @@ def write_report(runs: list[NotebookRun], run_dir: Path, *, params: dict[str, An
     try:
         report_card.save(card, directory=fig_dir)
     except Exception as e:  # noqa: BLE001 - a figure that cannot be drawn must not lose the report
-        card_figure_error = f"{type(e).__name__}: {e}"
+        from vlamb_nb.errors import reason
+
+        card_figure_error = reason(e)
     else:
         card_figure_error = None
     view = run_view.build(results, run_dir, place_figures(results, fig_dir, run_dir))  # both pages render it
@@ -793,4 +795,6 @@ def scored_runs(run_dir: Path) -> tuple[list[Any], str | None]:
             return [], None
         return [], str(e)
     except Exception as e:  # noqa: BLE001 - the report must be written whatever the stores hold
-        return [], f"{type(e).__name__}: {e}"
+        from vlamb_nb.errors import reason
+
+        return [], reason(e)
