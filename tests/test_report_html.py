@@ -596,3 +596,75 @@ def test_save_figure_records_what_the_figure_shows_and_the_page_says_it_as_alt_t
     assert log[0]["title"] == "Acc by count" and "title" not in log[1]  # recorded only where there is one
     alt = Figure("refadv/demo/acc_by_count", title="Acc by count", table="slices").alt()
     assert alt == "refadv figure: Acc by count (for the table slices) — pipeline demo, not a result"
+
+
+#: model names a spreadsheet would run as a formula, and text plain pdflatex cannot set as it is
+FORMULAS = ["=HYPERLINK(\"http://x\",\"a\")", "+SUM(1,2)", "-2+3", "@cmd", "\tTAB"]
+UNSET = ["✓ Δ Москва", "[0.5] opens with a bracket", "通义千问-VL"]
+
+
+def test_csv_cells_a_spreadsheet_would_run_open_as_text_and_numbers_stay_numbers(tmp_path):
+    """Every CSV a page exports (a comparison's tables, its provenance, an awkward run's tables) has each cell
+    that opens with = + - @ (or a tab, a carriage return) neutralised with an apostrophe, as spreadsheet software
+    expects; a negative number stays a number."""
+    import csv
+    import io
+
+    from vlamb_nb.compare import compare
+    from vlamb_nb.report_html import csv_cell
+
+    assert [csv_cell(v) for v in ("=1+1", "+x", "-x", "@x", "\tx", "\rx", "-5.4", -5.4, "1e-3", "a=b")] == \
+        ["'=1+1", "'+x", "'-x", "'@x", "'\tx", "'\rx", "-5.4", "-5.4", "1e-3", "a=b"]
+    files = official_runs(tmp_path / "runs", {name: set(range(k, 30 + k)) for k, name in enumerate(FORMULAS)})
+    c = compare(files, n_resamples=200, title="=1+1")
+    c.save(tmp_path / "out")
+    seen = 0
+    for f in sorted((tmp_path / "out" / "tables").glob("*.csv")):
+        for row in csv.reader(io.StringIO(f.read_text(encoding="utf-8"))):
+            for cell in row:
+                seen += cell.lstrip("'") in FORMULAS
+                assert not cell.startswith(("=", "+", "@", "\t", "\r")), (f.name, cell)
+                assert not cell.startswith("-") or re.fullmatch(r"-\d+(\.\d+)?(e-?\d+)?", cell), (f.name, cell)
+    assert seen >= 3 * len(FORMULAS)  # the names are there, as text: values, pairs, models, per slice, files
+    values = list(csv.DictReader(io.StringIO((tmp_path / "out" / "tables" / "comparison-paired-differences.csv")
+                                             .read_text(encoding="utf-8"))))
+    assert any(float(r["diff"]) < 0 for r in values)  # a negative difference is a number, never neutralised
+
+
+def _compiles(tex: str, folder: Path) -> tuple[bool, str]:
+    """Whether ``tex`` (a booktabs tabular) compiles in a plain pdflatex document; the log's first error."""
+    import subprocess
+
+    doc = folder / "table.tex"
+    doc.write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n" + tex
+                   + "\n\\end{document}\n", encoding="utf-8")
+    out = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=folder,
+                         capture_output=True, text=True, timeout=120)
+    first = next((ln for ln in out.stdout.splitlines() if ln.startswith("!")), "")
+    return out.returncode == 0 and (folder / "table.pdf").is_file(), first
+
+
+def test_every_latex_table_compiles_with_plain_pdflatex(tmp_path, awkward):
+    """Each table's LaTeX compiles in a plain pdflatex document with booktabs, whatever its text: ✓, Δ, Cyrillic,
+    Chinese, a row that opens with ``[`` (never read as ``\\\\[length]``), control bytes, a 20,000-character cell;
+    each character outside ASCII is written as LaTeX writes it or by its code point, never dropped."""
+    import shutil
+
+    from vlamb_nb.compare import compare
+    from vlamb_nb.report_html import latex_escape
+
+    assert latex_escape("[1] ✓ Δ é Ж") == "{[}1{]} $\\surd$ $\\Delta$ \\'{e} \\texttt{U+0416}"
+    if shutil.which("pdflatex") is None:
+        pytest.skip("no pdflatex (apt-get install texlive-latex-base texlive-latex-recommended)")
+    files = official_runs(tmp_path / "runs", {name: set(range(k, 30 + k)) for k, name in enumerate(UNSET)})
+    compare(files, n_resamples=200, title="[Δ] ✓").save(tmp_path / "out")
+    run_tables = awkward[0].parent / "tables"
+    texts = sorted([*(tmp_path / "out" / "tables").glob("*.tex"), *run_tables.glob("*.tex")])
+    assert len(texts) >= 10
+    work = tmp_path / "tex"
+    work.mkdir()
+    for f in texts:
+        ok, error = _compiles(f.read_text(encoding="utf-8"), work)
+        assert ok, (f.name, error)
+    pairs = (tmp_path / "out" / "tables" / "comparison-paired-differences.tex").read_text(encoding="utf-8")
+    assert "{[}0.5{]} opens with a bracket" in pairs and "\\texttt{U+041C" in pairs and "$\\Delta$" in pairs

@@ -175,3 +175,55 @@ def test_an_items_prompt_is_what_its_store_recorded_else_the_rebuilt_one(tmp_pat
         {k: v for k, v in rebuilt.items() if k != answer_rows[0]["item_id"]}
     rec_file.unlink()
     assert {r["k"]: r["q"] for r in paper_view("mucar", [run]).rows} == rebuilt
+
+
+def test_a_runs_page_lists_the_items_of_a_paper_given_as_records_with_the_data_that_would_show_images(folders,
+                                                                                                    tmp_path):
+    """A run folder whose data is not here (copied from the machine it ran on) is read from its stores' run
+    records: its page still lists every item of every paper (Ref-Adv too) with each turn, the parse and why, its
+    numbers link to them, and one line says which data would bring the images."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(folders["A"], run)
+    results = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    for paper in results:  # the samples the notebooks read are gone
+        results[paper]["parameters"] = {"source": str(tmp_path / "gone" / paper)}
+    (run / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    runs, error = scored_runs(run)
+    assert error is None and runs and all(r.record is not None and r.scored is None for r in runs)
+    page = write_run_page(run, results, report_card.build(results), runs=runs).read_text(encoding="utf-8")
+    section = page.split('id="nb-refadv"', 1)[1].split("<section", 1)[0]
+    data = json.loads(section.split('class="it-data">', 1)[1].split("</script>", 1)[0])
+    n = next(sum(1 for x in r.record.rows if x.get("scored", True)) for r in runs if r.paper == "refadv")
+    assert len(data["rows"]) == n and all(r["q"] and r["qk"] == "r" for r in data["rows"])
+    assert None not in data["links"]["headline"] and None not in data["links"]["scores"]
+    assert "IoU" in data["why"] and any(c.get("w") for r in data["rows"] for c in r["m"])
+    said = [note for note in data["notes"] if "show no image" in note]
+    assert said and "vlamb-nb data fetch refadv" in said[0] and "--source refadv=PATH" in said[0]
+
+
+def test_a_prompt_that_cannot_be_shown_is_one_plain_sentence_never_an_exception(tmp_path):
+    """VAGUE's caption settings build their prompt from an earlier turn's answer: the page shows the prompt
+    the store recorded; without the record, one plain sentence says why the prompt is missing (no exception's
+    name or traceback reaches the page)."""
+    import fixtures_stored as F
+
+    from vlamb_nb.compare import score_store
+    from vlamb_nb.record import record_path
+
+    bench = get_benchmark("vague")
+    src = bench.make_sample(tmp_path / "data", n=6, seed=0)
+    store = tmp_path / "vague__sm.jsonl"
+    bench.evaluate(F.model("model-a"), bench.load(src), "sm", store=store, progress=False)
+    run = score_store(store, source=src)
+    view = paper_view("vague", [run])
+    assert view.rows and all(r["qk"] == "r" for r in view.rows) and not any("prompt" in n for n in view.notes)
+    assert any(c.get("t") for r in view.rows for c in r["m"])  # the caption turn, then the answer
+    record_path(store).unlink()
+    view = paper_view("vague", [run])
+    said = [n for n in view.notes if "prompt" in n]
+    assert said == [f"vague sm: {len(view.rows)} item(s) show their own text, not the prompt the model saw: the run "
+                    "did not record it, and it could not be rebuilt for them (setting 'sm' needs captions)."]
+    assert all(r["qk"] == "i" for r in view.rows)
+    assert not re.search(r"\b[A-Z]\w*(Error|Exception)\b|Traceback", json.dumps(view.notes))

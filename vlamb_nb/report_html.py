@@ -565,6 +565,8 @@ def environment():
     """The Jinja2 environment of the package's templates, autoescaping every value."""
     import jinja2
 
+    from vlamb_nb.run_view import section_title
+
     env = jinja2.Environment(loader=jinja2.PackageLoader("vlamb_nb", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              finalize=_finalize)
@@ -573,6 +575,7 @@ def environment():
     env.globals["tall_rows"] = TALL_ROWS
     env.filters["code_spans"] = code_spans
     env.filters["label"] = header_label
+    env.filters["section_title"] = section_title  # a recorded result's key as its section title (never the raw key)
     return env
 
 

@@ -645,19 +645,24 @@ def _fmt(v: Any) -> str:
 
 
 def _render_value(key: str, value: Any) -> str:
+    """One recorded result in markdown under its section title (:func:`vlamb_nb.run_view.section_title`, the
+    page's title for it too)."""
+    from vlamb_nb.run_view import section_title
+
+    title = section_title(key)
     if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
-        return f"**{key}**\n\n" + _md_table(value)
+        return f"**{title}**\n\n" + _md_table(value)
     if isinstance(value, list):
-        return f"**{key}**\n\n" + "".join(f"- {_fmt(v)}\n" for v in value) if value else f"**{key}**: none\n"
+        return f"**{title}**\n\n" + "".join(f"- {_fmt(v)}\n" for v in value) if value else f"**{title}**: none\n"
     if isinstance(value, dict):
-        inner = [f"**{key}**\n"]
+        inner = [f"**{title}**\n"]
         for k, v in value.items():
             if isinstance(v, list) and v and all(isinstance(r, dict) for r in v):
                 inner.append(f"\n_{k}_\n\n" + _md_table(v))
             else:
                 inner.append(f"- {k}: {_fmt(v)}")
         return "\n".join(inner) + "\n"
-    return f"**{key}**: {_fmt(value)}\n"
+    return f"**{title}**: {_fmt(value)}\n"
 
 
 def _md_figures(figs: list[Any], run_dir: Path) -> str:
