@@ -15,6 +15,7 @@ import pytest
 from vlamb_nb import report_card
 from vlamb_nb.compare import compare, load_runs
 from vlamb_nb.report_html import write_run_page
+from vlamb_nb.report_items import comparison_view
 from vlamb_nb.reproduce import scored_runs
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -158,16 +159,19 @@ def test_a_paired_test_shows_its_discordant_items_and_models_disagree_narrows(ch
         data = _data(page, box)
         pairs = pages["c"].pairs.to_dict(orient="records")
         links = page.locator("#pairs tbody tr a.it-link")
-        groups = [data["groups"][int(g)] for g in links.evaluate_all("as => as.map(a => a.dataset.group)")]
+        view = comparison_view(pages["c"])  # the page's groups, each pair's discordant rows listed
+        at = [int(g) for g in links.evaluate_all("as => as.map(a => a.dataset.group)")]
+        groups = [view.groups[g] for g in at]
+        assert any("rows" not in data["groups"][g] for g in at)  # derived on the page from their slice's rows
         # a 0/1 test over single items (over pairs of queries, a query of a discordant pair may agree)
         k = next(i for i, r in enumerate(pairs) if r["kind"] == "binary" and r["discordant_a_only"]
-                 + r["discordant_b_only"] and groups[i]["n"] == len(groups[i]["rows"]))
+                 + r["discordant_b_only"] and groups[i].n == len(groups[i].rows))
         link = page.locator("#pairs tbody tr").nth(k).locator("a.it-link")
         group = groups[k]
         link.click()
         shown = _shown(page, box)
-        assert group["n"] == pairs[k]["discordant_a_only"] + pairs[k]["discordant_b_only"]  # McNemar's discordant
-        assert sorted(shown) == sorted(data["rows"][r]["k"] for r in group["rows"])  # units, every item of each
+        assert group.n == pairs[k]["discordant_a_only"] + pairs[k]["discordant_b_only"]  # McNemar's discordant
+        assert sorted(shown) == sorted(view.rows[r]["k"] for r in group.rows)  # units, every item of each
         page.locator(f"#{box} .it-clear").click()
         everything = len(_shown(page, box))
         page.locator(f"#{box} .it-disagree").check()

@@ -530,8 +530,10 @@ class Exports:
         self.files[name] = t
         t.file = name
         t.csv_uri = "data:text/csv;charset=utf-8;base64," + base64.b64encode(t.csv().encode("utf-8")).decode("ascii")
-        t.tex_uri = "data:application/x-tex;charset=utf-8;base64," + base64.b64encode(
-            t.latex().encode("utf-8")).decode("ascii")
+        # a table folded for its length (thousands of paired tests) is no table to paste into a paper: its LaTeX
+        # is the file beside the page, not a second copy inside it
+        t.tex_uri = f"tables/{name}.tex" if t.folded else "data:application/x-tex;charset=utf-8;base64," + \
+            base64.b64encode(t.latex().encode("utf-8")).decode("ascii")
         return t
 
     def write(self, folder: Path) -> list[Path]:

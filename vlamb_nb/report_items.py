@@ -38,8 +38,10 @@ THUMB_PX = 96
 THUMB_QUALITY = 60
 #: the longest text kept per field (a prompt, an answer); the page says when one was cut
 MAX_TEXT = 4000
-#: rows the page renders at first and per "show more" (the rest stay in the JSON until asked for)
+#: rows the page renders at first and per "show more" (the rest stay in the JSON until asked for), fewer where
+#: many models make a row wide: about PAGE_CELLS answers drawn at once
 PAGE_ROWS = 100
+PAGE_CELLS = 800
 #: items whose requests are rebuilt at once (their images are decoded, thumbnailed and let go)
 CHUNK = 256
 PARSED = ("letter", "label_text", "pred_xyxy", "class_name", "pred_label", "judge_label", "answer", "pred", "prediction",
@@ -78,6 +80,10 @@ class Group:
     n: int  # the metric's n: units counted (items, rows, queries, or pairs for a metric over groups)
     unit: str = "item"
     key: tuple[str, ...] = ()  # what names the number on the page (paper, setting, metric, slice[, a, b])
+    #: a pair's discordant items: the group of its slice (an index into the view's groups), whose rows where the
+    #: two models' values of ``key[2]`` differ are this group's (the page derives them: one list per slice, not
+    #: one per pair of 30 models)
+    of: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"label": self.label, "rows": self.rows, "n": self.n, "unit": self.unit}
@@ -91,6 +97,7 @@ class ItemsView:
     metrics: list[str] = field(default_factory=list)
     why: list[str] = field(default_factory=list)  # labels of the per-item quantities (WHY), in the cells' ``w``
     rules: list[str] = field(default_factory=list)  # how each metric reads an item (a threshold), one line each
+    unreleased: list[str] = field(default_factory=list)  # models whose runs keep no reply (released per-item files)
     rows: list[dict[str, Any]] = field(default_factory=list)
     groups: list[Group] = field(default_factory=list)
     images: list[dict[str, Any]] = field(default_factory=list)
@@ -98,10 +105,16 @@ class ItemsView:
     notes: list[str] = field(default_factory=list)  # what could not be shown and why (counted, never silent)
     _index: dict[tuple[str, str, str], int] = field(default_factory=dict, repr=False)
     _images: dict[str, int] = field(default_factory=dict, repr=False)
+    _keys: dict[tuple[str, ...], int] = field(default_factory=dict, repr=False)
+    _values: dict[int, Any] = field(default_factory=dict, repr=False)
 
     def group_for(self, *key: str) -> int | None:
-        """The index of the group named ``key`` (None: no such number has items here)."""
-        return next((i for i, g in enumerate(self.groups) if g.key == tuple(str(k) for k in key)), None)
+        """The index of the group named ``key`` (None: no such number has items here); the first of that name."""
+        if len(self._keys) != len(self.groups):  # groups were added since: index them again
+            self._keys = {}
+            for i, g in enumerate(self.groups):
+                self._keys.setdefault(g.key, i)
+        return self._keys.get(tuple(str(k) for k in key))
 
     def _group(self, g: Group) -> dict[str, Any]:
         """A group as the page reads it; a pair's discordant items name the two models (``pair``: their
@@ -109,12 +122,33 @@ class ItemsView:
         out = g.to_json()
         if len(g.key) == 6 and g.key[4] in self.models and g.key[5] in self.models:
             out["pair"] = [self.models.index(g.key[4]), self.models.index(g.key[5])]
+            if g.of is not None and g.key[2] in self.metrics and self._derived(g, *out["pair"]):
+                del out["rows"]
+                out["of"], out["k"] = g.of, self.metrics.index(g.key[2])
         return out
 
+    def _derived(self, g: Group, a: int, b: int) -> bool:
+        """Whether the page derives ``g``'s rows exactly from its slice's rows (``templates/_items.html.j2``,
+        ``pairRows``: where the two models' values on the metric differ); else the rows travel as they are."""
+        k = self.metrics.index(g.key[2])
+        if k not in self._values:  # every row's value of metric k for each model (NaN: none), once a page
+            self._values[k] = np.array([[np.nan if c is None or k >= len(c["v"]) or c["v"][k] is None else c["v"][k]
+                                         for c in r["m"]] for r in self.rows], dtype=float).reshape(
+                len(self.rows), len(self.models))
+        base = np.asarray(self.groups[g.of].rows, dtype=int)
+        x, y = self._values[k][base, a], self._values[k][base, b]
+        gone = np.isnan(x) | np.isnan(y)
+        with np.errstate(invalid="ignore"):
+            differ = np.where(gone, np.isnan(x) != np.isnan(y), np.abs(x - y) > 1e-8 + 1e-5 * np.abs(y))
+        return base[differ].tolist() == list(g.rows)
+
     def to_json(self) -> dict[str, Any]:
+        self._values = {}
         return {"models": self.models, "metrics": self.metrics, "why": self.why, "rules": self.rules,
                 "rows": self.rows, "slices": self.slices, "groups": [self._group(g) for g in self.groups],
-                "images": self.images, "notes": self.notes, "page": PAGE_ROWS, "kinds": PROMPT_KINDS}
+                "images": self.images, "notes": self.notes, "kinds": PROMPT_KINDS,
+                "unreleased": [self.models.index(m) for m in self.unreleased if m in self.models],
+                "page": max(20, min(PAGE_ROWS, PAGE_CELLS // max(1, len(self.models))))}
 
 
 def blob(data: Any) -> str:
@@ -132,8 +166,10 @@ def blob(data: Any) -> str:
 def _missing(v: Any) -> bool:
     if v is None:
         return True
-    if isinstance(v, float) and math.isnan(v):
-        return True
+    if isinstance(v, float):
+        return math.isnan(v)
+    if isinstance(v, str | int | list | tuple | dict | bytes):  # the common cells, decided without pandas
+        return False
     try:
         import pandas as pd
 
@@ -207,12 +243,16 @@ def _box(v: Any) -> list[float] | None:
     return None if b is None else [round(x, 1) for x in b]
 
 
-def _value(v: Any) -> float | None:
+def _value(v: Any) -> float | int | None:
+    """A metric's value on one item: a number to 4 decimals (a whole one as an integer: the page is smaller)."""
     try:
         f = float(v)
     except (TypeError, ValueError):
         return None
-    return round(f, 4) if math.isfinite(f) else None
+    if not math.isfinite(f):
+        return None
+    f = round(f, 4)
+    return int(f) if f == int(f) and abs(f) < 1e15 else f
 
 
 # -- images -------------------------------------------------------------------------------------------------------
@@ -448,12 +488,18 @@ def _why(view: ItemsView, metrics: Sequence[Any], fields: Any, gold_box: Any, pr
         got[IOU] = rounded(float(iou(gold_box, pred_box))) if pred_box is not None else 0
     for col, label in WHY:
         v = fields.get(col) if hasattr(fields, "get") else None
-        if _missing(v) or (isinstance(v, str) and not v.strip()) or label in got:
+        if label in got:
+            continue
+        if _missing(v) or (isinstance(v, str) and not v.strip()):
+            if col == "parse_error" and hasattr(fields, "get") and col in fields and label not in view.why:
+                view.why.append(label)  # the parse can fail here: an item without an error says "none"
             continue
         if isinstance(v, np.generic):
             v = v.item()
+        if isinstance(v, bool) and not v:
+            continue  # a flag not raised (no repair turn, no refusal): said by its absence
         got[label] = rounded(v) if isinstance(v, float | int) and not isinstance(v, bool) else \
-            ("yes" if v else "no") if isinstance(v, bool) else _text(v)
+            "yes" if isinstance(v, bool) else _text(v)
     if not got:
         return None
     for label in got:
@@ -480,20 +526,20 @@ def _rules(view: ItemsView, metrics: Sequence[Any]) -> None:
 
 def _model_cell(view: ItemsView, metrics: Sequence[Any], *, answer: Any, error: Any, parse: Any, pred: Any,
                 ok: int | None, values: list[float | None], fields: Any, gold: Any,
-                turns: list[dict[str, Any]] | None, prompt: str | None, row_prompt: str,
-                released: bool) -> dict[str, Any]:
-    """One model's answer to one item as the page keeps it: the reply (``nr``: the run keeps none), its failure,
+                turns: list[dict[str, Any]] | None, prompt: str | None, row_prompt: str) -> dict[str, Any]:
+    """One model's answer to one item as the page keeps it: the reply (a released file's runs keep none:
+    ``ItemsView.unreleased``), its failure,
     the parse, the predicted box, the outcome, each metric's value, why (:func:`_why`), its turns and, where it
     differs from the item's, the prompt this model saw. Empty fields are left out (the page is smaller)."""
     pred_box = _box(pred)
-    cell: dict[str, Any] = {"a": _text(answer), "pb": pred_box, "ok": ok, "v": values}
-    if released and not cell["a"]:
-        cell["nr"] = 1
+    cell: dict[str, Any] = {"pb": pred_box, "ok": ok, "v": values}
+    if (a := _text(answer)):
+        cell["a"] = a
     if (e := _text(error)):
         cell["e"] = e
     x = _text(parse)
-    if x and (pred_box is None or x != _text(pred_box)):
-        cell["x"] = x
+    if x and not (pred_box is not None and _exact_box(parse) is not None and _box(parse) == pred_box):
+        cell["x"] = x  # the parse, where it is more than the predicted box the page draws
     if (w := _why(view, metrics, fields, gold, pred)) is not None:
         cell["w"] = w
     if (t := _turns(turns)) is not None:
@@ -537,7 +583,8 @@ def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], mod
             except Exception:  # noqa: BLE001 - a metric without its columns here has no per-item value
                 continue
         fcols = list(frame.columns)
-        released = bool(getattr(run, "released", False))
+        if getattr(run, "released", False) and model not in view.unreleased:
+            view.unreleased.append(model)  # a paper's released per-item file: no reply, no prompt kept
         row_slices = _slices_by_row(view, frame, metrics)
         if "image" in fcols:  # items the paper's requests did not give: the image their rows name
             rest = [(str(key), img, root) for key, img, root in zip(
@@ -547,7 +594,7 @@ def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], mod
                                 failed_images)
         else:
             drawn = {}
-        for pos, (idx, row) in enumerate(frame.iterrows()):
+        for pos, (idx, row) in enumerate(zip(frame.index, frame.to_dict(orient="records"), strict=True)):
             rk = str(frame_keys[pos])
             ident = (paper, setting, rk)
             item_id = str(row[idc]) if idc in fcols else rk
@@ -579,7 +626,7 @@ def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], mod
                 view, metrics, answer=_first(row, fcols, ANSWER), error=row.get("error") if "error" in fcols else None,
                 parse=_first(row, fcols, PARSED), pred=_first(row, fcols, PRED_BOX), ok=_outcome(row, fcols, flags),
                 values=[mvals.get(n) for n in view.metrics], fields=row, gold=_first(row, fcols, GOLD_BOX),
-                turns=mine, prompt=own, row_prompt=r["q"], released=released)
+                turns=mine, prompt=own, row_prompt=r["q"])
             out[rk] = view._index[ident]
     released = any(getattr(r, "released", False) for r in runs)
     missing = sum(1 for i in set(out.values()) if view.rows[i]["i"] is None)
@@ -765,13 +812,17 @@ def comparison_view(c: Any) -> ItemsView:
                 view.groups.append(Group(f"{paper} · {setting} · {m.name} · {sl}", _rows_of(first, mask, m, index), n,
                                          m.unit, (paper, setting, m.name, str(sl))))
                 units = [m.units(f[mask]) for f in frames]
+                of = len(view.groups) - 1
+                row_of = None if m.kind == "all_correct" else {  # a unit is a row: its row in the view, once
+                    label: index.get(k) for label, k in zip(part.index, m.item_key(part).tolist(), strict=True)}
                 for a, b in _pairs(c, names):
                     ua, ub = units[names.index(a)], units[names.index(b)].reindex(units[names.index(a)].index)
                     differ = ~np.isclose(ua.to_numpy(float), ub.to_numpy(float), equal_nan=True)
+                    rows = _unit_rows(m, part, ua.index[differ], index) if row_of is None else sorted(
+                        {row_of[u] for u in ua.index[differ] if row_of.get(u) is not None})
                     view.groups.append(Group(
                         _pair_label(paper, setting, m.name, str(sl), a, b, ua.to_numpy(float), ub.to_numpy(float)),
-                        _unit_rows(m, part, ua.index[differ], index), int(differ.sum()), m.unit,
-                        (paper, setting, m.name, str(sl), a, b)))
+                        rows, int(differ.sum()), m.unit, (paper, setting, m.name, str(sl), a, b), of))
     return _close(view, failed)
 
 
@@ -874,8 +925,7 @@ def _record_rows(view: ItemsView, paper: str, setting: str, metrics: Sequence[An
                 parse=_first(parsed, list(parsed), PARSED), pred=_first(parsed, list(parsed), PRED_BOX),
                 ok=_outcome(row, list(row), flags), values=[_value(row.get(n)) for n in view.metrics],
                 fields=parsed, gold=row.get("gold"), turns=mine,
-                prompt=row.get("prompt") if isinstance(row.get("prompt"), str) else None, row_prompt=r["q"],
-                released=False)
+                prompt=row.get("prompt") if isinstance(row.get("prompt"), str) else None, row_prompt=r["q"])
     if no_image:
         view.notes.append(f"{paper} {setting}: {no_image} item(s) show no image: a run record names its images "
                           f"(their paths in the data), it does not hold them. {_image_hint(paper, runs)}")
@@ -937,6 +987,7 @@ def _unit_entry(view: ItemsView, c: Any, entry: dict[str, Any], failed: list[str
             rows_of = sorted({index[k] for k in _unit_items(sc.keys, sc.members) if k in index})
             view.groups.append(Group(f"{paper} · {setting} · {m.name} · {sc.slice}", rows_of, len(sc.keys), m.unit,
                                      (paper, setting, m.name, str(sc.slice))))
+            of = len(view.groups) - 1
             for a, b in _pairs(c, names):
                 va, vb = sc.values[names.index(a)], sc.values[names.index(b)]
                 differ = ~np.isclose(np.asarray(va, float), np.asarray(vb, float), equal_nan=True)
@@ -945,7 +996,7 @@ def _unit_entry(view: ItemsView, c: Any, entry: dict[str, Any], failed: list[str
                 view.groups.append(Group(
                     _pair_label(paper, setting, m.name, sc.slice, a, b, va, vb), sorted(
                         {index[k] for k in _unit_items([sc.keys[i] for i in at], members) if k in index}),
-                    len(at), m.unit, (paper, setting, m.name, str(sc.slice), a, b)))
+                    len(at), m.unit, (paper, setting, m.name, str(sc.slice), a, b), of))
 
 
 def _pair_label(paper: str, setting: str, metric: str, sl: str, a: str, b: str, va: Any, vb: Any) -> str:
