@@ -668,3 +668,29 @@ def test_every_latex_table_compiles_with_plain_pdflatex(tmp_path, awkward):
         assert ok, (f.name, error)
     pairs = (tmp_path / "out" / "tables" / "comparison-paired-differences.tex").read_text(encoding="utf-8")
     assert "{[}0.5{]} opens with a bracket" in pairs and "\\texttt{U+041C" in pairs and "$\\Delta$" in pairs
+
+
+def test_a_comparison_of_stand_ins_says_pipeline_demo_up_front_and_one_of_models_does_not(tmp_path):
+    """``comparison.html`` of scripted stand-ins (or generated samples) opens with the pipeline-demo banner and
+    says so in its title and its markdown; released runs of real models carry neither."""
+    import fixtures_stored as F
+
+    from vlamb_nb import get_benchmark
+    from vlamb_nb.compare import compare
+
+    bench = get_benchmark("vague")
+    src = bench.make_sample(tmp_path / "data", n=8, seed=0)
+    items = bench.load(src)
+    stores = []
+    for name in ("model-a", "model-b"):
+        stores.append(tmp_path / f"{name}.jsonl")
+        bench.evaluate(F.model(name), items, "vlm", store=stores[-1], progress=False)
+    demo = compare(stores, sources={"vague": src}, n_resamples=200)
+    assert demo.demo and all(m["stand_in"] for m in demo.models)
+    page = demo.save(tmp_path / "demo")[-1].read_text(encoding="utf-8")
+    assert '<div class="banner" id="demo"><strong>PIPELINE DEMO</strong>' in page
+    assert "<title>Pipeline demo · " in page and "**Pipeline demo.**" in demo.markdown()
+    real = compare(official_runs(tmp_path / "runs", {"a": set(range(30)), "b": set(range(5, 40))}), n_resamples=200)
+    assert not real.demo
+    page = real.save(tmp_path / "real")[-1].read_text(encoding="utf-8")
+    assert 'id="demo"' not in page and "Pipeline demo" not in page

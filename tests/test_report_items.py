@@ -227,3 +227,37 @@ def test_a_prompt_that_cannot_be_shown_is_one_plain_sentence_never_an_exception(
                     "did not record it, and it could not be rebuilt for them (setting 'sm' needs captions)."]
     assert all(r["qk"] == "i" for r in view.rows)
     assert not re.search(r"\b[A-Z]\w*(Error|Exception)\b|Traceback", json.dumps(view.notes))
+
+
+def test_released_runs_show_each_items_image_and_prompt_from_the_data_given_and_say_replies_are_not_released(
+        tmp_path, monkeypatch):
+    """A paper's released per-item runs (Ref-Adv's per-row files) keep no image, prompt or reply: given the items
+    (``--source``), the page shows each item's image, its boxes, the paper's prompt rebuilt and the IoU; it says the
+    replies are not released; without the items, one line names the data that would bring the images."""
+    from fixtures_pages import official_runs
+
+    bench = get_benchmark("refadv")
+    src = bench.make_sample(tmp_path / "items", n=12, seed=0)
+    items = bench.load(src)
+    files = official_runs(tmp_path / "runs", {"a": set(range(0, 12, 2)), "b": set(range(6))}, n=12)
+    for f in files:  # the released rows answer these items (their gold boxes and flags)
+        rows = [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines()]
+        for r, (_, it) in zip(rows, items.iterrows(), strict=True):
+            r["gt_bbox_xyxy"] = [float(v) for v in it["gt_xyxy"]]
+            r["use_negation"], r["distractor_count"] = bool(it["use_negation"]), int(it["distractor_count"])
+            r["pred_box_xyxy_first"] = r["gt_bbox_xyxy"] if r["first_hit"] else [0.0, 0.0, 1.0, 1.0]
+        f.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    seen = comparison_view(compare(files, sources={"refadv": str(src)}, n_resamples=200))
+    assert seen.rows and all(r["i"] is not None and r["qk"] == "b" for r in seen.rows)
+    assert all(r["q"].count(e) == 1 for r, e in zip(seen.rows, items["expression"], strict=True))
+    assert seen.unreleased == ["a", "b"] and not any("a" in c for r in seen.rows for c in r["m"])
+    iou = seen.why.index("IoU")
+    assert {c["w"][iou] for r in seen.rows for c in r["m"]} == {0, 1}  # hits on the gold box, misses far away
+    assert not any("show no image" in n for n in seen.notes)
+    monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "nothing-fetched"))  # no release at hand to find them in
+    blind = comparison_view(compare(files, n_resamples=200))
+    assert all(r["i"] is None and r["qk"] == "i" for r in blind.rows)
+    said = [n for n in blind.notes if "show no image" in n]
+    assert said == ["refadv direct: 12 item(s) show no image: the released per-item files keep no images. The "
+                    "paper's release holds every item's image: `vlamb-nb data fetch refadv`, then compare again (or "
+                    "give the items with --source refadv=PATH)."]
