@@ -10,8 +10,9 @@ models answered:
   groups);
 - every pair's difference on those items, both models resampled together (whole clusters where the metric
   declares them: images, pairs), tested with McNemar for 0/1 scores (exact below 25 discordant items) and the
-  paired bootstrap for the others (macro-F1, means, shares), Holm-adjusted over the family
-  (Benjamini–Hochberg on request), and each model's rank with its interval over the same resamples.
+  paired bootstrap for the others (macro-F1, means, shares), Holm-adjusted within the family of one metric and
+  slice (Benjamini–Hochberg on request), and each model's rank with its interval over the same resamples; on the
+  whole set and on every slice the metric declares.
 
 The statistics are :mod:`vlamb_nb.stats` (paired bootstrap, McNemar, Holm/BH) and the resample weights and
 rank rule of :mod:`vlamb_nb.stats.ranking`; this module only reads each paper's declared metrics and lines the
