@@ -933,3 +933,40 @@ def test_a_comparisons_outcome_filters_are_each_models_own_and_disagree_reads_ou
     assert lines[0][:6] == ["paper", "setting", "item", "prompt", "gold", "slices"] and f"{names[0]} IoU" in lines[0]
     iou = lines[0].index(f"{names[0]} IoU")
     assert all(0 <= float(r[iou]) <= 1 for r in lines[1:])
+
+
+def test_a_folded_table_of_thousands_of_tests_joins_the_page_sortable_and_linked_when_opened(chromium, tmp_path):
+    """A pairs table too long to read at a glance (here 12 models × 5 slices: 330 paired tests) waits folded,
+    outside the page's live document (it is ready sooner, an opened item faster); opened, it sorts by a header and
+    each difference opens its discordant items, as a short table does."""
+    from fixtures_pages import official_runs
+
+    from vlamb_nb.compare import compare
+    from vlamb_nb.report_html import FOLD_ROWS
+
+    files = official_runs(tmp_path / "runs", {f"m{k:02d}": set(range(k, 40, 1 + k % 3)) for k in range(12)})
+    c = compare(files, n_resamples=200)
+    assert len(c.pairs) > FOLD_ROWS
+    path = c.save(tmp_path / "out")[-1]
+    page, seen = _open_file_page(chromium, path)
+    try:
+        assert page.locator("#pairs table").count() == 0 and page.locator("#pairs template").count() == 1
+        page.locator("#pairs details summary").click()
+        rows = page.locator("#pairs tbody tr")
+        assert rows.count() == len(c.pairs) and page.locator("#pairs template").count() == 0
+        head = page.locator("#pairs th", has_text="p (adj.)")
+        head.locator("button").click()
+        adjusted = [float(v) for v in page.locator("#pairs td[data-v]:nth-child(11)").evaluate_all(
+            "cells => cells.map(c => c.dataset.v)")]
+        assert adjusted == sorted(adjusted) and head.get_attribute("aria-sort") == "ascending"
+        pair = rows.first
+        a, b = pair.locator("td").nth(0).inner_text(), pair.locator("td").nth(1).inner_text()
+        sl = pair.locator("td").nth(5).inner_text()
+        split = [int(x) for x in pair.locator("td").nth(7).inner_text().split(" / ")]
+        pair.locator("a.it-link").click()
+        assert page.locator("#items .it-count").inner_text().startswith(f"{sum(split)} of 40 items")
+        assert f"{a} and {b} disagree" in page.locator("#items .it-group").inner_text() and sl in page.locator(
+            "#items .it-group").inner_text()
+    finally:
+        page.close()
+    assert seen["console"] == [] and seen["requests"] == []

@@ -41,7 +41,7 @@ MAX_TEXT = 4000
 #: rows the page renders at first and per "show more" (the rest stay in the JSON until asked for), fewer where
 #: many models make a row wide: about PAGE_CELLS answers drawn at once
 PAGE_ROWS = 100
-PAGE_CELLS = 800
+PAGE_CELLS = 400
 #: items whose requests are rebuilt at once (their images are decoded, thumbnailed and let go)
 CHUNK = 256
 PARSED = ("letter", "label_text", "pred_xyxy", "class_name", "pred_label", "judge_label", "answer", "pred", "prediction",
@@ -148,7 +148,7 @@ class ItemsView:
                 "rows": self.rows, "slices": self.slices, "groups": [self._group(g) for g in self.groups],
                 "images": self.images, "notes": self.notes, "kinds": PROMPT_KINDS,
                 "unreleased": [self.models.index(m) for m in self.unreleased if m in self.models],
-                "page": max(20, min(PAGE_ROWS, PAGE_CELLS // max(1, len(self.models))))}
+                "page": max(10, min(PAGE_ROWS, PAGE_CELLS // max(1, len(self.models))))}
 
 
 def blob(data: Any) -> str:
