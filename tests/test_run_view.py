@@ -72,6 +72,9 @@ def test_every_key_the_notebooks_record_has_a_readable_title_on_both_pages(tmp_p
     for text in (page, md):
         assert "Table B1 (ours)" in text and "Unparsed answers (count)" in text and "Table 1 deviations" in text
         assert "table b1 ours" not in text and "table_b1_ours**" not in text and "n unparsed" not in text.lower()
+    # the table's box and its downloads say its title too (its files keep the key's name)
+    assert 'aria-label="Table: x: Table B1 (ours)"' in page and 'Download <span class="muted">Table B1 (ours)' in page
+    assert 'download="x-table_b1_ours.csv"' in page
 
 
 def test_every_result_the_notebooks_record_is_placed_by_the_words_of_its_key():

@@ -254,6 +254,12 @@ class Table:
     #: the CSV's own columns and rows where they differ from the table's (every number in a column of its own:
     #: value, ci_low, ci_high, n, p), else the table's columns with ``raw``
     export: tuple[list[str], list[list[Any]]] | None = None
+    #: what the page calls it (a recorded result's section title), where its ``title`` (the files' names) is a key
+    label: str = ""
+
+    @property
+    def shown_title(self) -> str:
+        return self.label or self.title
 
     @property
     def tall(self) -> bool:
@@ -466,23 +472,33 @@ def _scalar(v: Any) -> bool:
                                               and not (isinstance(v, list) and v and isinstance(v[0], dict)))
 
 
-def block(key: str, value: Any, title: str | None = None) -> dict[str, Any]:
+def block(key: str, value: Any, title: str | None = None, label: str | None = None) -> dict[str, Any]:
     """One recorded result as the page shows it: a table, a list, named parts or one value. Named parts that are
     plain values (or small nested ones) read as one compact paragraph of ``name: value`` pairs, not one line
-    each."""
+    each. ``title`` names its tables' files (the key); ``label`` is what the page calls them (the key's section
+    title, :func:`vlamb_nb.run_view.section_title`, never the raw key)."""
+    from vlamb_nb.run_view import section_title
+
     title = title or key
+    label = label or section_title(key)
     if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
-        return {"key": key, "kind": "table", "table": records_table(value, title)}
+        return {"key": key, "kind": "table", "table": _labelled(records_table(value, title), label)}
     if isinstance(value, list):
         return {"key": key, "kind": "list", "items": [cell(v)[0] for v in value]}
     if _frame_like(value):
-        return {"key": key, "kind": "table", "table": _frame_table(value, title)}
+        return {"key": key, "kind": "table", "table": _labelled(_frame_table(value, title), label)}
     if isinstance(value, dict):
         facts = [{"key": str(k), "text": cell(v, k)[0] if not isinstance(v, dict | list) else _inner(v)}
                  for k, v in value.items() if _scalar(v)]
-        parts = [block(str(k), v, f"{title}: {k}") for k, v in value.items() if not _scalar(v)]
+        parts = [block(str(k), v, f"{title}: {k}", f"{label}: {header_label(k)}") for k, v in value.items()
+                 if not _scalar(v)]
         return {"key": key, "kind": "parts", "facts": facts, "parts": parts}
     return {"key": key, "kind": "value", "text": cell(value, key)[0]}
+
+
+def _labelled(t: Table, label: str) -> Table:
+    t.label = label
+    return t
 
 
 def _inner(v: Any) -> str:
