@@ -1,9 +1,10 @@
 """Size and speed of ``comparison.html`` at the Ref-Adv release's scale: 30 models × 1,142 items, every item with
 its image.
 
-Builds 30 released-format Ref-Adv runs on the 1,142 Ref-Adv-s rows (the released ones where they lie beside the
-checkout, the others generated in the official row format, each seeded by its name: boxes near the gold or
-elsewhere, some replies with no box) and the items they answer as the release's parquet, one picture per image
+Builds 30 direct runs of the tests' stand-in Ref-Adv release (``tests/release_fixtures.py``: the released runs
+beside the checkout, the others generated in the official row format on the 1,142 rows, each seeded by its name:
+boxes near the gold or elsewhere, some replies with no box; more models than the release's 20 direct runs are
+generated the same way under other sizes) and the items they answer as the release's parquet, one picture per image
 (a crop of a real photo where the demo's images are beside the checkout, else generated texture, so thumbnails
 weigh what photos weigh). Compares them as ``vlamb-nb compare RUNS --source refadv=PARQUET`` does, then prints:
 
@@ -25,11 +26,8 @@ weigh what photos weigh). Compares them as ``vlamb-nb compare RUNS --source refa
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
-import json
 import os
-import random
 import re
 import statistics
 import sys
@@ -39,8 +37,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("VLAMB_SHARED_DATA", ROOT.parent / "shared" / "data"))
-CHROMIUM = Path(os.environ.get("VLAMB_CHROMIUM", "/usr/lib/chromium/chromium"))
 ROWS = 1142
 #: the targets the issue sets
 MAX_MB, MAX_READY_MS, MAX_FILTER_MS = 10.0, 1000.0, 100.0
@@ -48,51 +44,15 @@ MAX_MB, MAX_READY_MS, MAX_FILTER_MS = 10.0, 1000.0, 100.0
 DEBOUNCE_MS = 150
 
 
-def base_rows() -> tuple[list[dict[str, Any]], str]:
-    """The 1,142 Ref-Adv-s rows (expression, gold box, flags): from a released run beside the checkout, else
-    generated in their shape."""
-    runs = sorted((SHARED / "refadv" / "predictions").glob("*_predictions.jsonl"))
-    if runs:
-        rows = [json.loads(line) for line in runs[0].read_text(encoding="utf-8").splitlines() if line.strip()]
-        return rows, f"the Ref-Adv-s rows of {runs[0].name}"
-    rng = random.Random(0)
-    rows = []
-    for i in range(ROWS):
-        x, y = rng.uniform(0, 500), rng.uniform(0, 350)
-        rows.append({"row_idx": i, "file_name": f"{i // 2:012d}.jpg", "normal_caption": f"the object number {i}",
-                     "image_source": "coco_val2017", "human_authored": i % 3 == 0, "use_negation": i % 3 == 1,
-                     "distractor_count": 2 + i % 7, "gt_bbox_xyxy": [x, y, x + rng.uniform(20, 130),
-                                                                     y + rng.uniform(20, 120)]})
-    return rows, "generated rows in the release's shape"
+def stand_in_release() -> Any:
+    """The stand-in Ref-Adv release of the tests (``tests/release_fixtures.py``): the released runs beside the
+    checkout, the others generated in the official row format on the 1,142 rows those runs answer."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import release_fixtures as rf
 
-
-def run_lines(rows: list[dict[str, Any]], name: str) -> str:
-    """One released-format run of ``rows``: per row a box near the gold (a hit, mostly) or elsewhere, or none."""
-    from vlamb_nb.benchmarks.refadv.score import first_iou
-
-    rng = random.Random(int(hashlib.sha256(name.encode()).hexdigest()[:8], 16))
-    p_hit = 0.2 + 0.6 * rng.random()
-    out = []
-    for r in rows:
-        gt = [float(v) for v in r["gt_bbox_xyxy"]]
-        roll = rng.random()
-        if roll < 0.03:
-            pred, err = [], "no_bbox_found"
-        elif roll < 0.03 + p_hit:
-            d = rng.uniform(-3, 3)
-            pred, err = [gt[0] + d, gt[1] + d, gt[2] + d, gt[3] + d], ""
-        else:
-            x, y = rng.uniform(0, 400), rng.uniform(0, 300)
-            pred, err = [x, y, x + rng.uniform(5, 90), y + rng.uniform(5, 90)], ""
-        iou = first_iou(pred, gt)
-        out.append(json.dumps({
-            "row_idx": r["row_idx"], "file_name": r["file_name"], "normal_caption": r["normal_caption"],
-            "image_source": r["image_source"], "human_authored": r["human_authored"],
-            "use_negation": r["use_negation"], "distractor_count": r["distractor_count"],
-            "gt_bbox_xyxy": r["gt_bbox_xyxy"], "pred_box_xyxy_first": pred, "first_iou": iou, "first_hit": iou >= 0.5,
-            "parse_error": err, "retry_followup_used": False, "model_full_name": f"Qwen/{name}", "prompt_id": "direct",
-            "pred_box_expected_format": "abs_xyxy"}))
-    return "\n".join(out) + "\n"
+    if not rf.shared_file("refadv/predictions").is_dir():
+        raise SystemExit("needs the released Ref-Adv runs beside the checkout (../shared/data, or $VLAMB_SHARED_DATA)")
+    return rf
 
 
 def write_items(rows: list[dict[str, Any]], path: Path) -> str:
@@ -131,23 +91,29 @@ def write_items(rows: list[dict[str, Any]], path: Path) -> str:
 
 
 def build(root: Path, n_models: int) -> tuple[list[Path], Path]:
-    rows, where = base_rows()
-    print(f"rows: {len(rows):,} ({where})")
+    """``n_models`` direct runs of the stand-in release (its direct runs, then more generated the same way under
+    other model sizes) and the items they answer as the release's parquet."""
+    rf = stand_in_release()
+    rows = rf.refadv_rows()
     folder = root / "runs"
     folder.mkdir(parents=True, exist_ok=True)
-    released = sorted((SHARED / "refadv" / "predictions").glob("*_direct_predictions.jsonl"))[:n_models]
+    release = {name: data for name, data in rf.refadv_runs().items() if name.endswith("_direct_predictions.jsonl")}
     files = []
-    for p in released:
-        files.append(folder / p.name)
-        files[-1].write_bytes(p.read_bytes())
-    for k in range(n_models - len(files)):
-        files.append(folder / f"generated{k:02d}_direct_predictions.jsonl")
-        files[-1].write_text(run_lines(rows, f"Stand-In-VL-{k + 1:02d}B"), encoding="utf-8")
-    print(f"runs: {len(released)} released, {len(files) - len(released)} generated in the official row format")
+    for name, data in list(release.items())[:n_models]:
+        files.append(folder / name)
+        files[-1].write_bytes(data)
+    size = 100
+    while len(files) < n_models:  # more models than the release has direct runs: generated the same way
+        size += 1
+        files.append(folder / f"qwen3a{size}b_direct_predictions.jsonl")
+        files[-1].write_bytes(rf.generated_run(f"qwen3a{size}b_direct"))
+    real = sum(1 for f in files if rf.shared_file(f"refadv/predictions/{f.name}").is_file())
+    print(f"runs: {len(files)} direct runs, {real} of them released, the rest generated in the official row format")
     t = time.perf_counter()
     parquet = root / "ref-adv-s.parquet"
     what = write_items(rows, parquet)
-    print(f"items: {parquet.stat().st_size / 1e6:.1f} MB parquet, {what} ({time.perf_counter() - t:.1f} s)")
+    print(f"items: {len(rows):,} rows, {parquet.stat().st_size / 1e6:.1f} MB parquet, {what} "
+          f"({time.perf_counter() - t:.1f} s)")
     return files, parquet
 
 
@@ -176,66 +142,53 @@ STEPS = {
 def browser_timings(path: Path, repeat: int) -> dict[str, float] | str:
     """Milliseconds: page ready, each step of :data:`STEPS`, typing (from its last key, the pause included and
     how many filters it ran)."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        return "playwright is not installed (the dev extra)"
-    if not CHROMIUM.is_file():
-        return f"no Chromium at {CHROMIUM}"
+    sys.path.insert(0, str(ROOT / "perf"))
+    from bench_page import opened_pages
+
     out: dict[str, list[float]] = {}
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                              args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
-        for _ in range(repeat):
-            page = b.new_page(viewport={"width": 1366, "height": 768})
-            errors: list[str] = []
-            page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
-            page.goto(path.as_uri(), wait_until="load")
-            page.wait_for_function("document.querySelectorAll('.items:not([data-ready])').length === 0")
-            ready = page.evaluate("""() => { const n = performance.getEntriesByType('navigation')[0];
-                return {ready: n.loadEventEnd, paint: (performance.getEntriesByName('first-contentful-paint')[0]
-                || {}).startTime}; }""")
-            out.setdefault("first contentful paint", []).append(ready["paint"])
-            out.setdefault("ready (every item table drawn)", []).append(ready["ready"])
-            # a long pairs table is folded; its links are made when it is opened (timed on its own)
-            out.setdefault("open the folded pairs table (its links made)", []).append(page.evaluate("""async () => {
-                const d = document.querySelector('#pairs details'); if (!d) { return 0; }
-                const t0 = performance.now(); d.open = true;
-                await new Promise(r => d.addEventListener('toggle', r, {once: true}));
+    for got in opened_pages(path, repeat):
+        if isinstance(got, str):
+            return got
+        page, errors, ready = got
+        out.setdefault("first contentful paint", []).append(ready["paint"])
+        out.setdefault("ready (every item table drawn)", []).append(ready["load"])
+        # a long pairs table is folded; its links are made when it is opened (timed on its own)
+        out.setdefault("open the folded pairs table (its links made)", []).append(page.evaluate("""async () => {
+            const d = document.querySelector('#pairs details'); if (!d) { return 0; }
+            const t0 = performance.now(); d.open = true;
+            await new Promise(r => d.addEventListener('toggle', r, {once: true}));
+            await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
+            return performance.now() - t0; }"""))
+        for label, js in STEPS.items():
+            ms = page.evaluate("""async (js) => {
+                const b = document.getElementById('items');
+                const D = JSON.parse(b.querySelector('.it-data').textContent);
+                const t0 = performance.now();
+                new Function('b', 'D', js)(b, D);
                 await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
-                return performance.now() - t0; }"""))
-            for label, js in STEPS.items():
-                ms = page.evaluate("""async (js) => {
-                    const b = document.getElementById('items');
-                    const D = JSON.parse(b.querySelector('.it-data').textContent);
-                    const t0 = performance.now();
-                    new Function('b', 'D', js)(b, D);
-                    await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
-                    return performance.now() - t0; }""", js)
-                out.setdefault(label, []).append(ms)
-                if label == "open an item":
-                    page.keyboard.press("Escape")
-            typed = page.evaluate("""async () => {
-                const b = document.getElementById('items'), q = b.querySelector('.it-q');
-                b.querySelector('.it-clear').click();
-                const body = b.querySelector('tbody');
-                let renders = 0, last = 0;
-                const seen = new MutationObserver(() => { renders++; last = performance.now(); });
-                seen.observe(body, {childList: true});
-                let t = 0;
-                for (const ch of 'person') {
-                    q.value += ch; q.dispatchEvent(new Event('input')); t = performance.now();
-                    await new Promise(r => setTimeout(r, 40));
-                }
-                await new Promise(r => setTimeout(r, 600));
-                seen.disconnect();
-                return {ms: last - t, renders}; }""")
-            out.setdefault(f"text, typed a key at a time (incl. the {DEBOUNCE_MS} ms pause)", []).append(typed["ms"])
-            out.setdefault("filters run while typing 6 keys", []).append(typed["renders"])
-            if errors:
-                return f"page errors: {errors[:3]}"
-            page.close()
-        b.close()
+                return performance.now() - t0; }""", js)
+            out.setdefault(label, []).append(ms)
+            if label == "open an item":
+                page.keyboard.press("Escape")
+        typed = page.evaluate("""async () => {
+            const b = document.getElementById('items'), q = b.querySelector('.it-q');
+            b.querySelector('.it-clear').click();
+            const body = b.querySelector('tbody');
+            let renders = 0, last = 0;
+            const seen = new MutationObserver(() => { renders++; last = performance.now(); });
+            seen.observe(body, {childList: true});
+            let t = 0;
+            for (const ch of 'person') {
+                q.value += ch; q.dispatchEvent(new Event('input')); t = performance.now();
+                await new Promise(r => setTimeout(r, 40));
+            }
+            await new Promise(r => setTimeout(r, 600));
+            seen.disconnect();
+            return {ms: last - t, renders}; }""")
+        out.setdefault(f"text, typed a key at a time (incl. the {DEBOUNCE_MS} ms pause)", []).append(typed["ms"])
+        out.setdefault("filters run while typing 6 keys", []).append(typed["renders"])
+        if errors:
+            return f"page errors: {errors[:3]}"
     return {k: statistics.median(v) for k, v in out.items()}
 
 
