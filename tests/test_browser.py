@@ -952,6 +952,7 @@ def test_a_folded_table_of_thousands_of_tests_joins_the_page_sortable_and_linked
     try:
         assert page.locator("#pairs table").count() == 0 and page.locator("#pairs template").count() == 1
         page.locator("#pairs details summary").click()
+        page.wait_for_selector("#pairs tbody tr")  # the details' toggle event (a queued task) puts it in
         rows = page.locator("#pairs tbody tr")
         assert rows.count() == len(c.pairs) and page.locator("#pairs template").count() == 0
         head = page.locator("#pairs th", has_text="p (adj.)")
