@@ -121,3 +121,15 @@ def test_without_a_cjk_font_a_chinese_name_becomes_counted_placeholders(tmp_path
     assert legend[0] == plots.PLACEHOLDER * 4 and legend[1] == "Qwen2.5-VL-7B"
     assert "no installed font can draw" in fig.get_suptitle()
     assert not [w for w in recwarn if "Glyph" in str(w.message)]
+
+
+def test_two_models_are_drawn_on_every_slice_and_many_on_their_whole_set_which_the_panel_says(tmp_path, twelve):
+    two = _compare(tmp_path, ["a", "b"])
+    slices = list(dict.fromkeys(two.values["slice"]))
+    assert len(slices) > 1
+    fig = two.figure()
+    assert len(fig.axes[0].get_yticklabels()) == len(slices)  # one pair, every slice
+    assert [t.get_text().split(" · ")[1].split("\n")[0] for t in fig.axes[1].get_yticklabels()] == slices
+    many = twelve.figure()
+    assert {t.get_text().split(" · ")[1].split("\n")[0] for t in many.axes[1].get_yticklabels()} == {"overall"}
+    assert "every slice is in the tables" in many.axes[0].get_title(loc="left")

@@ -1202,15 +1202,16 @@ def _forest_rows(c: Comparison, metrics: list[tuple]) -> tuple[list[dict[str, An
 
 #: the figure's row labels and legend: readable where the page shows the figure at its width (>= 9 pt)
 LABEL_PT = 9
-#: above this many rank rows (metric-slices × models) the figure draws each metric's whole set only, and says so
-MAX_RANK_ROWS = 40
+#: the figure draws every slice only while its pairs (slices × pairs of models) stay this few, so it reads at a
+#: glance (two models on six slices); past it, each metric's whole set, and says so (the slices are in the tables)
+MAX_SLICE_PAIRS = 12
 
 
 def _drawn_slices(keys: list[tuple], n_models: int) -> tuple[list[tuple], bool]:
-    """The (paper, setting, metric, slice) rows the figure draws: all of them, or, past :data:`MAX_RANK_ROWS`,
+    """The (paper, setting, metric, slice) rows the figure draws: all of them, or, past :data:`MAX_SLICE_PAIRS`,
     each metric's whole set (its first row: ``compare`` puts the whole set before its slices); whether it left
     slices out."""
-    if len(keys) * n_models <= MAX_RANK_ROWS:
+    if len(keys) * n_models * (n_models - 1) // 2 <= MAX_SLICE_PAIRS:
         return keys, False
     first: dict[tuple, tuple] = {}
     for k in keys:
