@@ -74,6 +74,13 @@ def _shown(page, box: str) -> list[str]:
     return page.locator(f"#{box} tbody button.it-open").all_inner_texts()
 
 
+def _find(page, box: str, text: str) -> None:
+    """Type ``text`` into the table's search box and wait until the rows are filtered by it (the table filters
+    once typing pauses)."""
+    page.locator(f"#{box} .it-q").fill(text)
+    page.wait_for_function("([box, text]) => document.getElementById(box).dataset.query === text", arg=[box, text])
+
+
 def _clean(seen: dict, page) -> None:
     """No console error, request or script run from the page's text; nothing wider than the window at a laptop's
     and a phone's width; no serious or critical axe-core violation (where axe-core is installed)."""
@@ -113,21 +120,21 @@ def test_a_headline_cell_shows_its_items_and_an_item_opens_whole(chromium, pages
         # a text filter narrows them
         first = next((data["rows"][r] for r in group["rows"] if data["rows"][r]["m"][0]["pb"]),
                      data["rows"][group["rows"][0]])
-        page.locator(f"#{box} .it-q").fill(first["k"])
+        _find(page, box, first["k"])
         narrowed = _shown(page, box)
         assert first["k"] in narrowed and set(narrowed) <= set(want)
         page.locator(f"#{box} .it-clear").click()
         # a store's score (read from its run record) shows the items it is made of
         scores = page.locator("#nb-refadv [data-items-links='scores'] a.it-link")
         assert scores.count() == len(data["links"]["scores"]) >= 1
-        page.locator(f"#{box} .it-q").fill("")
+        _find(page, box, "")
         scores.first.click()
         whole = data["groups"][data["links"]["scores"][0]]
         assert sorted(_shown(page, box)) == sorted(data["rows"][r]["k"] for r in whole["rows"])
         assert scores.first.inner_text() == page.locator("#nb-refadv [data-items-links='scores'] tbody tr").first \
             .locator("td").nth(4).inner_text()  # the link is the value cell
         page.locator(f"#{box} .it-clear").click()
-        page.locator(f"#{box} .it-q").fill("")
+        _find(page, box, "")
         assert len(_shown(page, box)) == len(data["rows"])
         # sort by keyboard: the item header's button, Enter, twice
         head = page.locator(f"#{box} thead button", has_text="item")
@@ -182,7 +189,7 @@ def test_a_paired_test_shows_its_discordant_items_and_models_disagree_narrows(ch
         # the hostile answer is text on the page, never markup
         page.locator(f"#{box} .it-disagree").uncheck()
         page.locator(f"#{box} .it-outcome").select_option("")
-        page.locator(f"#{box} .it-q").fill("onerror=alert(2)")
+        _find(page, box, "onerror=alert(2)")
         assert _shown(page, box) and page.locator(f"#{box} tbody img").count() == 0
         assert data["models"] == ["A", "B"]
         _clean(seen, page)
