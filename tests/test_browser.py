@@ -36,6 +36,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from vlamb_nb.benchmarks import notebooks
@@ -679,6 +680,7 @@ def test_the_comparison_page_loads_clean_sorts_and_shows_names_as_text(chromium,
         header.click()
         descending = [float(v) for v in page.locator("#values td[data-v]:nth-child(6)").evaluate_all(
             "cells => cells.map(c => c.dataset.v)")]
+        n_values = page.locator("#values tbody tr").count()
         page.screenshot(path=str(shots / "comparison-html.png"), full_page=True)
         violations = _axe_serious(page) if AXE.is_file() else []
     finally:
@@ -688,7 +690,8 @@ def test_the_comparison_page_loads_clean_sorts_and_shows_names_as_text(chromium,
     assert _overflow_at(chromium, path, PHONE) <= 0, "comparison.html scrolls sideways at 390 px"
     assert [f["file"] for f in state["files"]] == ["comparison.png", "comparison.pdf"]
     assert hostile in names and "通义千问-VL-72B" in names  # shown as written, never run
-    assert ascending == sorted(ascending) and descending == sorted(ascending, reverse=True) and len(ascending) == 3
+    assert ascending == sorted(ascending) and descending == sorted(ascending, reverse=True)
+    assert len(ascending) == n_values and n_values > 3 and n_values % 3 == 0  # 3 models on the whole set and each slice
 
 
 @pytest.fixture
@@ -759,3 +762,212 @@ def test_a_page_passes_axe_and_works_by_keyboard_at_a_phone_width(chromium, awkw
         phone.close()
     assert wide <= 0, f"{wide} px of sideways scroll at 390 px (a 20,000-character value must wrap)"
     assert all(t == 0 for t in boxes)  # a box that scrolls sideways is reachable by keyboard
+
+
+# -- the task a researcher brings to comparison.html, on the stand-in Ref-Adv release ------------------------------
+#: released Ref-Adv runs of the stand-in release (``release_fixtures``: the real files where the checkout has
+#: them, generated ones in the official row format else), compared with every item's image from its parquet
+STAND_IN_RUNS = ("qwen25a72b_direct", "qwen3a8bthinking_direct", "qwen25a7b_direct", "qwen3a4b_direct")
+STRONG_A, STRONG_B = "Qwen2.5-VL-72B-Instruct", "Qwen3-VL-8B-Thinking"
+
+
+@pytest.fixture(scope="module")
+def refadv_comparison(tmp_path_factory, shared_data):
+    """``vlamb-nb compare`` of released Ref-Adv runs with the items' images given (``--source``: the stand-in
+    release's parquet, an image for each of the 1,142 rows); the hits and negation flags of each run, by row."""
+    import release_fixtures as rf
+
+    from vlamb_nb.benchmarks.refadv.score import read_official_predictions
+    from vlamb_nb.cli import main
+
+    root = tmp_path_factory.mktemp("refadv-stand-in")
+    parquet = root / "ref-adv-s.parquet"
+    parquet.write_bytes(rf.refadv_repo()["data/train-00000-of-00001.parquet"])
+    released = rf.refadv_runs()
+    (root / "runs").mkdir()
+    files = []
+    for name in STAND_IN_RUNS:
+        files.append(root / "runs" / f"{name}_predictions.jsonl")
+        files[-1].write_bytes(released[f"{name}_predictions.jsonl"])
+    assert main(["compare", *map(str, files), "--source", f"refadv={parquet}", "--n-resamples", "200",
+                 "--out", str(root / "cmp")]) == 0
+    hits, negated = {}, None
+    for f in files:
+        df = read_official_predictions(f).set_index("row_idx")
+        hits[str(df["model"].iloc[0]).replace("Qwen/", "")] = df["official_hit"].astype(bool)
+        negated = df["use_negation"].astype(bool)
+    values = json.loads((root / "cmp" / "comparison.json").read_text(encoding="utf-8"))["values"]
+    return {"page": root / "cmp" / "comparison.html", "hits": hits, "negated": negated, "values": values}
+
+
+def _neg_column(page) -> int:
+    heads = page.locator("#slices table").first.locator("thead th").all_inner_texts()
+    return next(i for i, h in enumerate(heads) if h.strip().startswith("Neg "))
+
+
+def test_the_researchers_task_is_done_on_comparison_html_alone_by_clicks_and_a_link(chromium, refadv_comparison,
+                                                                                     shots):
+    """Which models fail most on negation, where do Qwen2.5-VL-72B and Qwen3-VL-8B disagree there, three items
+    where the stronger one is wrong and why, and a link that reopens that view: each step a click on
+    ``comparison.html``, every number checked against a count by hand from the released files."""
+    hits, negated, values = refadv_comparison["hits"], refadv_comparison["negated"], refadv_comparison["values"]
+    page, seen = _open_file_page(chromium, refadv_comparison["page"])
+    try:
+        assert "#" not in page.url  # the page keeps its address until the reader chooses a view
+        # 1. negation accuracy per model with its interval: the per-slice table, sorted by its Neg column
+        col = _neg_column(page)
+        table = page.locator("#slices table").first
+        table.locator("thead th").nth(col).locator("button").click()
+        shown = {r.split("\t")[0]: r.split("\t")[col] for r in table.locator("tbody tr").all_inner_texts()}
+        neg = {v["model"]: v for v in values if v["slice"] == "Neg"}
+        assert set(shown) == set(hits)
+        for model, text in shown.items():
+            want = 100 * hits[model][negated].mean()
+            assert neg[model]["value"] == pytest.approx(want)
+            assert text == f"{want:.1f} [{neg[model]['ci_low']:.1f}, {neg[model]['ci_high']:.1f}]"
+        order = [r.split("\t")[0] for r in table.locator("tbody tr").all_inner_texts()]
+        assert order == sorted(hits, key=lambda m: hits[m][negated].mean())  # who fails most on negation first
+        _shot_at(page, "#slices", shots / "comparison-refadv-slices.png")
+        # 2. where the two disagree on negation: the pair's row shows McNemar's split; its difference opens exactly
+        # those items, and each side of the split is one click
+        pair = page.locator("#pairs tbody tr").filter(has_text=STRONG_A).filter(has_text=STRONG_B).filter(
+            has=page.locator("td", has_text=re.compile(r"^Neg$")))
+        assert pair.count() == 1
+        a, b = (hits[m][negated] for m in (STRONG_A, STRONG_B))
+        only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
+        assert f"{only_a} / {only_b}" in pair.inner_text()
+        pair.locator("a.it-link").click()
+        count = page.locator("#items .it-count")
+        assert count.inner_text().startswith(f"{only_a + only_b} of 1142 items")
+        chip = page.locator("#items .it-group").inner_text()
+        assert f"{only_a} only {STRONG_A} right" in chip and f"{only_b} only {STRONG_B} right" in chip
+        stronger, weaker = (STRONG_A, STRONG_B) if a.mean() > b.mean() else (STRONG_B, STRONG_A)
+        wrong_rows = negated & hits[weaker] & ~hits[stronger]
+        page.locator("#items .it-split button", has_text=f"only {weaker} right").click()
+        assert count.inner_text().startswith(f"{int(wrong_rows.sum())} of 1142 items")
+        listed = page.locator("#items tbody button.it-open").all_inner_texts()
+        assert {int(k) for k in listed} == set(wrong_rows[wrong_rows].index)
+        # 3. three items where the stronger model is wrong: each opens with its image, every box, IoU and the
+        # parse error
+        data = json.loads(page.locator("#items .it-data").text_content())
+        for k in range(3):
+            page.locator("#items tbody button.it-open").nth(k).click()
+            dialog = page.locator("#items dialog[open]")
+            item = int(dialog.locator("h4").inner_text().removeprefix("Item "))
+            assert item in set(wrong_rows[wrong_rows].index)
+            row = next(r for r in data["rows"] if r["k"] == str(item))
+            boxes = 1 + sum(1 for mv in row["m"] if mv and mv["pb"])
+            assert dialog.locator("svg image").count() == 1 and dialog.locator("svg rect").count() == boxes >= 2
+            answers = dialog.locator(".it-answers")
+            heads = answers.locator("thead th").all_inner_texts()
+            assert "IoU" in heads and "parse error" in heads and "reply" in heads
+            cells = dict(zip(heads, answers.locator("tbody tr").filter(
+                has=page.locator("th", has_text=stronger)).locator("th, td").all_inner_texts(), strict=True))
+            assert cells["outcome"] == "wrong" and float(cells["IoU"]) < 0.5 and cells["reply"] == "not released"
+            assert dialog.locator(".it-prompt").inner_text().count(row["q"][:40]) == 1
+            if k == 0:
+                _shot_at(page, None, shots / "comparison-refadv-item.png")
+            if k < 2:
+                page.keyboard.press("Escape")
+        # 4. a link that reopens that view: the same items, the same item open
+        page.locator("#items dialog[open] .it-copy").click()
+        link = page.locator("#items dialog[open] .it-share").input_value()
+        assert link.startswith(refadv_comparison["page"].as_uri() + "#items?")
+        opened = page.locator("#items dialog[open] h4").inner_text()
+        page.keyboard.press("Escape")
+        state = _page_state(page)
+        violations = _axe_serious(page) if AXE.is_file() else []
+    finally:
+        page.close()
+    _assert_page_clean("comparison.html", seen, state)
+    assert violations == [], f"comparison.html: axe-core finds {violations}"
+    again = chromium.new_page(viewport=LAPTOP)
+    try:
+        again.goto(link, wait_until="load")
+        again.wait_for_selector("#items dialog[open]")
+        assert again.locator("#items dialog[open] h4").inner_text() == opened
+        assert again.locator("#items .it-count").inner_text().startswith(f"{int(wrong_rows.sum())} of 1142 items")
+        assert again.locator("#items .it-right").input_value() != "" and again.locator("#items .it-wrong") \
+            .input_value() != ""
+    finally:
+        again.close()
+    assert _overflow_at(chromium, refadv_comparison["page"], PHONE) <= 0
+
+
+def test_a_comparisons_outcome_filters_are_each_models_own_and_disagree_reads_outcomes(chromium,
+                                                                                       refadv_comparison):
+    """"every model wrong", "only X right" and "models disagree" count what each model got right on its own
+    rows (never parse text: every box differs), against counts by hand; the filtered items download as CSV."""
+    hits = refadv_comparison["hits"]
+    frame = np.column_stack([hits[m].to_numpy() for m in hits])
+    page, seen = _open_file_page(chromium, refadv_comparison["page"])
+    try:
+        names = json.loads(page.locator("#items .it-data").text_content())["models"]
+        order = [list(hits).index(m) for m in names]
+        f = frame[:, order]
+        count = page.locator("#items .it-count")
+
+        def n_shown() -> int:
+            return int(count.inner_text().split(" of ", 1)[0])
+
+        page.locator("#items .it-outcome").select_option("allwrong")
+        assert n_shown() == int((~f).all(axis=1).sum())
+        for j, name in enumerate(names):
+            page.locator("#items .it-outcome").select_option(f"only:{j}")
+            others = np.delete(f, j, axis=1)
+            assert n_shown() == int((f[:, j] & ~others.any(axis=1)).sum()), name
+        page.locator("#items .it-outcome").select_option("")
+        page.locator("#items .it-disagree").check()
+        assert n_shown() == int((f.any(axis=1) & ~f.all(axis=1)).sum()) < 1142
+        with page.expect_download() as dl:
+            page.locator("#items .it-csv").click()
+        text = Path(dl.value.path()).read_text(encoding="utf-8")
+    finally:
+        page.close()
+    assert seen["console"] == [] and seen["requests"] == []
+    import csv
+    import io
+
+    lines = list(csv.reader(io.StringIO(text)))
+    assert len(lines) == 1 + int((f.any(axis=1) & ~f.all(axis=1)).sum())
+    assert lines[0][:6] == ["paper", "setting", "item", "prompt", "gold", "slices"] and f"{names[0]} IoU" in lines[0]
+    iou = lines[0].index(f"{names[0]} IoU")
+    assert all(0 <= float(r[iou]) <= 1 for r in lines[1:])
+
+
+def test_a_folded_table_of_thousands_of_tests_joins_the_page_sortable_and_linked_when_opened(chromium, tmp_path):
+    """A pairs table too long to read at a glance (here 12 models × 5 slices: 330 paired tests) waits folded,
+    outside the page's live document (it is ready sooner, an opened item faster); opened, it sorts by a header and
+    each difference opens its discordant items, as a short table does."""
+    from fixtures_pages import official_runs
+
+    from vlamb_nb.compare import compare
+    from vlamb_nb.report_html import FOLD_ROWS
+
+    files = official_runs(tmp_path / "runs", {f"m{k:02d}": set(range(k, 40, 1 + k % 3)) for k in range(12)})
+    c = compare(files, n_resamples=200)
+    assert len(c.pairs) > FOLD_ROWS
+    path = c.save(tmp_path / "out")[-1]
+    page, seen = _open_file_page(chromium, path)
+    try:
+        assert page.locator("#pairs table").count() == 0 and page.locator("#pairs template").count() == 1
+        page.locator("#pairs details summary").click()
+        page.wait_for_selector("#pairs tbody tr")  # the details' toggle event (a queued task) puts it in
+        rows = page.locator("#pairs tbody tr")
+        assert rows.count() == len(c.pairs) and page.locator("#pairs template").count() == 0
+        head = page.locator("#pairs th", has_text="p (adj.)")
+        head.locator("button").click()
+        adjusted = [float(v) for v in page.locator("#pairs td[data-v]:nth-child(11)").evaluate_all(
+            "cells => cells.map(c => c.dataset.v)")]
+        assert adjusted == sorted(adjusted) and head.get_attribute("aria-sort") == "ascending"
+        pair = rows.first
+        a, b = pair.locator("td").nth(0).inner_text(), pair.locator("td").nth(1).inner_text()
+        sl = pair.locator("td").nth(5).inner_text()
+        split = [int(x) for x in pair.locator("td").nth(7).inner_text().split(" / ")]
+        pair.locator("a.it-link").click()
+        assert page.locator("#items .it-count").inner_text().startswith(f"{sum(split)} of 40 items")
+        assert f"{a} and {b} disagree" in page.locator("#items .it-group").inner_text() and sl in page.locator(
+            "#items .it-group").inner_text()
+    finally:
+        page.close()
+    assert seen["console"] == [] and seen["requests"] == []

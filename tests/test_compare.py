@@ -109,17 +109,17 @@ def test_holm_over_several_pairs_matches_the_hand_computed_adjustment(vague_runs
     s = vague_runs["stores"]
     c = compare([s["a"], s["b"], s["c"]], sources=str(vague_runs["src"]), n_resamples=B)
     p = c.pairs
-    assert len(p[p["slice"] == "all"]) == 3
-    raw = p["p"].to_numpy(float)
-    m = len(raw)
-    order = np.argsort(raw)
-    holm = np.empty(m)
-    running = 0.0
-    for rank, i in enumerate(order):  # step-down: (m − rank)·p, never below the previous, at most 1
-        running = max(running, min(1.0, (m - rank) * raw[i]))
-        holm[i] = running
+    assert len(p[p["slice"] == "all"]) == 3 and p["slice"].nunique() > 1
+    holm = np.empty(len(p))
+    for _, family in p.groupby(["metric", "slice"]):  # one family per number: the pairs of one metric and slice
+        raw = family["p"].to_numpy(float)
+        m = len(raw)
+        assert m == 3 and (family["family"] == m).all()
+        running = 0.0
+        for rank, i in enumerate(np.argsort(raw)):  # step-down: (m − rank)·p, never below the previous, at most 1
+            running = max(running, min(1.0, (m - rank) * raw[i]))
+            holm[p.index.get_loc(family.index[i])] = running
     assert p["p_adjusted"].to_numpy(float) == pytest.approx(holm)
-    assert (p["family"] == m).all()
     bh = compare([s["a"], s["b"], s["c"]], sources=str(vague_runs["src"]), n_resamples=B, correction="bh")
     assert (bh.pairs["p_adjusted"].to_numpy() <= holm + 1e-12).all()
     base = compare([s["a"], s["b"], s["c"]], sources=str(vague_runs["src"]), n_resamples=B, baseline="model-b")
@@ -249,18 +249,29 @@ def test_example_compares_the_released_runs_on_their_common_rows(shared_data):
 
     c = example(example_runs(), title=EXAMPLE_COMPARISON, n_resamples=200)
     files = sorted((shared_data / "refadv" / "predictions").glob("*_direct_predictions.jsonl"))
-    assert len(c.models) == len(files) and (c.values["n"] == 1142).all()
-    hits = {}
+    assert len(c.models) == len(files) and (c.values[c.values["slice"] == "overall"]["n"] == 1142).all()
+    hits, negated = {}, None
     for f in files:
         df = read_official_predictions(f)
         hits[str(df["model"].iloc[0]).replace("Qwen/", "")] = df.set_index("row_idx")["official_hit"].astype(int)
-    for a, b in combinations(sorted(hits), 2):
-        row = _pair(c, a, b, "Acc@0.5", "overall") if a in set(c.pairs["model_a"]) and (
-            (c.pairs["model_a"] == a) & (c.pairs["model_b"] == b)).any() else _pair(c, b, a, "Acc@0.5", "overall")
-        x, y = hits[row["model_a"]], hits[row["model_b"]].reindex(hits[row["model_a"]].index)
-        assert row["diff"] == pytest.approx(100 * (x.mean() - y.mean()), abs=1e-9)
-        assert (row["discordant_a_only"], row["discordant_b_only"]) == (int(((x == 1) & (y == 0)).sum()),
-                                                                         int(((x == 0) & (y == 1)).sum()))
+        negated = df.set_index("row_idx")["use_negation"].astype(bool)
+    # every declared slice is compared: each model's value on the negated rows, and each pair's test on them,
+    # adjusted within the family of that slice's pairs
+    neg = c.values[c.values["slice"] == "Neg"].set_index("model")
+    assert set(neg.index) == set(hits) and (neg["n"] == int(negated.sum())).all()
+    for m, h in hits.items():
+        assert neg.loc[m, "value"] == pytest.approx(100 * h[negated].mean())
+        assert neg.loc[m, "ci_low"] < neg.loc[m, "value"] < neg.loc[m, "ci_high"]
+    for sl, mask in (("overall", negated | ~negated), ("Neg", negated)):
+        family = c.pairs[c.pairs["slice"] == sl]
+        assert len(family) == len(hits) * (len(hits) - 1) // 2 and (family["family"] == len(family)).all()
+        for a, b in combinations(sorted(hits), 2):
+            row = _pair(c, a, b, "Acc@0.5", sl) if ((c.pairs["model_a"] == a) & (c.pairs["model_b"] == b)).any() \
+                else _pair(c, b, a, "Acc@0.5", sl)
+            x, y = hits[row["model_a"]][mask], hits[row["model_b"]].reindex(hits[row["model_a"]].index)[mask]
+            assert row["diff"] == pytest.approx(100 * (x.mean() - y.mean()), abs=1e-9)
+            assert (row["discordant_a_only"], row["discordant_b_only"]) == (int(((x == 1) & (y == 0)).sum()),
+                                                                             int(((x == 0) & (y == 1)).sum()))
 
 
 def test_two_openai_models_on_different_endpoints_get_different_stores(tmp_path):

@@ -48,6 +48,22 @@ def test_the_models_legend_is_clear_of_every_axis_label(tmp_path, twelve, n):
     assert fig_box.x0 <= box.x0 and box.x1 <= fig_box.x1 and fig_box.y0 <= box.y0  # on the canvas, not cut
 
 
+@pytest.mark.parametrize("names", [["our-lab/a-vision-language-model-7b-instruct-v2",
+                                    "our-lab/a-vision-language-model-72b-instruct-v2"],
+                                   ["Qwen2.5-VL-3B-Instruct", "Qwen2.5-VL-72B-Instruct", "Qwen2.5-VL-7B-Instruct",
+                                    "Qwen3-VL-8B-Thinking"]])
+def test_the_two_panels_x_labels_never_overprint_each_other(tmp_path, names):
+    """Each panel's x-axis label stays clear of the other's (and of the other panel), whatever the row labels'
+    width pushes the panels to."""
+    fig = _compare(tmp_path, names).figure()
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    left, right = (ax.xaxis.label.get_window_extent(renderer) for ax in fig.axes[:2])
+    assert left.x1 < right.x0 - 2, (left, right)  # apart, with a gap
+    assert left.x1 < fig.axes[1].get_window_extent(renderer).x0 or left.y1 < fig.axes[1].get_window_extent(
+        renderer).y0
+
+
 def test_twelve_models_get_twelve_distinct_colour_and_marker_pairs(twelve):
     from matplotlib.colors import to_hex
 
@@ -62,7 +78,8 @@ def test_twelve_models_get_twelve_distinct_colour_and_marker_pairs(twelve):
 
 
 def test_many_pairs_are_cut_to_those_with_the_top_ranked_model_and_the_panel_says_so(twelve):
-    assert len(twelve.pairs) == 66 > MAX_FOREST_PAIRS
+    overall = twelve.pairs[twelve.pairs["slice"] == "overall"]
+    assert len(overall) == 66 > MAX_FOREST_PAIRS and len(twelve.pairs) > len(overall)  # each slice tested too
     fig = twelve.figure()
     ax_pairs = fig.axes[0]
     top = twelve.values.sort_values("rank", kind="stable")["model"].iloc[0]
@@ -104,3 +121,15 @@ def test_without_a_cjk_font_a_chinese_name_becomes_counted_placeholders(tmp_path
     assert legend[0] == plots.PLACEHOLDER * 4 and legend[1] == "Qwen2.5-VL-7B"
     assert "no installed font can draw" in fig.get_suptitle()
     assert not [w for w in recwarn if "Glyph" in str(w.message)]
+
+
+def test_two_models_are_drawn_on_every_slice_and_many_on_their_whole_set_which_the_panel_says(tmp_path, twelve):
+    two = _compare(tmp_path, ["a", "b"])
+    slices = list(dict.fromkeys(two.values["slice"]))
+    assert len(slices) > 1
+    fig = two.figure()
+    assert len(fig.axes[0].get_yticklabels()) == len(slices)  # one pair, every slice
+    assert [t.get_text().split(" · ")[1].split("\n")[0] for t in fig.axes[1].get_yticklabels()] == slices
+    many = twelve.figure()
+    assert {t.get_text().split(" · ")[1].split("\n")[0] for t in many.axes[1].get_yticklabels()} == {"overall"}
+    assert "every slice is in the tables" in many.axes[0].get_title(loc="left")

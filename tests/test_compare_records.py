@@ -113,11 +113,20 @@ def test_a_store_and_its_own_record_are_one_run_never_compared_with_itself(tmp_p
 
 def _shown(view):
     """A comparison's items page as a reader sees it, images aside: each group's items, each row's text and
-    every model's answer, parse, outcome and per-metric values."""
+    every model's answer, parse, outcome, per-metric values and turns (what makes the outcome, ``w``, apart:
+    :func:`_why`)."""
     rows = {r["k"]: {**{f: r[f] for f in ("q", "g", "gb")}, "sl": sorted(view.slices[i] for i in r["sl"]),
-                     "m": r["m"]} for r in view.rows}
+                     "m": [None if c is None else {k: v for k, v in c.items() if k != "w"} for c in r["m"]]}
+            for r in view.rows}
     groups = [(g.label, g.n, g.unit, sorted(view.rows[i]["k"] for i in g.rows)) for g in view.groups]
     return rows, groups
+
+
+def _why(view):
+    """Per item and model, what the page shows makes its outcome (the IoU, the parse error, the parsed letter...),
+    by label."""
+    return {(r["k"], j): {label: v for label, v in zip(view.why, c.get("w") or (), strict=False) if v is not None}
+            for r in view.rows for j, c in enumerate(r["m"]) if c is not None}
 
 
 @pytest.mark.parametrize("paper,setting,n", [("vague", "vlm", 16), ("mucar", "full", 6),
@@ -133,6 +142,11 @@ def test_a_comparison_of_records_opens_onto_the_items_its_stores_page_shows(pape
     by_record = compare([record_path(s) for s in stores], n_resamples=B)
     want, got = comparison_view(by_store), comparison_view(by_record)
     assert _shown(got) == _shown(want)
+    # what a record keeps of why an answer counts is what its store's scored rows show (those show more: scores)
+    full, kept = _why(want), _why(got)
+    assert full.keys() == kept.keys() and any(kept.values())
+    assert all(kept[k].items() <= full[k].items() for k in kept), [(kept[k], full[k]) for k in kept
+                                                                     if not kept[k].items() <= full[k].items()][:2]
     if paper != "refadv":  # the scripted boxes hit nothing on this small sample: no pair differs there
         assert any(len(g.rows) for g in got.groups if " disagree" in g.label)
     links = comparison_links(got, by_record)

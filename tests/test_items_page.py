@@ -15,6 +15,7 @@ import pytest
 from vlamb_nb import report_card
 from vlamb_nb.compare import compare, load_runs
 from vlamb_nb.report_html import write_run_page
+from vlamb_nb.report_items import comparison_view
 from vlamb_nb.reproduce import scored_runs
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -73,6 +74,13 @@ def _shown(page, box: str) -> list[str]:
     return page.locator(f"#{box} tbody button.it-open").all_inner_texts()
 
 
+def _find(page, box: str, text: str) -> None:
+    """Type ``text`` into the table's search box and wait until the rows are filtered by it (the table filters
+    once typing pauses)."""
+    page.locator(f"#{box} .it-q").fill(text)
+    page.wait_for_function("([box, text]) => document.getElementById(box).dataset.query === text", arg=[box, text])
+
+
 def _clean(seen: dict, page) -> None:
     """No console error, request or script run from the page's text; nothing wider than the window at a laptop's
     and a phone's width; no serious or critical axe-core violation (where axe-core is installed)."""
@@ -112,21 +120,21 @@ def test_a_headline_cell_shows_its_items_and_an_item_opens_whole(chromium, pages
         # a text filter narrows them
         first = next((data["rows"][r] for r in group["rows"] if data["rows"][r]["m"][0]["pb"]),
                      data["rows"][group["rows"][0]])
-        page.locator(f"#{box} .it-q").fill(first["k"])
+        _find(page, box, first["k"])
         narrowed = _shown(page, box)
         assert first["k"] in narrowed and set(narrowed) <= set(want)
         page.locator(f"#{box} .it-clear").click()
         # a store's score (read from its run record) shows the items it is made of
         scores = page.locator("#nb-refadv [data-items-links='scores'] a.it-link")
         assert scores.count() == len(data["links"]["scores"]) >= 1
-        page.locator(f"#{box} .it-q").fill("")
+        _find(page, box, "")
         scores.first.click()
         whole = data["groups"][data["links"]["scores"][0]]
         assert sorted(_shown(page, box)) == sorted(data["rows"][r]["k"] for r in whole["rows"])
         assert scores.first.inner_text() == page.locator("#nb-refadv [data-items-links='scores'] tbody tr").first \
             .locator("td").nth(4).inner_text()  # the link is the value cell
         page.locator(f"#{box} .it-clear").click()
-        page.locator(f"#{box} .it-q").fill("")
+        _find(page, box, "")
         assert len(_shown(page, box)) == len(data["rows"])
         # sort by keyboard: the item header's button, Enter, twice
         head = page.locator(f"#{box} thead button", has_text="item")
@@ -158,16 +166,19 @@ def test_a_paired_test_shows_its_discordant_items_and_models_disagree_narrows(ch
         data = _data(page, box)
         pairs = pages["c"].pairs.to_dict(orient="records")
         links = page.locator("#pairs tbody tr a.it-link")
-        groups = [data["groups"][int(g)] for g in links.evaluate_all("as => as.map(a => a.dataset.group)")]
+        view = comparison_view(pages["c"])  # the page's groups, each pair's discordant rows listed
+        at = [int(g) for g in links.evaluate_all("as => as.map(a => a.dataset.group)")]
+        groups = [view.groups[g] for g in at]
+        assert any("rows" not in data["groups"][g] for g in at)  # derived on the page from their slice's rows
         # a 0/1 test over single items (over pairs of queries, a query of a discordant pair may agree)
         k = next(i for i, r in enumerate(pairs) if r["kind"] == "binary" and r["discordant_a_only"]
-                 + r["discordant_b_only"] and groups[i]["n"] == len(groups[i]["rows"]))
+                 + r["discordant_b_only"] and groups[i].n == len(groups[i].rows))
         link = page.locator("#pairs tbody tr").nth(k).locator("a.it-link")
         group = groups[k]
         link.click()
         shown = _shown(page, box)
-        assert group["n"] == pairs[k]["discordant_a_only"] + pairs[k]["discordant_b_only"]  # McNemar's discordant
-        assert sorted(shown) == sorted(data["rows"][r]["k"] for r in group["rows"])  # units, every item of each
+        assert group.n == pairs[k]["discordant_a_only"] + pairs[k]["discordant_b_only"]  # McNemar's discordant
+        assert sorted(shown) == sorted(view.rows[r]["k"] for r in group.rows)  # units, every item of each
         page.locator(f"#{box} .it-clear").click()
         everything = len(_shown(page, box))
         page.locator(f"#{box} .it-disagree").check()
@@ -178,7 +189,7 @@ def test_a_paired_test_shows_its_discordant_items_and_models_disagree_narrows(ch
         # the hostile answer is text on the page, never markup
         page.locator(f"#{box} .it-disagree").uncheck()
         page.locator(f"#{box} .it-outcome").select_option("")
-        page.locator(f"#{box} .it-q").fill("onerror=alert(2)")
+        _find(page, box, "onerror=alert(2)")
         assert _shown(page, box) and page.locator(f"#{box} tbody img").count() == 0
         assert data["models"] == ["A", "B"]
         _clean(seen, page)

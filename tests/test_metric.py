@@ -345,7 +345,11 @@ def test_refadv_acc_at_half_is_the_official_reports(runs):
     assert by_slice["4-6"] == pytest.approx(100 * report["4-6"]) == pytest.approx(100 * acc_at(ious[mid], 0.5))
     assert summ["Acc@0.5"] == round(100 * report["acc@0.5"], 2) == summ["acc@0.5"]
     assert values[("Acc@0.5", "overall")] == pytest.approx(100 * report["acc@0.5"])
-    assert list(values.index.get_level_values("slice")) == ["overall"] * 3  # the slices are the card's
+    # compare reports every slice the metric declares, each the card's value (the same rows, the same rule)
+    slices = ["overall", "Neg", "No-Neg", "2-3", "4-6", ">=7"]
+    assert list(values.index.get_level_values("slice")) == slices * 3  # Acc@0.5, @0.75 and @0.9
+    for sl in ("Neg", "No-Neg", "4-6"):
+        assert values[("Acc@0.5", sl)] == pytest.approx(by_slice[sl])
     assert values[("Acc@0.75", "overall")] == pytest.approx(100 * acc_at(ious, 0.75))
 
 

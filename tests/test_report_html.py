@@ -7,6 +7,7 @@ The browser half (the pages load from file:// with no console error and no broke
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 from html.parser import HTMLParser
@@ -534,11 +535,49 @@ def test_the_comparison_page_puts_the_model_first_exports_its_tables_and_has_pro
     page = Page(text)
     links = {(a["data-table"], a["data-export"]) for t, a in page.elements if t == "a" and a.get("data-export")}
     assert links == {(n, k) for n in ("comparison-values", "comparison-paired-differences", "comparison-models",
-                                      "provenance-data") for k in ("csv", "tex")}
+                                      "comparison-acc-0.5-by-slice-refadv-direct", "provenance-data",
+                                      "provenance-compared-files") for k in ("csv", "tex")}
     for name, kind in links:
         assert (tmp_path / "out" / "tables" / f"{name}.{kind}").is_file()
     prov = " ".join(re.sub(r"<[^>]+>", " ", text[text.index('<section id="provenance"'):]).split())
     assert "vlamb_nb version" in prov and "Python" in prov and "refadv" in prov
+    # every compared file by its sha256, as read
+    for f in files:
+        assert f"{f.name} {f.stat().st_size} {hashlib.sha256(f.read_bytes()).hexdigest()}" in prov
+
+
+def test_a_comparisons_csv_files_hold_numbers_in_columns_of_their_own(tmp_path):
+    """``comparison-values.csv`` and the pairs' CSV carry each number in its own column (value, ci_low, ci_high,
+    n, p, the discordant split), never display text such as "23.8 [20.9, 26.8]", "1142 rows" or "<0.001"; the
+    per-slice table's CSV has value, interval and n per slice."""
+    import csv
+    import io
+
+    from vlamb_nb.compare import compare
+
+    files = official_runs(tmp_path / "runs", {"a": set(range(30)), "b": set(range(5, 40))})
+    c = compare(files, n_resamples=200, title="two")
+    c.save(tmp_path / "out")
+    tables = tmp_path / "out" / "tables"
+    values = list(csv.DictReader(io.StringIO((tables / "comparison-values.csv").read_text(encoding="utf-8"))))
+    assert len(values) == len(c.values)
+    for row, want in zip(values, c.values.to_dict(orient="records"), strict=True):
+        assert float(row["value"]) == pytest.approx(want["value"])
+        assert float(row["ci_low"]) == pytest.approx(want["ci_low"]) and float(row["ci_high"]) == pytest.approx(
+            want["ci_high"])
+        assert int(row["n"]) == want["n"] and row["unit"] == "row"
+    pairs = list(csv.DictReader(io.StringIO((tables / "comparison-paired-differences.csv").read_text(
+        encoding="utf-8"))))
+    for row, want in zip(pairs, c.pairs.to_dict(orient="records"), strict=True):
+        assert float(row["p"]) == pytest.approx(want["p"]) and float(row["p_adjusted"]) == pytest.approx(
+            want["p_adjusted"])
+        assert int(row["discordant_a_only"]) == want["discordant_a_only"]
+        assert int(row["discordant_b_only"]) == want["discordant_b_only"]
+        assert float(row["diff"]) == pytest.approx(want["diff"])
+    by_slice = list(csv.reader(io.StringIO((tables / "comparison-acc-0.5-by-slice-refadv-direct.csv").read_text(
+        encoding="utf-8"))))
+    assert by_slice[0][:5] == ["model", "overall value", "overall ci_low", "overall ci_high", "overall n"]
+    assert {r[0] for r in by_slice[1:]} == {"a", "b"} and all(float(x) >= 0 for x in by_slice[1][1:])
 
 
 def test_save_figure_records_what_the_figure_shows_and_the_page_says_it_as_alt_text(tmp_path):
@@ -557,3 +596,101 @@ def test_save_figure_records_what_the_figure_shows_and_the_page_says_it_as_alt_t
     assert log[0]["title"] == "Acc by count" and "title" not in log[1]  # recorded only where there is one
     alt = Figure("refadv/demo/acc_by_count", title="Acc by count", table="slices").alt()
     assert alt == "refadv figure: Acc by count (for the table slices) — pipeline demo, not a result"
+
+
+#: model names a spreadsheet would run as a formula, and text plain pdflatex cannot set as it is
+FORMULAS = ["=HYPERLINK(\"http://x\",\"a\")", "+SUM(1,2)", "-2+3", "@cmd", "\tTAB"]
+UNSET = ["✓ Δ Москва", "[0.5] opens with a bracket", "通义千问-VL"]
+
+
+def test_csv_cells_a_spreadsheet_would_run_open_as_text_and_numbers_stay_numbers(tmp_path):
+    """Every CSV a page exports (a comparison's tables, its provenance, an awkward run's tables) has each cell
+    that opens with = + - @ (or a tab, a carriage return) neutralised with an apostrophe, as spreadsheet software
+    expects; a negative number stays a number."""
+    import csv
+    import io
+
+    from vlamb_nb.compare import compare
+    from vlamb_nb.report_html import csv_cell
+
+    assert [csv_cell(v) for v in ("=1+1", "+x", "-x", "@x", "\tx", "\rx", "-5.4", -5.4, "1e-3", "a=b")] == \
+        ["'=1+1", "'+x", "'-x", "'@x", "'\tx", "'\rx", "-5.4", "-5.4", "1e-3", "a=b"]
+    files = official_runs(tmp_path / "runs", {name: set(range(k, 30 + k)) for k, name in enumerate(FORMULAS)})
+    c = compare(files, n_resamples=200, title="=1+1")
+    c.save(tmp_path / "out")
+    seen = 0
+    for f in sorted((tmp_path / "out" / "tables").glob("*.csv")):
+        for row in csv.reader(io.StringIO(f.read_text(encoding="utf-8"))):
+            for cell in row:
+                seen += cell.lstrip("'") in FORMULAS
+                assert not cell.startswith(("=", "+", "@", "\t", "\r")), (f.name, cell)
+                assert not cell.startswith("-") or re.fullmatch(r"-\d+(\.\d+)?(e-?\d+)?", cell), (f.name, cell)
+    assert seen >= 3 * len(FORMULAS)  # the names are there, as text: values, pairs, models, per slice, files
+    values = list(csv.DictReader(io.StringIO((tmp_path / "out" / "tables" / "comparison-paired-differences.csv")
+                                             .read_text(encoding="utf-8"))))
+    assert any(float(r["diff"]) < 0 for r in values)  # a negative difference is a number, never neutralised
+
+
+def _compiles(tex: str, folder: Path) -> tuple[bool, str]:
+    """Whether ``tex`` (a booktabs tabular) compiles in a plain pdflatex document; the log's first error."""
+    import subprocess
+
+    doc = folder / "table.tex"
+    doc.write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n" + tex
+                   + "\n\\end{document}\n", encoding="utf-8")
+    out = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=folder,
+                         capture_output=True, text=True, timeout=120)
+    first = next((ln for ln in out.stdout.splitlines() if ln.startswith("!")), "")
+    return out.returncode == 0 and (folder / "table.pdf").is_file(), first
+
+
+def test_every_latex_table_compiles_with_plain_pdflatex(tmp_path, awkward):
+    """Each table's LaTeX compiles in a plain pdflatex document with booktabs, whatever its text: ✓, Δ, Cyrillic,
+    Chinese, a row that opens with ``[`` (never read as ``\\\\[length]``), control bytes, a 20,000-character cell;
+    each character outside ASCII is written as LaTeX writes it or by its code point, never dropped."""
+    import shutil
+
+    from vlamb_nb.compare import compare
+    from vlamb_nb.report_html import latex_escape
+
+    assert latex_escape("[1] ✓ Δ é Ж") == "{[}1{]} $\\surd$ $\\Delta$ \\'{e} \\texttt{U+0416}"
+    if shutil.which("pdflatex") is None:
+        pytest.skip("no pdflatex (apt-get install texlive-latex-base texlive-latex-recommended)")
+    files = official_runs(tmp_path / "runs", {name: set(range(k, 30 + k)) for k, name in enumerate(UNSET)})
+    compare(files, n_resamples=200, title="[Δ] ✓").save(tmp_path / "out")
+    run_tables = awkward[0].parent / "tables"
+    texts = sorted([*(tmp_path / "out" / "tables").glob("*.tex"), *run_tables.glob("*.tex")])
+    assert len(texts) >= 10
+    work = tmp_path / "tex"
+    work.mkdir()
+    for f in texts:
+        ok, error = _compiles(f.read_text(encoding="utf-8"), work)
+        assert ok, (f.name, error)
+    pairs = (tmp_path / "out" / "tables" / "comparison-paired-differences.tex").read_text(encoding="utf-8")
+    assert "{[}0.5{]} opens with a bracket" in pairs and "\\texttt{U+041C" in pairs and "$\\Delta$" in pairs
+
+
+def test_a_comparison_of_stand_ins_says_pipeline_demo_up_front_and_one_of_models_does_not(tmp_path):
+    """``comparison.html`` of scripted stand-ins (or generated samples) opens with the pipeline-demo banner and
+    says so in its title and its markdown; released runs of real models carry neither."""
+    import fixtures_stored as F
+
+    from vlamb_nb import get_benchmark
+    from vlamb_nb.compare import compare
+
+    bench = get_benchmark("vague")
+    src = bench.make_sample(tmp_path / "data", n=8, seed=0)
+    items = bench.load(src)
+    stores = []
+    for name in ("model-a", "model-b"):
+        stores.append(tmp_path / f"{name}.jsonl")
+        bench.evaluate(F.model(name), items, "vlm", store=stores[-1], progress=False)
+    demo = compare(stores, sources={"vague": src}, n_resamples=200)
+    assert demo.demo and all(m["stand_in"] for m in demo.models)
+    page = demo.save(tmp_path / "demo")[-1].read_text(encoding="utf-8")
+    assert '<div class="banner" id="demo"><strong>PIPELINE DEMO</strong>' in page
+    assert "<title>Pipeline demo · " in page and "**Pipeline demo.**" in demo.markdown()
+    real = compare(official_runs(tmp_path / "runs", {"a": set(range(30)), "b": set(range(5, 40))}), n_resamples=200)
+    assert not real.demo
+    page = real.save(tmp_path / "real")[-1].read_text(encoding="utf-8")
+    assert 'id="demo"' not in page and "Pipeline demo" not in page

@@ -149,8 +149,10 @@ def test_an_image_that_cannot_be_read_is_counted_and_named(runs):
     row = next(r for r in view.rows if r["k"] == first)
     assert row["i"] is None and all(r["i"] is not None for r in view.rows if r["k"] != first)
     # the item's request could not be built (its image), and its own image could not be read: both said, counted
-    assert any(n.startswith("refadv direct: 1 item(s) whose request could not be rebuilt") for n in view.notes)
+    assert any(n.startswith("refadv direct: 1 item(s) show their own text, not the prompt the model saw: the run "
+                            "did not record it, and it could not be rebuilt") for n in view.notes), view.notes
     assert any(n.startswith("1 image(s) could not be read") for n in view.notes), view.notes
+    assert not any(re.search(r"\b[A-Z]\w*(Error|Exception)\b", n) for n in view.notes), view.notes  # plain words
     assert row["q"]  # its prompt from its own columns
 
 
@@ -185,3 +187,89 @@ def test_a_numbers_count_is_written_in_its_plural_for_the_page():
     assert Group("Acc_p", [0], 1, "pair").to_json()["counted"] == "1 pair"
     template = (Path(__file__).parents[1] / "vlamb_nb" / "templates" / "_items.html.j2").read_text(encoding="utf-8")
     assert "g.counted" in template and '(g.n === 1 ? "" : "s")' not in template
+
+
+def test_a_runs_page_lists_the_items_of_a_paper_given_as_records_with_the_data_that_would_show_images(folders,
+                                                                                                    tmp_path):
+    """A run folder whose data is not here (copied from the machine it ran on) is read from its stores' run
+    records: its page still lists every item of every paper (Ref-Adv too) with each turn, the parse and why, its
+    numbers link to them, and one line says which data would bring the images."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(folders["A"], run)
+    results = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    for paper in results:  # the samples the notebooks read are gone
+        results[paper]["parameters"] = {"source": str(tmp_path / "gone" / paper)}
+    (run / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    runs, error = scored_runs(run)
+    assert error is None and runs and all(r.record is not None and r.scored is None for r in runs)
+    page = write_run_page(run, results, report_card.build(results), runs=runs).read_text(encoding="utf-8")
+    section = page.split('id="nb-refadv"', 1)[1].split("<section", 1)[0]
+    data = json.loads(section.split('class="it-data">', 1)[1].split("</script>", 1)[0])
+    n = next(sum(1 for x in r.record.rows if x.get("scored", True)) for r in runs if r.paper == "refadv")
+    assert len(data["rows"]) == n and all(r["q"] and r["qk"] == "r" for r in data["rows"])
+    assert None not in data["links"]["headline"] and None not in data["links"]["scores"]
+    assert "IoU" in data["why"] and any(c.get("w") for r in data["rows"] for c in r["m"])
+    said = [note for note in data["notes"] if "show no image" in note]
+    assert said and "vlamb-nb data fetch refadv" in said[0] and "--source refadv=PATH" in said[0]
+
+
+def test_a_prompt_that_cannot_be_shown_is_one_plain_sentence_never_an_exception(tmp_path):
+    """VAGUE's caption settings build their prompt from an earlier turn's answer: the page shows the prompt
+    the store recorded; without the record, one plain sentence says why the prompt is missing (no exception's
+    name or traceback reaches the page)."""
+    import fixtures_stored as F
+
+    from vlamb_nb.compare import score_store
+    from vlamb_nb.record import record_path
+
+    bench = get_benchmark("vague")
+    src = bench.make_sample(tmp_path / "data", n=6, seed=0)
+    store = tmp_path / "vague__sm.jsonl"
+    bench.evaluate(F.model("model-a"), bench.load(src), "sm", store=store, progress=False)
+    run = score_store(store, source=src)
+    view = paper_view("vague", [run])
+    assert view.rows and all(r["qk"] == "r" for r in view.rows) and not any("prompt" in n for n in view.notes)
+    assert any(c.get("t") for r in view.rows for c in r["m"])  # the caption turn, then the answer
+    record_path(store).unlink()
+    view = paper_view("vague", [run])
+    said = [n for n in view.notes if "prompt" in n]
+    assert said == [f"vague sm: {len(view.rows)} item(s) show their own text, not the prompt the model saw: the run "
+                    "did not record it, and it could not be rebuilt for them (setting 'sm' needs captions)."]
+    assert all(r["qk"] == "i" for r in view.rows)
+    assert not re.search(r"\b[A-Z]\w*(Error|Exception)\b|Traceback", json.dumps(view.notes))
+
+
+def test_released_runs_show_each_items_image_and_prompt_from_the_data_given_and_say_replies_are_not_released(
+        tmp_path, monkeypatch):
+    """A paper's released per-item runs (Ref-Adv's per-row files) keep no image, prompt or reply: given the items
+    (``--source``), the page shows each item's image, its boxes, the paper's prompt rebuilt and the IoU; it says the
+    replies are not released; without the items, one line names the data that would bring the images."""
+    from fixtures_pages import official_runs
+
+    bench = get_benchmark("refadv")
+    src = bench.make_sample(tmp_path / "items", n=12, seed=0)
+    items = bench.load(src)
+    files = official_runs(tmp_path / "runs", {"a": set(range(0, 12, 2)), "b": set(range(6))}, n=12)
+    for f in files:  # the released rows answer these items (their gold boxes and flags)
+        rows = [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines()]
+        for r, (_, it) in zip(rows, items.iterrows(), strict=True):
+            r["gt_bbox_xyxy"] = [float(v) for v in it["gt_xyxy"]]
+            r["use_negation"], r["distractor_count"] = bool(it["use_negation"]), int(it["distractor_count"])
+            r["pred_box_xyxy_first"] = r["gt_bbox_xyxy"] if r["first_hit"] else [0.0, 0.0, 1.0, 1.0]
+        f.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    seen = comparison_view(compare(files, sources={"refadv": str(src)}, n_resamples=200))
+    assert seen.rows and all(r["i"] is not None and r["qk"] == "b" for r in seen.rows)
+    assert all(r["q"].count(e) == 1 for r, e in zip(seen.rows, items["expression"], strict=True))
+    assert seen.unreleased == ["a", "b"] and not any("a" in c for r in seen.rows for c in r["m"])
+    iou = seen.why.index("IoU")
+    assert {c["w"][iou] for r in seen.rows for c in r["m"]} == {0, 1}  # hits on the gold box, misses far away
+    assert not any("show no image" in n for n in seen.notes)
+    monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "nothing-fetched"))  # no release at hand to find them in
+    blind = comparison_view(compare(files, n_resamples=200))
+    assert all(r["i"] is None and r["qk"] == "i" for r in blind.rows)
+    said = [n for n in blind.notes if "show no image" in n]
+    assert said == ["refadv direct: 12 item(s) show no image: the released per-item files keep no images. The "
+                    "paper's release holds every item's image: `vlamb-nb data fetch refadv`, then compare again (or "
+                    "give the items with --source refadv=PATH)."]

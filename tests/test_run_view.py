@@ -15,6 +15,7 @@ from vlamb_nb.cli import main
 from vlamb_nb.compare import compare, load_runs
 from vlamb_nb.record import RunRecord
 from vlamb_nb.reproduce import NotebookRun, write_report
+from vlamb_nb.run_view import section_title
 from vlamb_nb.stats.metric import Metric
 
 
@@ -30,12 +31,50 @@ def test_both_pages_show_a_notebooks_results_in_one_order(tmp_path):
         at = {k: text.index(m) for k, m in marks.items()}
         return sorted(at, key=at.get)
 
-    assert order(md, {k: f"**{k}**" for k in want}) == want
+    assert order(md, {k: f"**{section_title(k)}**" for k in want}) == want
     assert order(page, {k: f'id="nb-x-{k}"' for k in want}) == want
     # the audit opens at the same result on both pages
-    assert md.index("### Audit") < md.index("**audit_findings**") and md.index("**table_2**") < md.index("### Audit")
+    assert md.index("### Audit") < md.index("**Audit findings**") and md.index("**Table 2**") < md.index("### Audit")
     head = re.search(r"<h3>Audit</h3>\s*<h4 id=\"nb-x-(\w+)\"", page)
     assert head and head.group(1) == "audit_findings"
+
+
+def _recorded_keys() -> set[str]:
+    """Every key a notebook of the checkout records (``record("key", ...)``)."""
+    from pathlib import Path
+
+    keys = set()
+    for nb in Path(__file__).resolve().parents[1].glob("notebooks/*.ipynb"):
+        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
+            keys |= set(re.findall(r"record\(\s*[\"']([^\"']+)[\"']", "".join(cell["source"])))
+    return keys
+
+
+def test_every_key_the_notebooks_record_has_a_readable_title_on_both_pages(tmp_path):
+    """A section title is never a record key ("table b1 ours", "n unparsed"): every key the notebooks record
+    reads as words a reader knows (one function, the same on both pages)."""
+    keys = _recorded_keys()
+    assert len(keys) > 60
+    raw = re.compile(r"_|\b(n|ours vs|fig\d*|table\d+|[a-z]\d+|stats|eval|ci|iou|cot|refadv|vflute|mucar)\b")
+    for k in keys:
+        title = section_title(k)
+        assert title and title[0].isupper() and not raw.search(title), (k, title)
+    assert section_title("table_b1_ours") == "Table B1 (ours)"
+    assert section_title("n_unparsed") == "Unparsed answers (count)"
+    assert section_title("table4_vs_paper") == "Table 4 vs the paper"
+    assert section_title("refadv_s_comparison") == "Ref-Adv-s comparison"
+    assert section_title("n_items_left") == "Items left (count)"  # a key no notebook records yet: the word rule
+    run = NotebookRun("x", tmp_path / "x.ipynb", tmp_path / "x.out.ipynb", {}, ok=True)
+    run.results = {"table_b1_ours": [{"row": "ours", "value": 1.0}], "n_unparsed": 3,
+                   "table1_deviations": [{"what": "4-bit", "paper": "bf16"}]}
+    page = write_report([run], tmp_path).read_text(encoding="utf-8")
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    for text in (page, md):
+        assert "Table B1 (ours)" in text and "Unparsed answers (count)" in text and "Table 1 deviations" in text
+        assert "table b1 ours" not in text and "table_b1_ours**" not in text and "n unparsed" not in text.lower()
+    # the table's box and its downloads say its title too (its files keep the key's name)
+    assert 'aria-label="Table: x: Table B1 (ours)"' in page and 'Download <span class="muted">Table B1 (ours)' in page
+    assert 'download="x-table_b1_ours.csv"' in page
 
 
 def test_every_result_the_notebooks_record_is_placed_by_the_words_of_its_key():

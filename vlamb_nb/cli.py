@@ -809,7 +809,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "per-row file")
     cm.add_argument("--baseline", metavar="NAME", help="compare every model with this one instead of all pairs")
     cm.add_argument("--correction", choices=["holm", "bh"], default="holm",
-                    help="multiple-testing correction over all the tests (default holm; bh: Benjamini-Hochberg)")
+                    help="multiple-testing correction within each metric and slice (default holm; bh: Benjamini-Hochberg)")
     cm.add_argument("--source", action="append", metavar="[PAPER=]PATH",
                     help="the data a prediction store was run on (repeatable, one per paper)")
     cm.add_argument("--allow-different-data", action="store_true",

@@ -10,8 +10,9 @@ models answered:
   groups);
 - every pair's difference on those items, both models resampled together (whole clusters where the metric
   declares them: images, pairs), tested with McNemar for 0/1 scores (exact below 25 discordant items) and the
-  paired bootstrap for the others (macro-F1, means, shares), Holm-adjusted over the family
-  (Benjamini–Hochberg on request), and each model's rank with its interval over the same resamples.
+  paired bootstrap for the others (macro-F1, means, shares), Holm-adjusted within the family of one metric and
+  slice (Benjamini–Hochberg on request), and each model's rank with its interval over the same resamples; on the
+  whole set and on every slice the metric declares.
 
 The statistics are :mod:`vlamb_nb.stats` (paired bootstrap, McNemar, Holm/BH) and the resample weights and
 rank rule of :mod:`vlamb_nb.stats.ranking`; this module only reads each paper's declared metrics and lines the
@@ -79,6 +80,48 @@ class Run:
     record: Any = field(default=None, repr=False, compare=False)
     #: the setting it was asked in, where ``setting`` names a comparison of one model's settings (an ablation)
     asked: str | None = None
+    #: a stand-in, not a model (a tiny random checkpoint, a scripted model, a replay): the page says so up front
+    stand_in: bool = False
+    #: read from a paper's released per-item file (rows already scored: no replies, no prompts kept)
+    released: bool = False
+
+
+def _stand_in(model: Mapping[str, Any] | None, spec: Any = None) -> bool:
+    """Whether a run's model (its recorded facts) is a stand-in: a scripted or replayed backend, or a spec of a
+    tiny random checkpoint (:attr:`vlamb_nb.models.spec.ModelSpec.stand_in`)."""
+    from vlamb_nb.models.spec import ModelSpec
+
+    model = model or {}
+    if str(model.get("backend") or "") in ("scripted", "replay"):
+        return True
+    for text in (spec, model.get("spec"), model.get("model_id")):
+        if isinstance(text, str) and text.strip():
+            try:
+                if ModelSpec.parse(text).stand_in:
+                    return True
+            except (SettingError, DataError):
+                continue
+    return False
+
+
+def data_at_hand(paper: str, data: Mapping[str, Any] | None, *, origin: str | None = None) -> Any:
+    """What the paper's ``load`` takes for the data a run stood on (its recorded data identity), where that data
+    is on this machine: the fetched release (refused in one line when fetched at another revision), or data the
+    authors published beside it (``Release.beside``: a website's demo); None when it is not here."""
+    from vlamb_nb.datahome import release_source
+
+    if not data:
+        return None
+    if data.get("kind") == "release":
+        return release_source(paper, dict(data), origin=origin)
+    from vlamb_nb.benchmarks import BrokenPaper
+    from vlamb_nb.releases.catalog import release
+
+    try:
+        find = release(paper).beside.get(str(data.get("release") or ""))
+    except (BrokenPaper, SettingError, DataError, AttributeError):
+        return None
+    return find() if find is not None else None
 
 
 # -- each paper's declared metrics on the runs ----------------------------------------------------------------
@@ -271,8 +314,17 @@ class Comparison:
         shared, own = model_deviations(self)
         return {"value_columns": list(VALUE_COLUMNS), "values": values, "values_note": VALUES_NOTE,
                 "pair_columns": list(PAIR_COLUMNS), "pairs": pairs, "pairs_note": MCNEMAR_NOTE,
+                "values_export": export_rows(self.values, VALUE_EXPORT),
+                "pairs_export": export_rows(self.pairs, PAIR_EXPORT),
+                "slices": slice_tables(self), "family_note": family_note(self),
                 "correction": {"holm": "Holm", "bh": "Benjamini–Hochberg"}[self.correction],
-                "shared_deviations": shared, "own_deviations": own}
+                "shared_deviations": shared, "own_deviations": own, "demo": self.demo, "demo_note": DEMO_NOTE}
+
+    @property
+    def demo(self) -> bool:
+        """Whether what is compared is a pipeline demonstration: a stand-in model or a generated sample."""
+        return any(m.get("stand_in") for m in self.models) or any(
+            (d or {}).get("kind") == "sample" for m in self.models for d in (m.get("data") or {}).values())
 
     def save(self, directory: str | os.PathLike, *, name: str = "comparison", figure_dir: Any = None) -> list[Path]:
         """``<directory>/<name>.md`` and ``.json``, the figure beside them (or under ``figure_dir``), and last the
@@ -338,6 +390,7 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
     if not loaded:
         raise DataError("nothing to compare: no runs found")
     _no_run_twice(loaded)
+    unloaded += _released_items(loaded, sources)
     _unique_names(loaded)
     models = list(dict.fromkeys(r.model for r in loaded))
     ablation: list[str] = []
@@ -470,21 +523,79 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
     if not value_rows:
         raise DataError("nothing compared: " + ("; ".join(dict.fromkeys(skipped)) or "no metric had values"))
     pairs_df = pd.DataFrame(pair_rows)
-    if len(pairs_df):
+    if len(pairs_df):  # one family per number: the pairs of one paper, setting, metric and slice
         adjust = stats.holm if correction == "holm" else stats.benjamini_hochberg
-        pairs_df["p_adjusted"] = adjust(pairs_df["p"].to_numpy(float))
-        pairs_df["family"] = len(pairs_df)
+        pairs_df["p_adjusted"] = np.nan
+        pairs_df["family"] = 0
+        for _, at in pairs_df.groupby(list(FAMILY), sort=False).groups.items():
+            pairs_df.loc[at, "p_adjusted"] = adjust(pairs_df.loc[at, "p"].to_numpy(float))
+            pairs_df.loc[at, "family"] = len(at)
     value_cols = ["paper", "setting", "metric", "slice", "model", "value", "ci_low", "ci_high", "n", "unit",
                   "ci_unit", "n_clusters", "higher_is_better", "rank", "rank_low", "rank_high", "of", "dropped"]
     meta = []
     for m in models:
         rs = [r for r in loaded if r.model == m]
-        meta.append({"model": m, "origins": sorted({r.origin for r in rs}),
+        origins = sorted({r.origin for r in rs})
+        meta.append({"model": m, "origins": origins,
                      "runs": [f"{r.paper}/{r.setting}" for r in rs],
                      "data": {f"{r.paper}/{r.setting}": r.data for r in rs},
-                     "deviations": sorted({d for r in rs for d in r.deviations})})
+                     "deviations": sorted({d for r in rs for d in r.deviations}),
+                     "files": [_file_facts(o) for o in origins], "stand_in": any(r.stand_in for r in rs)})
     return Comparison(pd.DataFrame(value_rows, columns=value_cols), pairs_df, notes, meta, correction, baseline,
                       title, allowed, few, aligned)
+
+
+#: what one family of tests is (Holm or Benjamini–Hochberg within it): the pairs of one number
+FAMILY = ("paper", "setting", "metric", "slice")
+
+
+def _file_facts(origin: str) -> dict[str, Any]:
+    """A compared file's name, size and sha256 (a folder: its name only), for the comparison's provenance."""
+    p = Path(origin)
+    if not p.is_file():
+        return {"file": origin, "bytes": None, "sha256": None}
+    h = hashlib.sha256()
+    with open(p, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return {"file": origin, "bytes": p.stat().st_size, "sha256": h.hexdigest()}
+
+
+def _released_items(runs: list[Run], sources: Mapping[str, Any] | str | None) -> list[str]:
+    """A paper's released per-item runs keep no image and no prompt: the items they answer, from the data given
+    for the paper (``sources``) or the fetched release it names, are set beside them (``Run.items``) so a page
+    shows each item's image and prompt. Loaded once per paper; returns what is said about it (a note)."""
+    import warnings
+
+    from vlamb_nb.benchmarks import get_benchmark
+    from vlamb_nb.errors import VlambError
+
+    notes = []
+    by_paper: dict[str, list[Run]] = {}
+    for r in runs:
+        if r.released and r.items is None:
+            by_paper.setdefault(r.paper, []).append(r)
+    for paper, rs in by_paper.items():
+        given = _source_for(paper, sources)
+        try:
+            source = given if given is not None else data_at_hand(paper, rs[0].data, origin=rs[0].origin)
+        except VlambError:
+            source = None  # the release is not fetched (or at another revision): no images, said on the page
+        if source is None:
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                items = get_benchmark(paper).load(source)
+        except (VlambError, OSError) as e:
+            if given is None:
+                continue
+            notes.append(f"{paper}: the data given for its released runs could not be read ({str(e).splitlines()[0]})"
+                         "; their items show no image")
+            continue
+        for r in rs:
+            r.items = items
+    return notes
 
 
 def _as_ablation(runs: list[Run]) -> list[str]:
@@ -628,7 +739,8 @@ def record_run(path: str | os.PathLike, *, name: str | None = None) -> Run:
     devs += [f"its run record {path.name}: {why}" for why in (rec.unchecked, rec.data.scored_elsewhere) if why]
     return Run(model=name or _model_name(model), paper=rec.benchmark, setting=rec.setting, scored=None,
                origin=str(path), data=rec.data.identity.to_dict() if rec.data.identity else None, deviations=devs,
-               endpoint=rec.model.endpoint, record=rec)
+               endpoint=rec.model.endpoint, record=rec,
+               stand_in=_stand_in({"backend": rec.model.backend, "model_id": rec.model.model_id}, rec.model.spec))
 
 
 def _source_for(paper: str, sources: Mapping[str, Any] | str | os.PathLike | None) -> Any:
@@ -664,7 +776,7 @@ def _file_run(path: Path, sources: Any, *, name: str | None = None, options: dic
         released = bench.released_run(path)
         if released is not None:
             return Run(model=name or released.model, paper=paper, setting=released.setting,
-                       scored=released.scored, origin=str(path), data=dict(released.data))
+                       scored=released.scored, origin=str(path), data=dict(released.data), released=True)
     untried = f" (not asked: {'; '.join(unloadable)})" if unloadable else ""
     raise DataError("not a run: neither a prediction store (records naming their benchmark) nor a paper's released "
                     f"per-item predictions{untried}", source=str(path))
@@ -749,7 +861,7 @@ def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None
         devs.append(f"{path.name}: {scored.attrs['differ']}")
     return Run(model=name or _model_name(meta["model"]), paper=paper, setting=setting, scored=scored,
                origin=str(path), data=meta.get("data"), deviations=devs, endpoint=meta["model"].get("endpoint"),
-               items=items)
+               items=items, stand_in=_stand_in(meta["model"], meta.get("spec")))
 
 
 def _sweep_runs(folder: Path, notes: list[str] | None = None) -> list[Run]:
@@ -786,10 +898,9 @@ def _sweep_runs(folder: Path, notes: list[str] | None = None) -> list[Run]:
 
 
 def _fetched_source(paper: str, stores: list[Path]) -> Any:
-    """The fetched release a paper-profile run stood on (its stores' data identity), or None for other runs."""
-    from vlamb_nb.datahome import release_source
-
-    return release_source(paper, _store_meta(stores[0]).get("data"), origin=str(stores[0]))
+    """The data a run stood on where it is on this machine (its stores' data identity: the fetched release of a
+    paper-profile run, the demo published beside a release), or None (:func:`data_at_hand`)."""
+    return data_at_hand(paper, _store_meta(stores[0]).get("data"), origin=str(stores[0]))
 
 
 def _sample_source(paper: str, pdir: Path, stores: list[Path]) -> Path | None:
@@ -943,7 +1054,15 @@ def _md(text: Any) -> str:
 #: the columns of a comparison's two tables, in every rendering (comparison.md, comparison.html)
 VALUE_COLUMNS = ("paper", "setting", "metric", "slice", "model", "value [95% CI]", "n", "rank [95% interval]",
                  "dropped")
-PAIR_COLUMNS = ("paper", "setting", "metric", "slice", "a", "b", "a − b [95% CI]", "test", "p", "p (adj.)")
+PAIR_COLUMNS = ("paper", "setting", "metric", "slice", "a", "b", "a − b [95% CI]", "discordant: a only / b only",
+                "test", "p", "p (adj.)")
+#: the columns of the tables' CSV files: every number in a column of its own
+VALUE_EXPORT = ("paper", "setting", "metric", "slice", "model", "value", "ci_low", "ci_high", "n", "unit", "ci_unit",
+                "n_clusters", "rank", "rank_low", "rank_high", "of", "dropped")
+PAIR_EXPORT = ("paper", "setting", "metric", "slice", "model_a", "model_b", "value_a", "value_b", "diff", "ci_low",
+               "ci_high", "n", "unit", "test", "p", "p_adjusted", "family", "discordant_a_only", "discordant_b_only")
+DEMO_NOTE = ("A pipeline demo: stand-in models or generated samples are compared here, which measures nothing about "
+             "any model; the comparison shows that the path from runs to tests works.")
 VALUES_NOTE = ("Values on the items every model answered; intervals and ranks resample those items (whole images, "
                "pairs where items share one) with every model on the same resamples. Rank 1 is best; a tie shares "
                "the better rank.")
@@ -972,8 +1091,76 @@ def display_rows(c: Comparison) -> tuple[list[list[tuple[str, Any]]], list[list[
         pairs.append([(str(r["paper"]), None), (str(r["setting"]), None), (str(r["metric"]), None),
                       (str(r["slice"]), None), (str(r["model_a"]), None), (str(r["model_b"]), None),
                       (f"{_fmt(r['diff'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]", _num(r["diff"])),
-                      (str(r["test"]), None), (_p(r["p"]), _num(r["p"])), (_p(r["p_adjusted"]), _num(r["p_adjusted"]))])
+                      _split(r), (str(r["test"]), None), (_p(r["p"]), _num(r["p"])),
+                      (_p(r["p_adjusted"]), _num(r["p_adjusted"]))])
     return values, pairs
+
+
+def _split(r: Mapping[str, Any]) -> tuple[str, Any]:
+    """The discordant split of a McNemar test (the units only a has right / only b has right), else a dash."""
+    a, b = r.get("discordant_a_only"), r.get("discordant_b_only")
+    if _num(a) is None or _num(b) is None:
+        return "–", None
+    return f"{int(a)} / {int(b)}", float(a + b)
+
+
+def export_rows(frame: Any, columns: Sequence[str]) -> tuple[list[str], list[list[Any]]]:
+    """A frame's rows for a CSV file: the columns given (those it has), each value as it is (numbers unformatted;
+    a missing number empty)."""
+    cols = [c for c in columns if c in getattr(frame, "columns", ())]
+    rows = [[None if isinstance(v, float) and not math.isfinite(v) else v for v in (r.get(c) for c in cols)]
+            for r in (frame.to_dict(orient="records") if len(frame) else [])]
+    return cols, rows
+
+
+def family_note(c: Comparison) -> str:
+    """How the p-values are adjusted: within each family (the pairs of one metric and slice), named by size."""
+    corr = {"holm": "Holm", "bh": "Benjamini–Hochberg"}[c.correction]
+    if not len(c.pairs):
+        return ""
+    sizes = sorted({int(n) for n in c.pairs["family"]})
+    n = len(c.pairs.groupby(list(FAMILY), sort=False))
+    size = f"{sizes[0]} pair{'s' if sizes[0] != 1 else ''}" if len(sizes) == 1 else \
+        f"{sizes[0]}–{sizes[-1]} pairs"
+    return (f"p {corr}-adjusted within each metric and slice ({n} famil{'y' if n == 1 else 'ies'} of {size}: the "
+            "pairs of one number)")
+
+
+def slice_tables(c: Comparison) -> list[dict[str, Any]]:
+    """Per paper, setting and metric with slices: one row per model, one column per slice (the whole set first),
+    each cell the value with its interval (sort key: the value), and its CSV rows (value, ci_low, ci_high, n per
+    slice); what a reader scans for "which model fails most on this slice"."""
+    out = []
+    v = c.values
+    if not len(v):
+        return out
+    for key, part in v.groupby(["paper", "setting", "metric"], sort=False):
+        slices = list(dict.fromkeys(part["slice"]))
+        if len(slices) < 2:
+            continue
+        models = list(dict.fromkeys(part["model"]))
+        cells = {(r["model"], r["slice"]): r for r in part.to_dict(orient="records")}
+        rows, raw = [], []
+        for m in models:
+            row, line = [(str(m), None)], [m]
+            for sl in slices:
+                r = cells.get((m, sl))
+                if r is None:
+                    row.append(("–", None))
+                    line += [None] * 4
+                    continue
+                row.append((f"{_fmt(r['value'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]", _num(r["value"])))
+                line += [_num(r["value"]), _num(r["ci_low"]), _num(r["ci_high"]), r["n"]]
+            rows.append(row)
+            raw.append(line)
+        n = {sl: int(part[part["slice"] == sl]["n"].iloc[0]) for sl in slices}
+        unit = str(part["unit"].iloc[0])
+        out.append({"paper": key[0], "setting": key[1], "metric": key[2], "slices": slices,
+                    "title": f"{key[2]} by slice ({key[0]} {key[1]})",
+                    "columns": ["model", *[f"{sl} (n = {n[sl]})" for sl in slices]], "rows": rows, "unit": unit,
+                    "export": (["model", *[f"{sl} {x}" for sl in slices for x in ("value", "ci_low", "ci_high",
+                                                                                   "n")]], raw)})
+    return out
 
 
 def model_deviations(c: Comparison) -> tuple[list[str], dict[str, list[str]]]:
@@ -984,7 +1171,6 @@ def model_deviations(c: Comparison) -> tuple[list[str], dict[str, list[str]]]:
 
 def markdown(c: Comparison) -> str:
     """The comparison for reading: values with intervals and ranks, then the paired tests, then the notes."""
-    corr = {"holm": "Holm", "bh": "Benjamini–Hochberg"}[c.correction]
     lines = [f"# {c.title}", ""]
     if c.baseline:
         lines += [f"Every model is compared with **{_md(c.baseline)}**.", ""]
@@ -997,9 +1183,12 @@ def markdown(c: Comparison) -> str:
                 + ["| " + " | ".join(_md(text) for text, _ in row) + " |" for row in rows])
 
     lines += table(VALUE_COLUMNS, values) + ["", VALUES_NOTE, ""]
+    if c.demo:
+        lines = lines[:2] + [f"> **Pipeline demo.** {DEMO_NOTE}", ""] + lines[2:]
     if pairs:
-        lines += [f"**Paired differences** (a − b on the same items, percentage points; p {corr}-adjusted over "
-                  f"the {len(pairs)} tests)", ""] + table(PAIR_COLUMNS, pairs) + ["", MCNEMAR_NOTE, ""]
+        lines += [f"**Paired differences** (a − b on the same items, percentage points; {family_note(c)}; "
+                  "discordant: the units only a has right / only b has right)", ""] + table(PAIR_COLUMNS, pairs) \
+            + ["", MCNEMAR_NOTE, ""]
     if c.notes:
         lines += ["**Notes**", ""] + [f"- {_md(n)}" for n in c.notes] + [""]
     shared, own = model_deviations(c)
@@ -1020,22 +1209,38 @@ MAX_FOREST_PAIRS = 40
 
 def _forest_rows(c: Comparison, metrics: list[tuple]) -> tuple[list[dict[str, Any]], str]:
     """The pairs the forest panel draws, grouped by metric, and the panel's title (which says what is left out)."""
-    pairs = c.pairs.to_dict(orient="records") if len(c.pairs) else []
-    by_metric = [[r for r in pairs if (r["paper"], r["setting"], r["metric"], r["slice"]) == key] for key in metrics]
+    rows = c.pairs.to_dict(orient="records") if len(c.pairs) else []
+    by_metric = [[r for r in rows if (r["paper"], r["setting"], r["metric"], r["slice"]) == key] for key in metrics]
+    pairs = [r for group in by_metric for r in group]  # the pairs of the metrics (and slices) drawn
     if c.baseline is not None or len(pairs) <= MAX_FOREST_PAIRS:
-        return [r for rows in by_metric for r in rows], "paired differences"
+        return pairs, "paired differences"
     drawn = []
-    for key, rows in zip(metrics, by_metric, strict=True):
+    for key, group in zip(metrics, by_metric, strict=True):
         v = c.values[(c.values["paper"] == key[0]) & (c.values["setting"] == key[1])
                      & (c.values["metric"] == key[2]) & (c.values["slice"] == key[3])]
         top = v.sort_values("rank", kind="stable")["model"].iloc[0] if len(v) else None
-        drawn += [r for r in rows if top in (r["model_a"], r["model_b"])]
+        drawn += [r for r in group if top in (r["model_a"], r["model_b"])]
     return drawn, (f"paired differences with each metric's top-ranked model\n({len(drawn)} of {len(pairs)} pairs "
                    "drawn; every pair is in the table)")
 
 
 #: the figure's row labels and legend: readable where the page shows the figure at its width (>= 9 pt)
 LABEL_PT = 9
+#: the figure draws every slice only while its pairs (slices × pairs of models) stay this few, so it reads at a
+#: glance (two models on six slices); past it, each metric's whole set, and says so (the slices are in the tables)
+MAX_SLICE_PAIRS = 12
+
+
+def _drawn_slices(keys: list[tuple], n_models: int) -> tuple[list[tuple], bool]:
+    """The (paper, setting, metric, slice) rows the figure draws: all of them, or, past :data:`MAX_SLICE_PAIRS`,
+    each metric's whole set (its first row: ``compare`` puts the whole set before its slices); whether it left
+    slices out."""
+    if len(keys) * n_models * (n_models - 1) // 2 <= MAX_SLICE_PAIRS:
+        return keys, False
+    first: dict[tuple, tuple] = {}
+    for k in keys:
+        first.setdefault(k[:3], k)
+    return list(first.values()), len(first) < len(keys)
 
 
 def figure(c: Comparison):
@@ -1061,7 +1266,10 @@ def figure(c: Comparison):
                                      c.values["slice"], strict=True)))
     models = list(dict.fromkeys(c.values["model"]))
     style = dict(zip(models, series_styles(len(models)), strict=True))
+    metrics, sliced = _drawn_slices(metrics, len(models))
     pairs, forest_title = _forest_rows(c, metrics)
+    if sliced:
+        forest_title += "\n(each metric on its whole set; every slice is in the tables)"
     # as many legend columns as the longest name lets fit across the 10 in figure at LABEL_PT (about 0.075 in
     # a character, plus the marker)
     longest = max((len(str(m)) for m in models), default=1)
@@ -1082,7 +1290,7 @@ def figure(c: Comparison):
     ax_d.axvline(0, color="#888888", ls="--", lw=1, zorder=1)
     if labels:
         ax_d.set_yticks([t for t, _ in labels], [s for _, s in labels], fontsize=LABEL_PT)
-    ax_d.set_xlabel("difference, percentage points (95% CI; filled: adjusted p < 0.05)")
+    ax_d.set_xlabel("difference, percentage points\n(95% CI; filled: adjusted p < 0.05)")
     ax_d.set_title(forest_title, loc="left", fontsize=9)
     rlabels = []
     step = 1.0 / (len(models) + 1)
@@ -1107,7 +1315,7 @@ def figure(c: Comparison):
     else:
         ax_r.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax_r.invert_xaxis()
-    ax_r.set_xlabel("rank (1 = best; 95% interval over resamples)")
+    ax_r.set_xlabel("rank (1 = best;\n95% interval over resamples)")
     ax_r.set_title("ranks", loc="left", fontsize=9)
     handles = [Line2D([], [], color=style[m][0], marker=style[m][1], ls="", ms=5) for m in models]
     # outside the axes, below both panels: the constrained layout keeps it clear of every axis label

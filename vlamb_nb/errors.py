@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import re
+
 
 class VlambError(Exception):
     """Base class: every error the package raises on purpose derives from it."""
@@ -56,3 +59,21 @@ class NotFetchedError(NotAvailableError):
 
 class FetchError(VlambError, RuntimeError):
     """A download that could not be completed or verified (unreachable, refused, gated, wrong checksum)."""
+
+
+def reason(e: BaseException) -> str:
+    """Why something could not be shown, as a reader reads it: a package error's own words (a setting's need up to
+    its advice; a data error with its file, row and field), a file that cannot be read by its name, anything else
+    as an unexpected error. Never an exception's class name or a traceback."""
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    text = re.sub(r"[:;,(]?\s*\b[A-Z]\w*(Error|Exception)\b.*$", "", text).strip()  # a wrapped library error
+    if isinstance(e, SettingError):
+        return text.split(": ", 1)[0] or "a setting it needs is missing"
+    if isinstance(e, VlambError):
+        return text or "the data could not be read"
+    if isinstance(e, OSError) and (e.filename or e.strerror):
+        name = f" ({os.path.basename(str(e.filename))})" if e.filename else ""
+        return f"a file could not be read{name}: {e.strerror or 'unreadable'}"
+    if isinstance(e, OSError):
+        return "not a file or image that can be decoded"
+    return "an unexpected error while reading it"

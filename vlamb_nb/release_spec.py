@@ -134,6 +134,9 @@ class Release:
     defects: tuple[KnownDefect, ...] = ()
     models: tuple[MetricModel, ...] = ()
     notes: tuple[str, ...] = ()
+    #: data the authors published beside the release (a website demo), by the release name a run's data identity
+    #: records for it: where it lies when it is on this machine (None: not here). A page finds a run's items there.
+    beside: Mapping[str, Callable[[], Path | None]] = field(default_factory=dict)
 
     def sources(self) -> list[str]:
         """The names ``--revision SOURCE=REV`` takes, in order."""

@@ -141,7 +141,9 @@ class Figure:
         try:
             data = self.png.read_bytes()
         except OSError as e:
-            return None, f"cannot be read: {type(e).__name__}: {e.strerror or e}"
+            from vlamb_nb.errors import reason
+
+            return None, f"cannot be read: {reason(e)}"
         if not data.startswith(PNG_SIGNATURE):
             return None, f"not a PNG file ({len(data)} bytes)"
         return "data:image/png;base64," + base64.b64encode(data).decode("ascii"), None
@@ -250,6 +252,15 @@ class Table:
     file: str = ""
     csv_uri: str = ""
     tex_uri: str = ""
+    #: the CSV's own columns and rows where they differ from the table's (every number in a column of its own:
+    #: value, ci_low, ci_high, n, p), else the table's columns with ``raw``
+    export: tuple[list[str], list[list[Any]]] | None = None
+    #: what the page calls it (a recorded result's section title), where its ``title`` (the files' names) is a key
+    label: str = ""
+
+    @property
+    def shown_title(self) -> str:
+        return self.label or self.title
 
     @property
     def tall(self) -> bool:
@@ -274,15 +285,15 @@ class Table:
         return out
 
     def csv(self) -> str:
-        """The table as CSV: the recorded column names, each value as recorded (numbers at full precision)."""
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(self.columns)
+        """The table as CSV: the recorded column names, each value as recorded (numbers at full precision), or
+        its ``export`` columns and rows; every text cell safe to open in a spreadsheet (:func:`csv_cell`)."""
+        if self.export is not None:
+            return csv_text(self.export[0], self.export[1])
+        rows = []
         for i, row in enumerate(self.rows):
             raw = self.raw[i] if self.raw is not None else None
-            w.writerow([clean_text(_csv_value(raw[j]) if raw is not None else text)
-                        for j, (text, _) in enumerate(row)])
-        return buf.getvalue()
+            rows.append([raw[j] if raw is not None else text for j, (text, _) in enumerate(row)])
+        return csv_text(self.columns, rows)
 
     def latex(self) -> str:
         """The table as LaTeX with booktabs rules (``\\usepackage{booktabs}``), as the page shows it."""
@@ -302,14 +313,98 @@ def _csv_value(v: Any) -> str:
     return str(v)
 
 
+#: what a spreadsheet reads as the start of a formula (OWASP's list: = + - @, a tab, a carriage return)
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def csv_cell(v: Any) -> str:
+    """One CSV cell: a number as it is (a negative one too), text with its control characters made visible and,
+    where it starts as a formula would (:data:`FORMULA_START`), a leading apostrophe, as spreadsheet software
+    expects, so a model named ``=HYPERLINK(...)`` is shown, never run."""
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, int | float):
+        return _csv_value(v)
+    text = _csv_value(v)
+    if text.startswith(FORMULA_START) and not _NUMBER.fullmatch(text):
+        text = "'" + text
+    return clean_text(text)
+
+
+def csv_text(columns: list[Any], rows: list[list[Any]]) -> str:
+    """A CSV file: a header and rows, every cell through :func:`csv_cell`."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow([csv_cell(str(c)) for c in columns])
+    for row in rows:
+        w.writerow([csv_cell(v) for v in row])
+    return buf.getvalue()
+
+
 _LATEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
           "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}", "<": r"\textless{}",
-          ">": r"\textgreater{}", "\n": " "}
+          ">": r"\textgreater{}", "\n": " ", "\t": " ", "\r": " ",
+          # brackets in braces: a row (or a rule) that opens with ``[`` is never read as an optional argument
+          "[": "{[}", "]": "{]}"}
+#: characters outside ASCII that plain pdflatex (no extra package) sets, as LaTeX writes them
+_LATEX_SYMBOLS = {
+    "–": "--", "—": "---", "−": "$-$", "‘": "`", "’": "'", "“": "``", "”": "''", "…": r"\ldots{}",
+    "·": r"$\cdot$", "×": r"$\times$", "±": r"$\pm$", "≤": r"$\leq$", "≥": r"$\geq$", "≠": r"$\neq$",
+    "≈": r"$\approx$", "→": r"$\rightarrow$", "←": r"$\leftarrow$", "↔": r"$\leftrightarrow$",
+    "✓": r"$\surd$", "✔": r"$\surd$", "✗": r"$\times$", "✘": r"$\times$", "°": r"$^\circ$",
+    "µ": r"$\mu$", "§": r"\S{}", "¶": r"\P{}", "©": r"\copyright{}", "£": r"\pounds{}", "€": "EUR",
+    "•": r"$\bullet$", "∞": r"$\infty$", "√": r"$\surd$", "½": "1/2", "¼": "1/4", "¾": "3/4", "\u00a0": "~",
+    "ß": r"\ss{}", "æ": r"\ae{}", "Æ": r"\AE{}", "ø": r"\o{}", "Ø": r"\O{}", "œ": r"\oe{}", "Œ": r"\OE{}",
+    "å": r"\aa{}", "Å": r"\AA{}", "ł": r"\l{}", "Ł": r"\L{}", "ı": r"\i{}", "¿": r"?`", "¡": r"!`",
+}
+_GREEK = dict(zip("αβγδεζηθικλμνξπρστυφχψωΓΔΘΛΞΠΣΥΦΨΩ", (
+    "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi pi rho sigma tau upsilon phi chi psi "
+    "omega Gamma Delta Theta Lambda Xi Pi Sigma Upsilon Phi Psi Omega").split(), strict=True))
+#: combining accents (after NFD) and the LaTeX accent command each is
+_ACCENTS = {"\u0300": "`", "\u0301": "'", "\u0302": "^", "\u0303": "~", "\u0308": '"', "\u0304": "=", "\u0307": ".",
+            "\u0306": "u", "\u030c": "v", "\u030b": "H", "\u0327": "c", "\u0328": "k", "\u030a": "r"}
+
+
+def _latex_char(ch: str) -> str:
+    """One character outside ASCII as plain pdflatex sets it: a known symbol, a Greek letter in math, a Latin
+    letter with accents as accent commands (é as ``\\'{e}``), anything else (Cyrillic, CJK, emoji) as its code
+    point ``U+0416`` in typewriter type, so every row compiles and nothing is silently lost."""
+    import unicodedata
+
+    if ch in _LATEX_SYMBOLS:
+        return _LATEX_SYMBOLS[ch]
+    if ch in _GREEK:
+        return f"$\\{_GREEK[ch]}$"
+    parts = unicodedata.normalize("NFD", ch)
+    if parts[0].isascii() and parts[0].isalpha() and len(parts) > 1 and all(p in _ACCENTS for p in parts[1:]):
+        out = parts[0] if parts[0] not in "ij" else "\\" + parts[0]  # dotless i, j under an accent
+        for p in parts[1:]:
+            out = f"\\{_ACCENTS[p]}{{{out}}}"
+        return out
+    return ""  # no LaTeX form: written as its code point by latex_escape (runs of them together)
 
 
 def latex_escape(text: Any) -> str:
-    """``text`` for a LaTeX cell: its special characters escaped, control characters made visible."""
-    return "".join(_LATEX.get(ch, ch) for ch in clean_text(str(text)))
+    """``text`` for a LaTeX cell that compiles with plain pdflatex and booktabs: its special characters escaped,
+    brackets braced (a cell that opens with ``[`` after ``\\\\`` is never an optional argument), control characters
+    made visible, every character outside ASCII mapped (:func:`_latex_char`)."""
+    import unicodedata
+
+    out: list[str] = []
+    codes: list[str] = []  # a run of characters with no LaTeX form, written together as their code points
+    for ch in unicodedata.normalize("NFC", clean_text(str(text))):
+        mapped = _LATEX.get(ch, ch) if ch.isascii() else _latex_char(ch)
+        if not mapped:
+            codes.append(f"U+{ord(ch):04X}")
+            continue
+        if codes:
+            out.append("\\texttt{" + " ".join(codes) + "}")
+            codes = []
+        out.append(mapped)
+    if codes:
+        out.append("\\texttt{" + " ".join(codes) + "}")
+    return "".join(out)
 
 
 #: a nested value longer than this is cut in a table cell (the whole value is in the CSV and results.json)
@@ -378,23 +473,33 @@ def _scalar(v: Any) -> bool:
                                               and not (isinstance(v, list) and v and isinstance(v[0], dict)))
 
 
-def block(key: str, value: Any, title: str | None = None) -> dict[str, Any]:
+def block(key: str, value: Any, title: str | None = None, label: str | None = None) -> dict[str, Any]:
     """One recorded result as the page shows it: a table, a list, named parts or one value. Named parts that are
     plain values (or small nested ones) read as one compact paragraph of ``name: value`` pairs, not one line
-    each."""
+    each. ``title`` names its tables' files (the key); ``label`` is what the page calls them (the key's section
+    title, :func:`vlamb_nb.run_view.section_title`, never the raw key)."""
+    from vlamb_nb.run_view import section_title
+
     title = title or key
+    label = label or section_title(key)
     if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
-        return {"key": key, "kind": "table", "table": records_table(value, title)}
+        return {"key": key, "kind": "table", "table": _labelled(records_table(value, title), label)}
     if isinstance(value, list):
         return {"key": key, "kind": "list", "items": [cell(v)[0] for v in value]}
     if _frame_like(value):
-        return {"key": key, "kind": "table", "table": _frame_table(value, title)}
+        return {"key": key, "kind": "table", "table": _labelled(_frame_table(value, title), label)}
     if isinstance(value, dict):
         facts = [{"key": str(k), "text": cell(v, k)[0] if not isinstance(v, dict | list) else _inner(v)}
                  for k, v in value.items() if _scalar(v)]
-        parts = [block(str(k), v, f"{title}: {k}") for k, v in value.items() if not _scalar(v)]
+        parts = [block(str(k), v, f"{title}: {k}", f"{label}: {header_label(k)}") for k, v in value.items()
+                 if not _scalar(v)]
         return {"key": key, "kind": "parts", "facts": facts, "parts": parts}
     return {"key": key, "kind": "value", "text": cell(value, key)[0]}
+
+
+def _labelled(t: Table, label: str) -> Table:
+    t.label = label
+    return t
 
 
 def _inner(v: Any) -> str:
@@ -442,8 +547,10 @@ class Exports:
         self.files[name] = t
         t.file = name
         t.csv_uri = "data:text/csv;charset=utf-8;base64," + base64.b64encode(t.csv().encode("utf-8")).decode("ascii")
-        t.tex_uri = "data:application/x-tex;charset=utf-8;base64," + base64.b64encode(
-            t.latex().encode("utf-8")).decode("ascii")
+        # a table folded for its length (thousands of paired tests) is no table to paste into a paper: its LaTeX
+        # is the file beside the page, not a second copy inside it
+        t.tex_uri = f"tables/{name}.tex" if t.folded else "data:application/x-tex;charset=utf-8;base64," + \
+            base64.b64encode(t.latex().encode("utf-8")).decode("ascii")
         return t
 
     def write(self, folder: Path) -> list[Path]:
@@ -477,6 +584,8 @@ def environment():
     """The Jinja2 environment of the package's templates, autoescaping every value."""
     import jinja2
 
+    from vlamb_nb.run_view import section_title
+
     env = jinja2.Environment(loader=jinja2.PackageLoader("vlamb_nb", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              finalize=_finalize)
@@ -485,6 +594,7 @@ def environment():
     env.globals["tall_rows"] = TALL_ROWS
     env.filters["code_spans"] = code_spans
     env.filters["label"] = header_label
+    env.filters["section_title"] = section_title  # a recorded result's key as its section title (never the raw key)
     return env
 
 
@@ -682,12 +792,19 @@ def provenance_view(facts: dict[str, Any], data_ids: list[tuple[str, dict[str, A
 
 
 def _export_provenance(prov: dict[str, Any], exports: Exports) -> None:
-    """The provenance block's tables exported like the others (``prov["exports"]``: runs, data)."""
+    """The provenance block's tables exported like the others (``prov["exports"]``: runs, data, files)."""
+    files = prov.setdefault("files", [])
+    prov["file_columns"] = ["model", "file", "bytes", "sha256"]
     prov["exports"] = {
         "runs": exports.add("provenance", text_rows_table(prov["run_columns"], prov["runs"], "model runs"))
         if prov["runs"] else None,
         "data": exports.add("provenance", text_rows_table(prov["data_columns"], prov["data"], "data"))
-        if prov["data"] else None}
+        if prov["data"] else None,
+        "files": exports.add("provenance", Table(prov["file_columns"], [
+            [(str(f["model"]), None), (str(f["file"]), None), (str(f["bytes"]) if f["bytes"] is not None else "–",
+                                                                f["bytes"]), (f["sha256"] or "–", None)]
+            for f in files], title="compared files", raw=[[f["model"], f["file"], f["bytes"], f["sha256"]]
+                                                         for f in files])) if files else None}
 
 
 # -- the run's page -------------------------------------------------------------------------------------------
@@ -825,7 +942,9 @@ def _item_views(runs: list[Any] | None, error: str | None) -> dict[str, Any]:
     try:
         return run_views(runs)
     except Exception as e:  # noqa: BLE001 - items that cannot be listed must not lose the report
-        return {"error": f"{type(e).__name__}: {e}"}
+        from vlamb_nb.errors import reason
+
+        return {"error": reason(e)}
 
 
 def _section_items(views: dict[str, Any], paper: str, headline: list[dict[str, Any]],
@@ -847,16 +966,18 @@ def _section_items(views: dict[str, Any], paper: str, headline: list[dict[str, A
     return {"id": f"items-{paper}", "blob": blob(data), "notes": view.notes, "assets": first}
 
 
-def _comparison_items(c: Any) -> dict[str, Any] | None:
-    from vlamb_nb.report_items import blob, comparison_links, comparison_view
+def _comparison_items(c: Any, slices: list[dict[str, Any]]) -> dict[str, Any] | None:
+    from vlamb_nb.report_items import blob, comparison_links, comparison_view, slice_links
 
     try:
         view = comparison_view(c)
     except Exception as e:  # noqa: BLE001 - items that cannot be listed must not lose the page
-        return {"error": f"{type(e).__name__}: {e}", "assets": False}
+        from vlamb_nb.errors import reason
+
+        return {"error": reason(e), "assets": False}
     if not view.rows:
         return None
-    data = {**view.to_json(), "links": comparison_links(view, c)}
+    data = {**view.to_json(), "links": comparison_links(view, c), "cells": slice_links(view, slices)}
     return {"id": "items", "blob": blob(data), "notes": view.notes, "assets": True}
 
 
@@ -892,13 +1013,18 @@ def comparison_page(c: Any, *, figure: Path | None = None, page_dir: Path | None
     papers = sorted({p for p, _ in data_ids})
     facts = {"environment": environment_facts(), "stores": stores, "releases": release_facts(papers)}
     prov = provenance_view(facts, data_ids)
+    prov["files"] = [{"model": m["model"], **f, "file": Path(str(f["file"])).name} for m in c.models
+                     for f in m.get("files") or []]
     _export_provenance(prov, exports)
+    slices = [{**t, "table": exports.add("comparison", Table(t["columns"], t["rows"], title=t["title"],
+                                                            export=t["export"]))} for t in d["slices"]]
     return environment().get_template("comparison.html.j2").render(
-        c=c, d=d, figures=figs, items=_comparison_items(c),  # items behind every number (report_items)
-        values=exports.add("comparison", _first(Table(d["value_columns"], d["values"], title="values"), ["model"])),
-        pairs=exports.add("comparison", _first(Table(d["pair_columns"], d["pairs"], title="paired differences"),
-                                               ["a", "b"])),
-        models=models, models_table=models_table, prov=prov)
+        c=c, d=d, figures=figs, items=_comparison_items(c, d["slices"]),  # items behind every number (report_items)
+        values=exports.add("comparison", _first(Table(d["value_columns"], d["values"], title="values",
+                                                      export=d["values_export"]), ["model"])),
+        pairs=exports.add("comparison", _first(Table(d["pair_columns"], d["pairs"], title="paired differences",
+                                                     export=d["pairs_export"]), ["a", "b"])),
+        slices=slices, demo=d["demo"], demo_note=d["demo_note"], models=models, models_table=models_table, prov=prov)
 
 
 def _first(t: Table, names: list[str]) -> Table:

@@ -31,13 +31,17 @@ from typing import Any
 
 import numpy as np
 
+from vlamb_nb.errors import reason
+
 #: the longest side of an inlined thumbnail (px) and its WebP quality: about 2-4 kB a photo
 THUMB_PX = 96
 THUMB_QUALITY = 60
 #: the longest text kept per field (a prompt, an answer); the page says when one was cut
 MAX_TEXT = 4000
-#: rows the page renders at first and per "show more" (the rest stay in the JSON until asked for)
+#: rows the page renders at first and per "show more" (the rest stay in the JSON until asked for), fewer where
+#: many models make a row wide: about PAGE_CELLS answers drawn at once
 PAGE_ROWS = 100
+PAGE_CELLS = 400
 #: items whose requests are rebuilt at once (their images are decoded, thumbnailed and let go)
 CHUNK = 256
 PARSED = ("letter", "label_text", "pred_xyxy", "class_name", "pred_label", "judge_label", "answer", "pred", "prediction",
@@ -47,6 +51,23 @@ GOLD_BOX = ("gt_xyxy", "gt_box")
 PRED_BOX = ("pred_xyxy", "pred_box")
 PROMPT = ("prompt", "question", "expression", "claim", "query")
 ANSWER = ("text", "response", "output")
+#: what a paper's scoring computes per item beside its metric, by the column (or parsed field) that holds it, and
+#: what a reader calls it: an opened item shows each (why an answer counts as right or wrong)
+WHY = (("parse_error", "parse error"), ("retry_used", "repair turn sent"), ("n_boxes", "boxes in the reply"),
+       ("letter", "parsed letter"), ("letter_lenient", "parsed letter (lenient rule)"), ("parse_method", "parse rule"),
+       ("parse_rule", "parse rule"), ("refusal", "refusal"), ("label_pred", "predicted label"),
+       ("explanation_pred", "the model's explanation"), ("explanation_score", "explanation score"),
+       ("explanation_scorer", "explanation scorer"), ("judge_label", "judge's verdict"),
+       ("judge_text", "judge's explanation"), ("judge_parse_error", "judge's parse error"), ("judge_model", "judge"),
+       ("class_name", "class"), ("labelled", "labelled by"))
+#: the label of the IoU an opened grounding item shows (from the gold and the predicted box, as the metric reads it)
+IOU = "IoU"
+#: how an item's prompt was found (shown with it): its store recorded it, the paper's builder rebuilt it, or only
+#: the item's own text is at hand
+PROMPT_KINDS = {"r": "The prompt as the run's store recorded it: the text the model saw.",
+                "b": "The prompt rebuilt by the paper's prompt builder from the item: the run did not record it.",
+                "i": "The item's own text: the prompt the model saw is not at hand (the run did not record it, "
+                     "and the items it was asked about are not here to rebuild it)."}
 
 
 # -- the view model ---------------------------------------------------------------------------------------------
@@ -59,6 +80,10 @@ class Group:
     n: int  # the metric's n: units counted (items, rows, queries, or pairs for a metric over groups)
     unit: str = "item"
     key: tuple[str, ...] = ()  # what names the number on the page (paper, setting, metric, slice[, a, b])
+    #: a pair's discordant items: the group of its slice (an index into the view's groups), whose rows where the
+    #: two models' values of ``key[2]`` differ are this group's (the page derives them: one list per slice, not
+    #: one per pair of 30 models)
+    of: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         from vlamb_nb.findings import plural
@@ -74,6 +99,9 @@ class ItemsView:
 
     models: list[str] = field(default_factory=list)
     metrics: list[str] = field(default_factory=list)
+    why: list[str] = field(default_factory=list)  # labels of the per-item quantities (WHY), in the cells' ``w``
+    rules: list[str] = field(default_factory=list)  # how each metric reads an item (a threshold), one line each
+    unreleased: list[str] = field(default_factory=list)  # models whose runs keep no reply (released per-item files)
     rows: list[dict[str, Any]] = field(default_factory=list)
     groups: list[Group] = field(default_factory=list)
     images: list[dict[str, Any]] = field(default_factory=list)
@@ -81,15 +109,50 @@ class ItemsView:
     notes: list[str] = field(default_factory=list)  # what could not be shown and why (counted, never silent)
     _index: dict[tuple[str, str, str], int] = field(default_factory=dict, repr=False)
     _images: dict[str, int] = field(default_factory=dict, repr=False)
+    _keys: dict[tuple[str, ...], int] = field(default_factory=dict, repr=False)
+    _values: dict[int, Any] = field(default_factory=dict, repr=False)
 
     def group_for(self, *key: str) -> int | None:
-        """The index of the group named ``key`` (None: no such number has items here)."""
-        return next((i for i, g in enumerate(self.groups) if g.key == tuple(str(k) for k in key)), None)
+        """The index of the group named ``key`` (None: no such number has items here); the first of that name."""
+        if len(self._keys) != len(self.groups):  # groups were added since: index them again
+            self._keys = {}
+            for i, g in enumerate(self.groups):
+                self._keys.setdefault(g.key, i)
+        return self._keys.get(tuple(str(k) for k in key))
+
+    def _group(self, g: Group) -> dict[str, Any]:
+        """A group as the page reads it; a pair's discordant items name the two models (``pair``: their
+        indices), so the page offers each side of the split."""
+        out = g.to_json()
+        if len(g.key) == 6 and g.key[4] in self.models and g.key[5] in self.models:
+            out["pair"] = [self.models.index(g.key[4]), self.models.index(g.key[5])]
+            if g.of is not None and g.key[2] in self.metrics and self._derived(g, *out["pair"]):
+                del out["rows"]
+                out["of"], out["k"] = g.of, self.metrics.index(g.key[2])
+        return out
+
+    def _derived(self, g: Group, a: int, b: int) -> bool:
+        """Whether the page derives ``g``'s rows exactly from its slice's rows (``templates/_items.html.j2``,
+        ``pairRows``: where the two models' values on the metric differ); else the rows travel as they are."""
+        k = self.metrics.index(g.key[2])
+        if k not in self._values:  # every row's value of metric k for each model (NaN: none), once a page
+            self._values[k] = np.array([[np.nan if c is None or k >= len(c["v"]) or c["v"][k] is None else c["v"][k]
+                                         for c in r["m"]] for r in self.rows], dtype=float).reshape(
+                len(self.rows), len(self.models))
+        base = np.asarray(self.groups[g.of].rows, dtype=int)
+        x, y = self._values[k][base, a], self._values[k][base, b]
+        gone = np.isnan(x) | np.isnan(y)
+        with np.errstate(invalid="ignore"):
+            differ = np.where(gone, np.isnan(x) != np.isnan(y), np.abs(x - y) > 1e-8 + 1e-5 * np.abs(y))
+        return base[differ].tolist() == list(g.rows)
 
     def to_json(self) -> dict[str, Any]:
-        return {"models": self.models, "metrics": self.metrics, "rows": self.rows, "slices": self.slices,
-                "groups": [g.to_json() for g in self.groups], "images": self.images, "notes": self.notes,
-                "page": PAGE_ROWS}
+        self._values = {}
+        return {"models": self.models, "metrics": self.metrics, "why": self.why, "rules": self.rules,
+                "rows": self.rows, "slices": self.slices, "groups": [self._group(g) for g in self.groups],
+                "images": self.images, "notes": self.notes, "kinds": PROMPT_KINDS,
+                "unreleased": [self.models.index(m) for m in self.unreleased if m in self.models],
+                "page": max(10, min(PAGE_ROWS, PAGE_CELLS // max(1, len(self.models))))}
 
 
 def blob(data: Any) -> str:
@@ -107,8 +170,10 @@ def blob(data: Any) -> str:
 def _missing(v: Any) -> bool:
     if v is None:
         return True
-    if isinstance(v, float) and math.isnan(v):
-        return True
+    if isinstance(v, float):
+        return math.isnan(v)
+    if isinstance(v, str | int | list | tuple | dict | bytes):  # the common cells, decided without pandas
+        return False
     try:
         import pandas as pd
 
@@ -118,16 +183,35 @@ def _missing(v: Any) -> bool:
         return False
 
 
+def rounded(v: Any) -> Any:
+    """A number as a reader reads it (nested in lists and dicts too): whole numbers whole, else 1 decimal from 100
+    up, 2 from 1, 3 below (a coordinate ``189.60000000000002`` is ``189.6``, an IoU ``0.519``)."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, bool) or not isinstance(v, float | int | list | tuple | dict | np.ndarray):
+        return v
+    if isinstance(v, np.ndarray):
+        v = v.tolist()
+    if isinstance(v, list | tuple):
+        return [rounded(x) for x in v]
+    if isinstance(v, dict):
+        return {k: rounded(x) for k, x in v.items()}
+    if isinstance(v, int) or not math.isfinite(v):
+        return v
+    r = round(v, 1 if abs(v) >= 100 else 2 if abs(v) >= 1 else 3)
+    return int(r) if r == int(r) and abs(r) < 1e15 else r
+
+
 def _text(v: Any) -> str:
-    """A cell as short display text (lists and dicts as compact JSON, numbers rounded)."""
+    """A cell as short display text (lists and dicts as compact JSON, numbers rounded for reading)."""
     if _missing(v):
         return ""
     if isinstance(v, np.generic):
         v = v.item()
     if isinstance(v, float):
-        return f"{v:.4g}"
+        return str(rounded(v))
     if isinstance(v, list | tuple | dict | np.ndarray):
-        v = v.tolist() if isinstance(v, np.ndarray) else v
+        v = rounded(v.tolist() if isinstance(v, np.ndarray) else v)
         try:
             s = json.dumps(v, ensure_ascii=False, default=str)
         except (TypeError, ValueError):
@@ -144,8 +228,8 @@ def _first(row: Any, columns: Sequence[str], names: Sequence[str]) -> Any:
     return None
 
 
-def _box(v: Any) -> list[float] | None:
-    """Four finite numbers (x0, y0, x1, y1), else None."""
+def _exact_box(v: Any) -> list[float] | None:
+    """Four finite numbers (x0, y0, x1, y1) as given, else None."""
     if isinstance(v, np.ndarray):
         v = v.tolist()
     if isinstance(v, list | tuple) and len(v) == 4:
@@ -153,16 +237,26 @@ def _box(v: Any) -> list[float] | None:
             b = [float(x) for x in v]
         except (TypeError, ValueError):
             return None
-        return [round(x, 1) for x in b] if all(math.isfinite(x) for x in b) else None
+        return b if all(math.isfinite(x) for x in b) else None
     return None
 
 
-def _value(v: Any) -> float | None:
+def _box(v: Any) -> list[float] | None:
+    """Four finite numbers (x0, y0, x1, y1) to a tenth of a pixel (what the page draws and prints), else None."""
+    b = _exact_box(v)
+    return None if b is None else [round(x, 1) for x in b]
+
+
+def _value(v: Any) -> float | int | None:
+    """A metric's value on one item: a number to 4 decimals (a whole one as an integer: the page is smaller)."""
     try:
         f = float(v)
     except (TypeError, ValueError):
         return None
-    return round(f, 4) if math.isfinite(f) else None
+    if not math.isfinite(f):
+        return None
+    f = round(f, 4)
+    return int(f) if f == int(f) and abs(f) < 1e15 else f
 
 
 # -- images -------------------------------------------------------------------------------------------------------
@@ -236,7 +330,7 @@ def _add_images(view: ItemsView, entries: list[tuple[str, Any, Any]], failed: li
             try:
                 return thumbnail(job[0], root=job[1])
             except Exception as e:  # noqa: BLE001 - one unreadable image is counted and named, never the page lost
-                return f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+                return reason(e)[:200]
 
         with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
             for key, got in zip(todo, pool.map(draw, todo.values()), strict=True):
@@ -253,12 +347,14 @@ def _add_images(view: ItemsView, entries: list[tuple[str, Any, Any]], failed: li
 
 # -- what a run's items were asked --------------------------------------------------------------------------------
 def _asked(view: ItemsView, paper: str, setting: str, items: Any, keys: list[str],
-           failed: list[str]) -> dict[str, tuple[str | None, int | None]]:
+           failed: list[str], recorded: set[str] | None = None) -> dict[str, tuple[str | None, int | None]]:
     """Per item key: the prompt text of the paper's request for the item and its first image's thumbnail,
     rebuilt from the items the run was scored against by the paper's own prompt builder, :data:`CHUNK` items at a
     time (a request may hold decoded images). A chunk that fails is rebuilt item by item: an item whose request
-    cannot be built (an image that cannot be read) keeps its own image column, counted when that fails too; when
-    no request can be built at all the page says so and shows the items' columns."""
+    cannot be built (an image that cannot be read; a setting whose prompt needs an earlier turn's answer) keeps its
+    own image column, counted when that fails too; when no request can be built at all the items' own columns
+    are shown. Where a prompt is missing (``recorded``: the items whose store recorded theirs) the page says why
+    in one plain sentence."""
     if items is None or not keys:
         return {}
     from vlamb_nb.benchmarks import get_benchmark
@@ -275,8 +371,11 @@ def _asked(view: ItemsView, paper: str, setting: str, items: Any, keys: list[str
         try:
             return bench.requests(part.reset_index(drop=True), setting)
         except Exception as e:  # noqa: BLE001 - said on the page, never a lost page
-            errors.append(f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}")
+            errors.append(reason(e)[:200])
             return None
+
+    def unsaid(ids: list[str]) -> int:
+        return sum(1 for k in ids if k not in (recorded or set()))
 
     for start in range(0, len(sub), CHUNK):
         part = sub.iloc[start:start + CHUNK]
@@ -289,23 +388,24 @@ def _asked(view: ItemsView, paper: str, setting: str, items: Any, keys: list[str
                     lost.append(part.iloc[i])
                 else:
                     reqs += one
-            if not reqs:
-                view.notes.append(f"{paper} {setting}: the prompts could not be rebuilt ({errors[-1]}); the items' "
-                                  "own columns are shown")
-                return {}
             cols = list(part.columns)
+            if not reqs:  # no request of the setting can be built from the items: every item's own columns
+                lost = [r for _, r in sub.iloc[start:].iterrows()]
             images = _add_images(view, [(str(r[idc]), r["image"] if "image" in cols else None,
                                          r["image_root"] if "image_root" in cols else None) for r in lost], failed)
             out.update({str(r[idc]): (None, images.get(str(r[idc]))) for r in lost})
+            if not reqs:
+                break
         first: dict[str, Any] = {}
         for r in reqs:
             first.setdefault(r.item_id, r)
         images = _add_images(view, [(k, r.images[0] if r.images else None, None) for k, r in first.items()], failed)
         out.update({k: (r.prompt_text, images[k]) for k, r in first.items()})
-    lost_n = sum(1 for p, _ in out.values() if p is None)
+    lost_n = unsaid([k for k, (p, _) in out.items() if p is None])
     if lost_n:
-        view.notes.append(f"{paper} {setting}: {lost_n} item(s) whose request could not be rebuilt show their own "
-                          f"columns (most often: {max(set(errors), key=errors.count)})")
+        view.notes.append(f"{paper} {setting}: {lost_n} item(s) show their own text, not the prompt the model saw: "
+                          "the run did not record it, and it could not be rebuilt for them "
+                          f"({max(set(errors), key=errors.count)}).")
     return out
 
 
@@ -331,40 +431,151 @@ def _outcome(row: Any, columns: Sequence[str], flags: dict[tuple[bool, int], flo
     return None
 
 
-def recorded_prompts(run: Any) -> dict[str, str]:
-    """Item id → the prompt its answer was asked with, as the run's store recorded it (its run record beside the
-    store): the text the model saw, whatever options the run used. Empty when the run has no readable record."""
+def _record_of(run: Any) -> Any:
+    """The run's record: the run given as one, else the record beside its store (None: no readable record)."""
     from vlamb_nb.errors import DataError
     from vlamb_nb.record import RunRecord
 
+    rec = getattr(run, "record", None)
+    if rec is not None:
+        return rec
     origin = getattr(run, "origin", "") or ""
-    if not origin or not Path(origin).is_file():
-        return {}
+    if not origin or not Path(origin).is_file() or getattr(run, "released", False):
+        return None
     try:
-        rec = RunRecord.read(origin)
+        return RunRecord.read(origin)
     except (DataError, OSError):
-        return {}
-    return {str(r.get("item_id")): r["prompt"] for r in rec.rows  # the answer that counts (a repair's, if any)
-            if r.get("scored", True) and isinstance(r.get("prompt"), str) and r["prompt"]}
+        return None
+
+
+def recorded_turns(run: Any) -> dict[str, list[dict[str, Any]]]:
+    """Item id → every turn its store recorded for it, in order (a caption, an agent's steps, a first answer and
+    the repair sent after it): the turn's name, the prompt sent, the reply, its failure and whether it is the
+    answer that counts. From the run's record (given, or beside its store); empty without one."""
+    return turns_of(_record_of(run))
+
+
+def turns_of(rec: Any) -> dict[str, list[dict[str, Any]]]:
+    """Item id → its turns in a run record (:func:`recorded_turns`); empty for None."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in rec.rows if rec is not None else ():
+        out.setdefault(str(r.get("item_id")), []).append({
+            "turn": str(r.get("turn") or "answer"), "prompt": r.get("prompt") if isinstance(r.get("prompt"), str)
+            else None, "answer": r.get("answer"), "failure": r.get("failure"), "scored": r.get("scored", True)})
+    return out
+
+
+def recorded_prompts(run: Any, turns: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, str]:
+    """Item id → the prompt its answer was asked with, as the run's store recorded it (its run record beside the
+    store): the text the model saw, whatever options the run used. Empty when the run has no readable record."""
+    turns = recorded_turns(run) if turns is None else turns
+    return {k: t["prompt"] for k, ts in turns.items() for t in ts  # the answer that counts (a repair's, if any)
+            if t["scored"] and t["prompt"]}
+
+
+def _turns(turns: list[dict[str, Any]] | None) -> list[list[str]] | None:
+    """An item's turns for the page (each: name, prompt, reply, failure), where it had more than one."""
+    if not turns or len(turns) < 2:
+        return None
+    return [[t["turn"], _text(t["prompt"]), _text(t["answer"]), _text(t["failure"])] for t in turns]
+
+
+def _why(view: ItemsView, metrics: Sequence[Any], fields: Any, gold_box: Any, pred_box: Any) -> list[Any] | None:
+    """The per-item quantities behind an item's outcome, aligned with ``view.why`` (None where absent): the IoU of
+    the predicted box with the gold one where a metric reads an IoU (a reply with no box: 0, as the metric counts
+    it), then each :data:`WHY` field ``fields`` (a scored row, or a record row's parse) holds; rounded for reading."""
+    from vlamb_nb.boxes import iou
+
+    got: dict[str, Any] = {}
+    gold_box, pred_box = _exact_box(gold_box), _exact_box(pred_box)
+    if gold_box is not None and any(getattr(m, "column", "") == "iou" for m in metrics):
+        got[IOU] = rounded(float(iou(gold_box, pred_box))) if pred_box is not None else 0
+    for col, label in WHY:
+        v = fields.get(col) if hasattr(fields, "get") else None
+        if label in got:
+            continue
+        if _missing(v) or (isinstance(v, str) and not v.strip()):
+            if col == "parse_error" and hasattr(fields, "get") and col in fields and label not in view.why:
+                view.why.append(label)  # the parse can fail here: an item without an error says "none"
+            continue
+        if isinstance(v, np.generic):
+            v = v.item()
+        if isinstance(v, bool) and not v:
+            continue  # a flag not raised (no repair turn, no refusal): said by its absence
+        got[label] = rounded(v) if isinstance(v, float | int) and not isinstance(v, bool) else \
+            "yes" if isinstance(v, bool) else _text(v)
+    if not got:
+        return None
+    for label in got:
+        if label not in view.why:
+            view.why.append(label)
+    out: list[Any] = [None] * len(view.why)
+    for label, v in got.items():
+        out[view.why.index(label)] = v
+    return out
+
+
+def _rules(view: ItemsView, metrics: Sequence[Any]) -> None:
+    """How each metric reads one item, where a threshold decides it (Acc@0.5: right when the IoU is at least
+    0.5), one line each, once per page."""
+    for m in metrics:
+        if m.threshold is None:
+            continue
+        col = IOU if m.column == "iou" else str(m.column)
+        line = (f"{m.name}: right when the {col} is at least {m.threshold:g}" if m.kind == "binary" else
+                f"{m.name}: a prediction stands where the {m.support or col} exceeds {m.threshold:g}")
+        if line not in view.rules:
+            view.rules.append(line)
+
+
+def _model_cell(view: ItemsView, metrics: Sequence[Any], *, answer: Any, error: Any, parse: Any, pred: Any,
+                ok: int | None, values: list[float | None], fields: Any, gold: Any,
+                turns: list[dict[str, Any]] | None, prompt: str | None, row_prompt: str) -> dict[str, Any]:
+    """One model's answer to one item as the page keeps it: the reply (a released file's runs keep none:
+    ``ItemsView.unreleased``), its failure,
+    the parse, the predicted box, the outcome, each metric's value, why (:func:`_why`), its turns and, where it
+    differs from the item's, the prompt this model saw. Empty fields are left out (the page is smaller)."""
+    pred_box = _box(pred)
+    cell: dict[str, Any] = {"pb": pred_box, "ok": ok, "v": values}
+    if (a := _text(answer)):
+        cell["a"] = a
+    if (e := _text(error)):
+        cell["e"] = e
+    x = _text(parse)
+    if x and not (pred_box is not None and _exact_box(parse) is not None and _box(parse) == pred_box):
+        cell["x"] = x  # the parse, where it is more than the predicted box the page draws
+    if (w := _why(view, metrics, fields, gold, pred)) is not None:
+        cell["w"] = w
+    if (t := _turns(turns)) is not None:
+        cell["t"] = t
+    if prompt and _text(prompt) != row_prompt:
+        cell["q"] = _text(prompt)
+    return cell
 
 
 def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], model_frames: list[tuple[str, Any]],
-              items: Any, failed_images: list[str], recorded: dict[str, str] | None = None,
+              items: Any, failed_images: list[str], runs: Sequence[Any] | None = None,
               ask: str | None = None) -> dict[str, int]:
     """Rows of one paper and setting, each model's answers beside them; returns row index by item key. An item's
-    prompt is the one its first model's store recorded (``recorded``, by item id), else the one the paper's
-    prompt builder gives for the item, else its prompt column."""
+    prompt is the one its first model's store recorded (its run record, by item id), else the one the paper's
+    prompt builder gives for the item, else its prompt column (each row says which: ``qk``). ``runs``: each
+    frame's run (its record gives the turns; a released file keeps no replies)."""
     from vlamb_nb.benchmarks import get_benchmark
     from vlamb_nb.stats.metric import ZERO_ONE
 
+    runs = list(runs) if runs is not None else [None] * len(model_frames)
+    turns = [recorded_turns(r) if r is not None else {} for r in runs]
+    recorded = recorded_prompts(None, turns[0]) if turns else {}
     key_metric = metrics[0] if metrics else None
     out: dict[str, int] = {}
     first = model_frames[0][1]
     keys = (key_metric.item_key(first) if key_metric is not None else first.index.astype(str)).tolist()
-    asked = _asked(view, paper, ask or setting, items, list(dict.fromkeys(keys)), failed_images)
     cols = list(first.columns)
     idc = get_benchmark(paper).id_column
-    for model, frame in model_frames:
+    said = {str(k) for k, i in zip(keys, first[idc] if idc in cols else keys, strict=True) if str(i) in recorded}
+    asked = _asked(view, paper, ask or setting, items, list(dict.fromkeys(keys)), failed_images, said)
+    _rules(view, metrics)
+    for (model, frame), run, mturns in zip(model_frames, runs, turns, strict=True):
         k = view.models.index(model)
         frame_keys = key_metric.item_key(frame).tolist() if key_metric is not None else frame.index.astype(str).tolist()
         values: dict[str, Any] = {}
@@ -376,6 +587,8 @@ def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], mod
             except Exception:  # noqa: BLE001 - a metric without its columns here has no per-item value
                 continue
         fcols = list(frame.columns)
+        if getattr(run, "released", False) and model not in view.unreleased:
+            view.unreleased.append(model)  # a paper's released per-item file: no reply, no prompt kept
         row_slices = _slices_by_row(view, frame, metrics)
         if "image" in fcols:  # items the paper's requests did not give: the image their rows name
             rest = [(str(key), img, root) for key, img, root in zip(
@@ -385,17 +598,19 @@ def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], mod
                                 failed_images)
         else:
             drawn = {}
-        for pos, (idx, row) in enumerate(frame.iterrows()):
+        for pos, (idx, row) in enumerate(zip(frame.index, frame.to_dict(orient="records"), strict=True)):
             rk = str(frame_keys[pos])
             ident = (paper, setting, rk)
+            item_id = str(row[idc]) if idc in fcols else rk
             if ident not in view._index:
                 prompt, img = asked.get(rk, (None, drawn.get(rk)))
                 img = img if img is not None else drawn.get(rk)
-                if recorded and idc in fcols and str(row[idc]) in recorded:
-                    prompt = recorded[str(row[idc])]  # what the model was asked, as its store recorded it
+                kind = "b" if prompt is not None else "i"
+                if item_id in recorded:
+                    prompt, kind = recorded[item_id], "r"  # what the model was asked, as its store recorded it
                 if prompt is None:
                     prompt = _text(_first(row, cols, PROMPT))
-                view.rows.append({"k": rk, "p": paper, "s": setting, "i": img, "q": _text(prompt),
+                view.rows.append({"k": rk, "p": paper, "s": setting, "i": img, "q": _text(prompt), "qk": kind,
                                   "g": _text(_first(row, fcols, GOLD)), "gb": _box(_first(row, fcols, GOLD_BOX)),
                                   "sl": row_slices.get(pos, []), "m": [None] * len(view.models)})
                 view._index[ident] = len(view.rows) - 1
@@ -409,12 +624,22 @@ def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], mod
                     m = next(mm for mm in metrics if mm.name == name)
                     if m.kind in ZERO_ONE:  # a row's own 0/1 value first, a group's (a pair) after
                         flags[(m.kind != "binary", len(flags))] = v
-            error = _text(row.get("error")) if "error" in fcols else ""
-            r["m"][k] = {"a": _text(_first(row, fcols, ANSWER)), "e": error,
-                         "x": _text(_first(row, fcols, PARSED)), "pb": _box(_first(row, fcols, PRED_BOX)),
-                         "ok": _outcome(row, fcols, flags),
-                         "v": [mvals.get(n) for n in view.metrics]}
+            mine = mturns.get(item_id)
+            own = next((t["prompt"] for t in mine or () if t["scored"] and t["prompt"]), None)
+            r["m"][k] = _model_cell(
+                view, metrics, answer=_first(row, fcols, ANSWER), error=row.get("error") if "error" in fcols else None,
+                parse=_first(row, fcols, PARSED), pred=_first(row, fcols, PRED_BOX), ok=_outcome(row, fcols, flags),
+                values=[mvals.get(n) for n in view.metrics], fields=row, gold=_first(row, fcols, GOLD_BOX),
+                turns=mine, prompt=own, row_prompt=r["q"])
             out[rk] = view._index[ident]
+    released = any(getattr(r, "released", False) for r in runs)
+    missing = sum(1 for i in set(out.values()) if view.rows[i]["i"] is None)
+    if missing and (items is None or released):
+        why = ("the released per-item files keep no images" if items is None and released else
+               "the data given for them holds only some" if items is not None else
+               "the data the run was asked about is not here")
+        view.notes.append(f"{paper} {setting}: {missing} item(s) show no image: {why}. "
+                          f"{_image_hint(paper, runs, released=released)}")
     return out
 
 
@@ -461,7 +686,8 @@ def _rows_of(frame: Any, mask: Any, metric: Any, index: dict[str, int]) -> list[
 def _close(view: ItemsView, failed_images: list[str]) -> ItemsView:
     if failed_images:
         top = max(set(failed_images), key=failed_images.count)
-        view.notes.append(f"{len(failed_images)} image(s) could not be read and show no thumbnail (most often: {top})")
+        view.notes.append(f"{len(failed_images)} image(s) could not be read and show no thumbnail (most often: "
+                          f"{top}).")
     view._index.clear()
     view._images.clear()
     return view
@@ -480,10 +706,14 @@ def paper_view(paper: str, runs: Sequence[Any]) -> ItemsView:
     _ensure(view, list(dict.fromkeys(r.model for r in runs)), metrics)
     for run in runs:
         frame = run.scored
+        if frame is None and getattr(run, "record", None) is not None:  # a run given as its record: its rows
+            _record_groups(view, paper, run, metrics, _record_rows(view, paper, run.setting, metrics, [run.model],
+                                                                   [run], None, failed))
+            continue
         if frame is None or not len(frame):
             continue
         index = _add_rows(view, paper, run.setting, metrics, [(run.model, frame)], getattr(run, "items", None), failed,
-                          recorded_prompts(run))
+                          [run])
         for m in metrics:
             if m.card is None:
                 continue
@@ -572,7 +802,7 @@ def comparison_view(c: Any) -> ItemsView:
         runs = list(entry.get("runs") or [])
         _ablation_note(view, paper, setting, runs)
         index = _add_rows(view, paper, setting, metrics, list(zip(names, frames, strict=True)), items, failed,
-                          recorded_prompts(runs[0]) if runs else None, _ask(runs))
+                          runs or None, _ask(runs))
         first = frames[0]
         for m in metrics:
             masks = [(m.overall, np.ones(len(first), dtype=bool))]
@@ -586,19 +816,24 @@ def comparison_view(c: Any) -> ItemsView:
                 view.groups.append(Group(f"{paper} · {setting} · {m.name} · {sl}", _rows_of(first, mask, m, index), n,
                                          m.unit, (paper, setting, m.name, str(sl))))
                 units = [m.units(f[mask]) for f in frames]
+                of = len(view.groups) - 1
+                row_of = None if m.kind == "all_correct" else {  # a unit is a row: its row in the view, once
+                    label: index.get(k) for label, k in zip(part.index, m.item_key(part).tolist(), strict=True)}
                 for a, b in _pairs(c, names):
                     ua, ub = units[names.index(a)], units[names.index(b)].reindex(units[names.index(a)].index)
                     differ = ~np.isclose(ua.to_numpy(float), ub.to_numpy(float), equal_nan=True)
+                    rows = _unit_rows(m, part, ua.index[differ], index) if row_of is None else sorted(
+                        {row_of[u] for u in ua.index[differ] if row_of.get(u) is not None})
                     view.groups.append(Group(
-                        f"{paper} · {setting} · {m.name} · {sl}: {a} and {b} disagree", _unit_rows(
-                            m, part, ua.index[differ], index), int(differ.sum()), m.unit,
-                        (paper, setting, m.name, str(sl), a, b)))
+                        _pair_label(paper, setting, m.name, str(sl), a, b, ua.to_numpy(float), ub.to_numpy(float)),
+                        rows, int(differ.sum()), m.unit, (paper, setting, m.name, str(sl), a, b), of))
     return _close(view, failed)
 
 
-def _run_rows(paper: str, run: Any) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]]]:
-    """A run's scored rows by their key in the unit sets, and each slice's keys: from its run record, or, for a
-    run given as a scored frame beside records, from the record its frame gives (the same rows a scoring writes)."""
+def _run_rows(paper: str, run: Any) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]], Any]:
+    """A run's scored rows by their key in the unit sets, each slice's keys, and its record: from its run record,
+    or, for a run given as a scored frame beside records, from the record its frame gives (the same rows a
+    scoring writes)."""
     rec = getattr(run, "record", None)
     if rec is None:
         from vlamb_nb.benchmarks import get_benchmark
@@ -616,7 +851,7 @@ def _run_rows(paper: str, run: Any) -> tuple[dict[str, dict[str, Any]], dict[str
         for u in sets or ():
             if not u.whole:
                 slices.setdefault(u.slice, set()).update(_unit_items(u.keys, u.members))
-    return rows, slices
+    return rows, slices, rec
 
 
 def _ask(runs: Sequence[Any]) -> str | None:
@@ -636,42 +871,50 @@ def _unit_items(keys: Sequence[str], members: Sequence[Sequence[str]] | None) ->
     return [k for ks in members for k in ks] if members is not None else list(keys)
 
 
-def _unit_entry(view: ItemsView, c: Any, entry: dict[str, Any], failed: list[str]) -> None:
-    """One paper and setting compared from unit sets: a row per common item from each run's record rows (the
-    prompt the store recorded, the answer, the parse, the gold, each metric's per-item value), a group per value
-    (its units' items) and per pair (the items of the units where the two differ)."""
+def _record_rows(view: ItemsView, paper: str, setting: str, metrics: Sequence[Any], names: Sequence[str],
+                 runs: Sequence[Any], keys: Sequence[str] | None, failed: list[str]) -> dict[str, int]:
+    """Rows from each run's record (the prompt the store recorded, the answer, the parse, the gold, each turn,
+    each metric's per-item value), for ``keys`` (None: every row of the first run), in order; returns row index by
+    key. A record's image names are never read from disk (a record may come from anywhere, and the page would
+    carry the files it names): images come from the items a run was scored against, where they are at hand."""
     from vlamb_nb.stats.metric import ZERO_ONE
 
-    paper, setting, metrics, names, scores = (entry["paper"], entry["setting"], entry["metrics"], entry["models"],
-                                              entry["scores"])
-    runs = list(entry["runs"])
     _ensure(view, names, metrics)
+    _rules(view, metrics)
     tables = [_run_rows(paper, r) for r in runs]
-    keys = list(dict.fromkeys(k for m in metrics for sc in scores.get(m.name, ())[:1]  # the whole set first
-                              for k in _unit_items(sc.keys, sc.members)))
+    if keys is None:
+        keys = list(tables[0][0]) if tables else []
     items = next((r.items for r in runs if getattr(r, "items", None) is not None), None)
-    _ablation_note(view, paper, setting, runs)
-    asked = _asked(view, paper, _ask(runs) or setting, items, keys, failed) if items is not None else {}
+    _ablation_note(view, paper, setting, list(runs))
+    turns = [turns_of(rec) for _, _, rec in tables]
+    said = {k for k in keys if any(str(rows[k].get("item_id")) in t and rows[k].get("prompt")
+                                   for (rows, _, _), t in zip(tables[:1], turns[:1], strict=True) if k in rows)}
+    asked = _asked(view, paper, _ask(list(runs)) or setting, items, list(keys), failed, said) \
+        if items is not None else {}
     no_image = 0
     index: dict[str, int] = {}
     for key in keys:
-        first = next((rows[key] for rows, _ in tables if key in rows), None)
+        first = next((rows[key] for rows, _, _ in tables if key in rows), None)
         if first is None:
             continue
         ident = (paper, setting, key)
-        prompt, img = asked.get(key, (None, None))  # a record's image names are never read from disk: a record
-        no_image += img is None  # may come from anywhere, and the page would carry the files it names
-        shown = first.get("prompt") if isinstance(first.get("prompt"), str) and first.get("prompt") else prompt
-        slices = next(sl for rows, sl in tables if key in rows)
+        prompt, img = asked.get(key, (None, None))
+        no_image += img is None
+        recorded = first.get("prompt") if isinstance(first.get("prompt"), str) and first.get("prompt") else None
+        shown, kind = (recorded, "r") if recorded else (prompt, "b") if prompt is not None else ("", "i")
+        slices = next(sl for rows, sl, _ in tables if key in rows)
         for n in slices:
             if n not in view.slices:
                 view.slices.append(n)
         sl = sorted(view.slices.index(n) for n, ks in slices.items() if key in ks)
-        view.rows.append({"k": key, "p": paper, "s": setting, "i": img, "q": _text(shown),
-                          "g": _text(first.get("gold")), "gb": _box(first.get("gold")), "sl": sl,
-                          "m": [None] * len(view.models)})
-        view._index[ident] = index[key] = len(view.rows) - 1
-        for name, (rows, _) in zip(names, tables, strict=True):
+        if ident not in view._index:
+            view.rows.append({"k": key, "p": paper, "s": setting, "i": img, "q": _text(shown), "qk": kind,
+                              "g": _text(first.get("gold")), "gb": _box(first.get("gold")), "sl": sl,
+                              "m": [None] * len(view.models)})
+            view._index[ident] = len(view.rows) - 1
+        index[key] = view._index[ident]
+        r = view.rows[index[key]]
+        for name, (rows, _, _), mturns in zip(names, tables, turns, strict=True):
             row = rows.get(key)
             if row is None:
                 continue
@@ -680,28 +923,96 @@ def _unit_entry(view: ItemsView, c: Any, entry: dict[str, Any], failed: list[str
             for m in metrics:
                 if m.kind in ZERO_ONE and m.name in row:
                     flags[(m.kind != "binary", len(flags))] = _value(row.get(m.name))
-            view.rows[-1]["m"][view.models.index(name)] = {
-                "a": _text(row.get("answer")), "e": _text(row.get("failure")),
-                "x": _text(_first(parsed, list(parsed), PARSED)), "pb": _box(_first(parsed, list(parsed), PRED_BOX)),
-                "ok": _outcome(row, list(row), flags), "v": [_value(row.get(n)) for n in view.metrics]}
+            mine = mturns.get(str(row.get("item_id")))
+            r["m"][view.models.index(name)] = _model_cell(
+                view, metrics, answer=row.get("answer"), error=row.get("failure"),
+                parse=_first(parsed, list(parsed), PARSED), pred=_first(parsed, list(parsed), PRED_BOX),
+                ok=_outcome(row, list(row), flags), values=[_value(row.get(n)) for n in view.metrics],
+                fields=parsed, gold=row.get("gold"), turns=mine,
+                prompt=row.get("prompt") if isinstance(row.get("prompt"), str) else None, row_prompt=r["q"])
     if no_image:
         view.notes.append(f"{paper} {setting}: {no_image} item(s) show no image: a run record names its images "
-                          "(their paths in the data), it does not hold them; compare the stores with their data "
-                          "(--source) to see them")
+                          f"(their paths in the data), it does not hold them. {_image_hint(paper, runs)}")
+    return index
+
+
+def _image_hint(paper: str, runs: Sequence[Any], *, released: bool = False) -> str:
+    """One line naming the data that would bring a run's images: for a paper's released per-item files, the
+    paper's release (``vlamb-nb data fetch``) or data given with ``--source``; else the data the run's record says
+    it stood on."""
+    if released:
+        return (f"The paper's release holds every item's image: `vlamb-nb data fetch {paper}`, then compare again "
+                f"(or give the items with --source {paper}=PATH).")
+    data = next((r.data for r in runs if getattr(r, "data", None)), None) or {}
+    what = str(data.get("label") or data.get("release") or "the data it was run on")
+    return (f"They are in {what}: compare the stores with that data beside them (--source {paper}=PATH), "
+            f"or fetch the paper's release (`vlamb-nb data fetch {paper}`) where the run stood on it.")
+
+
+def _record_groups(view: ItemsView, paper: str, run: Any, metrics: Sequence[Any], index: dict[str, int]) -> None:
+    """The groups of a run given as its record, on a run's page: each card row's items (the metric, setting and
+    slice as the card names them) and each metric's whole set, from the record's unit sets."""
+    from vlamb_nb.stats.metric import card_units
+
+    rec = run.record
+    for m in metrics:
+        try:
+            sets = rec.unit_sets(m.name) or []
+        except Exception:  # noqa: BLE001 - a record without this metric's units has no group of it
+            continue
+        if not sets:
+            continue
+        rows_of = {id(u): sorted({index[k] for k in _unit_items(u.keys, u.members) if k in index}) for u in sets}
+        if m.card is not None and (not m.card.settings or run.setting in m.card.settings):
+            setting = m.card.setting or run.setting
+            for u in card_units(m, sets):
+                label = m.card.slice.format(slice=u.slice, setting=setting, SETTING=setting.upper())
+                view.groups.append(Group(f"{m.name} · {setting} · {label}", rows_of[id(u)], len(u.keys), m.unit,
+                                         (setting, m.name, label)))
+        if _store_group(view, m, run.setting) is None:
+            whole = next((u for u in sets if u.whole), None)
+            if whole is not None:
+                view.groups.append(Group(f"{m.name} · {run.setting} · {m.overall}", rows_of[id(whole)],
+                                         len(whole.keys), m.unit, (run.setting, m.name, m.overall)))
+
+
+def _unit_entry(view: ItemsView, c: Any, entry: dict[str, Any], failed: list[str]) -> None:
+    """One paper and setting compared from unit sets: a row per common item from each run's record rows
+    (:func:`_record_rows`), a group per value (its units' items) and per pair (the items of the units where the
+    two differ)."""
+    paper, setting, metrics, names, scores = (entry["paper"], entry["setting"], entry["metrics"], entry["models"],
+                                              entry["scores"])
+    runs = list(entry["runs"])
+    keys = list(dict.fromkeys(k for m in metrics for sc in scores.get(m.name, ())[:1]  # the whole set first
+                              for k in _unit_items(sc.keys, sc.members)))
+    index = _record_rows(view, paper, setting, metrics, names, runs, keys, failed)
     for m in metrics:
         for sc in scores.get(m.name, ()):
             rows_of = sorted({index[k] for k in _unit_items(sc.keys, sc.members) if k in index})
             view.groups.append(Group(f"{paper} · {setting} · {m.name} · {sc.slice}", rows_of, len(sc.keys), m.unit,
                                      (paper, setting, m.name, str(sc.slice))))
+            of = len(view.groups) - 1
             for a, b in _pairs(c, names):
                 va, vb = sc.values[names.index(a)], sc.values[names.index(b)]
                 differ = ~np.isclose(np.asarray(va, float), np.asarray(vb, float), equal_nan=True)
                 at = np.flatnonzero(differ).tolist()
                 members = None if sc.members is None else [sc.members[i] for i in at]
                 view.groups.append(Group(
-                    f"{paper} · {setting} · {m.name} · {sc.slice}: {a} and {b} disagree",
-                    sorted({index[k] for k in _unit_items([sc.keys[i] for i in at], members) if k in index}),
-                    len(at), m.unit, (paper, setting, m.name, str(sc.slice), a, b)))
+                    _pair_label(paper, setting, m.name, sc.slice, a, b, va, vb), sorted(
+                        {index[k] for k in _unit_items([sc.keys[i] for i in at], members) if k in index}),
+                    len(at), m.unit, (paper, setting, m.name, str(sc.slice), a, b), of))
+
+
+def _pair_label(paper: str, setting: str, metric: str, sl: str, a: str, b: str, va: Any, vb: Any) -> str:
+    """A pair's discordant items, named with McNemar's split where the values are 0/1: how many only a has
+    right and how many only b has right."""
+    va, vb = np.asarray(va, float), np.asarray(vb, float)
+    label = f"{paper} · {setting} · {metric} · {sl}: {a} and {b} disagree"
+    ones = np.isin(va[~np.isnan(va)], (0.0, 1.0)).all() and np.isin(vb[~np.isnan(vb)], (0.0, 1.0)).all()
+    if ones and len(va):
+        label += f" ({int(((va == 1) & (vb == 0)).sum())} only {a} right, {int(((va == 0) & (vb == 1)).sum())} " \
+                 f"only {b} right)"
+    return label
 
 
 def _pairs(c: Any, names: list[str]) -> list[tuple[str, str]]:
@@ -731,3 +1042,15 @@ def comparison_links(view: ItemsView | None, c: Any) -> dict[str, list[int | Non
     pairs = [view.group_for(r["paper"], r["setting"], r["metric"], r["slice"], r["model_a"], r["model_b"])
              for r in (c.pairs.to_dict(orient="records") if len(c.pairs) else [])]
     return {"values": values, "pairs": pairs}
+
+
+def slice_links(view: ItemsView | None, tables: Sequence[dict[str, Any]]) -> dict[str, list[list[int | None]]]:
+    """The group of each cell of the comparison's per-slice tables (``slices-<k>``, in the order
+    :func:`vlamb_nb.compare.slice_tables` gives them): a model's value on a slice opens that slice's items."""
+    if view is None:
+        return {}
+    out = {}
+    for k, t in enumerate(tables, 1):
+        groups = [view.group_for(t["paper"], t["setting"], t["metric"], sl) for sl in t["slices"]]
+        out[f"slices-{k}"] = [[None, *groups] for _ in t["rows"]]
+    return out

@@ -684,19 +684,24 @@ def _fmt(v: Any) -> str:
 
 
 def _render_value(key: str, value: Any) -> str:
+    """One recorded result in markdown under its section title (:func:`vlamb_nb.run_view.section_title`, the
+    page's title for it too)."""
+    from vlamb_nb.run_view import section_title
+
+    title = section_title(key)
     if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
-        return f"**{key}**\n\n" + _md_table(value)
+        return f"**{title}**\n\n" + _md_table(value)
     if isinstance(value, list):
-        return f"**{key}**\n\n" + "".join(f"- {_fmt(v)}\n" for v in value) if value else f"**{key}**: none\n"
+        return f"**{title}**\n\n" + "".join(f"- {_fmt(v)}\n" for v in value) if value else f"**{title}**: none\n"
     if isinstance(value, dict):
-        inner = [f"**{key}**\n"]
+        inner = [f"**{title}**\n"]
         for k, v in value.items():
             if isinstance(v, list) and v and all(isinstance(r, dict) for r in v):
                 inner.append(f"\n_{k}_\n\n" + _md_table(v))
             else:
                 inner.append(f"- {k}: {_fmt(v)}")
         return "\n".join(inner) + "\n"
-    return f"**{key}**: {_fmt(value)}\n"
+    return f"**{title}**: {_fmt(value)}\n"
 
 
 def _md_figures(figs: list[Any], run_dir: Path) -> str:
@@ -741,7 +746,9 @@ def write_report(runs: list[NotebookRun], run_dir: Path, *, params: dict[str, An
     try:
         report_card.save(card, directory=fig_dir)
     except Exception as e:  # noqa: BLE001 - a figure that cannot be drawn must not lose the report
-        card_figure_error = f"{type(e).__name__}: {e}"
+        from vlamb_nb.errors import reason
+
+        card_figure_error = reason(e)
     else:
         card_figure_error = None
     view = run_view.build(results, run_dir, place_figures(results, fig_dir, run_dir))  # both pages render it
@@ -832,4 +839,6 @@ def scored_runs(run_dir: Path) -> tuple[list[Any], str | None]:
             return [], None
         return [], str(e)
     except Exception as e:  # noqa: BLE001 - the report must be written whatever the stores hold
-        return [], f"{type(e).__name__}: {e}"
+        from vlamb_nb.errors import reason
+
+        return [], reason(e)

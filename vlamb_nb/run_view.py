@@ -44,6 +44,59 @@ def section_rank(key: str) -> int:
     return RESULT
 
 
+#: titles a key's words do not make readable on their own (the rest: :func:`section_title`'s word rule)
+TITLES = {
+    "paper_vs_ours": "The paper vs ours", "paper_vs_recomputed": "The paper vs recomputed",
+    "ours_table4": "Table 4 (ours)", "judge_human_kappa": "Judge–human agreement (kappa)",
+    "published_accuracy_wilson_all": "Published accuracy with Wilson intervals (all)",
+    "slice_accuracy_ci": "Accuracy by slice with CI", "finetune_deviations": "Fine-tuning deviations",
+    "figure_runs": "Runs behind the figures", "n_train": "Training items (count)",
+    "n_unparsed": "Unparsed answers (count)", "fig6_categories_coco_rows": "Figure 6 categories (COCO rows)",
+    "not_derivable": "What the release and the paper cannot rebuild", "one_patch_check": "One-patch check",
+    "run": "The run",
+}
+#: words written as a reader knows them (papers, acronyms, abbreviations)
+TITLE_WORDS = {
+    "ci": "CI", "iou": "IoU", "id": "ID", "f1": "F1", "vqa": "VQA", "llm": "LLM", "vlm": "VLM", "ocr": "OCR",
+    "coco": "COCO", "cot": "CoT", "refadv": "Ref-Adv", "vflute": "V-FLUTE", "mucar": "MUCAR", "vague": "VAGUE",
+    "racquet": "RACQUET", "qlora": "QLoRA", "bh": "BH", "wilson": "Wilson", "stats": "statistics",
+    "eval": "evaluation", "acc": "accuracy",
+}
+
+
+def section_title(key: str) -> str:
+    """A recorded result's key as its section title on both pages (``table_b1_ours`` -> "Table B1 (ours)",
+    ``n_unparsed`` -> "Unparsed answers (count)", ``table4_vs_paper`` -> "Table 4 vs the paper"): one title per
+    key, from :data:`TITLES` or the key's words (tables and figures by number, papers and acronyms as written,
+    ``n_`` as a count, ``ours`` in brackets at the end); never the raw key."""
+    if key in TITLES:
+        return TITLES[key]
+    words = [w for w in re.split(r"[_\-\s]+", str(key)) if w]
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        w, lw = words[i], words[i].lower()
+        nxt = words[i + 1].lower() if i + 1 < len(words) else ""
+        if m := re.fullmatch(r"(table|fig|figure)(\d+[a-z]?)", lw):
+            out.append(("Table " if m.group(1) == "table" else "Figure ") + m.group(2).upper())
+        elif lw in ("table", "fig", "figure") and re.fullmatch(r"[a-z]?\d+[a-z]?", nxt):
+            out.append(("Table " if lw == "table" else "Figure ") + nxt.upper())
+            i += 1
+        elif lw == "s" and out and out[-1] == "Ref-Adv":
+            out[-1] = "Ref-Adv-s"
+        elif lw == "ours":
+            out.append("(ours)" if i == len(words) - 1 else "our" if i == 0 else "ours")
+        elif lw == "vs":
+            out.append("vs the" if nxt == "paper" else "vs")
+        else:
+            out.append(TITLE_WORDS.get(lw, w))
+        i += 1
+    if len(words) > 1 and words[0].lower() == "n" and out:  # a count: "n_items" -> "Items (count)"
+        out = out[1:] + ["(count)"]
+    text = " ".join(out) or str(key)
+    return text[:1].upper() + text[1:]
+
+
 @dataclass
 class Block:
     """One recorded result of a notebook, with the figures its cell saved for it."""

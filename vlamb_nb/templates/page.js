@@ -16,7 +16,7 @@
     if (typeof b === "number") { return 1; }
     return a < b ? -1 : (a > b ? 1 : 0);
   }
-  document.querySelectorAll("table.sortable").forEach(function (table) {
+  function sortable(table) {
     var heads = table.tHead ? table.tHead.rows[0].cells : [];
     Array.prototype.forEach.call(heads, function (th, i) {
       var button = th.querySelector("button.sort") || th;
@@ -33,6 +33,19 @@
         });
         rows.forEach(function (x) { body.appendChild(x[2]); });
       });
+    });
+  }
+  document.querySelectorAll("table.sortable").forEach(sortable);
+  // a folded table of thousands of rows waits in a <template>: it joins the page, sortable, when first opened
+  // (listeners added after this one, such as the item links, find it there)
+  document.querySelectorAll("details.lazy-table").forEach(function (d) {
+    d.addEventListener("toggle", function () {
+      var tpl = d.querySelector("template");
+      if (!d.open || !tpl) { return; }
+      var content = tpl.content.cloneNode(true);
+      var tables = content.querySelectorAll("table.sortable");
+      tpl.replaceWith(content);
+      Array.prototype.forEach.call(tables, sortable);
     });
   });
   var dialog = null;

@@ -497,6 +497,19 @@ PINNED_RUNS = {
 RELEASED_RUNS = 30
 
 
+#: the release name a run on the website's demo records (its data identity), and where that demo lies
+DEMO_RELEASE = "the website's Ref-Adv-s demo"
+
+
+def demo_folder() -> Path | None:
+    """The website's demo (``demo_samples.json`` and its 31 images) beside the checkout, else None."""
+    from vlamb_nb.paths import shared_data_dir
+
+    shared = shared_data_dir()
+    folder = shared / "refadv" / "demo" if shared is not None else None
+    return folder if folder is not None and (folder / "demo_samples.json").is_file() else None
+
+
 def release_counts(root: Path) -> dict[str, int]:
     return {"rows": parquet_rows([root / PARQUET]),
             "released runs": len(list((root / "predictions").glob("*_predictions.jsonl")))}
@@ -509,7 +522,8 @@ RELEASE = Release(
                         expected=RELEASED_RUNS, pinned=PINNED_RUNS, what="released runs")),
     expected={"rows": 1142, "released runs": RELEASED_RUNS}, count=release_counts, n_items=1142, unit="rows",
     load={"source": f"files/{PARQUET}", "extra": {"predictions": "files/predictions"}},
-    size="the Ref-Adv-s parquet (255 MB, 1,142 rows with images) + 19 MB of released per-row runs (30)")
+    size="the Ref-Adv-s parquet (255 MB, 1,142 rows with images) + 19 MB of released per-row runs (30)",
+    beside={DEMO_RELEASE: demo_folder})
 
 
 # -- the test sets as a noise floor sees them ---------------------------------------------------------------------

@@ -25,12 +25,10 @@ REPORT_NUMERIC = ["Acc@0.5", "Acc@0.75", "Acc@0.9", "2-3", "d(2-3)", "4-6", "d(4
 
 def demo_source(fallback_dir: str | os.PathLike | None = None, n: int = 12, seed: int = 0) -> Path:
     """The released demo (31 real images) when present, else a generated sample in ``fallback_dir``."""
-    from vlamb_nb.paths import shared_data_dir
+    from vlamb_nb.benchmarks.refadv.data import demo_folder, make_sample
 
-    shared = shared_data_dir()
-    if shared is not None and (shared / "refadv" / "demo" / "demo_samples.json").is_file():
-        return shared / "refadv" / "demo"
-    from vlamb_nb.benchmarks.refadv.data import make_sample
+    if (demo := demo_folder()) is not None:
+        return demo
     from vlamb_nb.paths import sample_dir
 
     return make_sample(fallback_dir or sample_dir(PAPER, n, seed), n=n, seed=seed)
@@ -54,9 +52,10 @@ def notebook_data(source: str | os.PathLike | None = None, *, n: int = 12, seed:
     items = BENCHMARK.load(demo_source(n=n, seed=seed))
     if (items["dataset"] == "ref-adv-s-demo").all():
         kind = "released demo"
+        from vlamb_nb.benchmarks.refadv.data import DEMO_RELEASE
         from vlamb_nb.benchmarks.refadv.release import RELEASED_ROWS
 
-        ident = DataIdentity(kind="source", paper=PAPER, release="the website's Ref-Adv-s demo", n_items=RELEASED_ROWS,
+        ident = DataIdentity(kind="source", paper=PAPER, release=DEMO_RELEASE, n_items=RELEASED_ROWS,
                              label=f"released demo ({len(items)} of the {RELEASED_ROWS:,} Ref-Adv-s rows)")
     else:
         kind = f"generated sample (n={n}, seed={seed})"

@@ -417,9 +417,12 @@ HEADLINE_SETTINGS = ("direct", "cot")
 
 
 def slices(scored) -> list[tuple[str, Any]]:
-    """The published table's slices of Acc@0.5: negation or not, and the distractor bins."""
+    """The published table's slices of Acc@0.5: negation or not, and the distractor bins (none for rows that do
+    not say them: a frame without the flags)."""
     import numpy as np
 
+    if not {"use_negation", "distractor_count"} <= set(scored.columns):
+        return []
     neg = scored["use_negation"].astype(bool).to_numpy()
     d = scored["distractor_count"].astype(int).to_numpy()
     return [("Neg", neg), ("No-Neg", ~neg)] + [(b, np.array([in_bin(int(x), b) for x in d], bool)) for b in BINS]
@@ -429,7 +432,7 @@ def slices(scored) -> list[tuple[str, Any]]:
 #: intervals resampling whole images; the card reads the direct and CoT runs, overall and by slice, among the
 #: released runs and the published Ref-Adv-s rows (:func:`headline`); comparisons report it overall
 ACC = Metric("Acc@0.5", "binary", column="iou", threshold=0.5, unit="row", cluster="file_name", cluster_unit="image",
-             key=("row_idx", "id"), slices=slices, compare_slices=False,
+             key=("row_idx", "id"), slices=slices,
              card=OnCard(published=Published("Ref-Adv-s", {"overall": "Acc@0.5", "Neg": "Neg", "No-Neg": "No-Neg",
                                                             **{b: b for b in BINS}}, n=RELEASED_ROWS),
                          settings=HEADLINE_SETTINGS))
