@@ -263,7 +263,7 @@ def test_example_compares_the_released_runs_on_their_common_rows(shared_data):
         assert neg.loc[m, "value"] == pytest.approx(100 * h[negated].mean())
         assert neg.loc[m, "ci_low"] < neg.loc[m, "value"] < neg.loc[m, "ci_high"]
     for sl, mask in (("overall", negated | ~negated), ("Neg", negated)):
-        family = c.pairs[c.pairs["slice"] == sl]
+        family = c.pairs[(c.pairs["slice"] == sl) & (c.pairs["metric"] == "Acc@0.5")]  # a family: a metric and slice
         assert len(family) == len(hits) * (len(hits) - 1) // 2 and (family["family"] == len(family)).all()
         for a, b in combinations(sorted(hits), 2):
             row = _pair(c, a, b, "Acc@0.5", sl) if ((c.pairs["model_a"] == a) & (c.pairs["model_b"] == b)).any() \

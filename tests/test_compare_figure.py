@@ -78,7 +78,7 @@ def test_twelve_models_get_twelve_distinct_colour_and_marker_pairs(twelve):
 
 
 def test_many_pairs_are_cut_to_those_with_the_top_ranked_model_and_the_panel_says_so(twelve):
-    overall = twelve.pairs[twelve.pairs["slice"] == "overall"]
+    overall = twelve.pairs[(twelve.pairs["slice"] == "overall") & (twelve.pairs["metric"] == "Acc@0.5")]
     assert len(overall) == 66 > MAX_FOREST_PAIRS and len(twelve.pairs) > len(overall)  # each slice tested too
     fig = twelve.figure()
     ax_pairs = fig.axes[0]
@@ -132,4 +132,4 @@ def test_two_models_are_drawn_on_every_slice_and_many_on_their_whole_set_which_t
     assert [t.get_text().split(" · ")[1].split("\n")[0] for t in fig.axes[1].get_yticklabels()] == slices
     many = twelve.figure()
     assert {t.get_text().split(" · ")[1].split("\n")[0] for t in many.axes[1].get_yticklabels()} == {"overall"}
-    assert "every slice is in the tables" in many.axes[0].get_title(loc="left")
+    assert "slice is in the tables" in many.axes[0].get_title(loc="left")

@@ -418,7 +418,7 @@ def test_a_report_cut_short_by_a_full_disk_leaves_no_page_beside_it(tmp_path, mo
     assert not [p for p in run_dir.iterdir() if p.name.endswith(".part")]
     monkeypatch.setattr(atomic, "write_text", real)
     page = write_report(_report_runs(run_dir), run_dir)
-    assert page == run_dir / "report.html" and "accuracy" in (run_dir / "report.md").read_text()
+    assert page == run_dir / "report.html" and "**Accuracy**: 50" in (run_dir / "report.md").read_text()
     assert json.loads((run_dir / "results.json").read_text())["vague"]["ok"] is True
 
 

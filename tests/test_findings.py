@@ -159,3 +159,18 @@ def test_the_saliency_comparison_says_when_answers_of_one_kind_leave_nothing_to_
     assert not said.shown and "0 right, 3 wrong" in said.text
     both = only_wrong.assign(n_correct=[5], n_wrong=[5], gap=[0.2], ci_low=[0.05], ci_high=[0.3], p=[0.01])
     assert "higher than wrong ones" in comparison_finding(both).text
+
+
+def test_both_pages_print_a_recorded_finding_as_its_sentence_where_its_result_stands():
+    """A notebook records a finding under ``…_finding``: the pages print the sentence with what it is (never the
+    dict's fields), among the results (not the audit)."""
+    from vlamb_nb.report_html import block
+    from vlamb_nb.reproduce import _render_value
+    from vlamb_nb.run_view import RESULT, section_rank
+
+    f = F.difference("CoT", "direct", -6.5, -32.3, 19.4, what="Acc@0.5", claim="higher").to_dict()
+    md = _render_value("cot_finding", f)
+    assert md.startswith("**CoT finding**: _Cannot tell from this run._ No detectable difference") and "ci_low" not in md
+    html = block("cot_finding", f)
+    assert html["kind"] == "value" and html["text"].startswith("Cannot tell from this run. No detectable difference")
+    assert section_rank("negation_finding") == RESULT

@@ -1245,7 +1245,8 @@ def _drawn_slices(keys: list[tuple], n_models: int) -> tuple[list[tuple], bool]:
 
 def figure(c: Comparison):
     """Left: each pair's difference with its interval (a forest plot; filled where the adjusted p < 0.05),
-    one row per pair, grouped by metric (with many models, the pairs with each metric's top-ranked model).
+    one row per pair, grouped by metric (with many models, the pairs with each metric's top-ranked model); each
+    paper's first declared metric only (its headline; the others are in the tables, said in the panel).
     Right: each model's rank with its interval, per metric, one colour+marker per model, named in a legend
     below both panels (clear of their axis labels). Model names in any script are drawn with the style's
     fallback fonts; a character no installed font has becomes a counted placeholder."""
@@ -1264,12 +1265,19 @@ def figure(c: Comparison):
 
     metrics = list(dict.fromkeys(zip(c.values["paper"], c.values["setting"], c.values["metric"],
                                      c.values["slice"], strict=True)))
+    first = {}  # each paper's headline: the first metric it declares (Ref-Adv's Acc@0.5, not @0.75 and @0.9)
+    for paper, _, metric, _ in metrics:
+        first.setdefault(paper, metric)
+    headline_only = len(set(m for _, _, m, _ in metrics)) > len(first)
+    metrics = [k for k in metrics if k[2] == first[k[0]]]
     models = list(dict.fromkeys(c.values["model"]))
     style = dict(zip(models, series_styles(len(models)), strict=True))
     metrics, sliced = _drawn_slices(metrics, len(models))
     pairs, forest_title = _forest_rows(c, metrics)
-    if sliced:
-        forest_title += "\n(each metric on its whole set; every slice is in the tables)"
+    if sliced or headline_only:
+        forest_title += ("\n(" + ", ".join(x for x in ("each paper's first metric" if headline_only else "",
+                                                        "on its whole set" if sliced else "") if x)
+                         + f"; every {'metric and ' if headline_only else ''}slice is in the tables)")
     # as many legend columns as the longest name lets fit across the 10 in figure at LABEL_PT (about 0.075 in
     # a character, plus the marker)
     longest = max((len(str(m)) for m in models), default=1)

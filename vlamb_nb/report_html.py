@@ -478,10 +478,14 @@ def block(key: str, value: Any, title: str | None = None, label: str | None = No
     plain values (or small nested ones) read as one compact paragraph of ``name: value`` pairs, not one line
     each. ``title`` names its tables' files (the key); ``label`` is what the page calls them (the key's section
     title, :func:`vlamb_nb.run_view.section_title`, never the raw key)."""
+    from vlamb_nb.findings import Finding, is_finding
     from vlamb_nb.run_view import section_title
 
     title = title or key
     label = label or section_title(key)
+    if is_finding(value):  # a computed conclusion: its sentence with what it is, as the notebook says it
+        f = Finding.from_dict(value)
+        return {"key": key, "kind": "value", "text": clean_text(f"{f.mark}. {f.text}")}
     if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
         return {"key": key, "kind": "table", "table": _labelled(records_table(value, title), label)}
     if isinstance(value, list):

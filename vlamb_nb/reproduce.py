@@ -686,9 +686,13 @@ def _fmt(v: Any) -> str:
 def _render_value(key: str, value: Any) -> str:
     """One recorded result in markdown under its section title (:func:`vlamb_nb.run_view.section_title`, the
     page's title for it too)."""
+    from vlamb_nb.findings import Finding, is_finding
     from vlamb_nb.run_view import section_title
 
     title = section_title(key)
+    if is_finding(value):  # a conclusion computed from the numbers beside it: its sentence, as the notebook says it
+        f = Finding.from_dict(value)
+        return f"**{title}**: _{f.mark}._ {f.text.replace(chr(10), ' ')}\n"
     if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
         return f"**{title}**\n\n" + _md_table(value)
     if isinstance(value, list):

@@ -26,7 +26,7 @@ SCORE_COLUMNS = ("store", "model", "setting", "metric", "value", "95% CI", "n", 
 
 
 #: the words of a result's key that place it (a key is read as words split at ``_``, ``-`` and spaces)
-AUDIT_WORDS = frozenset({"audit", "check", "checks", "finding", "findings", "mismatches"})
+AUDIT_WORDS = frozenset({"audit", "check", "checks", "findings", "mismatches"})  # a computed ``…_finding``: a result
 
 
 def section_rank(key: str) -> int:
