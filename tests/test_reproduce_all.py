@@ -76,3 +76,18 @@ def test_the_scripted_stand_ins_headlines_are_real_numbers(full_run):
             continue
         assert h["value"] > 0 and h["ci_low"] is not None and h["ci_low"] <= h["value"] <= h["ci_high"], h
 
+
+
+@pytest.mark.slow
+def test_two_offline_runs_compare_with_real_differences(notebook_runs):
+    """The README's `compare runs/previous runs/latest`: two offline runs on the same samples, another tiny seed each,
+    compare their scripted stand-ins (seed 0 against seed 1: the same chances, other draws), never the model path's
+    three-item runs, and show paired tests with discordant items, not 0.0 [0.0, 0.0] everywhere."""
+    from vlamb_nb.compare import compare
+
+    a, b = notebook_runs.reproduction(0).run, notebook_runs.reproduction(1).run
+    c = compare([a, b], n_resamples=200)
+    assert {m.split(" · ")[0] for m in c.values["model"]} == {"scripted stand-in (seed 0)", "scripted stand-in (seed 1)"}
+    assert (c.values["value"] > 0).any() and c.values["ci_high"].gt(c.values["ci_low"]).any()
+    discordant = c.pairs[["discordant_a_only", "discordant_b_only"]].fillna(0).sum(axis=1)
+    assert (discordant > 0).any() and (c.pairs["diff"].abs() > 0).any()

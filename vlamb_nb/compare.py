@@ -1277,7 +1277,7 @@ def figure(c: Comparison):
     if sliced or headline_only:
         forest_title += ("\n(" + ", ".join(x for x in ("each paper's first metric" if headline_only else "",
                                                         "on its whole set" if sliced else "") if x)
-                         + f"; every {'metric and ' if headline_only else ''}slice is in the tables)")
+                         + f";\nevery {'metric and ' if headline_only else ''}slice is in the tables)")
     # as many legend columns as the longest name lets fit across the 10 in figure at LABEL_PT (about 0.075 in
     # a character, plus the marker)
     longest = max((len(str(m)) for m in models), default=1)
