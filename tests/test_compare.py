@@ -719,3 +719,31 @@ def test_one_models_settings_are_compared_with_each_other_as_an_ablation(tmp_pat
     other.evaluate(F.model("model-a"), other.load(msrc), "full", store=mstore, progress=False)
     with pytest.raises(SettingError, match="at least two models, or one model in two settings of a paper"):
         compare([stores["vlm"], mstore], sources={"vague": src, "mucar": msrc}, n_resamples=B)
+
+
+def test_a_run_folder_whose_split_holds_other_items_compares_the_rest_and_says_so(tmp_path):
+    """RACQUET's §5 control on cropped images is a split of other items than the notebook's sample: compare leaves
+    it out with one line and compares the rest (it refused the whole run folder)."""
+    import shutil
+
+    from vlamb_nb.compare import _reproduce_runs
+
+    from vlamb_nb.datahome import sample_identity, tag
+
+    bench = get_benchmark("vague")
+    folder = tmp_path / "run"
+    sample = bench.make_sample(folder / "vague" / "sample-n4-seed0", n=4, seed=0)
+    items = tag(bench.load(sample), sample_identity("vague", n_items=4, seed=0))  # as a notebook tags its sample
+    (folder / "results.json").write_text(json.dumps({"vague": {"ok": True, "parameters": {}}}))
+    model = ScriptedModel(lambda r: "A", model_id="m")
+    bench.evaluate(model, items, "lm", store=bench.store_path(folder / "vague", model.info, "lm"), progress=False)
+    other = bench.load(bench.make_sample(tmp_path / "elsewhere", n=3, seed=5))
+    other["id"] = [f"other-{k}" for k in range(3)]
+    other = tag(other, sample_identity("vague", n_items=3, seed=5))
+    bench.evaluate(model, other, "lm", store=bench.store_path(folder / "vague" / "crops", model.info, "lm"),
+                   progress=False)
+    left: list[str] = []
+    runs = _reproduce_runs(folder, None, unloaded=left)
+    assert [r.setting for r in runs] == ["lm"] and any("under crops/" in x and "not compared" in x for x in left)
+    shutil.rmtree(folder / "vague" / "crops")
+    assert len(_reproduce_runs(folder, None, unloaded=[])) == 1

@@ -170,7 +170,15 @@ def test_both_pages_print_a_recorded_finding_as_its_sentence_where_its_result_st
 
     f = F.difference("CoT", "direct", -6.5, -32.3, 19.4, what="Acc@0.5", claim="higher").to_dict()
     md = _render_value("cot_finding", f)
-    assert md.startswith("**CoT finding**: _Cannot tell from this run._ No detectable difference") and "ci_low" not in md
+    assert md.startswith("**CoT finding**: Cannot tell from this run. No detectable difference") and "ci_low" not in md
     html = block("cot_finding", f)
     assert html["kind"] == "value" and html["text"].startswith("Cannot tell from this run. No detectable difference")
     assert section_rank("negation_finding") == RESULT
+
+
+def test_several_findings_in_one_paragraph_keep_each_mark_and_add_none():
+    both = F.join([F.count(4, 5, "run", "score lower"), F.not_shown("the table", "the release", "fetch")])
+    assert both.joined and both.said().startswith("Shown: 4 of 5 runs") and "Not shown here: The table" in both.said()
+    assert both._repr_markdown_().startswith("**Shown:** 4 of 5") and "**Not shown here:** The table" in \
+        both._repr_markdown_()
+

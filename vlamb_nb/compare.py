@@ -971,6 +971,16 @@ def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = 
             source = _fetched_source(paper, stores)
         if source is None:
             source = _sample_source(paper, pdir, stores)
+            nested = {s.relative_to(pdir).parts[:-2] for s in stores} - {()}
+            if source is None and nested:  # a split of other items (RACQUET's cropped images): the sample holds the rest
+                main = [s for s in stores if not s.relative_to(pdir).parts[:-2]]
+                source = _sample_source(paper, pdir, main) if main else None
+                if source is not None:
+                    other = [s for s in stores if s not in main and _sample_source(paper, pdir, [s]) != source]
+                    for where in sorted({"/".join(s.relative_to(pdir).parts[:-2]) for s in other}):
+                        left.append(f"{paper}: its stores under {where}/ answered items the notebook's sample does not "
+                                    "hold (another data set): not compared")
+                    stores = [s for s in stores if s not in other]
         if source is not None and not Path(str(source)).is_absolute() and (folder / str(source)).exists():
             source = folder / str(source)
         records = None if given_here is not None or not _not_here(source) else _records_of(stores)

@@ -11,6 +11,7 @@ detectable difference", a claim the numbers contradict is said the other way rou
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -33,6 +34,8 @@ class Finding:
     method: str | None = None
     #: False: what the finding is about is not in this run (its text names what is missing)
     shown: bool = True
+    #: several findings in one paragraph, each with its own mark (:func:`join`): no mark of its own
+    joined: bool = False
 
     @property
     def mark(self) -> str:
@@ -51,7 +54,14 @@ class Finding:
     def __str__(self) -> str:
         return self.text
 
+    def said(self) -> str:
+        """The sentence with what it is in front ("Shown. ..."), as notebooks and pages print it."""
+        return self.text if self.joined else f"{self.mark}. {self.text}"
+
     def _repr_markdown_(self) -> str:
+        if self.joined:  # each part marked: "**Shown:** ..."
+            return re.sub(r"(^|(?<=\. ))(Shown|Not borne out|Cannot tell from this run|Not shown here):",
+                          r"\1**\2:**", self.text)
         return f"**{self.mark}.** {self.text}"
 
 
@@ -173,7 +183,7 @@ def join(findings: Sequence[Finding]) -> Finding:
     told = [f.holds for f in findings if f.holds is not None]
     if len(findings) > 1:  # each part keeps its own mark
         return Finding(" ".join(f"{f.mark}: {f.text}" for f in findings), all(told) if told else None,
-                       shown=any(f.shown for f in findings))
+                       shown=any(f.shown for f in findings), joined=True)
     return findings[0] if findings else Finding("Nothing to say.", None)
 
 

@@ -485,7 +485,7 @@ def block(key: str, value: Any, title: str | None = None, label: str | None = No
     label = label or section_title(key)
     if is_finding(value):  # a computed conclusion: its sentence with what it is, as the notebook says it
         f = Finding.from_dict(value)
-        return {"key": key, "kind": "value", "text": clean_text(f"{f.mark}. {f.text}")}
+        return {"key": key, "kind": "value", "text": clean_text(f.said())}
     if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
         return {"key": key, "kind": "table", "table": _labelled(records_table(value, title), label)}
     if isinstance(value, list):

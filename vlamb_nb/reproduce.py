@@ -692,7 +692,7 @@ def _render_value(key: str, value: Any) -> str:
     title = section_title(key)
     if is_finding(value):  # a conclusion computed from the numbers beside it: its sentence, as the notebook says it
         f = Finding.from_dict(value)
-        return f"**{title}**: _{f.mark}._ {f.text.replace(chr(10), ' ')}\n"
+        return f"**{title}**: {f.said().replace(chr(10), ' ')}\n"
     if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
         return f"**{title}**\n\n" + _md_table(value)
     if isinstance(value, list):

@@ -199,6 +199,9 @@ class Benchmark(ABC):
     #: the paper's headline metrics, declared once (:mod:`vlamb_nb.stats.metric`): the card's :meth:`headline`,
     #: :meth:`summary` and ``compare`` derive from them
     metrics: tuple[Metric, ...] = ()
+    #: settings whose run asks items it rewrote first (:meth:`asked`: Ref-Adv's descriptor deletion), whose asked
+    #: items' digest therefore never equals the loaded items'
+    rewritten_settings: tuple[str, ...] = ()
     #: the scripted stand-in's chance of a right answer per unit (:meth:`scripted_unit`), one number or one per
     #: setting (``"*"``: the others); the offline profile's notebooks run it beside the tiny checkpoint, so every
     #: table has parsed answers, values with intervals and paired tests with discordant items to show
@@ -491,8 +494,8 @@ class Benchmark(ABC):
         """The digest of the items a stored run is scored against (those its records name) beside the one its run
         was asked (its run meta's, where the run asked exactly these items): ``differ`` says why they differ (another
         answer key, edited items), for the score's notes and its record."""
-        if self.id_column not in getattr(items, "columns", ()):
-            return {}
+        if self.id_column not in getattr(items, "columns", ()) or stored.get("setting") in self.rewritten_settings:
+            return {}  # a setting whose run asks rewritten items (Ref-Adv's descriptor deletion): nothing to hold
         mine = item_digests(items, self.id_column, answered)
         out: dict[str, Any] = {"items_sha256": items_digest(mine), "asked_sha256": None}
         want, n = stored.get("items_sha256"), stored.get("n_asked")

@@ -45,6 +45,7 @@ class RefAdv(Benchmark):
     delete_descriptors = staticmethod(delete_descriptors)  # Table 4's rewritten expressions
     scripted_accuracy, scripted_right, scripted_errors = P.SCRIPTED_ACCURACY, P.SCRIPTED_RIGHT, P.SCRIPTED_ERRORS
     scripted_reply = staticmethod(P.scripted_reply)  # the stand-in's official JSON: hit, near miss, repaired, ...
+    rewritten_settings = ("deletion",)  # its expressions are rewritten before they are asked
 
     def headline(self, runs: dict[str, Any], **options: Any) -> list[Any]:
         """The card's rows of every declared card metric (:func:`.score.headline`)."""
