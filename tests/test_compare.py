@@ -727,7 +727,6 @@ def test_a_run_folder_whose_split_holds_other_items_compares_the_rest_and_says_s
     import shutil
 
     from vlamb_nb.compare import _reproduce_runs
-
     from vlamb_nb.datahome import sample_identity, tag
 
     bench = get_benchmark("vague")
