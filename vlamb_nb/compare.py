@@ -972,7 +972,7 @@ def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = 
         if source is None:
             source = _sample_source(paper, pdir, stores)
             nested = {s.relative_to(pdir).parts[:-2] for s in stores} - {()}
-            if source is None and nested:  # a split of other items (RACQUET's cropped images): the sample holds the rest
+            if source is None and nested:  # a split of other items (cropped images): the sample holds the rest
                 main = [s for s in stores if not s.relative_to(pdir).parts[:-2]]
                 source = _sample_source(paper, pdir, main) if main else None
                 if source is not None:
@@ -1275,7 +1275,7 @@ def figure(c: Comparison):
 
     metrics = list(dict.fromkeys(zip(c.values["paper"], c.values["setting"], c.values["metric"],
                                      c.values["slice"], strict=True)))
-    first = {}  # each paper's headline: the first metric it declares (Ref-Adv's Acc@0.5, not @0.75 and @0.9)
+    first = {}  # each paper's headline: the first metric it declares (Acc@0.5, not @0.75 and @0.9)
     for paper, _, metric, _ in metrics:
         first.setdefault(paper, metric)
     headline_only = len(set(m for _, _, m, _ in metrics)) > len(first)

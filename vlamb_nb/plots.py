@@ -165,7 +165,7 @@ def new_figure(width: float = 6.0, height: float = 3.5, **kwargs: Any):
     return plt.subplots(figsize=(width, height), **kwargs)
 
 
-DEMO_STAMP = "pipeline demo: random model, not a result"
+DEMO_STAMP = "pipeline demo: a stand-in, not a result"
 #: the stamp of a figure drawn from a generated sample (not the paper's data)
 SAMPLE_DATA_STAMP = "generated sample data: not the paper's data"
 #: what ``save_figure`` tells a notebook's output (shown as nothing): the files one call wrote, in the cell that

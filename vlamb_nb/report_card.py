@@ -221,8 +221,9 @@ def _rank_text(h: Headline) -> str:
 
 
 #: what a card of the offline profile says first, in every rendering (report.md, report.html)
-DEMO_NOTE = ("These numbers come from the offline profile's tiny random stand-in: they show that every paper runs end "
-             "to end and measure nothing. Name a model (`vlamb-nb reproduce -p model=...`) for a real card.")
+DEMO_NOTE = ("These numbers come from the offline profile's stand-ins (the scripted stand-in, not a model: answers "
+             "written from the gold at a stated chance): they show that every paper runs end to end, parses, scores "
+             "and tests, and measure no model. Name a model (`vlamb-nb reproduce -p model=...`) for a real card.")
 #: the card table's columns, in every rendering
 COLUMNS = ("paper", "setting", "metric", "slice", "ours [95% CI]", "n", "rank [95% interval] of", "best published",
            "data", "profile", "deviations")
@@ -363,8 +364,8 @@ def figure(card: Card):
                 seen.add("ours")
             rank = (f"rank {h.rank} [{h.rank_low}–{h.rank_high}] of {h.n_ranked}" if h.rank is not None
                     else "no published value")
-            if h.rank_basis.startswith("not ranked"):
-                rank = "not ranked: generated sample"
+            if h.rank_basis.startswith("not ranked"):  # its reason: a stand-in, or a generated sample
+                rank = "not ranked: " + ("a stand-in" if "stand-in" in h.rank_basis else "generated sample")
             elif h.rank_basis.startswith(("on a subset", "on given")):
                 rank += f" ({h.rank_basis})"
             direction = " (lower is better)" if not h.higher_is_better else ""
