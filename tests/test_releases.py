@@ -405,6 +405,8 @@ def test_two_served_models_on_the_fetched_release_compare_with_the_mcnemar_p_the
     assert cli.main(["compare", str(runs["a"]), str(runs["b"]), "--json", "--out", str(tmp_path / "cmp")]) == 0
     out = json.loads(capsys.readouterr().out)
     pairs = [p for p in out["pairs"] if p["paper"] == "refadv" and p["setting"] == "direct"]
+    assert {p["slice"] for p in pairs} > {"overall"}  # each distractor bin is compared too
+    pairs = [p for p in pairs if p["slice"] == "overall" and p["metric"] == "Acc@0.5"]
     assert len(pairs) == 1, out["pairs"]
     (pair,) = pairs
     a_hits = {r["row_idx"] for r in rows if r["row_idx"] % 2 == 0}

@@ -73,7 +73,10 @@ def test_each_figure_follows_the_table_its_cell_recorded_and_the_page_is_printed
                                             "files": ["figures/mucar/bars.png", "figures/mucar/bars.pdf"]}]
     md = (run / "report.md").read_text()
     link = "![mucar/bars](figures/mucar/bars.png) ([PDF](figures/mucar/bars.pdf))"
-    assert md.index("**comparison**") < md.index(link) < md.index("**deviations**") and md.count(link) == 1
+    from vlamb_nb.run_view import section_title
+
+    first, folded = (f"**{section_title(k)}**" for k in ("comparison", "deviations"))
+    assert md.index(first) < md.index(link) < md.index(folded) and md.count(link) == 1
     page = (run / "report.html").read_text()
     assert page.count('data-file="mucar/bars.png"') == 1 and 'src="data:image/png;base64,' in page
     assert page.index('id="nb-mucar-comparison"') < page.index('data-file="mucar/bars.png"') \

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -203,7 +204,10 @@ def test_sbatch_refusing_the_gpu_request_is_one_line_naming_the_setting_and_zero
     pytest.importorskip("submitit")
     _bench_or_skip("refadv")
     bin_dir, kept = _fake_sbatch(tmp_path)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    tools = tmp_path / "tools"  # what the fake sbatch needs, and nothing else: a cluster's own sbatch or srun on
+    tools.mkdir()  # the PATH (a login node) is never seen
+    (tools / "cp").symlink_to(shutil.which("cp"))
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{tools}")
     base = {"name": "nogpu", "executor": "slurm", "out_dir": str(tmp_path / "out"), "progress": False,
             "models": [{"spec": "openai:m", "quantization": "none", "options": {"base_url": "http://127.0.0.1:9/v1"}}],
             "benchmarks": [{"name": "refadv", "settings": ["direct"]}]}

@@ -110,7 +110,9 @@ def test_the_toy_paper_goes_from_data_fetch_through_its_notebook_to_both_pages(s
     [cmp] = results["toy"]["results"]["paper_vs_ours"]
     assert (cmp["row"], cmp["column"], cmp["paper"], cmp["ours"]) == ("Small model", "accuracy", 50.0, value)
     assert cmp["diff"] == pytest.approx(value - 50.0) and cmp["ci_low"] <= value <= cmp["ci_high"]
-    assert md.index("**paper_vs_ours**") < md.index("**answers**")
+    from vlamb_nb.run_view import section_title
+
+    assert md.index(f"**{section_title('paper_vs_ours')}**") < md.index(f"**{section_title('answers')}**")
     assert page.index('id="nb-toy-paper_vs_ours"') < page.index('id="nb-toy-answers"')
     # what the paper declares it cannot rebuild is listed on both pages, though its notebook never recorded it
     assert "Table 2 (human answers)" in md and "Table 2 (human answers)" in page

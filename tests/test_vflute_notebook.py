@@ -53,7 +53,7 @@ def test_notebook_defaults(run):
     paired = res["paired_tests_vs_paper"]  # the paper's five paired-bootstrap tests, on the runs at hand
     assert [r["paper p"] for r in paired] == ["< 0.03", "< 0.002", "< 0.05", "< 0.07", "< 0.1"]
     ran = [r for r in paired if r["status"] == "run"]
-    assert len(ran) == 1 and ran[0]["ours B"] == "hypothesis_only" and 0 <= ran[0]["p"] <= 1
+    assert len(ran) == 1 and ran[0]["ours B"] == f"{res['run']['model']} · hypothesis_only" and 0 <= ran[0]["p"] <= 1
 
 
 def test_notebook_with_adequacy_labels(tmp_path, run):
