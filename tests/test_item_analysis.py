@@ -77,3 +77,35 @@ def test_the_released_ref_adv_runs_rank_the_same_by_accuracy_and_ability(shared_
     assert len(res.items) == 1142
     assert list(res.models["rank"]) == list(res.models["rank_ability"])
     assert res.models.iloc[0]["run"] == "Qwen/Qwen3-VL-8B-Thinking::direct"
+
+
+def test_a_flagged_row_whose_image_is_at_hand_is_drawn_and_otherwise_the_cell_says_why(tmp_path):
+    """The notebook draws the suspect rows it has images for (gold box, and the box of the weakest run that got the
+    row right); with none at hand it says so and how to get them, never an empty cell."""
+    import pandas as pd
+    from PIL import Image
+
+    from vlamb_nb.benchmarks.refadv import report
+    from vlamb_nb.item_analysis import item_analysis
+
+    runs = _runs()
+    for sc in runs.values():
+        sc["gt_xyxy"] = [[2.0, 2.0, 20.0, 20.0]] * len(sc)
+        sc["pred_xyxy"] = [[3.0, 3.0, 21.0, 21.0]] * len(sc)
+        sc["expression"], sc["parse_error"] = "the second mug from the left", ""
+    res = item_analysis("refadv", runs, n_resamples=200)
+    n = len(res.flagged)
+    keys, line = report.flagged_at_hand(res, None)
+    assert keys == [] and f"none of the {n} suspect rows' images" in line and "vlamb-nb data fetch refadv" in line
+    assert report.flagged_items_figure(res, runs, None) is None
+    img = tmp_path / "row0.png"
+    Image.new("RGB", (32, 32), "white").save(img)
+    items = pd.DataFrame({"id": ["0", "1", "7"], "image": [str(img), str(img), None]})
+    keys, line = report.flagged_at_hand(res, items)
+    assert keys == ["0"] and line.startswith(f"1 of the {n} suspect rows' images are at hand")
+    fig = report.flagged_items_figure(res, runs, items)
+    weakest_right = min((name for name, sc in runs.items() if sc.loc[0, "iou"] >= 0.5),
+                        key=lambda name: float(res.models.set_index("run").loc[name, "ability"]))
+    assert weakest_right == "run00"  # the planted row: only the three weakest runs get it
+    assert fig is not None and len([ax for ax in fig.axes if ax.images]) == 1
+    assert fig.axes[0].get_title().startswith("the second mug")

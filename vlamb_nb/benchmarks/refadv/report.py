@@ -515,16 +515,30 @@ def released_runs(profile: str = "offline", *, folder: str | os.PathLike | None 
     return out or None
 
 
+def flagged_at_hand(analysis: Any, items: Any) -> tuple[list[str], str]:
+    """The item analysis's suspect rows whose image is at hand (``items``: the records loaded here), and one line
+    saying what the figure draws or why it draws nothing: a suspect row is only judged by looking at it."""
+    n = len(analysis.flagged)
+    if not n:
+        return [], "no suspect rows: no figure"
+    have = (set(items.loc[items["image"].notna(), "id"].astype(str))
+            if items is not None and "image" in getattr(items, "columns", ()) else set())
+    keys = [k for k in analysis.flagged["key"].astype(str) if k in have]
+    if not keys:
+        return [], (f"none of the {n} suspect rows' images is at hand (the {len(have)} items loaded here are other "
+                    "rows): `vlamb-nb data fetch refadv` brings the release's images, and this cell then draws "
+                    "them with their boxes")
+    return keys, (f"{len(keys)} of the {n} suspect rows' images are at hand: the worst first, each with its gold box "
+                  "(cyan) and the box of the weakest run that got it right (red)")
+
+
 def flagged_items_figure(analysis: Any, runs: dict[str, Any], items, *, n: int = 6):
-    """The item analysis's suspect items whose image is at hand (``items``: the demo records), each with its gold
+    """The item analysis's suspect items whose image is at hand (:func:`flagged_at_hand`), each with its gold
     box and the box of the run that got it right with the lowest ability: what makes a weak run right and strong
     runs wrong is then visible. None when no suspect item's image is at hand."""
     from vlamb_nb.benchmarks.refadv.plots import draw_predictions
 
-    if items is None or "image" not in items.columns:
-        return None
-    have = set(items.loc[items["image"].notna(), "id"].astype(str))
-    flagged = [k for k in analysis.flagged["key"].astype(str) if k in have][:n]
+    flagged = flagged_at_hand(analysis, items)[0][:n]
     if not flagged:
         return None
     order = list(analysis.models.sort_values("ability")["run"])
