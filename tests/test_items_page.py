@@ -47,8 +47,8 @@ def pages(tmp_path_factory):
     folders = {m: FI.run_folder(root, sources, m) for m in ("A", "B")}
     run = folders["A"]
     results = json.loads((run / "results.json").read_text(encoding="utf-8"))
-    runs, error = scored_runs(run)
-    assert error is None
+    runs, error, _ = scored_runs(run)
+    assert error == {}
     report = write_run_page(run, results, report_card.build(results), runs=runs)
     c = compare([*runs, *load_runs(folders["B"])], n_resamples=200)
     c.save(root / "cmp")

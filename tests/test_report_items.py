@@ -102,8 +102,8 @@ def test_item_text_cannot_leave_the_json_it_travels_in(runs, tmp_path):
 def test_a_run_page_lists_each_papers_items_in_its_section(folders, tmp_path):
     run = folders["A"]
     results = json.loads((run / "results.json").read_text(encoding="utf-8"))
-    runs, error = scored_runs(run)
-    assert error is None and runs
+    runs, error, _ = scored_runs(run)
+    assert error == {} and runs
     page = write_run_page(run, results, report_card.build(results), runs=runs).read_text(encoding="utf-8")
     for paper, _, _ in FI.PAPERS:
         section = page.split(f'id="nb-{paper}"', 1)[1].split("<section", 1)[0]
@@ -131,11 +131,17 @@ def test_stores_that_cannot_be_read_are_said_on_the_page(folders, tmp_path):
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.write_bytes(f.read_bytes())
     (tmp_path / "run" / "results.json").write_text(json.dumps(broken), encoding="utf-8")
-    runs, error = scored_runs(tmp_path / "run")
-    assert runs == [] and error and "gone" in error
+    runs, error, _ = scored_runs(tmp_path / "run")
+    assert list(error) == ["refadv"] and "gone" in error["refadv"]  # one paper's data is gone: said for it alone
+    assert runs and {r.paper for r in runs} == {p for p, _, _ in FI.PAPERS} - {"refadv"}
     page = write_run_page(tmp_path / "run", broken, report_card.build(broken), runs=runs,
                           items_error=error).read_text(encoding="utf-8")
-    assert "could not be read" in page and "gone" in page
+    for paper, _, _ in FI.PAPERS:
+        section = page.split(f'id="nb-{paper}"', 1)[1].split("<section", 1)[0]
+        if paper == "refadv":
+            assert "could not be read" in section and "gone" in section and 'id="items-' not in section
+        else:  # the other papers' items are still listed
+            assert f'id="items-{paper}"' in section and "could not be read" not in section
 
 
 def test_an_image_that_cannot_be_read_is_counted_and_named(runs):
@@ -202,8 +208,8 @@ def test_a_runs_page_lists_the_items_of_a_paper_given_as_records_with_the_data_t
     for paper in results:  # the samples the notebooks read are gone
         results[paper]["parameters"] = {"source": str(tmp_path / "gone" / paper)}
     (run / "results.json").write_text(json.dumps(results), encoding="utf-8")
-    runs, error = scored_runs(run)
-    assert error is None and runs and all(r.record is not None and r.scored is None for r in runs)
+    runs, error, _ = scored_runs(run)
+    assert error == {} and runs and all(r.record is not None and r.scored is None for r in runs)
     page = write_run_page(run, results, report_card.build(results), runs=runs).read_text(encoding="utf-8")
     section = page.split('id="nb-refadv"', 1)[1].split("<section", 1)[0]
     data = json.loads(section.split('class="it-data">', 1)[1].split("</script>", 1)[0])

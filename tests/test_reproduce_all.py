@@ -64,6 +64,22 @@ def test_every_notebook_reads_true(full_run):
 
 
 @pytest.mark.slow
+def test_every_paper_with_stores_lists_its_items_on_the_page(full_run):
+    """Each paper whose notebook left answer stores lists their items in its section of report.html; one paper's
+    stores that compare leaves out (RACQUET's cropped-image control: another data set) are said under its own items
+    and never hide another paper's."""
+    page = (full_run.run / "report.html").read_text(encoding="utf-8")
+    with_stores = sorted(n for n in full_run.names if any((full_run.run / n).rglob(f"{n}__*.jsonl")))
+    assert {"vague", "mucar", "vflute", "refadv", "racquet"} <= set(with_stores)
+    assert "could not be read" not in page
+    for n in with_stores:
+        section = page.split(f'<section id="nb-{n}"', 1)[1].split("<section", 1)[0]
+        assert f'id="items-{n}"' in section, n
+    racquet = page.split('<section id="nb-racquet"', 1)[1].split("<section", 1)[0]
+    assert "coco-crops/ answered items the notebook&#39;s sample does not hold" in racquet
+
+
+@pytest.mark.slow
 def test_the_scripted_stand_ins_headlines_are_real_numbers(full_run):
     """Every paper's card rows come from the scripted stand-in under the offline profile: each a number above zero
     with an interval, never ranked among the paper's models."""

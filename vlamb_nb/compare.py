@@ -690,16 +690,17 @@ def _unique_names(runs: list[Run]) -> None:
 
 # -- reading RUNs ------------------------------------------------------------------------------------------------
 def load_runs(path: Any, *, sources: Mapping[str, Any] | str | None = None,
-              unloaded: list[str] | None = None) -> list[Run]:
+              unloaded: list[str] | None = None, failed: dict[str, str] | None = None) -> list[Run]:
     """The runs in a RUN: a sweep folder (``config.json``), a reproduce run folder (``results.json``), a
     prediction store or a paper's released per-item predictions file; anything else is refused in one line.
-    A run folder's stores of a registered paper that cannot be loaded are left out, their line in ``unloaded``."""
+    A run folder's stores of a registered paper that cannot be loaded are left out, their line in ``unloaded``;
+    with ``failed``, a reproduce run's paper whose stores cannot be read is left out with why, the rest read."""
     p = Path(path)
     if p.is_dir():
         if (p / "config.json").is_file() and (p / "predictions").is_dir():
             return _sweep_runs(p, unloaded)
         if (p / "results.json").is_file():
-            return _reproduce_runs(p, sources, unloaded=unloaded)
+            return _reproduce_runs(p, sources, unloaded=unloaded, failed=failed)
         raise DataError("not a run: neither a sweep folder (config.json + predictions/) nor a reproduce run folder "
                         "(results.json)", source=str(p))
     if not p.is_file():
@@ -934,79 +935,95 @@ def _sample_source(paper: str, pdir: Path, stores: list[Path]) -> Path | None:
     return min(found)[3] if found else None
 
 
-def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = None) -> list[Run]:
+def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = None,
+                    failed: dict[str, str] | None = None) -> list[Run]:
     """The stores a reproduce run left under ``<run>/<paper>/``, scored against the source its notebook was
     given (``sources`` override), else the one generated sample the notebook wrote there; a model path's few
     answers (:data:`vlamb_nb.paths.MODEL_PATH_DIR`) are no run. A paper that cannot be loaded is left out, its line in
-    ``unloaded``."""
-    from vlamb_nb.benchmarks import BrokenPaper, get_benchmark, list_benchmarks
+    ``unloaded``. ``failed``: where given, a paper whose stores cannot be read is left out with why (``{paper: why}``)
+    and the other papers are still read (a page lists each paper's items apart); else it is refused."""
+    from vlamb_nb.benchmarks import list_benchmarks
     from vlamb_nb.jsonl import read_json
-    from vlamb_nb.paths import MODEL_PATH_DIR
 
     results = read_json(folder / "results.json", expect=dict, what="a reproduce run's notebooks")
     out = []
     left: list[str] = []
     for paper in list_benchmarks():
-        pdir = folder / paper
-        if not pdir.is_dir():
+        if not (folder / paper).is_dir():
             continue
         try:
-            settings = set(get_benchmark(paper).settings)
-        except BrokenPaper as e:
-            left.append(f"{e}; its runs under {folder.name}/{paper}/ are not compared")
-            continue
-        # a model path's stores (a few items through the offline profile's tiny checkpoint) show a path working,
-        # not a model's scores: left out
-        stores = sorted(s for s in pdir.rglob(f"{paper}__*.jsonl") if s.stem.split("__", 1)[1] in settings
-                        and MODEL_PATH_DIR not in s.relative_to(pdir).parts)
-        if not stores:
-            continue
-        entry = results.get(paper)
-        given = (entry.get("parameters") if isinstance(entry, dict) else None) or {}
-        if not isinstance(given, dict):
-            raise DataError(f"the {paper} entry's parameters are not an object", source=str(folder / "results.json"))
-        given_here = _source_for(paper, sources)
-        source = given_here or given.get("source")
-        if source is None:
-            source = _fetched_source(paper, stores)
-        if source is None:
-            source = _sample_source(paper, pdir, stores)
-            nested = {s.relative_to(pdir).parts[:-2] for s in stores} - {()}
-            if source is None and nested:  # a split of other items (cropped images): the sample holds the rest
-                main = [s for s in stores if not s.relative_to(pdir).parts[:-2]]
-                source = _sample_source(paper, pdir, main) if main else None
-                if source is not None:
-                    other = [s for s in stores if s not in main and _sample_source(paper, pdir, [s]) != source]
-                    for where in sorted({"/".join(s.relative_to(pdir).parts[:-2]) for s in other}):
-                        left.append(f"{paper}: its stores under {where}/ answered items the notebook's sample does not "
-                                    "hold (another data set): not compared")
-                    stores = [s for s in stores if s not in other]
-        if source is not None and not Path(str(source)).is_absolute() and (folder / str(source)).exists():
-            source = folder / str(source)
-        records = None if given_here is not None or not _not_here(source) else _records_of(stores)
-        if records is not None:  # the data is not at hand (a run folder copied from elsewhere): its records
-            left.append(f"{paper}: the data its notebook ran on ({source or 'none recorded'}) is not at hand; "
-                        "compared from its stores' run records (no rescoring, no thumbnails)")
-        elif source is None:
-            raise DataError(f"the {paper} notebook was given no source and left no generated sample that holds "
-                            f"its answered items: give the data it ran on (--source {paper}=PATH)", source=str(pdir))
-        elif given_here is None and _not_here(source):
-            raise DataError(f"the data the {paper} notebook ran on is not at hand ({source}) and not every store "
-                            f"has a scored run record: give the data (--source {paper}=PATH), or score the stores "
-                            "where it is", source=str(pdir))
-        for i, s in enumerate(stores):
-            run = records[i] if records is not None else score_store(s, source=source)
-            nested = s.relative_to(pdir).parts[:-2]  # e.g. <paper>/bias/<model>/: another split, kept apart
-            if nested:
-                run.setting = f"{run.setting} ({'/'.join(nested)})"
-            out.append(run)
-    if not out:
+            out += _paper_runs(folder, paper, results, sources, left)
+        except DataError as e:
+            if failed is None:
+                raise
+            failed[paper] = str(e)
+    if not out and not failed:
         raise DataError("no prediction stores under the run folder" + (f" ({'; '.join(left)})" if left else ""),
                         source=str(folder))
     if unloaded is not None:
         unloaded += left
     elif any("is not at hand" not in x for x in left):  # nowhere to say it: refuse rather than compare less
         raise DataError("; ".join(x for x in left if "is not at hand" not in x), source=str(folder))
+    return out
+
+
+def _paper_runs(folder: Path, paper: str, results: dict[str, Any], sources: Any, left: list[str]) -> list[Run]:
+    """One paper's stores under ``<run>/<paper>/`` (:func:`_reproduce_runs`), what was left out added to ``left``."""
+    from vlamb_nb.benchmarks import BrokenPaper, get_benchmark
+    from vlamb_nb.paths import MODEL_PATH_DIR
+
+    pdir = folder / paper
+    try:
+        settings = set(get_benchmark(paper).settings)
+    except BrokenPaper as e:
+        left.append(f"{e}; its runs under {folder.name}/{paper}/ are not compared")
+        return []
+    # a model path's stores (a few items through the offline profile's tiny checkpoint) show a path working,
+    # not a model's scores: left out
+    stores = sorted(s for s in pdir.rglob(f"{paper}__*.jsonl") if s.stem.split("__", 1)[1] in settings
+                    and MODEL_PATH_DIR not in s.relative_to(pdir).parts)
+    if not stores:
+        return []
+    entry = results.get(paper)
+    given = (entry.get("parameters") if isinstance(entry, dict) else None) or {}
+    if not isinstance(given, dict):
+        raise DataError(f"the {paper} entry's parameters are not an object", source=str(folder / "results.json"))
+    given_here = _source_for(paper, sources)
+    source = given_here or given.get("source")
+    if source is None:
+        source = _fetched_source(paper, stores)
+    if source is None:
+        source = _sample_source(paper, pdir, stores)
+        nested = {s.relative_to(pdir).parts[:-2] for s in stores} - {()}
+        if source is None and nested:  # a split of other items (cropped images): the sample holds the rest
+            main = [s for s in stores if not s.relative_to(pdir).parts[:-2]]
+            source = _sample_source(paper, pdir, main) if main else None
+            if source is not None:
+                other = [s for s in stores if s not in main and _sample_source(paper, pdir, [s]) != source]
+                for where in sorted({"/".join(s.relative_to(pdir).parts[:-2]) for s in other}):
+                    left.append(f"{paper}: its stores under {where}/ answered items the notebook's sample does not "
+                                "hold (another data set): not compared")
+                stores = [s for s in stores if s not in other]
+    if source is not None and not Path(str(source)).is_absolute() and (folder / str(source)).exists():
+        source = folder / str(source)
+    records = None if given_here is not None or not _not_here(source) else _records_of(stores)
+    if records is not None:  # the data is not at hand (a run folder copied from elsewhere): its records
+        left.append(f"{paper}: the data its notebook ran on ({source or 'none recorded'}) is not at hand; "
+                    "compared from its stores' run records (no rescoring, no thumbnails)")
+    elif source is None:
+        raise DataError(f"the {paper} notebook was given no source and left no generated sample that holds "
+                        f"its answered items: give the data it ran on (--source {paper}=PATH)", source=str(pdir))
+    elif given_here is None and _not_here(source):
+        raise DataError(f"the data the {paper} notebook ran on is not at hand ({source}) and not every store "
+                        f"has a scored run record: give the data (--source {paper}=PATH), or score the stores "
+                        "where it is", source=str(pdir))
+    out = []
+    for i, s in enumerate(stores):
+        run = records[i] if records is not None else score_store(s, source=source)
+        nested = s.relative_to(pdir).parts[:-2]  # e.g. <paper>/bias/<model>/: another split, kept apart
+        if nested:
+            run.setting = f"{run.setting} ({'/'.join(nested)})"
+        out.append(run)
     return out
 
 

@@ -30,6 +30,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -848,11 +849,13 @@ def _section_id(name: str) -> str:
 def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, figures: Path,
              params: dict[str, Any] | None = None, card_figure_error: str | None = None,
              exports: Exports | None = None, runs: list[Any] | None = None,
-             items_error: str | None = None, view: Any = None) -> str:
+             items_error: str | Mapping[str, str] | None = None, items_notes: Mapping[str, list[str]] | None = None,
+             view: Any = None) -> str:
     """``report.html`` of a reproduce run, from its ``results.json`` content, its card and its figures folder,
     laid out from the run's one view (:mod:`vlamb_nb.run_view`, the one ``report.md`` renders; built here when
     ``view`` is not given); every table is added to ``exports`` (its CSV and LaTeX). ``runs``: its scored stores
-    (``compare.Run``), whose items each paper's section lists (``items_error``: why they could not be read)."""
+    (``compare.Run``), whose items each paper's section lists (``items_error``: why they could not be read, for
+    the whole run or ``{paper: why}``; ``items_notes``: ``{paper: [what its items leave out]}``)."""
     from vlamb_nb import run_view
     from vlamb_nb.report_card import COLUMNS, DEMO_NOTE, RANK_NOTE, TEST_COLUMNS, table
 
@@ -860,7 +863,7 @@ def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, fi
     exports = exports if exports is not None else Exports()
     view = view if view is not None else run_view.build(results, run_dir, place_figures(results, Path(figures), run_dir))
     card_rows, card_notes, card_tests = table(card)
-    item_views = _item_views(runs, items_error)  # items behind every number (report_items)
+    item_views = _item_views(runs, items_error, items_notes)  # items behind every number (report_items)
     notebooks, failures, sections = [], [], []
     for nv in view.notebooks:
         name, status = nv.name, nv.status
@@ -923,14 +926,15 @@ def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, fi
 def write_run_page(run_dir: str | os.PathLike, results: dict[str, dict[str, Any]], card: Any, *,
                    figures: str | os.PathLike | None = None, params: dict[str, Any] | None = None,
                    card_figure_error: str | None = None, runs: list[Any] | None = None,
-                   items_error: str | None = None, view: Any = None) -> Path:
+                   items_error: str | Mapping[str, str] | None = None,
+                   items_notes: Mapping[str, list[str]] | None = None, view: Any = None) -> Path:
     """Write ``<run>/report.html`` and every table of it as ``<run>/tables/*.csv`` and ``*.tex``; returns the
     page's path. ``runs``: the run's scored stores, whose items the page lists."""
     run_dir = Path(run_dir)
     exports = Exports()
     page = run_page(results, card, run_dir=run_dir, figures=Path(figures) if figures else run_dir / "figures",
                     params=params, card_figure_error=card_figure_error, exports=exports, runs=runs,
-                    items_error=items_error, view=view)
+                    items_error=items_error, items_notes=items_notes, view=view)
     exports.write(run_dir / "tables")
     path = run_dir / "report.html"
     path.write_text(page, encoding="utf-8")
@@ -938,17 +942,27 @@ def write_run_page(run_dir: str | os.PathLike, results: dict[str, dict[str, Any]
 
 
 # -- the items behind the numbers (vlamb_nb/report_items.py; templates/_items.html.j2) -----------------------------
-def _item_views(runs: list[Any] | None, error: str | None) -> dict[str, Any]:
+def _item_views(runs: list[Any] | None, error: str | Mapping[str, str] | None,
+                notes: Mapping[str, list[str]] | None = None) -> dict[str, Any]:
+    """Each paper's items view (``{paper: view}``), a paper whose stores could not be read as ``{"error": why}``
+    in its place (the others still listed), or ``{"error": why}`` for the whole run."""
     from vlamb_nb.report_items import run_views
 
-    if error or not runs:
-        return {"error": error} if error else {}
+    errors = {"": error} if isinstance(error, str) else dict(error or {})
+    if errors.get(""):
+        return {"error": errors[""]}
     try:
-        return run_views(runs)
+        views: dict[str, Any] = run_views(runs) if runs else {}
     except Exception as e:  # noqa: BLE001 - items that cannot be listed must not lose the report
         from vlamb_nb.errors import reason
 
         return {"error": reason(e)}
+    for paper, lines in (notes or {}).items():  # "": the folder's own (a paper that cannot be loaded): said in each
+        for name in ([paper] if paper else list(views)):
+            if name in views:
+                views[name].notes.extend(x for x in lines if x not in views[name].notes)
+    views.update({paper: {"error": why} for paper, why in errors.items() if paper})
+    return views
 
 
 def _section_items(views: dict[str, Any], paper: str, headline: list[dict[str, Any]],
@@ -961,6 +975,8 @@ def _section_items(views: dict[str, Any], paper: str, headline: list[dict[str, A
     if "error" in views:
         return {"error": views["error"], "assets": False}
     view = views.get(paper)
+    if isinstance(view, dict):  # this paper's stores could not be read; the other papers' are listed
+        return {"error": view["error"], "assets": False}
     if view is None or not view.rows:
         return None
     card = [g if r["paper"] == paper and "state" not in r else None

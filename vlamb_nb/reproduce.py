@@ -820,29 +820,40 @@ def write_report(runs: list[NotebookRun], run_dir: Path, *, params: dict[str, An
         atomic.write_text(run_dir / "report.md", "\n".join(lines))
         atomic.write_text(run_dir / "results.json", json.dumps(results, indent=2, ensure_ascii=False,
                                                                allow_nan=False))
-        runs_scored, items_error = scored_runs(run_dir)  # the items each paper's section lists
+        runs_scored, items_error, items_notes = scored_runs(run_dir)  # the items each paper's section lists
         try:
             return write_run_page(run_dir, results, card, figures=fig_dir, params=params,
                                   card_figure_error=card_figure_error, runs=runs_scored, items_error=items_error,
-                                  view=view)
+                                  items_notes=items_notes, view=view)
         except BaseException:
             page.unlink(missing_ok=True)
             raise
 
 
-def scored_runs(run_dir: Path) -> tuple[list[Any], str | None]:
-    """The run's prediction stores scored as ``compare`` reads a run folder (the page lists their items), or
-    why they could not be read (said on the page, never a lost report); none at all is not an error."""
+def scored_runs(run_dir: Path) -> tuple[list[Any], dict[str, str], dict[str, list[str]]]:
+    """The run's prediction stores scored as ``compare`` reads a run folder (the page lists their items); why a
+    paper's could not be read (``{paper: why}``, said in that paper's section; ``""``: the whole folder, never a
+    lost report), so one paper's unreadable stores never hide another's items; and what was left out of a paper's
+    items (``{paper: [line]}``, e.g. another split's stores). None at all is not an error."""
     from vlamb_nb.compare import load_runs
     from vlamb_nb.errors import DataError
 
+    failed: dict[str, str] = {}
+    left: list[str] = []
     try:
-        return load_runs(run_dir), None
+        runs = load_runs(run_dir, unloaded=left, failed=failed)
     except DataError as e:
         if "no prediction stores" in str(e):
-            return [], None
-        return [], str(e)
+            return [], failed, {}
+        return [], {"": str(e)}, {}
     except Exception as e:  # noqa: BLE001 - the report must be written whatever the stores hold
         from vlamb_nb.errors import reason
 
-        return [], reason(e)
+        return [], {"": reason(e)}, {}
+    notes: dict[str, list[str]] = {}
+    for line in left:  # "<paper>: …" lines name their paper; any other is the folder's
+        line = line.replace(": not compared", ": not listed here")
+        paper, sep, rest = line.partition(": ")
+        named = bool(sep) and " " not in paper
+        notes.setdefault(paper if named else "", []).append(rest if named else line)
+    return runs, failed, notes

@@ -100,11 +100,9 @@ class BertScoreScorer:
         todo = sorted({(p, r) for p, r in zip(preds, refs, strict=True) if (p, r) not in self._cache})
         if todo:
             self.check_available()
-            import bert_score
-
-            _, _, f1 = bert_score.score([p for p, _ in todo], [r for _, r in todo], model_type=self.model,
-                                        num_layers=self.num_layers, lang="en", batch_size=self.batch_size,
-                                        device=self.device, verbose=False)
+            scorer = bert_scorer(model_type=self.model, num_layers=self.num_layers, lang="en", device=self.device)
+            _, _, f1 = scorer.score([p for p, _ in todo], [r for _, r in todo], batch_size=self.batch_size,
+                                    verbose=False)  # the encoder loads once per process, not once per call
             for pair, v in zip(todo, f1.tolist(), strict=True):
                 self._cache[pair] = float(v)
         return [self._cache[(p, r)] for p, r in zip(preds, refs, strict=True)]
