@@ -139,7 +139,7 @@ def _common(metrics: list[Any], runs: list[Run]) -> tuple[list[Any], dict[str, i
     keys = set(frames[0].index)
     for f in frames[1:]:
         keys &= set(f.index)
-    for col in dict.fromkeys(m.group for m in metrics if m.kind == "all_correct"):
+    for col in dict.fromkeys(m.group for m in metrics if m.grouped):
         if not keys:
             break
         union: dict[str, set[str]] = {}
