@@ -19,6 +19,12 @@ One parameterised aggregation per kind, never one function per threshold or clas
 - ``macro_f1``: macro-F1 of binary predictions in ``column`` against ``gold``; with a ``support`` column a
   prediction stands only where its support exceeds ``threshold`` (V-FLUTE's F1@t: the explanation score).
 
+What a kind means to the code that reads its values is asked of the metric, never read from the kind's name
+elsewhere: whether a unit is a group of rows (:attr:`Metric.grouped`, :meth:`Metric.row_groups`), whether a unit's
+value is a 0/1 outcome (:attr:`Metric.zero_one`, :attr:`Metric.paired_kind`), how a threshold decides an item
+(:meth:`Metric.threshold_rule`), and, for a run record that keeps only the kind, :func:`units_are_zero_one` and
+:func:`units_need_gold`; so a new kind is added in this module alone.
+
 Every aggregate is a statistic over resample weights (:func:`~vlamb_nb.stats.ranking.resample_weights`), in
 percent, so a point value, a bootstrap interval and a rank over the same resamples come from one function.
 """
