@@ -1021,3 +1021,16 @@ def test_the_loop_path_draws_what_one_call_per_resample_draws(clusters, monkeypa
             want.append(np.concatenate([design.cluster_items[i] for i in picks]))
     got = list(bootstrap._loop_draws(design, np.random.default_rng(4), 30))
     assert len(got) == 30 and all(np.array_equal(a, b) for a, b in zip(want, got, strict=True))
+
+
+def test_every_models_rank_per_resample_is_the_cards_rank_among_the_rest():
+    """``compare`` ranks many models with the card's rule: 1 + how many others are strictly better, so a tie
+    shares the better rank, and lower-is-better turns it round."""
+    from vlamb_nb.stats.ranking import rank_of, ranks
+
+    draws = np.array([[50.0, 10.0, np.nan], [70.0, 10.0, 3.0], [50.0, 20.0, 3.0]])
+    assert ranks(draws, True).tolist() == [[2, 2, 1], [1, 2, 1], [2, 1, 1]]
+    assert ranks(draws, False).tolist() == [[1, 1, 1], [3, 1, 1], [1, 3, 1]]
+    for i in range(3):
+        assert ranks(draws, True)[i].tolist() == rank_of(draws[i], np.delete(draws, i, axis=0), True).tolist()
+    assert ranks(np.array([[1.0, 2.0]]), True).tolist() == [[1, 1]]  # alone: first

@@ -139,7 +139,7 @@ def _common(metrics: list[Any], runs: list[Run]) -> tuple[list[Any], dict[str, i
     keys = set(frames[0].index)
     for f in frames[1:]:
         keys &= set(f.index)
-    for col in dict.fromkeys(m.group for m in metrics if m.kind == "all_correct"):
+    for col in dict.fromkeys(m.group for m in metrics if m.grouped):
         if not keys:
             break
         union: dict[str, set[str]] = {}
@@ -244,13 +244,6 @@ def paired(paper: str, a: Any, b: Any, *, metrics: Sequence[Any] | None = None, 
 
     return paired_runs(paper, _declared(paper) if metrics is None else list(metrics), a, b, n_resamples=n_resamples,
                        seed=seed, same_items=same_items)
-
-
-def _ranks(draws: np.ndarray, higher_is_better: bool) -> np.ndarray:
-    """(models, resamples) ranks, 1 = best, a tie shares the better rank (the report card's rule)."""
-    sign = 1.0 if higher_is_better else -1.0
-    d = sign * draws
-    return 1 + (d[None, :, :] > d[:, None, :]).sum(axis=1)
 
 
 def _few(base: dict[str, Any], n: int, unit: str, n_clusters: int, ci_unit: str) -> tuple[dict[str, Any], str] | None:
@@ -376,6 +369,7 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
     import pandas as pd
 
     from vlamb_nb import stats
+    from vlamb_nb.stats.ranking import ranks as ranks_of
     from vlamb_nb.stats.ranking import resample_weights
 
     if correction not in ("holm", "bh"):
@@ -490,10 +484,10 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
                         ones = np.ones((1, n))
                         points = np.array([float(_weighted(sc, v)(ones)[0]) for v in sc.values])
                         draws = np.vstack([_weighted(sc, v)(w) for v in sc.values])
-                        point_rank = _ranks(points[:, None], metric.higher_is_better)[:, 0]
+                        point_rank = ranks_of(points[:, None], metric.higher_is_better)[:, 0]
                         n_units = int(len(set(sc.clusters.tolist()))) if sc.clusters is not None else n
                         ok = np.isfinite(draws).all(axis=0)
-                        ranks = _ranks(draws[:, ok], metric.higher_is_better) if ok.any() and n_units > 1 else None
+                        ranks = ranks_of(draws[:, ok], metric.higher_is_better) if ok.any() and n_units > 1 else None
                         base = {"paper": paper, "setting": setting, "metric": metric.name, "slice": sc.slice}
                         small = _few(base, n, metric.unit, n_units, sc.ci_unit or metric.unit)
                         if small is not None:

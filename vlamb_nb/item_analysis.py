@@ -55,10 +55,9 @@ def item_analysis(paper: str, runs: dict[str, Any], *, flag_below: float = 0.0, 
     from vlamb_nb.benchmarks import get_benchmark
     from vlamb_nb.stats.common import unit_values
     from vlamb_nb.stats.irt import fit_2pl, rank
-    from vlamb_nb.stats.metric import ZERO_ONE
 
     bench = get_benchmark(paper)
-    metric = next((m for m in bench.metrics if m.kind in ZERO_ONE), None)
+    metric = next((m for m in bench.metrics if m.zero_one), None)
     if metric is None:
         raise NotAvailableError(f"{paper} declares no 0/1 metric to fit an item-response model on")
     if len(runs) < 3:

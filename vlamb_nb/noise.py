@@ -182,10 +182,9 @@ def all_released_runs(*, profile: str = "offline") -> dict[str, dict[str, Any]]:
 def _units(paper: str, runs: dict[str, Any]) -> tuple[Any, dict[str, np.ndarray], np.ndarray | None]:
     """The paper's first 0/1 metric on the units every run answered: ``(metric, {run: values}, clusters)``."""
     from vlamb_nb.benchmarks import get_benchmark
-    from vlamb_nb.stats.metric import ZERO_ONE
 
     bench = get_benchmark(paper)
-    metric = next((m for m in bench.metrics if m.kind in ZERO_ONE), None)
+    metric = next((m for m in bench.metrics if m.zero_one), None)
     if metric is None:
         raise NotAvailableError(f"{paper} declares no 0/1 metric to measure agreement on")
     from vlamb_nb.stats.common import unit_values

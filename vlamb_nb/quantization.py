@@ -108,7 +108,6 @@ def quantization_comparison(paper: str, runs: dict[str, Any], *, reference: str 
     from vlamb_nb.benchmarks import get_benchmark
     from vlamb_nb.stats.common import paired_scores
     from vlamb_nb.stats.equivalence import tost
-    from vlamb_nb.stats.metric import ZERO_ONE
 
     runs = {label(k): v for k, v in runs.items()}
     if len(runs) < 2:
@@ -134,7 +133,7 @@ def quantization_comparison(paper: str, runs: dict[str, Any], *, reference: str 
                    "test": hit["test"], "tost_low": 100 * eq.ci_low, "tost_high": 100 * eq.ci_high,
                    "tost_p": eq.p, "equivalent": eq.extra["equivalent"], "n": len(sc.values[0]),
                    "dropped": dropped["a"] + dropped["b"]}
-            if m.kind in ZERO_ONE:
+            if m.zero_one:
                 a, b = sc.values
                 changed = np.flatnonzero(a != b)
                 row["flips"] = int(len(changed))

@@ -41,7 +41,7 @@ from vlamb_nb.hashing import digest
 from vlamb_nb.meta import Deviation, commit_label, package_commit, package_version
 from vlamb_nb.metrics import Coverage
 from vlamb_nb.run_identity import RunId
-from vlamb_nb.stats.metric import Units, point_of
+from vlamb_nb.stats.metric import Units, point_of, units_are_zero_one, units_need_gold
 
 #: the version this package writes and the newest it reads (2: each metric's unit sets; a record of 1 still
 #: reads, and its numbers show, but the card and ``compare`` need the unit sets: score its store again)
@@ -61,8 +61,6 @@ ROW_COLUMNS = ("item_id", "turn", "request_id", "prompt", "answer", "parsed", "v
 MAX_RECORD_BYTES = 1 << 30
 #: the deepest nesting a record holds (a row's parse is a few levels deep): a deeper one is refused in one line
 MAX_DEPTH = 64
-#: the kinds whose unit values are 0/1 (an outcome, a class counted, a predicted label)
-_ZERO_ONE_KINDS = ("binary", "all_correct", "share", "macro_f1")
 
 
 class RecordMismatch(DataError):
@@ -313,11 +311,11 @@ class RunRecord:
                 if len(v) and np.isnan(v).any():
                     k = int(np.flatnonzero(np.isnan(v))[0])
                     raise bad(where, f"unit {u.keys[k]!r} has no value (NaN); the record was edited or damaged")
-                if kinds.get(name) in _ZERO_ONE_KINDS and len(v) and not np.isin(v, (0.0, 1.0)).all():
+                if units_are_zero_one(kinds.get(name, "")) and len(v) and not np.isin(v, (0.0, 1.0)).all():
                     k = int(np.flatnonzero(~np.isin(v, (0.0, 1.0)))[0])
                     raise bad(where, f"unit {u.keys[k]!r} is {v[k]:g} where a {kinds[name]} metric's unit is 0 or 1; "
                               "the record was edited or damaged")
-                if kinds.get(name) == "macro_f1" and (u.gold is None or not set(u.gold) <= {0, 1}):
+                if units_need_gold(kinds.get(name, "")) and (u.gold is None or not set(u.gold) <= {0, 1}):
                     raise bad(f"units.{name}[{i}].gold", "a macro_f1 metric's units need 0/1 gold labels")
                 sets[(name, u.slice, u.whole)] = u
         for i, m in enumerate(self.metrics):
@@ -704,9 +702,9 @@ def metric_values(metrics: Sequence[Any], scored: Any, *, n_resamples: int = 100
             continue
         rows = m.rows(scored)
         whole = next(u for u in sets if u.whole)
-        if m.kind == "all_correct":
-            col.loc[rows.index] = rows[m.group].astype(str).map(dict(zip(whole.keys, whole.values,
-                                                                         strict=True))).to_numpy()
+        groups = m.row_groups(rows)  # a unit of several rows (a pair): each row gets its group's value
+        if groups is not None:
+            col.loc[rows.index] = groups.map(dict(zip(whole.keys, whole.values, strict=True))).to_numpy()
         else:
             col.loc[rows.index] = whole.values
         per_row[m.name] = col.tolist()

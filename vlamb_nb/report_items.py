@@ -415,8 +415,9 @@ def _per_row(metric: Any, rows: Any) -> Any:
     import pandas as pd
 
     units = metric.units(rows)
-    if metric.kind == "all_correct":
-        return pd.Series(units.reindex(rows[metric.group].astype(str).to_numpy()).to_numpy(), index=rows.index)
+    groups = metric.row_groups(rows)
+    if groups is not None:
+        return pd.Series(units.reindex(groups.to_numpy()).to_numpy(), index=rows.index)
     return units
 
 
@@ -519,12 +520,8 @@ def _rules(view: ItemsView, metrics: Sequence[Any]) -> None:
     """How each metric reads one item, where a threshold decides it (Acc@0.5: right when the IoU is at least
     0.5), one line each, once per page."""
     for m in metrics:
-        if m.threshold is None:
-            continue
-        col = IOU if m.column == "iou" else str(m.column)
-        line = (f"{m.name}: right when the {col} is at least {m.threshold:g}" if m.kind == "binary" else
-                f"{m.name}: a prediction stands where the {m.support or col} exceeds {m.threshold:g}")
-        if line not in view.rules:
+        line = m.threshold_rule(IOU if m.column == "iou" else str(m.column))
+        if line is not None and line not in view.rules:
             view.rules.append(line)
 
 
@@ -561,7 +558,6 @@ def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], mod
     prompt builder gives for the item, else its prompt column (each row says which: ``qk``). ``runs``: each
     frame's run (its record gives the turns; a released file keeps no replies)."""
     from vlamb_nb.benchmarks import get_benchmark
-    from vlamb_nb.stats.metric import ZERO_ONE
 
     runs = list(runs) if runs is not None else [None] * len(model_frames)
     turns = [recorded_turns(r) if r is not None else {} for r in runs]
@@ -622,8 +618,8 @@ def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], mod
                     v = _value(series.get(idx))
                     mvals[name] = v
                     m = next(mm for mm in metrics if mm.name == name)
-                    if m.kind in ZERO_ONE:  # a row's own 0/1 value first, a group's (a pair) after
-                        flags[(m.kind != "binary", len(flags))] = v
+                    if m.zero_one:  # a row's own 0/1 value first, a group's (a pair) after
+                        flags[(m.grouped, len(flags))] = v
             mine = mturns.get(item_id)
             own = next((t["prompt"] for t in mine or () if t["scored"] and t["prompt"]), None)
             r["m"][k] = _model_cell(
@@ -817,7 +813,7 @@ def comparison_view(c: Any) -> ItemsView:
                                          m.unit, (paper, setting, m.name, str(sl))))
                 units = [m.units(f[mask]) for f in frames]
                 of = len(view.groups) - 1
-                row_of = None if m.kind == "all_correct" else {  # a unit is a row: its row in the view, once
+                row_of = None if m.grouped else {  # a unit is a row: its row in the view, once
                     label: index.get(k) for label, k in zip(part.index, m.item_key(part).tolist(), strict=True)}
                 for a, b in _pairs(c, names):
                     ua, ub = units[names.index(a)], units[names.index(b)].reindex(units[names.index(a)].index)
@@ -877,8 +873,6 @@ def _record_rows(view: ItemsView, paper: str, setting: str, metrics: Sequence[An
     each metric's per-item value), for ``keys`` (None: every row of the first run), in order; returns row index by
     key. A record's image names are never read from disk (a record may come from anywhere, and the page would
     carry the files it names): images come from the items a run was scored against, where they are at hand."""
-    from vlamb_nb.stats.metric import ZERO_ONE
-
     _ensure(view, names, metrics)
     _rules(view, metrics)
     tables = [_run_rows(paper, r) for r in runs]
@@ -921,8 +915,8 @@ def _record_rows(view: ItemsView, paper: str, setting: str, metrics: Sequence[An
             parsed = row.get("parsed") if isinstance(row.get("parsed"), dict) else {}
             flags: dict[tuple[bool, int], float | None] = {}
             for m in metrics:
-                if m.kind in ZERO_ONE and m.name in row:
-                    flags[(m.kind != "binary", len(flags))] = _value(row.get(m.name))
+                if m.zero_one and m.name in row:  # a row's own 0/1 value first, a group's (a pair) after
+                    flags[(m.grouped, len(flags))] = _value(row.get(m.name))
             mine = mturns.get(str(row.get("item_id")))
             r["m"][view.models.index(name)] = _model_cell(
                 view, metrics, answer=row.get("answer"), error=row.get("failure"),
@@ -1026,8 +1020,9 @@ def _pairs(c: Any, names: list[str]) -> list[tuple[str, str]]:
 
 def _unit_rows(metric: Any, part: Any, units: Any, index: dict[str, int]) -> list[int]:
     """The rows of the given units (a metric over groups: every row of each group)."""
-    if metric.kind == "all_correct":
-        mask = part[metric.group].astype(str).isin({str(u) for u in units}).to_numpy()
+    groups = metric.row_groups(part)
+    if groups is not None:
+        mask = groups.isin({str(u) for u in units}).to_numpy()
     else:
         mask = part.index.isin(units)
     return _rows_of(part, mask, metric, index)

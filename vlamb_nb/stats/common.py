@@ -59,9 +59,7 @@ class Scores:
     @property
     def kind(self) -> str:
         """How a difference is tested: ``binary`` (0/1 per unit: McNemar) or the metric's own kind."""
-        from vlamb_nb.stats.metric import ZERO_ONE
-
-        return "binary" if self.metric.kind in ZERO_ONE else self.metric.kind
+        return self.metric.paired_kind
 
 
 def failed(df: Any) -> np.ndarray:
@@ -123,7 +121,7 @@ def common_units(metrics: list[Any], runs: list[Any]) -> tuple[dict[str, list[Sc
     items = [covered(metrics, t) for t in tables]
     keys = set.intersection(*items) if items else set()
     for m in metrics:
-        if m.kind != "all_correct" or not keys:
+        if not m.grouped or not keys:
             continue
         union: dict[str, set[str]] = {}
         for t in tables:
@@ -143,7 +141,7 @@ def common_units(metrics: list[Any], runs: list[Any]) -> tuple[dict[str, list[Sc
         out = []
         for s_ in [u for u in first if u.whole] + ([u for u in first if not u.whole] if m.compare_slices else []):
             at = {k: i for i, k in enumerate(s_.keys)}
-            if m.kind == "all_correct":  # the groups whose items are all common, in the run's unit order
+            if m.grouped:  # the groups whose items are all common, in the run's unit order
                 mine = [k for k, ks in zip(s_.keys, s_.members or [()] * len(s_.keys), strict=True)
                         if ks and set(ks) <= keys]
             else:
@@ -195,7 +193,7 @@ def pair_test(scores: Scores, a: np.ndarray, b: np.ndarray, *, n_resamples: int,
                                   n_resamples=n_resamples, seed=seed, clusters=scores.clusters)
     out = {"diff": 100.0 * boot.estimate, "ci_low": 100.0 * boot.ci_low, "ci_high": 100.0 * boot.ci_high,
            "ci_method": boot.method}
-    if scores.kind == "binary":
+    if scores.metric.zero_one:
         mc = stats.mcnemar(a, b)
         out.update(p=float(mc.p), test=mc.method, discordant_a_only=int(mc.extra["discordant_a_only"]),
                    discordant_b_only=int(mc.extra["discordant_b_only"]))

@@ -19,6 +19,12 @@ One parameterised aggregation per kind, never one function per threshold or clas
 - ``macro_f1``: macro-F1 of binary predictions in ``column`` against ``gold``; with a ``support`` column a
   prediction stands only where its support exceeds ``threshold`` (V-FLUTE's F1@t: the explanation score).
 
+What a kind means to the code that reads its values is asked of the metric, never read from the kind's name
+elsewhere: whether a unit is a group of rows (:attr:`Metric.grouped`, :meth:`Metric.row_groups`), whether a unit's
+value is a 0/1 outcome (:attr:`Metric.zero_one`, :attr:`Metric.paired_kind`), how a threshold decides an item
+(:meth:`Metric.threshold_rule`), and, for a run record that keeps only the kind, :func:`units_are_zero_one` and
+:func:`units_need_gold`; so a new kind is added in this module alone.
+
 Every aggregate is a statistic over resample weights (:func:`~vlamb_nb.stats.ranking.resample_weights`), in
 percent, so a point value, a bootstrap interval and a rank over the same resamples come from one function.
 """
@@ -42,6 +48,20 @@ INTERVAL_RESAMPLES, INTERVAL_SEED = 1000, 0
 KINDS: tuple[str, ...] = ("binary", "all_correct", "share", "mean", "macro_f1")
 #: kinds whose per-unit values are 0/1 outcomes (a paired difference is tested with McNemar)
 ZERO_ONE: tuple[str, ...] = ("binary", "all_correct")
+#: kinds whose per-unit values are 0 or 1 numbers: an outcome, a class counted, a predicted label
+ZERO_ONE_VALUES: tuple[str, ...] = ("binary", "all_correct", "share", "macro_f1")
+
+
+def units_are_zero_one(kind: str) -> bool:
+    """Whether a kind's per-unit values are all 0 or 1 (an outcome, a class counted, a predicted label): what a run
+    record, which keeps a metric's kind and not its declaration, checks its stored unit sets against."""
+    return kind in ZERO_ONE_VALUES
+
+
+def units_need_gold(kind: str) -> bool:
+    """Whether a kind's unit sets carry each unit's gold label (macro-F1 scores predictions against it): what a
+    run record checks its stored unit sets for."""
+    return kind == "macro_f1"
 
 
 @dataclass(frozen=True)
@@ -127,12 +147,50 @@ class Metric:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown metric kind {self.kind!r}; one of {', '.join(KINDS)}")
-        if self.kind == "all_correct" and not self.group:
+        if self.grouped and not self.group:
             raise ValueError(f"{self.name}: an all_correct metric names its group column")
         if self.kind == "macro_f1" and not self.gold:
             raise ValueError(f"{self.name}: a macro_f1 metric names its gold column")
         if self.kind == "share" and self.value is None:
             raise ValueError(f"{self.name}: a share names the value it counts")
+
+    # -- what the kind means to a view: the one place the kind names are read ------------------------------
+    @property
+    def grouped(self) -> bool:
+        """A unit is a group of rows (a pair counts when every query of it is right), not one row: a view maps
+        a unit back to all of its rows, and a comparison keeps only groups every run answered whole."""
+        return self.kind == "all_correct"
+
+    @property
+    def zero_one(self) -> bool:
+        """Each unit's value is a 0/1 outcome (right or wrong): a paired difference is tested with McNemar, an
+        item's outcome on a page is read from it, and an item analysis can fit it."""
+        return self.kind in ZERO_ONE
+
+    @property
+    def paired_kind(self) -> str:
+        """How a paired difference of two runs is tested: ``binary`` for 0/1 outcomes (McNemar), else the
+        metric's own kind (a paired bootstrap); what a comparison's pairs table names in its ``kind`` column."""
+        return "binary" if self.zero_one else self.kind
+
+    def row_groups(self, rows: Any) -> Any:
+        """Each row's unit where a unit is a group of rows (its group label, as a string Series indexed like
+        ``rows``); None where every row is a unit of its own."""
+        return rows[self.group].astype(str) if self.grouped else None
+
+    def counts_share_of(self, value: Any) -> bool:
+        """Whether this metric is the share of items whose column holds ``value`` (one class's share)."""
+        return self.kind == "share" and self.value == value
+
+    def threshold_rule(self, column: str) -> str | None:
+        """One line saying how a threshold decides one item (``column``: how the page names the per-item
+        column): a 0/1 outcome is right from the threshold on (Acc@0.5), otherwise a prediction stands only
+        where its support exceeds it (F1@t). None: no threshold decides an item."""
+        if self.threshold is None:
+            return None
+        if self.kind == "binary":
+            return f"{self.name}: right when the {column} is at least {self.threshold:g}"
+        return f"{self.name}: a prediction stands where the {self.support or column} exceeds {self.threshold:g}"
 
     # -- rows ------------------------------------------------------------------------------------------
     def rows(self, scored: Any) -> Any:
@@ -169,7 +227,7 @@ class Metric:
         metric's natural scale (0/1, a share's 0/1, a score, a predicted label)."""
         import pandas as pd
 
-        if self.kind == "all_correct":
+        if self.grouped:
             s = rows.sort_values(self.order, kind="stable") if self.order and self.order in rows.columns else rows
             ok = pd.Series(_flags(s[self.column]), index=s.index)
             g = ok.groupby(s[self.group].astype(str).to_numpy(), sort=False)
@@ -197,7 +255,7 @@ class Metric:
         return pred.astype(float)
 
     def gold_values(self, rows: Any) -> np.ndarray | None:
-        if self.kind != "macro_f1":
+        if not units_need_gold(self.kind):
             return None
         gold = rows[self.gold].to_numpy(int)
         if not np.isin(gold, (0, 1)).all():
@@ -206,7 +264,7 @@ class Metric:
 
     def clusters(self, rows: Any) -> np.ndarray | None:
         """Per-unit cluster labels (None: units are resampled alone). all_correct units are their own clusters."""
-        if self.kind == "all_correct" or not self.cluster or self.cluster not in rows.columns:
+        if self.grouped or not self.cluster or self.cluster not in rows.columns:
             return None
         return rows[self.cluster].astype(str).to_numpy()
 
@@ -237,11 +295,11 @@ class Metric:
             if not len(u):
                 continue
             members = None
-            if self.kind == "all_correct":
+            if self.grouped:
                 keys = u.index.astype(str)
                 try:  # the items of each group: a comparison keeps only groups every run answered whole
                     of: dict[str, list[str]] = {}
-                    for g, k in zip(part[self.group].astype(str), self.item_key(part), strict=True):
+                    for g, k in zip(self.row_groups(part), self.item_key(part), strict=True):
                         of.setdefault(g, []).append(str(k))
                     members = tuple(tuple(of[str(g)]) for g in keys)
                 except DataError:

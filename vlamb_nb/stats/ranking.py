@@ -141,6 +141,17 @@ def rank_of(ours: np.ndarray, others: np.ndarray, higher_is_better: bool) -> np.
     return 1 + better.sum(axis=0)
 
 
+def ranks(draws: np.ndarray, higher_is_better: bool) -> np.ndarray:
+    """Every model's rank per resample, (models, resamples): each one's :func:`rank_of` among the rest, so a
+    comparison of many models ranks by the card's rule (1 = best, a tie shares the better rank)."""
+    d = np.asarray(draws, dtype=float)
+    out = np.empty(d.shape, dtype=np.int64)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN: not better, as ``>`` says
+        for i in range(len(d)):
+            out[i] = rank_of(d[i], np.delete(d, i, axis=0), higher_is_better)
+    return out
+
+
 def place(h: Headline, ours_draws: np.ndarray, comparator_draws: Sequence[np.ndarray], *,
           basis: str) -> Headline:
     """Fill ``h``'s rank, rank interval and the number ranked from draws of ours and of each comparator (the

@@ -86,7 +86,7 @@ def share_metric(label: str) -> Metric:
     """The share of one class as a metric, over every response given (a table's own scope): the declared one
     (:data:`METRICS`: Explicit, High Risk, Stereotypical) where the headline has it, else the same kind for that
     class, so every class share of the tables counts as the card does."""
-    declared = next((m for m in METRICS if m.kind == "share" and m.value == label), None)
+    declared = next((m for m in METRICS if m.counts_share_of(label)), None)
     return replace(declared or Metric(f"{label} share", "share", column="label", value=label, unit="response",
                                       card=None), where=None, slices=None, cluster="")
 
