@@ -102,8 +102,11 @@ def test_item_text_cannot_leave_the_json_it_travels_in(runs, tmp_path):
 def test_a_run_page_lists_each_papers_items_in_its_section(folders, tmp_path):
     run = folders["A"]
     results = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    records = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in run.rglob("*.record.json")}
     runs, error, _ = scored_runs(run)
-    assert error == {} and runs
+    assert error == {} and runs and records
+    # the page reads the records the notebooks wrote and never writes them again
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in run.rglob("*.record.json")} == records
     page = write_run_page(run, results, report_card.build(results), runs=runs).read_text(encoding="utf-8")
     for paper, _, _ in FI.PAPERS:
         section = page.split(f'id="nb-{paper}"', 1)[1].split("<section", 1)[0]

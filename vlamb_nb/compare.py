@@ -684,17 +684,20 @@ def _unique_names(runs: list[Run]) -> None:
 
 # -- reading RUNs ------------------------------------------------------------------------------------------------
 def load_runs(path: Any, *, sources: Mapping[str, Any] | str | None = None,
-              unloaded: list[str] | None = None, failed: dict[str, str] | None = None) -> list[Run]:
+              unloaded: list[str] | None = None, failed: dict[str, str] | None = None,
+              write_records: bool = True) -> list[Run]:
     """The runs in a RUN: a sweep folder (``config.json``), a reproduce run folder (``results.json``), a
     prediction store or a paper's released per-item predictions file; anything else is refused in one line.
     A run folder's stores of a registered paper that cannot be loaded are left out, their line in ``unloaded``;
-    with ``failed``, a reproduce run's paper whose stores cannot be read is left out with why, the rest read."""
+    with ``failed``, a reproduce run's paper whose stores cannot be read is left out with why, the rest read;
+    ``write_records=False``: a reproduce run's stores are scored without rewriting the records its notebooks wrote
+    (the run's page reads them, never writes them)."""
     p = Path(path)
     if p.is_dir():
         if (p / "config.json").is_file() and (p / "predictions").is_dir():
             return _sweep_runs(p, unloaded)
         if (p / "results.json").is_file():
-            return _reproduce_runs(p, sources, unloaded=unloaded, failed=failed)
+            return _reproduce_runs(p, sources, unloaded=unloaded, failed=failed, write_records=write_records)
         raise DataError("not a run: neither a sweep folder (config.json + predictions/) nor a reproduce run folder "
                         "(results.json)", source=str(p))
     if not p.is_file():
@@ -821,10 +824,11 @@ def _model_name(model: dict[str, Any]) -> str:
 
 
 def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None,
-                options: dict[str, Any] | None = None) -> Run:
+                options: dict[str, Any] | None = None, record: bool = True) -> Run:
     """A prediction store scored against ``source`` (the data its run was asked about) by the paper's
     :meth:`~vlamb_nb.benchmarks.base.Benchmark.score_store`, as a :class:`Run`; ``options``: the run's options
-    (a sweep's), the score options among them."""
+    (a sweep's), the score options among them. ``record``: write the store's run record from this scoring
+    (False: a view reading a run whose records its notebooks already wrote leaves them as they are)."""
     from vlamb_nb.benchmarks import get_benchmark
 
     path = Path(path)
@@ -846,7 +850,7 @@ def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         items = bench.load(source)
-        scored = bench.score_store(path, items, setting=setting, **options)
+        scored = bench.score_store(path, items, setting=setting, record=record, **options)
     from vlamb_nb.meta import deviation_lines
 
     devs = deviation_lines(meta.get("deviations") or [])
@@ -930,7 +934,7 @@ def _sample_source(paper: str, pdir: Path, stores: list[Path]) -> Path | None:
 
 
 def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = None,
-                    failed: dict[str, str] | None = None) -> list[Run]:
+                    failed: dict[str, str] | None = None, write_records: bool = True) -> list[Run]:
     """The stores a reproduce run left under ``<run>/<paper>/``, scored against the source its notebook was
     given (``sources`` override), else the one generated sample the notebook wrote there; a model path's few
     answers (:data:`vlamb_nb.paths.MODEL_PATH_DIR`) are no run. A paper that cannot be loaded is left out, its line in
@@ -946,7 +950,7 @@ def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = 
         if not (folder / paper).is_dir():
             continue
         try:
-            out += _paper_runs(folder, paper, results, sources, left)
+            out += _paper_runs(folder, paper, results, sources, left, write_records=write_records)
         except DataError as e:
             if failed is None:
                 raise
@@ -961,7 +965,8 @@ def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = 
     return out
 
 
-def _paper_runs(folder: Path, paper: str, results: dict[str, Any], sources: Any, left: list[str]) -> list[Run]:
+def _paper_runs(folder: Path, paper: str, results: dict[str, Any], sources: Any, left: list[str], *,
+                write_records: bool = True) -> list[Run]:
     """One paper's stores under ``<run>/<paper>/`` (:func:`_reproduce_runs`), what was left out added to ``left``."""
     from vlamb_nb.benchmarks import BrokenPaper, get_benchmark
     from vlamb_nb.paths import MODEL_PATH_DIR
@@ -1013,7 +1018,7 @@ def _paper_runs(folder: Path, paper: str, results: dict[str, Any], sources: Any,
                         "where it is", source=str(pdir))
     out = []
     for i, s in enumerate(stores):
-        run = records[i] if records is not None else score_store(s, source=source)
+        run = records[i] if records is not None else score_store(s, source=source, record=write_records)
         nested = s.relative_to(pdir).parts[:-2]  # e.g. <paper>/bias/<model>/: another split, kept apart
         if nested:
             run.setting = f"{run.setting} ({'/'.join(nested)})"

@@ -841,7 +841,7 @@ def scored_runs(run_dir: Path) -> tuple[list[Any], dict[str, str], dict[str, lis
     failed: dict[str, str] = {}
     left: list[str] = []
     try:
-        runs = load_runs(run_dir, unloaded=left, failed=failed)
+        runs = load_runs(run_dir, unloaded=left, failed=failed, write_records=False)  # the notebooks wrote them
     except DataError as e:
         if "no prediction stores" in str(e):
             return [], failed, {}
