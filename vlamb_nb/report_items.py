@@ -710,6 +710,14 @@ def paper_view(paper: str, runs: Sequence[Any]) -> ItemsView:
             continue
         index = _add_rows(view, paper, run.setting, metrics, [(run.model, frame)], getattr(run, "items", None), failed,
                           [run])
+        # a metric the scoring here cannot give (RACQUET's classes come from the judge its notebook ran): its
+        # groups from the unit sets of the run's record, which that scoring wrote
+        unscored = [m for m in metrics if m.rows(frame).empty or not m.has_values(m.rows(frame))]
+        rec = _record_of(run) if unscored else None
+        if rec is not None:
+            from types import SimpleNamespace
+
+            _record_groups(view, paper, SimpleNamespace(record=rec, setting=run.setting), unscored, index)
         for m in metrics:
             if m.card is None:
                 continue

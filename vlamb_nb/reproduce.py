@@ -855,5 +855,8 @@ def scored_runs(run_dir: Path) -> tuple[list[Any], dict[str, str], dict[str, lis
         line = line.replace(": not compared", ": not listed here")
         paper, sep, rest = line.partition(": ")
         named = bool(sep) and " " not in paper
-        notes.setdefault(paper if named else "", []).append(rest if named else line)
+        if named and rest.startswith("its stores under "):  # said under the paper's items: name the folder whole
+            rest = f"the stores under {paper}/{rest.removeprefix('its stores under ')}"
+        text = rest if named else line
+        notes.setdefault(paper if named else "", []).append(text[:1].upper() + text[1:])
     return runs, failed, notes
