@@ -884,14 +884,43 @@ def _warning_line(message: Warning | str, category: type[Warning], filename: str
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+    import threading
     import warnings
 
     shown = warnings.formatwarning
     warnings.formatwarning = _warning_line
+    held = threading.current_thread() is threading.main_thread() \
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if held:
+        signal.signal(signal.SIGINT, ctrl_c_after_imports)
     try:
         return _main(argv)
     finally:
         warnings.formatwarning = shown
+        if held:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def ctrl_c_after_imports(signum: int, frame: Any) -> None:
+    """Ctrl-C, raised once no module is being imported. Raised inside an extension module's import (pybind11:
+    matplotlib's ft2font, SciPy's HiGHS) it becomes that module's ``ImportError`` and leaves it half-made, so the
+    command died with a traceback, or went on (an import error caught as any other) instead of stopping; a pure
+    Python import is safe to stop, but it ends in a moment anyway. So inside an import the signal is sent again
+    50 ms later, until the import is done."""
+    import os
+    import signal
+    import threading
+
+    f = frame
+    while f is not None:
+        if f.f_code.co_filename.startswith("<frozen importlib"):
+            again = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
+            again.daemon = True
+            again.start()
+            return
+        f = f.f_back
+    raise KeyboardInterrupt
 
 
 def _main(argv: Sequence[str] | None) -> int:
