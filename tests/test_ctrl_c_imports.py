@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from procs import interruptible
 
 
 def _module(tmp_path: Path, name: str) -> None:
@@ -54,7 +55,7 @@ def test_without_it_the_import_itself_is_cut(tmp_path):
     """)
     _module(tmp_path, "interrupted_on_import")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
-                         timeout=60).stdout
+                         timeout=60, preexec_fn=interruptible).stdout
     assert out.strip() == "cut False"
 
 
@@ -63,7 +64,13 @@ def test_the_cli_holds_it_while_a_command_runs_and_puts_the_default_back(monkeyp
 
     seen = []
     monkeypatch.setattr(cli, "_main", lambda argv: seen.append(signal.getsignal(signal.SIGINT)) or 0)
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    assert cli.main([]) == 0
-    assert seen == [cli.ctrl_c_after_imports]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, whatever started pytest
+    try:
+        assert cli.main([]) == 0
+        assert seen == [cli.ctrl_c_after_imports]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # started in the background: Ctrl-C is not the command's
+        assert cli.main([]) == 0 and seen[-1] is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, old)

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from procs import interruptible
 
 from vlamb_nb import cli, get_benchmark
 from vlamb_nb import report_card as rc
@@ -262,7 +263,8 @@ def _reproduce(notebooks: Path, *argv: str, same_second: bool = False) -> subpro
     code = (f"import sys; from pathlib import Path; import vlamb_nb.reproduce as R; {fixed}"
             f"R.notebooks_dir = lambda: Path({str(notebooks)!r}); from vlamb_nb.cli import main; "
             "print('started', flush=True); sys.exit(main(sys.argv[1:]))")
-    return subprocess.Popen([sys.executable, "-c", code, "reproduce", *argv], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-c", code, "reproduce", *argv], preexec_fn=interruptible,
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=_env(), start_new_session=True)
 
 
@@ -302,7 +304,8 @@ def test_ctrl_c_during_compare_and_score_is_one_line_and_exit_130(stores, tmp_pa
                          "--out", str(tmp_path / "cmp")],
              "score": ["score", "vague", "--predictions", str(a), "--source", str(src)]}
     for name, argv in argvs.items():
-        proc = subprocess.Popen([*CLI, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+        proc = subprocess.Popen([*CLI, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+                                preexec_fn=interruptible)
         assert proc.stdout.readline().strip() == "started"
         time.sleep(1.0)  # inside main(): importing, reading, resampling
         proc.send_signal(signal.SIGINT)

@@ -25,6 +25,7 @@ from pathlib import Path
 import hubstub
 import pytest
 import release_fixtures as rf
+from procs import interruptible
 
 from vlamb_nb import cli
 from vlamb_nb.datahome import fetched, read_manifest, release_dir
@@ -644,7 +645,7 @@ def test_one_ctrl_c_stops_the_fetch_within_two_seconds_and_it_resumes(web, tmp_p
     hub, _ = web
     size = len(rf.refadv_repo()[PARQUET])
     hub.stall_after(PARQUET, size // 2, 60.0, repo_id=REFADV)
-    proc = subprocess.Popen([sys.executable, "-m", "vlamb_nb.cli", "data", "fetch", "refadv", "-q"],
+    proc = subprocess.Popen([sys.executable, "-m", "vlamb_nb.cli", "data", "fetch", "refadv", "-q"], preexec_fn=interruptible,
                             env=_env(hub, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     staged = tmp_path / "data-home" / "refadv"
     deadline = time.monotonic() + 60
