@@ -165,11 +165,11 @@ def test_both_pages_print_a_recorded_finding_as_its_sentence_where_its_result_st
     """A notebook records a finding under ``…_finding``: the pages print the sentence with what it is (never the
     dict's fields), among the results (not the audit)."""
     from vlamb_nb.report_html import block
-    from vlamb_nb.reproduce import _render_value
+    from vlamb_nb.report_md import render_value
     from vlamb_nb.run_view import RESULT, section_rank
 
     f = F.difference("CoT", "direct", -6.5, -32.3, 19.4, what="Acc@0.5", claim="higher").to_dict()
-    md = _render_value("cot_finding", f)
+    md = render_value("cot_finding", f)
     assert md.startswith("**CoT finding**: Cannot tell from this run. No detectable difference") and "ci_low" not in md
     html = block("cot_finding", f)
     assert html["kind"] == "value" and html["text"].startswith("Cannot tell from this run. No detectable difference")
