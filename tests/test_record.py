@@ -586,3 +586,20 @@ def test_a_package_vendored_in_another_repository_is_not_a_git_checkout_in_the_r
     assert env["record"]["commit"] is None and env["record"]["dirty"] is None and env["page"] is None
     shown = dict(provenance_view({"environment": {"commit": env["page"]}}, [])["pairs"])
     assert shown["package commit"] == "not a git checkout"
+
+
+def test_the_run_page_names_a_numbered_records_store_as_the_store_and_its_run(tmp_path):
+    """A store holding two runs has a record per run (``<stem>.run-<N>.record.json``); the run page's scores name
+    the store that holds the answers and the run, never a store file that does not exist."""
+    import shutil
+
+    from vlamb_nb.run_view import store_scores
+
+    bench = get_benchmark("vague")
+    items = bench.load(bench.make_sample(tmp_path / "d", n=6, seed=0))
+    store = tmp_path / "run" / "vague" / "m" / "vague__vlm.jsonl"
+    store.parent.mkdir(parents=True)
+    bench.evaluate(F.model("a"), items, "vlm", store=store, progress=False)
+    shutil.copy(record_path(store), record_path(store, run=2))
+    names = sorted(s.store for s in store_scores(tmp_path / "run")["vague"])
+    assert names == ["vague/m/vague__vlm.jsonl", "vague/m/vague__vlm.jsonl (run 2)"]

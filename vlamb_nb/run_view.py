@@ -249,7 +249,10 @@ def store_scores(run_dir: str | Path) -> dict[str, list[StoreScores]]:
         rel = path.relative_to(run_dir)
         if rel.parts[0] in ("figures", "tables") or not path.resolve().is_relative_to(root):
             continue  # a link (of a file or a folder) out of the run folder is never read
-        store = rel.with_name(path.name[: -len(SUFFIX)] + ".jsonl").as_posix()
+        stem = path.name[: -len(SUFFIX)]
+        numbered = re.fullmatch(r"(.+)\.run-(\d+)", stem)  # one run of a store holding several (record_path)
+        store = rel.with_name((numbered.group(1) if numbered else stem) + ".jsonl").as_posix() \
+            + (f" (run {numbered.group(2)})" if numbered else "")
         try:
             rec = RunRecord.read(path)
         except DataError as e:
