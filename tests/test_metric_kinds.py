@@ -9,16 +9,14 @@ reads the source for a comparison of a ``.kind`` against a kind name outside ``s
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from vlamb_nb.record import metric_values
 from vlamb_nb.report_items import _per_row, _unit_rows
-from vlamb_nb.stats.common import Scores, common_units, pair_test
+from vlamb_nb.stats.common import Scores, _Side, common_units, pair_test
 from vlamb_nb.stats.metric import KINDS, Metric
 
 PKG = Path(__file__).resolve().parent.parent / "vlamb_nb"
@@ -46,16 +44,6 @@ def _frame(ids: list[str], right: list[int]) -> pd.DataFrame:
     return pd.DataFrame({"item_id": ids, "group": [f"g{int(i[1:]) // 2}" for i in ids], "correct": right})
 
 
-@dataclass
-class _Run:
-    model: str
-    paper: str
-    setting: str
-    scored: Any
-    origin: str = ""
-    record: Any = None
-
-
 def test_a_record_gives_each_row_its_groups_value_where_the_metric_says_a_unit_is_a_group():
     m = WholeGroup("Acc_g", column="correct", group="group", unit="pair")
     scored = _frame(["q0", "q1", "q2", "q3"], [1, 1, 1, 0])
@@ -70,8 +58,8 @@ def test_a_record_gives_each_row_its_groups_value_where_the_metric_says_a_unit_i
 
 def test_a_comparison_keeps_only_the_groups_every_run_answered_whole_where_the_metric_says_so():
     m = WholeGroup("Acc_g", column="correct", group="group", unit="pair")
-    a = _Run("a", "toy", "s", _frame(["q0", "q1", "q2", "q3", "q4", "q5"], [1, 1, 1, 0, 1, 1]))
-    b = _Run("b", "toy", "s", _frame(["q0", "q1", "q2", "q3", "q4"], [1, 0, 1, 1, 1]))  # no q5: g2 is not whole
+    a = _Side("a", "toy", "s", _frame(["q0", "q1", "q2", "q3", "q4", "q5"], [1, 1, 1, 0, 1, 1]))
+    b = _Side("b", "toy", "s", _frame(["q0", "q1", "q2", "q3", "q4"], [1, 0, 1, 1, 1]))  # no q5: g2 is not whole
     scores, dropped, n = common_units([m], [a, b])
     sc = scores["Acc_g"][0]
     assert sc.keys == ("g0", "g1") and [v.tolist() for v in sc.values] == [[1.0, 0.0], [0.0, 1.0]]
