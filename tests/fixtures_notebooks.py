@@ -5,11 +5,20 @@ A notebook takes minutes to execute, and several tests read the same execution. 
 the reproduction tests check: when the pytest run holds one of those (``full_run``) at that seed, the notebook is
 served from it. An execution's folders are read-only by convention: a test that wrote there would change what
 the next test reads.
+
+With ``$VLAMB_TEST_REPRODUCTIONS`` set (``make test`` sets it), a whole reproduction is kept in that folder, named
+by its tiny seed and a digest of what makes it (the package, the notebooks, the data beside the checkout), and the
+next pytest run of the same ``make test`` reads it instead of executing every notebook again: the slow tier makes
+it, the browser tests read its pages.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
+import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +69,25 @@ def _executed(name: str, run: Path, figures: Path) -> ExecutedNotebook:
     return ExecutedNotebook(name, path, figures / name, run / name, bool(summary["ok"]), summary["error"], results)
 
 
+#: the folder whole reproductions are kept in between the pytest runs of one ``make test``
+SHARED_ENV = "VLAMB_TEST_REPRODUCTIONS"
+#: written last into a kept reproduction: without it the folder is a run that did not finish
+DONE = "reproduction.json"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def inputs_digest() -> str:
+    """What a reproduction is made from: the package's and notebooks' files and the data beside the checkout."""
+    from vlamb_nb.paths import shared_data_dir
+
+    h = hashlib.sha256()
+    files = [*ROOT.glob("vlamb_nb/**/*.py"), *ROOT.glob("notebooks/*.ipynb"), ROOT / "pyproject.toml"]
+    for f in sorted(p for p in files if p.is_file()):
+        h.update(f.relative_to(ROOT).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    h.update(str(shared_data_dir()).encode())
+    return h.hexdigest()[:16]
+
+
 def _key(params: dict[str, Any]) -> str:
     return json.dumps(params, sort_keys=True, default=str)
 
@@ -78,11 +106,18 @@ class NotebookRuns:
         if tiny_seed not in self._reproductions:
             from vlamb_nb.reproduce import available_notebooks, reproduce
 
-            root = self._tmp.mktemp(f"reproduce-seed{tiny_seed}")
-            with pytest.MonkeyPatch.context() as mp:
-                mp.setenv("MPLBACKEND", "Agg")
-                failed = reproduce(None, run_id="all", out_dir=root / "runs", figures=root / "figures", quiet=True,
-                                   timeout=CELL_TIMEOUT, tiny_seed=tiny_seed)
+            def run(root: Path) -> int:
+                with pytest.MonkeyPatch.context() as mp:
+                    mp.setenv("MPLBACKEND", "Agg")
+                    return reproduce(None, run_id="all", out_dir=root / "runs", figures=root / "figures", quiet=True,
+                                     timeout=CELL_TIMEOUT, tiny_seed=tiny_seed)
+
+            shared = os.environ.get(SHARED_ENV)
+            if shared:
+                root, failed = kept_reproduction(Path(shared), tiny_seed, run)
+            else:
+                root = self._tmp.mktemp(f"reproduce-seed{tiny_seed}")
+                failed = run(root)
             self._reproductions[tiny_seed] = Reproduction(available_notebooks(), failed, root)
         return self._reproductions[tiny_seed]
 
@@ -114,6 +149,37 @@ class NotebookRuns:
                       out_dir=root / "runs", figures=root / "figures", quiet=True, timeout=CELL_TIMEOUT,
                       tiny_seed=tiny_seed)
         return _executed(name, root / "runs" / name, root / "figures")
+
+
+def kept_reproduction(folder: Path, tiny_seed: int, run: Any) -> tuple[Path, int]:
+    """The reproduction at ``tiny_seed`` kept under ``folder`` (made by ``run(root)`` when none finished there
+    from today's inputs): its root and how many notebooks failed. A lock keeps two pytest runs from making it
+    at once; a folder of other inputs or of an unfinished run is removed, never read."""
+    folder.mkdir(parents=True, exist_ok=True)
+    root = folder / f"seed{tiny_seed}-{inputs_digest()}"
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = root / DONE
+        if done.is_file():
+            kept = json.loads(done.read_text(encoding="utf-8"))
+            changed = sorted(set(kept["files"].items()) ^ set(_manifest(root).items()))
+            if changed:  # a test wrote into an execution the others read: that test is wrong, not this one
+                pytest.fail(f"the kept reproduction {root} changed after it was made (by a test that wrote into it?): "
+                            + ", ".join(sorted({f for f, _ in changed})[:10]))
+            return root, int(kept["failed"])
+        for old in folder.glob(f"seed{tiny_seed}-*"):
+            shutil.rmtree(old)
+        root.mkdir()
+        failed = run(root)
+        done.write_text(json.dumps({"failed": failed, "tiny_seed": tiny_seed, "files": _manifest(root)}),
+                        encoding="utf-8")
+        return root, failed
+
+
+def _manifest(root: Path) -> dict[str, int]:
+    """Each file of a kept reproduction and its size (lock files, made by any reader of a store, left out)."""
+    return {p.relative_to(root).as_posix(): p.stat().st_size for p in root.rglob("*")
+            if p.is_file() and not p.name.endswith(".lock") and p.name != DONE}
 
 
 #: the pytest run's test items (the collected list itself, so what deselection leaves is what it holds)
