@@ -6,7 +6,7 @@ a real photo where the released Ref-Adv demo images are beside the checkout, els
 texture, so thumbnails weigh what photos weigh), answered by a scripted model through the real run path
 (``Benchmark.evaluate`` into stores). Then prints:
 
-- the time to score the stores again as the report does (``reproduce.scored_runs``: ``compare.load_runs``),
+- the time to read the runs as the report does (``reproduce.recorded_runs``: each store's run record),
 - the time to build ``report.html`` from them (prompts rebuilt, thumbnails drawn, JSON, template) and its bytes,
   with what the thumbnails and the item data weigh,
 - in headless Chromium (Debian's ``/usr/lib/chromium/chromium``, skipped without it or playwright): the time to
@@ -209,17 +209,17 @@ def main(argv: list[str] | None = None) -> int:
     from vlamb_nb import report_card
     from vlamb_nb.report_html import write_run_page
     from vlamb_nb.report_items import THUMB_PX, THUMB_QUALITY
-    from vlamb_nb.reproduce import scored_runs
+    from vlamb_nb.reproduce import recorded_runs
 
     with tempfile.TemporaryDirectory() as tmp:
         root = args.keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
         run, results, runs, counts = build_run(root, args.scale)
         t, cpu = time.perf_counter(), time.process_time()
-        reread, error = scored_runs(run)
+        reread, error, _ = recorded_runs(run)
         rescore_s, rescore_cpu = time.perf_counter() - t, time.process_time() - cpu
         if error:
-            print(f"scoring the stores again failed: {error}")
+            print(f"reading the run records failed: {error}")
             return 1
         card = report_card.build(results)
         t, cpu = time.perf_counter(), time.process_time()
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{sum(counts.values()):,} items in {len(counts)} papers "
               f"({', '.join(f'{p} {n:,}' for p, n in counts.items())}); {n_images:,} thumbnails "
               f"({THUMB_PX} px WebP q{THUMB_QUALITY}, one per distinct image)")
-        print(f"score the stores again (scored_runs):  {rescore_s:7.1f} s  ({rescore_cpu:.1f} s of processor time; "
+        print(f"read the run records (recorded_runs):   {rescore_s:7.1f} s  ({rescore_cpu:.1f} s of processor time; "
               f"{len(reread)} stores)")
         print(f"build report.html:                     {build_s:7.1f} s  ({build_cpu:.1f} s of processor time, all "
               "threads)")

@@ -1,9 +1,9 @@
-"""What a reproduce run's page step costs after its notebooks end: the run's stores scored for the items each
-paper's section lists (``reproduce.scored_runs``), then ``report.html`` written, on a copy of a run folder.
+"""What a reproduce run's page step costs after its notebooks end: the runs each paper's section lists
+(``reproduce.recorded_runs``), then ``report.html`` written, on a copy of a run folder.
 
-Prints the page step's seconds with its records left as the notebooks wrote them (what ``reproduce`` does) beside
-the same scoring that also rewrites every store's run record (what it did before), and their ratio, from one run
-of each on the same folder; the machine's load average says how much of a core they had.
+Prints the seconds to read the runs as the page step does now (each store's run record as its notebook wrote it,
+the data loaded only for prompts and images) beside scoring every store again (what it did before), and their
+ratio, from one run of each on the same folder; the machine's load average says how much of a core they had.
 
     python perf/bench_page_step.py                 # runs/latest (make reproduce first)
     python perf/bench_page_step.py runs/<id>
@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 
 
-def _scored(run: Path, *, write_records: bool) -> tuple[float, int]:
+def _runs(run: Path, *, rescore: bool) -> tuple[float, int]:
     from vlamb_nb.compare import load_runs
 
     t = time.perf_counter()
-    runs = load_runs(run, unloaded=[], failed={}, write_records=write_records)
+    runs = load_runs(run, unloaded=[], failed={}, rescore=rescore)
     return time.perf_counter() - t, len(runs)
 
 
@@ -38,27 +38,25 @@ def main() -> None:
         raise SystemExit(f"not a reproduce run folder: {src} (run `make reproduce` first)")
     from vlamb_nb import report_card
     from vlamb_nb.report_html import write_run_page
-    from vlamb_nb.reproduce import scored_runs
+    from vlamb_nb.reproduce import recorded_runs
 
     with tempfile.TemporaryDirectory() as tmp:
-        for i, write in enumerate((True, False)):  # the first also pays the imports; the second is what ships
+        took = {}
+        for i, rescore in enumerate((True, False)):
             run = Path(tmp) / f"run{i}"
             shutil.copytree(src, run, symlinks=True)
             if i == 0:
-                _scored(run, write_records=False)  # imports and the encoder's first load, paid by neither timing
-            secs, n = _scored(run, write_records=write)
-            print(f"score {n} stores{' and rewrite their records' if write else ', records read as written'}: "
-                  f"{secs:.1f} s")
-            if write:
-                before = secs
+                _runs(run, rescore=False)  # imports and the encoder's first load, paid by neither timing
+            took[rescore], n = _runs(run, rescore=rescore)
+            print(f"{n} stores {'scored again' if rescore else 'read from their run records'}: {took[rescore]:.1f} s")
         results = json.loads((run / "results.json").read_text(encoding="utf-8"))
         t = time.perf_counter()
-        runs, err, notes = scored_runs(run)
+        runs, err, notes = recorded_runs(run)
         write_run_page(run, results, report_card.build(results), runs=runs, items_error=err, items_notes=notes,
                        figures=run / "figures")
         page = time.perf_counter() - t
-    print(f"page step as reproduce runs it (scoring + report.html): {page:.1f} s")
-    print(f"records rewritten / records read: {before / secs:.2f}x  (load average {os.getloadavg()[0]:.1f})")
+    print(f"page step as reproduce runs it (records read + report.html): {page:.1f} s")
+    print(f"scored again / records read: {took[True] / took[False]:.2f}x  (load average {os.getloadavg()[0]:.1f})")
 
 
 if __name__ == "__main__":

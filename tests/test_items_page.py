@@ -16,7 +16,7 @@ from vlamb_nb import report_card
 from vlamb_nb.compare import compare, load_runs
 from vlamb_nb.report_html import write_run_page
 from vlamb_nb.report_items import comparison_view
-from vlamb_nb.reproduce import scored_runs
+from vlamb_nb.reproduce import recorded_runs
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -47,7 +47,7 @@ def pages(tmp_path_factory):
     folders = {m: FI.run_folder(root, sources, m) for m in ("A", "B")}
     run = folders["A"]
     results = json.loads((run / "results.json").read_text(encoding="utf-8"))
-    runs, error, _ = scored_runs(run)
+    runs, error, _ = recorded_runs(run)
     assert error == {}
     report = write_run_page(run, results, report_card.build(results), runs=runs)
     c = compare([*runs, *load_runs(folders["B"])], n_resamples=200)

@@ -15,7 +15,7 @@ from vlamb_nb import get_benchmark, report_card
 from vlamb_nb.compare import compare, load_runs
 from vlamb_nb.report_html import write_comparison_page, write_run_page
 from vlamb_nb.report_items import blob, comparison_links, comparison_view, paper_view
-from vlamb_nb.reproduce import scored_runs
+from vlamb_nb.reproduce import recorded_runs
 from vlamb_nb.run_view import store_scores
 
 
@@ -103,8 +103,9 @@ def test_a_run_page_lists_each_papers_items_in_its_section(folders, tmp_path):
     run = folders["A"]
     results = json.loads((run / "results.json").read_text(encoding="utf-8"))
     records = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in run.rglob("*.record.json")}
-    runs, error, _ = scored_runs(run)
+    runs, error, _ = recorded_runs(run)
     assert error == {} and runs and records
+    assert all(r.scored is None and r.record is not None for r in runs)  # the records are the runs: no rescoring
     # the page reads the records the notebooks wrote and never writes them again
     assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in run.rglob("*.record.json")} == records
     page = write_run_page(run, results, report_card.build(results), runs=runs).read_text(encoding="utf-8")
@@ -112,7 +113,7 @@ def test_a_run_page_lists_each_papers_items_in_its_section(folders, tmp_path):
         section = page.split(f'id="nb-{paper}"', 1)[1].split("<section", 1)[0]
         assert 'data-items-links="headline"' in section and f'id="items-{paper}"' in section
         data = json.loads(section.split('class="it-data">', 1)[1].split("</script>", 1)[0])
-        assert len(data["rows"]) == sum(len(r.scored) for r in runs if r.paper == paper)
+        assert len(data["rows"]) == sum(len(r.record) for r in runs if r.paper == paper)
         assert len(data["links"]["headline"]) == len(results[paper]["results"]["headline"])
         assert None not in data["links"]["headline"]
         # each store score (read from its run record) links to exactly the items it counts
@@ -125,26 +126,44 @@ def test_a_run_page_lists_each_papers_items_in_its_section(folders, tmp_path):
 
 
 def test_stores_that_cannot_be_read_are_said_on_the_page(folders, tmp_path):
+    """The page reads each store's run record: one without its record or with a damaged one is said under its
+    paper's items and the rest listed; a paper whose notebook's parameters cannot be read is said in its section
+    alone; data that is gone leaves the items listed from their records, without images, and says so."""
     run = folders["A"]
     results = json.loads((run / "results.json").read_text(encoding="utf-8"))
-    broken = dict(results, refadv={**results["refadv"], "parameters": {"source": str(tmp_path / "gone")}})
+    broken = dict(results, refadv={**results["refadv"], "parameters": {"source": str(tmp_path / "gone")}},
+                  mucar={**results["mucar"], "parameters": ["not", "an", "object"]})
     (tmp_path / "run").mkdir()
-    for f in run.rglob("*.jsonl"):
+    for f in [*run.rglob("*.jsonl"), *run.rglob("*.record.json")]:
         dst = tmp_path / "run" / f.relative_to(run)
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.write_bytes(f.read_bytes())
     (tmp_path / "run" / "results.json").write_text(json.dumps(broken), encoding="utf-8")
-    runs, error, _ = scored_runs(tmp_path / "run")
-    assert list(error) == ["refadv"] and "gone" in error["refadv"]  # one paper's data is gone: said for it alone
-    assert runs and {r.paper for r in runs} == {p for p, _, _ in FI.PAPERS} - {"refadv"}
-    page = write_run_page(tmp_path / "run", broken, report_card.build(broken), runs=runs,
-                          items_error=error).read_text(encoding="utf-8")
+    store = next((tmp_path / "run" / "refadv").rglob("refadv__*.jsonl"))
+    for other, record in (("unrecorded", None), ("damaged", "{")):  # the same answers, elsewhere, badly recorded
+        copy = tmp_path / "run" / "refadv" / other / store.name
+        copy.parent.mkdir()
+        copy.write_bytes(store.read_bytes())
+        if record is not None:
+            copy.with_name(copy.stem + ".record.json").write_text(record, encoding="utf-8")
+    runs, error, notes = recorded_runs(tmp_path / "run")
+    assert list(error) == ["mucar"] and "not an object" in error["mucar"]  # said for that paper alone
+    assert {r.paper for r in runs} == {"refadv"}
+    lost = [n for n in notes["refadv"] if n.startswith("The store refadv/")]
+    assert sorted(n.split("/")[1] for n in lost) == ["damaged", "unrecorded"], notes["refadv"]
+    assert any("no run record" in n for n in lost)
+    assert all(n.endswith("not listed here") and str(tmp_path) not in n for n in lost)
+    refadv = [r for r in runs if r.paper == "refadv"]
+    assert len(refadv) == 1 and refadv[0].items is None and refadv[0].record is not None  # its data is gone
+    page = write_run_page(tmp_path / "run", broken, report_card.build(broken), runs=runs, items_error=error,
+                          items_notes=notes).read_text(encoding="utf-8")
     for paper, _, _ in FI.PAPERS:
         section = page.split(f'id="nb-{paper}"', 1)[1].split("<section", 1)[0]
-        if paper == "refadv":
-            assert "could not be read" in section and "gone" in section and 'id="items-' not in section
-        else:  # the other papers' items are still listed
+        if paper == "mucar":
+            assert "could not be read" in section and "not an object" in section and 'id="items-' not in section
+        else:  # the other paper's items are still listed, what was left out said beside them
             assert f'id="items-{paper}"' in section and "could not be read" not in section
+            assert "no run record" in section and "show no image" in section
 
 
 def test_an_image_that_cannot_be_read_is_counted_and_named(runs):
@@ -211,7 +230,7 @@ def test_a_runs_page_lists_the_items_of_a_paper_given_as_records_with_the_data_t
     for paper in results:  # the samples the notebooks read are gone
         results[paper]["parameters"] = {"source": str(tmp_path / "gone" / paper)}
     (run / "results.json").write_text(json.dumps(results), encoding="utf-8")
-    runs, error, _ = scored_runs(run)
+    runs, error, _ = recorded_runs(run)
     assert error == {} and runs and all(r.record is not None and r.scored is None for r in runs)
     page = write_run_page(run, results, report_card.build(results), runs=runs).read_text(encoding="utf-8")
     section = page.split('id="nb-refadv"', 1)[1].split("<section", 1)[0]

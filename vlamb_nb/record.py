@@ -54,9 +54,15 @@ IMAGE_COLUMNS = ("image_url", "image_path", "image", "file_name", "image_file", 
 GOLD_COLUMNS = ("gold", "label_true", "gt_xyxy", "true_answer", "answer")
 #: the columns of :meth:`RunRecord.to_pandas` before the metrics' own (``key``: a scored row's key in the metrics'
 #: unit sets, the item id unless the paper keys its units otherwise, such as Ref-Adv's ``row_idx``; ``correct``:
-#: whether the answer is right, where the paper's scoring says so per row)
+#: whether the answer is right, where the paper's scoring says so per row; ``details``: what the scoring added
+#: that explains the row's outcome, :data:`DETAIL_COLUMNS`)
 ROW_COLUMNS = ("item_id", "turn", "request_id", "prompt", "answer", "parsed", "valid", "gold", "image", "failure",
-               "scored", "key", "correct")
+               "scored", "key", "correct", "details")
+#: the scored columns beyond the parse that say why a row came out as it did, kept in a row's ``details`` (a page
+#: opens an item onto them from the record alone): a repair turn, a refusal, the explanation's score and its
+#: scorer, a judge's verdict, a class, who labelled it
+DETAIL_COLUMNS = ("retry_used", "refusal", "explanation_score", "explanation_scorer", "judge_label", "judge_text",
+                  "judge_parse_error", "judge_model", "class_name", "labelled")
 #: the largest record file read (a record of 20,000 items is about 20 MB): a bigger one is refused in one line
 MAX_RECORD_BYTES = 1 << 30
 #: the deepest nesting a record holds (a row's parse is a few levels deep): a deeper one is refused in one line
@@ -823,6 +829,7 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
         if stage == "scored" else ([], {}, [], {})
     run_id, stored, digested = _run_records(path, scored)
     parsed_cols = [c for c in attrs.get("parsed_columns") or () if c in scored.columns]
+    detail_cols = [c for c in DETAIL_COLUMNS if c in scored.columns and c not in parsed_cols]
     key = next((c for c in ("item_id", "uid", "id") if c in scored.columns), None)
     unit_key = next((k for m in metrics for k in m.key if k in scored.columns), key)  # how the unit sets name a row
     rows: list[dict[str, Any]] = []
@@ -840,7 +847,8 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
         out = {"item_id": None if key is None else str(row.get(key)), "turn": turn, "request_id": rid,
                "prompt": rec.get("prompt"), "answer": row.get("text", row.get("response")),
                "parsed": {c: row.get(c) for c in parsed_cols} or None, "valid": row.get("valid"),
-               "gold": _first(row, GOLD_COLUMNS), "image": _first(row, IMAGE_COLUMNS), "failure": _failure(row)}
+               "gold": _first(row, GOLD_COLUMNS), "image": _first(row, IMAGE_COLUMNS), "failure": _failure(row),
+               "details": {c: row.get(c) for c in detail_cols} or None}
         for step in steps.pop(str(out["item_id"]), []):  # each earlier turn of the item, as the store kept it
             rows.append(_step_row(step, out["gold"], out["image"], per_row))
         if isinstance(row.get("error"), str) and row["error"].strip():

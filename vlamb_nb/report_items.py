@@ -895,6 +895,7 @@ def _record_rows(view: ItemsView, paper: str, setting: str, metrics: Sequence[An
         if items is not None else {}
     no_image = 0
     index: dict[str, int] = {}
+    by_item = _item_slices(paper, items, metrics)
     for key in keys:
         first = next((rows[key] for rows, _, _ in tables if key in rows), None)
         if first is None:
@@ -905,10 +906,11 @@ def _record_rows(view: ItemsView, paper: str, setting: str, metrics: Sequence[An
         recorded = first.get("prompt") if isinstance(first.get("prompt"), str) and first.get("prompt") else None
         shown, kind = (recorded, "r") if recorded else (prompt, "b") if prompt is not None else ("", "i")
         slices = next(sl for rows, sl, _ in tables if key in rows)
-        for n in slices:
-            if n not in view.slices:
+        inside = {n for n, ks in slices.items() if key in ks} | by_item.get(str(first.get("item_id")), set())
+        for n in [*slices, *sorted(inside - set(slices))]:
+            if n in inside and n not in view.slices:
                 view.slices.append(n)
-        sl = sorted(view.slices.index(n) for n, ks in slices.items() if key in ks)
+        sl = sorted(view.slices.index(n) for n in inside)
         if ident not in view._index:
             view.rows.append({"k": key, "p": paper, "s": setting, "i": img, "q": _text(shown), "qk": kind,
                               "g": _text(first.get("gold")), "gb": _box(first.get("gold")), "sl": sl,
@@ -921,21 +923,58 @@ def _record_rows(view: ItemsView, paper: str, setting: str, metrics: Sequence[An
             if row is None:
                 continue
             parsed = row.get("parsed") if isinstance(row.get("parsed"), dict) else {}
+            fields = {**parsed, **(row.get("details") if isinstance(row.get("details"), dict) else {})}
             flags: dict[tuple[bool, int], float | None] = {}
             for m in metrics:
                 if m.zero_one and m.name in row:  # a row's own 0/1 value first, a group's (a pair) after
                     flags[(m.grouped, len(flags))] = _value(row.get(m.name))
             mine = mturns.get(str(row.get("item_id")))
             r["m"][view.models.index(name)] = _model_cell(
-                view, metrics, answer=row.get("answer"), error=row.get("failure"),
+                view, metrics, answer=row.get("answer"), error=_request_error(row, parsed),
                 parse=_first(parsed, list(parsed), PARSED), pred=_first(parsed, list(parsed), PRED_BOX),
                 ok=_outcome(row, list(row), flags), values=[_value(row.get(n)) for n in view.metrics],
-                fields=parsed, gold=row.get("gold"), turns=mine,
+                fields=fields, gold=row.get("gold"), turns=mine,
                 prompt=row.get("prompt") if isinstance(row.get("prompt"), str) else None, row_prompt=r["q"])
-    if no_image:
+    if no_image and items is None:  # with the items at hand, an item without an image was asked without one
         view.notes.append(f"{paper} {setting}: {no_image} item(s) show no image: a run record names its images "
                           f"(their paths in the data), it does not hold them. {_image_hint(paper, runs)}")
     return index
+
+
+def _item_slices(paper: str, items: Any, metrics: Sequence[Any]) -> dict[str, set[str]]:
+    """Per item id, the declared slices its data puts it in (a setting whose metric is not scored, such as a
+    free-form answer awaiting its judge, has no unit sets to say so); empty without the items."""
+    if items is None:
+        return {}
+    from vlamb_nb.benchmarks import get_benchmark
+
+    idc = get_benchmark(paper).id_column
+    if idc not in getattr(items, "columns", ()):
+        return {}
+    ids = items[idc].astype(str).to_numpy()
+    out: dict[str, set[str]] = {}
+    for m in metrics:
+        if m.slices is None:
+            continue
+        try:
+            masks = m.slice_masks(items)
+        except Exception:  # noqa: BLE001 - a slice read from scored columns: the unit sets say it
+            continue
+        for name, mask in masks:
+            for i in ids[np.asarray(mask, dtype=bool)]:
+                out.setdefault(str(i), set()).add(name)
+    return out
+
+
+def _request_error(row: dict[str, Any], parsed: dict[str, Any]) -> str | None:
+    """A record row's failure where its request failed; a reply that did not parse is no error (its parse error
+    is said among the reasons for its outcome, as on a scored row)."""
+    failure = row.get("failure")
+    pe = parsed.get("parse_error")
+    if isinstance(failure, str) and isinstance(pe, str) and pe.strip() and \
+            failure == pe.strip().splitlines()[0][:240]:
+        return None
+    return failure
 
 
 def _image_hint(paper: str, runs: Sequence[Any], *, released: bool = False) -> str:

@@ -702,28 +702,30 @@ def write_report(runs: list[NotebookRun], run_dir: Path, *, params: dict[str, An
         atomic.write_text(run_dir / "report.md", markdown)
         atomic.write_text(run_dir / "results.json", json.dumps(results, indent=2, ensure_ascii=False,
                                                                allow_nan=False))
-        runs_scored, items_error, items_notes = scored_runs(run_dir)  # the items each paper's section lists
+        runs, items_error, items_notes = recorded_runs(run_dir)  # the items each paper's section lists
         try:
             return write_run_page(run_dir, results, card, figures=fig_dir, params=params,
-                                  card_figure_error=card_figure_error, runs=runs_scored, items_error=items_error,
+                                  card_figure_error=card_figure_error, runs=runs, items_error=items_error,
                                   items_notes=items_notes, view=view)
         except BaseException:
             page.unlink(missing_ok=True)
             raise
 
 
-def scored_runs(run_dir: Path) -> tuple[list[Any], dict[str, str], dict[str, list[str]]]:
-    """The run's prediction stores scored as ``compare`` reads a run folder (the page lists their items); why a
+def recorded_runs(run_dir: Path) -> tuple[list[Any], dict[str, str], dict[str, list[str]]]:
+    """The run's prediction stores as the run records their notebooks wrote (the page lists their items; nothing is
+    scored again after the notebooks end, the data loaded only for the items' prompts and images); why a
     paper's could not be read (``{paper: why}``, said in that paper's section; ``""``: the whole folder, never a
     lost report), so one paper's unreadable stores never hide another's items; and what was left out of a paper's
-    items (``{paper: [line]}``, e.g. another split's stores). None at all is not an error."""
+    items (``{paper: [line]}``, e.g. another split's stores, a store without its record). None at all is not an
+    error."""
     from vlamb_nb.compare import load_runs
     from vlamb_nb.errors import DataError
 
     failed: dict[str, str] = {}
     left: list[str] = []
     try:
-        runs = load_runs(run_dir, unloaded=left, failed=failed, write_records=False)  # the notebooks wrote them
+        runs = load_runs(run_dir, unloaded=left, failed=failed, rescore=False)  # as the notebooks recorded them
     except DataError as e:
         if "no prediction stores" in str(e):
             return [], failed, {}

@@ -206,7 +206,7 @@ def build(results: dict[str, dict[str, Any]], run_dir: str | Path, placement: An
         blocks = [Block(k, res[k], section_rank(k), placement.take(name, k)) for k in keys]
         notebooks.append(NotebookView(
             name=name, status="not run" if r.get("skipped") else "ok" if r.get("ok") else "failed",
-            seconds=float(r.get("seconds") or 0.0), parameters=dict(r.get("parameters") or {}),
+            seconds=float(r.get("seconds") or 0.0), parameters=dict(r["parameters"]) if isinstance(r.get("parameters"), dict) else {},
             skipped=r.get("skipped"), error=r.get("error"), failed_cell=r.get("failed_cell"),
             failed_source=r.get("failed_source"), warnings=list(r.get("warnings") or []),
             headline_figures=placement.take(name, "headline"),
