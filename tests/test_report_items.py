@@ -3,6 +3,7 @@ comparison value and each paired test is made of, and its text cannot leave the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -47,7 +48,7 @@ def test_each_headline_cell_has_exactly_the_items_it_counts(paper, folders, runs
         m = metrics[h.metric]
         rows = [view.rows[i] for i in group.rows]
         if m.kind == "all_correct":  # n counts groups (pairs): every query of each counted pair is listed
-            frame = prs[0].scored.assign(_k=prs[0].scored["uid"].astype(str))
+            frame = prs[0].items.assign(_k=prs[0].items["uid"].astype(str))  # the pairs as the data has them
             groups = set(frame.set_index("_k").loc[[r["k"] for r in rows], m.group].astype(str))
             assert len(groups) == h.n
             assert len(rows) == int(frame[frame[m.group].astype(str).isin(groups)].shape[0])
@@ -64,7 +65,8 @@ def test_each_headline_cell_has_exactly_the_items_it_counts(paper, folders, runs
         if own and r["m"][0]["v"][own[0]] is not None:
             assert r["m"][0]["ok"] == r["m"][0]["v"][own[0]]
     # the whole run is listed, each item once, with its prompt and (where the paper has one) its image
-    assert len(view.rows) == sum(len(r.scored) for r in prs)
+    assert all(r.scored is None and r.record is not None for r in prs)  # read from the run records
+    assert len(view.rows) == sum(len(r.record) for r in prs)
     assert all(r["q"] for r in view.rows) and all(r["i"] is not None for r in view.rows)
     assert len(view.images) == len({r["i"] for r in view.rows})  # a shared image is stored once
 
@@ -173,15 +175,23 @@ def test_an_image_that_cannot_be_read_is_counted_and_named(runs):
     items = run.items.copy()
     first = str(items["id"].iloc[0])
     items["image"] = [{"bytes": b"<html>not an image</html>", "path": None}] + list(items["image"].iloc[1:])
-    view = paper_view("refadv", [Run(run.model, run.paper, run.setting, run.scored, items=items)])
+    recorded = Run(run.model, run.paper, run.setting, None, items=items, record=run.record)
+    view = paper_view("refadv", [recorded])
     row = next(r for r in view.rows if r["k"] == first)
     assert row["i"] is None and all(r["i"] is not None for r in view.rows if r["k"] != first)
-    # the item's request could not be built (its image), and its own image could not be read: both said, counted
-    assert any(n.startswith("refadv direct: 1 item(s) show their own text, not the prompt the model saw: the run "
-                            "did not record it, and it could not be rebuilt") for n in view.notes), view.notes
     assert any(n.startswith("1 image(s) could not be read") for n in view.notes), view.notes
     assert not any(re.search(r"\b[A-Z]\w*(Error|Exception)\b", n) for n in view.notes), view.notes  # plain words
-    assert row["q"]  # its prompt from its own columns
+    assert row["q"] and row["qk"] == "r"  # the prompt its store recorded
+    # a record that kept no prompts: the item's request could not be built (its image), and its own image could
+    # not be read: both said, counted, the item's own text shown
+    rows = [{**r, "prompt": None} for r in run.record.rows]
+    bare = Run(run.model, run.paper, run.setting, None, items=items,
+               record=dataclasses.replace(run.record, rows=rows))
+    view = paper_view("refadv", [bare])
+    row = next(r for r in view.rows if r["k"] == first)
+    assert any(n.startswith("refadv direct: 1 item(s) show their own text, not the prompt the model saw: the run "
+                            "did not record it, and it could not be rebuilt") for n in view.notes), view.notes
+    assert row["q"] and row["qk"] == "i"  # its prompt from its own columns
 
 
 def test_an_items_prompt_is_what_its_store_recorded_else_the_rebuilt_one(tmp_path):
@@ -198,12 +208,14 @@ def test_an_items_prompt_is_what_its_store_recorded_else_the_rebuilt_one(tmp_pat
     assert [r["prompt"] for r in answer_rows][:1] == [rebuilt[answer_rows[0]["item_id"]]]  # the same text today
     answer_rows[0]["prompt"] = "asked otherwise: " + answer_rows[0]["prompt"]
     rec_file.write_text(json.dumps(rec), encoding="utf-8")
+    [run] = [r for r in load_runs(folder) if r.paper == "mucar"]  # its record read again
     shown = {r["k"]: r["q"] for r in paper_view("mucar", [run]).rows}
     assert shown[answer_rows[0]["item_id"]] == answer_rows[0]["prompt"]
     assert {k: v for k, v in shown.items() if k != answer_rows[0]["item_id"]} == \
         {k: v for k, v in rebuilt.items() if k != answer_rows[0]["item_id"]}
-    rec_file.unlink()
-    assert {r["k"]: r["q"] for r in paper_view("mucar", [run]).rows} == rebuilt
+    rec_file.unlink()  # no record: the store is scored once, its record written with the prompts it recorded
+    [run] = [r for r in load_runs(folder) if r.paper == "mucar"]
+    assert rec_file.is_file() and {r["k"]: r["q"] for r in paper_view("mucar", [run]).rows} == rebuilt
 
 
 def test_a_numbers_count_is_written_in_its_plural_for_the_page():
@@ -245,8 +257,8 @@ def test_a_runs_page_lists_the_items_of_a_paper_given_as_records_with_the_data_t
 
 def test_a_prompt_that_cannot_be_shown_is_one_plain_sentence_never_an_exception(tmp_path):
     """VAGUE's caption settings build their prompt from an earlier turn's answer: the page shows the prompt
-    the store recorded; without the record, one plain sentence says why the prompt is missing (no exception's
-    name or traceback reaches the page)."""
+    the store recorded; where the store kept none, one plain sentence says why the prompt is missing (no
+    exception's name or traceback reaches the page)."""
     import fixtures_stored as F
 
     from vlamb_nb.compare import score_store
@@ -260,8 +272,11 @@ def test_a_prompt_that_cannot_be_shown_is_one_plain_sentence_never_an_exception(
     view = paper_view("vague", [run])
     assert view.rows and all(r["qk"] == "r" for r in view.rows) and not any("prompt" in n for n in view.notes)
     assert any(c.get("t") for r in view.rows for c in r["m"])  # the caption turn, then the answer
+    lines = [json.loads(x) for x in store.read_text(encoding="utf-8").splitlines()]
+    store.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "prompt"}) + "\n" for r in lines),
+                     encoding="utf-8")  # a store that kept no prompts (written before they were kept)
     record_path(store).unlink()
-    view = paper_view("vague", [run])
+    view = paper_view("vague", [score_store(store, source=src)])
     said = [n for n in view.notes if "prompt" in n]
     assert said == [f"vague sm: {len(view.rows)} item(s) show their own text, not the prompt the model saw: the run "
                     "did not record it, and it could not be rebuilt for them (setting 'sm' needs captions)."]

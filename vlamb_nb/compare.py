@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from vlamb_nb.errors import DataError, SettingError
+from vlamb_nb.errors import DataError, SettingError, reason
 from vlamb_nb.stats.common import Scores
 from vlamb_nb.stats.common import answered as _answered
 from vlamb_nb.stats.common import common_units as _common_units
@@ -685,19 +685,20 @@ def _unique_names(runs: list[Run]) -> None:
 # -- reading RUNs ------------------------------------------------------------------------------------------------
 def load_runs(path: Any, *, sources: Mapping[str, Any] | str | None = None,
               unloaded: list[str] | None = None, failed: dict[str, str] | None = None,
-              rescore: bool = True) -> list[Run]:
+              score_missing: bool = True) -> list[Run]:
     """The runs in a RUN: a sweep folder (``config.json``), a reproduce run folder (``results.json``), a
     prediction store or a paper's released per-item predictions file; anything else is refused in one line.
     A run folder's stores of a registered paper that cannot be loaded are left out, their line in ``unloaded``;
     with ``failed``, a reproduce run's paper whose stores cannot be read is left out with why, the rest read;
-    ``rescore=False``: a reproduce run's stores are read from the run records its notebooks wrote, never scored
-    again nor their records rewritten (the run's page: the data is loaded only for the items' prompts and images)."""
+    A reproduce run's stores are read from the run records its notebooks wrote (:func:`_paper_runs`): a store
+    without one is scored once and its record written, or with ``score_missing=False`` (the run's page, which
+    scores nothing) left out with its line in ``unloaded``."""
     p = Path(path)
     if p.is_dir():
         if (p / "config.json").is_file() and (p / "predictions").is_dir():
             return _sweep_runs(p, unloaded)
         if (p / "results.json").is_file():
-            return _reproduce_runs(p, sources, unloaded=unloaded, failed=failed, rescore=rescore)
+            return _reproduce_runs(p, sources, unloaded=unloaded, failed=failed, score_missing=score_missing)
         raise DataError("not a run: neither a sweep folder (config.json + predictions/) nor a reproduce run folder "
                         "(results.json)", source=str(p))
     if not p.is_file():
@@ -934,7 +935,7 @@ def _sample_source(paper: str, pdir: Path, stores: list[Path]) -> Path | None:
 
 
 def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = None,
-                    failed: dict[str, str] | None = None, rescore: bool = True) -> list[Run]:
+                    failed: dict[str, str] | None = None, score_missing: bool = True) -> list[Run]:
     """The stores a reproduce run left under ``<run>/<paper>/``, scored against the source its notebook was
     given (``sources`` override), else the one generated sample the notebook wrote there; a model path's few
     answers (:data:`vlamb_nb.paths.MODEL_PATH_DIR`) are no run. A paper that cannot be loaded is left out, its line in
@@ -950,7 +951,7 @@ def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = 
         if not (folder / paper).is_dir():
             continue
         try:
-            out += _paper_runs(folder, paper, results, sources, left, rescore=rescore)
+            out += _paper_runs(folder, paper, results, sources, left, score_missing=score_missing)
         except DataError as e:
             if failed is None:
                 raise
@@ -966,11 +967,14 @@ def _reproduce_runs(folder: Path, sources: Any, *, unloaded: list[str] | None = 
 
 
 def _paper_runs(folder: Path, paper: str, results: dict[str, Any], sources: Any, left: list[str], *,
-                rescore: bool = True) -> list[Run]:
-    """One paper's stores under ``<run>/<paper>/`` (:func:`_reproduce_runs`), what was left out added to ``left``;
-    ``rescore=False``: each store's run record as its notebook wrote it (:func:`_recorded_runs`)."""
+                score_missing: bool = True) -> list[Run]:
+    """One paper's stores under ``<run>/<paper>/`` (:func:`_reproduce_runs`), what was left out added to ``left``.
+    Each store's run is its run record as its notebook wrote it (verified against the store; one that disagrees
+    is refused); a store with no scored record is scored once, its record written (``score_missing=False``: left
+    out, its line in ``left``). Where the data is at hand it is loaded for the prompts and images records name."""
     from vlamb_nb.benchmarks import BrokenPaper, get_benchmark
     from vlamb_nb.paths import MODEL_PATH_DIR
+    from vlamb_nb.record import RecordMismatch, locate
 
     pdir = folder / paper
     try:
@@ -1006,24 +1010,60 @@ def _paper_runs(folder: Path, paper: str, results: dict[str, Any], sources: Any,
                 stores = [s for s in stores if s not in other]
     if source is not None and not Path(str(source)).is_absolute() and (folder / str(source)).exists():
         source = folder / str(source)
-    if not rescore:
-        return _recorded_runs(paper, pdir, stores, None if _not_here(source) else source, left)
-    records = None if given_here is not None or not _not_here(source) else _records_of(stores)
-    if records is not None:  # the data is not at hand (a run folder copied from elsewhere): its records
+    at_hand = given_here is not None or not _not_here(source)
+    if not at_hand:  # a run folder copied from elsewhere: its records, or nothing
         left.append(f"{paper}: the data its notebook ran on ({source or 'none recorded'}) is not at hand; "
                     "compared from its stores' run records (no rescoring, no thumbnails)")
-    elif source is None:
-        raise DataError(f"the {paper} notebook was given no source and left no generated sample that holds "
-                        f"its answered items: give the data it ran on (--source {paper}=PATH)", source=str(pdir))
-    elif given_here is None and _not_here(source):
-        raise DataError(f"the data the {paper} notebook ran on is not at hand ({source}) and not every store "
-                        f"has a scored run record: give the data (--source {paper}=PATH), or score the stores "
-                        "where it is", source=str(pdir))
-    out = []
-    for i, s in enumerate(stores):
-        run = records[i] if records is not None else score_store(s, source=source)
+
+    def unrecorded(why: str) -> DataError:
+        if source is None:
+            return DataError(f"the {paper} notebook was given no source and left no generated sample that holds "
+                             f"its answered items: give the data it ran on (--source {paper}=PATH)", source=str(pdir))
+        return DataError(f"the data the {paper} notebook ran on is not at hand ({source}) and not every store "
+                         f"has a scored run record ({why}): give the data (--source {paper}=PATH), or score the "
+                         "stores where it is", source=str(pdir))
+
+    out: list[Run] = []
+    recorded: list[Run] = []
+    for s in stores:
+        try:
+            run = record_run(locate(s))
+        except DataError as e:
+            if not score_missing:  # a page: said beside the items, never scored here
+                left.append(f"{paper}: the store {s.relative_to(pdir.parent).as_posix()}: {_own_words(e)}: "
+                            "not listed here")
+                continue
+            if isinstance(e, RecordMismatch):  # a record that disagrees is refused, never scored over
+                raise
+            if not at_hand:
+                raise unrecorded(_own_words(e)) from None
+            run = score_store(s, source=source)  # no scored record yet: scored once, its record written
+        else:
+            recorded.append(run)
         out.append(_split_named(run, s, pdir))
+    if recorded and at_hand:  # the items a record names but does not hold: prompts and images
+        import warnings
+
+        items = next((r.items for r in out if r.items is not None), None)
+        if items is None:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    items = get_benchmark(paper).load(source)
+            except Exception as e:  # noqa: BLE001 - the items then show no image or built prompt, said on the page
+                left.append(f"{paper}: the data its notebook ran on ({source}) could not be read ({reason(e)}): "
+                            "its items show the prompts their records hold and no images")
+        for run in recorded:
+            run.items = items
     return out
+
+
+def _own_words(e: DataError) -> str:
+    """Why, without the file the error names (the store it belongs to is named beside it)."""
+    why = reason(e)
+    for where in {str(e.source), str(e.source).rsplit("/", 1)[-1]} if e.source else ():
+        why = why.removeprefix(f"{where}: ")
+    return why
 
 
 def _split_named(run: Run, store: Path, pdir: Path) -> Run:
@@ -1032,39 +1072,6 @@ def _split_named(run: Run, store: Path, pdir: Path) -> Run:
     if nested:
         run.setting = f"{run.setting} ({'/'.join(nested)})"
     return run
-
-
-def _recorded_runs(paper: str, pdir: Path, stores: list[Path], source: Any, left: list[str]) -> list[Run]:
-    """Each store's run as the run record its notebook wrote (no scoring: the record is the run), with the items
-    of ``source`` (loaded once, where at hand) for the prompts and images a record names but does not hold. A store
-    without a record, or whose record disagrees with it, its data or itself, is left out with its line in ``left``."""
-    from vlamb_nb.benchmarks import get_benchmark
-    from vlamb_nb.errors import reason
-    from vlamb_nb.record import locate
-
-    out = []
-    for s in stores:
-        try:
-            out.append(_split_named(record_run(locate(s)), s, pdir))
-        except DataError as e:  # its own words, without the file it names (the store is named here)
-            why = reason(e)
-            for where in {str(e.source), str(e.source).rsplit("/", 1)[-1]} if e.source else ():
-                why = why.removeprefix(f"{where}: ")
-            left.append(f"{paper}: the store {s.relative_to(pdir.parent).as_posix()}: {why}: not listed here")
-    if out and source is not None:
-        import warnings
-
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                items = get_benchmark(paper).load(source)
-        except Exception as e:  # noqa: BLE001 - the items then show no image or built prompt, and the page says so
-            left.append(f"{paper}: the data its notebook ran on ({source}) could not be read ({reason(e)}): its "
-                        "items show the prompts their records hold and no images")
-            items = None
-        for run in out:
-            run.items = items
-    return out
 
 
 def _not_here(source: Any) -> bool:

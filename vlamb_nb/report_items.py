@@ -691,60 +691,33 @@ def _close(view: ItemsView, failed_images: list[str]) -> ItemsView:
 
 # -- a run's page: one paper's runs, one model --------------------------------------------------------------------
 def paper_view(paper: str, runs: Sequence[Any]) -> ItemsView:
-    """The items of one paper's runs (``compare.Run``-like: ``model``, ``setting``, ``scored``, ``items``), with a
-    group per card row: the rows of each card metric, setting and slice, named as the card names them."""
+    """The items of one paper's runs (``compare.Run``-like: ``model``, ``setting``, ``record``, ``items``), with a
+    group per card row: the rows of each card metric, setting and slice, named as the card names them, and per
+    metric its whole set. Read from each run's record (a run given as a scored frame: the record that frame
+    gives, as its scoring writes it), so the page shows what the run recorded, never a second scoring."""
     from vlamb_nb.benchmarks import get_benchmark
-    from vlamb_nb.stats.metric import card_slices
 
     metrics = list(get_benchmark(paper).metrics)
     view = ItemsView()
     failed: list[str] = []
     _ensure(view, list(dict.fromkeys(r.model for r in runs)), metrics)
     for run in runs:
-        frame = run.scored
-        if frame is None and getattr(run, "record", None) is not None:  # a run given as its record: its rows
-            _record_groups(view, paper, run, metrics, _record_rows(view, paper, run.setting, metrics, [run.model],
-                                                                   [run], None, failed))
-            continue
-        if frame is None or not len(frame):
-            continue
-        index = _add_rows(view, paper, run.setting, metrics, [(run.model, frame)], getattr(run, "items", None), failed,
-                          [run])
-        # a metric the scoring here cannot give (RACQUET's classes come from the judge its notebook ran): its
-        # groups from the unit sets of the run's record, which that scoring wrote
-        unscored = [m for m in metrics if m.rows(frame).empty or not m.has_values(m.rows(frame))]
-        rec = _record_of(run) if unscored else None
-        if rec is not None:
-            from types import SimpleNamespace
-
-            _record_groups(view, paper, SimpleNamespace(record=rec, setting=run.setting), unscored, index)
-        for m in metrics:
-            if m.card is None:
+        if getattr(run, "record", None) is None:
+            if run.scored is None or not len(run.scored):
                 continue
-            keys = m.card.settings or (run.setting,)
-            if run.setting not in keys:
-                continue
-            setting = m.card.setting or run.setting
-            rows = m.rows(frame)
-            if rows.empty or not m.has_values(rows):
-                continue
-            for name, mask in card_slices(m, rows):
-                label = m.card.slice.format(slice=name, setting=setting, SETTING=setting.upper())
-                n = int(len(m.units(rows[mask])))
-                if not n:
-                    continue
-                view.groups.append(Group(f"{m.name} · {setting} · {label}", _rows_of(rows, mask, m, index), n,
-                                         m.unit, (setting, m.name, label)))
-        for m in metrics:  # every declared metric's whole set of the run (a store's scores row), once
-            if _store_group(view, m, run.setting) is not None:
-                continue
-            rows = m.rows(frame)
-            if rows.empty or not m.has_values(rows):
-                continue
-            every = np.ones(len(rows), dtype=bool)
-            view.groups.append(Group(f"{m.name} · {run.setting} · {m.overall}", _rows_of(rows, every, m, index),
-                                     int(len(m.units(rows))), m.unit, (run.setting, m.name, m.overall)))
+            run = _with_record(paper, run)
+        _record_groups(view, paper, run, metrics, _record_rows(view, paper, run.setting, metrics, [run.model],
+                                                               [run], None, failed))
     return _close(view, failed)
+
+
+def _with_record(paper: str, run: Any) -> Any:
+    """A run given as its scored frame, with the record that frame gives (its rows and unit sets)."""
+    from types import SimpleNamespace
+
+    _, _, rec = _run_rows(paper, run)
+    return SimpleNamespace(model=run.model, setting=run.setting, record=rec, items=getattr(run, "items", None),
+                           data=getattr(run, "data", None), asked=getattr(run, "asked", None))
 
 
 def _store_group(view: ItemsView, m: Any, setting: str) -> int | None:
@@ -896,6 +869,7 @@ def _record_rows(view: ItemsView, paper: str, setting: str, metrics: Sequence[An
     no_image = 0
     index: dict[str, int] = {}
     by_item = _item_slices(paper, items, metrics)
+    own = _own_text(paper, items)
     for key in keys:
         first = next((rows[key] for rows, _, _ in tables if key in rows), None)
         if first is None:
@@ -904,7 +878,8 @@ def _record_rows(view: ItemsView, paper: str, setting: str, metrics: Sequence[An
         prompt, img = asked.get(key, (None, None))
         no_image += img is None
         recorded = first.get("prompt") if isinstance(first.get("prompt"), str) and first.get("prompt") else None
-        shown, kind = (recorded, "r") if recorded else (prompt, "b") if prompt is not None else ("", "i")
+        shown, kind = (recorded, "r") if recorded else (prompt, "b") if prompt is not None else \
+            (own.get(str(first.get("item_id")), ""), "i")
         slices = next(sl for rows, sl, _ in tables if key in rows)
         inside = {n for n, ks in slices.items() if key in ks} | by_item.get(str(first.get("item_id")), set())
         for n in [*slices, *sorted(inside - set(slices))]:
@@ -964,6 +939,20 @@ def _item_slices(paper: str, items: Any, metrics: Sequence[Any]) -> dict[str, se
             for i in ids[np.asarray(mask, dtype=bool)]:
                 out.setdefault(str(i), set()).add(name)
     return out
+
+
+def _own_text(paper: str, items: Any) -> dict[str, str]:
+    """Per item id, the item's own text (its question or expression): what a row shows where the run recorded no
+    prompt and none can be rebuilt; empty without the items."""
+    if items is None:
+        return {}
+    from vlamb_nb.benchmarks import get_benchmark
+
+    idc, cols = get_benchmark(paper).id_column, list(getattr(items, "columns", ()))
+    if idc not in cols:
+        return {}
+    texts = [c for c in PROMPT if c in cols and c != idc]
+    return {str(r[idc]): _text(_first(r, texts, PROMPT)) for r in items[[idc, *texts]].to_dict(orient="records")}
 
 
 def _request_error(row: dict[str, Any], parsed: dict[str, Any]) -> str | None:

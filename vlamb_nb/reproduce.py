@@ -725,7 +725,7 @@ def recorded_runs(run_dir: Path) -> tuple[list[Any], dict[str, str], dict[str, l
     failed: dict[str, str] = {}
     left: list[str] = []
     try:
-        runs = load_runs(run_dir, unloaded=left, failed=failed, rescore=False)  # as the notebooks recorded them
+        runs = load_runs(run_dir, unloaded=left, failed=failed, score_missing=False)  # as the notebooks recorded them
     except DataError as e:
         if "no prediction stores" in str(e):
             return [], failed, {}
