@@ -46,21 +46,24 @@ lab: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check vlamb_nb tests perf scripts
 
-# pytest-xdist workers for the tests not marked slow: they share nothing, so they run on every core; the slow ones
-# run in one process, where each notebook configuration executes once per test run (tests/fixtures_notebooks.py)
+# pytest-xdist workers: the tests not marked slow share nothing, so they run on every core; the slow ones run a
+# test file per worker (--dist loadfile), each notebook configuration executed once per worker and the whole
+# offline reproductions once per make test, kept in $(KEPT) for every worker (tests/fixtures_notebooks.py)
 PYTEST_WORKERS ?= auto
 
 # the whole suite; the JupyterLab browser tests run last, with every core kept busy by other processes (a
 # researcher's laptop is rarely idle), so a green run shows they hold on a busy machine: first by the new user's
 # path (a fresh clone with nothing beside it: make reproduce and the README's offline examples), then by busy loops
-# the slow tier's whole offline reproductions are kept in $(KEPT) for the browser tests, which read the seed-0
-# run's pages instead of executing every notebook again (tests/fixtures_notebooks.py); each make test starts it empty
+# the slow tier's whole offline reproductions are kept in $(KEPT) for its workers and the browser tests, which read
+# the seed-0 run's pages instead of executing every notebook again (tests/fixtures_notebooks.py); each make test
+# starts it empty
 KEPT := .test-reproductions
 test: $(STAMP)
 	$(BIN)/ruff check vlamb_nb tests perf scripts
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not slow" --ignore=tests/test_browser.py
 	rm -rf $(KEPT)
-	VLAMB_TEST_REPRODUCTIONS=$(CURDIR)/$(KEPT) $(BIN)/python -m pytest -q -m slow --ignore=tests/test_browser.py
+	VLAMB_TEST_REPRODUCTIONS=$(CURDIR)/$(KEPT) $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile \
+		-m slow --ignore=tests/test_browser.py
 	VLAMB_TEST_REPRODUCTIONS=$(CURDIR)/$(KEPT) $(BIN)/python scripts/busy.py \
 		--load "$(BIN)/python scripts/fresh_clone.py --venv $(VENV)" -- $(BIN)/python -m pytest -q tests/test_browser.py
 

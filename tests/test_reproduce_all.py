@@ -100,14 +100,16 @@ def test_the_scripted_stand_ins_headlines_are_real_numbers(full_run):
 
 
 @pytest.mark.slow
-def test_two_offline_runs_compare_with_real_differences(notebook_runs):
+def test_two_offline_runs_compare_with_real_differences(notebook_runs, tmp_path):
     """The README's `compare runs/previous runs/latest`: two offline runs on the same samples, another tiny seed each,
     compare their scripted stand-ins (seed 0 against seed 1: the same chances, other draws), never the model path's
     three-item runs, and show paired tests with discordant items, not 0.0 [0.0, 0.0] everywhere."""
+    import shutil
+
     from vlamb_nb.compare import compare
 
-    a, b = notebook_runs.reproduction(0).run, notebook_runs.reproduction(1).run
-    c = compare([a, b], n_resamples=200)
+    a, b = (shutil.copytree(notebook_runs.reproduction(k).run, tmp_path / f"seed{k}", symlinks=True) for k in (0, 1))
+    c = compare([a, b], n_resamples=200)  # copies: compare scores a store its notebook left unscored, writing its record
     assert {m.split(" · ")[0] for m in c.values["model"]} == {"scripted stand-in (seed 0)", "scripted stand-in (seed 1)"}
     assert (c.values["value"] > 0).any() and c.values["ci_high"].gt(c.values["ci_low"]).any()
     discordant = c.pairs[["discordant_a_only", "discordant_b_only"]].fillna(0).sum(axis=1)

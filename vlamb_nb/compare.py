@@ -710,27 +710,22 @@ def load_runs(path: Any, *, sources: Mapping[str, Any] | str | None = None,
     return [_file_run(p, sources)]
 
 
-def record_run(path: str | os.PathLike, *, name: str | None = None) -> Run:
+def record_run(path: str | os.PathLike, *, name: str | None = None, compared: bool = True) -> Run:
     """A run given as its run record (``*.record.json``): compared from the record's unit sets alone, with no
     data and no rescoring; a record of a run not yet scored, of schema 1 (no unit sets), of an unknown paper or
-    with no answer is refused in one line."""
+    with no answer is refused in one line. ``compared=False`` (a page listing a run's items): those are read as
+    they are (a run its notebook never scored, such as RACQUET's bias answers awaiting hand labels, lists its
+    answers; one whose every request failed, its failures)."""
     from vlamb_nb.benchmarks import get_benchmark
     from vlamb_nb.meta import deviation_lines
     from vlamb_nb.record import RunRecord
 
     path = Path(path)
     rec = RunRecord.read(path)
-    if rec.stage != "scored":
-        raise DataError("the record of a run not yet scored: score its store first (vlamb-nb score)", source=str(path))
     get_benchmark(rec.benchmark)  # an unknown paper: one line naming the registered ones
     model = {"model_id": rec.model.model_id, "quantization": rec.model.quantization}
-    if not rec.coverage.answered:
-        raise DataError(f"{_model_name(model)} has no answers in {rec.benchmark} {rec.setting}"
-                        + (f": every one of its {rec.coverage.failed} items failed" if rec.coverage.failed else "")
-                        + "; leave it out or run it again", source=str(path))
-    if rec.schema_version < 2:
-        raise DataError(f"a run record of schema {rec.schema_version} keeps no per-unit values; score its store "
-                        "again (vlamb-nb score) to compare it", source=str(path))
+    if compared:
+        _comparable(rec, path, model)
     devs = deviation_lines(rec.deviations)
     if rec.coverage.duplicates:
         devs.append(f"{rec.coverage.duplicates} answer(s) in {rec.store} repeat an answer under another request id: "
@@ -740,6 +735,19 @@ def record_run(path: str | os.PathLike, *, name: str | None = None) -> Run:
                origin=str(path), data=rec.data.identity.to_dict() if rec.data.identity else None, deviations=devs,
                endpoint=rec.model.endpoint, record=rec,
                stand_in=_stand_in({"backend": rec.model.backend, "model_id": rec.model.model_id}, rec.model.spec))
+
+
+def _comparable(rec: Any, path: Path, model: Mapping[str, Any]) -> None:
+    """Refuse, in one line, a record compare cannot pair: a run not yet scored, one with no answer, schema 1."""
+    if rec.stage != "scored":
+        raise DataError("the record of a run not yet scored: score its store first (vlamb-nb score)", source=str(path))
+    if not rec.coverage.answered:
+        raise DataError(f"{_model_name(model)} has no answers in {rec.benchmark} {rec.setting}"
+                        + (f": every one of its {rec.coverage.failed} items failed" if rec.coverage.failed else "")
+                        + "; leave it out or run it again", source=str(path))
+    if rec.schema_version < 2:
+        raise DataError(f"a run record of schema {rec.schema_version} keeps no per-unit values; score its store "
+                        "again (vlamb-nb score) to compare it", source=str(path))
 
 
 def _source_for(paper: str, sources: Mapping[str, Any] | str | os.PathLike | None) -> Any:
@@ -1027,7 +1035,7 @@ def _paper_runs(folder: Path, paper: str, results: dict[str, Any], sources: Any,
     recorded: list[Run] = []
     for s in stores:
         try:
-            run = record_run(locate(s))
+            run = record_run(locate(s), compared=score_missing)
         except DataError as e:
             if not score_missing:  # a page: said beside the items, never scored here
                 left.append(f"{paper}: the store {s.relative_to(pdir.parent).as_posix()}: {_own_words(e)}: "
