@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from vlamb_nb.record import metric_values
-from vlamb_nb.report_items import _per_row, _unit_rows
+from vlamb_nb.report_items import _unit_items
 from vlamb_nb.stats.common import Scores, _Side, common_units, pair_test
 from vlamb_nb.stats.metric import KINDS, Metric
 
@@ -67,14 +67,17 @@ def test_a_comparison_keeps_only_the_groups_every_run_answered_whole_where_the_m
     assert sc.kind == "binary"  # 0/1 outcomes: McNemar
 
 
-def test_the_items_page_maps_a_groups_value_to_each_of_its_rows_where_the_metric_says_so():
+def test_the_items_page_lists_every_row_of_a_group_where_the_metric_says_so():
+    """A discordant unit opens onto its rows: every query of a pair the metric groups, one row for a plain one."""
     m = WholeGroup("Acc_g", column="correct", group="group", unit="pair")
-    rows = _frame(["q0", "q1", "q2", "q3"], [1, 1, 0, 1])
-    assert _per_row(m, rows).tolist() == [1.0, 1.0, 0.0, 0.0]
-    index = {k: i for i, k in enumerate(rows["item_id"])}
-    assert _unit_rows(m, rows, ["g1"], index) == [2, 3]  # a discordant pair lists both of its queries
-    plain = Metric("Acc", column="correct")
-    assert _per_row(plain, rows).tolist() == [1.0, 1.0, 0.0, 1.0]
+    a = _Side("a", "toy", "s", _frame(["q0", "q1", "q2", "q3"], [1, 1, 0, 1]))
+    b = _Side("b", "toy", "s", _frame(["q0", "q1", "q2", "q3"], [1, 1, 1, 1]))
+    sc = common_units([m], [a, b])[0]["Acc_g"][0]
+    differ = [i for i, (va, vb) in enumerate(zip(*sc.values, strict=True)) if va != vb]
+    assert [sc.keys[i] for i in differ] == ["g1"]
+    assert _unit_items([sc.keys[i] for i in differ], [sc.members[i] for i in differ]) == ["q2", "q3"]
+    plain = common_units([Metric("Acc", column="correct")], [a, b])[0]["Acc"][0]
+    assert plain.members is None and _unit_items(["q2"], plain.members) == ["q2"]
 
 
 def test_a_paired_difference_is_tested_as_the_metric_says_its_units_are():

@@ -190,7 +190,7 @@ def _scores(metric: Any, frames: list[Any]) -> list[Scores]:
         values = [np.array([look.get(k, np.nan) for k in order], dtype=float) for look in lookups]
         clusters = sets[0].cluster_array()
         out.append(Scores(metric, name, values, clusters, sets[0].ci_unit if clusters is not None else "",
-                          sets[0].gold_array()))
+                          sets[0].gold_array(), tuple(order), sets[0].members))
     return out
 
 
@@ -468,13 +468,13 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
                 notes += more
                 if by_units:
                     notes.append(f"{paper} {setting}: compared from run records (their unit sets)")
-                    aligned.append({"paper": paper, "setting": setting, "metrics": compared, "models": names,
-                                    "scores": {m.name: units[m.name] for m in compared}, "runs": sruns})
                 else:
-                    aligned.append({"paper": paper, "setting": setting, "metrics": compared, "models": names,
-                                    "frames": frames, "runs": sruns})
+                    units = {m.name: _scores(m, frames) for m in compared}
+                # each metric's per-unit values on the common items, by unit key: what the items page shows
+                aligned.append({"paper": paper, "setting": setting, "metrics": compared, "models": names,
+                                "scores": {m.name: units[m.name] for m in compared}, "runs": sruns})
                 for metric in compared:
-                    for sc in (units[metric.name] if by_units else _scores(metric, frames)):
+                    for sc in units[metric.name]:
                         mseed = seed + 1000 * k + 10 * j
                         j += 1
                         n = len(sc.values[0])
@@ -714,7 +714,7 @@ def record_run(path: str | os.PathLike, *, name: str | None = None, compared: bo
     """A run given as its run record (``*.record.json``): compared from the record's unit sets alone, with no
     data and no rescoring; a record of a run not yet scored, of schema 1 (no unit sets), of an unknown paper or
     with no answer is refused in one line. ``compared=False`` (a page listing a run's items): those are read as
-    they are (a run its notebook never scored, such as RACQUET's bias answers awaiting hand labels, lists its
+    they are (a run its notebook never scored, such as answers awaiting a hand labeller, lists its
     answers; one whose every request failed, its failures)."""
     from vlamb_nb.benchmarks import get_benchmark
     from vlamb_nb.meta import deviation_lines

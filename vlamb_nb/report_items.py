@@ -1,8 +1,8 @@
 """The items behind every number of a page: one row per item a run answered, each model's answer beside it.
 
 A headline, a slice or a paired test is a number made of items; a reader who doubts it wants to see them. This
-module turns scored runs (each paper's scored frame, the one :meth:`~vlamb_nb.benchmarks.base.Benchmark.score_store`
-gives) into a compact view model that the pages (:mod:`vlamb_nb.report_html`) embed as one JSON blob and render
+module turns run records (:class:`~vlamb_nb.record.RunRecord`: each row and unit set a scoring wrote; a run given
+only as a scored frame is read through the record that frame gives) into a compact view model that the pages (:mod:`vlamb_nb.report_html`) embed as one JSON blob and render
 in the browser (``templates/_items.html.j2``): per item its image (one small WebP thumbnail per distinct image,
 referenced by id, so an image shared by many items is stored once), the prompt (as the run's store recorded it,
 the text the model saw; else rebuilt from the item by the paper's own prompt builder; else its prompt column),
@@ -410,17 +410,6 @@ def _asked(view: ItemsView, paper: str, setting: str, items: Any, keys: list[str
 
 
 # -- rows ---------------------------------------------------------------------------------------------------------
-def _per_row(metric: Any, rows: Any) -> Any:
-    """The metric's value on each row it covers (a metric over groups: its group's value), indexed like ``rows``."""
-    import pandas as pd
-
-    units = metric.units(rows)
-    groups = metric.row_groups(rows)
-    if groups is not None:
-        return pd.Series(units.reindex(groups.to_numpy()).to_numpy(), index=rows.index)
-    return units
-
-
 def _outcome(row: Any, columns: Sequence[str], flags: dict[tuple[bool, int], float | None]) -> int | None:
     """1 right, 0 wrong, None unknown: the row's first 0/1 metric's value (a per-row one before a group's), else
     its ``correct`` column."""
@@ -432,46 +421,16 @@ def _outcome(row: Any, columns: Sequence[str], flags: dict[tuple[bool, int], flo
     return None
 
 
-def _record_of(run: Any) -> Any:
-    """The run's record: the run given as one, else the record beside its store (None: no readable record)."""
-    from vlamb_nb.errors import DataError
-    from vlamb_nb.record import RunRecord
-
-    rec = getattr(run, "record", None)
-    if rec is not None:
-        return rec
-    origin = getattr(run, "origin", "") or ""
-    if not origin or not Path(origin).is_file() or getattr(run, "released", False):
-        return None
-    try:
-        return RunRecord.read(origin)
-    except (DataError, OSError):
-        return None
-
-
-def recorded_turns(run: Any) -> dict[str, list[dict[str, Any]]]:
-    """Item id → every turn its store recorded for it, in order (a caption, an agent's steps, a first answer and
-    the repair sent after it): the turn's name, the prompt sent, the reply, its failure and whether it is the
-    answer that counts. From the run's record (given, or beside its store); empty without one."""
-    return turns_of(_record_of(run))
-
-
 def turns_of(rec: Any) -> dict[str, list[dict[str, Any]]]:
-    """Item id → its turns in a run record (:func:`recorded_turns`); empty for None."""
+    """Item id → every turn its run recorded for it, in order (a caption, an agent's steps, a first answer and the
+    repair sent after it): the turn's name, the prompt sent, the reply, its failure and whether it is the answer that
+    counts; empty for None."""
     out: dict[str, list[dict[str, Any]]] = {}
     for r in rec.rows if rec is not None else ():
         out.setdefault(str(r.get("item_id")), []).append({
             "turn": str(r.get("turn") or "answer"), "prompt": r.get("prompt") if isinstance(r.get("prompt"), str)
             else None, "answer": r.get("answer"), "failure": r.get("failure"), "scored": r.get("scored", True)})
     return out
-
-
-def recorded_prompts(run: Any, turns: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, str]:
-    """Item id → the prompt its answer was asked with, as the run's store recorded it (its run record beside the
-    store): the text the model saw, whatever options the run used. Empty when the run has no readable record."""
-    turns = recorded_turns(run) if turns is None else turns
-    return {k: t["prompt"] for k, ts in turns.items() for t in ts  # the answer that counts (a repair's, if any)
-            if t["scored"] and t["prompt"]}
 
 
 def _turns(turns: list[dict[str, Any]] | None) -> list[list[str]] | None:
@@ -550,115 +509,6 @@ def _model_cell(view: ItemsView, metrics: Sequence[Any], *, answer: Any, error: 
     return cell
 
 
-def _add_rows(view: ItemsView, paper: str, setting: str, metrics: list[Any], model_frames: list[tuple[str, Any]],
-              items: Any, failed_images: list[str], runs: Sequence[Any] | None = None,
-              ask: str | None = None) -> dict[str, int]:
-    """Rows of one paper and setting, each model's answers beside them; returns row index by item key. An item's
-    prompt is the one its first model's store recorded (its run record, by item id), else the one the paper's
-    prompt builder gives for the item, else its prompt column (each row says which: ``qk``). ``runs``: each
-    frame's run (its record gives the turns; a released file keeps no replies)."""
-    from vlamb_nb.benchmarks import get_benchmark
-
-    runs = list(runs) if runs is not None else [None] * len(model_frames)
-    turns = [recorded_turns(r) if r is not None else {} for r in runs]
-    recorded = recorded_prompts(None, turns[0]) if turns else {}
-    key_metric = metrics[0] if metrics else None
-    out: dict[str, int] = {}
-    first = model_frames[0][1]
-    keys = (key_metric.item_key(first) if key_metric is not None else first.index.astype(str)).tolist()
-    cols = list(first.columns)
-    idc = get_benchmark(paper).id_column
-    said = {str(k) for k, i in zip(keys, first[idc] if idc in cols else keys, strict=True) if str(i) in recorded}
-    asked = _asked(view, paper, ask or setting, items, list(dict.fromkeys(keys)), failed_images, said)
-    _rules(view, metrics)
-    for (model, frame), run, mturns in zip(model_frames, runs, turns, strict=True):
-        k = view.models.index(model)
-        frame_keys = key_metric.item_key(frame).tolist() if key_metric is not None else frame.index.astype(str).tolist()
-        values: dict[str, Any] = {}
-        for m in metrics:
-            try:
-                covered = m.rows(frame)
-                if m.has_values(covered):
-                    values[m.name] = _per_row(m, covered)
-            except Exception:  # noqa: BLE001 - a metric without its columns here has no per-item value
-                continue
-        fcols = list(frame.columns)
-        if getattr(run, "released", False) and model not in view.unreleased:
-            view.unreleased.append(model)  # a paper's released per-item file: no reply, no prompt kept
-        row_slices = _slices_by_row(view, frame, metrics)
-        if "image" in fcols:  # items the paper's requests did not give: the image their rows name
-            rest = [(str(key), img, root) for key, img, root in zip(
-                frame_keys, frame["image"], frame["image_root"] if "image_root" in fcols else [None] * len(frame),
-                strict=True) if str(key) not in asked and (paper, setting, str(key)) not in view._index]
-            drawn = _add_images(view, [(key, img, None if _missing(root) else root) for key, img, root in rest],
-                                failed_images)
-        else:
-            drawn = {}
-        for pos, (idx, row) in enumerate(zip(frame.index, frame.to_dict(orient="records"), strict=True)):
-            rk = str(frame_keys[pos])
-            ident = (paper, setting, rk)
-            item_id = str(row[idc]) if idc in fcols else rk
-            if ident not in view._index:
-                prompt, img = asked.get(rk, (None, drawn.get(rk)))
-                img = img if img is not None else drawn.get(rk)
-                kind = "b" if prompt is not None else "i"
-                if item_id in recorded:
-                    prompt, kind = recorded[item_id], "r"  # what the model was asked, as its store recorded it
-                if prompt is None:
-                    prompt = _text(_first(row, cols, PROMPT))
-                view.rows.append({"k": rk, "p": paper, "s": setting, "i": img, "q": _text(prompt), "qk": kind,
-                                  "g": _text(_first(row, fcols, GOLD)), "gb": _box(_first(row, fcols, GOLD_BOX)),
-                                  "sl": row_slices.get(pos, []), "m": [None] * len(view.models)})
-                view._index[ident] = len(view.rows) - 1
-            r = view.rows[view._index[ident]]
-            flags: dict[tuple[bool, int], float | None] = {}
-            mvals: dict[str, float | None] = {}
-            for name, series in values.items():
-                if idx in series.index:
-                    v = _value(series.get(idx))
-                    mvals[name] = v
-                    m = next(mm for mm in metrics if mm.name == name)
-                    if m.zero_one:  # a row's own 0/1 value first, a group's (a pair) after
-                        flags[(m.grouped, len(flags))] = v
-            mine = mturns.get(item_id)
-            own = next((t["prompt"] for t in mine or () if t["scored"] and t["prompt"]), None)
-            r["m"][k] = _model_cell(
-                view, metrics, answer=_first(row, fcols, ANSWER), error=row.get("error") if "error" in fcols else None,
-                parse=_first(row, fcols, PARSED), pred=_first(row, fcols, PRED_BOX), ok=_outcome(row, fcols, flags),
-                values=[mvals.get(n) for n in view.metrics], fields=row, gold=_first(row, fcols, GOLD_BOX),
-                turns=mine, prompt=own, row_prompt=r["q"])
-            out[rk] = view._index[ident]
-    released = any(getattr(r, "released", False) for r in runs)
-    missing = sum(1 for i in set(out.values()) if view.rows[i]["i"] is None)
-    if missing and (items is None or released):
-        why = ("the released per-item files keep no images" if items is None and released else
-               "the data given for them holds only some" if items is not None else
-               "the data the run was asked about is not here")
-        view.notes.append(f"{paper} {setting}: {missing} item(s) show no image: {why}. "
-                          f"{_image_hint(paper, runs, released=released)}")
-    return out
-
-
-def _slices_by_row(view: ItemsView, frame: Any, metrics: Sequence[Any]) -> dict[int, list[int]]:
-    """Per row position, the indices (into ``view.slices``) of the declared slices it falls in."""
-    out: dict[int, list[int]] = {}
-    for m in metrics:
-        if m.slices is None:
-            continue
-        try:
-            masks = m.slice_masks(frame)
-        except Exception:  # noqa: BLE001 - a slice whose columns this frame lacks: no slice to filter by
-            continue
-        for name, mask in masks:
-            if name not in view.slices:
-                view.slices.append(name)
-            j = view.slices.index(name)
-            for pos in np.flatnonzero(np.asarray(mask, dtype=bool)).tolist():
-                if j not in out.setdefault(pos, []):
-                    out[pos].append(j)
-    return out
-
-
 def _ensure(view: ItemsView, models: Sequence[str], metrics: Sequence[Any]) -> None:
     for m in models:
         if m not in view.models:
@@ -672,11 +522,6 @@ def _ensure(view: ItemsView, models: Sequence[str], metrics: Sequence[Any]) -> N
                 for mv in r["m"]:
                     if mv is not None:
                         mv["v"].append(None)
-
-
-def _rows_of(frame: Any, mask: Any, metric: Any, index: dict[str, int]) -> list[int]:
-    keys = metric.item_key(frame[np.asarray(mask, dtype=bool)]).tolist()
-    return sorted({index[k] for k in keys if k in index})
 
 
 def _close(view: ItemsView, failed_images: list[str]) -> ItemsView:
@@ -762,48 +607,14 @@ def headline_links(view: ItemsView | None, rows: Sequence[dict[str, Any]]) -> li
 
 # -- a comparison's page ------------------------------------------------------------------------------------------
 def comparison_view(c: Any) -> ItemsView:
-    """The items a comparison compared (``c.aligned``: each paper, setting and metric group's common items, every
-    model's rows in one order), a group per value row (its metric and slice) and per pair (its discordant
-    items: where the two models' per-unit values differ)."""
+    """The items a comparison compared (``c.aligned``: each paper, setting and metric group's per-unit values on the
+    common items, by unit key), a row per item from each run's record (a run given as a scored frame: the record
+    it gives), a group per value row (its metric and slice) and per pair (its discordant items: where the two
+    models' per-unit values differ)."""
     view = ItemsView()
     failed: list[str] = []
     for entry in getattr(c, "aligned", None) or []:
-        if "scores" in entry:  # compared from unit sets (a run given as its record)
-            _unit_entry(view, c, entry, failed)
-            continue
-        paper, setting, metrics, names, frames = (entry["paper"], entry["setting"], entry["metrics"], entry["models"],
-                                                 entry["frames"])
-        _ensure(view, names, metrics)
-        items = next((getattr(r, "items", None) for r in entry.get("runs") or [] if getattr(r, "items", None)
-                      is not None), None)
-        runs = list(entry.get("runs") or [])
-        _ablation_note(view, paper, setting, runs)
-        index = _add_rows(view, paper, setting, metrics, list(zip(names, frames, strict=True)), items, failed,
-                          runs or None, _ask(runs))
-        first = frames[0]
-        for m in metrics:
-            masks = [(m.overall, np.ones(len(first), dtype=bool))]
-            if m.compare_slices:
-                masks += m.slice_masks(first)
-            for sl, mask in masks:
-                part = first[mask]
-                n = int(len(m.units(part)))
-                if not n:
-                    continue
-                view.groups.append(Group(f"{paper} · {setting} · {m.name} · {sl}", _rows_of(first, mask, m, index), n,
-                                         m.unit, (paper, setting, m.name, str(sl))))
-                units = [m.units(f[mask]) for f in frames]
-                of = len(view.groups) - 1
-                row_of = None if m.grouped else {  # a unit is a row: its row in the view, once
-                    label: index.get(k) for label, k in zip(part.index, m.item_key(part).tolist(), strict=True)}
-                for a, b in _pairs(c, names):
-                    ua, ub = units[names.index(a)], units[names.index(b)].reindex(units[names.index(a)].index)
-                    differ = ~np.isclose(ua.to_numpy(float), ub.to_numpy(float), equal_nan=True)
-                    rows = _unit_rows(m, part, ua.index[differ], index) if row_of is None else sorted(
-                        {row_of[u] for u in ua.index[differ] if row_of.get(u) is not None})
-                    view.groups.append(Group(
-                        _pair_label(paper, setting, m.name, str(sl), a, b, ua.to_numpy(float), ub.to_numpy(float)),
-                        rows, int(differ.sum()), m.unit, (paper, setting, m.name, str(sl), a, b), of))
+        _unit_entry(view, c, entry, failed)
     return _close(view, failed)
 
 
@@ -817,7 +628,13 @@ def _run_rows(paper: str, run: Any) -> tuple[dict[str, dict[str, Any]], dict[str
         from vlamb_nb.record import from_scored
 
         origin = Path(run.origin) if getattr(run, "origin", "") else None
-        rec = from_scored(get_benchmark(paper), run.scored, store=origin if origin is not None and origin.is_file()
+        scored = run.scored
+        if not scored.attrs.get("parsed_columns"):  # a frame read from a file (a paper's released rows): its parse
+            scored = scored.copy(deep=False)  # is what of the parse, box and why columns it holds
+            shown = (*PARSED, *PRED_BOX, *(c for c, _ in WHY))
+            scored.attrs = {**run.scored.attrs, "parsed_columns": [c for c in dict.fromkeys(shown) if c in
+                                                                  scored.columns]}
+        rec = from_scored(get_benchmark(paper), scored, store=origin if origin is not None and origin.is_file()
                           else None, n_resamples=0)
     rows: dict[str, dict[str, Any]] = {}
     for r in rec.rows:
@@ -861,6 +678,10 @@ def _record_rows(view: ItemsView, paper: str, setting: str, metrics: Sequence[An
         keys = list(tables[0][0]) if tables else []
     items = next((r.items for r in runs if getattr(r, "items", None) is not None), None)
     _ablation_note(view, paper, setting, list(runs))
+    for name, run in zip(names, runs, strict=True):
+        if getattr(run, "released", False) and name not in view.unreleased:
+            view.unreleased.append(name)  # a paper's released per-item file: no reply, no prompt kept
+    released = any(getattr(r, "released", False) for r in runs)
     turns = [turns_of(rec) for _, _, rec in tables]
     said = {k for k in keys if any(str(rows[k].get("item_id")) in t and rows[k].get("prompt")
                                    for (rows, _, _), t in zip(tables[:1], turns[:1], strict=True) if k in rows)}
@@ -910,7 +731,12 @@ def _record_rows(view: ItemsView, paper: str, setting: str, metrics: Sequence[An
                 ok=_outcome(row, list(row), flags), values=[_value(row.get(n)) for n in view.metrics],
                 fields=fields, gold=row.get("gold"), turns=mine,
                 prompt=row.get("prompt") if isinstance(row.get("prompt"), str) else None, row_prompt=r["q"])
-    if no_image and items is None:  # with the items at hand, an item without an image was asked without one
+    if no_image and released:
+        why = "the released per-item files keep no images" if items is None else \
+            "the data given for them holds only some"
+        view.notes.append(f"{paper} {setting}: {no_image} item(s) show no image: {why}. "
+                          f"{_image_hint(paper, runs, released=True)}")
+    elif no_image and items is None:  # with the items at hand, an item without an image was asked without one
         view.notes.append(f"{paper} {setting}: {no_image} item(s) show no image: a run record names its images "
                           f"(their paths in the data), it does not hold them. {_image_hint(paper, runs)}")
     return index
@@ -1018,6 +844,8 @@ def _unit_entry(view: ItemsView, c: Any, entry: dict[str, Any], failed: list[str
     index = _record_rows(view, paper, setting, metrics, names, runs, keys, failed)
     for m in metrics:
         for sc in scores.get(m.name, ()):
+            if not len(sc.keys):  # a slice none of the common items falls in: no value, no group
+                continue
             rows_of = sorted({index[k] for k in _unit_items(sc.keys, sc.members) if k in index})
             view.groups.append(Group(f"{paper} · {setting} · {m.name} · {sc.slice}", rows_of, len(sc.keys), m.unit,
                                      (paper, setting, m.name, str(sc.slice))))
@@ -1052,16 +880,6 @@ def _pairs(c: Any, names: list[str]) -> list[tuple[str, str]]:
     if base is not None and base in names:
         return [(m, base) for m in names if m != base]
     return list(itertools.combinations(names, 2))
-
-
-def _unit_rows(metric: Any, part: Any, units: Any, index: dict[str, int]) -> list[int]:
-    """The rows of the given units (a metric over groups: every row of each group)."""
-    groups = metric.row_groups(part)
-    if groups is not None:
-        mask = groups.isin({str(u) for u in units}).to_numpy()
-    else:
-        mask = part.index.isin(units)
-    return _rows_of(part, mask, metric, index)
 
 
 def comparison_links(view: ItemsView | None, c: Any) -> dict[str, list[int | None]]:
