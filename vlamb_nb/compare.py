@@ -689,7 +689,7 @@ def load_runs(path: Any, *, sources: Mapping[str, Any] | str | None = None,
     """The runs in a RUN: a sweep folder (``config.json``), a reproduce run folder (``results.json``), a
     prediction store or a paper's released per-item predictions file; anything else is refused in one line.
     A run folder's stores of a registered paper that cannot be loaded are left out, their line in ``unloaded``;
-    with ``failed``, a reproduce run's paper whose stores cannot be read is left out with why, the rest read;
+    with ``failed``, a reproduce run's paper whose stores cannot be read is left out with why, the rest read.
     A reproduce run's stores are read from the run records its notebooks wrote (:func:`_paper_runs`): a store
     without one is scored once and its record written, or with ``score_missing=False`` (the run's page, which
     scores nothing) left out with its line in ``unloaded``."""
