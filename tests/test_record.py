@@ -230,6 +230,25 @@ def test_a_store_of_several_runs_keeps_one_record_per_run(tmp_path, capsys):
     assert RunRecord.read(record_path(store, 1)).model.model_id == "b"
 
 
+def test_each_run_of_a_store_holding_two_decodings_records_its_own(tmp_path):
+    """One model asked twice into one store with another token budget: two runs, and each record's decoding is its
+    own run's (it was read from the store's first answer, which is the other run's for the second)."""
+    bench = get_benchmark("vague")
+    folder = bench.make_sample(tmp_path / "d", n=4, seed=0)
+    items = bench.load(folder)
+    store = tmp_path / "s.jsonl"
+    bench.evaluate(F.model("a"), items, "vlm", store=store, progress=False)
+    bench.evaluate(F.model("a"), items, "vlm", store=store, progress=False, max_new_tokens=7)
+    first, second = (RunRecord.read(record_path(store, k)) for k in (0, 1))
+    assert first.run_id != second.run_id
+    assert first.decoding["max_new_tokens"] != 7 and second.decoding["max_new_tokens"] == 7
+    stored = {json.dumps(r["params"], sort_keys=True): r["request_id"] for r in map(json.loads,
+              store.read_text(encoding="utf-8").splitlines()) if r.get("turn") in (None, "answer")}
+    for rec in (first, second):  # each record's decoding is that of the answers its rows name
+        asked = {r["request_id"] for r in rec.rows}
+        assert stored[json.dumps(rec.decoding, sort_keys=True)] in asked
+
+
 def test_the_record_names_the_data_and_what_it_leaves_out_in_their_own_types(tmp_path):
     """The data identity and what a release leaves out are the datahome's types in the record, not copies; a
     file given as the data is named by its sha256."""

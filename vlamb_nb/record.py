@@ -814,7 +814,10 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
 
     attrs = dict(getattr(scored, "attrs", {}) or {})
     path = Path(store) if store is not None else None
-    first = _first_answer(path, attrs)  # the run's meta, model and decoding
+    run_id, stored, digested = _run_records(path, scored)
+    # the run's meta, model and decoding: from its own first answer (a store may hold another decoding's run)
+    first = next((r for r in stored.values() if r.get("turn") in (None, "answer")), None) or \
+        _first_answer(path, attrs)
     meta = dict(run_meta or (first or {}).get("run") or {})
     info = dict(model or meta.get("model") or (first or {}).get("model") or {})
     if not info.get("model_id"):
@@ -827,7 +830,6 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
     metrics = tuple(getattr(bench, "metrics", ()) or ())
     values, per_row, notes, units = metric_values(metrics, scored, n_resamples=n_resamples) \
         if stage == "scored" else ([], {}, [], {})
-    run_id, stored, digested = _run_records(path, scored)
     parsed_cols = [c for c in attrs.get("parsed_columns") or () if c in scored.columns]
     detail_cols = [c for c in DETAIL_COLUMNS if c in scored.columns and c not in parsed_cols]
     key = next((c for c in ("item_id", "uid", "id") if c in scored.columns), None)
