@@ -156,12 +156,12 @@ NOTEBOOK_CELLS = [
     record("answers", {"rows": len(scored), "answered yes or no": int(scored["valid"].fillna(False).sum())})
     """,
     """
-    cfg.record_headline(bench.headline(bench.recorded({setting: scored}), n_resamples=200, seed=seed),
+    cfg.record_headline(bench.headline({setting: scored}, n_resamples=200, seed=seed),
                         model=vlm.info.model_id, data=identity_of(scored), limit=limit)
     """,
     """
     # the base's step: ours beside the paper's row for the model this notebook stands in for
-    record("paper_vs_ours", bench.paper_vs_ours(bench.recorded({setting: scored}), "Small model", seed=seed))
+    record("paper_vs_ours", bench.paper_vs_ours({setting: scored}, "Small model", seed=seed))
     """,
 ]
 

@@ -25,6 +25,15 @@ from vlamb_nb.stats.metric import Metric, OnCard, Published, headlines, summary
 B = 300
 
 
+def _records(metrics, runs: dict) -> dict:
+    """``{name: scored frame}`` as the run records the card and a summary read (a frame's, in memory)."""
+    from types import SimpleNamespace
+
+    from vlamb_nb.record import from_scored
+
+    return {k: from_scored(SimpleNamespace(metrics=tuple(metrics)), v, n_resamples=0) for k, v in runs.items()}
+
+
 # -- each kind against a hand count -------------------------------------------------------------------------
 def _point(m: Metric, df: pd.DataFrame) -> float:
     return m.point(m.rows(df))
@@ -113,7 +122,7 @@ def test_the_card_reads_the_declared_settings_slices_published_column_and_seed()
                            settings=("sm", "lm"), slice="{slice} {SETTING}", note="{n} of {n_all} rows", seed=3))
     right = np.random.default_rng(0).random(40) < 0.75
     run = pd.DataFrame({"subset": ["VCR"] * 40 + ["Ego4D"], "correct": [*right, True]})
-    rows = headlines("p", [m], {"lm": run, "vlm": run}, cells=lambda table: cells[cells["table"] == table],
+    rows = headlines("p", [m], _records([m], {"lm": run, "vlm": run}), cells=lambda table: cells[cells["table"] == table],
                      n_resamples=B, seed=10)
     assert len(rows) == 1  # sm not run, vlm not declared, Ego4D not published
     h = rows[0]
@@ -139,10 +148,11 @@ def test_the_card_reads_the_declared_settings_slices_published_column_and_seed()
 def test_a_run_without_the_metrics_values_gets_one_row_saying_so():
     declared = get_benchmark("racquet").metrics
     run = pd.DataFrame({"id": ["g1", "g2"], "subset": "general", "image_url": ["u1", "u2"], "label": [None, None]})
-    rows = headlines("racquet", declared, {"direct": run}, cells=get_benchmark("racquet").reference, n_resamples=B)
+    (rec,) = _records(declared, {"direct": run}).values()
+    rows = headlines("racquet", declared, {"direct": rec}, cells=get_benchmark("racquet").reference, n_resamples=B)
     assert [(h.metric, h.slice, h.status, h.value) for h in rows] == [
         ("Explicit share", "GENERAL, direct", "no labels", None)]
-    assert summary(declared, run) == {"n": 2}
+    assert summary(declared, rec) == {"n": 2}
 
 
 # -- each paper: the card, the summary and compare give the paper's own table's number -------------------------
@@ -367,7 +377,8 @@ def test_one_number_has_one_interval_in_the_record_the_card_and_compare():
     assert (round(lo, 1), round(hi, 1)) == (0.0, 56.1) and how.startswith("Wilson")
     rec = value_of(m, u, n_resamples=B)
     assert (rec.ci_low, rec.ci_high) == (round(lo, 2), round(hi, 2))
-    (card,) = headlines("p", [Metric("accuracy", card=OnCard())], {"x": run}, cells=lambda t: pd.DataFrame(),
+    on_card = Metric("accuracy", card=OnCard())
+    (card,) = headlines("p", [on_card], _records([on_card], {"x": run}), cells=lambda t: pd.DataFrame(),
                         n_resamples=B)
     assert (card.ci_low, card.ci_high) == pytest.approx((lo, hi))
     sc = Scores(metric=m, slice="overall", values=[u.array()], ci_unit="item")
@@ -392,5 +403,5 @@ def test_a_clustered_value_has_the_records_interval_in_compare_and_on_the_card()
     rec = value_of(m, u)
     sc = Scores(metric=m, slice="overall", values=[u.array()], clusters=u.cluster_array(), ci_unit="image")
     assert tuple(round(x, 2) for x in sc.interval(0, np.zeros((5, 40)))) == (rec.ci_low, rec.ci_high)
-    (card,) = headlines("p", [m], {"x": run}, cells=lambda t: pd.DataFrame(), n_resamples=B, seed=7)
+    (card,) = headlines("p", [m], _records([m], {"x": run}), cells=lambda t: pd.DataFrame(), n_resamples=B, seed=7)
     assert (round(card.ci_low, 2), round(card.ci_high, 2)) == (rec.ci_low, rec.ci_high)

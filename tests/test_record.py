@@ -15,7 +15,7 @@ import pytest
 import vlamb_nb
 from vlamb_nb import cli, get_benchmark
 from vlamb_nb.errors import DataError
-from vlamb_nb.record import ROW_COLUMNS, SCHEMA_VERSION, RunRecord, record_path
+from vlamb_nb.record import ROW_COLUMNS, SCHEMA_VERSION, RunRecord, from_scored, record_path
 from vlamb_nb.stats.metric import Metric, summary
 from vlamb_nb.store import read_records
 
@@ -154,7 +154,7 @@ def test_score_prints_one_shape_for_every_paper_with_the_declared_metrics_values
         out = _score_json(argv, capsys)
         keys[paper] = set(out)
         bench = get_benchmark(paper)
-        want = {k: v for k, v in summary(bench.metrics, scored).items() if k not in ("n", "invalid")}
+        want = {k: v for k, v in bench.summary(scored).items() if k in {m.name for m in bench.metrics}}
         assert want and out["metrics"] == want, paper  # the numbers are the METRICS' own
         assert {r["metric"] for r in out["by_slice"]} == set(want)
         for r in out["by_slice"]:
@@ -180,7 +180,8 @@ def test_every_number_of_a_run_comes_back_from_its_record_alone(samples, tmp_pat
         again = [value_of(m, u, n_resamples=50) for m in bench.metrics for u in rec.unit_sets(m.name) or ()]
         assert again == list(rec.metrics), paper
         on_card = [m for m in bench.metrics if m.card is not None]
-        from_frame = headlines(paper, on_card, {setting: scored}, cells=bench.reference, n_resamples=200)
+        in_memory = from_scored(bench, scored, n_resamples=0)  # the frame's record, never written
+        from_frame = headlines(paper, on_card, {setting: in_memory}, cells=bench.reference, n_resamples=200)
         from_record = headlines(paper, on_card, {setting: rec}, cells=bench.reference, n_resamples=200)
         assert from_frame and [repr(h) for h in from_record] == [repr(h) for h in from_frame], paper
         old = rec.to_dict()
@@ -292,21 +293,30 @@ def test_a_released_prediction_file_gets_a_record_where_one_is_named(shared_data
     assert rec.model.model_id == out["model"] and rec.setting == "direct"
 
 
-def test_a_record_that_cannot_be_written_is_a_warning_and_the_scores_stand(tmp_path, monkeypatch):
-    from vlamb_nb.record import RecordWarning
+def test_a_record_that_cannot_be_written_is_an_error_naming_it_and_the_answers_stand(tmp_path, monkeypatch):
+    """Every view reads a run from its record, so a record that cannot be written stops the scoring in one line
+    naming the file; the answers stay in the store, and scoring it again once the folder is writable writes it."""
+    from vlamb_nb.record import RecordError
 
     bench = get_benchmark("vague")
     items = bench.load(bench.make_sample(tmp_path / "d", n=4, seed=0))
     store = tmp_path / "s.jsonl"
     live = bench.evaluate(F.model(), items, "vlm", store=store, progress=False)
+    record_path(store).unlink()
+    written = RunRecord.write
 
     def refuse(self, path, *, run=None):
         raise OSError(30, "Read-only file system", str(path))
 
     monkeypatch.setattr(RunRecord, "write", refuse)
-    with pytest.warns(RecordWarning, match=r"s\.record\.json: run record not written \(OSError: .*Read-only"):
-        again = bench.score_store(store, items)
+    with pytest.raises(RecordError, match=r"s\.record\.json: run record not written \(Read-only file system\); "
+                                          r"the answers stand in the store") as e:
+        bench.score_store(store, items)
+    assert "\n" not in str(e.value) and not record_path(store).exists()
+    monkeypatch.setattr(RunRecord, "write", written)
+    again = bench.score_store(store, items)
     pd.testing.assert_frame_equal(live.drop(columns="cached"), again.drop(columns="cached"))
+    assert RunRecord.read(store).setting == "vlm" and again.attrs["record"]["rows"] == len(live)
 
 
 def test_a_record_whose_unit_sets_were_tampered_with_is_refused_in_one_line(tmp_path):
@@ -329,15 +339,17 @@ def test_a_record_whose_unit_sets_were_tampered_with_is_refused_in_one_line(tmp_
 
 def test_a_notebooks_card_reads_each_runs_record(tmp_path):
     """``Benchmark.recorded`` gives the card the record a run's scoring wrote (read back from the file), so a
-    notebook's card rows are the record's: a record changed on disk changes the card, a frame does not; a part
-    of a run, a run without a store and hand labels stay frames."""
+    notebook's card rows are the record's: a record changed on disk changes the card; a part of a run and a run
+    without a store become their records in memory, never written."""
     bench = get_benchmark("vague")
     items = bench.load(bench.make_sample(tmp_path / "d", n=6, seed=0))
     scored = bench.evaluate(F.model(), items, "vlm", store=tmp_path / "s.jsonl", progress=False)
     (rec,) = bench.recorded({"vlm": scored}).values()
     assert isinstance(rec, RunRecord) and rec.setting == "vlm"
     rows = lambda runs: [(h.slice, h.value, h.ci_low, h.ci_high, h.rank) for h in bench.headline(runs, seed=3)]  # noqa: E731
-    assert rows({"vlm": rec}) == rows({"vlm": scored})
+    unwritten = scored.copy()
+    unwritten.attrs = {k: v for k, v in scored.attrs.items() if k != "record"}  # the frame alone: its own record
+    assert rows({"vlm": rec}) == rows({"vlm": scored}) == rows({"vlm": unwritten})
 
     data = json.loads(record_path(tmp_path / "s.jsonl").read_text())
     for u in data["units"]["accuracy"]:  # every answer right, as the units now say
@@ -351,12 +363,17 @@ def test_a_notebooks_card_reads_each_runs_record(tmp_path):
         r["accuracy"] = 1.0 if r["accuracy"] is not None else None
     record_path(tmp_path / "s.jsonl").write_text(json.dumps(data))
     card = bench.headline(bench.recorded({"vlm": scored}), seed=3)
-    assert {h.value for h in card} == {100.0} != {h.value for h in bench.headline({"vlm": scored}, seed=3)}
+    assert {h.value for h in card} == {100.0} == {h.value for h in bench.headline({"vlm": scored}, seed=3)} \
+        != {h.value for h in bench.headline({"vlm": unwritten}, seed=3)}
 
-    part = scored.head(3)
-    assert "record" in part.attrs and bench.recorded({"vlm": part})["vlm"] is part  # the record is the whole run's
+    part = scored.head(3)  # it carries the whole run's record, which is not of these rows: its own, in memory
+    (of_part,) = bench.recorded({"vlm": part}).values()
+    assert "record" in part.attrs and isinstance(of_part, RunRecord) and len(of_part) == 3
+    assert [r["item_id"] for r in of_part.rows] == part["item_id"].astype(str).tolist()
     memory = bench.evaluate(F.model(), items, "vlm", progress=False)
-    assert bench.recorded({"vlm": memory, "other": None}) == {"vlm": memory, "other": None}
+    recs = bench.recorded({"vlm": memory, "other": None})
+    assert recs["other"] is None and len(recs["vlm"]) == len(memory) and recs["vlm"].store is None
+    assert {h.value for h in bench.headline(recs, seed=3)} == {h.value for h in bench.headline({"vlm": memory}, seed=3)}
 
 
 def _set_whole_values(data: dict, value: float) -> None:
@@ -386,8 +403,9 @@ def test_a_sweeps_summary_reads_the_declared_numbers_from_the_runs_record(paper,
     scored = bench.evaluate(F.model(), items, setting, store=store, progress=False, **options,
                             **F.score_options(paper))
     rec = RunRecord.read(store)
-    assert summary(bench.metrics, rec) == summary(bench.metrics, scored)
-    declared = summary(bench.metrics, scored)
+    in_memory = from_scored(bench, scored, n_resamples=0)  # the frame's own record, never written
+    assert summary(bench.metrics, rec) == summary(bench.metrics, in_memory)
+    declared = summary(bench.metrics, in_memory)
     assert declared["n"] == len(scored)  # RACQUET's answers, not judged here, hold no metric value
     data = json.loads(record_path(store).read_text())
     _set_whole_values(data, 0.0)  # the file now says, in every part: nothing right

@@ -51,19 +51,23 @@ def _scored(hits, rows, images, expressions):
 
 
 def test_refadv_compares_released_runs_on_exactly_our_rows_with_paired_tests():
-    from vlamb_nb.benchmarks.refadv.score import headline
+    from vlamb_nb import get_benchmark
 
     rows = list(range(40))
     expr = [f"e{i}" for i in rows]
     images = [f"{i // 2}.jpg" for i in rows]
-    ours = _scored([True] * 36 + [False] * 4, rows, images, expr)
-    worse = _scored([True] * 10 + [False] * 30, rows, images, expr).assign(model="Qwen/Qwen2.5-VL-3B-Instruct")
-    other_rows = _scored([True] * 40, rows, images, [e + "!" for e in expr]).assign(model="other")
-    out = headline({"direct": ours}, released={"a": worse, "b": other_rows}, n_resamples=300, seed=0)
+    boxes = [[float(i), 2.0, float(i) + 30, 40.0] for i in rows]
+    ours = _scored([True] * 36 + [False] * 4, rows, images, expr).assign(gt_xyxy=boxes)
+    worse = _scored([True] * 10 + [False] * 30, rows, images, expr).assign(model="Qwen/Qwen2.5-VL-3B-Instruct",
+                                                                          gt_xyxy=boxes)
+    other_rows = _scored([True] * 40, rows, images, [e + "!" for e in expr]).assign(
+        model="other", gt_xyxy=[[b[0] + 50, *b[1:]] for b in boxes])
+    out = get_benchmark("refadv").headline({"direct": ours}, released={"a": worse, "b": other_rows}, n_resamples=300,
+                                           seed=0)
     overall = next(h for h in out if h.slice == "overall")
     assert overall.value == pytest.approx(90.0) and overall.unit == "row" and overall.ci_unit == "image"
     per_item = [c for c in overall.comparators if c.basis == "per-item"]
-    assert [c.name for c in per_item] == ["Qwen2.5-VL-3B-Instruct | direct"]  # "b" asks other expressions: left out
+    assert [c.name for c in per_item] == ["Qwen2.5-VL-3B-Instruct | direct"]  # "b": other boxes there, left out
     assert per_item[0].value == pytest.approx(25.0) and per_item[0].diff == pytest.approx(65.0)
     assert per_item[0].p < 0.001 and per_item[0].p_holm == pytest.approx(per_item[0].p)
     assert (overall.rank, overall.rank_low, overall.rank_high) == (1, 1, 1)
@@ -147,10 +151,9 @@ def test_a_row_says_what_data_it_stands_on_and_a_generated_sample_is_never_ranke
 
 def test_refadv_card_of_a_run_record_is_the_card_of_its_scored_frame():
     """A Ref-Adv run given as its run record (through JSON) is placed among the released runs as its scored
-    frame is; a record keeps no expression, so a released run's rows are matched by row and gold box, and a run
-    on other rows under the same numbers is left out of both."""
+    frame is (read as its record in memory); a record keeps no expression, so a released run's rows are matched by
+    row and gold box, and a run on other rows under the same numbers is left out of both."""
     from vlamb_nb import get_benchmark
-    from vlamb_nb.benchmarks.refadv.score import headline
     from vlamb_nb.record import RunRecord, from_scored
 
     rows = list(range(40))
@@ -163,7 +166,9 @@ def test_refadv_card_of_a_run_record_is_the_card_of_its_scored_frame():
     elsewhere = _scored([True] * 40, rows, [f"x{i}.jpg" for i in rows], [e + "!" for e in expr]).assign(
         gt_xyxy=[[b[0] + 50, *b[1:]] for b in boxes], model="other")
     released = {"a": worse, "c": elsewhere}
-    rec = RunRecord.from_dict(json.loads(json.dumps(from_scored(get_benchmark("refadv"), ours).to_dict())))
+    bench = get_benchmark("refadv")
+    headline = bench.headline
+    rec = RunRecord.from_dict(json.loads(json.dumps(from_scored(bench, ours).to_dict())))
     from_frame = headline({"direct": ours}, released=released, n_resamples=300, seed=0)
     from_record = headline({"direct": rec}, released=released, n_resamples=300, seed=0)
     assert [repr(h) for h in from_record] == [repr(h) for h in from_frame]

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from vlamb_nb.datahome import DataIdentity
-from vlamb_nb.errors import DataError
+from vlamb_nb.errors import DataError, StoreError
 from vlamb_nb.hashing import digest
 from vlamb_nb.meta import Deviation, commit_label, package_commit, package_version
 from vlamb_nb.metrics import Coverage
@@ -888,23 +888,25 @@ def from_scored(bench: Any, scored: Any, *, store: str | os.PathLike | None = No
                      created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), store_digest=digested)
 
 
-class RecordWarning(UserWarning):
-    """A run record could not be written (a read-only folder): the scores stand, the record is missing."""
+class RecordError(StoreError):
+    """A run record could not be written (a read-only folder, a full disk): every view reads the record, so
+    this stops the run; its answers stand in the store, and scoring the store again writes the record."""
+
+    @classmethod
+    def of(cls, where: str | os.PathLike, e: OSError) -> RecordError:
+        return cls(f"{where}: run record not written ({e.strerror or e}); the answers stand in the store: make "
+                   "its folder writable and score the store again (vlamb-nb score, or bench.score_store)")
 
 
 def write_for(bench: Any, frame: Any, store: str | os.PathLike, *, stage: str = "scored",
-              run_meta: Mapping[str, Any] | None = None, model: Mapping[str, Any] | None = None) -> Path | None:
-    """Write the record of ``frame()`` (the scored or parsed run) beside ``store``; a folder that cannot be
-    written to is a warning naming it, never a failed run (the answers are in the store)."""
-    import warnings
-
+              run_meta: Mapping[str, Any] | None = None, model: Mapping[str, Any] | None = None) -> Path:
+    """Write the record of ``frame()`` (the scored or parsed run) beside ``store``: the file every view reads
+    the run from, so a folder that cannot be written to is an error naming it (:class:`RecordError`)."""
+    scored = frame()
+    rec = from_scored(bench, scored, store=store, stage=stage, run_meta=run_meta, model=model)
+    run = scored.attrs["run_number"] if "run_number" in scored.attrs else \
+        run_number(store, scored, model or (run_meta or {}).get("model"))
     try:
-        scored = frame()
-        rec = from_scored(bench, scored, store=store, stage=stage, run_meta=run_meta, model=model)
-        run = scored.attrs["run_number"] if "run_number" in scored.attrs else \
-            run_number(store, scored, model or (run_meta or {}).get("model"))
         return rec.write(store, run=run)
-    except Exception as e:  # noqa: BLE001 - the run's answers and scores stand without their record
-        warnings.warn(f"{record_path(store)}: run record not written ({type(e).__name__}: {e})", RecordWarning,
-                      stacklevel=3)
-        return None
+    except OSError as e:
+        raise RecordError.of(record_path(store), e) from None

@@ -394,8 +394,8 @@ class Benchmark(ABC):
         if store is not None:
             from vlamb_nb.record import write_for
 
-            if (written := write_for(self, lambda: scored, store, run_meta=meta)) is not None:
-                scored.attrs["record"] = {"path": str(written), "rows": len(scored)}  # what :meth:`recorded` reads
+            written = write_for(self, lambda: scored, store, run_meta=meta)
+            scored.attrs["record"] = {"path": str(written), "rows": len(scored)}  # what :meth:`recorded` reads
         return scored
 
     def _scored(self, items, gens, model: ModelInfo, setting: str, score_kw: dict[str, Any], *,
@@ -486,8 +486,8 @@ class Benchmark(ABC):
         if isinstance(store, str | os.PathLike) and record:
             from vlamb_nb.record import write_for
 
-            if (written := write_for(self, lambda: scored, store, run_meta=stored, model=first.get("model"))):
-                scored.attrs["record"] = {"path": str(written), "rows": len(scored)}
+            written = write_for(self, lambda: scored, store, run_meta=stored, model=first.get("model"))
+            scored.attrs["record"] = {"path": str(written), "rows": len(scored)}
         return scored
 
     def _check_items(self, items, answered: set[str], stored: Mapping[str, Any]) -> dict[str, Any]:
@@ -625,27 +625,33 @@ class Benchmark(ABC):
     def headline(self, runs: dict[str, Any], *, n_resamples: int = 2000, seed: int = 0, **options: Any) -> list[Any]:
         """The paper's headline numbers for the cross-paper report card (:mod:`vlamb_nb.report_card`): one
         :class:`~vlamb_nb.stats.ranking.Headline` per declared metric (:attr:`metrics`) and slice, ranked among
-        the paper's published models. ``runs`` maps a setting to its scored frame."""
+        the paper's published models. ``runs``: ``{setting: run}`` (or one run), each read as its run record
+        (:meth:`recorded`)."""
         if not any(m.card is not None for m in self.metrics):
             raise NotAvailableError(f"{self.name} declares no report-card metric")
         from vlamb_nb.stats.metric import headlines
 
-        return headlines(self.name, self.metrics, runs, cells=self.reference, n_resamples=n_resamples, seed=seed)
+        return headlines(self.name, self.metrics, self.recorded(runs), cells=self.reference, n_resamples=n_resamples,
+                         seed=seed)
 
-    @staticmethod
-    def recorded(runs: Mapping[str, Any]) -> dict[str, Any]:
-        """``{setting: run}`` with each scored frame replaced by the run record its scoring wrote beside its store
-        (:class:`~vlamb_nb.record.RunRecord`, read back from the file): what a notebook's card reads, as
-        ``compare`` and both pages do, so every number of the card is the record's. A run with no record (no
-        store, hand labels, or a record that could not be written: a warning said so) stays its frame, and so does
-        a part of a run (a frame cut from it carries its ``attrs``, but the record is of the whole run)."""
-        from vlamb_nb.record import RunRecord
+    def recorded(self, runs: Any) -> dict[str, Any]:
+        """``{setting: run}`` with every run a :class:`~vlamb_nb.record.RunRecord`, the one form the card, a
+        summary and the paper's comparison read: a scored frame whose scoring wrote the whole run's record becomes
+        that record, read back from the file (so every number is the record's); any other frame (a part of a run,
+        a run with no store, hand labels) becomes its record as it stands, in memory, never written. One run
+        (not a mapping) is keyed by its setting."""
+        from vlamb_nb.record import RunRecord, from_scored
 
+        if not isinstance(runs, Mapping):
+            runs = {str(getattr(runs, "attrs", {}).get("setting", getattr(runs, "setting", ""))): runs}
         out: dict[str, Any] = {}
         for key, run in runs.items():
+            if run is None or isinstance(run, RunRecord):
+                out[key] = run
+                continue
             written = (getattr(run, "attrs", None) or {}).get("record")
             whole = isinstance(written, Mapping) and written.get("rows") == len(run)
-            out[key] = RunRecord.read(written["path"]) if whole else run
+            out[key] = RunRecord.read(written["path"]) if whole else from_scored(self, run, n_resamples=0)
         return out
 
     def paper_vs_ours(self, runs: Any, row: str, *, n_resamples: int = 1000, seed: int = 0, tol: float = 0.05):
@@ -654,23 +660,22 @@ class Benchmark(ABC):
         run's units with its interval, the published value, their difference, whether it is within ``tol`` and
         inside the interval (:func:`vlamb_nb.reference.compare`). ``row``: the model's row in the paper's tables,
         ``{setting}`` filled in where a table has a row per setting (``"Qwen2.5-VL-7B-Instruct | {setting}"``).
-        ``runs`` as :meth:`headline` (scored frames or their run records). None when ``row`` is empty. A paper
+        ``runs`` as :meth:`headline`. None when ``row`` is empty. A paper
         whose tables print more than its declared metrics adds its own comparison of them beside this one."""
         import pandas as pd
 
         from vlamb_nb import reference
         from vlamb_nb.record import value_of
-        from vlamb_nb.stats.metric import card_units, run_units
+        from vlamb_nb.stats.metric import card_units
 
         if not row:
             return None
-        if not isinstance(runs, Mapping):
-            runs = {str(getattr(runs, "attrs", {}).get("setting", getattr(runs, "setting", ""))): runs}
+        runs = self.recorded(runs)
         cells = []
         for m in self.metrics:
             pub = m.card.published if m.card is not None else None
             for key in (m.card.settings or tuple(runs)[:1]) if pub is not None else ():
-                sets = run_units(m, runs[key]) if runs.get(key) is not None else None
+                sets = runs[key].unit_sets(m.name) if runs.get(key) is not None else None
                 for u in card_units(m, sets or []):
                     v = value_of(m, u, n_resamples=n_resamples, seed=seed)
                     setting = m.card.setting or key
@@ -785,14 +790,10 @@ class Benchmark(ABC):
 
                 written = rec.write(store, run=scored.attrs["run_number"] if "run_number" in scored.attrs else
                                     run_number(store, scored))
-        except OSError as e:  # a read-only folder, a full disk: the scores stand, said in one warning
-            import warnings
+        except OSError as e:  # a read-only folder, a full disk: every view reads the record, so this is an error
+            from vlamb_nb.record import RecordError, record_path
 
-            from vlamb_nb.record import RecordWarning, record_path
-
-            where = target if target is not None else record_path(path) if store is not None else e.filename
-            warnings.warn(f"{where}: run record not written ({e.strerror or e}); the scores stand", RecordWarning,
-                          stacklevel=2)
+            raise RecordError.of(target if target is not None else record_path(path), e) from None
         out = rec.score_view()
         out.update(predictions=str(path), source=None if source is None else str(source),
                    record=None if written is None else str(written))

@@ -508,25 +508,14 @@ def card_units(m: Metric, sets: Sequence[Units]) -> list[Units]:
     return [by_slice[name] for name in pub.columns if name in by_slice]
 
 
-def run_units(m: Metric, run: Any) -> list[Units] | None:
-    """``m``'s unit sets of one run: a scored frame (:meth:`Metric.unit_sets`) or a run record (the sets it
-    stored when it was scored, :attr:`~vlamb_nb.record.RunRecord.units`)."""
-    if not hasattr(run, "columns"):  # a run record (a frame has columns; this module never imports the record's)
-        return run.unit_sets(m.name)
-    return m.unit_sets(run) if len(run) else []
-
-
 def headlines(paper: str, metrics: Any, runs: Any, *, cells: Callable[[str], Any], n_resamples: int = 2000,
               seed: int = 0) -> list[Any]:
     """The card's rows (:class:`~vlamb_nb.stats.ranking.Headline`) of every declared card metric: ours by
     (cluster) bootstrap of its unit sets, ranked among the published values of its table (``cells(table)``: the
-    paper's reference cells), each drawn from its binomial at its test size. ``runs``: ``{setting: run}``, or one
-    run (its ``attrs["setting"]``); a run is a scored frame or its run record (:class:`~vlamb_nb.record.RunRecord`),
-    which give the same rows."""
+    paper's reference cells), each drawn from its binomial at its test size. ``runs``: ``{setting: run record}``
+    (:class:`~vlamb_nb.record.RunRecord`; a benchmark's ``recorded`` gives one for a scored frame)."""
     from vlamb_nb.stats.ranking import Headline, headline_among_published, published
 
-    if not isinstance(runs, Mapping):
-        runs = {str(getattr(runs, "attrs", {}).get("setting", getattr(runs, "setting", ""))): runs}
     out: list[Any] = []
     said: set[tuple[str, str]] = set()
     for m in metrics:
@@ -538,7 +527,7 @@ def headlines(paper: str, metrics: Any, runs: Any, *, cells: Callable[[str], Any
             if run is None:
                 continue
             setting = m.card.setting or key
-            sets = run_units(m, run)
+            sets = run.unit_sets(m.name)
             if sets is None:
                 if m.card.missing and (key, m.column) not in said:
                     status, note = m.card.missing
@@ -566,23 +555,17 @@ def headlines(paper: str, metrics: Any, runs: Any, *, cells: Callable[[str], Any
     return out
 
 
-def summary(metrics: Any, scored: Any) -> dict[str, Any]:
+def summary(metrics: Any, record: Any) -> dict[str, Any]:
     """A scored run's headline numbers (sweep summaries): how many rows and invalid answers, and every declared
     metric on the rows it covers (percent, 2 decimals); a metric the run has no values for is left out.
-    ``scored``: the scored frame or its run record (:class:`~vlamb_nb.record.RunRecord`), which give the same."""
-    if hasattr(scored, "unit_sets") and hasattr(scored, "rows"):  # a run record: its scored rows and unit sets
-        rows = [r for r in scored.rows if r.get("scored", True)]
-        out: dict[str, Any] = {"n": len(rows)}
-        if any("valid" in r for r in rows):
-            out["invalid"] = sum(1 for r in rows if r.get("valid") is not True)
-        sets_of = lambda m: scored.unit_sets(m.name)  # noqa: E731
-    else:
-        out = {"n": int(len(scored))}
-        if "valid" in scored.columns:
-            out["invalid"] = int((~scored["valid"].fillna(False).astype(bool)).sum())
-        sets_of = lambda m: m.unit_sets(scored, slices=False)  # noqa: E731
+    ``record``: the run's record (:class:`~vlamb_nb.record.RunRecord`; a benchmark's ``recorded`` gives one for a
+    scored frame)."""
+    rows = [r for r in record.rows if r.get("scored", True)]
+    out: dict[str, Any] = {"n": len(rows)}
+    if any(r.get("valid") is not None for r in rows):  # a run that parses its answers
+        out["invalid"] = sum(1 for r in rows if r.get("valid") is not True)
     for m in metrics:
-        whole = next((u for u in sets_of(m) or () if u.whole), None)
+        whole = next((u for u in record.unit_sets(m.name) or () if u.whole), None)
         if whole is None:
             continue
         value = m.value_of(whole)

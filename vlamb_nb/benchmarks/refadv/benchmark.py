@@ -48,8 +48,8 @@ class RefAdv(Benchmark):
     rewritten_settings = ("deletion",)  # its expressions are rewritten before they are asked
 
     def headline(self, runs: dict[str, Any], **options: Any) -> list[Any]:
-        """The card's rows of every declared card metric (:func:`.score.headline`)."""
-        return S.headline(runs, metrics=self.metrics, cells=self.reference, **options)
+        """The card's rows of every declared card metric (:func:`.score.headline`), from each run's record."""
+        return S.headline(self.recorded(runs), metrics=self.metrics, cells=self.reference, **options)
 
     def requests(self, items, setting: str, *, style: str | P.GroundingStyle | None = None, model: ModelInfo | None = None,
                  prompt_mode: str | None = None, seed: int = 0, max_new_tokens: int = OFFICIAL_MAX_TOKENS,

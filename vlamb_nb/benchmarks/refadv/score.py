@@ -452,29 +452,11 @@ ACC75, ACC90 = _acc_at(0.75), _acc_at(0.9)
 METRICS = (ACC, ACC75, ACC90)
 
 
-def _aligned(scored, released: dict[str, Any], threshold: float = 0.5) -> dict[str, Any]:
-    """Each released run's hits (IoU >= ``threshold``) on our rows (matched by Ref-Adv-s row and expression); runs
-    that do not cover every one of our rows are left out, so every comparison is on exactly the same rows."""
-
-    if "row_idx" not in scored.columns:
-        return {}
-    ours = scored[["row_idx", "expression"]].astype({"row_idx": int}).reset_index(drop=True)
-    out = {}
-    for name, rel in (released or {}).items():
-        r = rel.drop_duplicates("row_idx").set_index(rel["row_idx"].astype(int).to_numpy())
-        if not set(ours["row_idx"]) <= set(r.index):
-            continue
-        part = r.loc[ours["row_idx"]]
-        if not (part["expression"].astype(str).to_numpy() == ours["expression"].astype(str).to_numpy()).all():
-            continue  # the same row number, another expression: not Ref-Adv-s rows
-        out[name] = part.assign(hit=part["iou"].astype(float).to_numpy() >= threshold).reset_index(drop=True)
-    return {k: v for k, v in out.items() if len(v) == len(ours)} if len(ours) else {}
-
-
 def _aligned_record(rec: Any, keys: Sequence[str], released: dict[str, Any], threshold: float = 0.5) -> dict[str, Any]:
-    """:func:`_aligned` for a run given as its run record, which keeps no expression: each released run's hits
-    on the record's rows (in the order of ``keys``, their row numbers), matched by row and gold box (a record names
-    an image as its data does, a released file by its own name)."""
+    """Each released run's hits (IoU >= ``threshold``) on a run record's rows (in the order of ``keys``, their
+    row numbers), matched by row and gold box (a record keeps no expression, and names an image as its data does,
+    a released file by its own name); a released run that does not cover every one of the rows is left out, so
+    every comparison is on exactly the same rows."""
     rows = {str(r.get("key") or r.get("item_id")): r for r in rec.rows if r.get("scored", True)}
     if not keys or any(k not in rows or not str(k).isdigit() for k in keys):
         return {}
@@ -500,7 +482,7 @@ def _same_box(a: Any, b: Any) -> bool:
 
 def headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None, metrics: Any = METRICS,
              cells: Any = None, n_resamples: int = 2000, seed: int = 0) -> list[Any]:
-    """The card's rows of every declared card metric of ``metrics``: Acc@0.5, Acc@0.75 and Acc@0.9 among the
+    """The card's rows of every declared card metric of ``metrics`` (``runs``: ``{setting: run record}``): Acc@0.5, Acc@0.75 and Acc@0.9 among the
     released runs on the same rows, then the published ones (:func:`acc_headline`); any other as every paper's is
     (:func:`vlamb_nb.stats.metric.headlines`, among its published values in ``cells(table)``)."""
     from vlamb_nb.stats.metric import headlines
@@ -518,13 +500,14 @@ def headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None, me
 def acc_headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None, n_resamples: int = 2000,
                  seed: int = 0, metric: Metric | None = None) -> list[Any]:
     """Ref-Adv's headline for the report card: Acc@0.5 (or ``metric``, another Acc@t of :data:`METRICS`) overall
-    and by slice (negation, distractor bins; Acc@0.75 and Acc@0.9 on the whole set) of the direct and CoT runs, placed among the released runs (their per-row predictions on exactly our rows, resampled with
+    and by slice (negation, distractor bins; Acc@0.75 and Acc@0.9 on the whole set) of the direct and CoT runs'
+    records, placed among the released runs (their per-row predictions on exactly our rows, resampled with
     ours by image, with McNemar tests, Holm-adjusted within each slice) and among the published Ref-Adv-s rows
     that have no released file (binomial at the slice's size in the 1,142 rows)."""
     import numpy as np
 
     from vlamb_nb import reference, stats
-    from vlamb_nb.stats.metric import card_units, run_units
+    from vlamb_nb.stats.metric import card_units
     from vlamb_nb.stats.ranking import (
         Comparator,
         Headline,
@@ -543,14 +526,11 @@ def acc_headline(runs: dict[str, Any], *, released: dict[str, Any] | None = None
     for k, (setting, run) in enumerate(runs.items()):
         if setting not in metric.card.settings or run is None or not len(run):
             continue
-        framed = hasattr(run, "columns")  # a scored frame, else its run record: the same rows
-        run = run.reset_index(drop=True) if framed else run
-        sets = run_units(metric, run)  # one unit (row) each, in the run's order: the form its record keeps
+        sets = run.unit_sets(metric.name)  # one unit (row) each, in the run's order
         if not sets:
             continue
         whole = next(u for u in sets if u.whole)
-        aligned = (_aligned(run, released or {}, metric.threshold) if framed
-                   else _aligned_record(run, whole.keys, released or {}, metric.threshold))
+        aligned = _aligned_record(run, whole.keys, released or {}, metric.threshold)
         names = {name: row_name(rel) for name, rel in aligned.items()}
         hits = whole.array().astype(bool)
         w = resample_weights(len(hits), whole.cluster_array(), n_resamples=n_resamples, seed=seed + k)
