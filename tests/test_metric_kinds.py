@@ -44,6 +44,16 @@ def _frame(ids: list[str], right: list[int]) -> pd.DataFrame:
     return pd.DataFrame({"item_id": ids, "group": [f"g{int(i[1:]) // 2}" for i in ids], "correct": right})
 
 
+def _side(name: str, ids: list[str], right: list[int], *metrics) -> _Side:
+    """A run of ``metrics`` on ``ids`` as a paired comparison takes it: its record (in memory)."""
+    from types import SimpleNamespace
+
+    from vlamb_nb.record import from_scored
+
+    return _Side(name, "toy", "s", from_scored(SimpleNamespace(name="toy", metrics=metrics), _frame(ids, right),
+                                               n_resamples=0))
+
+
 def test_a_record_gives_each_row_its_groups_value_where_the_metric_says_a_unit_is_a_group():
     m = WholeGroup("Acc_g", column="correct", group="group", unit="pair")
     scored = _frame(["q0", "q1", "q2", "q3"], [1, 1, 1, 0])
@@ -58,8 +68,8 @@ def test_a_record_gives_each_row_its_groups_value_where_the_metric_says_a_unit_i
 
 def test_a_comparison_keeps_only_the_groups_every_run_answered_whole_where_the_metric_says_so():
     m = WholeGroup("Acc_g", column="correct", group="group", unit="pair")
-    a = _Side("a", "toy", "s", _frame(["q0", "q1", "q2", "q3", "q4", "q5"], [1, 1, 1, 0, 1, 1]))
-    b = _Side("b", "toy", "s", _frame(["q0", "q1", "q2", "q3", "q4"], [1, 0, 1, 1, 1]))  # no q5: g2 is not whole
+    a = _side("a", ["q0", "q1", "q2", "q3", "q4", "q5"], [1, 1, 1, 0, 1, 1], m)
+    b = _side("b", ["q0", "q1", "q2", "q3", "q4"], [1, 0, 1, 1, 1], m)  # no q5: g2 is not whole
     scores, dropped, n = common_units([m], [a, b])
     sc = scores["Acc_g"][0]
     assert sc.keys == ("g0", "g1") and [v.tolist() for v in sc.values] == [[1.0, 0.0], [0.0, 1.0]]
@@ -70,13 +80,14 @@ def test_a_comparison_keeps_only_the_groups_every_run_answered_whole_where_the_m
 def test_the_items_page_lists_every_row_of_a_group_where_the_metric_says_so():
     """A discordant unit opens onto its rows: every query of a pair the metric groups, one row for a plain one."""
     m = WholeGroup("Acc_g", column="correct", group="group", unit="pair")
-    a = _Side("a", "toy", "s", _frame(["q0", "q1", "q2", "q3"], [1, 1, 0, 1]))
-    b = _Side("b", "toy", "s", _frame(["q0", "q1", "q2", "q3"], [1, 1, 1, 1]))
+    plain_metric = Metric("Acc", column="correct")
+    a = _side("a", ["q0", "q1", "q2", "q3"], [1, 1, 0, 1], m, plain_metric)
+    b = _side("b", ["q0", "q1", "q2", "q3"], [1, 1, 1, 1], m, plain_metric)
     sc = common_units([m], [a, b])[0]["Acc_g"][0]
     differ = [i for i, (va, vb) in enumerate(zip(*sc.values, strict=True)) if va != vb]
     assert [sc.keys[i] for i in differ] == ["g1"]
     assert _unit_items([sc.keys[i] for i in differ], [sc.members[i] for i in differ]) == ["q2", "q3"]
-    plain = common_units([Metric("Acc", column="correct")], [a, b])[0]["Acc"][0]
+    plain = common_units([plain_metric], [a, b])[0]["Acc"][0]
     assert plain.members is None and _unit_items(["q2"], plain.members) == ["q2"]
 
 

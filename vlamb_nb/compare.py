@@ -48,7 +48,6 @@ from typing import Any
 import numpy as np
 
 from vlamb_nb.errors import DataError, SettingError, reason
-from vlamb_nb.stats.common import Scores
 from vlamb_nb.stats.common import answered as _answered
 from vlamb_nb.stats.common import common_units as _common_units
 from vlamb_nb.stats.common import pair_test as _pair_test
@@ -132,31 +131,6 @@ def _declared(paper: str) -> list[Any]:
     return [m for m in get_benchmark(paper).metrics if m.compare]
 
 
-def _common(metrics: list[Any], runs: list[Run]) -> tuple[list[Any], dict[str, int], int]:
-    """Each run's rows on the items all of them answered, in one order; how many each run lost. A metric over
-    groups (a pair is right only when all its queries are) drops whole groups not complete in every run."""
-    frames = [_answered(metrics[0], r) for r in runs]
-    keys = set(frames[0].index)
-    for f in frames[1:]:
-        keys &= set(f.index)
-    for col in dict.fromkeys(m.group for m in metrics if m.grouped):
-        if not keys:
-            break
-        union: dict[str, set[str]] = {}
-        for f in frames:
-            for k, g in zip(f.index, f[col].astype(str), strict=True):
-                union.setdefault(g, set()).add(k)
-        keys = {k for g, ks in union.items() if ks <= keys for k in ks}
-    order = sorted(keys, key=lambda k: (len(k), k))
-    dropped = {r.model: int(len(f) - len(keys)) for r, f in zip(runs, frames, strict=True)}
-    return [f.loc[order].reset_index(drop=True) for f in frames], dropped, len(order)
-
-
-def _missing(paper: str, setting: str, metrics: list[Any], frames: list[Any]) -> tuple[list[Any], list[str]]:
-    """The metrics every run has values for; one note per column some run lacks (a run without judge labels)."""
-    return _lacking(paper, setting, metrics, lambda m: all(m.has_values(f) for f in frames))
-
-
 def _lacking(paper: str, setting: str, metrics: list[Any], has: Any) -> tuple[list[Any], list[str]]:
     """The metrics ``has`` says every run has values for; one note per column some run lacks."""
     have, lacking = [], {}
@@ -171,27 +145,6 @@ def _lacking(paper: str, setting: str, metrics: list[Any], has: Any) -> tuple[li
         notes.append(f"{paper} {setting}: not every run has its {col} ({why}): "
                      f"{', '.join(m.name for m in ms)} not compared")
     return have, notes
-
-
-def _scores(metric: Any, frames: list[Any]) -> list[Scores]:
-    """The metric on already aligned frames (same items, same order), overall then by slice."""
-    first = frames[0]
-    masks = [(metric.overall, np.ones(len(first), dtype=bool))]
-    if metric.compare_slices:
-        masks += metric.slice_masks(first)
-    out = []
-    for name, mask in masks:  # each run's unit sets (what its record keeps), in the first run's unit order
-        sets = [next(iter(metric.unit_sets(f, masks=[(name, mask)]) or ()), None) for f in frames]
-        if sets[0] is None:
-            out.append(Scores(metric, name, [np.zeros(0) for _ in frames]))
-            continue
-        order = sets[0].keys
-        lookups = [dict(zip(u.keys, u.values, strict=True)) if u is not None else {} for u in sets]
-        values = [np.array([look.get(k, np.nan) for k in order], dtype=float) for look in lookups]
-        clusters = sets[0].cluster_array()
-        out.append(Scores(metric, name, values, clusters, sets[0].ci_unit if clusters is not None else "",
-                          sets[0].gold_array(), tuple(order), sets[0].members))
-    return out
 
 
 # -- data identity and settings --------------------------------------------------------------------------------
@@ -239,9 +192,11 @@ def _data_note(paper: str, runs: Sequence[Run]) -> str:
 def paired(paper: str, a: Any, b: Any, *, metrics: Sequence[Any] | None = None, n_resamples: int = 2000,
            seed: int = 0, same_items: bool = False):
     """Two scored runs of ``paper`` paired on the units both answered (:func:`vlamb_nb.stats.common.paired_runs`),
-    on its declared metrics or on ``metrics`` of the same form (an F1 at another threshold)."""
+    on its declared metrics or on ``metrics`` of the same form (an F1 at another threshold), from their records."""
+    from vlamb_nb.benchmarks import get_benchmark
     from vlamb_nb.stats.common import paired_runs
 
+    a, b = get_benchmark(paper).recorded({"a": a, "b": b}, metrics=metrics).values()
     return paired_runs(paper, _declared(paper) if metrics is None else list(metrics), a, b, n_resamples=n_resamples,
                        seed=seed, same_items=same_items)
 
@@ -384,6 +339,7 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
     if not loaded:
         raise DataError("nothing to compare: no runs found")
     _no_run_twice(loaded)
+    loaded = [with_record(r) for r in loaded]  # every run is compared, and shown, from its record
     unloaded += _released_items(loaded, sources)
     _unique_names(loaded)
     models = list(dict.fromkeys(r.model for r in loaded))
@@ -445,11 +401,7 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
             sruns = [next(r for r in pruns if r.model == m and r.setting == setting) for m in names]
             j = 0
             for metrics in groups.values():
-                by_units = any(r.record is not None for r in sruns)  # a run given as its record: its unit sets
-                if by_units:
-                    units, dropped, n_common = _common_units(metrics, sruns)
-                else:
-                    frames, dropped, n_common = _common(metrics, sruns)
+                units, dropped, n_common = _common_units(metrics, sruns)  # from each run's record: its unit sets
                 lost = {m: d for m, d in dropped.items() if d}
                 notes.append(f"{paper} {setting}: {n_common} items answered by every model"
                              + (f"; dropped (answered by only some): {', '.join(f'{m} {d}' for m, d in lost.items())}"
@@ -460,16 +412,9 @@ def compare(runs: Iterable[Any], *, baseline: str | None = None, correction: str
                                    + "); compare runs of the same items")
                     notes.append(skipped[-1])
                     continue
-                if by_units:
-                    compared, more = _lacking(paper, setting, metrics, lambda m, units=units: m.name in units)
-                else:
-                    compared, more = _missing(paper, setting, metrics, frames)
+                compared, more = _lacking(paper, setting, metrics, lambda m, units=units: m.name in units)
                 skipped += more
                 notes += more
-                if by_units:
-                    notes.append(f"{paper} {setting}: compared from run records (their unit sets)")
-                else:
-                    units = {m.name: _scores(m, frames) for m in compared}
                 # each metric's per-unit values on the common items, by unit key: what the items page shows
                 aligned.append({"paper": paper, "setting": setting, "metrics": compared, "models": names,
                                 "scores": {m.name: units[m.name] for m in compared}, "runs": sruns})
@@ -621,7 +566,7 @@ def _no_run_twice(runs: list[Run]) -> None:
         for ident in ids:
             other = seen.get((r.paper, r.setting, ident))
             if other is not None and other is not r:
-                how = ("a store and its run record" if (other.record is None) != (r.record is None) else
+                how = ("a store and its run record" if _is_record(other) != _is_record(r) else
                        "the same file" if ident.startswith("path:") else
                        "one run's records in two files" if ident.startswith("run:") else
                        "two files with identical records")
@@ -629,6 +574,13 @@ def _no_run_twice(runs: list[Run]) -> None:
                                 f"({r.origin}) in {r.paper} {r.setting}; give each run once")
         for ident in ids:
             seen[(r.paper, r.setting, ident)] = r
+
+
+def _is_record(r: Run) -> bool:
+    """Whether the run was given as its run record's file (not its store)."""
+    from vlamb_nb.record import SUFFIX
+
+    return r.origin.endswith(SUFFIX)
 
 
 def _run_ids(r: Run) -> list[str]:
@@ -750,6 +702,28 @@ def _comparable(rec: Any, path: Path, model: Mapping[str, Any]) -> None:
                         "again (vlamb-nb score) to compare it", source=str(path))
 
 
+def with_record(run: Run) -> Run:
+    """``run`` with the record it is compared and shown from: a run given as its record as it is; one given as a
+    scored frame (a store scored with its data at hand, a paper's released rows) with the record that frame gives,
+    as its scoring writes it (in memory, never written; its store's turns and prompts where it came from one).
+    A run with no answer at all is refused in one line, as a record of one is."""
+    if run.record is not None:
+        return run
+    import dataclasses
+
+    from vlamb_nb.benchmarks import get_benchmark
+    from vlamb_nb.record import from_scored
+
+    bench = get_benchmark(run.paper)
+    declared = [m for m in bench.metrics if m.compare]
+    if declared:
+        _answered(declared[0], run)  # no answer at all, or rows with no item key: refused, naming the run
+    origin = Path(run.origin) if run.origin else None
+    rec = from_scored(bench, run.scored, store=origin if origin is not None and origin.is_file() else None,
+                      n_resamples=0)
+    return dataclasses.replace(run, record=rec)
+
+
 def _source_for(paper: str, sources: Mapping[str, Any] | str | os.PathLike | None) -> Any:
     if sources is None:
         return None
@@ -782,8 +756,8 @@ def _file_run(path: Path, sources: Any, *, name: str | None = None, options: dic
             continue
         released = bench.released_run(path)
         if released is not None:
-            return Run(model=name or released.model, paper=paper, setting=released.setting,
-                       scored=released.scored, origin=str(path), data=dict(released.data), released=True)
+            return with_record(Run(model=name or released.model, paper=paper, setting=released.setting,
+                                   scored=released.scored, origin=str(path), data=dict(released.data), released=True))
     untried = f" (not asked: {'; '.join(unloadable)})" if unloadable else ""
     raise DataError("not a run: neither a prediction store (records naming their benchmark) nor a paper's released "
                     f"per-item predictions{untried}", source=str(path))
@@ -867,9 +841,10 @@ def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None
         devs.append(f"{dup} answer(s) in {path.name} repeat an answer under another request id: each counted once")
     if scored.attrs.get("differ"):
         devs.append(f"{path.name}: {scored.attrs['differ']}")
-    return Run(model=name or _model_name(meta["model"]), paper=paper, setting=setting, scored=scored,
-               origin=str(path), data=meta.get("data"), deviations=devs, endpoint=meta["model"].get("endpoint"),
-               items=items, stand_in=_stand_in(meta["model"], meta.get("spec")))
+    return with_record(Run(model=name or _model_name(meta["model"]), paper=paper, setting=setting, scored=scored,
+                           origin=str(path), data=meta.get("data"), deviations=devs,
+                           endpoint=meta["model"].get("endpoint"), items=items,
+                           stand_in=_stand_in(meta["model"], meta.get("spec"))))
 
 
 def _sweep_runs(folder: Path, notes: list[str] | None = None) -> list[Run]:

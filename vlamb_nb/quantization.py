@@ -118,11 +118,12 @@ def quantization_comparison(paper: str, runs: dict[str, Any], *, reference: str 
     bench = get_benchmark(paper)
     metrics = [m for m in bench.metrics if m.compare]
     rows, flips = [], []
-    for q, scored in runs.items():
+    records = bench.recorded(runs)  # each run as its record: what the test and the equivalence read
+    for q, rec in records.items():
         if q == ref:
             continue
-        tested = bench.compare_runs(scored, runs[ref], n_resamples=n_resamples, seed=seed)
-        for m, sc, k, dropped in paired_scores(paper, metrics, scored, runs[ref]):
+        tested = bench.compare_runs(rec, records[ref], n_resamples=n_resamples, seed=seed)
+        for m, sc, k, dropped in paired_scores(paper, metrics, rec, records[ref]):
             if not sc.slice == m.overall:
                 continue
             hit = tested[(tested["metric"] == m.name) & (tested["slice"] == sc.slice)].iloc[0]

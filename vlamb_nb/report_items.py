@@ -26,7 +26,6 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -538,8 +537,8 @@ def _close(view: ItemsView, failed_images: list[str]) -> ItemsView:
 def paper_view(paper: str, runs: Sequence[Any]) -> ItemsView:
     """The items of one paper's runs (``compare.Run``-like: ``model``, ``setting``, ``record``, ``items``), with a
     group per card row: the rows of each card metric, setting and slice, named as the card names them, and per
-    metric its whole set. Read from each run's record (a run given as a scored frame: the record that frame
-    gives, as its scoring writes it), so the page shows what the run recorded, never a second scoring."""
+    metric its whole set. Read from each run's record, so the page shows what the run recorded, never a second
+    scoring."""
     from vlamb_nb.benchmarks import get_benchmark
 
     metrics = list(get_benchmark(paper).metrics)
@@ -547,22 +546,12 @@ def paper_view(paper: str, runs: Sequence[Any]) -> ItemsView:
     failed: list[str] = []
     _ensure(view, list(dict.fromkeys(r.model for r in runs)), metrics)
     for run in runs:
-        if getattr(run, "record", None) is None:
-            if run.scored is None or not len(run.scored):
-                continue
-            run = _with_record(paper, run)
+        if run.record is None:  # compare.with_record gives a run given as a frame its record
+            view.notes.append(f"{paper} {run.setting}: {run.model}'s items are not listed: it came with no run record")
+            continue
         _record_groups(view, paper, run, metrics, _record_rows(view, paper, run.setting, metrics, [run.model],
                                                                [run], None, failed))
     return _close(view, failed)
-
-
-def _with_record(paper: str, run: Any) -> Any:
-    """A run given as its scored frame, with the record that frame gives (its rows and unit sets)."""
-    from types import SimpleNamespace
-
-    _, _, rec = _run_rows(paper, run)
-    return SimpleNamespace(model=run.model, setting=run.setting, record=rec, items=getattr(run, "items", None),
-                           data=getattr(run, "data", None), asked=getattr(run, "asked", None))
 
 
 def _store_group(view: ItemsView, m: Any, setting: str) -> int | None:
@@ -619,23 +608,8 @@ def comparison_view(c: Any) -> ItemsView:
 
 
 def _run_rows(paper: str, run: Any) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]], Any]:
-    """A run's scored rows by their key in the unit sets, each slice's keys, and its record: from its run record,
-    or, for a run given as a scored frame beside records, from the record its frame gives (the same rows a
-    scoring writes)."""
-    rec = getattr(run, "record", None)
-    if rec is None:
-        from vlamb_nb.benchmarks import get_benchmark
-        from vlamb_nb.record import from_scored
-
-        origin = Path(run.origin) if getattr(run, "origin", "") else None
-        scored = run.scored
-        if not scored.attrs.get("parsed_columns"):  # a frame read from a file (a paper's released rows): its parse
-            scored = scored.copy(deep=False)  # is what of the parse, box and why columns it holds
-            shown = (*PARSED, *PRED_BOX, *(c for c, _ in WHY))
-            scored.attrs = {**run.scored.attrs, "parsed_columns": [c for c in dict.fromkeys(shown) if c in
-                                                                  scored.columns]}
-        rec = from_scored(get_benchmark(paper), scored, store=origin if origin is not None and origin.is_file()
-                          else None, n_resamples=0)
+    """A run's scored rows by their key in the unit sets, each slice's keys, and its record."""
+    rec = run.record
     rows: dict[str, dict[str, Any]] = {}
     for r in rec.rows:
         if r.get("scored", True):

@@ -634,13 +634,18 @@ class Benchmark(ABC):
         return headlines(self.name, self.metrics, self.recorded(runs), cells=self.reference, n_resamples=n_resamples,
                          seed=seed)
 
-    def recorded(self, runs: Any) -> dict[str, Any]:
+    def recorded(self, runs: Any, *, metrics: Sequence[Any] | None = None) -> dict[str, Any]:
         """``{setting: run}`` with every run a :class:`~vlamb_nb.record.RunRecord`, the one form the card, a
-        summary and the paper's comparison read: a scored frame whose scoring wrote the whole run's record becomes
+        summary and a paired comparison read: a scored frame whose scoring wrote the whole run's record becomes
         that record, read back from the file (so every number is the record's); any other frame (a part of a run,
         a run with no store, hand labels) becomes its record as it stands, in memory, never written. One run
-        (not a mapping) is keyed by its setting."""
+        (not a mapping) is keyed by its setting. ``metrics``: a frame's record of these metrics instead of the
+        declared ones (an F1 at another threshold), made in memory."""
+        from types import SimpleNamespace
+
         from vlamb_nb.record import RunRecord, from_scored
+
+        declaring = self if metrics is None else SimpleNamespace(name=self.name, metrics=tuple(metrics))
 
         if not isinstance(runs, Mapping):
             runs = {str(getattr(runs, "attrs", {}).get("setting", getattr(runs, "setting", ""))): runs}
@@ -650,8 +655,8 @@ class Benchmark(ABC):
                 out[key] = run
                 continue
             written = (getattr(run, "attrs", None) or {}).get("record")
-            whole = isinstance(written, Mapping) and written.get("rows") == len(run)
-            out[key] = RunRecord.read(written["path"]) if whole else from_scored(self, run, n_resamples=0)
+            whole = metrics is None and isinstance(written, Mapping) and written.get("rows") == len(run)
+            out[key] = RunRecord.read(written["path"]) if whole else from_scored(declaring, run, n_resamples=0)
         return out
 
     def paper_vs_ours(self, runs: Any, row: str, *, n_resamples: int = 1000, seed: int = 0, tol: float = 0.05):
@@ -694,6 +699,7 @@ class Benchmark(ABC):
         and by slice (:func:`vlamb_nb.stats.common.paired_runs`; ``compare`` does the same across many models)."""
         from vlamb_nb.stats.common import paired_runs
 
+        a, b = self.recorded({"a": a, "b": b}).values()
         return paired_runs(self.name, [m for m in self.metrics if m.compare], a, b, n_resamples=n_resamples,
                            seed=seed, same_items=same_items)
 

@@ -17,14 +17,13 @@ from vlamb_nb.errors import DataError, SettingError
 
 @dataclass
 class _Side:
-    """One of two scored runs being paired (``compare``'s runs carry more: a record, items, data)."""
+    """One of two runs being paired, as its run record (``compare``'s runs carry more: items, data)."""
 
     model: str
     paper: str
     setting: str
-    scored: Any
+    record: Any
     origin: str = ""
-    record: Any = None
 
 
 @dataclass
@@ -94,12 +93,8 @@ def answered(metric: Any, run: Any) -> Any:
 
 
 def run_units(metrics: list[Any], run: Any) -> dict[str, Any]:
-    """Each metric's unit sets of one run: its record's, or its scored frame's (its answered rows, as
-    :func:`answered` keeps them)."""
-    if run.record is not None:
-        return {m.name: run.record.unit_sets(m.name) for m in metrics}
-    frame = answered(metrics[0], run)
-    return {m.name: m.unit_sets(frame) for m in metrics}
+    """Each metric's unit sets of one run, from its record."""
+    return {m.name: run.record.unit_sets(m.name) for m in metrics}
 
 
 def covered(metrics: list[Any], table: dict[str, Any]) -> set[str]:
@@ -112,13 +107,18 @@ def covered(metrics: list[Any], table: dict[str, Any]) -> set[str]:
     return out
 
 
+def _answered_keys(run: Any) -> set[str]:
+    """The items a run answered by their unit key, from its record's rows: where none of the metrics has values
+    in it (answers awaiting judge labels), so it still meets the other runs and the metric is said not compared."""
+    return {str(r.get("key") or r.get("item_id")) for r in run.record.rows if r.get("scored", True)}
+
+
 def common_units(metrics: list[Any], runs: list[Any]) -> tuple[dict[str, list[Scores]], dict[str, int], int]:
-    """What ``compare``'s aligned frames give, from each run's unit sets (a run record's, or a scored
-    frame's): every metric's values on the items all runs answered, in one order, overall then by slice (the
-    first run's slices), for the metrics every run has values of; a metric over groups keeps only groups every
+    """Every metric's values on the items all runs answered, from each run's record (its unit sets), in one
+    order, overall then by slice (the first run's slices), for the metrics every run has values of; a metric over groups keeps only groups every
     run answered whole."""
     tables = [run_units(metrics, r) for r in runs]
-    items = [covered(metrics, t) for t in tables]
+    items = [covered(metrics, t) if any(t.values()) else _answered_keys(r) for r, t in zip(runs, tables, strict=True)]
     keys = set.intersection(*items) if items else set()
     for m in metrics:
         if not m.grouped or not keys:
@@ -227,12 +227,12 @@ def paired_runs(paper: str, metrics: Sequence[Any], a: Any, b: Any, *, n_resampl
 def paired_scores(paper: str, metrics: Sequence[Any], a: Any, b: Any, *, same_items: bool = False):
     """Two scored runs' per-unit values of each metric, aligned on the units both answered, overall then by slice:
     ``(metric, Scores, seed offset, dropped)`` for each (what :func:`paired_runs` tests, and an equivalence test
-    or a list of the items that flip reads). Runs scored against different gold are refused."""
+    or a list of the items that flip reads). ``a``, ``b``: run records (a benchmark's ``recorded`` gives them).
+    Runs scored against different gold are refused."""
     chosen = list(metrics)
     if not chosen:
         raise SettingError(f"{paper} declares no per-item metric to compare runs on")
-    runs = [_Side(name, paper, str(getattr(df, "attrs", {}).get("setting") or ""), df)
-            for name, df in (("a", a), ("b", b))]
+    runs = [_Side(name, paper, rec.setting, rec) for name, rec in (("a", a), ("b", b))]
     groups: dict[int, list[Any]] = {}
     for m in chosen:
         groups.setdefault(id(m.where), []).append(m)
@@ -256,7 +256,7 @@ def same_gold(metric: Any, runs: list[Any], sc: Scores) -> None:
     """Both runs' gold labels agree on the units compared (else they were scored against different data)."""
     golds = []
     for r in runs:
-        whole = next((u for u in metric.unit_sets(answered(metric, r), slices=False) or () if u.whole), None)
+        whole = next((u for u in r.record.unit_sets(metric.name) or () if u.whole), None)
         golds.append(dict(zip(whole.keys, whole.gold or (), strict=False)) if whole is not None else {})
     if any(golds[0].get(k) != golds[1].get(k) for k in sc.keys):
         raise DataError(f"the two runs disagree on {metric.name}'s gold labels: they were scored against "

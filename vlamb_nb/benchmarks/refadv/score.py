@@ -257,6 +257,8 @@ def released_run(path: str | os.PathLike) -> Any:
     if path.suffix != ".jsonl" or not _is_official(path):
         return None
     scored = read_official_predictions(path)
+    # what the authors' reader parsed of each reply (the reply itself was not released): the record keeps it
+    scored.attrs["parsed_columns"] = [c for c in ("pred_xyxy", "parse_error") if c in scored.columns]
     return ReleasedRun(model=str(scored["model"].iloc[0]).replace("Qwen/", ""),
                        setting=str(scored["prompt_id"].iloc[0]), scored=scored, data=RELEASED_DATA)
 
