@@ -58,6 +58,10 @@ PYTEST_WORKERS ?= auto
 # the seed-0 run's pages instead of executing every notebook again (tests/fixtures_notebooks.py); each make test
 # starts it empty
 KEPT := .test-reproductions
+# the suite starts hundreds of Python processes (pytest workers, notebook kernels, the command line): each reads
+# the package's compiled bytecode and pytest's rewritten test modules from __pycache__ (git ignores it) instead of
+# compiling them again, even where the environment turns bytecode off (perf/bench_bytecode.py times it)
+test test-fast test-busy: export PYTHONDONTWRITEBYTECODE =
 test: $(STAMP)
 	$(BIN)/ruff check vlamb_nb tests perf scripts
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not slow" --ignore=tests/test_browser.py

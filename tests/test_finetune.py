@@ -14,9 +14,14 @@ from vlamb_nb.benchmarks.vflute import finetune_eval as fte
 from vlamb_nb.benchmarks.vflute import finetune_recipe as ftr
 from vlamb_nb.errors import DataError, SettingError
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("peft")
-pytest.importorskip("bitsandbytes")
+
+def _torch():
+    """torch, once peft and bitsandbytes are there too: imported by a test that trains, so collecting this file
+    (every pytest run does) imports none of them."""
+    pytest.importorskip("peft")
+    pytest.importorskip("bitsandbytes")
+    return pytest.importorskip("torch")
+
 
 FAMILY = "tiny:qwen2_5_vl"
 # a learning rate far above the paper's 2e-5 so that six steps on a random tiny model visibly learn
@@ -33,6 +38,7 @@ def train_items(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def trained(train_items, tmp_path_factory):
+    _torch()
     out = tmp_path_factory.mktemp("run")
     return ft.train(FAMILY, train_items, out, ftr.QLoRAConfig(**FAST), progress=False)
 
@@ -53,6 +59,7 @@ def test_loss_falls(trained):
 
 @pytest.mark.slow
 def test_learning_rate_follows_warmup_then_cosine(trained):
+    torch = _torch()
     from transformers import get_cosine_schedule_with_warmup
 
     total = 6
@@ -93,6 +100,7 @@ def test_labels_cover_only_the_answer(trained, train_items):
 
 @pytest.mark.slow
 def test_saved_adapter_reloads_with_the_same_logits(trained, train_items):
+    torch = _torch()
     hf = trained.model
     example = ftd.training_examples(train_items.tail(1))[0]
     inputs = _inputs(hf, example)
@@ -153,6 +161,7 @@ def test_paper_config_matches_the_recipe():
 
 @pytest.mark.slow
 def test_interrupted_run_resumes_to_the_same_losses(train_items, tmp_path):
+    _torch()
     cfg = ftr.QLoRAConfig(**{**FAST, "max_steps": 3, "save_steps": 2, "lora_dropout": 0.3})
     full = ft.train(FAMILY, train_items, tmp_path / "a", cfg, progress=False)
     assert (tmp_path / "a" / "checkpoint-2").is_dir() and not (tmp_path / "a" / "checkpoint-3").exists()
@@ -193,6 +202,7 @@ def test_bad_input_is_a_clear_error(train_items, tmp_path):
 
 @pytest.mark.slow
 def test_cli_script_trains_and_evaluates(repo_root, tmp_path, capsys):
+    _torch()
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("qlora_vflute", repo_root / "scripts" / "qlora_vflute.py")
@@ -215,6 +225,7 @@ def test_cli_script_trains_and_evaluates(repo_root, tmp_path, capsys):
 @pytest.mark.slow
 @pytest.mark.parametrize("family", ["llava", "llava_onevision", "idefics3"])
 def test_other_families_train_and_reload(family, train_items, tmp_path):
+    _torch()
     cfg = ftr.QLoRAConfig(**{**FAST, "max_steps": 2, "gradient_checkpointing": False})
     res = ft.train(f"tiny:{family}", train_items, tmp_path, cfg, progress=False)
     made = fte.read_adapter_record(res.adapter_dir)["made"]
@@ -226,6 +237,7 @@ def test_other_families_train_and_reload(family, train_items, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("quantization", ["4bit", None])
 def test_checkpointing_is_on_when_asked_and_warns_of_no_deprecated_name(quantization):
+    _torch()
     import warnings
 
     hf = ft.load_base(FAMILY, ftr.QLoRAConfig(quantization=quantization))

@@ -3,12 +3,18 @@
 import re
 
 import nbformat
-import papermill
 import pytest
 
 from vlamb_nb.reproduce import NOTEBOOKS, notebooks_dir
 
 PATHS = sorted(notebooks_dir().glob("*.ipynb"))
+
+
+def _parameters(path):
+    """The parameters papermill reads (imported here: collecting this file does not import papermill)."""
+    import papermill
+
+    return papermill.inspect_notebook(str(path))
 
 
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
@@ -25,7 +31,7 @@ def test_first_code_cell_is_the_parameters_cell_and_papermill_reads_every_parame
     first = next(c for c in nb.cells if c.cell_type == "code")
     assert "parameters" in first.metadata.get("tags", []), f"{path.name}: first code cell not tagged 'parameters'"
     assigned = [m.group(1) for m in re.finditer(r"^(\w+)\s*(?::[^=]+)?=", first.source, re.M)]
-    declared = papermill.inspect_notebook(str(path))
+    declared = _parameters(path)
     assert assigned, f"{path.name}: no parameters"
     missing = [n for n in assigned if n not in declared]
     assert not missing, f"{path.name}: papermill cannot read parameter(s) {missing} (comments with '=' or quotes?)"
@@ -41,7 +47,7 @@ def test_every_notebook_declares_the_shared_vocabulary_and_no_old_name(path):
     vocabulary's order at the top of its parameters cell, and none of the old names."""
     from vlamb_nb.notebook.parameters import DEPRECATED, MODEL_RUN, VOCABULARY
 
-    declared = list(papermill.inspect_notebook(str(path)))
+    declared = list(_parameters(path))
     missing = [n for n in MODEL_RUN if n not in declared]
     assert not missing, f"{path.name} lacks the shared parameter(s) {missing}"
     assert declared[: len(MODEL_RUN)] == list(MODEL_RUN), f"{path.name}: shared names first, in order"
@@ -68,7 +74,7 @@ PAPER_SETTINGS = ("max_new_tokens", "num_beams", "n_samples", "limit", "judge", 
 
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
 def test_defaults_are_the_papers_and_the_offline_shortcuts_are_a_profile(path):
-    declared = papermill.inspect_notebook(str(path))
+    declared = _parameters(path)
     assert "profile" in declared and declared["profile"]["default"] == "None", f"{path.name}: no profile parameter"
     for name in MODEL_PARAMS:
         if name in declared:
