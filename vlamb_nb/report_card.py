@@ -227,6 +227,8 @@ DEMO_NOTE = ("These numbers come from the offline profile's stand-ins (the scrip
 #: the card table's columns, in every rendering
 COLUMNS = ("paper", "setting", "metric", "slice", "ours [95% CI]", "n", "rank [95% interval] of", "best published",
            "data", "profile", "deviations")
+#: where a paper that did not run, failed or recorded no headline says so (its row's other cells are "–")
+STATE_COLUMN = "ours [95% CI]"
 #: how ranks and their intervals are read, under the card table
 RANK_NOTE = ("Rank 1 is best and a tie shares the better rank; a rank interval is the middle 95% of our rank over "
              "resamples (per-item data: ours and the released runs resampled together; published values: their "
@@ -237,7 +239,7 @@ TEST_COLUMNS = ("paper", "setting", "slice", "released run", "theirs", "ours −
 
 def table(card: Card) -> tuple[list[dict[str, str]], list[str], list[dict[str, str]]]:
     """The card as display text, for every rendering: one row per headline (:data:`COLUMNS`; a paper that did
-    not run, failed or recorded no headline is one row with its ``state``), the numbered deviations behind the
+    not run, failed or recorded no headline is one row saying its ``state`` in :data:`STATE_COLUMN`), the numbered deviations behind the
     rows (a row's ``deviations`` cell names them by number), and the paired tests (:data:`TEST_COLUMNS`)."""
     notes: list[str] = []
 
@@ -255,7 +257,7 @@ def table(card: Card) -> tuple[list[dict[str, str]], list[str], list[dict[str, s
         by_paper.setdefault(h.paper, []).append(h)
     for paper, state in card.papers.items():
         if state != "ok":
-            rows.append({"paper": paper, "state": state})
+            rows.append({**dict.fromkeys(COLUMNS, "–"), "paper": paper, STATE_COLUMN: state, "state": state})
             continue
         for h in by_paper.get(paper, []):
             ours = f"{_fmt(h.value)} [{_fmt(h.ci_low)}, {_fmt(h.ci_high)}]" if h.value is not None else h.status
@@ -284,11 +286,9 @@ def markdown(card: Card) -> str:
         lines += [f"> **Pipeline demo.** {DEMO_NOTE}", ""]
     rows, notes, tests = table(card)
     lines += ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for r in rows:
-        if "state" in r:
-            lines.append(f"| {r['paper']} | – | – | – | **{_md(r['state'])}** | | | | | | |")
-        else:
-            lines.append("| " + " | ".join(_md(r[c]) for c in COLUMNS) + " |")
+    for r in rows:  # a paper's state stands out in its row
+        lines.append("| " + " | ".join(f"**{_md(r[c])}**" if "state" in r and c == STATE_COLUMN else _md(r[c])
+                                       for c in COLUMNS) + " |")
     lines += ["", RANK_NOTE, ""]
     if tests:
         lines += ["**Paired tests against the released per-row predictions** (ours − theirs on the same rows, "

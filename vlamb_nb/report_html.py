@@ -897,9 +897,8 @@ def run_page(results: dict[str, dict[str, Any]], card: Any, *, run_dir: Path, fi
             x.get("items") for x in sections[:-1]))  # items behind every number (report_items)
     other = [r for sc in view.other_scores for r in sc.rows()]
     other_scores = exports.add("run", score_table(other, "other scores")) if other else None
-    card_table = exports.add("card", Table(list(COLUMNS), [
-        [(r["paper"], None), *[(r["state"] if i == 3 else "–", None) for i in range(len(COLUMNS) - 1)]]
-        if "state" in r else [(str(r[c]), None) for c in COLUMNS] for r in card_rows], title="report card"))
+    card_table = exports.add("card", Table(list(COLUMNS), [[(str(r[c]), None) for c in COLUMNS] for r in card_rows],
+                                           title="report card"))
     tests_table = exports.add("card", text_rows_table(TEST_COLUMNS, card_tests, "paired tests")) if card_tests \
         else None
     facts = provenance(run_dir, list(results))
