@@ -229,7 +229,9 @@ def test_cli_compare_two_stores_as_json(vague_runs, tmp_path, capsys):
     assert row["p"] == pytest.approx(exact_mcnemar(len(a_right - b_right), len(b_right - a_right)))
     for f in ("comparison.md", "comparison.json", "comparison.png", "comparison.pdf"):
         assert (tmp_path / "cmp" / f).is_file()
-    assert main(["compare", str(s["a"]), "--json"]) == 2  # a store without its data: one line, no traceback
+    bare = tmp_path / "bare.jsonl"  # a store with no run record yet, and without its data: one line, no traceback
+    bare.write_bytes(s["a"].read_bytes())
+    assert main(["compare", str(bare), str(s["b"]), "--json"]) == 2
     assert "--source vague=PATH" in capsys.readouterr().err
 
 

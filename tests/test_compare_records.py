@@ -48,14 +48,62 @@ def _two_runs(paper: str, setting: str, n: int, folder):
 @pytest.mark.parametrize("paper,setting,n", [("vague", "vlm", 16), ("mucar", "full", 6),
                                              ("vflute", "zero_shot", 16), ("refadv", "direct", 12)])
 def test_runs_given_as_records_compare_as_their_rescored_stores_do(paper, setting, n, tmp_path):
+    """The records read back give the numbers of the stores scored again now against their data (in memory: the
+    record each frame gives), whether given as records, as their stores, or one of each."""
+    from vlamb_nb.compare import Run
+
     src, stores = _two_runs(paper, setting, n, tmp_path)
-    by_store = compare(stores, sources={paper: src}, n_resamples=B)
+    bench = get_benchmark(paper)
+    items = bench.load(src)
+    rescored = [Run(f"model-{name}", paper, setting, bench.score_store(s, items, record=False, **F.score_options(paper)),
+                    origin=str(s)) for name, s in zip("ab", stores, strict=True)]
+    by_frame = compare(rescored, n_resamples=B)
     by_record = compare([record_path(s) for s in stores], n_resamples=B)  # no data given
-    assert len(by_store.values) and len(by_store.pairs)
-    pd.testing.assert_frame_equal(by_record.values, by_store.values)
-    pd.testing.assert_frame_equal(by_record.pairs, by_store.pairs)
-    mixed = compare([stores[0], record_path(stores[1])], sources={paper: src}, n_resamples=B)
-    pd.testing.assert_frame_equal(mixed.values, by_store.values)
+    assert len(by_frame.values) and len(by_frame.pairs)
+    pd.testing.assert_frame_equal(by_record.values, by_frame.values)
+    pd.testing.assert_frame_equal(by_record.pairs, by_frame.pairs)
+    for given in (stores, [stores[0], record_path(stores[1])]):
+        again = compare(given, sources={paper: src}, n_resamples=B)
+        pd.testing.assert_frame_equal(again.values, by_frame.values)
+
+
+def test_a_store_given_directly_is_read_as_its_record_and_scored_only_where_it_has_none(tmp_path, monkeypatch):
+    """``compare a.jsonl b.jsonl --source``: each store is read as its verified run record (the data read only for
+    the items' images); one with no record is scored once against the data and its record written, then read as a
+    record; one whose record disagrees with it is refused in one line without its data, and scored again (said so)
+    with it."""
+    from vlamb_nb.benchmarks.base import Benchmark
+    from vlamb_nb.record import RecordMismatch, RunRecord
+
+    src, stores = _two_runs("vague", "vlm", 12, tmp_path)
+    scorings = []
+    real = Benchmark.score_store
+
+    def counted(self, *a, **k):
+        scorings.append(k.get("record", True))
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(Benchmark, "score_store", counted)
+    first = compare(stores, sources={"vague": src}, n_resamples=B)
+    assert scorings == [] and all(e["runs"] for e in first.aligned)
+    assert all(r.record is not None and r.items is not None for e in first.aligned for r in e["runs"])  # images
+    record_path(stores[1]).unlink()
+    second = compare(stores, sources={"vague": src}, n_resamples=B)
+    assert scorings == [True] and record_path(stores[1]).is_file()  # scored once, its record written
+    pd.testing.assert_frame_equal(second.values, first.values)
+    compare(stores, sources={"vague": src}, n_resamples=B)
+    assert scorings == [True]  # and read as its record from then on
+    with open(stores[0], "a", encoding="utf-8") as fh:  # an answer added after its record was written
+        lines = stores[0].read_text(encoding="utf-8").splitlines()
+        assert '"request_id":"' in lines[-1]
+        fh.write(lines[-1].replace('"request_id":"', '"request_id":"again-') + "\n")
+    with pytest.raises(RecordMismatch) as e:  # its data not given: refused, naming the record
+        compare(stores, n_resamples=B)
+    assert "\n" not in str(e.value) and "a.record.json" in str(e.value)
+    third = compare(stores, sources={"vague": src}, n_resamples=B)  # its data given: scored again, and said
+    assert scorings == [True, True] and RunRecord.read(stores[0]).coverage.duplicates == 1
+    said = [d for m in third.models for d in m["deviations"] if "its run record disagreed with it" in d]
+    assert said and said[0].startswith("a.jsonl: ")
 
 
 def test_a_record_is_compared_from_the_command_line_and_a_bad_one_refused_in_one_line(tmp_path, capsys):

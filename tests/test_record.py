@@ -147,6 +147,27 @@ def _score_json(argv: list[str], capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+def test_a_score_counting_items_never_asked_leaves_the_record_of_the_run_as_asked(tmp_path, capsys):
+    """``vlamb-nb score`` counts the items of the data a run never asked as wrong (the paper's denominator): that
+    scoring does not replace the record of the run as it was asked, which compare and the pages read; it says so,
+    and ``-o missing=skip`` (what was asked) or ``--record PATH`` writes its record."""
+    bench = get_benchmark("vague")
+    src = bench.make_sample(tmp_path / "d", n=6, seed=0)
+    items = bench.load(src)
+    store = tmp_path / "s.jsonl"
+    bench.evaluate(F.model(), items.head(3), "vlm", store=store, progress=False)
+    asked = record_path(store).read_bytes()
+    out = _score_json(["vague", "--predictions", str(store), "--source", str(src)], capsys)
+    assert out["scored"] > 3 and out["record"] is None and record_path(store).read_bytes() == asked
+    assert any(n.startswith("the run record beside s.jsonl is left as it was: this scoring counts the") and
+               "never asked as wrong" in n for n in out["notes"])
+    out = _score_json(["vague", "--predictions", str(store), "--source", str(src), "--record",
+                       str(tmp_path / "all")], capsys)
+    assert out["record"] == str(tmp_path / "all.record.json") and len(RunRecord.read(tmp_path / "all")) > 3
+    out = _score_json(["vague", "--predictions", str(store), "--source", str(src), "-o", "missing=skip"], capsys)
+    assert out["record"] == str(record_path(store)) and len(RunRecord.read(store)) == 3
+
+
 def test_score_prints_one_shape_for_every_paper_with_the_declared_metrics_values(samples, tmp_path, capsys):
     keys = {}
     for paper, setting, n in ONE_EACH:

@@ -16,9 +16,9 @@ models answered:
 
 The statistics are :mod:`vlamb_nb.stats` (paired bootstrap, McNemar, Holm/BH) and the resample weights and
 rank rule of :mod:`vlamb_nb.stats.ranking`; this module only reads each paper's declared metrics and lines the
-runs up. A RUN is a ``reproduce`` run folder, a sweep's output folder (every model in it), a prediction store
-file (scored against the items it was asked about, ``sources``) or a paper's released per-item predictions
-file. Runs of different data (``RunMeta``'s ``data``: kind, release, revision) or of different settings are
+runs up, each from its run record. A RUN is a ``reproduce`` run folder, a sweep's output folder (every model in
+it), a prediction store file (its record; scored against the items it was asked about, ``sources``, only where it
+has none yet) or a paper's released per-item predictions file. Runs of different data (``RunMeta``'s ``data``: kind, release, revision) or of different settings are
 refused unless asked for, and a run on a generated sample is compared only with other sample runs. One model's
 runs in several settings of a paper are compared with each other the same way (an ablation: each setting a
 "model" named ``<model> · <setting>``).
@@ -740,8 +740,7 @@ def _file_run(path: Path, sources: Any, *, name: str | None = None, options: dic
     from vlamb_nb.store import is_store
 
     if is_store(path):
-        return score_store(path, source=_source_for(_store_meta(path)["benchmark"], sources), name=name,
-                           options=options)
+        return _store_run(path, _source_for(_store_meta(path)["benchmark"], sources), name=name, options=options)
     first = next((rec for _, rec in iter_jsonl(path)), None)
     if first is None:
         raise DataError("an empty file: not a run", source=str(path))
@@ -761,6 +760,44 @@ def _file_run(path: Path, sources: Any, *, name: str | None = None, options: dic
     untried = f" (not asked: {'; '.join(unloadable)})" if unloadable else ""
     raise DataError("not a run: neither a prediction store (records naming their benchmark) nor a paper's released "
                     f"per-item predictions{untried}", source=str(path))
+
+
+def _store_run(path: Path, source: Any, *, name: str | None = None, options: dict[str, Any] | None = None,
+               loaded: dict[tuple[str, str], Any] | None = None) -> Run:
+    """A prediction store as its run: its scored run record, where it has one that agrees with it (the data, where
+    given and here, read only for the items' images and prompts; ``loaded`` keeps what was read by paper and
+    source), else scored against ``source`` once and its record written (:func:`score_store`). A record that
+    disagrees with its store (answers added since it was written) is refused in one line, unless the data is
+    here: then the store is scored again, its record rewritten, and the run says so."""
+    from vlamb_nb.record import RecordMismatch
+
+    try:
+        records = _records_of([path], name=name)
+    except RecordMismatch as e:
+        if _not_here(source):
+            raise
+        run = score_store(path, source=source, name=name, options=options)
+        run.deviations.append(f"{path.name}: its run record disagreed with it ({_own_words(e)}): scored again "
+                              "against the data given, the record rewritten")
+        return run
+    if records is None:
+        return score_store(path, source=source, name=name, options=options)
+    (run,) = records
+    run.origin = str(path)  # the store given, and its data as the store says it: as when it is scored
+    run.data = _store_meta(path).get("data")
+    if not _not_here(source):
+        import warnings
+
+        from vlamb_nb.benchmarks import get_benchmark
+
+        key = (run.paper, str(source))
+        loaded = {} if loaded is None else loaded
+        if key not in loaded:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                loaded[key] = get_benchmark(run.paper).load(source)
+        run.items = loaded[key]
+    return run
 
 
 def _store_meta(path: Path) -> dict[str, Any]:
@@ -848,9 +885,10 @@ def score_store(path: str | os.PathLike, *, source: Any, name: str | None = None
 
 
 def _sweep_runs(folder: Path, notes: list[str] | None = None) -> list[Run]:
-    """Every model × benchmark × setting of a sweep whose store exists, scored against the sweep's sources (its
-    ``config.json``; the store names follow the one rule, ``paths.store_path``); where a source is not at hand (a
-    sweep copied from the cluster it ran on), the store's run record, said in ``notes``."""
+    """Every model × benchmark × setting of a sweep whose store exists (its ``config.json``; the store names
+    follow the one rule, ``paths.store_path``), as its run record (:func:`_store_run`: scored against the sweep's
+    source only where it has none yet); where a source is not at hand (a sweep copied from the cluster it ran
+    on), said in ``notes``."""
     from vlamb_nb.jsonl import read_json
     from vlamb_nb.paths import store_path
 
@@ -859,6 +897,7 @@ def _sweep_runs(folder: Path, notes: list[str] | None = None) -> list[Run]:
         raise DataError("not a sweep's config.json (a list of jobs, each naming its model_name)",
                         source=str(folder / "config.json"))
     out = []
+    loaded: dict[tuple[str, str], Any] = {}  # each source's items, read once for every store run on it
     multi_quant = len({j.get("model_name") for j in jobs}) < len(jobs)
     for j in jobs:
         name = str(j["model_name"]) + (f" ({j.get('quantization') or 'none'})" if multi_quant else "")
@@ -869,14 +908,11 @@ def _sweep_runs(folder: Path, notes: list[str] | None = None) -> list[Run]:
                 if not p.is_file():
                     continue
                 source = spec.get("source")
-                records = _records_of([p], name=name) if _not_here(source) else None
-                if records is None:
-                    out.append(score_store(p, source=source, name=name, options=dict(spec.get("options") or {})))
-                    continue
-                out += records
-                if notes is not None:
+                out.append(_store_run(p, source, name=name, options=dict(spec.get("options") or {}),
+                                      loaded=loaded))
+                if notes is not None and _not_here(source):
                     notes.append(f"{spec['name']} {setting} of {name}: its data ({source or 'none given'}) is not "
-                                 "at hand; compared from its run record (no rescoring, no thumbnails)")
+                                 "at hand; compared from its run record (no thumbnails)")
     return out
 
 

@@ -35,6 +35,7 @@ Short example (offline, with a scripted stand-in model)::
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from abc import ABC, abstractmethod
@@ -774,6 +775,7 @@ class Benchmark(ABC):
         except (TypeError, ValueError):
             raise SettingError(f"n_resamples must be a whole number (0: no intervals), got {n_resamples!r}") from None
         target = options.pop("record", None)
+        counts_unasked = str(options.get("missing", "wrong")) == "wrong"  # items never asked count as wrong
         scored = self.scored_file(path, source=source, **options)
         if {"model", "setting"} <= set(scored.columns):  # a file of several runs (a labels file): one at a time
             runs = sorted(set(zip(scored["model"].astype(str), scored["setting"].astype(str), strict=True)))
@@ -788,16 +790,23 @@ class Benchmark(ABC):
 
             rec.store_digest = store_digest(path)
         written = None
+        from vlamb_nb.record import record_path, run_number
+
+        run = None if store is None else \
+            scored.attrs["run_number"] if "run_number" in scored.attrs else run_number(store, scored)
+        filled = int(getattr(scored.attrs.get("coverage"), "missing", 0) or 0) if counts_unasked else 0
+        kept = store is not None and target is None and filled and _record_as_asked(record_path(store, run))
+        if kept:  # the record of the run as it was asked stays: compare and the pages read it
+            rec.notes += (f"the run record beside {path.name} is left as it was: this scoring counts the {filled} "
+                          "item(s) the run never asked as wrong (-o missing=skip scores what it asked; --record "
+                          "PATH keeps this scoring)",)
         try:
             if target is not None:
                 written = rec.write(target)
-            elif store is not None:
-                from vlamb_nb.record import run_number
-
-                written = rec.write(store, run=scored.attrs["run_number"] if "run_number" in scored.attrs else
-                                    run_number(store, scored))
+            elif store is not None and not kept:
+                written = rec.write(store, run=run)
         except OSError as e:  # a read-only folder, a full disk: every view reads the record, so this is an error
-            from vlamb_nb.record import RecordError, record_path
+            from vlamb_nb.record import RecordError
 
             raise RecordError.of(target if target is not None else record_path(path), e) from None
         out = rec.score_view()
@@ -1054,3 +1063,14 @@ def source_digest(items: Any) -> str:
     from vlamb_nb.hashing import digest
 
     return digest({"ids": [str(i) for i in items["id"]], "source": str(items.attrs.get("source", ""))})[:16]
+
+
+def _record_as_asked(path: Path) -> bool:
+    """Whether ``path`` holds the scored run record of a run as it was asked (no item it never asked counted as
+    wrong): a scoring that counts such items does not replace it (the file is read as it says, without checks)."""
+    try:
+        d = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        return isinstance(d, dict) and d.get("stage") == "scored" and not any(
+            isinstance(r, dict) and r.get("failure") == NO_PREDICTION for r in d.get("rows") or ())
+    except (OSError, ValueError, AttributeError):
+        return False
