@@ -106,6 +106,27 @@ def test_a_store_given_directly_is_read_as_its_record_and_scored_only_where_it_h
     assert said and said[0].startswith("a.jsonl: ")
 
 
+def test_a_store_given_with_another_answer_key_is_scored_against_it_not_read_from_its_record(tmp_path):
+    """The data given is what a store is scored against: a record scored against other items (another answer
+    key) is not used for it; the store is scored again against the data given, and the run says so."""
+    import shutil
+
+    src, stores = _two_runs("vflute", "zero_shot", 16, tmp_path)
+    same = compare(stores, sources={"vflute": src}, n_resamples=B)
+    assert not any("other items than the data given" in d for m in same.models for d in m["deviations"])
+    other = tmp_path / "other-key"
+    shutil.copytree(src, other)
+    data = other / "vflute-v2-test.json"
+    recs = json.loads(data.read_text(encoding="utf-8"))
+    for r in recs[:6]:
+        r["label"] = "contradiction" if r["label"] == "entailment" else "entailment"
+    data.write_text(json.dumps(recs), encoding="utf-8")
+    flipped = compare(stores, sources={"vflute": other}, n_resamples=B)
+    said = [d for m in flipped.models for d in m["deviations"] if "other items than the data given" in d]
+    assert len(said) == 2 and said[0].startswith(("a.jsonl: ", "b.jsonl: "))
+    assert not flipped.values["value"].equals(same.values["value"])  # scored against the key given
+
+
 def test_a_record_is_compared_from_the_command_line_and_a_bad_one_refused_in_one_line(tmp_path, capsys):
     src, stores = _two_runs("vague", "vlm", 12, tmp_path)
     recs = [str(record_path(s)) for s in stores]

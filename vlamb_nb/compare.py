@@ -768,7 +768,8 @@ def _store_run(path: Path, source: Any, *, name: str | None = None, options: dic
     given and here, read only for the items' images and prompts; ``loaded`` keeps what was read by paper and
     source), else scored against ``source`` once and its record written (:func:`score_store`). A record that
     disagrees with its store (answers added since it was written) is refused in one line, unless the data is
-    here: then the store is scored again, its record rewritten, and the run says so."""
+    here: then the store is scored again, its record rewritten, and the run says so; so is a record scored
+    against other items than the data given (another answer key)."""
     from vlamb_nb.record import RecordMismatch
 
     try:
@@ -792,10 +793,17 @@ def _store_run(path: Path, source: Any, *, name: str | None = None, options: dic
 
         key = (run.paper, str(source))
         loaded = {} if loaded is None else loaded
+        bench = get_benchmark(run.paper)
         if key not in loaded:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                loaded[key] = get_benchmark(run.paper).load(source)
+                loaded[key] = bench.load(source)
+        if not bench.scored_on(run.record, loaded[key]):  # another answer key, edited items: the data given counts
+            again = score_store(path, source=source, name=name, options=options)
+            again.deviations.append(f"{path.name}: its run record was scored against other items than the data "
+                                    "given (another answer key or edited items): scored again against them, the "
+                                    "record rewritten")
+            return again
         run.items = loaded[key]
     return run
 

@@ -509,6 +509,17 @@ class Benchmark(ABC):
         return out
 
     @final
+    def scored_on(self, record: Any, items: Any) -> bool:
+        """Whether ``record`` was scored against these ``items`` (the digest of the items its rows answer, as
+        :meth:`_check_items` keeps it): a record scored against another answer key or edited items is not these
+        items' scoring. True where the record keeps no digest (nothing to hold it to)."""
+        want = getattr(record.data, "items_sha256", None)
+        if not want or self.id_column not in getattr(items, "columns", ()):
+            return True
+        answered = {str(r.get("item_id")) for r in record.rows if r.get("failure") != NO_PREDICTION}
+        return items_digest(item_digests(items, self.id_column, answered)) == want
+
+    @final
     def run_settings(self, model: VLM, items, settings: Any, *, store_dir: str | os.PathLike | None = None,
                      limit: int | None = None, batch_size: int = 8, progress: bool = True,
                      **options: Any) -> dict[str, Any]:
