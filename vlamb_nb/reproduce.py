@@ -383,7 +383,9 @@ def execute_all(runs: list[NotebookRun], *, cwd: Path, timeout: int | None, jobs
     except BaseException:
         for proc in list((getattr(pool, "_processes", None) or {}).values()):
             proc.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
+        # waited for: the pool's manager thread sees its workers gone and ends now; left running, the interpreter's
+        # exit would wake it through a pipe already closed and print a traceback after the one line of Ctrl-C
+        pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown()
     return runs
