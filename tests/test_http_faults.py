@@ -68,6 +68,17 @@ def test_429_retry_after_is_honoured(fault_server):
     assert waited >= 0.95  # a lower bound only: a busy machine makes every wait longer, never shorter
 
 
+def test_retry_after_zero_or_in_the_past_gets_the_jittered_backoff(fault_server):
+    """A 429 that says "again now" to a whole fleet would bring it back in step: the backoff spreads it."""
+    srv = fault_server(ok_after(1, lambda h: h.reply(429, {"error": {}}, headers={"Retry-After": "0"})))
+    m = model(srv, backoff=0.4)
+    g = ask(m)
+    assert g.error is None and srv.hits[1]["t"] - srv.hits[0]["t"] >= 0.19  # 0.4 s x [0.5, 1): not at once
+    waits = {m._sleep_for(2, v) for v in ("0", "-5", formatdate(time.time() - 60, usegmt=True)) for _ in range(5)}
+    assert all(0.8 <= w <= 1.6 for w in waits) and len(waits) > 1  # 0.4 x 2^2, jittered
+    assert m._sleep_for(2, "1") == 1.0
+
+
 @pytest.mark.parametrize("status", [429, 503])
 def test_retry_after_is_capped_by_max_backoff(fault_server, status):
     srv = fault_server(ok_after(1, lambda h: h.reply(status, {"error": {}}, headers={"Retry-After": "30"})))

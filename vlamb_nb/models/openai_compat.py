@@ -13,8 +13,8 @@ as it arrives. HTTP goes through one pooled ``httpx.Client`` per model with thes
 * redirects are never followed: a redirected POST would come back as a GET, or take the key to
   another host; the redirect is reported as a failure naming the status and ``Location``;
 * 408, 409, 429 and 5xx answers, timeouts and dropped connections are retried (at most
-  ``max_retries`` times per request) with exponential backoff, honouring ``Retry-After`` on 429/503,
-  never waiting longer than ``max_backoff``;
+  ``max_retries`` times per request) with exponential backoff, honouring ``Retry-After`` on 429/503
+  (one of 0 s gets the jittered backoff), never waiting longer than ``max_backoff``;
 * a 429 or 503 also halves the number of requests in flight and pauses new sends for its
   ``Retry-After``; each success then adds about one request in flight per round trip, back up to
   ``concurrency`` (additive increase, multiplicative decrease, as TCP does);
@@ -294,8 +294,10 @@ class OpenAIModel:
         return scrub(text, self._key(), *known_keys())
 
     def _sleep_for(self, attempt: int, retry_after: str | None) -> float:
+        """The pause before a retry: the server's ``Retry-After``, or, when it asks for none or for 0 s, the
+        jittered exponential backoff (a fleet told "now" would otherwise come back in step and be refused again)."""
         asked = retry_after_seconds(retry_after)
-        if asked is not None:
+        if asked:
             return min(asked, self.max_backoff)
         return min(self.backoff * (2 ** attempt), self.max_backoff) * (0.5 + random.random() / 2)
 
