@@ -171,6 +171,14 @@ def test_tag_leaves_out_whole_groups_and_counts_them():
         tag(items.drop(columns="image_id"), ident)
 
 
+def test_a_data_identity_read_back_keeps_a_null_field_empty():
+    from vlamb_nb.datahome import DataIdentity
+
+    ident = DataIdentity(kind="local", paper="vague", n_items=3)
+    back = DataIdentity.from_dict({**ident.to_dict(), "release": None, "label": None})
+    assert back == ident and back.release == "" and "None" not in back.label
+
+
 def test_the_stand_in_lists_a_folder_as_githubs_contents_api_does():
     """The listing the stand-in serves has what GitHub's contents API answers (names, sizes, git object ids)."""
     from hubstub import git_blob_oid

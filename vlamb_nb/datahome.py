@@ -159,8 +159,12 @@ class DataIdentity:
     def from_dict(cls, d: dict[str, Any] | None) -> DataIdentity | None:
         if not d:
             return None
-        return cls(kind=str(d.get("kind", "")), paper=str(d.get("paper", "")), release=str(d.get("release", "")),
-                   revision=d.get("revision"), n_items=d.get("n_items"), label=str(d.get("label", "")),
+        def text(k: str) -> str:  # a null field is empty, not the word "None"
+            v = d.get(k)
+            return "" if v is None else str(v)
+
+        return cls(kind=text("kind"), paper=text("paper"), release=text("release"),
+                   revision=d.get("revision"), n_items=d.get("n_items"), label=text("label"),
                    deviations=tuple(d.get("deviations") or ()), n_loaded=d.get("n_loaded"),
                    left_out=tuple(LeftOut.from_dict(x) for x in d.get("left_out") or () if isinstance(x, dict)),
                    sha256=d.get("sha256") if isinstance(d.get("sha256"), str) else None)

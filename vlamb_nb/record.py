@@ -421,6 +421,15 @@ class RunRecord:
                             "store again (vlamb-nb score) to rank or compare it", source=self.store or None)
         return self.units.get(metric, [])
 
+    def keyed_rows(self) -> dict[str, dict[str, Any]]:
+        """The scored rows by their key in the unit sets (the first row of a key): how a row is matched to the
+        units computed from it, and across runs."""
+        out: dict[str, dict[str, Any]] = {}
+        for r in self.rows:
+            if r.get("scored", True):
+                out.setdefault(str(r.get("key") or r.get("item_id")), r)
+        return out
+
     def __len__(self) -> int:
         """The rows scored (a turn before the answer that counts is not one)."""
         return sum(1 for r in self.rows if r.get("scored", True))

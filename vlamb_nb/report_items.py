@@ -610,10 +610,7 @@ def comparison_view(c: Any) -> ItemsView:
 def _run_rows(paper: str, run: Any) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]], Any]:
     """A run's scored rows by their key in the unit sets, each slice's keys, and its record."""
     rec = run.record
-    rows: dict[str, dict[str, Any]] = {}
-    for r in rec.rows:
-        if r.get("scored", True):
-            rows.setdefault(str(r.get("key") or r.get("item_id")), r)
+    rows = rec.keyed_rows()
     slices: dict[str, set[str]] = {}
     for sets in rec.units.values():
         for u in sets or ():

@@ -110,7 +110,7 @@ def covered(metrics: list[Any], table: dict[str, Any]) -> set[str]:
 def _answered_keys(run: Any) -> set[str]:
     """The items a run answered by their unit key, from its record's rows: where none of the metrics has values
     in it (answers awaiting judge labels), so it still meets the other runs and the metric is said not compared."""
-    return {str(r.get("key") or r.get("item_id")) for r in run.record.rows if r.get("scored", True)}
+    return set(run.record.keyed_rows())
 
 
 def common_units(metrics: list[Any], runs: list[Any]) -> tuple[dict[str, list[Scores]], dict[str, int], int]:

@@ -459,7 +459,7 @@ def _aligned_record(rec: Any, keys: Sequence[str], released: dict[str, Any], thr
     row numbers), matched by row and gold box (a record keeps no expression, and names an image as its data does,
     a released file by its own name); a released run that does not cover every one of the rows is left out, so
     every comparison is on exactly the same rows."""
-    rows = {str(r.get("key") or r.get("item_id")): r for r in rec.rows if r.get("scored", True)}
+    rows = rec.keyed_rows()
     if not keys or any(k not in rows or not str(k).isdigit() for k in keys):
         return {}
     ours = [(int(k), rows[k].get("gold")) for k in keys]
