@@ -43,7 +43,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--procs", type=int, default=os.cpu_count() or 1, help="busy loops (default: one per core)")
     p.add_argument("--for", dest="seconds", type=float, default=None,
-                   help="stop the loops after this many seconds (default: keep them for the whole command)")
+                   help="stop the loops after this many seconds, counted from when they start (with --load: once "
+                        "the load ends); default: keep them for the whole command")
     p.add_argument("--load", default=None, metavar="CMD",
                    help="a command that is the load first (the busy loops start when it ends); its output is "
                         "printed after the command's, and the script fails if it fails")
@@ -105,26 +106,33 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     loops = [mp.Process(target=spin, args=(os.getpid(),), daemon=True, name=f"busy-{k}") for k in range(args.procs)]
     load = Load(args.load) if args.load else None
-    span = "the whole run" if args.seconds is None else f"the first {args.seconds:g} s"
-    if load is None:
+    ended = threading.Event()  # the command has ended: loops not started yet never start
+    timers: list[threading.Timer] = []
+
+    def start_loops() -> None:
+        if ended.is_set():
+            return
         for proc in loops:
             proc.start()
+        if args.seconds is not None:  # bounded from when the loops start
+            timers.append(threading.Timer(args.seconds, stop, args=(loops,)))
+            timers[-1].daemon = True
+            timers[-1].start()
+
+    span = "the whole run" if args.seconds is None else f"{args.seconds:g} s"
+    if load is None:
+        start_loops()
     else:
-        span = f"the rest of the run, once the load ({args.load}) ends"
+        span = (f"the rest of the run, once the load ({args.load}) ends" if args.seconds is None else
+                f"{args.seconds:g} s once the load ({args.load}) ends")
 
         def take_over() -> None:  # the loops keep the machine loaded once the load's work is done
             load.wait()
-            for proc in loops:
-                proc.start()
+            start_loops()
         taker = threading.Thread(target=take_over, daemon=True)
         taker.start()
     print(f"busy: {args.procs} busy loop(s) on {os.cpu_count()} core(s) for {span}: {' '.join(args.command)}",
           file=sys.stderr, flush=True)
-    timer = None
-    if args.seconds is not None:
-        timer = threading.Timer(args.seconds, stop, args=(loops,))
-        timer.daemon = True
-        timer.start()
     start = time.monotonic()
     try:
         rc = subprocess.call(args.command)
@@ -133,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         if load is not None:
             load.stop()
     finally:
-        if timer is not None:
+        ended.set()
+        for timer in timers:
             timer.cancel()
     print(f"busy: the command exited with {rc} after {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
     load_rc = 0

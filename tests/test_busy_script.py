@@ -72,3 +72,29 @@ def test_a_load_command_runs_first_then_the_loops_and_its_failure_fails_the_scri
     assert (during, after) == (1, 2)  # the load alone, then the two loops in its place
     assert out.stdout.splitlines()[1:] == ["the load spoke"]  # its output after the command's, not interleaved
     assert f"the load ({load}) exited with {load_rc}" in out.stderr
+
+
+# the command counts the other children of its parent at 0.5 s (the load), 2.5 s (the loops) and 6 s (none)
+PROBE_BOUNDED = """
+import os, time
+parent = os.getppid()
+def kids():
+    return [k for k in open(f"/proc/{parent}/task/{parent}/children").read().split() if int(k) != os.getpid()]
+seen = []
+for t in (0.5, 2.5, 6.0):
+    time.sleep(t - (seen[-1][0] if seen else 0.0))
+    seen.append((t, len(kids())))
+print(" ".join(str(n) for _, n in seen))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_loops_that_take_over_from_a_load_stop_after_for_seconds_counted_from_their_start():
+    """``make test`` bounds the loops after the fresh clone: --for counts from when they start, so loops started
+    after a long load are still stopped (they were left running to the end)."""
+    load = f"{sys.executable} -c \"import time; time.sleep(1.0)\""
+    out = subprocess.run([sys.executable, str(SCRIPT), "--procs", "2", "--for", "2", "--load", load, "--",
+                          sys.executable, "-c", PROBE_BOUNDED], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert [int(x) for x in out.stdout.split()[:3]] == [1, 2, 0]  # the load, the two loops, then none
+    assert "for 2 s once the load" in out.stderr

@@ -334,7 +334,8 @@ def test_reproduce_sends_every_fetched_item_and_the_report_names_the_revision(we
     with ChatEndpoint(lambda prompt: '[{"bbox_2d": [10, 10, 60, 60], "label": "target"}]') as server:
         code = cli.main(["reproduce", "refadv", "--run-id", "r", "--runs-dir", str(tmp_path / "runs"),
                          "-p", "model=openai:acme/vlm-7b", "-p", f"base_url={server.base_url}",
-                         "-p", "settings=direct", "-p", "concurrency=32"])
+                         "-p", "settings=direct", "-p", "concurrency=32",
+                         "-p", "n_resamples=200"])  # the intervals' width is not what this test checks
         asked = server.prompts
     assert code == 0
     grounding = [p for p in asked if "bbox" in p.lower() or "bounding box" in p.lower()]
@@ -398,6 +399,7 @@ def test_two_served_models_on_the_fetched_release_compare_with_the_mcnemar_p_the
             code = cli.main(["reproduce", "refadv", "--run-id", name, "--runs-dir", str(tmp_path / "runs"),
                              "-p", f"model=openai:acme/Qwen2.5-VL-7B-{name}", "-p", f"base_url={server.base_url}",
                              "-p", "settings=direct", "-p", f"limit={n}", "-p", "concurrency=16",
+                             "-p", "n_resamples=200",  # the McNemar p checked here takes no resample
                              *(["--fetch"] if name == "a" else [])])  # the first run fetches the release itself
         assert code == 0
         runs[name] = tmp_path / "runs" / name

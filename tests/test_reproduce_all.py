@@ -85,6 +85,33 @@ def test_every_paper_with_stores_lists_its_items_on_the_page(full_run):
 
 
 @pytest.mark.slow
+def test_the_page_step_reads_the_notebooks_records_and_scores_nothing(full_run, monkeypatch):
+    """What the page lists after the notebooks end is their run records as written: any scoring there (a store
+    scored again, a record made from a frame) fails, and no file of the run changes."""
+    from vlamb_nb import compare, record, reproduce
+    from vlamb_nb.benchmarks import PAPERS, get_benchmark
+
+    def scored(*_a, **_k):
+        raise AssertionError("scored after the notebooks ended")
+
+    for p in PAPERS:
+        for cls in type(get_benchmark(p.name)).__mro__:
+            for name in ("score", "score_store", "evaluate"):
+                if name in vars(cls):
+                    monkeypatch.setattr(cls, name, scored)
+    monkeypatch.setattr(record, "from_scored", scored)
+    monkeypatch.setattr(compare, "score_store", scored)
+    files = {f: (f.stat().st_size, f.stat().st_mtime_ns) for f in full_run.run.rglob("*") if f.is_file()}
+    runs, failed, _ = reproduce.recorded_runs(full_run.run)
+    assert not failed, failed
+    assert {r.paper for r in runs} >= {"vague", "mucar", "vflute", "refadv", "racquet"}
+    # each run is its record as written: scored, or (RACQUET's bias answers) a run awaiting its hand labels
+    assert all(r.record is not None and str(r.origin).endswith(".record.json") for r in runs)
+    assert {r.record.stage for r in runs} <= {"scored", "run"} and [r for r in runs if r.record.stage == "scored"]
+    assert {f: (f.stat().st_size, f.stat().st_mtime_ns) for f in full_run.run.rglob("*") if f.is_file()} == files
+
+
+@pytest.mark.slow
 def test_the_scripted_stand_ins_headlines_are_real_numbers(full_run):
     """Every paper's card rows come from the scripted stand-in under the offline profile: each a number above zero
     with an interval, never ranked among the paper's models."""
