@@ -1,34 +1,18 @@
 """Compare your own models on the same items: values, paired differences, tests and ranks per headline metric.
 
-A model author's most common question is "is model A better than model B here?". The report card answers
-"where does one model stand among the published ones"; this module answers the paired question, on items both
-models answered:
+The report card says where one model stands among the published ones; this module answers "is A better than B
+here?", on the items every compared model answered (the others are dropped and counted; a metric over groups
+drops whole groups). Per headline metric and slice the paper declares (:mod:`vlamb_nb.stats.metric`): each
+model's value with its interval, each pair's difference with both models resampled together (whole clusters
+where declared), McNemar for 0/1 scores and the paired bootstrap otherwise, Holm within a metric and slice (BH
+on request), and each model's rank with its interval over the same resamples (:mod:`vlamb_nb.stats.ranking`).
 
-- every model's value of each paper's headline metrics (declared once by the paper:
-  :mod:`vlamb_nb.stats.metric`) with its interval, on the items that *all* compared models answered (the others
-  are dropped and counted, never compared across different items; a metric over groups of items drops whole
-  groups);
-- every pair's difference on those items, both models resampled together (whole clusters where the metric
-  declares them: images, pairs), tested with McNemar for 0/1 scores (exact below 25 discordant items) and the
-  paired bootstrap for the others (macro-F1, means, shares), Holm-adjusted within the family of one metric and
-  slice (Benjamini–Hochberg on request), and each model's rank with its interval over the same resamples; on the
-  whole set and on every slice the metric declares.
-
-The statistics are :mod:`vlamb_nb.stats` (paired bootstrap, McNemar, Holm/BH) and the resample weights and
-rank rule of :mod:`vlamb_nb.stats.ranking`; this module only reads each paper's declared metrics and lines the
-runs up, each from its run record. A RUN is a ``reproduce`` run folder, a sweep's output folder (every model in
-it), a prediction store file (its record; scored against the items it was asked about, ``sources``, only where it
-has none yet) or a paper's released per-item predictions file. Runs of different data (``RunMeta``'s ``data``: kind, release, revision) or of different settings are
-refused unless asked for, and a run on a generated sample is compared only with other sample runs. One model's
-runs in several settings of a paper are compared with each other the same way (an ablation: each setting a
-"model" named ``<model> · <setting>``).
-
-What cannot be compared is refused in one line (:class:`~vlamb_nb.errors.DataError`/``SettingError``): fewer
-than two models (and no two settings of one), the same run twice (one file, or two files with the same records),
-a run with no answers (every item failed), runs with no item in common, a path that is not a run, and nothing left
-to compare. A metric on few items is named, in the notes and in ``few``: below :data:`FEW_UNITS` units or
-:data:`FEW_CLUSTERS` resampled clusters its intervals and ranks are rough, and on one unit (or one cluster)
-there is no interval at all (a resample of one unit is that unit).
+A RUN is a ``reproduce`` run folder, a sweep's folder, a prediction store (read as its run record; scored once
+where it has none) or a paper's released per-item file; every run is compared from its record. Runs of other
+data or settings are refused unless asked for, and one model's settings of a paper compare as an ablation
+(``<model> · <setting>``). What cannot be compared (fewer than two models, the same run twice, no answers, no
+item in common, not a run) is refused in one line; a metric on fewer than :data:`FEW_UNITS` units or
+:data:`FEW_CLUSTERS` clusters is named as rough.
 """
 
 from __future__ import annotations

@@ -114,9 +114,9 @@ def _answered_keys(run: Any) -> set[str]:
 
 
 def common_units(metrics: list[Any], runs: list[Any]) -> tuple[dict[str, list[Scores]], dict[str, int], int]:
-    """Every metric's values on the items all runs answered, from each run's record (its unit sets), in one
-    order, overall then by slice (the first run's slices), for the metrics every run has values of; a metric over groups keeps only groups every
-    run answered whole."""
+    """Every metric's values on the items all runs answered, from the runs' records, in one order: overall, then
+    the first run's slices. A metric some run has no values of is left out; one over groups keeps the groups
+    every run answered whole."""
     tables = [run_units(metrics, r) for r in runs]
     items = [covered(metrics, t) if any(t.values()) else _answered_keys(r) for r, t in zip(runs, tables, strict=True)]
     keys = set.intersection(*items) if items else set()
