@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +97,17 @@ def strip_fields(src: Path, dst: Path) -> Path:
             lines.append(json.dumps(rec))
     dst.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return dst
+
+
+def one_store(store: Path, *runs: Callable[[Path], Any]) -> Path:
+    """A file holding several runs, as a store written before one run per file holds them (or files a user joined
+    with ``cat``): each of ``runs`` writes its own store (``runs[k](path)``, in ``<store's folder>/parts/``, with its
+    record there), then their lines are joined into ``store``, which has no record until it is scored."""
+    parts = []
+    for k, run in enumerate(runs):
+        part = store.parent / "parts" / f"{store.stem}.{k}{store.suffix}"
+        part.parent.mkdir(parents=True, exist_ok=True)
+        run(part)
+        parts.append(part)
+    store.write_bytes(b"".join(p.read_bytes() for p in parts))
+    return store

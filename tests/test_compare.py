@@ -668,12 +668,13 @@ def test_a_run_frame_whose_every_item_failed_is_refused():
 def test_a_store_of_two_runs_that_differ_only_in_decoding_is_refused_naming_both(vague_runs, tmp_path):
     """Compare tells runs apart as every scorer does (the run identity: decoding, prompts, data, seed too), not by
     model and setting alone: two runs in one store are never compared as one."""
+    import fixtures_stored as F
+
     bench = get_benchmark("vague")
     items = vague_runs["items"].head(4)
-    store = tmp_path / "two.jsonl"
-    for tokens in (8, 16):
-        bench.evaluate(_answering(items, {0, 1}, "model-x"), items, "vlm", store=store, progress=False,
-                       max_new_tokens=tokens)
+    store = F.one_store(tmp_path / "two.jsonl",  # two decodings in one file, as written before one run per file
+                        *(lambda p, t=t: bench.evaluate(_answering(items, {0, 1}, "model-x"), items, "vlm", store=p,
+                                                        progress=False, max_new_tokens=t) for t in (8, 16)))
     with pytest.raises(DataError, match=r"the store holds several runs, which are never compared together: \[0\] "
                                         r"model-x .*\[1\] model-x .*compare stores of one run each"):
         compare([store, vague_runs["stores"]["a"]], sources=str(vague_runs["src"]), n_resamples=B)

@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import fixtures_stored as F
 import pytest
 
 from vlamb_nb import get_benchmark
@@ -570,14 +571,13 @@ def test_quantization_none_null_or_empty_picks_the_unquantized_run(tmp_path, cap
     bench = get_benchmark(name)
     src = bench.make_sample(tmp_path / "d", n=2 if name == "mucar" else 4, seed=0)
     items = bench.load(src).head(3)
-    store = tmp_path / "s.jsonl"
     setting = {"vague": "lm", "mucar": "full", "vflute": "zero_shot", "refadv": "direct"}[name]
     full = ScriptedModel(lambda r: ANSWERS[name], model_id="q")
     four = ScriptedModel(_raise_for(lambda r: True, ""), model_id="q")  # the 4-bit run failed throughout
     four.info = replace(four.info, quantization="4bit")
-    for model in (full, four):
-        run = bench.evaluate if name == "mucar" else bench.run
-        run(model, items, setting, store=store, progress=False)
+    run = bench.evaluate if name == "mucar" else bench.run
+    store = F.one_store(tmp_path / "s.jsonl",  # both runs in one file, as written before one run per file
+                        *(lambda p, m=m: run(m, items, setting, store=p, progress=False) for m in (full, four)))
     opts = {"mucar": ["-o", "n_resamples=0"], "vflute": ["--scorer", "none", "-o", "ci=false"]}.get(name, [])
     argv = ["score", name, "--predictions", str(store), "--source", str(src), *opts]
     assert cli.main(argv) != 0  # two runs, none picked

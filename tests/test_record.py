@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from pathlib import Path
 
 import fixtures_stored as F
 import numpy as np
@@ -232,14 +234,17 @@ def test_a_metric_added_to_a_papers_metrics_reaches_score_with_no_other_edit(sam
 
 
 def test_a_store_of_several_runs_keeps_one_record_per_run(tmp_path, capsys):
+    """A file holding two runs (written before one run per file, or joined by hand) is scored run by run, each
+    record named by its run's number; reading the store without naming one says which there are."""
     bench = get_benchmark("vague")
     folder = bench.make_sample(tmp_path / "d", n=4, seed=0)
     items = bench.load(folder)
-    store = tmp_path / "s.jsonl"
-    bench.evaluate(F.model("a"), items, "vlm", store=store, progress=False)
-    assert RunRecord.read(store).model.model_id == "a"  # one run: the store's own record
-    bench.evaluate(F.model("b"), items, "vlm", store=store, progress=False)
-    assert not record_path(store).exists()  # named by its run's number now, beside the new run's
+    store = F.one_store(tmp_path / "s.jsonl",
+                        *(lambda p, m=m: bench.evaluate(F.model(m), items, "vlm", store=p, progress=False)
+                          for m in ("a", "b")))
+    bench.score_store(store, items, model="a")
+    assert RunRecord.read(record_path(store, 0)).model.model_id == "a" and not record_path(store).exists()
+    assert bench.score_store(store, items, run=1).attrs["run_number"] == 1
     with pytest.raises(DataError, match=r"holds 2 runs, each with its record \(s\.run-0\.record\.json, "
                                         r"s\.run-1\.record\.json\); name one"):
         RunRecord.read(store)
@@ -248,27 +253,93 @@ def test_a_store_of_several_runs_keeps_one_record_per_run(tmp_path, capsys):
     # scoring one of them (the number -o run=N picks) rewrites its record only
     out = _score_json(["vague", "--predictions", str(store), "--source", str(folder), "-o", "model=a"], capsys)
     assert out["model"] == "a" and RunRecord.read(record_path(store, 0)).model.model_id == "a"
-    assert bench.score_store(store, items, run=1).attrs["run_number"] == 1
     assert RunRecord.read(record_path(store, 1)).model.model_id == "b"
 
 
-def test_each_run_of_a_store_holding_two_decodings_records_its_own(tmp_path):
-    """One model asked twice into one store with another token budget: two runs, and each record's decoding is its
-    own run's (it was read from the store's first answer, which is the other run's for the second)."""
+def test_another_model_or_decoding_asked_into_a_store_writes_a_store_of_its_own(tmp_path):
+    """One store file is one run: a run whose model, decoding or items differ from the run its store holds writes
+    its own file beside it (``<stem>.<run key>.jsonl``) with its own record, and a rerun of either resumes its
+    own file without asking anything again."""
     bench = get_benchmark("vague")
     folder = bench.make_sample(tmp_path / "d", n=4, seed=0)
     items = bench.load(folder)
     store = tmp_path / "s.jsonl"
+    first = bench.evaluate(F.model("a"), items, "vlm", store=store, progress=False)
+    other = bench.evaluate(F.model("b"), items, "vlm", store=store, progress=False)
+    tokens = bench.evaluate(F.model("a"), items, "vlm", store=store, progress=False, max_new_tokens=7)
+    paths = [Path(r.attrs["store"]) for r in (first, other, tokens)]
+    assert paths[0] == store and len(set(paths)) == 3
+    assert all(re.fullmatch(r"s\.[0-9a-f]{8}\.jsonl", p.name) for p in paths[1:])
+    for p, model, budget in zip(paths, ("a", "b", "a"), (None, None, 7), strict=True):
+        rec = RunRecord.read(p)  # each file one run, its record beside it: no run to pick
+        assert rec.model.model_id == model and len(rec.rows) == len(items) and rec.store == p.name
+        assert (rec.decoding["max_new_tokens"] == 7) == (budget == 7)
+        assert len({r["run"]["run_key"] for r in map(json.loads, p.read_text().splitlines())}) == 1
+    for p, model, options in zip(paths, ("a", "b", "a"), ({}, {}, {"max_new_tokens": 7}), strict=True):
+        again = bench.evaluate(F.model(model), items, "vlm", store=store, progress=False, **options)
+        answered = again["error"].isna() | (again["error"] == "")
+        assert Path(again.attrs["store"]) == p and again.loc[answered, "cached"].all()  # failures are asked again
+    assert sorted(tmp_path.glob("s*.jsonl")) == sorted(paths)
+
+
+def test_a_store_written_before_run_keys_is_resumed_in_place_by_its_own_run_only(tmp_path):
+    """A store of an older version (records without a run key) is still its run's: the same run resumes it and
+    asks nothing; another decoding writes its own file. A sweep's views find the file its last run wrote."""
+    import os
+
+    from vlamb_nb.record import latest_store
+
+    bench = get_benchmark("vague")
+    items = bench.load(bench.make_sample(tmp_path / "d", n=4, seed=0))
+    store = tmp_path / "s.jsonl"
     bench.evaluate(F.model("a"), items, "vlm", store=store, progress=False)
-    bench.evaluate(F.model("a"), items, "vlm", store=store, progress=False, max_new_tokens=7)
-    first, second = (RunRecord.read(record_path(store, k)) for k in (0, 1))
-    assert first.run_id != second.run_id
-    assert first.decoding["max_new_tokens"] != 7 and second.decoding["max_new_tokens"] == 7
-    stored = {json.dumps(r["params"], sort_keys=True): r["request_id"] for r in map(json.loads,
-              store.read_text(encoding="utf-8").splitlines()) if r.get("turn") in (None, "answer")}
-    for rec in (first, second):  # each record's decoding is that of the answers its rows name
-        asked = {r["request_id"] for r in rec.rows}
-        assert stored[json.dumps(rec.decoding, sort_keys=True)] in asked
+    old = [json.loads(line) for line in store.read_text().splitlines()]
+    for r in old:
+        del r["run"]["run_key"]
+    store.write_text("".join(json.dumps(r) + "\n" for r in old))
+    again = bench.evaluate(F.model("a"), items, "vlm", store=store, progress=False)
+    assert again.attrs["store"] == str(store) and sorted(tmp_path.glob("s*.jsonl")) == [store]
+    other = Path(bench.evaluate(F.model("a"), items, "vlm", store=store, progress=False,
+                                max_new_tokens=5).attrs["store"])
+    assert other != store and sorted(tmp_path.glob("s*.jsonl")) == sorted([store, other])
+    assert latest_store(store) == other  # its record was written last
+    os.utime(record_path(store), (record_path(other).stat().st_mtime + 5,) * 2)
+    assert latest_store(store) == store
+    assert latest_store(tmp_path / "none.jsonl") == tmp_path / "none.jsonl"
+
+
+def test_a_limited_run_then_the_whole_run_keeps_both_whole_and_asks_nothing_twice(tmp_path):
+    """A notebook tried with ``limit=2`` and then run on everything: the whole run is another run (other items),
+    so it writes its own store, taking the limited run's answers instead of asking again (marked with the file
+    they came from); each store holds every answer of its run, so each scores alone, and nothing is lost."""
+    from vlamb_nb.models import ScriptedModel
+
+    bench = get_benchmark("vague")
+    folder = bench.make_sample(tmp_path / "d", n=6, seed=0)
+    items = bench.load(folder)
+    asked: list[str] = []
+
+    def respond(req):
+        asked.append(req.id)
+        return F.respond(req)
+
+    model = ScriptedModel(respond, model_id="m")
+    store = tmp_path / "s.jsonl"
+    part = bench.evaluate(model, items, "vlm", store=store, progress=False, limit=2)
+    n_part = len(asked)
+    whole = bench.evaluate(model, items, "vlm", store=store, progress=False)
+    own = Path(whole.attrs["store"])
+    assert Path(part.attrs["store"]) == store and own != store
+    stored = [json.loads(line) for line in own.read_text().splitlines()]
+    reused = [r for r in stored if r.get("reused_from")]
+    assert reused and {r["reused_from"] for r in reused} == {"s.jsonl"}
+    assert len(asked) - n_part == len(stored) - len(reused)  # the reused answers were not asked again
+    assert {r["request_id"] for r in reused} <= set(asked[:n_part])
+    for path, rows in ((store, len(part)), (own, len(whole))):
+        rec = RunRecord.read(path)
+        assert len(rec.rows) == rows
+        again = bench.score_store(path, items, record=False)  # one run per file: nothing to pick
+        assert len(again) == rows and list(again["text"]) == list((part if path == store else whole)["text"])
 
 
 def test_the_record_names_the_data_and_what_it_leaves_out_in_their_own_types(tmp_path):
@@ -472,10 +543,12 @@ def test_a_record_beside_another_runs_store_is_refused_naming_the_field(tmp_path
 
 
 def test_a_store_changed_since_its_record_is_refused_and_another_runs_answers_are_not_a_change(tmp_path):
-    store, path = _vague_run(tmp_path, 6)
     bench = get_benchmark("vague")
-    items = bench.load(tmp_path / "d")
-    bench.evaluate(F.model("other"), items, "vlm", store=store, progress=False)  # a second run in the same store
+    items = bench.load(bench.make_sample(tmp_path / "d", n=6, seed=0))
+    store = F.one_store(tmp_path / "s.jsonl",  # two runs in one file, as written before one run per file
+                        *(lambda p, m=m: bench.evaluate(F.model(m), items, "vlm", store=p, progress=False)
+                          for m in ("scripted", "other")))
+    bench.score_store(store, items, model="scripted")
     first = record_path(store, 0)
     assert RunRecord.read(first).unchecked == "" and RunRecord.read(first).model.model_id == "scripted"
     rec = next(r for r in map(json.loads, store.read_text().splitlines()) if r["model"]["model_id"] == "scripted")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import fixtures_stored as F
 import pandas as pd
 import pytest
 
@@ -557,10 +558,10 @@ def test_store_with_several_runs_is_scored_per_run(sample, tmp_path):
             return "[{}, {}, {}, {}]".format(*gt[req.meta["item_id"]])
         return "no idea"
 
-    store = tmp_path / "both.jsonl"
     model = ScriptedModel(respond)
-    bench.evaluate(model, items, "direct", store=store, progress=False)
-    bench.evaluate(model, items, "fixed", store=store, progress=False)
+    store = F.one_store(tmp_path / "both.jsonl",  # two settings in one file, as written before one run per file
+                        *(lambda p, s=s: bench.evaluate(model, items, s, store=p, progress=False)
+                          for s in ("direct", "fixed")))
     with pytest.raises(DataError, match=r"holds 2 runs.*direct:official:direct.*fixed:official:direct"):
         bench.score_store(store, items)
     direct = bench.score_store(store, items, setting="direct")
@@ -578,11 +579,12 @@ def test_store_repair_only_replaces_a_failed_first_answer(sample, tmp_path):
     run's repair turns, and neither run is scored without being picked."""
     bench, items, path = sample
     gt = items.set_index("id")["gt_xyxy"]
-    store = tmp_path / "s.jsonl"
-    bench.evaluate(ScriptedModel(lambda r: "nothing" if len(r.messages) == 1 else "[0, 0, 1, 1]"), items, "direct",
-              store=store, progress=False, max_new_tokens=16)
-    bench.evaluate(ScriptedModel(lambda r: "[{}, {}, {}, {}]".format(*gt[r.meta["item_id"]])), items, "direct",
-              store=store, progress=False, max_new_tokens=17)  # other params: not served from the cache
+    store = F.one_store(  # two decodings in one file, as written before one run per file
+        tmp_path / "s.jsonl",
+        lambda p: bench.evaluate(ScriptedModel(lambda r: "nothing" if len(r.messages) == 1 else "[0, 0, 1, 1]"),
+                                 items, "direct", store=p, progress=False, max_new_tokens=16),
+        lambda p: bench.evaluate(ScriptedModel(lambda r: "[{}, {}, {}, {}]".format(*gt[r.meta["item_id"]])), items,
+                                 "direct", store=p, progress=False, max_new_tokens=17))  # other params: not cached
     with pytest.raises(DataError, match=r"holds 2 runs.*\[0\].*\[1\].*run=N"):
         bench.score_store(store, items)
     again = bench.score_store(store, items, run=1)
@@ -652,7 +654,8 @@ def test_repair_text_option_is_sent_recorded_and_kept_apart(sample, tmp_path):
     newlines = bench.evaluate(model, items, "direct", store=store, repair_text="newlines", progress=False)
     assert model.calls - calls == len(items)  # first answers come from the store, only the repair turns are new
     assert set(sent) == {FOLLOWUP_TEXT_NEWLINES} and not newlines["hit"].any()
-    recs = read_records(store)
+    assert newlines.attrs["store"] != str(store)  # another run: a store of its own, its first answers copied in
+    recs = read_records(store) + read_records(newlines.attrs["store"])
     repairs = [r for r in recs if "::repair-" in r["request_id"]]
     assert {r["run"]["repair_text"] for r in repairs} == {"official", "newlines"}
     assert {r["setting"].rsplit(":", 1)[-1] for r in repairs} == {"repair", "repair-newlines"}

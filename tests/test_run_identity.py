@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import fixtures_stored as F
 import pytest
 from fixtures_vflute import oracle as _oracle
 
@@ -70,11 +71,11 @@ def test_the_unquantized_run_is_picked_with_none_null_or_an_empty_value(none):
 
 
 def _two_quantizations(run, items, store, answer: str) -> None:
-    """One scripted model written twice into one store: unquantized, then as '4bit'."""
-    model = ScriptedModel(lambda r: answer, model_id="Q")
-    run(model, items, store)
-    model.info = replace(model.info, quantization="4bit")
-    run(model, items, store)
+    """One scripted model run twice, unquantized then as '4bit', both in one file (as a store written before one
+    run per file holds them)."""
+    full, four = (ScriptedModel(lambda r: answer, model_id="Q") for _ in range(2))
+    four.info = replace(four.info, quantization="4bit")
+    F.one_store(store, *(lambda p, m=m: run(m, items, p) for m in (full, four)))
 
 
 @pytest.fixture(scope="module")
@@ -86,10 +87,9 @@ def vflute_sample(tmp_path_factory):
 
 def test_a_vflute_store_with_two_models_is_never_merged(tmp_path, vflute_sample):
     bench, folder, items = vflute_sample
-    store = tmp_path / "two.jsonl"
-    bench.run(ScriptedModel(_oracle(items), model_id="right"), items, "zero_shot", store=store, progress=False)
-    bench.run(ScriptedModel(_oracle(items, wrong=True), model_id="wrong"), items, "zero_shot", store=store,
-              progress=False)
+    models = (ScriptedModel(_oracle(items), model_id="right"), ScriptedModel(_oracle(items, wrong=True), model_id="wrong"))
+    store = F.one_store(tmp_path / "two.jsonl",  # both in one file, as written before one run per file
+                        *(lambda p, m=m: bench.run(m, items, "zero_shot", store=p, progress=False) for m in models))
     with pytest.raises(MixedRunsError, match=r"2 runs.*right.*wrong"):
         bench.score_file(store, source=folder, scorer="none", ci=False)
     right = bench.score_file(store, source=folder, scorer="none", ci=False, model="right")
@@ -131,10 +131,9 @@ def test_records_carry_template_and_data_digests_and_other_data_is_another_run(t
     bench = get_benchmark("vague")
     a = bench.load(bench.make_sample(tmp_path / "a", n=3, seed=0))
     b = bench.load(bench.make_sample(tmp_path / "b", n=3, seed=1))
-    store = tmp_path / "s.jsonl"
     model = ScriptedModel(lambda r: "A", model_id="Q")
-    bench.run(model, a, "lm", store=store, progress=False)
-    bench.run(model, b, "lm", store=store, progress=False)
+    store = F.one_store(tmp_path / "s.jsonl",  # both in one file, as written before one run per file
+                        *(lambda p, it=it: bench.run(model, it, "lm", store=p, progress=False) for it in (a, b)))
     recs = [json.loads(x) for x in store.read_text().splitlines()]
     assert all(len(r["run"]["template"]) == 16 and len(r["run"]["source"]) == 16 for r in recs)
     assert len({r["run"]["source"] for r in recs}) == 2 and len({r["run"]["template"] for r in recs}) == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import fixtures_stored as F
 import pandas as pd
@@ -71,7 +72,7 @@ def test_a_store_written_before_records_carried_their_turn_scores_the_same(paper
     # not in an old record; nor is the digest of the items its run was asked (the items scored against are)
     # and the deviations it stored are in that time's words (the scripted stand-in's line has been reworded since):
     # the same deviations, each as it was said then
-    _same(live, old, without=("seconds", "expression_asked"), attrs_without=("asked_sha256", "deviations"))
+    _same(live, old, without=("seconds", "expression_asked"), attrs_without=("asked_sha256", "deviations", "store"))
     assert [(d.what, d.paper, d.affects) for d in live.attrs["deviations"]] == \
         [(d.what, d.paper, d.affects) for d in old.attrs["deviations"]]
     resumed = shutil.copyfile(legacy, tmp_path / "old.jsonl")
@@ -141,9 +142,9 @@ def test_one_failed_scene_graph_leaves_the_other_items_answered(samples, tmp_pat
 
 def test_scoring_picks_the_run_and_names_the_items_the_data_lacks(samples, tmp_path):
     bench, items = get_benchmark("vague"), samples[("vague", 8)]
-    store = tmp_path / "s.jsonl"
-    bench.evaluate(F.model("a"), items, "vlm", store=store, progress=False)
-    bench.evaluate(F.model("b"), items, "lm", store=store, progress=False)
+    store = F.one_store(tmp_path / "s.jsonl",  # two runs in one file, as written before one run per file
+                        *(lambda p, m=m, s=s: bench.evaluate(F.model(m), items, s, store=p, progress=False)
+                          for m, s in (("a", "vlm"), ("b", "lm"))))
     with pytest.raises(DataError, match=r"holds 2 runs.*\[0\] a .*\[1\] b "):
         bench.score_store(store, items)
     assert bench.score_store(store, items, model="b").attrs["setting"] == "lm"
@@ -169,7 +170,12 @@ def test_a_turn_asked_with_other_options_is_set_aside_and_counted(samples, tmp_p
     store = tmp_path / "s.jsonl"
     model = ScriptedModel(lambda r: "The left one." if len(r.messages) == 1 else '{"bboxes": [[1, 2, 30, 40]]}')
     bench.evaluate(model, items, "direct", store=store, progress=False)
-    bench.evaluate(model, items, "direct", store=store, progress=False, repair_text="newlines")
+    own = Path(bench.evaluate(model, items, "direct", store=store, progress=False,
+                              repair_text="newlines").attrs["store"])
+    assert own != store  # another run: its own file; a store written before one run per file held both, as here
+    with open(store, "a", encoding="utf-8") as fh:
+        fh.writelines(ln for ln in own.read_text(encoding="utf-8").splitlines(keepends=True)
+                      if json.loads(ln)["turn"] == "repair-newlines")
     recs = read_records(store)
     n = {t: sum(r["turn"] == t for r in recs) for t in ("repair", "repair-newlines")}
     assert n["repair"] and n["repair"] == n["repair-newlines"]

@@ -420,6 +420,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     store = a.out if a.out is not None else bench.store_path(a.store_dir, model.info, setting)
     out = bench.run(model, items, setting, store=store, limit=a.limit, batch_size=a.batch_size, **_kv(a.option))
     summary = runner.failure_summary(out)
+    store = out.attrs.get("store", store)  # its own file where the default held another run
     print(f"{summary['requests']} requests, {summary['failed']} failed; predictions in {store}")
     if summary["requests"] and summary["failed"] == summary["requests"]:
         print(f"vlamb-nb: error: nothing was generated: {runner.failure_line(summary)}", file=sys.stderr)

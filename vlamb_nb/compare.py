@@ -883,6 +883,7 @@ def _sweep_runs(folder: Path, notes: list[str] | None = None) -> list[Run]:
     on), said in ``notes``."""
     from vlamb_nb.jsonl import read_json
     from vlamb_nb.paths import store_path
+    from vlamb_nb.record import latest_store
 
     jobs = read_json(folder / "config.json", expect=list, what="a sweep's jobs")
     if not all(isinstance(j, dict) and j.get("model_name") for j in jobs):
@@ -895,8 +896,8 @@ def _sweep_runs(folder: Path, notes: list[str] | None = None) -> list[Run]:
         name = str(j["model_name"]) + (f" ({j.get('quantization') or 'none'})" if multi_quant else "")
         for spec in j.get("benchmarks") or []:
             for setting in spec.get("settings") or []:
-                p = store_path(folder / "predictions", benchmark=spec["name"], model=j["model_name"],
-                               quantization=j.get("quantization"), setting=setting)
+                p = latest_store(store_path(folder / "predictions", benchmark=spec["name"], model=j["model_name"],
+                                            quantization=j.get("quantization"), setting=setting))
                 if not p.is_file():
                     continue
                 source = spec.get("source")

@@ -122,6 +122,9 @@ class RunMeta:
     #: items (another answer key) is told by it
     items_sha256: str = ""
     n_asked: int | None = None
+    #: the digest of what makes the run (model, setting, seed, prompts, items, options): a store holds one run, so
+    #: a run whose key differs from the one its store holds writes its own file (``store.choose_store``)
+    run_key: str = ""
     versions: dict[str, str] = field(default_factory=_versions)
     started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 

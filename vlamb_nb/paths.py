@@ -127,8 +127,9 @@ def store_path(directory: str | os.PathLike, *, benchmark: str, model: Any, sett
                quantization: str | None = None) -> Path:
     """The one naming rule for prediction stores (notebooks, sweeps): ``<directory>/<model>[__<quantization>]/
     <benchmark>__<setting>.jsonl``. ``model`` is a :class:`~vlamb_nb.models.base.ModelInfo` (its id and
-    quantization) or a name (with ``quantization``). One run per file, so a rerun resumes exactly its own run
-    and two quantizations never share a store."""
+    quantization) or a name (with ``quantization``). One run per file: two quantizations never share a store, and
+    a run that differs from the one this file holds (another decoding, other items) writes its own file beside
+    it (``store.choose_store``), so a rerun resumes exactly its own run."""
     model_id = getattr(model, "model_id", model)
     quant = getattr(model, "quantization", quantization)
     name = slug(model_id) + (f"__{slug(quant)}" if quant else "")

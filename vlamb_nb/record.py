@@ -566,6 +566,23 @@ def record_path(path: str | os.PathLike, run: int | None = None) -> Path:
     return p.with_name(p.stem + ("" if run is None else f".run-{run}") + SUFFIX)
 
 
+def latest_store(base: str | os.PathLike) -> Path:
+    """Of the stores a default name stands for (:func:`run_stores`), the one whose run ended last (its record,
+    rewritten by every run that ends, or else the store itself, the newest): the store a job that just ran left.
+    The default name itself when none exists."""
+    from vlamb_nb.store import run_stores
+
+    found = run_stores(base)
+    if len(found) < 2:
+        return found[0] if found else Path(base)
+
+    def ended(p: Path) -> float:
+        rec = record_path(p)
+        return (rec if rec.is_file() else p).stat().st_mtime
+
+    return max(found, key=ended)
+
+
 def glob_escape(name: str) -> str:
     import glob
 

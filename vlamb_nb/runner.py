@@ -25,6 +25,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from vlamb_nb.errors import SettingError
@@ -103,8 +104,12 @@ def generate_batch(model: VLM, batch: Sequence[Request], *, raise_oom: bool = Fa
 def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | os.PathLike | None = None, *,
         batch_size: int = 8, limit: int | None = None, progress: bool = True, retry_failed: bool = True,
         run_meta: dict[str, Any] | None = None, desc: str = "generate", concurrency: int | None = None,
-        stream: bool | None = None, turn: str = ANSWER):
+        stream: bool | None = None, turn: str = ANSWER, reuse: Sequence[str | os.PathLike] = ()):
     """Generate for every request not already finished in ``store``; return one row per request.
+
+    ``reuse``: other stores (other runs' files beside this one, :func:`vlamb_nb.store.choose_store`): a request
+    one of them answered is not asked again; its answer is copied into ``store`` under this run (marked
+    ``reused_from``), so the file holds every answer of its run.
 
     ``turn``: the name of the turn these requests are (stored with every answer, and a column of the result,
     beside each request's ``item_id``); a call outside a benchmark's chain of turns (a judge, a rewriter) is its
@@ -147,6 +152,8 @@ def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | 
     owns = st is not None and st._fh is None
     if st is not None and todo:
         st.open()
+    reused = _reuse(st, todo, reuse, turn) if st is not None and todo and reuse else {}
+    todo = [(r, k) for r, k in todo if (k, r.id) not in reused]
 
     info = model.info.to_dict()
 
@@ -174,6 +181,8 @@ def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | 
     for r, k in zip(reqs, keys, strict=True):
         if (k, r.id) in fresh:
             rec, cached = fresh[(k, r.id)], False
+        elif (k, r.id) in reused:
+            rec, cached = reused[(k, r.id)], True
         else:  # the request's own stored answer, else the answer its hash has (two ids asking alike)
             rec, cached = st.answer(k, r.id), True  # type: ignore[union-attr]
         row = {c: rec.get(c) for c in RESULT_COLUMNS if c in rec}
@@ -185,6 +194,29 @@ def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | 
                      model_calls=calls)
     log_generations(out, model=model.info.model_id, desc=desc)
     return out
+
+
+def _reuse(st: PredictionStore, todo: list[tuple[Request, str]], donors: Sequence[str | os.PathLike],
+           turn: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """The requests of ``todo`` another store answered (not failed), each answer copied into ``st`` as this run's
+    (its own request id, item and turn; the store it came from in ``reused_from``)."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in donors:
+        if not Path(path).is_file():
+            continue
+        donor = PredictionStore(path)
+        copies = []
+        for r, k in todo:
+            if (k, r.id) in found or k not in donor:
+                continue
+            rec = {c: v for c, v in donor.answer(k, r.id).items() if c != "run"}  # type: ignore[union-attr]
+            rec.update(request_id=r.id, benchmark=r.benchmark, setting=r.setting, item_id=r.item_id, turn=turn,
+                       meta={m: v for m, v in (r.meta or {}).items() if m != "item_id"},
+                       reused_from=Path(path).name)
+            copies.append(((k, r.id), rec))
+        for (pair, _), rec in zip(copies, st.append_many([c for _, c in copies]), strict=True):
+            found[pair] = rec
+    return found
 
 
 def _batches(model: VLM, todo: list[tuple[Request, str]], keep, bar, size: int) -> tuple[int, int, int]:

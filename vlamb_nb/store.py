@@ -549,3 +549,68 @@ def is_store(path: str | os.PathLike) -> bool:
 def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
     """The records of :func:`read_store`, without their lines."""
     return [rec for _, rec in read_store(path)]
+
+
+# -- one run per file ----------------------------------------------------------------------------------------
+#: the fields of a record's run meta (besides its ``run_key``) that tell two runs apart in a store written before
+#: run keys: a store of another model, setting, prompts, items or seed is another run's
+_RUN_FIELDS = ("benchmark", "setting", "template", "source", "seed")
+_MODEL_FIELDS = ("model_id", "revision", "quantization", "backend", "endpoint")
+
+
+def keyed_path(base: str | os.PathLike, run_key: str) -> Path:
+    """A run's own store beside the default one: ``<stem>.<first 8 hex digits of its run key>.jsonl``."""
+    p = Path(base)
+    return p.with_name(f"{p.stem}.{run_key[:8]}{p.suffix}")
+
+
+def run_stores(base: str | os.PathLike) -> list[Path]:
+    """The stores a default store name stands for: the file itself and every run's own store beside it
+    (:func:`keyed_path`), those that exist, the default first."""
+    import glob
+    import re
+
+    p = Path(base)
+    keyed = re.compile(re.escape(p.stem) + r"\.[0-9a-f]{8}" + re.escape(p.suffix))
+    siblings = sorted(q for q in p.parent.glob(f"{glob.escape(p.stem)}.*{p.suffix}")
+                      if keyed.fullmatch(q.name) and q.is_file())
+    return ([p] if p.is_file() else []) + siblings
+
+
+def _same_run(rec: dict[str, Any], meta: dict[str, Any]) -> bool:
+    """Whether a stored record belongs to the run of ``meta``: by run key, or, for a record written before run keys,
+    by its model, setting, prompts, items and seed."""
+    run = rec.get("run") if isinstance(rec.get("run"), dict) else {}
+    if run.get("run_key"):
+        return run["run_key"] == meta.get("run_key")
+    model = rec.get("model") if isinstance(rec.get("model"), dict) else {}
+    want = meta.get("model") or {}
+    return (all((model.get(f) or None) == (want.get(f) or None) for f in _MODEL_FIELDS)
+            and all((run.get(f) or None) == (meta.get(f) or None) for f in _RUN_FIELDS))
+
+
+def choose_store(base: str | os.PathLike, meta: dict[str, Any]) -> tuple[Path, list[Path]]:
+    """Where the run of ``meta`` (its ``run_key``) writes, so one store file holds one run: the default name when
+    it is new or holds this run only (a rerun resumes it), else the run's own file beside it (:func:`keyed_path`:
+    another decoding, other items, another seed). Also returns the other stores beside it, whose answers to the
+    same requests the run takes instead of asking again (``runner.run(reuse=...)``)."""
+    p = Path(base)
+    key = str(meta.get("run_key") or "")
+    if not key:
+        return p, []
+    own = keyed_path(p, key)
+    if own.is_file():
+        chosen = own
+    elif not p.is_file() or all(_same_run(r, meta) for r in _records_as_resumed(p)):
+        chosen = p
+    else:
+        chosen = own
+    return chosen, [q for q in run_stores(p) if q != chosen]
+
+
+def _records_as_resumed(path: Path) -> list[dict[str, Any]]:
+    """A store's records as the runner resumes it (one per request hash; a torn last line left to the runner,
+    which says so when it opens the file)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TornLineWarning)
+        return list(PredictionStore(path).records())

@@ -210,11 +210,20 @@ def _name_endpoints(jobs: list[SweepJob]) -> None:
 
 
 def store_path(job: SweepJob, bench: str, setting: str) -> Path:
-    """The job's store for one benchmark and setting, named by the package's one rule (``paths.store_path``)."""
+    """The job's store for one benchmark and setting, named by the package's one rule (``paths.store_path``):
+    where its run writes, unless the file holds another run of that name (then the run writes its own beside it)."""
     from vlamb_nb.paths import store_path as named
 
     return named(Path(job.out_dir) / "predictions", benchmark=bench, model=job.model_name,
                  quantization=job.quantization, setting=setting)
+
+
+def job_store(job: SweepJob, bench: str, setting: str) -> Path:
+    """The store the job's run for one benchmark and setting wrote (:func:`vlamb_nb.record.latest_store`: its own
+    file where the default name held another run, a sweep rerun with other options)."""
+    from vlamb_nb.record import latest_store
+
+    return latest_store(store_path(job, bench, setting))
 
 
 def run_job(job: SweepJob) -> list[dict[str, Any]]:
@@ -433,7 +442,7 @@ def write_comparison(cfg: SweepConfig, finished: list[SweepJob] | None = None) -
                                                                           if multi_quant else ""),
                             options=dict(spec.options))
                 for j in done for spec in j.benchmarks for setting in spec.settings
-                if (p := store_path(j, spec.name, setting)).is_file()]
+                if (p := job_store(j, spec.name, setting)).is_file()]
         result = compare(runs, title=f"Sweep {cfg.name}: models compared on the same items")
         result.save(cfg.out_dir, name="comparison")
     except Exception as e:  # noqa: BLE001 - the jobs' stores are kept; the comparison can be rerun
@@ -459,7 +468,7 @@ def write_sensitivity(cfg: SweepConfig, finished: list[SweepJob] | None = None) 
             for base, variants in bases_with_variants(spec.name, spec.settings).items():
                 try:
                     runs = {s: score_store(p, source=spec.source, name=job.model_name, options=dict(spec.options)).scored
-                            for s in (base, *variants) if (p := store_path(job, spec.name, s)).is_file()}
+                            for s in (base, *variants) if (p := job_store(job, spec.name, s)).is_file()}
                     res = prompt_sensitivity(spec.name, runs, base=base)
                 except Exception as e:  # noqa: BLE001 - the stores are kept; the analysis can be rerun from Python
                     errors.append(f"{job.slug} {spec.name} {base}: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}")
@@ -497,7 +506,7 @@ def write_quantization(cfg: SweepConfig, finished: list[SweepJob] | None = None,
             continue
         for spec in jobs[0].benchmarks:
             for setting in spec.settings:
-                stores = {j.quantization or "none": p for j in jobs if (p := store_path(j, spec.name, setting)).is_file()}
+                stores = {j.quantization or "none": p for j in jobs if (p := job_store(j, spec.name, setting)).is_file()}
                 if len(stores) < 2:
                     continue
                 try:

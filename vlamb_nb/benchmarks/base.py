@@ -311,17 +311,25 @@ class Benchmark(ABC):
             asked = item_digests(loaded, self.id_column, set(items[self.id_column].astype(str)))
             meta.update(items_sha256=items_digest(asked), n_asked=len(asked))  # what a scoring checks its data by
         meta.update(facts, deviations=[d.to_dict() for d in devs], spec=ctx.spec.text if ctx.spec is not None else None)
+        reuse: list[Path] = []
+        if store is not None:  # one run per file: another run's store is left as it is, its answers reused
+            from vlamb_nb.store import choose_store
+
+            meta["run_key"] = run_key(meta, ctx.options)
+            store, reuse = choose_store(store, meta)
         done: list[Asked] = []
         for i, turn in enumerate(self.turns(ctx)):
             reqs = turn.ask(items, done)
             desc = turn.desc or (f"{self.name} {setting}" + (f" {turn.name}" if i else ""))
             answerer = turn.reader(model) if turn.reader is not None else model
             gens = runner.run(answerer, reqs, store, batch_size=batch_size, progress=progress, run_meta=meta,
-                              desc=desc, turn=turn.name) if reqs else \
+                              desc=desc, turn=turn.name, reuse=reuse) if reqs else \
                 runner.run(answerer, [], None, progress=False, turn=turn.name)
             done.append(Asked(turn.name, reqs, gens))
         out = self.join(items, done, ctx)
         out.attrs["deviations"] = devs
+        if store is not None:
+            out.attrs["store"] = str(store)  # the file the run wrote (its own where the default held another run)
         if store is not None:  # the run's record: its answers, parsed, beside the store (scoring adds the metrics)
             from vlamb_nb.record import write_for
 
@@ -394,6 +402,9 @@ class Benchmark(ABC):
         scored.attrs.update(items_sha256=meta.get("items_sha256"), asked_sha256=meta.get("items_sha256"))
         if store is not None:
             from vlamb_nb.record import write_for
+
+            store = gens.attrs.get("store", store)
+            scored.attrs["store"] = str(store)
 
             written = write_for(self, lambda: scored, store, run_meta=meta)
             scored.attrs["record"] = {"path": str(written), "rows": len(scored)}  # what :meth:`recorded` reads
@@ -481,6 +492,8 @@ class Benchmark(ABC):
                                            duplicates=duplicates, other_variants=variants)
         if number is not None:
             scored.attrs["run_number"] = number
+        if isinstance(store, str | os.PathLike):
+            scored.attrs["store"] = str(store)
         scored.attrs.update(checked)
         if checked.get("differ"):
             scored.attrs["notes"] = [*scored.attrs.get("notes", ()), checked["differ"]]
@@ -1017,6 +1030,28 @@ def template_digest(package: str) -> str:
         return ""
     with open(spec.origin, encoding="utf-8") as fh:
         return digest(fh.read())[:16]
+
+
+def run_key(meta: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+    """What makes a run, as one digest: its model, setting, seed, prompts and items (from its ``meta``) and the
+    options it was asked with (a model given as an option by its identity, anything else not JSON by its type).
+    Two runs with one key ask the same requests, so a rerun resumes the store of its key."""
+    import hashlib
+
+    from vlamb_nb.hashing import canonical_json
+
+    def part(v: Any) -> Any:
+        try:
+            canonical_json(v)
+            return v
+        except (TypeError, ValueError):
+            info = getattr(v, "info", None)
+            return {"model": info.to_dict()} if hasattr(info, "to_dict") else f"<{type(v).__qualname__}>"
+
+    text = canonical_json({**{k: meta.get(k) for k in ("benchmark", "setting", "model", "seed", "template", "source")},
+                           "options": {str(k): part(v) for k, v in sorted(options.items(), key=lambda kv: str(kv[0]))}})
+    # a name that is not UTF-8 still has a key: the runner refuses it in one line before anything is stored
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _digest_part(v: Any) -> Any:
