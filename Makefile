@@ -51,16 +51,19 @@ lint: $(STAMP)
 # offline reproductions once per make test, kept in $(KEPT) for every worker (tests/fixtures_notebooks.py)
 PYTEST_WORKERS ?= auto
 
-# the whole suite; the JupyterLab browser tests run last, with every core kept busy by other processes (a
-# researcher's laptop is rarely idle), so a green run shows they hold on a busy machine: first by the new user's
-# path (a fresh clone with nothing beside it: make reproduce and the README's offline examples), then by busy loops
-# for BROWSER_BUSY_FOR more seconds (the load is bounded: the rest of the browser tests run on what is left). Each
+# the whole suite; the JupyterLab browser tests run last, BROWSER_WORKERS at a time, with every core kept busy by
+# other processes (a researcher's laptop is rarely idle), so a green run shows they hold on a busy machine: first by
+# the new user's path (a fresh clone with nothing beside it: make reproduce and the README's offline examples), then,
+# if they outlast it, by busy loops for BROWSER_BUSY_FOR more seconds (the rest run on what is left). Each
 # tier prints its slowest tests (--durations), so a slower suite shows where
 # the slow tier's whole offline reproductions are kept in $(KEPT) for its workers and the browser tests, which read
 # the seed-0 run's pages instead of executing every notebook again (tests/fixtures_notebooks.py); each make test
 # starts it empty
 KEPT := .test-reproductions
 BROWSER_BUSY_FOR ?= 60
+# the browser tests run this many at a time, each worker with its own JupyterLab and Chromium (two keep both cores
+# of a laptop busy beside the fresh clone; more would only share them)
+BROWSER_WORKERS ?= 2
 # the suite starts hundreds of Python processes (pytest workers, notebook kernels, the command line): each reads
 # the package's compiled bytecode and pytest's rewritten test modules from __pycache__ (git ignores it) instead of
 # compiling them again, even where the environment turns bytecode off (perf/bench_bytecode.py times it)
@@ -72,8 +75,8 @@ test: $(STAMP)
 	VLAMB_TEST_REPRODUCTIONS=$(CURDIR)/$(KEPT) $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile \
 		-m slow --ignore=tests/test_browser.py --durations=10
 	VLAMB_TEST_REPRODUCTIONS=$(CURDIR)/$(KEPT) $(BIN)/python scripts/busy.py --for $(BROWSER_BUSY_FOR) \
-		--load "$(BIN)/python scripts/fresh_clone.py --venv $(VENV)" -- $(BIN)/python -m pytest -q tests/test_browser.py \
-		--durations=10
+		--load "$(BIN)/python scripts/fresh_clone.py --venv $(VENV)" -- $(BIN)/python -m pytest -q \
+		-n $(BROWSER_WORKERS) tests/test_browser.py --durations=10
 
 # the tests not marked slow (notebook executions, model builds) or browser, on every core; perf/bench_tests.py
 # times it

@@ -60,11 +60,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def stop(loops: list[mp.Process]) -> None:
+    """End the loops that were started (a command that ends before its load never had any)."""
     for proc in loops:
         if proc.is_alive():
             proc.terminate()
     for proc in loops:
-        proc.join(timeout=5)
+        if proc.pid is not None:
+            proc.join(timeout=5)
 
 
 class Load:

@@ -101,3 +101,14 @@ def test_loops_that_take_over_from_a_load_stop_after_for_seconds_counted_from_th
     *counts, state = out.stdout.split()
     assert counts[0] == "1" and "2" in counts and state == "gone", out.stdout  # the load, the two loops, none
     assert "for 0.5 s once the load" in out.stderr
+
+
+def test_a_command_that_ends_before_its_load_exits_with_its_status_and_starts_no_loop():
+    """The browser tests run 2-wide can end before the fresh clone that loads them: the loops that would take over
+    never start, the script waits for the load and exits with the command's status (it failed joining loops it
+    never started)."""
+    load = f"{sys.executable} -c \"import time; time.sleep(2); print('the load spoke')\""
+    out = subprocess.run([sys.executable, str(SCRIPT), "--procs", "2", "--for", "5", "--load", load, "--",
+                          sys.executable, "-c", "import sys; sys.exit(4)"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 4 and "Traceback" not in out.stderr, out.stderr
+    assert out.stdout.splitlines() == ["the load spoke"] and f"the load ({load}) exited with 0" in out.stderr
