@@ -282,6 +282,26 @@ def test_another_model_or_decoding_asked_into_a_store_writes_a_store_of_its_own(
     assert sorted(tmp_path.glob("s*.jsonl")) == sorted(paths)
 
 
+def test_a_damaged_store_beside_a_run_is_not_reused_and_says_so(tmp_path):
+    """Another run's file that cannot be read (a line damaged in the middle) gives no answers to reuse: the run takes
+    what the readable files hold, warns naming the damaged one, and leaves it as it was. (A damaged default file is
+    an error, as before: it may be this run's own.)"""
+    bench = get_benchmark("vague")
+    items = bench.load(bench.make_sample(tmp_path / "d", n=4, seed=0))
+    store = tmp_path / "s.jsonl"
+    bench.evaluate(F.model("a"), items, "vlm", store=store, progress=False, limit=2)
+    other = Path(bench.evaluate(F.model("a"), items, "vlm", store=store, progress=False).attrs["store"])
+    lines = other.read_text().splitlines()
+    damaged = "\n".join([lines[0], "{not json", *lines[1:]]) + "\n"
+    other.write_text(damaged)
+    with pytest.warns(UserWarning, match=rf"answers not reused from .*{re.escape(other.name)}"):
+        third = bench.evaluate(F.model("a"), items, "vlm", store=store, progress=False, max_new_tokens=9)
+    own = Path(third.attrs["store"])
+    assert own not in (store, other) and other.read_text() == damaged
+    assert {json.loads(line).get("reused_from") for line in own.read_text().splitlines()} <= {None, "s.jsonl"}
+    assert len(RunRecord.read(own).rows) == len(third)
+
+
 def test_a_store_written_before_run_keys_is_resumed_in_place_by_its_own_run_only(tmp_path):
     """A store of an older version (records without a run key) is still its run's: the same run resumes it and
     asks nothing; another decoding writes its own file. A sweep's views find the file its last run wrote."""

@@ -152,7 +152,12 @@ def run(model: VLM, requests: Sequence[Request], store: PredictionStore | str | 
     owns = st is not None and st._fh is None
     if st is not None and todo:
         st.open()
-    reused = _reuse(st, todo, reuse, turn) if st is not None and todo and reuse else {}
+    try:
+        reused = _reuse(st, todo, reuse, turn) if st is not None and todo and reuse else {}
+    except BaseException:  # a full disk, Ctrl-C: the store's lock is not kept
+        if owns and st is not None:
+            st.close()
+        raise
     todo = [(r, k) for r, k in todo if (k, r.id) not in reused]
 
     info = model.info.to_dict()
@@ -200,11 +205,22 @@ def _reuse(st: PredictionStore, todo: list[tuple[Request, str]], donors: Sequenc
            turn: str) -> dict[tuple[str, str], dict[str, Any]]:
     """The requests of ``todo`` another store answered (not failed), each answer copied into ``st`` as this run's
     (its own request id, item and turn; the store it came from in ``reused_from``)."""
+    import warnings
+
+    from vlamb_nb.errors import StoreError
+    from vlamb_nb.store import TornLineWarning
+
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for path in donors:
         if not Path(path).is_file():
             continue
-        donor = PredictionStore(path)
+        try:
+            with warnings.catch_warnings():  # its torn last line is its own run's to repair, not this one's
+                warnings.simplefilter("ignore", TornLineWarning)
+                donor = PredictionStore(path)
+        except StoreError as e:  # another run's damaged file: its answers are asked again, never guessed
+            warnings.warn(f"answers not reused from {path}: {e}", stacklevel=3)
+            continue
         copies = []
         for r, k in todo:
             if (k, r.id) in found or k not in donor:
