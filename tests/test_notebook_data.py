@@ -16,12 +16,30 @@ def _offline(paper: str, tmp_path):
     from importlib import import_module
 
     report = import_module(f"vlamb_nb.benchmarks.{paper}.report")
-    if paper in ("vague", "mucar", "racquet"):
-        return report.notebook_data(None, sample_dir=tmp_path / "s", n=4, seed=0, profile="offline")
-    return report.notebook_data(None, n=4, seed=0, profile="offline")
+    return report.notebook_data(None, profile="offline", n=4, seed=0, sample_dir=tmp_path / "s")
 
 
-@pytest.mark.parametrize("paper", ["vague", "mucar", "vflute", "refadv", "racquet"])
+PAPERS = ["vague", "mucar", "vflute", "refadv", "racquet"]
+
+
+@pytest.mark.parametrize("paper", PAPERS)
+def test_every_papers_notebook_data_has_the_base_steps_signature(paper):
+    """One call for every paper's notebook: the same parameters, of the same kinds, in the same order as the
+    base's step (only the sample size's default is the paper's own)."""
+    import inspect
+    from importlib import import_module
+
+    from vlamb_nb.benchmarks.base import Benchmark
+
+    def shape(fn):
+        return [(p.name, p.kind, p.default if p.name != "n" else "n")
+                for p in inspect.signature(fn).parameters.values() if p.name != "self"]
+
+    report = import_module(f"vlamb_nb.benchmarks.{paper}.report")
+    assert shape(report.notebook_data) == shape(Benchmark.notebook_data)
+
+
+@pytest.mark.parametrize("paper", PAPERS)
 def test_every_papers_notebook_data_is_the_one_type(paper, tmp_path, monkeypatch):
     monkeypatch.setenv("VLAMB_RUN_DIR", str(tmp_path / "runs"))
     data = _offline(paper, tmp_path)
@@ -30,6 +48,8 @@ def test_every_papers_notebook_data_is_the_one_type(paper, tmp_path, monkeypatch
     assert data["data"] == data.data == identity_of(data.pipeline) and data.data is not None
     assert isinstance(data.release_kind, str) and isinstance(data.pipeline_kind, str)
     assert data.get("no such key") is None and "pipeline" in data
+    if data.pipeline_kind.startswith("generated") or data.data.kind == "sample":  # the sample where it was asked
+        assert (tmp_path / "s").is_dir() and any((tmp_path / "s").iterdir())
 
 
 def test_a_paper_of_its_own_gets_the_base_step(tmp_path, monkeypatch):

@@ -918,30 +918,33 @@ class Benchmark(ABC):
         raise NotAvailableError(f"sample generation for {self.name} is not implemented yet")
 
     def notebook_data(self, source: Any = None, *, profile: str = "offline", n: int = 8, seed: int = 0,
-                      **load_options: Any) -> NotebookData:
+                      sample_dir: str | os.PathLike | None = None, **load_options: Any) -> NotebookData:
         """What the paper's notebook works on (:class:`NotebookData`): by default its statistics and its models
         the same items, :meth:`notebook_items`. A paper whose statistics need more than its models run on (the
-        whole release beside a generated sample) overrides this step."""
-        items = self.notebook_items(source, profile=profile, n=n, seed=seed, **load_options)
+        whole release beside a generated sample) has its own step in its ``report`` module, with this signature
+        (``sample_dir``: where a generated sample goes; ``load_options``: what :meth:`load` takes)."""
+        items = self.notebook_items(source, profile=profile, n=n, seed=seed, sample_dir=sample_dir, **load_options)
         ident = (items.attrs.get("data") or {})
         kind = str(ident.get("label") or ident.get("kind") or "items")
         return NotebookData(release=items, release_kind=kind, pipeline=items, pipeline_kind=kind)
 
     @final
-    def notebook_items(self, source: Any = None, *, profile: str, n: int = 8, seed: int = 0, **load_options: Any):
+    def notebook_items(self, source: Any = None, *, profile: str, n: int = 8, seed: int = 0,
+                       sample_dir: str | os.PathLike | None = None, **load_options: Any):
         """The items a notebook runs models on, tagged with what they are (``attrs["data"]``, the one data
         identity every store, record and page carries): ``source`` when given; under the paper profile the fetched
         release (else one line naming ``vlamb-nb data fetch``); under the offline profile a generated sample of
         ``n`` items (:meth:`make_sample`, in the run folder), never ranked as the paper's data."""
         from vlamb_nb.datahome import choose, sample_identity, tag
-        from vlamb_nb.paths import sample_dir
+        from vlamb_nb.paths import sample_dir as default_sample_dir
 
         choice = choose(self.name, source, profile=profile)
         if choice is not None:
             if choice.images is not None:
                 load_options.setdefault("images", str(choice.images))
             return tag(self.load(choice.source, **load_options), choice.identity)
-        items = self.load(self.make_sample(sample_dir(self.name, n, seed), n=n, seed=seed), **load_options)
+        folder = Path(sample_dir) if sample_dir is not None else default_sample_dir(self.name, n, seed)
+        items = self.load(self.make_sample(folder, n=n, seed=seed), **load_options)
         return tag(items, sample_identity(self.name, n_items=len(items), seed=seed))
 
 

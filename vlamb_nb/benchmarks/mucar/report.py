@@ -47,12 +47,12 @@ def paper_table_with_ci(table: str, items, *, alpha: float = 0.05):
 
 
 # -- notebook helpers (the notebook only calls these) -----------------------------------------------
-def notebook_data(source: str | os.PathLike | None = None, images: str | os.PathLike | None = None, *,
-                  sample_dir: str | os.PathLike | None = None, n: int = 4, seed: int = 0,
-                  profile: str = "offline") -> NotebookData:
-    """Data for the notebook: the release for statistics/audit, and the items the pipeline runs on.
+def notebook_data(source: str | os.PathLike | None = None, *, profile: str = "offline", n: int = 4, seed: int = 0,
+                  sample_dir: str | os.PathLike | None = None, **load_options: Any) -> NotebookData:
+    """Data for the notebook (every paper's ``notebook_data`` has this signature): the release for
+    statistics/audit, and the items the pipeline runs on.
 
-    ``source`` given: both use it (with ``images``). The paper profile: the fetched release (``vlamb-nb data fetch
+    ``source`` given: both use it (with ``images=``, a load option). The paper profile: the fetched release (``vlamb-nb data fetch
     mucar``), else one line naming that command. The offline profile: statistics on the release beside the
     checkout when present, the pipeline on a generated sample (same schema, generated images).
     ``data`` is what the pipeline's items are (:class:`~vlamb_nb.datahome.DataIdentity`), also in their attrs.
@@ -62,7 +62,9 @@ def notebook_data(source: str | os.PathLike | None = None, images: str | os.Path
 
     choice = choose(NAME, source, profile=profile)
     if choice is not None:  # statistics on every record; the pipeline leaves out what the release cannot give
-        release = load_items(choice.source, images=images if images is not None else choice.images)
+        if load_options.get("images") is None:
+            load_options["images"] = choice.images
+        release = load_items(choice.source, **load_options)
         items = tag(release.copy(), choice.identity)
         return NotebookData(release=release, release_kind=choice.identity.kind, pipeline=items,
                             pipeline_kind=choice.identity.kind)
@@ -72,7 +74,8 @@ def notebook_data(source: str | os.PathLike | None = None, images: str | os.Path
     except DataError:
         pass
     folder = Path(sample_dir) if sample_dir is not None else default_sample_dir("mucar", n, seed)
-    sample = load_items(make_sample(folder, n=n, seed=seed))
+    sample = load_items(make_sample(folder, n=n, seed=seed), **{k: v for k, v in load_options.items()
+                                                                 if k != "images"})
     ident = sample_identity(NAME, n_items=len(sample), seed=seed)
     tag(sample, ident)
     return NotebookData(release=release if release is not None else sample,

@@ -72,9 +72,9 @@ def dataset_frame(stats: dict[str, Any]):
     return pd.DataFrame([{"table": "Dataset", "row": r, "column": c, "value": v} for r, c, v in rows])
 
 
-def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | os.PathLike | None = None,
-                  n: int = 6, seed: int = 0, profile: str = "offline", **load_options: Any) -> NotebookData:
-    """Items for the notebook: the release for statistics, and a pipeline set (with images) to run models on.
+def notebook_data(source: str | os.PathLike | None = None, *, profile: str = "offline", n: int = 6, seed: int = 0,
+                  sample_dir: str | os.PathLike | None = None, **load_options: Any) -> NotebookData:
+    """Items for the notebook (every paper's ``notebook_data`` has this signature): the release for statistics, and a pipeline set (with images) to run models on.
 
     ``source`` given: both use it. The paper profile: the fetched release with its images (``vlamb-nb data fetch
     racquet``). The offline profile: statistics on the release beside the checkout when present, the pipeline

@@ -34,9 +34,9 @@ def demo_source(fallback_dir: str | os.PathLike | None = None, n: int = 12, seed
     return make_sample(fallback_dir or sample_dir(PAPER, n, seed), n=n, seed=seed)
 
 
-def notebook_data(source: str | os.PathLike | None = None, *, n: int = 12, seed: int = 0,
-                  profile: str = "offline") -> NotebookData:
-    """The notebook's data (the same shape in every paper's report): ``source``; under the paper profile the fetched
+def notebook_data(source: str | os.PathLike | None = None, *, profile: str = "offline", n: int = 12, seed: int = 0,
+                  sample_dir: str | os.PathLike | None = None, **load_options: Any) -> NotebookData:
+    """The notebook's data (the same shape and signature in every paper's report): ``source``; under the paper profile the fetched
     Ref-Adv-s release (``vlamb-nb data fetch refadv``, all 1,142 rows); offline, the released demo (31 real
     images) when present, else a generated sample. Statistics and the pipeline use the same items; ``data`` says
     what they are."""
@@ -45,11 +45,11 @@ def notebook_data(source: str | os.PathLike | None = None, *, n: int = 12, seed:
 
     choice = choose(PAPER, source, profile=profile)
     if choice is not None:
-        items = tag(BENCHMARK.load(choice.source), choice.identity)
+        items = tag(BENCHMARK.load(choice.source, **load_options), choice.identity)
         kind = choice.identity.label if choice.identity.kind == "release" else str(source)
         return NotebookData(release=items, release_kind=kind, pipeline=items, pipeline_kind=kind,
                             extra={"predictions": choice.extra.get("predictions")})
-    items = BENCHMARK.load(demo_source(n=n, seed=seed))
+    items = BENCHMARK.load(demo_source(sample_dir, n=n, seed=seed), **load_options)
     if (items["dataset"] == "ref-adv-s-demo").all():
         kind = "released demo"
         from vlamb_nb.benchmarks.refadv.data import DEMO_RELEASE

@@ -196,9 +196,9 @@ def score_predictions(path: str | os.PathLike, items, *, setting: str | None = N
     return scored_file(BENCHMARK, path, items, setting=setting, bertscore=bertscore)
 
 
-def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | os.PathLike | None = None,
-                  n: int = 4, seed: int = 0, profile: str = "offline") -> NotebookData:
-    """The notebook's data (the same shape in every paper's report): ``source`` as given; under the paper profile
+def notebook_data(source: str | os.PathLike | None = None, *, profile: str = "offline", n: int = 4, seed: int = 0,
+                  sample_dir: str | os.PathLike | None = None, **load_options: Any) -> NotebookData:
+    """The notebook's data (the same shape and signature in every paper's report): ``source`` as given; under the paper profile
     the fetched release (``vlamb-nb data fetch vague``); offline, the released data beside the checkout, else a
     generated sample. Statistics and the pipeline use the same items; ``data`` says what they are."""
     from vlamb_nb.datahome import choose, given_identity, sample_identity, tag
@@ -206,11 +206,11 @@ def notebook_data(source: str | os.PathLike | None = None, *, sample_dir: str | 
 
     choice = choose("vague", source, profile=profile)
     if choice is not None:
-        items = tag(BENCHMARK.load(choice.source), choice.identity)
+        items = tag(BENCHMARK.load(choice.source, **load_options), choice.identity)
         kind = "released data" if choice.identity.kind == "release" else str(source)
         return NotebookData(release=items, release_kind=kind, pipeline=items, pipeline_kind=kind)
     path, kind = default_source(sample_dir or default_sample_dir("vague", n, seed), n=n, seed=seed)
-    items = BENCHMARK.load(path)
+    items = BENCHMARK.load(path, **load_options)
     ident = (sample_identity("vague", n_items=len(items), seed=seed) if kind.startswith("generated")
              else given_identity("vague", path, len(items)))
     tag(items, ident)

@@ -15,8 +15,8 @@ from vlamb_nb.errors import DataError
 SAMPLE_N = 60
 
 
-def resolve_source(source: str | os.PathLike | None, *, n: int = 16, seed: int = 0,
-                   release: bool = False) -> tuple[Path, str]:
+def resolve_source(source: str | os.PathLike | None, *, n: int = 16, seed: int = 0, release: bool = False,
+                   sample_dir: str | os.PathLike | None = None) -> tuple[Path, str]:
     """The data folder and a label: ``source`` when given; with ``release``, the released test split beside the
     checkout when present (statistics need no images); else a generated sample in the official format."""
     from vlamb_nb.benchmarks.vflute.benchmark import BENCHMARK
@@ -27,15 +27,15 @@ def resolve_source(source: str | os.PathLike | None, *, n: int = 16, seed: int =
     shared = shared_data_dir()
     if release and shared is not None and (shared / "vflute" / "vflute-v2-test.json").is_file():
         return shared / "vflute", "released test split (beside the checkout)"
-    from vlamb_nb.paths import sample_dir
+    from vlamb_nb.paths import sample_dir as default_sample_dir
 
-    folder = sample_dir("vflute", n, seed)
+    folder = Path(sample_dir) if sample_dir is not None else default_sample_dir("vflute", n, seed)
     return BENCHMARK.make_sample(folder, n=n, seed=seed), f"generated sample (n={n}, seed={seed})"
 
 
-def notebook_data(source: str | os.PathLike | None = None, *, n: int = SAMPLE_N, seed: int = 0,
-                  profile: str = "offline") -> NotebookData:
-    """The notebook's data (the same shape in every paper's report). The paper profile: statistics and the pipeline
+def notebook_data(source: str | os.PathLike | None = None, *, profile: str = "offline", n: int = SAMPLE_N,
+                  seed: int = 0, sample_dir: str | os.PathLike | None = None, **load_options: Any) -> NotebookData:
+    """The notebook's data (the same shape and signature in every paper's report). The paper profile: statistics and the pipeline
     on ``source`` (with its images) or, when None, on the fetched test split (``vlamb-nb data fetch vflute``; images
     embedded). The offline profile: the pipeline on a generated sample of ``n`` items with images (a demonstration,
     whatever the source); statistics on ``source`` or the released test split beside the checkout (no images
@@ -49,16 +49,16 @@ def notebook_data(source: str | os.PathLike | None = None, *, n: int = SAMPLE_N,
         choice = choose("vflute", source, profile=profile)
         assert choice is not None
         folder = Path(choice.source)
-        items = tag(BENCHMARK.load(folder), choice.identity)
+        items = tag(BENCHMARK.load(folder, **load_options), choice.identity)
         kind = "released test split (fetched)" if choice.identity.kind == "release" else "given files"
         return NotebookData(release=items, release_kind=kind, pipeline=items, pipeline_kind=kind,
                             extra={"release_folder": folder, "pipeline_folder": folder})
-    demo, demo_kind = resolve_source(None, n=n, seed=seed)
-    pipeline = tag(BENCHMARK.load(demo), sample_identity("vflute", n_items=n, seed=seed))
+    demo, demo_kind = resolve_source(None, n=n, seed=seed, sample_dir=sample_dir)
+    pipeline = tag(BENCHMARK.load(demo, **load_options), sample_identity("vflute", n_items=n, seed=seed))
     shared = shared_data_dir()
     if source is not None or (shared is not None and (shared / "vflute" / "vflute-v2-test.json").is_file()):
         folder, kind = resolve_source(source, release=True)
-        release = BENCHMARK.load(folder)
+        release = BENCHMARK.load(folder, **load_options)
     else:  # nothing beside the checkout: the statistics are the sample's own
         folder, kind, release = demo, demo_kind, pipeline
     return NotebookData(release=release, release_kind=kind, pipeline=pipeline, pipeline_kind=demo_kind,
