@@ -330,3 +330,40 @@ def test_a_cancelled_job_says_cancelled_and_the_models_that_finished_are_still_c
     compared = json.loads((out / "comparison.json").read_text())
     assert [m["model"] for m in compared["models"]] == ["model-a", "model-b"]
     assert len(compared["pairs"]) >= 1 and {p["paper"] for p in compared["pairs"]} == {"refadv"}
+
+
+@pytest.mark.slow  # two sweeps of two served models through submitit's executor: about 16 s
+def test_a_sweep_rerun_on_more_items_compares_the_rerun_not_the_first_run(tmp_path):
+    """A sweep tried with ``limit: 2``, then run on every item: each job's second run is another run (other items),
+    so it writes its own store beside the first; the comparison and the stores it reads are the rerun's, each
+    model on every item (both runs in one store, the comparison took the first run's two items)."""
+    pytest.importorskip("submitit")
+    from vlamb_nb.models import ScriptedModel
+    from vlamb_nb.models.serve import ChatServer
+    from vlamb_nb.sweep import sweep
+
+    bench = _bench_or_skip("refadv")
+    src = bench.make_sample(tmp_path / "data", n=4)
+    servers = [ChatServer(ScriptedModel(lambda r, k=k: f'[{{"bbox_2d": [1, 2, {30 + k}, 40]}}]', model_id=name),
+                          host="127.0.0.1", port=0).start(lifetime=180) for k, name in enumerate(("m", "n"))]
+    out = tmp_path / "out"
+
+    def run(limit):
+        spec = {"name": "refadv", "source": str(src), "settings": ["direct"], **({"limit": limit} if limit else {})}
+        cfg = _write(tmp_path, {"name": "rerun", "out_dir": str(out), "progress": False,
+                                "models": [{"spec": f"openai:{s.model.info.model_id}", "quantization": "none",
+                                            "options": {"base_url": s.base_url, "max_retries": 0}} for s in servers],
+                                "benchmarks": [spec]})
+        assert sweep(cfg, quiet=True) == 0, (out / "summary.md").read_text()
+        return json.loads((out / "comparison.json").read_text())
+
+    try:
+        first = run(2)
+        again = run(None)
+    finally:
+        for s in servers:
+            s.stop()
+    assert {v["n"] for v in first["values"] if v["slice"] == "overall"} == {2}
+    assert {v["n"] for v in again["values"] if v["slice"] == "overall"} == {4}
+    stores = sorted(p.name for p in (out / "predictions").rglob("*.jsonl"))
+    assert len(stores) == 4 and len([s for s in stores if s == "refadv__direct.jsonl"]) == 2, stores
