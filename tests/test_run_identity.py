@@ -87,7 +87,8 @@ def vflute_sample(tmp_path_factory):
 
 def test_a_vflute_store_with_two_models_is_never_merged(tmp_path, vflute_sample):
     bench, folder, items = vflute_sample
-    models = (ScriptedModel(_oracle(items), model_id="right"), ScriptedModel(_oracle(items, wrong=True), model_id="wrong"))
+    models = (ScriptedModel(_oracle(items), model_id="right"),
+              ScriptedModel(_oracle(items, wrong=True), model_id="wrong"))
     store = F.one_store(tmp_path / "two.jsonl",  # both in one file, as written before one run per file
                         *(lambda p, m=m: bench.run(m, items, "zero_shot", store=p, progress=False) for m in models))
     with pytest.raises(MixedRunsError, match=r"2 runs.*right.*wrong"):

@@ -506,7 +506,8 @@ def write_quantization(cfg: SweepConfig, finished: list[SweepJob] | None = None,
             continue
         for spec in jobs[0].benchmarks:
             for setting in spec.settings:
-                stores = {j.quantization or "none": p for j in jobs if (p := job_store(j, spec.name, setting)).is_file()}
+                stores = {j.quantization or "none": p for j in jobs
+                          if (p := job_store(j, spec.name, setting)).is_file()}
                 if len(stores) < 2:
                     continue
                 try:

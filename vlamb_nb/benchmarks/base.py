@@ -328,10 +328,10 @@ class Benchmark(ABC):
             done.append(Asked(turn.name, reqs, gens))
         out = self.join(items, done, ctx)
         out.attrs["deviations"] = devs
-        if store is not None:
-            out.attrs["store"] = str(store)  # the file the run wrote (its own where the default held another run)
         if store is not None:  # the run's record: its answers, parsed, beside the store (scoring adds the metrics)
             from vlamb_nb.record import write_for
+
+            out.attrs["store"] = str(store)  # the file the run wrote (its own where the default held another run)
 
             write_for(self, lambda: self._scored(items, out, ctx.model, setting, {}, parse_only=True), store,
                       stage="run", run_meta=meta)
@@ -405,7 +405,6 @@ class Benchmark(ABC):
 
             store = gens.attrs.get("store", store)
             scored.attrs["store"] = str(store)
-
             written = write_for(self, lambda: scored, store, run_meta=meta)
             scored.attrs["record"] = {"path": str(written), "rows": len(scored)}  # what :meth:`recorded` reads
         return scored

@@ -49,12 +49,12 @@ def paper_table_with_ci(table: str, items, *, alpha: float = 0.05):
 # -- notebook helpers (the notebook only calls these) -----------------------------------------------
 def notebook_data(source: str | os.PathLike | None = None, *, profile: str = "offline", n: int = 4, seed: int = 0,
                   sample_dir: str | os.PathLike | None = None, **load_options: Any) -> NotebookData:
-    """Data for the notebook (every paper's ``notebook_data`` has this signature): the release for
-    statistics/audit, and the items the pipeline runs on.
+    """Data for the notebook (every paper's ``notebook_data`` has this signature): the release for statistics/audit,
+    and the items the pipeline runs on.
 
-    ``source`` given: both use it (with ``images=``, a load option). The paper profile: the fetched release (``vlamb-nb data fetch
-    mucar``), else one line naming that command. The offline profile: statistics on the release beside the
-    checkout when present, the pipeline on a generated sample (same schema, generated images).
+    ``source`` given: both use it (with ``images=``, a load option). The paper profile: the fetched release
+    (``vlamb-nb data fetch mucar``), else one line naming that command. The offline profile: statistics on the
+    release beside the checkout when present, the pipeline on a generated sample (same schema, generated images).
     ``data`` is what the pipeline's items are (:class:`~vlamb_nb.datahome.DataIdentity`), also in their attrs.
     """
     from vlamb_nb.datahome import choose, sample_identity, tag

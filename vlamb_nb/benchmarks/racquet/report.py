@@ -74,11 +74,12 @@ def dataset_frame(stats: dict[str, Any]):
 
 def notebook_data(source: str | os.PathLike | None = None, *, profile: str = "offline", n: int = 6, seed: int = 0,
                   sample_dir: str | os.PathLike | None = None, **load_options: Any) -> NotebookData:
-    """Items for the notebook (every paper's ``notebook_data`` has this signature): the release for statistics, and a pipeline set (with images) to run models on.
+    """Items for the notebook (every paper's ``notebook_data`` has this signature): the release for statistics, and
+    a pipeline set (with images) to run models on.
 
     ``source`` given: both use it. The paper profile: the fetched release with its images (``vlamb-nb data fetch
-    racquet``). The offline profile: statistics on the release beside the checkout when present, the pipeline
-    on a generated sample. ``data`` says what the pipeline's items are.
+    racquet``). The offline profile: statistics on the release beside the checkout when present, the pipeline on a
+    generated sample. ``data`` says what the pipeline's items are.
     """
     from vlamb_nb.datahome import choose, sample_identity, tag
     from vlamb_nb.paths import sample_dir as default_sample_dir

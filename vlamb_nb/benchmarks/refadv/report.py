@@ -36,10 +36,10 @@ def demo_source(fallback_dir: str | os.PathLike | None = None, n: int = 12, seed
 
 def notebook_data(source: str | os.PathLike | None = None, *, profile: str = "offline", n: int = 12, seed: int = 0,
                   sample_dir: str | os.PathLike | None = None, **load_options: Any) -> NotebookData:
-    """The notebook's data (the same shape and signature in every paper's report): ``source``; under the paper profile the fetched
-    Ref-Adv-s release (``vlamb-nb data fetch refadv``, all 1,142 rows); offline, the released demo (31 real
-    images) when present, else a generated sample. Statistics and the pipeline use the same items; ``data`` says
-    what they are."""
+    """The notebook's data (the same shape and signature in every paper's report): ``source``; under the paper
+    profile the fetched Ref-Adv-s release (``vlamb-nb data fetch refadv``, all 1,142 rows); offline, the released
+    demo (31 real images) when present, else a generated sample. Statistics and the pipeline use the same items;
+    ``data`` says what they are."""
     from vlamb_nb.benchmarks.refadv.benchmark import BENCHMARK
     from vlamb_nb.datahome import DataIdentity, choose, sample_identity, tag
 

@@ -198,9 +198,9 @@ def score_predictions(path: str | os.PathLike, items, *, setting: str | None = N
 
 def notebook_data(source: str | os.PathLike | None = None, *, profile: str = "offline", n: int = 4, seed: int = 0,
                   sample_dir: str | os.PathLike | None = None, **load_options: Any) -> NotebookData:
-    """The notebook's data (the same shape and signature in every paper's report): ``source`` as given; under the paper profile
-    the fetched release (``vlamb-nb data fetch vague``); offline, the released data beside the checkout, else a
-    generated sample. Statistics and the pipeline use the same items; ``data`` says what they are."""
+    """The notebook's data (the same shape and signature in every paper's report): ``source`` as given; under the
+    paper profile the fetched release (``vlamb-nb data fetch vague``); offline, the released data beside the
+    checkout, else a generated sample. Statistics and the pipeline use the same items; ``data`` says what they are."""
     from vlamb_nb.datahome import choose, given_identity, sample_identity, tag
     from vlamb_nb.paths import sample_dir as default_sample_dir
 

@@ -35,12 +35,12 @@ def resolve_source(source: str | os.PathLike | None, *, n: int = 16, seed: int =
 
 def notebook_data(source: str | os.PathLike | None = None, *, profile: str = "offline", n: int = SAMPLE_N,
                   seed: int = 0, sample_dir: str | os.PathLike | None = None, **load_options: Any) -> NotebookData:
-    """The notebook's data (the same shape and signature in every paper's report). The paper profile: statistics and the pipeline
-    on ``source`` (with its images) or, when None, on the fetched test split (``vlamb-nb data fetch vflute``; images
-    embedded). The offline profile: the pipeline on a generated sample of ``n`` items with images (a demonstration,
-    whatever the source); statistics on ``source`` or the released test split beside the checkout (no images
-    needed), else on that same sample. The folders are returned too (few-shot and prediction files); ``data`` says
-    what the pipeline's items are."""
+    """The notebook's data (the same shape and signature in every paper's report). The paper profile: statistics and
+    the pipeline on ``source`` (with its images) or, when None, on the fetched test split (``vlamb-nb data fetch
+    vflute``; images embedded). The offline profile: the pipeline on a generated sample of ``n`` items with images
+    (a demonstration, whatever the source); statistics on ``source`` or the released test split beside the checkout
+    (no images needed), else on that same sample. The folders are returned too (few-shot and prediction files);
+    ``data`` says what the pipeline's items are."""
     from vlamb_nb.benchmarks.vflute.benchmark import BENCHMARK
     from vlamb_nb.datahome import choose, sample_identity, tag
     from vlamb_nb.paths import shared_data_dir
