@@ -12,7 +12,7 @@ date instead of reinstalling. Then ``make lab`` is started as the README says (a
 most GPU containers do) and must answer on the address it prints. Without network where the machine allows it
 (``unshare -n`` as root), else with ``HF_HUB_OFFLINE=1``.
 
-It fails on any failed notebook, any executed notebook that misleads its reader (a section with no output, a
+It fails on any failed notebook, any executed notebook (of every ``reproduce`` line) that misleads its reader (a section with no output, a
 progress widget frozen at 0%, a stand-in counted as matching the paper: ``reading_problems``), any traceback, any line that exits otherwise than the README says
 (a command a plain shell cannot find exits 127), anything new in ``git status`` outside ignored folders, a ``make
 lab`` that does not answer, and any committed figure removed or replaced by one drawn from a generated sample.
@@ -193,16 +193,17 @@ def main(argv: list[str] | None = None) -> int:
             failed = re.search(r"(\d+) notebook\(s\) ok, (\d+) failed", out)
             if failed is None or failed.group(2) != "0":
                 problems.append(f"`{command}`: notebooks failed: {failed.group(0) if failed else out[-2000:]}")
+            for nb in sorted((clone / "runs" / "latest").glob("*.ipynb")):  # read as a reader with nothing beside
+                problems.extend(f"`{command}`: {nb.name}: {p}"
+                                for p in reading_problems(json.loads(nb.read_text(encoding="utf-8"))))
         return out
 
-    run(first_command(clone / "README.md"), 0)
     import json
 
     sys.path.insert(0, str(clone))
     from vlamb_nb.notebook.results import reading_problems
 
-    for nb in sorted((clone / "runs" / "latest").glob("*.ipynb")):  # read as a reader with nothing beside
-        problems += [f"{nb.name}: {p}" for p in reading_problems(json.loads(nb.read_text(encoding="utf-8")))]
+    run(first_command(clone / "README.md"), 0)
     for command, expect in examples(clone / "README.md"):
         run(command, expect)
     t0 = time.perf_counter()

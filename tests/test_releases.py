@@ -325,39 +325,6 @@ def test_cli_fetch_status_and_the_gated_line(web, tmp_path):
 
 
 @pytest.mark.slow
-def test_reproduce_sends_every_fetched_item_and_the_report_names_the_revision(web, tmp_path, monkeypatch):
-    """The issue's "done when": fetch Ref-Adv-s, then reproduce with a served model and no source."""
-    hub, _ = web
-    assert cli.main(["data", "fetch", "refadv", "-q"]) == 0
-    sha = hub.repos[("dataset", "dddraxxx/ref-adv-s")].sha
-    monkeypatch.chdir(tmp_path)
-    with ChatEndpoint(lambda prompt: '[{"bbox_2d": [10, 10, 60, 60], "label": "target"}]') as server:
-        code = cli.main(["reproduce", "refadv", "--run-id", "r", "--runs-dir", str(tmp_path / "runs"),
-                         "-p", "model=openai:acme/vlm-7b", "-p", f"base_url={server.base_url}",
-                         "-p", "settings=direct", "-p", "concurrency=32",
-                         "-p", "n_resamples=200"])  # the intervals' width is not what this test checks
-        asked = server.prompts
-    assert code == 0
-    grounding = [p for p in asked if "bbox" in p.lower() or "bounding box" in p.lower()]
-    expressions = {r["normal_caption"] for r in rf.refadv_rows()}
-    assert {e for e in expressions if any(e in p for p in grounding)} == expressions
-    report = (tmp_path / "runs" / "r" / "report.md").read_text(encoding="utf-8")
-    assert f"hub:dddraxxx/ref-adv-s@{sha[:7]} · 1,142 of 1,142" in report
-    # on the whole release all 30 released runs are compared row by row, the official table's rows beside them
-    results = json.loads((tmp_path / "runs" / "r" / "results.json").read_text(encoding="utf-8"))
-    overall = next(h for h in results["refadv"]["results"]["headline"] if h["slice"] == "overall")
-    per_item = [c for c in overall["comparators"] if c["basis"] == "per-item"]
-    assert len(per_item) == 30 and {c["n"] for c in per_item} == {1142}  # every released run
-    # every published Ref-Adv-s model row has its released run now: none is left to a published value alone
-    from vlamb_nb import reference
-
-    published = set(reference.load("refadv", "Ref-Adv-s")["row"]) - {"Human Expert (High)", "Human Expert (Medium)"}
-    assert {c["name"] for c in per_item} == published
-    assert not [c for c in overall["comparators"] if c["basis"] == "published"]
-    assert overall["rank"] is not None and overall["data"]["n_run"] == 1142
-
-
-@pytest.mark.slow
 def test_reproduce_with_nothing_fetched_ranks_nothing_and_names_the_command(tmp_path, monkeypatch):
     monkeypatch.setenv("VLAMB_DATA", str(tmp_path / "empty"))
     monkeypatch.chdir(tmp_path)
@@ -374,10 +341,11 @@ def test_reproduce_with_nothing_fetched_ranks_nothing_and_names_the_command(tmp_
 
 
 @pytest.mark.slow
-def test_two_served_models_on_the_fetched_release_compare_with_the_mcnemar_p_their_answers_imply(
+def test_two_served_models_on_the_fetched_release_every_item_sent_and_compared_with_the_mcnemar_p_they_imply(
         web, tmp_path, monkeypatch, capsys):
-    """Two reproduce runs of Ref-Adv on the same fetched rows (the first fetches the release with --fetch), then
-    `vlamb-nb compare --json`."""
+    """Fetch Ref-Adv-s and reproduce with a served model and no source (``--fetch``): every fetched item is sent
+    and the report names the revision. A second served model on the first 40 rows, then `vlamb-nb compare
+    --json`: the pair on the rows both answered has the McNemar p their answers imply."""
     import math
 
     n = 40
@@ -393,16 +361,38 @@ def test_two_served_models_on_the_fetched_release_compare_with_the_mcnemar_p_the
         return answer
 
     monkeypatch.chdir(tmp_path)
-    runs = {}
+    runs, asked = {}, []
     for name, hit in (("a", lambda i: i % 2 == 0), ("b", lambda i: i % 3 == 0)):
         with ChatEndpoint(answers(hit)) as server:
             code = cli.main(["reproduce", "refadv", "--run-id", name, "--runs-dir", str(tmp_path / "runs"),
                              "-p", f"model=openai:acme/Qwen2.5-VL-7B-{name}", "-p", f"base_url={server.base_url}",
-                             "-p", "settings=direct", "-p", f"limit={n}", "-p", "concurrency=16",
+                             "-p", "settings=direct", "-p", "concurrency=32",
                              "-p", "n_resamples=200",  # the McNemar p checked here takes no resample
-                             *(["--fetch"] if name == "a" else [])])  # the first run fetches the release itself
+                             # the first run fetches the release itself and runs all of it
+                             *(["--fetch"] if name == "a" else ["-p", f"limit={n}"])])
+            asked = asked or server.prompts
         assert code == 0
         runs[name] = tmp_path / "runs" / name
+    # the first run sent every fetched expression, and its report names the release's revision
+    sha = web[0].repos[("dataset", "dddraxxx/ref-adv-s")].sha
+    grounding = [p for p in asked if "bbox" in p.lower() or "bounding box" in p.lower()]
+    expressions = {r["normal_caption"] for r in rf.refadv_rows()}
+    assert {e for e in expressions if any(e in p for p in grounding)} == expressions
+    report = (runs["a"] / "report.md").read_text(encoding="utf-8")
+    assert f"hub:dddraxxx/ref-adv-s@{sha[:7]} · 1,142 of 1,142" in report
+    # on the whole release all 30 released runs are compared row by row, the official table's rows beside them
+    results = json.loads((runs["a"] / "results.json").read_text(encoding="utf-8"))
+    overall = next(h for h in results["refadv"]["results"]["headline"] if h["slice"] == "overall")
+    per_item = [c for c in overall["comparators"] if c["basis"] == "per-item"]
+    assert len(per_item) == 30 and {c["n"] for c in per_item} == {1142}  # every released run
+    # every published Ref-Adv-s model row has its released run now: none is left to a published value alone
+    from vlamb_nb import reference
+
+    published = set(reference.load("refadv", "Ref-Adv-s")["row"]) - {"Human Expert (High)", "Human Expert (Medium)"}
+    assert {c["name"] for c in per_item} == published
+    assert not [c for c in overall["comparators"] if c["basis"] == "published"]
+    assert overall["rank"] is not None and overall["data"]["n_run"] == 1142
+    # the two served models compared on the 40 rows both answered
     capsys.readouterr()
     assert cli.main(["compare", str(runs["a"]), str(runs["b"]), "--json", "--out", str(tmp_path / "cmp")]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -414,12 +404,12 @@ def test_two_served_models_on_the_fetched_release_compare_with_the_mcnemar_p_the
     a_hits = {r["row_idx"] for r in rows if r["row_idx"] % 2 == 0}
     b_hits = {r["row_idx"] for r in rows if r["row_idx"] % 3 == 0}
     only_a, only_b = len(a_hits - b_hits), len(b_hits - a_hits)  # 13 and 7 discordant rows
-    assert pair["diff"] == pytest.approx(100 * (len(a_hits) - len(b_hits)) / n)
+    assert pair["n"] == n and pair["diff"] == pytest.approx(100 * (len(a_hits) - len(b_hits)) / n)
     k, m = min(only_a, only_b), only_a + only_b
     exact = min(1.0, 2 * sum(math.comb(m, i) for i in range(k + 1)) / 2 ** m)
     assert pair["p"] == pytest.approx(exact)
-    assert {(d or {}).get("revision") for m in out["models"] for d in m["data"].values()} == {
-        web[0].repos[("dataset", "dddraxxx/ref-adv-s")].sha}  # both stood on the fetched release
+    assert {(d or {}).get("revision") for m in out["models"] for d in m["data"].values()} == {sha}
+    # both stood on the fetched release
 
 
 # -- the issue's "done when": MUCAR as really released ---------------------------------------------------------
