@@ -48,7 +48,7 @@ lint: $(STAMP)
 
 # pytest-xdist workers: the tests not marked slow share nothing, so they run on every core; the slow ones run a
 # test file per worker (--dist loadfile), each notebook configuration executed once per worker and the whole
-# offline reproductions once per make test, kept in $(KEPT) for every worker (tests/fixtures_notebooks.py)
+# offline reproduction once per make test, kept in $(KEPT) for every worker (tests/fixtures_notebooks.py)
 PYTEST_WORKERS ?= auto
 
 # the whole suite; the JupyterLab browser tests run last, BROWSER_WORKERS at a time, with every core kept busy by
@@ -56,9 +56,8 @@ PYTEST_WORKERS ?= auto
 # the new user's path (a fresh clone with nothing beside it: make reproduce and the README's offline examples), then,
 # if they outlast it, by busy loops for BROWSER_BUSY_FOR more seconds (the rest run on what is left). Each
 # tier prints its slowest tests (--durations), so a slower suite shows where
-# the slow tier's whole offline reproductions are kept in $(KEPT) for its workers and the browser tests, which read
-# the seed-0 run's pages instead of executing every notebook again (tests/fixtures_notebooks.py); each make test
-# starts it empty
+# the slow tier's whole offline reproduction is kept in $(KEPT) for its workers and the browser tests, which read
+# its pages instead of executing every notebook again (tests/fixtures_notebooks.py); each make test starts it empty
 KEPT := .test-reproductions
 BROWSER_BUSY_FOR ?= 60
 # the browser tests run this many at a time, each worker with its own JupyterLab and Chromium (two keep both cores
