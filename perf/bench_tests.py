@@ -8,7 +8,7 @@ run with every core busy. The import of the CLI is timed too (the best of ``--im
 interpreters): a command that answers ``--help`` must not pay for torch.
 
 ``--notebooks`` also times the notebook tests (each notebook executed once per test run and shared by the
-tests that read it): the per-notebook test files and the two-seed reproduction, minutes each.
+tests that read it): the per-notebook test files and the whole reproduction, minutes each.
 
 The tier runs as ``make test-fast`` runs it, on every core (pytest-xdist, ``--workers auto``); ``--serial`` also
 times it in one process, in the same run, and prints the ratio.
