@@ -408,8 +408,8 @@ def test_two_served_models_on_the_fetched_release_every_item_sent_and_compared_w
     k, m = min(only_a, only_b), only_a + only_b
     exact = min(1.0, 2 * sum(math.comb(m, i) for i in range(k + 1)) / 2 ** m)
     assert pair["p"] == pytest.approx(exact)
+    # both runs stood on the fetched release
     assert {(d or {}).get("revision") for m in out["models"] for d in m["data"].values()} == {sha}
-    # both stood on the fetched release
 
 
 # -- the "done when": MUCAR as really released ---------------------------------------------------------
