@@ -12,10 +12,11 @@ date instead of reinstalling. Then ``make lab`` is started as the README says (a
 most GPU containers do) and must answer on the address it prints. Without network where the machine allows it
 (``unshare -n`` as root), else with ``HF_HUB_OFFLINE=1``.
 
-It fails on any failed notebook, any executed notebook (of every ``reproduce`` line) that misleads its reader (a section with no output, a
-progress widget frozen at 0%, a stand-in counted as matching the paper: ``reading_problems``), any traceback, any line that exits otherwise than the README says
-(a command a plain shell cannot find exits 127), anything new in ``git status`` outside ignored folders, a ``make
-lab`` that does not answer, and any committed figure removed or replaced by one drawn from a generated sample.
+It fails on any failed notebook, any executed notebook of any ``reproduce`` line that misleads its reader (a
+section with no output, a progress widget frozen at 0%, a stand-in counted as matching the paper:
+``reading_problems``), any traceback, any line that exits otherwise than the README says (a command a plain shell
+cannot find exits 127), anything new in ``git status`` outside ignored folders, a ``make lab`` that does not
+answer, and any committed figure removed or replaced by one drawn from a generated sample.
 ``make test`` runs it::
 
     python scripts/fresh_clone.py [--venv .venv] [--keep]
